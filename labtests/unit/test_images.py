@@ -1,0 +1,161 @@
+"""Guest catalog, cache keys, cached builds and the manifest: no VM, no Packer run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sectorlab import images, paths
+from sectorlab.errors import SectorlabError, UsageError
+
+
+def test_every_vars_file_is_a_guest():
+    assert images.guest_names() == ["debian12", "oraclelinux8", "oraclelinux9"]
+    for name in images.guest_names():
+        spec = images.load_guest(name)
+        assert spec.name == name
+        assert spec.provision_scripts, name
+        for script in spec.provision_scripts:
+            assert (images.PACKER_DIR / script).is_file(), f"{name}: {script} is missing"
+
+
+def test_oracle_templates_are_pinned():
+    for name in ("oraclelinux8", "oraclelinux9"):
+        spec = images.load_guest(name)
+        assert spec.base_recipe == "download"
+        assert spec.base_image_url.startswith("https://yum.oracle.com/templates/OracleLinux/")
+        assert len(spec.base_image_sha256) == 64 and int(spec.base_image_sha256, 16) >= 0
+
+
+def test_debian_is_built_here():
+    spec = images.load_guest("debian12")
+    assert spec.base_recipe == "mmdebstrap" and spec.template_file is None
+
+
+def test_unknown_guest_names_value_and_choices():
+    with pytest.raises(UsageError) as err:
+        images.load_guest("centos7")
+    msg = str(err.value)
+    assert "'centos7'" in msg and "debian12, oraclelinux8, oraclelinux9" in msg
+
+
+def test_hash_is_stable_and_sees_every_change(tmp_path):
+    a = tmp_path / "a.sh"
+    b = tmp_path / "b.sh"
+    a.write_text("echo a\n")
+    b.write_text("echo b\n")
+    first = images.hash_files([a, b], root=tmp_path)
+    assert first == images.hash_files([a, b], root=tmp_path)
+    b.write_text("echo B\n")
+    assert images.hash_files([a, b], root=tmp_path) != first
+    b.write_text("echo b\n")
+    b.chmod(0o755)
+    assert images.hash_files([a, b], root=tmp_path) != first, "the exec bit is an input too"
+
+
+def test_hash_independent_of_checkout_location(tmp_path):
+    for where in ("one", "two"):
+        (tmp_path / where).mkdir()
+        (tmp_path / where / "x").write_text("same\n")
+    assert (images.hash_files([tmp_path / "one" / "x"], root=tmp_path / "one")
+            == images.hash_files([tmp_path / "two" / "x"], root=tmp_path / "two"))
+
+
+def test_guest_hash_covers_its_recipe():
+    debian = images.load_guest("debian12")
+    files = {p.relative_to(paths.REPO).as_posix() for p in images._files_for_hash(debian)}
+    assert "packer/vars/debian12.pkrvars.hcl" in files
+    assert "packer/sources.pkr.hcl" in files
+    assert "scripts/build-debian-base" in files
+    assert "images/debian12/packages" in files
+    assert "images/debian12/overlay/usr/local/sbin/sectorlab-seed" in files
+    ol9 = images.load_guest("oraclelinux9")
+    ol_files = {p.relative_to(paths.REPO).as_posix() for p in images._files_for_hash(ol9)}
+    assert "images/debian12/packages" not in ol_files
+    assert images.input_hash(debian) != images.input_hash(ol9)
+
+
+def _fake_cached(spec, cache: Path) -> Path:
+    image = images.cached_image_path(spec, images.input_hash(spec))
+    image.parent.mkdir(parents=True, exist_ok=True)
+    image.write_bytes(b"qcow2 stand-in")
+    record = images.ImageRecord(guest=spec.name, image=str(image), image_sha256="ab" * 32,
+                                input_hash=images.input_hash(spec), base_url="x", base_sha256="cd" * 32,
+                                built_at="2026-01-01T00:00:00Z", build_seconds=1.0, accelerator="tcg",
+                                size_bytes=14)
+    image.with_suffix(".json").write_text(json.dumps(record.__dict__))
+    return image
+
+
+def test_cached_image_returns_at_once(isolated_cache, tmp_path, monkeypatch):
+    manifest = tmp_path / "manifest.json"
+    monkeypatch.setattr(images, "manifest_path", lambda: manifest)
+    monkeypatch.setattr(images.shutil, "which", lambda name: pytest.fail(f"looked for {name}: would build"))
+    spec = images.load_guest("debian12")
+    image = _fake_cached(spec, isolated_cache)
+    said = []
+    record = images.build("debian12", progress=said.append)
+    assert record.image == str(image)
+    assert "up to date" in said[0]
+    data = json.loads(manifest.read_text())
+    assert data["debian12"]["input_hash"] == images.input_hash(spec)
+    assert set(data["debian12"]) >= {"guest", "base_url", "base_sha256", "image_sha256", "input_hash", "built_at"}
+
+
+def test_manifest_keeps_other_guests(tmp_path, monkeypatch):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"oraclelinux9": {"guest": "oraclelinux9"}}))
+    monkeypatch.setattr(images, "manifest_path", lambda: manifest)
+    record = images.ImageRecord("debian12", "/x.qcow2", "0" * 64, "1" * 64, "u", "2" * 64, "t", 1.0, "tcg", 1)
+    images.update_manifest(record)
+    assert set(json.loads(manifest.read_text())) == {"oraclelinux9", "debian12"}
+
+
+def test_stale_image_is_not_reused(isolated_cache):
+    spec = images.load_guest("debian12")
+    stale = images.image_cache() / f"debian12-{'0' * 16}.qcow2"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old")
+    stale.with_suffix(".json").write_text("{}")
+    assert images.find_cached(spec) is None
+
+
+def test_template_checksum_mismatch_is_refused(isolated_cache):
+    spec = images.load_guest("oraclelinux9")
+    spec.template_file.parent.mkdir(parents=True)
+    spec.template_file.write_bytes(b"not the template")
+    with pytest.raises(SectorlabError) as err:
+        images.check_template(spec, progress=lambda m: None)
+    msg = str(err.value)
+    assert spec.base_image_sha256 in msg
+    assert images.sha256_file(spec.template_file) in msg
+    assert spec.template_file.exists(), "a user's file is never deleted"
+
+
+def test_default_guest_is_debian_without_template(isolated_cache):
+    said = []
+    assert images.default_guest(said.append) == "debian12"
+    assert "OL9U5_x86_64-kvm-b259.qcow2" in said[0] and "GUEST=oraclelinux9" in said[0]
+
+
+def test_default_guest_is_ol9_with_template(isolated_cache):
+    spec = images.load_guest("oraclelinux9")
+    spec.template_file.parent.mkdir(parents=True)
+    spec.template_file.write_bytes(b"x")
+    said = []
+    assert images.default_guest(said.append) == "oraclelinux9"
+    assert str(spec.template_file) in said[0]
+
+
+def test_no_free_space_is_one_clear_error(tmp_path):
+    with pytest.raises(SectorlabError, match=r"GiB free in .*, the build needs 999999 GiB; .*SECTORLAB_CACHE"):
+        images.check_free_space(tmp_path, 999999)
+
+
+def test_packer_validate_every_guest():
+    if shutil.which("packer") is None:
+        pytest.skip("host program 'packer' is not installed (scripts/bootstrap installs it)")
+    images.validate_templates(progress=lambda m: None)

@@ -1,0 +1,75 @@
+"""NoCloud seeds: what the host writes is what the Debian guest's seed unit and cloud-init read."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import subprocess
+
+import pytest
+
+from labtests.conftest import require_program
+from sectorlab import seed, sshkeys
+from sectorlab.paths import REPO
+
+SEED_SCRIPT = REPO / "images" / "debian12" / "overlay" / "usr" / "local" / "sbin" / "sectorlab-seed"
+
+
+@pytest.fixture(scope="module")
+def guest_seed():
+    """The guest-side seed program, loaded as a module (it has no .py suffix)."""
+    loader = importlib.machinery.SourceFileLoader("sectorlab_seed_guest", str(SEED_SCRIPT))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def _doc():
+    login = sshkeys.generate("me@test")
+    host = sshkeys.generate("vm1-host")
+    return seed.user_data("lab", [login.public_openssh], host, "vm1"), login, host
+
+
+def test_user_data_is_cloud_config(guest_seed):
+    doc, login, host = _doc()
+    text = seed.render_user_data(doc)
+    assert text.startswith("#cloud-config\n")
+    parsed = guest_seed.parse_user_data(text)
+    assert parsed == doc
+    user = parsed["users"][0]
+    assert user["name"] == "lab" and user["ssh_authorized_keys"] == [login.public_openssh]
+    assert user["lock_passwd"] is True and parsed["ssh_pwauth"] is False
+    assert parsed["ssh_keys"]["ed25519_public"] == host.public_openssh
+
+
+def test_user_data_without_header_is_refused(guest_seed):
+    with pytest.raises(ValueError, match="expected '#cloud-config'"):
+        guest_seed.parse_user_data('{"users": []}')
+
+
+def test_meta_data_json_and_yaml(guest_seed):
+    text = seed.render_meta_data("vm1-1234", "vm1")
+    assert guest_seed.parse_meta_data(text) == {"instance-id": "vm1-1234", "local-hostname": "vm1"}
+    assert guest_seed.parse_meta_data("instance-id: abc\nlocal-hostname: 'h1'\n") == {
+        "instance-id": "abc", "local-hostname": "h1"}
+
+
+def test_build_seed_has_no_host_key():
+    doc = seed.user_data("lab", ["ssh-ed25519 AAAA x"], None, "b")
+    assert "ssh_keys" not in doc
+
+
+def test_iso_is_a_nocloud_seed(tmp_path):
+    require_program("isoinfo")
+    doc, _, _ = _doc()
+    iso = seed.write_iso(tmp_path / "seed.iso", "vm1-1", "vm1", doc)
+    pvd = subprocess.run(["isoinfo", "-d", "-i", str(iso)], capture_output=True, text=True, check=True).stdout
+    assert "Volume id: cidata" in pvd
+    listing = subprocess.run(["isoinfo", "-R", "-f", "-i", str(iso)], capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert sorted(listing) == ["/meta-data", "/user-data"]
+    user_data = subprocess.run(["isoinfo", "-R", "-x", "/user-data", "-i", str(iso)], capture_output=True,
+                               text=True, check=True).stdout
+    assert json.loads(user_data.partition("\n")[2]) == doc

@@ -1,0 +1,23 @@
+#!/bin/sh -eu
+# Checks that the guest has everything the lab's scenarios use, and records what it is.
+# Fails with the name of what is missing. Safe to re-run.
+missing=""
+for tool in nvme fio parted sfdisk blockdev lsblk sg_readcap python3 modprobe; do
+  command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+for module in nvmet nvmet_tcp nvme_tcp nvme virtio_scsi; do
+  modinfo "$module" >/dev/null 2>&1 || missing="$missing module:$module"
+done
+if [ -n "$missing" ]; then
+  echo "lab-guest: missing in the guest:$missing" >&2
+  exit 1
+fi
+# shellcheck disable=SC1091 # the guest's own file
+. /etc/os-release
+cat > /etc/sectorlab-image <<INFO
+guest_os=$ID-$VERSION_ID
+kernel=$(uname -r)
+nvme_cli=$(nvme version | head -1)
+fio=$(fio --version)
+INFO
+cat /etc/sectorlab-image

@@ -1,0 +1,16 @@
+# Debian 12 (bookworm): the base disk is built on this machine from Debian's packages by
+# scripts/build-debian-base (mmdebstrap, no installer, no ISO); Packer then provisions it
+# with no network at all. This is the guest CI builds and tests.
+guest                  = "debian12"
+os_family              = "debian"
+base_recipe            = "mmdebstrap"
+guest_network_restrict = "on"
+ssh_username           = "lab"
+disk_size              = "4096M"
+memory                 = 1024
+provision_scripts = [
+  "scripts/debian/lean-boot.sh",
+  "scripts/common/lab-guest.sh",
+  "scripts/debian/bootloader.sh",
+  "scripts/common/cleanup.sh",
+]

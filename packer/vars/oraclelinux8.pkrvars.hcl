@@ -1,0 +1,18 @@
+# Oracle Linux 8 from Oracle's KVM template (cloud-init NoCloud, legacy BIOS). Pinned by URL
+# and sha256 as published in public build configs; check it against Oracle's templates page
+# before relying on it. Needs yum.oracle.com, or the file dropped into the image cache.
+guest                  = "oraclelinux8"
+os_family              = "oraclelinux"
+base_recipe            = "download"
+base_image_url         = "https://yum.oracle.com/templates/OracleLinux/OL8/u10/x86_64/OL8U10_x86_64-kvm-b287.qcow2"
+base_image_sha256      = "cf9eb243b7390311f1e2896e3e6849241e521e6592c8be9907956e3a6cee1f0c"
+guest_network_restrict = "off"
+ssh_username           = "lab"
+disk_size              = "40960M"
+memory                 = 2048
+provision_scripts = [
+  "scripts/oraclelinux/packages.sh",
+  "scripts/oraclelinux/lean-boot.sh",
+  "scripts/common/lab-guest.sh",
+  "scripts/common/cleanup.sh",
+]

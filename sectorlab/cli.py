@@ -1,0 +1,142 @@
+"""The sectorlab command line: one verb per step of the lab's flow."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+from . import __version__, accel, images
+from .errors import SectorlabError
+
+
+def _progress(msg: str) -> None:
+    print(f"sectorlab: {msg}", file=sys.stderr, flush=True)
+
+
+def _guest_arg(value: str | None) -> str:
+    return value or images.default_guest(_progress)
+
+
+def cmd_doctor(args) -> int:
+    from . import doctor
+    return doctor.report()
+
+
+def cmd_accel(args) -> int:
+    found = accel.detect(refresh=args.refresh)
+    if args.json:
+        print(json.dumps({"accelerator": found.name, "libvirt_domain_type": found.libvirt_domain_type,
+                          "reason": found.reason}))
+    else:
+        print(f"{found.name}: {found.reason}")
+    return 0
+
+
+def cmd_image_build(args) -> int:
+    record = images.build(_guest_arg(args.guest), force=args.force, progress=_progress)
+    print(record.image)
+    return 0
+
+
+def cmd_image_validate(args) -> int:
+    images.validate_templates(_progress)
+    return 0
+
+
+def cmd_image_list(args) -> int:
+    for name in images.guest_names():
+        spec = images.load_guest(name)
+        cached = images.find_cached(spec)
+        state = f"built {cached.built_at} {cached.image}" if cached else "not built"
+        base = spec.base_image_url or "built here with mmdebstrap from Debian's packages"
+        print(f"{name:<14} {state}")
+        print(f"{'':<14} base: {base}")
+        if spec.template_file is not None:
+            here = "present" if spec.template_file.exists() else "absent"
+            print(f"{'':<14} template in cache ({here}): {spec.template_file}")
+    return 0
+
+
+def cmd_image_path(args) -> int:
+    spec = images.load_guest(_guest_arg(args.guest))
+    cached = images.find_cached(spec)
+    if cached is None:
+        raise SectorlabError(f"{spec.name}: no image built from the current recipe; run 'make image GUEST={spec.name}'")
+    print(cached.image)
+    return 0
+
+
+def cmd_image_boot_time(args) -> int:
+    from .vm import BootedVM
+    spec = images.load_guest(_guest_arg(args.guest))
+    cached = images.find_cached(spec)
+    if cached is None:
+        raise SectorlabError(f"{spec.name}: no image built; run 'make image GUEST={spec.name}' first")
+    times = []
+    for run in range(1, args.runs + 1):
+        vm = BootedVM(cached.image, user="lab", name=f"boot{run}", progress=_progress)
+        try:
+            guest = vm.start(timeout=args.timeout)
+            guest.check_output("true")
+            times.append(vm.boot_seconds)
+        finally:
+            vm.stop()
+        _progress(f"run {run}/{args.runs}: {times[-1]:.1f} s to SSH login")
+    result = {"guest": spec.name, "runs": times, "median": statistics.median(times),
+              "min": min(times), "max": max(times), "accelerator": accel.detect().name}
+    print(json.dumps(result) if args.json else
+          f"{spec.name}: boot to SSH login, median {result['median']:.1f} s over {len(times)} runs "
+          f"(min {result['min']:.1f}, max {result['max']:.1f}) under {result['accelerator']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sectorlab", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"sectorlab {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("doctor", help="what the host has for the lab")
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("accel", help="the accelerator the lab uses (real probe, cached per boot)")
+    p.add_argument("--refresh", action="store_true", help="probe again instead of using the cached verdict")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_accel)
+
+    image = sub.add_parser("image", help="guest images").add_subparsers(dest="image_command", required=True)
+    p = image.add_parser("build", help="build a guest image with Packer (cached by the hash of its inputs)")
+    p.add_argument("--guest", help="debian12, oraclelinux9, oraclelinux8 (default: see 'make image')")
+    p.add_argument("--force", action="store_true", help="rebuild even when the cached image is up to date")
+    p.set_defaults(func=cmd_image_build)
+    p = image.add_parser("validate", help="packer validate the template with every guest's vars")
+    p.set_defaults(func=cmd_image_validate)
+    p = image.add_parser("list", help="the guests, their bases and what is built")
+    p.set_defaults(func=cmd_image_list)
+    p = image.add_parser("path", help="print the cached image of a guest")
+    p.add_argument("--guest")
+    p.set_defaults(func=cmd_image_path)
+    p = image.add_parser("boot-time", help="boot the image under QEMU N times and time SSH login")
+    p.add_argument("--guest")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_image_boot_time)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SectorlabError as e:
+        print(f"sectorlab: error: {e}", file=sys.stderr)
+        return e.exit_status
+    except KeyboardInterrupt:
+        print("sectorlab: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

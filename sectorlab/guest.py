@@ -1,0 +1,156 @@
+"""SSH into a lab guest with paramiko, the pinned host key and the lab's key.
+
+Modelled on pytest-testinfra: one Guest object; run() shell-quotes its arguments and returns a
+small result; check_output() raises with the command, status and stderr. Unknown host keys are
+never accepted: the guest's host key comes from its seed, so the host knows it in advance.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import shlex
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import paramiko
+
+from .errors import SectorlabError
+
+
+@dataclass
+class CommandResult:
+    cmd: str
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+class GuestCommandError(SectorlabError):
+    def __init__(self, guest: str, result: CommandResult):
+        self.result = result
+        detail = result.stderr.strip() or result.stdout.strip()
+        super().__init__(f"{guest}: '{result.cmd}' exited {result.rc}: {detail}")
+
+
+class GuestUnreachable(SectorlabError):
+    pass
+
+
+def host_key_from_line(line: str) -> paramiko.PKey:
+    """Parse an OpenSSH public key line ('ssh-ed25519 AAAA... comment')."""
+    parts = line.split()
+    if len(parts) < 2:
+        raise SectorlabError(f"unexpected host key line: {line!r} (expected 'TYPE BASE64 [COMMENT]')")
+    return paramiko.PKey.from_type_string(parts[0], base64.b64decode(parts[1]))
+
+
+@contextlib.contextmanager
+def _quiet_paramiko():
+    """While polling a booting guest, failed handshakes are expected: keep paramiko from logging them."""
+    logger = logging.getLogger("paramiko")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def shell_join(cmd: str, args: tuple) -> str:
+    return cmd if not args else cmd + " " + " ".join(shlex.quote(str(a)) for a in args)
+
+
+class Guest:
+    def __init__(self, name: str, host: str, port: int, user: str, key_file: Path, host_key: str):
+        self.name = name
+        self.host = host
+        self.port = port
+        self.user = user
+        self.key_file = Path(key_file)
+        self.host_key = host_key_from_line(host_key)
+        self._client: paramiko.SSHClient | None = None
+
+    def __repr__(self) -> str:
+        return f"Guest({self.name} {self.user}@{self.host}:{self.port})"
+
+    def _new_client(self, timeout: float) -> paramiko.SSHClient:
+        client = paramiko.SSHClient()
+        known = self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+        client.get_host_keys().add(known, self.host_key.get_name(), self.host_key)
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        client.connect(self.host, port=self.port, username=self.user,
+                       pkey=paramiko.PKey.from_path(self.key_file), timeout=timeout, banner_timeout=timeout,
+                       auth_timeout=timeout, allow_agent=False, look_for_keys=False)
+        return client
+
+    def connect(self, timeout: float = 15.0) -> None:
+        """Connect, retrying once; then fail with the reason."""
+        last: Exception | None = None
+        for _ in range(2):
+            try:
+                self._client = self._new_client(timeout)
+                return
+            except (OSError, paramiko.SSHException) as e:
+                last = e
+        raise GuestUnreachable(f"{self}: cannot connect over SSH: {last}")
+
+    def wait_until_up(self, timeout: float, progress: Callable[[str], None] | None = None) -> float:
+        """Poll until SSH login works; returns the seconds it took. Host key mismatches fail at once."""
+        start = time.monotonic()
+        last_report = start
+        last_error = "no answer yet"
+        while True:
+            try:
+                with _quiet_paramiko():
+                    self._client = self._new_client(timeout=10.0)
+                return time.monotonic() - start
+            except paramiko.BadHostKeyException as e:
+                raise GuestUnreachable(f"{self}: host key is not the one the lab gave it: {e}") from e
+            except (OSError, paramiko.SSHException, EOFError) as e:
+                last_error = str(e) or type(e).__name__
+            now = time.monotonic()
+            if now - start > timeout:
+                raise GuestUnreachable(f"{self}: no SSH login after {timeout:.0f} s (last error: {last_error})")
+            if progress and now - last_report >= 10:
+                progress(f"waiting for SSH on {self.host}:{self.port}: {now - start:.0f} s ({last_error})")
+                last_report = now
+            time.sleep(1.0)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def run(self, cmd: str, *args, timeout: float = 300.0) -> CommandResult:
+        command = shell_join(cmd, args)
+        if self._client is None or not self._transport_alive():
+            self.connect()
+        assert self._client is not None
+        try:
+            _, stdout, stderr = self._client.exec_command(command, timeout=timeout)
+            out = stdout.read().decode(errors="replace")
+            err = stderr.read().decode(errors="replace")
+            rc = stdout.channel.recv_exit_status()
+        except (socket.timeout, paramiko.SSHException) as e:
+            raise GuestUnreachable(f"{self}: '{command}' did not complete: {e}") from e
+        return CommandResult(command, rc, out, err)
+
+    def check_output(self, cmd: str, *args, timeout: float = 300.0) -> str:
+        __tracebackhide__ = True
+        result = self.run(cmd, *args, timeout=timeout)
+        if not result.ok:
+            raise GuestCommandError(self.name, result)
+        return result.stdout.rstrip("\n")
+
+    def _transport_alive(self) -> bool:
+        transport = self._client.get_transport() if self._client else None
+        return bool(transport and transport.is_active())

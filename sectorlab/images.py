@@ -1,0 +1,358 @@
+"""Guest images: which guests exist, their cache keys, the build with Packer and the manifest.
+
+The guests are the files packer/vars/<guest>.pkrvars.hcl (one place per concept). A built image
+lives in the cache outside the repository under a name that carries the hash of every input
+that shapes it (templates, vars, provisioning scripts and, for Debian, the base recipe), so an
+unchanged recipe is never built twice and a changed one never reuses a stale image. Builds go
+to a temporary directory and are renamed into place only when they succeeded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import hcl2
+
+from . import accel as accel_mod
+from . import seed, sshkeys
+from .errors import SectorlabError, UsageError
+from .paths import REPO, image_cache, manifest_path
+
+PACKER_DIR = REPO / "packer"
+DEBIAN_BASE_SCRIPT = REPO / "scripts" / "build-debian-base"
+DEFAULT_GUEST_ORDER = ("oraclelinux9", "debian12")
+# Free space a build needs in the cache (the build copy, the compacted result, the base disk).
+REQUIRED_FREE_GIB = {"mmdebstrap": 8, "download": 25}
+
+Progress = Callable[[str], None]
+
+
+def _say(msg: str) -> None:
+    print(f"sectorlab: {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class GuestSpec:
+    name: str
+    os_family: str
+    base_recipe: str
+    base_image_url: str
+    base_image_sha256: str
+    ssh_username: str
+    disk_size: str
+    provision_scripts: tuple[str, ...]
+
+    @property
+    def vars_file(self) -> Path:
+        return PACKER_DIR / "vars" / f"{self.name}.pkrvars.hcl"
+
+    @property
+    def template_file(self) -> Path | None:
+        """Where a vendor template is kept in the cache (and where a user may drop it)."""
+        if self.base_recipe != "download":
+            return None
+        return image_cache().parent / "templates" / self.base_image_url.rsplit("/", 1)[-1]
+
+
+def _unquote(value):
+    # python-hcl2 keeps the quotes of string literals in some versions.
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
+        return value[1:-1]
+    if isinstance(value, list):
+        return [_unquote(v) for v in value]
+    return value
+
+
+def load_guest(name: str) -> GuestSpec:
+    path = PACKER_DIR / "vars" / f"{name}.pkrvars.hcl"
+    if not path.exists():
+        raise UsageError(f"unknown guest {name!r}: expected one of {', '.join(guest_names())} "
+                         f"(the files packer/vars/<guest>.pkrvars.hcl)")
+    with open(path) as f:
+        raw = {k: _unquote(v) for k, v in hcl2.load(f).items()}
+    try:
+        spec = GuestSpec(
+            name=raw["guest"], os_family=raw["os_family"], base_recipe=raw["base_recipe"],
+            base_image_url=raw.get("base_image_url", ""), base_image_sha256=raw.get("base_image_sha256", ""),
+            ssh_username=raw.get("ssh_username", "lab"), disk_size=raw.get("disk_size", "4096M"),
+            provision_scripts=tuple(raw["provision_scripts"]))
+    except KeyError as e:
+        raise SectorlabError(f"{path}: missing variable {e.args[0]}") from e
+    if spec.name != name:
+        raise SectorlabError(f"{path}: guest = {spec.name!r}, expected {name!r} (the file name)")
+    if spec.base_recipe not in REQUIRED_FREE_GIB:
+        raise SectorlabError(f"{path}: base_recipe = {spec.base_recipe!r}, expected 'mmdebstrap' or 'download'")
+    return spec
+
+
+def guest_names() -> list[str]:
+    return sorted(p.name[: -len(".pkrvars.hcl")] for p in (PACKER_DIR / "vars").glob("*.pkrvars.hcl"))
+
+
+def default_guest(progress: Progress = _say) -> str:
+    """Oracle Linux 9 when its template is already in the cache, else debian12 (never probes the network)."""
+    ol9 = load_guest("oraclelinux9")
+    if ol9.template_file is not None and ol9.template_file.exists():
+        progress(f"GUEST not set: using oraclelinux9 (its template is in the cache: {ol9.template_file})")
+        return "oraclelinux9"
+    progress(f"GUEST not set: using debian12 (for Oracle Linux 9, put {ol9.base_image_url.rsplit('/', 1)[-1]} "
+             f"into {ol9.template_file.parent}/ or run 'make image GUEST=oraclelinux9' on a machine that "
+             f"reaches yum.oracle.com)")
+    return "debian12"
+
+
+def _files_for_hash(spec: GuestSpec) -> list[Path]:
+    files = sorted(PACKER_DIR.glob("*.pkr.hcl")) + [spec.vars_file]
+    files += [PACKER_DIR / s for s in spec.provision_scripts]
+    if spec.base_recipe == "mmdebstrap":
+        files += _base_files(spec)
+    return files
+
+
+def _base_files(spec: GuestSpec) -> list[Path]:
+    recipe = REPO / "images" / spec.name
+    return [DEBIAN_BASE_SCRIPT, REPO / "scripts" / "lib.sh"] + sorted(p for p in recipe.rglob("*") if p.is_file())
+
+
+def hash_files(files: list[Path], extra: str = "", root: Path = REPO) -> str:
+    """sha256 over (path relative to `root`, exec bit, content) of each file, plus `extra`.
+
+    Paths are relative so that two clones of the repository share one cache.
+    """
+    h = hashlib.sha256()
+    for path in files:
+        if not path.exists():
+            raise SectorlabError(f"input {path} of the image recipe is missing")
+        rel = path.relative_to(root).as_posix()
+        h.update(f"{rel}\0{os.access(path, os.X_OK)}\0".encode())
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    h.update(extra.encode())
+    return h.hexdigest()
+
+
+def input_hash(spec: GuestSpec) -> str:
+    return hash_files(_files_for_hash(spec), extra=f"{spec.base_image_url}\0{spec.base_image_sha256}")
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass
+class ImageRecord:
+    guest: str
+    image: str
+    image_sha256: str
+    input_hash: str
+    base_url: str
+    base_sha256: str
+    built_at: str
+    build_seconds: float
+    accelerator: str
+    size_bytes: int
+
+    @classmethod
+    def load(cls, path: Path) -> ImageRecord:
+        return cls(**json.loads(path.read_text()))
+
+
+def cached_image_path(spec: GuestSpec, key: str) -> Path:
+    return image_cache() / f"{spec.name}-{key[:16]}.qcow2"
+
+
+def find_cached(spec: GuestSpec) -> ImageRecord | None:
+    image = cached_image_path(spec, input_hash(spec))
+    record = image.with_suffix(".json")
+    if image.exists() and record.exists():
+        return ImageRecord.load(record)
+    return None
+
+
+def update_manifest(record: ImageRecord) -> None:
+    path = manifest_path()
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[record.guest] = asdict(record)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def check_free_space(directory: Path, need_gib: int) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(directory).free / 2**30
+    if free < need_gib:
+        raise SectorlabError(f"only {free:.1f} GiB free in {directory}, the build needs {need_gib} GiB; free "
+                             f"space there or point SECTORLAB_CACHE at a larger disk")
+
+
+def check_template(spec: GuestSpec, progress: Progress) -> Path:
+    """A vendor template already in the cache must match its pinned sha256 before Packer sees it."""
+    path = spec.template_file
+    assert path is not None
+    if path.exists():
+        progress(f"checking {path.name} against its pinned sha256")
+        actual = sha256_file(path)
+        if actual != spec.base_image_sha256:
+            raise SectorlabError(f"{path}: sha256 {actual}, expected {spec.base_image_sha256} "
+                                 f"(pinned in {spec.vars_file.relative_to(REPO)}); remove the file or put "
+                                 f"the right template there")
+    else:
+        progress(f"{path.name} is not in the cache: Packer will download it from {spec.base_image_url}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def build_debian_base(spec: GuestSpec, progress: Progress) -> Path:
+    """The mmdebstrap base disk, cached by the hash of its own recipe."""
+    key = hash_files(_base_files(spec))[:16]
+    outdir = image_cache().parent / "base" / f"{spec.name}-{key}"
+    if (outdir / "base.qcow2").exists():
+        progress(f"base disk cached: {outdir}")
+        return outdir
+    tmp = outdir.with_name(outdir.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    progress(f"building the {spec.name} base disk from Debian's packages into {outdir}")
+    proc = subprocess.run([str(DEBIAN_BASE_SCRIPT), str(tmp)])
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise SectorlabError(f"scripts/build-debian-base failed (exit {proc.returncode}); see its messages above")
+    tmp.rename(outdir)
+    return outdir
+
+
+def packer_env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("PACKER_CACHE_DIR", str(image_cache().parent / "packer"))
+    env["CHECKPOINT_DISABLE"] = "1"  # no update check: only the package registries may be contacted
+    return env
+
+
+def build(name: str, force: bool = False, progress: Progress = _say) -> ImageRecord:
+    spec = load_guest(name)
+    key = input_hash(spec)
+    final = cached_image_path(spec, key)
+    cached = find_cached(spec)
+    if cached is not None and not force:
+        progress(f"{name}: image up to date ({final}, inputs {key[:16]})")
+        update_manifest(cached)
+        return cached
+    if shutil.which("packer") is None:
+        raise SectorlabError("'packer' is not installed; run scripts/bootstrap")
+    check_free_space(image_cache(), REQUIRED_FREE_GIB[spec.base_recipe])
+    start = time.monotonic()
+    found = accel_mod.detect()
+    progress(f"{name}: building with Packer under {found.name} ({found.reason})")
+
+    work = image_cache() / f".build-{name}-{key[:16]}-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        machine_vars = _machine_vars(spec, work, found.name, progress)
+        vars_json = work / "machine.pkrvars.json"
+        vars_json.write_text(json.dumps(machine_vars, indent=2))
+        # Packer reads the provisioning scripts only when it reaches them: build from a snapshot so
+        # the image matches the input hash even if the working tree changes meanwhile.
+        snapshot = work / "packer"
+        shutil.copytree(PACKER_DIR, snapshot)
+        cmd = ["packer", "build", "-color=false", f"-var-file={snapshot / 'vars' / spec.vars_file.name}",
+               f"-var-file={vars_json}", str(snapshot)]
+        progress(f"{name}: {' '.join(cmd)}")
+        proc = subprocess.run(cmd, cwd=str(work), env=packer_env())
+        if proc.returncode != 0:
+            raise SectorlabError(f"{name}: packer build failed (exit {proc.returncode}); its output is above, "
+                                 f"the guest console in {work}/out-console.log")
+        built = work / "out" / f"{name}.qcow2"
+        if not built.exists():
+            raise SectorlabError(f"{name}: packer reported success but wrote no {built}")
+        record = ImageRecord(
+            guest=name, image=str(final), image_sha256=sha256_file(built), input_hash=key,
+            base_url=spec.base_image_url or f"mmdebstrap:{machine_vars['base_image_url']}",
+            base_sha256=machine_vars["base_image_sha256"],
+            built_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            build_seconds=round(time.monotonic() - start, 1), accelerator=found.name,
+            size_bytes=built.stat().st_size)
+        built.rename(final)
+        final.with_suffix(".json").write_text(json.dumps(asdict(record), indent=2) + "\n")
+    except BaseException:
+        if os.environ.get("SECTORLAB_KEEP_FAILED_BUILD"):
+            progress(f"{name}: failed build kept in {work} (SECTORLAB_KEEP_FAILED_BUILD)")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+    shutil.rmtree(work, ignore_errors=True)
+    update_manifest(record)
+    progress(f"{name}: built {final} ({record.size_bytes / 2**20:.0f} MiB) in {record.build_seconds:.0f} s")
+    return record
+
+
+def _machine_vars(spec: GuestSpec, work: Path, accelerator: str, progress: Progress) -> dict:
+    build_key = sshkeys.generate(f"sectorlab-build-{spec.name}")
+    key_file = build_key.write(work / "build_key")
+    doc = seed.user_data(spec.ssh_username, [build_key.public_openssh], None, f"{spec.name}-build")
+    iso = seed.write_iso(work / "seed.iso", f"build-{uuid.uuid4()}", f"{spec.name}-build", doc)
+    machine = {
+        "accelerator": accelerator,
+        "output_directory": str(work / "out"),
+        "seed_iso": str(iso),
+        "ssh_private_key_file": str(key_file),
+    }
+    if spec.base_recipe == "mmdebstrap":
+        base = build_debian_base(spec, progress)
+        machine.update({
+            "base_image_url": f"file://{base / 'base.qcow2'}",
+            "base_image_sha256": sha256_file(base / "base.qcow2"),
+            "base_image_target": str(base / "base.qcow2"),
+            "direct_kernel": [["-kernel", str(base / "vmlinuz")], ["-initrd", str(base / "initrd.img")],
+                              ["-append", "root=/dev/vda1 rw console=ttyS0,115200"]],
+        })
+    else:
+        machine["base_image_target"] = str(check_template(spec, progress))
+        machine["base_image_sha256"] = spec.base_image_sha256
+    return machine
+
+
+def validate_templates(progress: Progress = _say) -> None:
+    """`packer validate` of the template with every guest's vars (machine values as placeholders)."""
+    if shutil.which("packer") is None:
+        raise SectorlabError("'packer' is not installed; run scripts/bootstrap")
+    tmp = Path(tempfile.mkdtemp(prefix="sectorlab-validate-"))
+    key = sshkeys.generate("validate").write(tmp / "key")
+    placeholders = {"seed_iso": str(tmp / "seed.iso"), "output_directory": str(tmp / "out"),
+                    "ssh_private_key_file": str(key), "base_image_sha256": "0" * 64,
+                    "base_image_url": f"file://{tmp}/base.qcow2"}
+    failed = []
+    try:
+        _validate_each(placeholders, failed, progress)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failed:
+        raise SectorlabError("packer validate failed: " + " | ".join(failed))
+
+
+def _validate_each(placeholders: dict, failed: list, progress: Progress) -> None:
+    for name in guest_names():
+        spec = load_guest(name)
+        machine = {k: v for k, v in placeholders.items()
+                   if not (k.startswith("base_image") and spec.base_recipe == "download")}
+        cmd = ["packer", "validate", f"-var-file={spec.vars_file}"]
+        cmd += [f"-var={k}={v}" for k, v in machine.items()] + [str(PACKER_DIR)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=packer_env())
+        if proc.returncode != 0:
+            failed.append(f"{name}: {(proc.stdout + proc.stderr).strip()}")
+        else:
+            progress(f"packer validate {name}: ok")

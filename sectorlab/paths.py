@@ -1,0 +1,28 @@
+"""Where the project lives and where it keeps what it builds (outside the repository)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cache_dir() -> Path:
+    """Built images, the provider mirror and other per-machine artifacts.
+
+    SECTORLAB_CACHE wins; otherwise $XDG_CACHE_HOME/sectorlab or ~/.cache/sectorlab.
+    """
+    explicit = os.environ.get("SECTORLAB_CACHE")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg or Path.home() / ".cache") / "sectorlab"
+
+
+def image_cache() -> Path:
+    return cache_dir() / "images"
+
+
+def manifest_path() -> Path:
+    return REPO / "images" / "manifest.json"
