@@ -3,6 +3,12 @@
 build {
   sources = ["source.qemu.guest"]
 
+  # The lab's guest-side helpers (NVMe/TCP targets), installed by scripts/common/lab-guest.sh.
+  provisioner "file" {
+    source      = "${path.root}/files/"
+    destination = "/tmp/sectorlab-files"
+  }
+
   provisioner "shell" {
     scripts          = [for s in var.provision_scripts : "${path.root}/${s}"]
     environment_vars = ["LAB_USER=${var.lab_user}", "BUILD_USER=${var.ssh_username}"]

@@ -110,3 +110,9 @@ variable "lab_user" {
   description = "The user lab VMs log in as (keys come from each lab's seed ISO, never baked in)."
   default     = "lab"
 }
+
+variable "lab_min_memory_mib" {
+  type        = number
+  description = "Not used by Packer: the least memory a lab VM of this guest may be given (sectorlab's lab validation reads it)."
+  default     = 512
+}

@@ -9,6 +9,8 @@ to a temporary directory and are renamed into place only when they succeeded.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -224,8 +226,9 @@ def build_debian_base(spec: GuestSpec, progress: Progress) -> Path:
     if (outdir / "base.qcow2").exists():
         progress(f"base disk cached: {outdir}")
         return outdir
+    for stale in outdir.parent.glob(f"{spec.name}-*.tmp-*"):  # left by an interrupted build
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = outdir.with_name(outdir.name + f".tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
     progress(f"building the {spec.name} base disk from Debian's packages into {outdir}")
     proc = subprocess.run([str(DEBIAN_BASE_SCRIPT), str(tmp)])
     if proc.returncode != 0:
@@ -242,8 +245,27 @@ def packer_env() -> dict:
     return env
 
 
+@contextlib.contextmanager
+def _build_lock(name: str):
+    """One build per guest at a time on this machine; a second waits, then finds the image built."""
+    image_cache().mkdir(parents=True, exist_ok=True)
+    with open(image_cache() / f".lock-{name}", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say(f"{name}: another build of this guest is running; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def build(name: str, force: bool = False, progress: Progress = _say) -> ImageRecord:
     spec = load_guest(name)
+    with _build_lock(name):
+        return _build_locked(spec, force, progress)
+
+
+def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageRecord:
+    name = spec.name
     key = input_hash(spec)
     final = cached_image_path(spec, key)
     cached = find_cached(spec)
@@ -258,8 +280,9 @@ def build(name: str, force: bool = False, progress: Progress = _say) -> ImageRec
     found = accel_mod.detect()
     progress(f"{name}: building with Packer under {found.name} ({found.reason})")
 
+    for stale in image_cache().glob(f".build-{name}-*"):  # left by an interrupted build (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True)
     work = image_cache() / f".build-{name}-{key[:16]}-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
         machine_vars = _machine_vars(spec, work, found.name, progress)

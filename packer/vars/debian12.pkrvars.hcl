@@ -8,6 +8,7 @@ guest_network_restrict = "on"
 ssh_username           = "lab"
 disk_size              = "4096M"
 memory                 = 1024
+lab_min_memory_mib     = 384
 provision_scripts = [
   "scripts/debian/lean-boot.sh",
   "scripts/common/lab-guest.sh",

@@ -10,6 +10,7 @@ guest_network_restrict = "off"
 ssh_username           = "lab"
 disk_size              = "40960M"
 memory                 = 2048
+lab_min_memory_mib     = 1024
 provision_scripts = [
   "scripts/oraclelinux/packages.sh",
   "scripts/oraclelinux/lean-boot.sh",

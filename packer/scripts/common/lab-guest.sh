@@ -12,6 +12,12 @@ if [ -n "$missing" ]; then
   echo "lab-guest: missing in the guest:$missing" >&2
   exit 1
 fi
+# The lab's guest-side helpers, uploaded by Packer's file provisioner.
+install -m 0755 /tmp/sectorlab-files/sectorlab-nvme-tcp /usr/local/sbin/sectorlab-nvme-tcp
+install -m 0644 /tmp/sectorlab-files/sectorlab-nvme-tcp.service /etc/systemd/system/sectorlab-nvme-tcp.service
+systemctl enable sectorlab-nvme-tcp.service
+rm -rf /tmp/sectorlab-files
+mkdir -p /etc/sectorlab
 # shellcheck disable=SC1091 # the guest's own file
 . /etc/os-release
 cat > /etc/sectorlab-image <<INFO

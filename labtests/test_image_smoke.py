@@ -1,0 +1,75 @@
+"""Image smoke test: boot the built guest image under QEMU and check what every lab guest must have.
+
+Guards the image recipe (packer/, images/): the lab user logs in with the lab's key only, the
+host key is the one the lab pinned, and the storage tools and NVMe target modules the scenarios
+use are present. Needs the image: `make image` (make test builds it first). A missing image is
+a failure, not a skip: the lab was asked to provide it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from labtests.conftest import selected_guest
+from sectorlab import images
+from sectorlab.vm import BootedVM
+
+pytestmark = pytest.mark.vm
+
+
+@pytest.fixture(scope="module")
+def booted():
+    name = selected_guest() or images.default_guest(lambda msg: None)
+    spec = images.load_guest(name)
+    record = images.find_cached(spec)
+    if record is None:
+        pytest.fail(f"{name}: no image built from the current recipe; run 'make image GUEST={name}'")
+    vm = BootedVM(record.image, user="lab", name=f"smoke-{name}", progress=print)
+    try:
+        guest = vm.start(timeout=600)
+    except Exception:
+        vm.stop()
+        raise
+    yield vm, guest
+    vm.stop()
+
+
+def test_storage_tools_answer(booted):
+    _, guest = booted
+    assert guest.check_output("nvme version").startswith("nvme version ")
+    assert guest.check_output("fio --version").startswith("fio-")
+    assert "parted" in guest.check_output("parted --version")
+    for tool in ("sg_readcap", "sfdisk", "blockdev", "lsblk", "python3"):
+        guest.check_output("command -v", tool)
+
+
+def test_nvme_target_modules_load(booted):
+    _, guest = booted
+    for module in ("nvmet", "nvmet_tcp", "nvme_tcp"):
+        guest.check_output("sudo -n modprobe", module)
+    loaded = guest.check_output("cat /proc/modules").split("\n")
+    names = {line.split()[0] for line in loaded if line}
+    assert {"nvmet", "nvmet_tcp", "nvme_tcp"} <= names, f"loaded: {sorted(names)}"
+
+
+def test_lab_user_has_no_password_and_root_no_ssh(booted):
+    _, guest = booted
+    status = guest.check_output("sudo -n passwd --status lab").split()
+    assert status[1] in ("L", "LK"), f"lab user's password state is {status[1]}, expected locked"
+    sshd = guest.check_output("sudo -n sshd -T")
+    settings = dict(line.split(" ", 1) for line in sshd.splitlines() if " " in line)
+    assert settings["passwordauthentication"] == "no"
+    assert settings["permitrootlogin"] == "no"
+
+
+def test_host_key_came_from_the_seed_not_the_build(booted):
+    vm, guest = booted
+    served = guest.check_output("cat /etc/ssh/ssh_host_ed25519_key.pub").split()[1]
+    assert served == guest.host_key.get_base64()
+
+
+def test_image_records_itself(booted):
+    _, guest = booted
+    info = dict(line.split("=", 1) for line in guest.check_output("cat /etc/sectorlab-image").splitlines())
+    assert set(info) >= {"guest_os", "kernel", "nvme_cli", "fio"}
+    assert info["kernel"] == guest.check_output("uname -r")
