@@ -15,15 +15,23 @@ GUEST_ARG := $(if $(GUEST),--guest $(GUEST))
 export TF_CLI_CONFIG_FILE := $(CACHE)/tools/terraform.rc
 export CHECKPOINT_DISABLE := 1
 
-.PHONY: help bootstrap doctor image lab-up test unit smoke check bench-boot
+LAB       ?=
+LAB_ARG   := $(if $(LAB),--lab $(LAB))
+# Extra pytest arguments for the lab scenarios, e.g. PYTEST_ARGS="-k sector4k".
+PYTEST_ARGS ?=
+
+.PHONY: help bootstrap doctor image lab-up lab-down lab-status test unit smoke scenarios check bench-boot
 
 help:
-	@echo "make lab-up               bootstrap the host and build the guest image (GUEST=debian12|oraclelinux9|oraclelinux8)"
-	@echo "make test                 unit tests, the image (cached), and the guest smoke tests"
+	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
+	@echo "make test                 unit tests, image smoke test, lab-up, all scenarios, lab-down (also on failure)"
+	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
+	@echo "make lab-status           the lab's VMs and what each guest sees"
 	@echo "make image GUEST=...      build one guest image with Packer (cached by the hash of its inputs)"
 	@echo "make doctor               what this host has: accelerator, libvirt, provider, packer, terraform, disk"
-	@echo "make check                shellcheck, ruff, packer fmt + validate"
+	@echo "make check                shellcheck, ruff, packer/terraform fmt + validate"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
+	@echo "LAB=labs/x.toml selects another lab definition; PYTEST_ARGS='-k sector4k' narrows the scenarios"
 
 bootstrap:
 	@scripts/bootstrap
@@ -34,9 +42,14 @@ doctor: bootstrap
 image: bootstrap
 	@$(SECTORLAB) image build $(GUEST_ARG)
 
-# The lab's VMs (Terraform + libvirt) come on top of the image; until then lab-up stops here.
-lab-up: image
-	@echo "lab-up: image ready; the VM lab (Terraform + libvirt) is not part of this release yet"
+lab-up: bootstrap
+	@$(SECTORLAB) lab up $(LAB_ARG)
+
+lab-down: bootstrap
+	@$(SECTORLAB) lab down $(LAB_ARG)
+
+lab-status: bootstrap
+	@$(SECTORLAB) lab status $(LAB_ARG)
 
 unit: bootstrap
 	$(PYTEST) labtests/unit
@@ -44,16 +57,27 @@ unit: bootstrap
 smoke: image
 	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
 
+# The scenarios against a running lab (make lab-up first).
+scenarios: bootstrap
+	SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab labtests $(PYTEST_ARGS)
+
+# Everything from a fresh clone; the lab comes down again whatever the scenarios did.
 test: bootstrap
 	$(PYTEST) labtests/unit
 	@$(SECTORLAB) image build $(GUEST_ARG)
 	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
+	@rc=0; $(SECTORLAB) lab up $(LAB_ARG) && \
+	  SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab labtests $(PYTEST_ARGS) || rc=1; \
+	  $(SECTORLAB) lab down $(LAB_ARG) || rc=1; \
+	  exit $$rc
 
 check: bootstrap
-	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh .ci/run packer/scripts/*/*.sh
+	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp
 	$(RUFF) check sectorlab labtests images/debian12/overlay/usr/local/sbin/sectorlab-seed
 	packer fmt -check packer
 	$(SECTORLAB) image validate
+	$(SECTORLAB) terraform-check
+	$(SECTORLAB) lab validate --offline labs/default.toml
 
 bench-boot: image
 	$(SECTORLAB) image boot-time $(GUEST_ARG) --runs 3

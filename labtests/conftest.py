@@ -1,7 +1,8 @@
 """Shared fixtures and capability checks for sectorlab's tests.
 
 Like blktests, a missing capability skips with the reason (require_program); what the lab was
-asked to provide never skips: a guest that does not boot or lacks a tool is a failure.
+asked to provide never skips: a disk the lab definition declared and the guest does not show,
+or a lab that is not up, is a failure.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ def require_program(name: str) -> str:
     return path
 
 
+def require_guest_program(guest, name: str) -> None:
+    """Skip with the reason when the guest lacks a program a scenario needs."""
+    if not guest.run("command -v", name).ok:
+        pytest.skip(f"{guest.name}: program '{name}' is not in the guest image")
+
+
 @pytest.fixture
 def isolated_cache(tmp_path, monkeypatch):
     """A private SECTORLAB_CACHE so unit tests never touch the real image cache."""
@@ -31,3 +38,35 @@ def isolated_cache(tmp_path, monkeypatch):
 
 def selected_guest() -> str | None:
     return os.environ.get("SECTORLAB_GUEST") or None
+
+
+@pytest.fixture(scope="session")
+def lab_state():
+    """The running lab (lab.json from `make lab-up`); fails, naming the command, when none is up."""
+    from labtests.lab import definition
+    from sectorlab import lab as lab_mod
+    from sectorlab.errors import SectorlabError
+    try:
+        return lab_mod.read_lab_json(definition().name)
+    except SectorlabError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def lab_guests(lab_state):
+    from sectorlab import lab as lab_mod
+    guests = lab_mod.guests_from_lab_json(lab_state)
+    yield guests
+    for g in guests.values():
+        g.close()
+
+
+@pytest.fixture(scope="session")
+def guest_devices(lab_state, lab_guests):
+    """serial -> BlockDevice as each guest reports it (lsblk), after its NVMe/TCP targets are up."""
+    from sectorlab import lab as lab_mod
+    seen = {}
+    for name, guest in lab_guests.items():
+        lab_mod.setup_guest_disks(guest, [d for d in lab_state["disks"].values() if d["vm"] == name])
+        seen[name] = lab_mod.guest_disks(guest)
+    return seen

@@ -6,6 +6,7 @@ import argparse
 import json
 import statistics
 import sys
+from pathlib import Path
 
 from . import __version__, accel, images
 from .errors import SectorlabError
@@ -92,6 +93,60 @@ def cmd_image_boot_time(args) -> int:
     return 0
 
 
+def cmd_geometries(args) -> int:
+    from . import geometry
+    catalog = geometry.geometries()
+    if args.json:
+        print(json.dumps({"geometries": {n: g.as_dict() for n, g in catalog.items()},
+                          "buses": geometry.buses()}, indent=2))
+        return 0
+    for g in catalog.values():
+        print(f"{g.name:<12} logical {g.logical_block_size:>5}  physical {g.physical_block_size:>5}  {g.description}")
+    print()
+    for bus, info in geometry.buses().items():
+        missing = ", ".join(info["unsupported"]) or "-"
+        print(f"{bus:<9} {info['description']}; cannot present: {missing}")
+    return 0
+
+
+def _lab_file(args):
+    from . import lab
+    return args.lab or lab.lab_file_from_env()
+
+
+def cmd_lab_validate(args) -> int:
+    from . import labdef
+    lab = labdef.load(args.file)
+    if not args.offline:
+        labdef.check_environment(lab)
+    disks = sum(len(vm.disks) for vm in lab.vms)
+    print(f"{args.file}: lab {lab.name}, {len(lab.vms)} VM(s), {disks} data disk(s): valid")
+    return 0
+
+
+def cmd_lab_up(args) -> int:
+    from . import lab
+    lab.up(_lab_file(args), _progress)
+    return 0
+
+
+def cmd_lab_down(args) -> int:
+    from . import lab
+    lab.down(_lab_file(args), _progress)
+    return 0
+
+
+def cmd_terraform_check(args) -> int:
+    from . import lab
+    lab.terraform_check(_progress)
+    return 0
+
+
+def cmd_lab_status(args) -> int:
+    from . import lab
+    return lab.status(_lab_file(args), _progress)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sectorlab", description=__doc__)
     parser.add_argument("--version", action="version", version=f"sectorlab {__version__}")
@@ -123,6 +178,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_image_boot_time)
+
+    p = sub.add_parser("geometries", help="the geometry catalog and what each bus can present")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_geometries)
+
+    p = sub.add_parser("terraform-check", help="terraform fmt -check and validate of terraform/")
+    p.set_defaults(func=cmd_terraform_check)
+
+    lab = sub.add_parser("lab", help="the VM lab").add_subparsers(dest="lab_command", required=True)
+    p = lab.add_parser("validate", help="check a lab definition before anything starts")
+    p.add_argument("file", type=Path)
+    p.add_argument("--offline", action="store_true", help="skip host checks (ports, libvirt URI)")
+    p.set_defaults(func=cmd_lab_validate)
+    for verb, func, text in (("up", cmd_lab_up, "build the image if needed, create or converge the VMs, verify disks"),
+                             ("down", cmd_lab_down, "destroy the lab's VMs, volumes, pool and state"),
+                             ("status", cmd_lab_status, "the lab's VMs and what the guests see")):
+        p = lab.add_parser(verb, help=text)
+        p.add_argument("--lab", type=Path, help="lab definition (default: $SECTORLAB_LAB_FILE or labs/default.toml)")
+        p.set_defaults(func=func)
     return parser
 
 

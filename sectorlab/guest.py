@@ -8,7 +8,6 @@ never accepted: the guest's host key comes from its seed, so the host knows it i
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import shlex
 import socket
@@ -53,16 +52,10 @@ def host_key_from_line(line: str) -> paramiko.PKey:
     return paramiko.PKey.from_type_string(parts[0], base64.b64decode(parts[1]))
 
 
-@contextlib.contextmanager
-def _quiet_paramiko():
-    """While polling a booting guest, failed handshakes are expected: keep paramiko from logging them."""
-    logger = logging.getLogger("paramiko")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
+# paramiko's transport thread logs every failed handshake of a guest that is still booting, after
+# the call that caused it has returned; without a handler of its own that lands on stderr through
+# logging's last resort. Errors still surface as the exceptions the client raises.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 def shell_join(cmd: str, args: tuple) -> str:
@@ -110,8 +103,7 @@ class Guest:
         last_error = "no answer yet"
         while True:
             try:
-                with _quiet_paramiko():
-                    self._client = self._new_client(timeout=10.0)
+                self._client = self._new_client(timeout=10.0)
                 return time.monotonic() - start
             except paramiko.BadHostKeyException as e:
                 raise GuestUnreachable(f"{self}: host key is not the one the lab gave it: {e}") from e

@@ -55,6 +55,7 @@ class GuestSpec:
     ssh_username: str
     disk_size: str
     provision_scripts: tuple[str, ...]
+    lab_min_memory_mib: int = 512
 
     @property
     def vars_file(self) -> Path:
@@ -89,7 +90,8 @@ def load_guest(name: str) -> GuestSpec:
             name=raw["guest"], os_family=raw["os_family"], base_recipe=raw["base_recipe"],
             base_image_url=raw.get("base_image_url", ""), base_image_sha256=raw.get("base_image_sha256", ""),
             ssh_username=raw.get("ssh_username", "lab"), disk_size=raw.get("disk_size", "4096M"),
-            provision_scripts=tuple(raw["provision_scripts"]))
+            provision_scripts=tuple(raw["provision_scripts"]),
+            lab_min_memory_mib=int(raw.get("lab_min_memory_mib", 512)))
     except KeyError as e:
         raise SectorlabError(f"{path}: missing variable {e.args[0]}") from e
     if spec.name != name:

@@ -73,3 +73,19 @@ def test_iso_is_a_nocloud_seed(tmp_path):
     user_data = subprocess.run(["isoinfo", "-R", "-x", "/user-data", "-i", str(iso)], capture_output=True,
                                text=True, check=True).stdout
     assert json.loads(user_data.partition("\n")[2]) == doc
+
+
+def test_etc_hosts_from_nothing(guest_seed):
+    assert guest_seed.hosts_with("", "lab1") == "127.0.0.1\tlocalhost\n127.0.1.1\tlab1\n"
+
+
+def test_etc_hosts_replaces_old_name(guest_seed):
+    text = "127.0.0.1\tlocalhost\n127.0.1.1\told\n::1\tlocalhost ip6-localhost\n"
+    want = "127.0.0.1\tlocalhost\n127.0.1.1\tlab1\n::1\tlocalhost ip6-localhost\n"
+    assert guest_seed.hosts_with(text, "lab1") == want
+
+
+def test_set_etc_hosts_creates_missing_file(guest_seed, tmp_path):
+    path = tmp_path / "hosts"
+    guest_seed.set_etc_hosts("vm1", str(path))
+    assert path.read_text() == "127.0.0.1\tlocalhost\n127.0.1.1\tvm1\n"

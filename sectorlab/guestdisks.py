@@ -1,0 +1,104 @@
+"""What a guest reports about its disks: parsers for lsblk, blockdev, sysfs and nvme-cli output.
+
+Each parser checks the shape of what it parses and raises GuestOutputError naming the command,
+so a changed tool version fails loudly instead of yielding wrong numbers. They are unit-tested
+against outputs saved from real guests (labtests/unit/data/).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .errors import SectorlabError
+
+LSBLK_COLUMNS = "NAME,KNAME,TYPE,SERIAL,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,TRAN,MODEL"
+LSBLK_COMMAND = f"lsblk -J -b -d -o {LSBLK_COLUMNS}"
+
+
+class GuestOutputError(SectorlabError):
+    def __init__(self, command: str, why: str, text: str):
+        snippet = text.strip().replace("\n", " ")[:200]
+        super().__init__(f"unexpected output of '{command}': {why}: {snippet!r}")
+
+
+@dataclass(frozen=True)
+class BlockDevice:
+    name: str  # kernel name: vdb, sda, nvme0n1
+    serial: str
+    logical_block_size: int
+    physical_block_size: int
+    minimum_io_size: int
+    optimal_io_size: int
+    alignment_offset: int
+    size_bytes: int
+    transport: str
+    model: str
+
+    @property
+    def path(self) -> str:
+        return f"/dev/{self.name}"
+
+
+def _int_field(dev: dict, key: str, command: str, text: str) -> int:
+    value = dev.get(key)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise GuestOutputError(command, f"device {dev.get('name')!r} has no integer {key!r}", text)
+
+
+def parse_lsblk(text: str, command: str = LSBLK_COMMAND) -> list[BlockDevice]:
+    """Disks (TYPE disk) from `lsblk -J -b -d -o ...`."""
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise GuestOutputError(command, f"not JSON ({e})", text) from e
+    if not isinstance(data, dict) or not isinstance(data.get("blockdevices"), list):
+        raise GuestOutputError(command, "no 'blockdevices' list", text)
+    disks = []
+    for dev in data["blockdevices"]:
+        if dev.get("type") != "disk":
+            continue
+        disks.append(BlockDevice(
+            name=dev.get("kname") or dev["name"],
+            serial=(dev.get("serial") or "").strip(),
+            logical_block_size=_int_field(dev, "log-sec", command, text),
+            physical_block_size=_int_field(dev, "phy-sec", command, text),
+            minimum_io_size=_int_field(dev, "min-io", command, text),
+            optimal_io_size=_int_field(dev, "opt-io", command, text),
+            alignment_offset=_int_field(dev, "alignment", command, text),
+            size_bytes=_int_field(dev, "size", command, text),
+            transport=dev.get("tran") or "",
+            model=(dev.get("model") or "").strip(),
+        ))
+    return disks
+
+
+def by_serial(disks: list[BlockDevice]) -> dict[str, BlockDevice]:
+    return {d.serial: d for d in disks if d.serial}
+
+
+def parse_blockdev_sizes(text: str, command: str) -> tuple[int, int]:
+    """`blockdev --getss --getpbsz DEV` prints the logical then the physical sector size, one per line."""
+    lines = text.split()
+    if len(lines) != 2 or not all(x.isdigit() for x in lines):
+        raise GuestOutputError(command, "expected two numbers (logical, physical)", text)
+    return int(lines[0]), int(lines[1])
+
+
+def parse_nvme_id_ns(text: str, command: str) -> dict:
+    """`nvme id-ns DEV -o json`: the LBA format in use and its data size in bytes."""
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise GuestOutputError(command, f"not JSON ({e})", text) from e
+    if not isinstance(data, dict) or "flbas" not in data or not isinstance(data.get("lbafs"), list):
+        raise GuestOutputError(command, "no 'flbas' and 'lbafs'", text)
+    index = data["flbas"] & 0x0F
+    if index >= len(data["lbafs"]):
+        raise GuestOutputError(command, f"flbas selects LBA format {index} of {len(data['lbafs'])}", text)
+    lbaf = data["lbafs"][index]
+    return {"lba_format": index, "data_size": 1 << lbaf["ds"], "metadata_size": lbaf.get("ms", 0),
+            "formats": [1 << f["ds"] for f in data["lbafs"]], "nsze": data.get("nsze")}

@@ -1,0 +1,373 @@
+"""Lab lifecycle: `sectorlab lab up|down|status`, driving Terraform and the guests.
+
+State lives in $SECTORLAB_CACHE/labs/<lab>/: the Terraform state and variables, the lab's login
+key, each VM's host key (so a re-run converges instead of replacing VMs) and lab.json, the one
+file the tests read (SSH endpoints, keys, pinned host keys, every declared disk).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from . import accel as accel_mod
+from . import guestdisks, images, labdef, seed, sshkeys, tooling
+from .errors import SectorlabError
+from .guest import Guest
+from .paths import REPO, cache_dir
+
+TERRAFORM_DIR = REPO / "terraform"
+DEFAULT_LAB_FILE = REPO / "labs" / "default.toml"
+LAB_USER = "lab"
+SSH_TIMEOUT = 900.0
+
+Progress = Callable[[str], None]
+
+
+def _say(msg: str) -> None:
+    print(f"sectorlab: {msg}", file=sys.stderr, flush=True)
+
+
+def lab_file_from_env() -> Path:
+    return Path(os.environ.get("SECTORLAB_LAB_FILE") or DEFAULT_LAB_FILE)
+
+
+def state_dir(lab_name: str) -> Path:
+    return cache_dir() / "labs" / lab_name
+
+
+def pool_dir(lab_name: str) -> str:
+    # On the libvirt host, where its QEMU user can read it (the cache under /root cannot be).
+    return f"/var/lib/libvirt/images/sectorlab-{lab_name}"
+
+
+class Terraform:
+    def __init__(self, state: Path, progress: Progress):
+        self.state = state
+        self.progress = progress
+        binary = tooling.terraform_binary()
+        if binary is None:
+            raise SectorlabError("neither terraform nor OpenTofu is installed; run scripts/bootstrap")
+        self.binary = str(binary)
+
+    def env(self) -> dict:
+        env = dict(os.environ)
+        env["TF_CLI_CONFIG_FILE"] = str(tooling.cli_config())
+        env["TF_DATA_DIR"] = str(self.state / ".terraform")
+        env["TF_IN_AUTOMATION"] = "1"
+        env["CHECKPOINT_DISABLE"] = "1"
+        return env
+
+    def run(self, *args: str, capture: bool = False) -> str:
+        cmd = [self.binary, f"-chdir={TERRAFORM_DIR}", *args]
+        proc = subprocess.run(cmd, env=self.env(), text=True,
+                              stdout=subprocess.PIPE if capture else None,
+                              stderr=subprocess.PIPE if capture else None)
+        if proc.returncode != 0:
+            detail = (proc.stderr or "").strip().splitlines()[-5:] if capture else ["see its output above"]
+            raise SectorlabError(f"{Path(self.binary).name} {args[0]} failed (exit {proc.returncode}): "
+                                 + " ".join(detail))
+        return proc.stdout or ""
+
+    def init(self) -> None:
+        if not tooling.cli_config().exists():
+            raise SectorlabError(f"{tooling.cli_config()} is missing: run scripts/bootstrap (it builds the "
+                                 f"libvirt provider mirror)")
+        self.run("init", "-input=false", "-no-color", "-upgrade=false",
+                 f"-backend-config=path={self.state / 'terraform.tfstate'}", capture=True)
+
+    def outputs(self) -> dict:
+        raw = json.loads(self.run("output", "-json", capture=True) or "{}")
+        return {k: v["value"] for k, v in raw.items()}
+
+
+def _load_json(path: Path, default):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return default
+
+
+def _nvme_tcp_conf(vm: labdef.VM) -> str:
+    lines = ["# NVMe serial, backing virtio serial (written by sectorlab lab up)"]
+    lines += [f"{d.serial} {d.backing_serial}" for d in vm.disks if d.bus == "nvme-tcp"]
+    return "\n".join(lines) + "\n"
+
+
+def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str,
+           image_paths: dict[str, str]) -> dict:
+    """Terraform variables for the lab, plus what only the host needs (keys) kept beside them."""
+    login = state / "id_ed25519"
+    vms = {}
+    for vm in lab.vms:
+        host_key = sshkeys.KeyPair(private_openssh=(state / f"host-{vm.name}").read_text(),
+                                   public_openssh=(state / f"host-{vm.name}.pub").read_text().strip())
+        doc = seed.user_data(LAB_USER, [(Path(str(login) + ".pub")).read_text().strip()], host_key, vm.name)
+        if any(d.bus == "nvme-tcp" for d in vm.disks):
+            doc["write_files"] = [{"path": "/etc/sectorlab/nvme-tcp.conf", "permissions": "0644",
+                                   "content": _nvme_tcp_conf(vm)}]
+        user_data = seed.render_user_data(doc)
+        instance = hashlib.sha256(user_data.encode()).hexdigest()[:12]
+        vms[vm.name] = {
+            "guest": vm.guest,
+            "memory_mib": vm.memory_mib,
+            "ssh_port": ports[vm.name],
+            "user_data": user_data,
+            "meta_data": seed.render_meta_data(f"{lab.name}-{vm.name}-{instance}", vm.name),
+            "disks": [{"name": d.name, "bus": d.bus, "geometry": d.geometry.name, "size_mib": d.size_mib,
+                       "serial": d.serial, "backing_serial": d.backing_serial or ""} for d in vm.disks],
+        }
+    uris = {vm.libvirt_uri for vm in lab.vms}
+    if len(uris) != 1:
+        raise SectorlabError(f"lab {lab.name}: VMs on several libvirt hosts ({', '.join(sorted(uris))}) are not "
+                             f"supported by one lab yet; split them into one lab definition per host")
+    return {
+        "lab_name": lab.name,
+        "libvirt_uri": uris.pop(),
+        "pool_dir": pool_dir(lab.name),
+        "console_dir": str(state),
+        "domain_type": domain_type,
+        "images": image_paths,
+        "extra_geometries": {n: {"logical_block_size": g.logical_block_size,
+                                 "physical_block_size": g.physical_block_size, "description": g.description}
+                             for n, g in lab.extra_geometries.items()},
+        "vms": vms,
+    }
+
+
+def _ensure_keys(lab: labdef.Lab, state: Path) -> None:
+    login = state / "id_ed25519"
+    if not login.exists():
+        sshkeys.generate(f"sectorlab-{lab.name}").write(login)
+    for vm in lab.vms:
+        host = state / f"host-{vm.name}"
+        if not host.exists():
+            sshkeys.generate(f"{vm.name}-host").write(host)
+
+
+def _ports(lab: labdef.Lab, state: Path) -> dict[str, int]:
+    previous = _load_json(state / "ports.json", {})
+    ports = {}
+    taken: set[int] = set()
+    for vm in lab.vms:
+        port = vm.ssh_port or previous.get(vm.name)
+        if not port or (port in taken):
+            port = _free_port(taken)
+        ports[vm.name] = port
+        taken.add(port)
+    (state / "ports.json").write_text(json.dumps(ports))
+    return ports
+
+
+def _free_port(taken: set[int]) -> int:
+    from .vm import free_port
+    while True:
+        port = free_port()
+        if port not in taken:
+            return port
+
+
+def guests_from_lab_json(data: dict) -> dict[str, Guest]:
+    return {name: Guest(name, vm["ssh_host"], vm["ssh_port"], vm["user"], Path(vm["key_file"]), vm["host_key"])
+            for name, vm in data["vms"].items()}
+
+
+def up(lab_file: Path, progress: Progress = _say) -> dict:
+    phases: list[tuple[str, float]] = []
+    t0 = time.monotonic()
+
+    def phase(name: str, start: float) -> None:
+        phases.append((name, time.monotonic() - start))
+
+    lab = labdef.load(lab_file)
+    state = state_dir(lab.name)
+    state.mkdir(parents=True, exist_ok=True)
+    own_ports = set(_load_json(state / "ports.json", {}).values())
+    labdef.check_environment(lab, own_ports)
+    progress(f"lab {lab.name}: {len(lab.vms)} VM(s), {sum(len(v.disks) for v in lab.vms)} data disks ({lab_file})")
+
+    start = time.monotonic()
+    image_paths = {g: images.build(g, progress=progress).image for g in sorted({vm.guest for vm in lab.vms})}
+    phase("image", start)
+
+    found = accel_mod.detect()
+    _ensure_keys(lab, state)
+    variables = tfvars(lab, state, _ports(lab, state), found.libvirt_domain_type, image_paths)
+    (state / "terraform.tfvars.json").write_text(json.dumps(variables, indent=2))
+
+    start = time.monotonic()
+    tf = Terraform(state, progress)
+    tf.init()
+    progress(f"terraform apply ({Path(tf.binary).name}, domain type {found.libvirt_domain_type}: {found.reason})")
+    tf.run("apply", "-input=false", "-auto-approve", "-no-color", f"-var-file={state / 'terraform.tfvars.json'}")
+    outputs = tf.outputs()
+    phase("terraform apply", start)
+
+    data = _lab_json(lab, state, outputs)
+    (state / "lab.json").write_text(json.dumps(data, indent=2))
+
+    start = time.monotonic()
+    guests = guests_from_lab_json(data)
+    for name, guest in guests.items():
+        progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}")
+        took = guest.wait_until_up(SSH_TIMEOUT, progress)
+        progress(f"{name}: SSH up after {took:.0f} s")
+    phase("boot to SSH", start)
+
+    start = time.monotonic()
+    rows, problems = verify(data, guests, progress)
+    phase("disk check", start)
+    print_table(rows)
+    summary = ", ".join(f"{n} {s:.0f} s" for n, s in phases)
+    progress(f"lab {lab.name} up in {time.monotonic() - t0:.0f} s ({summary}); state in {state}")
+    if problems:
+        raise SectorlabError(f"lab {lab.name}: {len(problems)} disk(s) not as declared: " + "; ".join(problems))
+    return data
+
+
+def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:
+    vms = {}
+    for name, vm in outputs["vms"].items():
+        vms[name] = {**vm, "user": LAB_USER, "key_file": str(state / "id_ed25519"),
+                     "host_key": (state / f"host-{name}.pub").read_text().strip()}
+    return {"lab": lab.name, "lab_file": str(lab.path), "libvirt_uri": outputs["libvirt_uri"], "vms": vms,
+            "disks": outputs["disks"]}
+
+
+def setup_guest_disks(guest: Guest, disks: list[dict]) -> None:
+    """Make sure the in-guest NVMe/TCP targets are up (the unit runs at boot; this waits for it)."""
+    if any(d["bus"] == "nvme-tcp" for d in disks):
+        guest.check_output("sudo -n systemctl start sectorlab-nvme-tcp.service", timeout=120)
+
+
+def guest_disks(guest: Guest) -> dict[str, guestdisks.BlockDevice]:
+    text = guest.check_output(guestdisks.LSBLK_COMMAND)
+    return guestdisks.by_serial(guestdisks.parse_lsblk(text))
+
+
+def verify(data: dict, guests: dict[str, Guest], progress: Progress) -> tuple[list[list[str]], list[str]]:
+    rows = [["VM", "disk", "serial", "bus", "geometry", "guest device", "logical/physical seen"]]
+    problems = []
+    for vm_name, guest in guests.items():
+        declared = [d for d in data["disks"].values() if d["vm"] == vm_name]
+        setup_guest_disks(guest, declared)
+        seen = guest_disks(guest)
+        for d in sorted(declared, key=lambda d: d["name"]):
+            dev = seen.get(d["serial"])
+            want = f"{d['logical_block_size']}/{d['physical_block_size']}"
+            if dev is None:
+                rows.append([vm_name, d["name"], d["serial"], d["bus"], d["geometry"], "MISSING", f"- (want {want})"])
+                problems.append(f"{vm_name}/{d['name']} (serial {d['serial']}) not in the guest")
+                continue
+            got = f"{dev.logical_block_size}/{dev.physical_block_size}"
+            mark = "" if got == want else f" (want {want})"
+            if mark:
+                problems.append(f"{dev.path}: {got}, expected {want} ({d['geometry']})")
+            rows.append([vm_name, d["name"], d["serial"], d["bus"], d["geometry"], dev.path, got + mark])
+    return rows, problems
+
+
+def print_table(rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+def read_lab_json(lab_name: str) -> dict:
+    path = state_dir(lab_name) / "lab.json"
+    if not path.exists():
+        raise SectorlabError(f"no lab {lab_name!r} is up ({path} does not exist): run 'make lab-up'")
+    return json.loads(path.read_text())
+
+
+def down(lab_file: Path, progress: Progress = _say) -> None:
+    lab = labdef.load(lab_file)
+    state = state_dir(lab.name)
+    uri = lab.vms[0].libvirt_uri
+    if (state / "terraform.tfstate").exists():
+        tf = Terraform(state, progress)
+        tf.init()
+        progress(f"terraform destroy (lab {lab.name})")
+        try:
+            tf.run("destroy", "-input=false", "-auto-approve", "-no-color",
+                   f"-var-file={state / 'terraform.tfvars.json'}")
+        except SectorlabError as e:
+            progress(f"{e}; removing what is left with virsh")
+    leftovers = sweep_libvirt(lab.name, uri, progress)
+    shutil.rmtree(state, ignore_errors=True)
+    left = leftovers_of(lab.name, uri)
+    if left:
+        raise SectorlabError(f"lab {lab.name}: still present after lab-down: {', '.join(left)}")
+    progress(f"lab {lab.name} is down: no domain, pool, volume or state left" +
+             (f" (virsh removed {', '.join(leftovers)})" if leftovers else ""))
+
+
+def _virsh(uri: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["virsh", "-q", "-c", uri, *args], capture_output=True, text=True)
+
+
+def leftovers_of(lab_name: str, uri: str) -> list[str]:
+    prefix = f"sectorlab-{lab_name}"
+    domains = [d for d in _virsh(uri, "list", "--all", "--name").stdout.split() if d.startswith(prefix + "-")]
+    pools = [p for p in _virsh(uri, "pool-list", "--all", "--name").stdout.split() if p == prefix]
+    left = [f"domain {d}" for d in domains] + [f"pool {p}" for p in pools]
+    if os.path.isdir(pool_dir(lab_name)) and uri.startswith("qemu:///"):
+        left.append(f"directory {pool_dir(lab_name)}")
+    return left
+
+
+def sweep_libvirt(lab_name: str, uri: str, progress: Progress) -> list[str]:
+    """Remove what a failed apply or destroy left: domains, the pool and its volumes, the pool directory."""
+    removed = []
+    prefix = f"sectorlab-{lab_name}"
+    for dom in _virsh(uri, "list", "--all", "--name").stdout.split():
+        if dom.startswith(prefix + "-"):
+            _virsh(uri, "destroy", dom)
+            _virsh(uri, "undefine", dom, "--remove-all-storage")
+            removed.append(f"domain {dom}")
+    if prefix in _virsh(uri, "pool-list", "--all", "--name").stdout.split():
+        for vol in _virsh(uri, "vol-list", prefix).stdout.splitlines():
+            if vol.split():
+                _virsh(uri, "vol-delete", "--pool", prefix, vol.split()[0])
+        _virsh(uri, "pool-destroy", prefix)
+        _virsh(uri, "pool-delete", prefix)
+        _virsh(uri, "pool-undefine", prefix)
+        removed.append(f"pool {prefix}")
+    if uri.startswith("qemu:///") and os.path.isdir(pool_dir(lab_name)):
+        shutil.rmtree(pool_dir(lab_name), ignore_errors=True)
+        removed.append(f"directory {pool_dir(lab_name)}")
+    return removed
+
+
+def status(lab_file: Path, progress: Progress = _say) -> int:
+    lab = labdef.load(lab_file)
+    try:
+        data = read_lab_json(lab.name)
+    except SectorlabError as e:
+        print(str(e))
+        return 1
+    guests = guests_from_lab_json(data)
+    for name, vm in data["vms"].items():
+        state = _virsh(data["libvirt_uri"], "domstate", vm["domain"]).stdout.strip() or "absent"
+        print(f"{name}: domain {vm['domain']} {state}, ssh 127.0.0.1:{vm['ssh_port']}")
+    rows, problems = verify(data, guests, progress)
+    print_table(rows)
+    return 1 if problems else 0
+
+
+def terraform_check(progress: Progress = _say) -> None:
+    """terraform fmt -check and validate of terraform/ (init against the local provider mirror)."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="sectorlab-tfcheck-") as tmp:
+        tf = Terraform(Path(tmp), progress)
+        tf.run("fmt", "-check", "-diff", capture=True)
+        tf.run("init", "-input=false", "-no-color", "-backend=false", capture=True)
+        tf.run("validate", "-no-color", capture=True)
+    progress(f"{Path(tf.binary).name} fmt and validate of {TERRAFORM_DIR}: ok")

@@ -1,0 +1,254 @@
+"""Lab definitions: which VMs, which data disks on which bus with which geometry.
+
+A lab definition is a TOML file (labs/default.toml is the default lab). `validate()` checks
+everything that can be checked before a VM starts and raises a UsageError whose one line names
+the value, what was expected and what to do. `check_environment()` adds what depends on this
+host: free SSH ports and a reachable libvirt URI.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import geometry as geo
+from . import images
+from .errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_URI = "qemu:///system"
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+SERIAL_RE = re.compile(r"^[A-Za-z0-9_-]{1,20}$")  # virtio-blk serials are at most 20 bytes
+DEFAULT_DISK_MIB = 256
+MIN_DISK_MIB = 16
+MAX_NVME_PER_VM = 8  # one PCI slot each, from 0x18 up
+URI_RE = re.compile(r"^qemu(\+[a-z]+)?://[^/\s]*/(system|session)(\?\S*)?$")
+
+LAB_KEYS = {"name", "libvirt_uri"}
+VM_KEYS = {"name", "guest", "memory_mib", "ssh_port", "libvirt_uri", "disk"}
+DISK_KEYS = {"name", "bus", "geometry", "size_mib", "serial"}
+GEOMETRY_KEYS = {"logical_block_size", "physical_block_size", "description"}
+BUS_CODES = {"nvme": "nvme", "nvme-tcp": "ntcp", "virtio": "vblk", "scsi": "scsi"}
+
+
+@dataclass
+class Disk:
+    name: str
+    bus: str
+    geometry: geo.Geometry
+    size_mib: int
+    serial: str
+
+    @property
+    def backing_serial(self) -> str | None:
+        """nvme-tcp disks are backed by a virtio disk in the guest; this is that disk's serial."""
+        return f"{self.serial[:17]}-bk" if self.bus == "nvme-tcp" else None  # serials are <= 17 chars for these
+
+
+@dataclass
+class VM:
+    name: str
+    guest: str
+    memory_mib: int
+    ssh_port: int  # 0: chosen at lab-up
+    libvirt_uri: str
+    disks: list[Disk] = field(default_factory=list)
+
+
+@dataclass
+class Lab:
+    name: str
+    path: Path | None
+    vms: list[VM]
+    extra_geometries: dict[str, geo.Geometry]
+
+    def disks(self):
+        for vm in self.vms:
+            for disk in vm.disks:
+                yield vm, disk
+
+
+def load(path: Path) -> Lab:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise UsageError(f"lab definition {path}: {e.strerror}; expected a TOML file such as labs/default.toml") from e
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"lab definition {path}: not valid TOML: {e}") from e
+    return validate(data, path)
+
+
+def _unknown(where: str, table: dict, allowed: set[str]) -> None:
+    extra = sorted(set(table) - allowed)
+    if extra:
+        raise UsageError(f"{where}: unknown key {extra[0]!r}: expected one of {', '.join(sorted(allowed))}")
+
+
+def _int(where: str, key: str, value, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a whole number")
+    if value < minimum or (maximum is not None and value > maximum):
+        upper = f" and at most {maximum}" if maximum is not None else ""
+        raise UsageError(f"{where}: {key} = {value}: expected at least {minimum}{upper}")
+    return value
+
+
+def _name(where: str, key: str, value) -> str:
+    if not isinstance(value, str) or not NAME_RE.match(value):
+        raise UsageError(f"{where}: {key} = {value!r}: expected lower-case letters, digits and '-', "
+                         f"starting with a letter, at most 31 characters")
+    return value
+
+
+def _uri(where: str, value) -> str:
+    if not isinstance(value, str) or not URI_RE.match(value):
+        raise UsageError(f"{where}: libvirt_uri = {value!r}: expected a QEMU URI such as qemu:///system or "
+                         f"qemu+ssh://host/system")
+    return value
+
+
+def validate(data: dict, path: Path | None = None) -> Lab:
+    src = str(path) if path else "lab definition"
+    _unknown(src, data, {"lab", "vm", "geometry"})
+    lab_table = data.get("lab", {})
+    _unknown(f"{src} [lab]", lab_table, LAB_KEYS)
+    lab_name = _name(f"{src} [lab]", "name", lab_table.get("name", "default"))
+    default_uri = _uri(f"{src} [lab]", lab_table.get("libvirt_uri", DEFAULT_URI))
+
+    catalog = geo.geometries()
+    extra: dict[str, geo.Geometry] = {}
+    for gname, g in data.get("geometry", {}).items():
+        where = f"{src} [geometry.{gname}]"
+        _name(where, "name", gname)
+        if gname in catalog:
+            raise UsageError(f"{where}: {gname} is already in the geometry catalog; give it another name")
+        _unknown(where, g, GEOMETRY_KEYS)
+        geo.check_block_sizes(where, g.get("logical_block_size"), g.get("physical_block_size"))
+        extra[gname] = geo.Geometry(gname, g["logical_block_size"], g["physical_block_size"],
+                                    g.get("description", "defined by the lab"))
+    known_geometries = {**catalog, **extra}
+
+    vm_tables = data.get("vm", [])
+    if not isinstance(vm_tables, list) or not vm_tables:
+        raise UsageError(f"{src}: no [[vm]]: expected at least one VM with its [[vm.disk]] entries")
+    vms: list[VM] = []
+    seen_vms: set[str] = set()
+    seen_disks: dict[str, str] = {}
+    seen_serials: dict[str, str] = {}
+    seen_ports: dict[int, str] = {}
+    for i, vt in enumerate(vm_tables, 1):
+        where = f"{src} [[vm]] #{i}"
+        _unknown(where, vt, VM_KEYS)
+        name = _name(where, "name", vt.get("name", f"vm{i}"))
+        where = f"{src} vm {name}"
+        if name in seen_vms:
+            raise UsageError(f"{where}: duplicate VM name {name!r}: VM names must be unique in a lab")
+        seen_vms.add(name)
+        guest = vt.get("guest", "debian12")
+        if guest not in images.guest_names():
+            raise UsageError(f"{where}: unknown guest {guest!r}: expected one of {', '.join(images.guest_names())}")
+        minimum = images.load_guest(guest).lab_min_memory_mib
+        memory = vt.get("memory_mib", max(minimum, 768))
+        if isinstance(memory, int) and not isinstance(memory, bool) and memory < minimum:
+            raise UsageError(f"{where}: memory_mib = {memory}: {guest} needs at least {minimum} MiB; raise memory_mib")
+        memory = _int(where, "memory_mib", memory, minimum, 65536)
+        port = _int(where, "ssh_port", vt.get("ssh_port", 0), 0, 65535)
+        if 0 < port < 1024:
+            raise UsageError(f"{where}: ssh_port = {port}: expected 0 (chosen at lab-up) or 1024-65535")
+        if port and port in seen_ports:
+            raise UsageError(f"{where}: ssh_port {port} is also the port of VM {seen_ports[port]}")
+        if port:
+            seen_ports[port] = name
+        uri = _uri(where, vt.get("libvirt_uri", default_uri))
+        vm = VM(name, guest, memory, port, uri)
+        disk_tables = vt.get("disk", [])
+        if not disk_tables:
+            raise UsageError(f"{where}: no [[vm.disk]]: a lab VM exists to show data disks; add at least one")
+        for j, dt in enumerate(disk_tables, 1):
+            vm.disks.append(_disk(f"{where} disk #{j}", dt, known_geometries, seen_disks, seen_serials, name))
+        nvme = sum(1 for d in vm.disks if d.bus == "nvme")
+        if nvme > MAX_NVME_PER_VM:
+            raise UsageError(f"{where}: {nvme} nvme disks: at most {MAX_NVME_PER_VM} per VM (one PCI slot each)")
+        vms.append(vm)
+    return Lab(lab_name, path, vms, extra)
+
+
+def _disk(where: str, dt: dict, known: dict[str, geo.Geometry], seen_disks: dict[str, str],
+          seen_serials: dict[str, str], vm_name: str) -> Disk:
+    _unknown(where, dt, DISK_KEYS)
+    bus = dt.get("bus")
+    gname = dt.get("geometry")
+    if bus not in geo.buses():
+        raise UsageError(f"{where}: unknown bus {bus!r}: expected one of {', '.join(geo.buses())}")
+    if gname not in known:
+        raise UsageError(f"{where}: unknown geometry {gname!r}: expected one of {', '.join(known)} "
+                         f"(or define it in a [geometry.NAME] table)")
+    geo.check_bus(bus, gname, where)
+    g = known[gname]
+    name = dt.get("name", f"{bus}-{gname}")
+    if not isinstance(name, str) or not re.match(r"^[a-z0-9][a-z0-9_.-]{0,62}$", name):
+        raise UsageError(f"{where}: name = {name!r}: expected lower-case letters, digits, '-', '_' and '.'")
+    where = f"{where} ({name})"
+    if name in seen_disks:
+        raise UsageError(f"{where}: duplicate disk name {name!r} (also in VM {seen_disks[name]}): disk names "
+                         f"are test ids and must be unique in the lab")
+    seen_disks[name] = vm_name
+    size = _int(where, "size_mib", dt.get("size_mib", DEFAULT_DISK_MIB), MIN_DISK_MIB, 1 << 20)
+    serial = dt.get("serial", default_serial(bus, gname, len(seen_serials)))
+    if not isinstance(serial, str) or not SERIAL_RE.match(serial):
+        raise UsageError(f"{where}: serial = {serial!r}: expected 1-20 characters of letters, digits, '-' and '_'")
+    if serial in seen_serials:
+        raise UsageError(f"{where}: duplicate serial {serial!r} (also disk {seen_serials[serial]}): the guest "
+                         f"finds disks by serial, so serials must be unique in the lab")
+    seen_serials[serial] = name
+    return Disk(name, bus, g, size, serial)
+
+
+def default_serial(bus: str, geometry_name: str, index: int) -> str:
+    """A serial that says what the disk is, e.g. sl01-nvme-4k; at most 17 characters so that the
+    backing disk of an nvme-tcp namespace can be '<serial>-bk' within virtio's 20."""
+    short = geometry_name[len("sector"):] if geometry_name.startswith("sector") else geometry_name
+    return f"sl{index:02d}-{BUS_CODES[bus]}-{short}"[:17]
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def check_environment(lab: Lab, own_ports: set[int] = frozenset()) -> None:
+    """Host-dependent checks: fixed SSH ports are free (or already this lab's), libvirt URIs answer."""
+    for vm in lab.vms:
+        if vm.ssh_port and vm.ssh_port not in own_ports and port_in_use(vm.ssh_port):
+            raise UsageError(f"vm {vm.name}: ssh_port {vm.ssh_port} on 127.0.0.1 is already taken; choose "
+                             f"another port or 0 to let lab-up pick one")
+    for uri in sorted({vm.libvirt_uri for vm in lab.vms}):
+        check_uri(uri)
+
+
+def check_uri(uri: str) -> None:
+    try:
+        proc = subprocess.run(["virsh", "-c", uri, "uri"], capture_output=True, text=True, timeout=30)
+    except FileNotFoundError as e:
+        raise UsageError("virsh is not installed; run scripts/bootstrap") from e
+    except subprocess.TimeoutExpired as e:
+        raise UsageError(f"libvirt URI {uri}: no answer in 30 s; check that libvirtd runs there") from e
+    if proc.returncode != 0:
+        detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
+        raise UsageError(f"libvirt URI {uri} is unreachable ({detail}); start libvirtd (scripts/bootstrap does "
+                         f"on this host) or fix libvirt_uri")

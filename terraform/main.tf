@@ -1,0 +1,119 @@
+# The lab's VMs on libvirt: a storage pool, a root volume per VM backed by the cached guest
+# image, one volume per data disk, a NoCloud seed per VM, and the domains. libvirt 9.0 has no
+# emulated NVMe bus and the provider no <blockio>/<serial>, so those, and user-mode networking
+# with SSH on 127.0.0.1 only, go in through the provider's XSLT hook (domain.xsl.tftpl).
+
+locals {
+  # The geometry catalog: the same file sectorlab's Python reads.
+  catalog    = jsondecode(file("${path.module}/../sectorlab/geometries.json"))
+  geometries = merge(local.catalog.geometries, var.extra_geometries)
+
+  disks = merge([
+    for vm_name, vm in var.vms : {
+      for d in vm.disks : "${vm_name}/${d.name}" => merge(d, {
+        vm                  = vm_name
+        logical_block_size  = local.geometries[d.geometry].logical_block_size
+        physical_block_size = local.geometries[d.geometry].physical_block_size
+        # nvme-tcp: the guest sees a virtio disk with the backing serial and serves it over NVMe/TCP.
+        attach_serial = d.bus == "nvme-tcp" ? d.backing_serial : d.serial
+      })
+    }
+  ]...)
+
+  guests = toset([for vm in var.vms : vm.guest])
+}
+
+resource "libvirt_pool" "lab" {
+  name = "sectorlab-${var.lab_name}"
+  type = "dir"
+  target {
+    path = var.pool_dir
+  }
+}
+
+resource "libvirt_volume" "base" {
+  for_each = local.guests
+  name     = "${each.key}-base.qcow2"
+  pool     = libvirt_pool.lab.name
+  source   = var.images[each.key]
+  format   = "qcow2"
+}
+
+resource "libvirt_volume" "root" {
+  for_each       = var.vms
+  name           = "${each.key}-root.qcow2"
+  pool           = libvirt_pool.lab.name
+  base_volume_id = libvirt_volume.base[each.value.guest].id
+  format         = "qcow2"
+}
+
+resource "libvirt_volume" "data" {
+  for_each = local.disks
+  name     = "${each.value.vm}-${each.value.name}.qcow2"
+  pool     = libvirt_pool.lab.name
+  format   = "qcow2"
+  size     = each.value.size_mib * 1048576
+
+  # NVMe volumes are named only in qemu:commandline, which libvirt does not chown.
+  xml {
+    xslt = templatefile("${path.module}/volume.xsl.tftpl", { qemu_uid = var.qemu_uid })
+  }
+}
+
+resource "libvirt_cloudinit_disk" "seed" {
+  for_each  = var.vms
+  name      = "${each.key}-seed.iso"
+  pool      = libvirt_pool.lab.name
+  user_data = each.value.user_data
+  meta_data = each.value.meta_data
+}
+
+resource "libvirt_domain" "vm" {
+  for_each  = var.vms
+  name      = "sectorlab-${var.lab_name}-${each.key}"
+  type      = var.domain_type
+  memory    = each.value.memory_mib
+  vcpu      = 1
+  cloudinit = libvirt_cloudinit_disk.seed[each.key].id
+
+  disk {
+    volume_id = libvirt_volume.root[each.key].id
+  }
+
+  dynamic "disk" {
+    for_each = [for key, d in local.disks : key if d.vm == each.key && d.bus != "nvme"]
+    content {
+      volume_id = libvirt_volume.data[disk.value].id
+      scsi      = local.disks[disk.value].bus == "scsi"
+    }
+  }
+
+  console {
+    type        = "pty"
+    target_type = "serial"
+    target_port = "0"
+  }
+
+  xml {
+    xslt = templatefile("${path.module}/domain.xsl.tftpl", {
+      ssh_port    = each.value.ssh_port
+      console_log = "${var.console_dir}/${each.key}-console.log"
+      serial_disks = [
+        for key, d in local.disks : {
+          volume   = libvirt_volume.data[key].name
+          serial   = d.attach_serial
+          logical  = d.logical_block_size
+          physical = d.physical_block_size
+        } if d.vm == each.key && d.bus != "nvme"
+      ]
+      nvme_disks = [
+        for key, d in local.disks : {
+          path     = libvirt_volume.data[key].id
+          serial   = d.serial
+          logical  = d.logical_block_size
+          physical = d.physical_block_size
+        } if d.vm == each.key && d.bus == "nvme"
+      ]
+    })
+  }
+}

@@ -1,0 +1,96 @@
+# Written by `sectorlab lab up` from the validated lab definition (labs/*.toml) into the lab's
+# state directory as terraform.tfvars.json; the validations below repeat the essential rules so
+# the module refuses bad input on its own too.
+
+variable "lab_name" {
+  description = "Name of the lab: prefix of every libvirt object it creates."
+  type        = string
+  default     = "default"
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,30}$", var.lab_name))
+    error_message = "The lab_name must be lower-case letters, digits and '-', starting with a letter."
+  }
+}
+
+variable "libvirt_uri" {
+  description = "libvirt connection URI of the host that runs the lab's VMs."
+  type        = string
+  default     = "qemu:///system"
+}
+
+variable "pool_dir" {
+  description = "Directory of the lab's libvirt storage pool (on the libvirt host; readable by the QEMU user)."
+  type        = string
+  default     = "/var/lib/libvirt/images/sectorlab-default"
+}
+
+variable "console_dir" {
+  description = "Directory on the libvirt host for each VM's serial console log (written by virtlogd)."
+  type        = string
+  default     = "/var/log/libvirt/qemu"
+}
+
+variable "domain_type" {
+  description = "libvirt domain type: 'kvm' when sectorlab's accelerator probe found a working KVM, else 'qemu' (TCG)."
+  type        = string
+  default     = "qemu"
+  validation {
+    condition     = contains(["kvm", "qemu"], var.domain_type)
+    error_message = "The domain_type must be kvm or qemu."
+  }
+}
+
+variable "qemu_uid" {
+  description = "uid/gid that QEMU runs as under this libvirt: owner of the NVMe volumes that libvirt does not chown (they appear only in qemu:commandline)."
+  type        = number
+  default     = 64055
+}
+
+variable "images" {
+  description = "Guest name -> path of its built image (sectorlab image path)."
+  type        = map(string)
+  default     = {}
+}
+
+variable "extra_geometries" {
+  description = "Geometries the lab definition adds to sectorlab/geometries.json."
+  type = map(object({
+    logical_block_size  = number
+    physical_block_size = number
+    description         = string
+  }))
+  default = {}
+}
+
+variable "vms" {
+  description = "The lab's VMs and their data disks."
+  type = map(object({
+    guest      = string
+    memory_mib = number
+    ssh_port   = number
+    user_data  = string
+    meta_data  = string
+    disks = list(object({
+      name           = string
+      bus            = string
+      geometry       = string
+      size_mib       = number
+      serial         = string
+      backing_serial = string
+    }))
+  }))
+  default = {}
+
+  validation {
+    condition     = alltrue([for vm in var.vms : vm.ssh_port >= 1024 && vm.ssh_port <= 65535])
+    error_message = "Every VM needs an ssh_port from 1024 to 65535 (sectorlab picks one when the lab says 0)."
+  }
+  validation {
+    condition     = alltrue(flatten([for vm in var.vms : [for d in vm.disks : contains(["nvme", "nvme-tcp", "virtio", "scsi"], d.bus)]]))
+    error_message = "A disk's bus must be one of nvme, nvme-tcp, virtio, scsi."
+  }
+  validation {
+    condition     = !anytrue(flatten([for vm in var.vms : [for d in vm.disks : d.bus == "nvme" && d.geometry == "sector512e"]]))
+    error_message = "QEMU's emulated NVMe cannot present sector512e (the guest sees 512/512): use bus nvme-tcp."
+  }
+}
