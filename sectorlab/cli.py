@@ -183,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_geometries)
 
+    sub.add_parser("redo-check", help="which redo BLOCKSIZE a disk accepts (ORA-01378 rules); see redo-check --help",
+                   add_help=False)
+
     p = sub.add_parser("terraform-check", help="terraform fmt -check and validate of terraform/")
     p.set_defaults(func=cmd_terraform_check)
 
@@ -201,6 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["redo-check"]:
+        # The rules engine parses its own command line: it also runs standalone inside guests.
+        from . import rules
+        return rules.main(argv[1:], prog="sectorlab redo-check")
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

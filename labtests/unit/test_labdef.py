@@ -1,0 +1,202 @@
+"""Lab definitions: every bad input is one clear error before anything starts; no VM needed."""
+
+from __future__ import annotations
+
+import copy
+import json
+import socket
+
+import pytest
+
+from sectorlab import geometry, labdef
+from sectorlab.errors import UsageError
+from sectorlab.paths import REPO
+
+BASE = {
+    "lab": {"name": "t"},
+    "vm": [{"name": "vm1", "guest": "debian12", "memory_mib": 768,
+            "disk": [{"bus": "virtio", "geometry": "sector4k"}, {"bus": "nvme", "geometry": "sector512n"}]}],
+}
+
+
+def lab_with(**changes):
+    data = copy.deepcopy(BASE)
+    for path, value in changes.items():
+        target = data
+        keys = path.split("__")
+        for k in keys[:-1]:
+            target = target[int(k)] if k.isdigit() else target[k]
+        last = keys[-1]
+        if value is KeyError:
+            del target[int(last) if last.isdigit() else last]
+        else:
+            target[int(last) if last.isdigit() else last] = value
+    return data
+
+
+def refused(data, *fragments):
+    with pytest.raises(UsageError) as err:
+        labdef.validate(data)
+    msg = str(err.value)
+    for f in fragments:
+        assert f in msg, f"{f!r} not in: {msg}"
+    assert "\n" not in msg
+    return msg
+
+
+def test_default_lab_is_the_full_matrix():
+    lab = labdef.load(REPO / "labs" / "default.toml")
+    pairs = {(d.bus, d.geometry.name) for _, d in lab.disks()}
+    assert pairs == {("nvme", "sector512n"), ("nvme", "sector4k"), ("nvme-tcp", "sector512e"),
+                     ("virtio", "sector512n"), ("virtio", "sector512e"), ("virtio", "sector4k"),
+                     ("scsi", "sector512n"), ("scsi", "sector512e"), ("scsi", "sector4k")}
+    names = [d.name for _, d in lab.disks()]
+    assert "nvme-sector4k" in names and "virtio-sector512e" in names and len(set(names)) == 9
+
+
+def test_serials_say_what_the_disk_is_and_fit_virtio():
+    lab = labdef.validate(BASE)
+    serials = [d.serial for _, d in lab.disks()]
+    assert serials == ["sl00-vblk-4k", "sl01-nvme-512n"]
+    tcp = labdef.validate(lab_with(vm__0__disk=[{"bus": "nvme-tcp", "geometry": "sector512e"}]))
+    disk = next(d for _, d in tcp.disks())
+    assert disk.backing_serial == "sl00-ntcp-512e-bk" and len(disk.backing_serial) <= 20
+
+
+def test_geometry_catalog_is_the_design_table():
+    g = geometry.geometries()
+    assert {n: (x.logical_block_size, x.physical_block_size) for n, x in g.items()} == {
+        "sector512n": (512, 512), "sector512e": (512, 4096), "sector4k": (4096, 4096)}
+
+
+def test_nvme_512e_refused_with_alternative():
+    refused(lab_with(vm__0__disk=[{"bus": "nvme", "geometry": "sector512e"}]),
+            "bus 'nvme' cannot present sector512e", "nvme-tcp")
+
+
+def test_logical_greater_than_physical():
+    data = lab_with(geometry={"odd": {"logical_block_size": 4096, "physical_block_size": 512}})
+    refused(data, "logical_block_size 4096 > physical_block_size 512")
+
+
+@pytest.mark.parametrize("size", [1000, 256, 0, -512, "4k", 131072])
+def test_block_size_not_power_of_two_or_out_of_range(size):
+    data = lab_with(geometry={"odd": {"logical_block_size": size, "physical_block_size": 4096}})
+    refused(data, "logical_block_size", repr(size) if isinstance(size, str) else str(size))
+
+
+def test_lab_defined_geometry_is_usable():
+    data = lab_with(geometry={"sector8k": {"logical_block_size": 512, "physical_block_size": 8192}},
+                    vm__0__disk=[{"bus": "scsi", "geometry": "sector8k"}])
+    lab = labdef.validate(data)
+    disk = next(d for _, d in lab.disks())
+    assert (disk.geometry.logical_block_size, disk.geometry.physical_block_size) == (512, 8192)
+
+
+def test_unknown_bus_and_geometry():
+    refused(lab_with(vm__0__disk=[{"bus": "sata", "geometry": "sector4k"}]),
+            "unknown bus 'sata'", "nvme, nvme-tcp, virtio, scsi")
+    refused(lab_with(vm__0__disk=[{"bus": "virtio", "geometry": "sector8k"}]),
+            "unknown geometry 'sector8k'", "sector512n, sector512e, sector4k")
+
+
+def test_duplicate_disk_names_and_serials():
+    disks = [{"bus": "virtio", "geometry": "sector4k"}, {"bus": "virtio", "geometry": "sector4k"}]
+    refused(lab_with(vm__0__disk=disks), "duplicate disk name 'virtio-sector4k'")
+    disks = [{"bus": "virtio", "geometry": "sector4k", "serial": "X1"},
+             {"bus": "scsi", "geometry": "sector4k", "serial": "X1"}]
+    refused(lab_with(vm__0__disk=disks), "duplicate serial 'X1'")
+
+
+def test_serial_too_long_for_virtio():
+    refused(lab_with(vm__0__disk=[{"bus": "virtio", "geometry": "sector4k", "serial": "x" * 21}]),
+            "serial = 'xxxxxxxxxxxxxxxxxxxxx'", "1-20 characters")
+
+
+def test_memory_too_small_for_the_guest():
+    refused(lab_with(vm__0__memory_mib=128), "memory_mib = 128", "debian12 needs at least 384 MiB")
+
+
+def test_unknown_guest_and_keys():
+    refused(lab_with(vm__0__guest="windows"), "unknown guest 'windows'", "debian12")
+    refused(lab_with(vm__0__cpus=2), "unknown key 'cpus'")
+
+
+def test_vm_without_disks_and_lab_without_vms():
+    refused(lab_with(vm__0__disk=[]), "no [[vm.disk]]")
+    refused({"lab": {"name": "t"}}, "no [[vm]]")
+
+
+def test_ports():
+    refused(lab_with(vm__0__ssh_port=22), "ssh_port = 22", "1024-65535")
+    two = lab_with(vm__0__ssh_port=40022)
+    two["vm"].append(copy.deepcopy(two["vm"][0]) | {"name": "vm2"})
+    two["vm"][1]["disk"] = [{"bus": "scsi", "geometry": "sector512e"}]
+    refused(two, "ssh_port 40022 is also the port of VM vm1")
+
+
+def test_port_already_taken():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        lab = labdef.validate(lab_with(vm__0__ssh_port=port))
+        with pytest.raises(UsageError, match=f"ssh_port {port} on 127.0.0.1 is already taken"):
+            labdef.check_environment(lab)
+
+
+def test_own_port_is_not_a_conflict(monkeypatch):
+    monkeypatch.setattr(labdef, "check_uri", lambda uri: None)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        lab = labdef.validate(lab_with(vm__0__ssh_port=port))
+        labdef.check_environment(lab, own_ports={port})
+
+
+def test_bad_uri_syntax():
+    refused(lab_with(lab={"name": "t", "libvirt_uri": "xen:///"}), "libvirt_uri = 'xen:///'", "qemu:///system")
+
+
+def test_unreachable_uri(tmp_path):
+    """A local socket that does not exist: unreachable, without contacting any other host."""
+    if not __import__("shutil").which("virsh"):
+        pytest.skip("host program 'virsh' is not installed (scripts/bootstrap installs it)")
+    uri = f"qemu+unix:///system?socket={tmp_path}/nothing.sock"
+    with pytest.raises(UsageError, match="is unreachable"):
+        labdef.check_uri(uri)
+
+
+def test_bad_toml_names_the_file(tmp_path):
+    path = tmp_path / "lab.toml"
+    path.write_text("[lab\nname = 1\n")
+    with pytest.raises(UsageError, match=f"lab definition {path}: not valid TOML"):
+        labdef.load(path)
+    with pytest.raises(UsageError, match="No such file"):
+        labdef.load(tmp_path / "missing.toml")
+
+
+def test_too_many_nvme_disks():
+    disks = [{"bus": "nvme", "geometry": "sector4k", "name": f"n{i}"} for i in range(labdef.MAX_NVME_PER_VM + 1)]
+    refused(lab_with(vm__0__disk=disks), f"at most {labdef.MAX_NVME_PER_VM} per VM")
+
+
+def test_tfvars_carry_geometry_names_and_seed(tmp_path):
+    from sectorlab import lab as lab_mod
+    from sectorlab import sshkeys
+    lab = labdef.validate(lab_with(vm__0__disk=[{"bus": "nvme-tcp", "geometry": "sector512e"},
+                                               {"bus": "scsi", "geometry": "sector4k"}]))
+    sshkeys.generate("login").write(tmp_path / "id_ed25519")
+    sshkeys.generate("host").write(tmp_path / "host-vm1")
+    v = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", {"debian12": "/img.qcow2"})
+    vm = v["vms"]["vm1"]
+    assert v["domain_type"] == "qemu" and v["images"] == {"debian12": "/img.qcow2"}
+    assert vm["ssh_port"] == 40100
+    assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
+                              "size_mib": 256, "serial": "sl00-ntcp-512e", "backing_serial": "sl00-ntcp-512e-bk"}
+    doc = json.loads(vm["user_data"].partition("\n")[2])
+    assert doc["write_files"][0]["path"] == "/etc/sectorlab/nvme-tcp.conf"
+    assert "sl00-ntcp-512e sl00-ntcp-512e-bk" in doc["write_files"][0]["content"]
+    assert doc["ssh_keys"]["ed25519_public"] == (tmp_path / "host-vm1.pub").read_text().strip()
+    assert json.loads(vm["meta_data"])["instance-id"].startswith("t-vm1-")

@@ -1,0 +1,153 @@
+"""Redo BLOCKSIZE rules: the seed cases, the whole cross product with its reasons, bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sectorlab import rules
+from sectorlab.paths import REPO
+
+RULES_FILE = REPO / "sectorlab" / "rules.py"
+GEOMETRIES = {"sector512n": (512, 512), "sector512e": (512, 4096), "sector4k": (4096, 4096)}
+
+
+# Seed cases: (host, media, blocksize, override, asm, allowed, expected error or warning fragment)
+SEEDS = [
+    # 001: 4096 on a 512n disk refused, 512 accepted
+    pytest.param(512, 512, 4096, False, None, False,
+                 "ORA-01378: The logical block size (4096) of file +REDO is not compatible with the disk sector "
+                 "size (media sector size is 512 and host sector size is 512)", id="seed001-4096-on-512n"),
+    pytest.param(512, 512, 512, False, None, True, None, id="seed001-512-on-512n"),
+    # 002: the override lets 4096 be used on a disk that reports 512/512
+    pytest.param(512, 512, 4096, True, None, True, "_disk_sector_size_override", id="seed002-override"),
+    # 000: a 4Kn disk gets 4096 by default
+    pytest.param(4096, 4096, None, False, None, True, None, id="seed000-4kn-default"),
+    # 003: 512e inside an ASM disk group of SECTOR_SIZE 512 refuses 4096 without the override
+    pytest.param(512, 4096, 4096, False, 512, False, "media sector size is 512 and host sector size is 512",
+                 id="seed003-512e-asm512"),
+    pytest.param(512, 4096, 4096, True, 512, True, None, id="seed003-512e-asm512-override"),
+    # 003: 512 redo on 512e outside ASM works, with the read-modify-write warning
+    pytest.param(512, 4096, 512, False, None, True, "7 of 8 redo writes", id="seed003-512-on-512e"),
+]
+
+
+@pytest.mark.parametrize("host,media,blocksize,override,asm,allowed,text", SEEDS)
+def test_seed_cases(host, media, blocksize, override, asm, allowed, text):
+    v = rules.evaluate(host, media, blocksize, override, asm)
+    assert v.allowed is allowed, v.reason
+    if text:
+        assert text in ((v.error or "") + " ".join(v.warnings))
+
+
+def expected(geometry: str, blocksize, override: bool, asm):
+    """The rules written out a second time, as a table a DBA would read: (allowed, reason)."""
+    logical, physical = GEOMETRIES[geometry]
+    if asm is not None and asm < logical:
+        return False, "ASM sector size below the disk's logical sector"
+    seen_host = seen_media = asm if asm is not None else None
+    if seen_host is None:
+        seen_host, seen_media = logical, physical
+    b = blocksize if blocksize is not None else seen_media
+    if b < logical:
+        return False, "below the logical sector: the I/O cannot be done, override or not"
+    if b < seen_host:
+        return False, "below the host sector the database sees"
+    if b > seen_media and not override:
+        return False, "above the media sector without the override"
+    return True, "allowed"
+
+
+CROSS = list(itertools.product(GEOMETRIES, (None, 512, 1024, 4096), (False, True), (None, 512, 4096)))
+
+
+@pytest.mark.parametrize("geometry,blocksize,override,asm", CROSS,
+                         ids=[f"{g}-bs{b}-{'ovr' if o else 'noovr'}-asm{a}" for g, b, o, a in CROSS])
+def test_cross_product(geometry, blocksize, override, asm):
+    logical, physical = GEOMETRIES[geometry]
+    want, why = expected(geometry, blocksize, override, asm)
+    v = rules.evaluate(logical, physical, blocksize, override, asm)
+    assert v.allowed is want, f"{geometry} B={blocksize} override={override} asm={asm}: {why}; got {v.reason}"
+    if not want:
+        assert v.error and v.error.startswith(("ORA-01378", "ORA-15038")), v.error
+    if want and v.blocksize < physical:
+        assert any("read-modify-write" in w for w in v.warnings)
+    assert v.default_blocksize == (asm if asm is not None else physical)
+
+
+def test_override_cannot_save_a_block_below_the_logical_sector():
+    v = rules.evaluate(4096, 4096, 512, override=True)
+    assert not v.allowed
+    assert "EINVAL" in v.error and v.error.startswith("ORA-01378: The logical block size (512)")
+
+
+@pytest.mark.parametrize("redo,blocksize,blocks,wasted", [
+    (1, 512, 1, 495), (496, 512, 1, 0), (497, 512, 2, 495), (3000, 512, 7, 472),
+    (3000, 4096, 1, 1080), (4080, 4096, 1, 0), (10000, 1024, 10, 80),
+])
+def test_wastage_arithmetic(redo, blocksize, blocks, wasted):
+    w = rules.redo_wastage(redo, blocksize)
+    assert (w.blocks, w.wastage_bytes) == (blocks, wasted)
+    assert w.bytes_written == blocks * blocksize
+    assert w.bytes_written == redo + w.wastage_bytes + w.header_bytes
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    ({"host_sector": 512, "media_sector": 4096, "blocksize": 2048}, "BLOCKSIZE 2048 is not valid"),
+    ({"host_sector": 4096, "media_sector": 512}, "logical sector 4096 > physical sector 512"),
+    ({"host_sector": 500, "media_sector": 4096}, "not a power of two"),
+    ({"host_sector": 512, "media_sector": 4096, "asm_sector_size": 1024}, "ASM SECTOR_SIZE 1024 is not valid"),
+])
+def test_bad_input(kwargs, fragment):
+    with pytest.raises(rules.RulesUsageError, match=fragment):
+        rules.evaluate(**kwargs)
+
+
+def test_asm_refuses_mixed_disks():
+    with pytest.raises(rules.AsmError, match="different logical sector sizes"):
+        rules.check_asm_disk_group(4096, {"/dev/sdb": 512, "/dev/sdc": 4096})
+
+
+def run_cli(*args):
+    """The standalone file, as it runs inside a guest: python3 rules.py ..."""
+    return subprocess.run([sys.executable, str(RULES_FILE), *args], capture_output=True, text=True)
+
+
+def test_cli_exit_codes_and_json():
+    ok = run_cli("--logical", "512", "--physical", "4096", "--blocksize", "512", "--json")
+    assert ok.returncode == 0
+    out = json.loads(ok.stdout)
+    assert set(out) == {"allowed", "blocksize", "default_blocksize", "error", "warnings", "host_sector",
+                        "media_sector"}
+    assert out["allowed"] is True and "read-modify-write" in ok.stderr
+    refused = run_cli("--logical", "512", "--physical", "512", "--blocksize", "4096")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == ("ORA-01378: The logical block size (4096) of file +REDO is not compatible "
+                                      "with the disk sector size (media sector size is 512 and host sector size "
+                                      "is 512)")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--logical", "-512", "--physical", "512"], "not a positive number"),
+    (["--logical", "abc", "--physical", "512"], "not a whole number"),
+    (["--logical", "4096", "--physical", "512"], "logical sector 4096 > physical sector 512"),
+    (["--logical", "512", "--physical", "512", "--blocksize", "2048"], "BLOCKSIZE 2048 is not valid"),
+    (["--logical", "512", "--physical", "512", "--asm-sector-size", "1024"], "ASM SECTOR_SIZE 1024"),
+    (["/dev/does-not-exist"], "No such file or directory"),
+    ([str(RULES_FILE)], "is not a block device"),
+    (["--logical", "512"], "both --logical and --physical"),
+])
+def test_cli_bad_usage_exits_2(args, fragment):
+    result = run_cli(*args)
+    assert result.returncode == 2, result
+    assert fragment in result.stderr
+
+
+def test_sectorlab_cli_delegates():
+    from sectorlab import cli
+    assert cli.main(["redo-check", "--logical", "4096", "--physical", "4096"]) == 0
+    assert cli.main(["redo-check", "--logical", "4096", "--physical", "4096", "--blocksize", "512"]) == 1

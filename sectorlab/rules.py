@@ -1,0 +1,258 @@
+"""Oracle redo BLOCKSIZE rules: which block size a redo log gets on a disk, which it refuses with
+ORA-01378, and which work at the cost of read-modify-write.
+
+Pure Python, standard library only: it runs as `sectorlab redo-check` on the host and, copied as
+one file, as `python3 rules.py ...` inside lab guests or on a database server.
+
+The model (docs/redo-blocksize.md has the sources):
+- BLOCKSIZE is 512, 1024 or 4096 (Oracle 11.2+; seed 003). Without it a redo log gets the disk's
+  media (physical) sector size (seed 000: a 4Kn P3700 gets 4096).
+- B < host (logical) sector: ORA-01378, and _disk_sector_size_override does not help: an O_DIRECT
+  write of B bytes to such a disk fails with EINVAL, so the I/O itself cannot be done.
+- B > media sector: ORA-01378 (seeds 001, 002: 4096 on a 512n disk) unless the instance sets
+  _disk_sector_size_override=TRUE (seeds 000, 002, 003).
+- B < media sector (512e): allowed, but 7 of 8 writes of 512 bytes are not aligned to the 4 KiB
+  physical sector: read-modify-write (seed 003).
+- Inside ASM the database sees the disk group's SECTOR_SIZE as both host and media size (seed
+  003). The disk group must be valid for its disks: SECTOR_SIZE 512 or 4096, not smaller than any
+  disk's logical sector, and no mixing of disks with different logical sectors.
+- Each redo block carries a 16-byte header; a write is padded to whole blocks ("redo wastage").
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import math
+import os
+import stat
+import struct
+import sys
+from dataclasses import asdict, dataclass, field
+
+VALID_BLOCKSIZES = (512, 1024, 4096)
+VALID_ASM_SECTOR_SIZES = (512, 4096)
+REDO_BLOCK_HEADER = 16
+BLKSSZGET = 0x1268  # logical sector size (int)
+BLKPBSZGET = 0x127B  # physical sector size (unsigned int)
+EXIT_ALLOWED, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+
+
+class RulesUsageError(ValueError):
+    """Input outside the model (exit status 2)."""
+
+
+@dataclass
+class Verdict:
+    allowed: bool
+    blocksize: int
+    default_blocksize: int
+    error: str | None
+    warnings: list[str] = field(default_factory=list)
+    host_sector: int = 0
+    media_sector: int = 0
+    reason: str = ""  # why, in one sentence; not part of the JSON interface
+
+    def as_json(self) -> dict:
+        out = asdict(self)
+        out.pop("reason")
+        return out
+
+
+def ora_01378(blocksize: int, file: str, media: int, host: int) -> str:
+    return (f"ORA-01378: The logical block size ({blocksize}) of file {file} is not compatible with the disk "
+            f"sector size (media sector size is {media} and host sector size is {host})")
+
+
+def _check_sector(what: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RulesUsageError(f"{what} {value!r} is not a whole number of bytes")
+    if value < 512 or value > 65536 or value & (value - 1):
+        raise RulesUsageError(f"{what} {value} is not a power of two from 512 to 65536")
+    return value
+
+
+def check_asm_disk_group(sector_size: int, disk_logical_sectors: dict[str, int]) -> None:
+    """Raise RulesRefused-style errors (as ValueError subclasses) for an invalid disk group."""
+    if sector_size not in VALID_ASM_SECTOR_SIZES:
+        raise RulesUsageError(f"ASM SECTOR_SIZE {sector_size} is not valid: expected 512 or 4096")
+    sizes = set(disk_logical_sectors.values())
+    if len(sizes) > 1:
+        listing = ", ".join(f"{d} ({s})" for d, s in sorted(disk_logical_sectors.items()))
+        raise AsmError(f"ORA-15038: disks of different logical sector sizes cannot form one disk group: {listing}")
+    for disk, logical in disk_logical_sectors.items():
+        if logical > sector_size:
+            raise AsmError(f"ORA-15038: disk '{disk}' mismatch on 'Sector Size' property ({sector_size} vs {logical}): "
+                           f"a disk group's SECTOR_SIZE cannot be smaller than its disks' logical sector")
+
+
+class AsmError(Exception):
+    """The ASM disk group itself is invalid for its disks (exit status 1)."""
+
+
+def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, override: bool = False,
+             asm_sector_size: int | None = None, file: str = "+REDO", disk: str | None = None) -> Verdict:
+    """The verdict for a redo log of `blocksize` (None: the default) on a disk of host/media sectors."""
+    host = _check_sector("host (logical) sector size", host_sector)
+    media = _check_sector("media (physical) sector size", media_sector)
+    if host > media:
+        raise RulesUsageError(f"logical sector {host} > physical sector {media}: no disk reports that")
+    if blocksize is not None and blocksize not in VALID_BLOCKSIZES:
+        raise RulesUsageError(f"BLOCKSIZE {blocksize} is not valid: expected one of "
+                              f"{', '.join(map(str, VALID_BLOCKSIZES))}")
+    if asm_sector_size is not None:
+        try:
+            check_asm_disk_group(asm_sector_size, {disk or file: host})
+        except AsmError as e:
+            return Verdict(False, blocksize or asm_sector_size, asm_sector_size, str(e), [], host, media,
+                           "the ASM disk group is not valid for this disk")
+        # Inside ASM the database sees the disk group's sector size, not the disk's.
+        seen_host = seen_media = asm_sector_size
+    else:
+        seen_host, seen_media = host, media
+    default = seen_media
+    chosen = blocksize if blocksize is not None else default
+    warnings: list[str] = []
+
+    if chosen < host:
+        # The override changes what the database accepts, not what the disk can do.
+        error = ora_01378(chosen, file, seen_media, seen_host)
+        note = " (_disk_sector_size_override does not help: the O_DIRECT I/O itself fails with EINVAL)"
+        return Verdict(False, chosen, default, error + (note if override else ""), warnings, seen_host, seen_media,
+                       f"blocksize {chosen} < the disk's logical sector {host}: I/O of {chosen} bytes is impossible")
+    if chosen < seen_host:
+        return Verdict(False, chosen, default, ora_01378(chosen, file, seen_media, seen_host), warnings,
+                       seen_host, seen_media, f"blocksize {chosen} < host sector {seen_host} seen by the database")
+    if chosen > seen_media:
+        if not override:
+            return Verdict(False, chosen, default, ora_01378(chosen, file, seen_media, seen_host), warnings,
+                           seen_host, seen_media,
+                           f"blocksize {chosen} > media sector {seen_media}; _disk_sector_size_override=TRUE allows it")
+        warnings.append(f"BLOCKSIZE {chosen} > media sector size {seen_media}: allowed by "
+                        f"_disk_sector_size_override=TRUE")
+    if chosen < media:
+        misaligned = media // chosen - 1
+        warnings.append(f"BLOCKSIZE {chosen} < physical sector {media}: {misaligned} of {media // chosen} redo "
+                        f"writes start inside a physical sector and cost a read-modify-write")
+    return Verdict(True, chosen, default, None, warnings, seen_host, seen_media, "allowed")
+
+
+@dataclass
+class Wastage:
+    redo_bytes: int
+    blocksize: int
+    blocks: int
+    bytes_written: int
+    header_bytes: int
+    wastage_bytes: int
+    wastage_pct: float
+
+
+def redo_wastage(redo_bytes: int, blocksize: int) -> Wastage:
+    """One write of `redo_bytes` of redo: whole blocks of `blocksize`, each with a 16-byte header."""
+    if blocksize not in VALID_BLOCKSIZES:
+        raise RulesUsageError(f"BLOCKSIZE {blocksize} is not valid: expected one of 512, 1024, 4096")
+    if isinstance(redo_bytes, bool) or not isinstance(redo_bytes, int) or redo_bytes <= 0:
+        raise RulesUsageError(f"redo size {redo_bytes!r} is not a positive number of bytes")
+    payload = blocksize - REDO_BLOCK_HEADER
+    blocks = math.ceil(redo_bytes / payload)
+    written = blocks * blocksize
+    wasted = blocks * payload - redo_bytes
+    return Wastage(redo_bytes, blocksize, blocks, written, blocks * REDO_BLOCK_HEADER, wasted,
+                   round(100.0 * wasted / written, 2))
+
+
+def device_sectors(path: str) -> tuple[int, int]:
+    """(logical, physical) sector sizes of a block device, from the BLKSSZGET/BLKPBSZGET ioctls,
+    checked against sysfs."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise RulesUsageError(f"{path}: {e.strerror}: expected a block device such as /dev/sdb") from e
+    if not stat.S_ISBLK(st.st_mode):
+        raise RulesUsageError(f"{path} is not a block device")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as e:
+        raise RulesUsageError(f"{path}: cannot open: {e.strerror}") from e
+    try:
+        logical = struct.unpack("i", fcntl.ioctl(fd, BLKSSZGET, b"\0" * 4))[0]
+        physical = struct.unpack("I", fcntl.ioctl(fd, BLKPBSZGET, b"\0" * 4))[0]
+    finally:
+        os.close(fd)
+    sysfs = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/queue"
+    for name, value in (("logical_block_size", logical), ("physical_block_size", physical)):
+        try:
+            with open(f"{sysfs}/{name}") as f:
+                seen = int(f.read())
+        except OSError:
+            continue  # a partition has no queue/ of its own; the ioctls are authoritative
+        if seen != value:
+            raise RulesUsageError(f"{path}: ioctl says {name}={value} but sysfs says {seen}")
+    return logical, physical
+
+
+def _size(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of bytes")
+    return value
+
+
+def build_parser(prog: str = "redo-check") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Which redo BLOCKSIZE a disk accepts (ORA-01378 rules).")
+    p.add_argument("device", nargs="?", help="block device to read the sector sizes from (instead of the flags)")
+    p.add_argument("--logical", type=_size, help="host (logical) sector size in bytes")
+    p.add_argument("--physical", type=_size, help="media (physical) sector size in bytes")
+    p.add_argument("--blocksize", type=_size, help="requested redo BLOCKSIZE (512, 1024 or 4096)")
+    p.add_argument("--override", action="store_true", help="_disk_sector_size_override=TRUE in the instance")
+    p.add_argument("--asm-sector-size", type=_size, help="SECTOR_SIZE of the ASM disk group holding the log")
+    p.add_argument("--file", default="+REDO", help="file name for messages (default +REDO)")
+    p.add_argument("--redo-size", type=_size, help="also report redo wastage for one write of this many bytes")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def main(argv: list[str] | None = None, prog: str = "redo-check") -> int:
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)  # bad flags exit 2 through argparse
+    try:
+        if args.device:
+            if args.logical or args.physical:
+                raise RulesUsageError("give a DEVICE or --logical/--physical, not both")
+            logical, physical = device_sectors(args.device)
+        elif args.logical and args.physical:
+            logical, physical = args.logical, args.physical
+        else:
+            raise RulesUsageError("give a DEVICE, or both --logical and --physical")
+        verdict = evaluate(logical, physical, args.blocksize, args.override, args.asm_sector_size, args.file,
+                           disk=args.device)
+        wastage = redo_wastage(args.redo_size, verdict.blocksize) if args.redo_size else None
+    except RulesUsageError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        out = verdict.as_json()
+        if wastage:
+            out["wastage"] = asdict(wastage)
+        print(json.dumps(out))
+    else:
+        state = "allowed" if verdict.allowed else "refused"
+        print(f"BLOCKSIZE {verdict.blocksize}: {state} (default {verdict.default_blocksize}; host sector "
+              f"{verdict.host_sector}, media sector {verdict.media_sector})")
+        if wastage:
+            print(f"one write of {wastage.redo_bytes} B of redo: {wastage.blocks} blocks, {wastage.bytes_written} B "
+                  f"written, {wastage.wastage_bytes} B wasted ({wastage.wastage_pct}%)")
+    for w in verdict.warnings:
+        print(f"{prog}: warning: {w}", file=sys.stderr)
+    if verdict.error:
+        print(verdict.error, file=sys.stderr)
+    return EXIT_ALLOWED if verdict.allowed else EXIT_REFUSED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
