@@ -4,9 +4,13 @@ build {
   sources = ["source.qemu.guest"]
 
   # The lab's guest-side helpers (NVMe/TCP targets), installed by scripts/common/lab-guest.sh.
+  provisioner "shell" {
+    inline = ["mkdir -p /tmp/sectorlab-files"]
+  }
+
   provisioner "file" {
     source      = "${path.root}/files/"
-    destination = "/tmp/sectorlab-files"
+    destination = "/tmp/sectorlab-files/"
   }
 
   provisioner "shell" {

@@ -143,6 +143,16 @@ class Guest:
             raise GuestCommandError(self.name, result)
         return result.stdout.rstrip("\n")
 
+    def put(self, local: Path, remote: str, mode: int = 0o644) -> None:
+        """Copy a file into the guest over SFTP."""
+        if self._client is None or not self._transport_alive():
+            self.connect()
+        assert self._client is not None
+        with self._client.open_sftp() as sftp:
+            sftp.put(str(local), remote)
+            sftp.chmod(remote, mode)
+
     def _transport_alive(self) -> bool:
         transport = self._client.get_transport() if self._client else None
         return bool(transport and transport.is_active())
+

@@ -299,8 +299,11 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
         progress(f"{name}: {' '.join(cmd)}")
         proc = subprocess.run(cmd, cwd=str(work), env=packer_env())
         if proc.returncode != 0:
+            console = image_cache() / f"{name}-failed-build-console.log"
+            if (work / "out-console.log").exists():
+                shutil.copyfile(work / "out-console.log", console)
             raise SectorlabError(f"{name}: packer build failed (exit {proc.returncode}); its output is above, "
-                                 f"the guest console in {work}/out-console.log")
+                                 f"the guest's console log is {console}")
         built = work / "out" / f"{name}.qcow2"
         if not built.exists():
             raise SectorlabError(f"{name}: packer reported success but wrote no {built}")

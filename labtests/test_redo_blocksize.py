@@ -1,0 +1,76 @@
+"""Redo BLOCKSIZE verdicts on real devices: the rules engine run inside the guest agrees with the
+declared geometry, and real I/O confirms it.
+
+For every declared disk and every redo block size: `python3 rules.py DEVICE --blocksize B --json`
+inside the guest gives the verdict the geometry predicts; a refusal because B is below the logical
+sector is confirmed by an O_DIRECT write of B bytes failing with EINVAL, and every acceptance by
+an O_DIRECT+O_DSYNC write of B bytes succeeding. A refusal because B is above the media sector is
+the database's policy, not the disk's: there the write succeeds. Guards sectorlab/rules.py (the
+ORA-01378 model, docs/redo-blocksize.md) against the kernel's real behaviour.
+These tests write to the lab's data disks (never the root disk).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labtests.lab import disk_params
+from sectorlab import rules
+from sectorlab.paths import REPO
+
+pytestmark = pytest.mark.lab
+HELPERS = {"rules.py": REPO / "sectorlab" / "rules.py", "odirect.py": REPO / "sectorlab" / "odirect.py"}
+REMOTE_DIR = "/tmp/sectorlab"
+
+
+@pytest.fixture(scope="session")
+def helpers(lab_guests):
+    for guest in lab_guests.values():
+        guest.check_output("mkdir -p", REMOTE_DIR)
+        for name, local in HELPERS.items():
+            guest.put(local, f"{REMOTE_DIR}/{name}", 0o755)
+    return REMOTE_DIR
+
+
+@pytest.fixture(params=disk_params())
+def disk(request, lab_guests, guest_devices):
+    vm_name, declared = request.param
+    dev = guest_devices[vm_name].get(declared.serial)
+    if dev is None:
+        pytest.fail(f"{vm_name}: declared disk {declared.name} (serial {declared.serial}) is not in the guest",
+                    pytrace=False)
+    return lab_guests[vm_name], declared, dev
+
+
+@pytest.mark.parametrize("blocksize", rules.VALID_BLOCKSIZES, ids=lambda b: f"bs{b}")
+def test_verdict_and_real_io(disk, blocksize, helpers):
+    guest, declared, dev = disk
+    logical, physical = declared.geometry.logical_block_size, declared.geometry.physical_block_size
+    result = guest.run(f"sudo -n python3 {helpers}/rules.py", dev.path, "--blocksize", blocksize, "--json")
+    assert result.rc in (0, 1), f"redo-check exited {result.rc}: {result.stderr}"
+    verdict = json.loads(result.stdout)
+    want_allowed = logical <= blocksize <= physical
+    assert verdict["allowed"] is want_allowed, (
+        f"{dev.path} ({declared.geometry.name} {logical}/{physical}): BLOCKSIZE {blocksize} "
+        f"allowed={verdict['allowed']}, expected {want_allowed}: {verdict['error']}")
+    assert (verdict["host_sector"], verdict["media_sector"]) == (logical, physical)
+    assert verdict["default_blocksize"] == physical
+    assert (result.rc == 0) is want_allowed
+
+    io = json.loads(guest.check_output(f"sudo -n python3 {helpers}/odirect.py", dev.path, "--bytes", blocksize))
+    if blocksize < logical:
+        assert not io["ok"] and io["errno"] == "EINVAL", (
+            f"{dev.path}: O_DIRECT write of {blocksize} B below the {logical} B logical sector: {io}")
+    else:
+        assert io["ok"], f"{dev.path}: O_DIRECT+O_DSYNC write of {blocksize} B failed: {io}"
+
+
+def test_odirect_refuses_the_root_disk(lab_guests, helpers):
+    guest = next(iter(lab_guests.values()))
+    root = guest.check_output("findmnt -n -o SOURCE /")
+    disk = "/dev/" + guest.check_output("lsblk -n -d -o PKNAME", root).strip()
+    result = guest.run(f"sudo -n python3 {helpers}/odirect.py", disk, "--bytes", 4096)
+    assert result.rc == 2
+    assert "refusing to write" in result.stderr and "mounted" in result.stderr
