@@ -65,8 +65,18 @@ class Terraform:
         env["CHECKPOINT_DISABLE"] = "1"
         return env
 
-    def run(self, *args: str, capture: bool = False) -> str:
+    def run(self, *args: str, capture: bool = False, log: Path | None = None) -> str:
+        """Run terraform; with `log`, its whole output goes there and only a failure's tail is shown."""
         cmd = [self.binary, f"-chdir={TERRAFORM_DIR}", *args]
+        if log is not None:
+            with open(log, "w") as out:
+                proc = subprocess.run(cmd, env=self.env(), text=True, stdout=out, stderr=subprocess.STDOUT)
+            if proc.returncode != 0:
+                tail = log.read_text().strip().splitlines()[-15:]
+                print("\n".join(tail), file=sys.stderr)
+                raise SectorlabError(f"{Path(self.binary).name} {args[0]} failed (exit {proc.returncode}); "
+                                     f"the end of its output is above, all of it in {log}")
+            return ""
         proc = subprocess.run(cmd, env=self.env(), text=True,
                               stdout=subprocess.PIPE if capture else None,
                               stderr=subprocess.PIPE if capture else None)
@@ -206,7 +216,11 @@ def up(lab_file: Path, progress: Progress = _say) -> dict:
     tf = Terraform(state, progress)
     tf.init()
     progress(f"terraform apply ({Path(tf.binary).name}, domain type {found.libvirt_domain_type}: {found.reason})")
-    tf.run("apply", "-input=false", "-auto-approve", "-no-color", f"-var-file={state / 'terraform.tfvars.json'}")
+    tf.run("apply", "-input=false", "-auto-approve", "-no-color", f"-var-file={state / 'terraform.tfvars.json'}",
+           log=state / "terraform-apply.log")
+    summary_line = next((line for line in (state / "terraform-apply.log").read_text().splitlines()
+                         if line.startswith("Apply complete!")), "apply complete")
+    progress(summary_line)
     outputs = tf.outputs()
     phase("terraform apply", start)
 
@@ -297,7 +311,7 @@ def down(lab_file: Path, progress: Progress = _say) -> None:
         progress(f"terraform destroy (lab {lab.name})")
         try:
             tf.run("destroy", "-input=false", "-auto-approve", "-no-color",
-                   f"-var-file={state / 'terraform.tfvars.json'}")
+                   f"-var-file={state / 'terraform.tfvars.json'}", log=state / "terraform-destroy.log")
         except SectorlabError as e:
             progress(f"{e}; removing what is left with virsh")
     leftovers = sweep_libvirt(lab.name, uri, progress)

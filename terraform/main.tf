@@ -80,8 +80,13 @@ resource "libvirt_domain" "vm" {
     volume_id = libvirt_volume.root[each.key].id
   }
 
+  # libvirt keeps disks grouped by bus, the root disk's (virtio) first: listing them in that order
+  # lets a second apply find nothing to change instead of replacing the domain.
   dynamic "disk" {
-    for_each = [for key, d in local.disks : key if d.vm == each.key && d.bus != "nvme"]
+    for_each = concat(
+      [for key, d in local.disks : key if d.vm == each.key && contains(["virtio", "nvme-tcp"], d.bus)],
+      [for key, d in local.disks : key if d.vm == each.key && d.bus == "scsi"],
+    )
     content {
       volume_id = libvirt_volume.data[disk.value].id
       scsi      = local.disks[disk.value].bus == "scsi"
