@@ -56,6 +56,7 @@ def host_key_from_line(line: str) -> paramiko.PKey:
 # the call that caused it has returned; without a handler of its own that lands on stderr through
 # logging's last resort. Errors still surface as the exceptions the client raises.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
+logging.getLogger("paramiko.transport").setLevel(logging.CRITICAL)
 
 
 def shell_join(cmd: str, args: tuple) -> str:

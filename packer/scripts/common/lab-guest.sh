@@ -12,6 +12,13 @@ if [ -n "$missing" ]; then
   echo "lab-guest: missing in the guest:$missing" >&2
   exit 1
 fi
+# The storage tools live in sbin (nvme, blockdev, sfdisk): put it on the lab user's PATH for
+# non-interactive SSH commands too (pam_env reads /etc/environment for every session).
+if ! grep -q '^PATH=.*/usr/sbin' /etc/environment 2>/dev/null; then
+  sed -i '/^PATH=/d' /etc/environment 2>/dev/null || true
+  echo 'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"' >> /etc/environment
+fi
+
 # The lab's guest-side helpers, uploaded by Packer's file provisioner.
 install -m 0755 /tmp/sectorlab-files/sectorlab-nvme-tcp /usr/local/sbin/sectorlab-nvme-tcp
 install -m 0644 /tmp/sectorlab-files/sectorlab-nvme-tcp.service /etc/systemd/system/sectorlab-nvme-tcp.service
