@@ -29,7 +29,7 @@ help:
 	@echo "make lab-status           the lab's VMs and what each guest sees"
 	@echo "make image GUEST=...      build one guest image with Packer (cached by the hash of its inputs)"
 	@echo "make doctor               what this host has: accelerator, libvirt, provider, packer, terraform, disk"
-	@echo "make check                shellcheck, ruff, packer/terraform fmt + validate"
+	@echo "make check                shellcheck, ruff, packer/terraform fmt + validate, redo-writer with -Werror"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "LAB=labs/x.toml selects another lab definition; PYTEST_ARGS='-k sector4k' narrows the scenarios"
 
@@ -78,6 +78,7 @@ check: bootstrap
 	$(SECTORLAB) image validate
 	$(SECTORLAB) terraform-check
 	$(SECTORLAB) lab validate --offline labs/default.toml
+	$(MAKE) -C redo-writer
 
 bench-boot: image
 	$(SECTORLAB) image boot-time $(GUEST_ARG) --runs 3

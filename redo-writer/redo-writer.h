@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * redo-writer: writes redo the way a database log writer does. Sessions commit into a shared
+ * log buffer; one log writer gathers everything pending into one write (group commit), pads it
+ * to whole redo blocks (16-byte header each), writes it with O_DIRECT and O_DSYNC and wakes the
+ * sessions the write covered.
+ */
+#ifndef REDO_WRITER_H
+#define REDO_WRITER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define PROG "redo-writer"
+#define REDO_BLOCK_HEADER 16
+
+enum sync_mode { SYNC_ODSYNC, SYNC_FDATASYNC };
+enum output_mode { OUTPUT_TEXT, OUTPUT_JSON };
+
+struct config {
+	const char *target;
+	unsigned long long blocksize;
+	unsigned long long sessions;
+	unsigned long long duration_s;      /* 0: run --transactions */
+	unsigned long long transactions;    /* total, 0: run --duration */
+	unsigned long long redo_per_txn;
+	unsigned long long rate;            /* commits per second over all sessions, 0: as fast as possible */
+	unsigned long long log_size;
+	unsigned long long max_write;       /* the log buffer: the largest single write */
+	enum sync_mode sync;
+	enum output_mode output;
+	int force;
+};
+
+/* A growing array of latencies in nanoseconds. */
+struct samples {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+struct latency_summary {
+	size_t count;
+	double mean_us, p50_us, p95_us, p99_us, p999_us, max_us;
+	double over_1ms_pct, over_10ms_pct, over_20ms_pct;
+	/* V$EVENT_HISTOGRAM_MICRO: bucket k counts waits of [2^(k-1), 2^k) microseconds. */
+	uint64_t buckets[40];
+	int nbuckets;
+};
+
+struct results {
+	double elapsed_s;
+	uint64_t transactions, redo_bytes, bytes_written, wastage_bytes, writes, writes_small, wraps;
+	struct samples write_lat, sync_lat;
+};
+
+int samples_add(struct samples *s, uint64_t ns);
+void samples_free(struct samples *s);
+void summarize(struct samples *s, struct latency_summary *out);
+
+/* 0 done, -1 an I/O failed (reported), -2 the target cannot be used (reported). */
+int run(const struct config *cfg, struct results *res);
+int probe(const char *path, enum output_mode output);
+/* 0 when writing raw to `path` destroys nothing; else prints why and returns -1. */
+int check_target_safe(const char *path);
+
+void report(const struct config *cfg, struct results *res, FILE *out);
+
+#endif

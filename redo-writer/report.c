@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The run's report: text for people, one JSON object (--output json) for sectorlab. */
+#include <string.h>
+
+#include "redo-writer.h"
+
+static void event_json(FILE *out, const char *name, struct samples *s)
+{
+	struct latency_summary l;
+	int k;
+
+	summarize(s, &l);
+	fprintf(out, "\"%s\": {\"count\": %zu, \"mean_us\": %.1f, \"p50_us\": %.1f, \"p95_us\": %.1f, "
+		"\"p99_us\": %.1f, \"p99_9_us\": %.1f, \"max_us\": %.1f, \"over_1ms_pct\": %.3f, "
+		"\"over_10ms_pct\": %.3f, \"over_20ms_pct\": %.3f, \"histogram_micro\": {",
+		name, l.count, l.mean_us, l.p50_us, l.p95_us, l.p99_us, l.p999_us, l.max_us, l.over_1ms_pct,
+		l.over_10ms_pct, l.over_20ms_pct);
+	for (k = 0; k < l.nbuckets; k++)
+		fprintf(out, "%s\"%llu\": %llu", k ? ", " : "", 1ULL << k, (unsigned long long)l.buckets[k]);
+	fprintf(out, "}}");
+}
+
+static void event_text(FILE *out, const char *name, struct samples *s)
+{
+	struct latency_summary l;
+
+	summarize(s, &l);
+	fprintf(out, "%-24s %8zu waits  mean %8.1f us  p50 %8.1f  p95 %8.1f  p99 %8.1f  p99.9 %8.1f  max %8.1f  "
+		">1ms %.2f%%  >10ms %.2f%%  >20ms %.2f%%\n", name, l.count, l.mean_us, l.p50_us, l.p95_us, l.p99_us,
+		l.p999_us, l.max_us, l.over_1ms_pct, l.over_10ms_pct, l.over_20ms_pct);
+}
+
+void report(const struct config *cfg, struct results *r, FILE *out)
+{
+	double secs = r->elapsed_s > 0 ? r->elapsed_s : 1e-9;
+	double wastage_pct = r->bytes_written ? 100.0 * (double)r->wastage_bytes / (double)r->bytes_written : 0;
+
+	if (cfg->output == OUTPUT_JSON) {
+		fprintf(out, "{\"target\": \"%s\", \"blocksize\": %llu, \"sessions\": %llu, \"sync\": \"%s\", "
+			"\"elapsed_s\": %.3f, \"transactions\": %llu, \"tps\": %.1f, \"redo_bytes\": %llu, "
+			"\"bytes_written\": %llu, \"wastage_bytes\": %llu, \"wastage_pct\": %.2f, \"writes\": %llu, "
+			"\"writes_under_4k\": %llu, \"wraps\": %llu, \"write_mb_s\": %.3f, ",
+			cfg->target, cfg->blocksize, cfg->sessions, cfg->sync == SYNC_ODSYNC ? "odsync" : "fdatasync",
+			r->elapsed_s, (unsigned long long)r->transactions, (double)r->transactions / secs,
+			(unsigned long long)r->redo_bytes, (unsigned long long)r->bytes_written,
+			(unsigned long long)r->wastage_bytes, wastage_pct, (unsigned long long)r->writes,
+			(unsigned long long)r->writes_small, (unsigned long long)r->wraps,
+			(double)r->bytes_written / secs / 1e6);
+		event_json(out, "log_file_parallel_write", &r->write_lat);
+		fprintf(out, ", ");
+		event_json(out, "log_file_sync", &r->sync_lat);
+		fprintf(out, "}\n");
+		return;
+	}
+	fprintf(out, "%s: %s, blocksize %llu, %llu session(s), %s, %.1f s\n", PROG, cfg->target, cfg->blocksize,
+		cfg->sessions, cfg->sync == SYNC_ODSYNC ? "O_DIRECT|O_DSYNC" : "O_DIRECT + fdatasync", r->elapsed_s);
+	fprintf(out, "transactions %llu (%.1f/s), redo %llu B, written %llu B in %llu writes (%llu under 4 KiB), "
+		"wastage %llu B (%.2f%%), %.3f MB/s, %llu log wraps\n",
+		(unsigned long long)r->transactions, (double)r->transactions / secs, (unsigned long long)r->redo_bytes,
+		(unsigned long long)r->bytes_written, (unsigned long long)r->writes, (unsigned long long)r->writes_small,
+		(unsigned long long)r->wastage_bytes, wastage_pct, (double)r->bytes_written / secs / 1e6,
+		(unsigned long long)r->wraps);
+	event_text(out, "log file parallel write", &r->write_lat);
+	event_text(out, "log file sync", &r->sync_lat);
+}
