@@ -3,8 +3,10 @@
  * The run: N session threads commit transactions into a shared log buffer; one log writer
  * thread takes everything pending, writes it in whole redo blocks at the current log offset
  * (wrapping at --log-size, as a log switch would), and wakes every session its write covered.
- * "log file parallel write" is the time of that write; "log file sync" is a session's time from
- * commit to wake-up.
+ * With two members (--mirror, --race) a second thread writes the same blocks to the other
+ * member at the same time: a mirrored write completes when both are done, a raced one when the
+ * first is (the winner is counted). "log file parallel write" is the time of a write until it
+ * completes; "log file sync" is a session's time from commit to wake-up.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,27 +16,39 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>
 
 #include "redo-writer.h"
 
+struct member {
+	const char *path;
+	int fd;
+	int null;
+	dev_t rdev;
+};
+
 struct shared {
 	const struct config *cfg;
+	struct results *res;
 	pthread_mutex_t lock;
 	pthread_cond_t work;        /* redo is pending, or the run is over */
-	pthread_cond_t written_cv;  /* the log writer completed a write */
+	pthread_cond_t written_cv;  /* a write completed */
+	pthread_cond_t job_cv;      /* the second member's thread: a job, or a member finished */
 	uint64_t appended;          /* redo bytes committed so far (a byte position, like an SCN) */
 	uint64_t written;           /* redo bytes durable so far */
 	uint64_t txns_started, txns_done;
 	int stop, failed, sessions_left;
-	int fd;
-	int null_target;
+	struct member m[2];
+	int nmembers;
 	char *buf;
 	uint64_t log_offset;
 	uint64_t start_ns, deadline_ns;
-	struct results *res;
+	/* the write in flight */
+	uint64_t job_seq, job_len, job_off, job_pending, job_blocks, job_t0;
+	int job_done[2], job_released;
 };
 
 static uint64_t now_ns(void)
@@ -53,15 +67,15 @@ static void sleep_until(uint64_t t)
 		;
 }
 
-/* One physical write of `len` bytes; returns 0 or -errno. */
-static int write_redo(struct shared *sh, uint64_t len)
+/* One physical write of `len` bytes at `off` to member `m`; returns 0 or -errno. */
+static int write_member(struct shared *sh, struct member *m, uint64_t len, uint64_t off)
 {
 	uint64_t done = 0;
 
-	if (sh->null_target)
+	if (m->null)
 		return 0;
 	while (done < len) {
-		ssize_t n = pwrite(sh->fd, sh->buf + done, len - done, (off_t)(sh->log_offset + done));
+		ssize_t n = pwrite(m->fd, sh->buf + done, len - done, (off_t)(off + done));
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -70,9 +84,72 @@ static int write_redo(struct shared *sh, uint64_t len)
 		}
 		done += (uint64_t)n;
 	}
-	if (sh->cfg->sync == SYNC_FDATASYNC && fdatasync(sh->fd))
+	if (sh->cfg->sync == SYNC_FDATASYNC && fdatasync(m->fd))
 		return -errno;
 	return 0;
+}
+
+/* Called with the lock held when member `idx` finished the write in flight. */
+static void member_done(struct shared *sh, int idx, int err, uint64_t t_end)
+{
+	const struct config *cfg = sh->cfg;
+	int all = 1, i;
+
+	sh->job_done[idx] = 1;
+	if (err) {
+		fprintf(stderr, "%s: write of %llu bytes at offset %llu of %s failed: pwrite: %s\n", PROG,
+			(unsigned long long)sh->job_len, (unsigned long long)sh->job_off, sh->m[idx].path, strerror(-err));
+		if (err == -EINVAL)
+			fprintf(stderr, "%s: O_DIRECT refused a %llu-byte redo block: the device's logical sector is "
+				"larger (see '%s probe %s')\n", PROG, cfg->blocksize, PROG, sh->m[idx].path);
+		sh->failed = sh->stop = 1;
+		pthread_cond_broadcast(&sh->written_cv);
+		pthread_cond_broadcast(&sh->job_cv);
+		return;
+	}
+	for (i = 0; i < sh->nmembers; i++)
+		all &= sh->job_done[i];
+	if (!sh->job_released && (all || cfg->members == MEMBERS_RACE)) {
+		sh->job_released = 1;
+		if (cfg->members == MEMBERS_RACE)
+			sh->res->member[idx].wins++;
+		sh->written += sh->job_pending;
+		sh->res->writes++;
+		sh->res->writes_small += sh->job_len < 4096;
+		sh->res->bytes_written += sh->job_len;
+		sh->res->wastage_bytes += sh->job_blocks * (cfg->blocksize - REDO_BLOCK_HEADER) - sh->job_pending;
+		if (samples_add(&sh->res->write_lat, t_end - sh->job_t0, t_end - sh->start_ns))
+			sh->failed = sh->stop = 1;
+		pthread_cond_broadcast(&sh->written_cv);
+	}
+	pthread_cond_broadcast(&sh->job_cv);
+}
+
+/* The second member's writer: the same blocks, at the same time as the log writer. */
+static void *second_member(void *arg)
+{
+	struct shared *sh = arg;
+	uint64_t seen = 0;
+
+	pthread_mutex_lock(&sh->lock);
+	for (;;) {
+		uint64_t len, off;
+		int err;
+
+		while (sh->job_seq == seen && !sh->stop)
+			pthread_cond_wait(&sh->job_cv, &sh->lock);
+		if (sh->job_seq == seen)
+			break;
+		seen = sh->job_seq;
+		len = sh->job_len;
+		off = sh->job_off;
+		pthread_mutex_unlock(&sh->lock);
+		err = write_member(sh, &sh->m[1], len, off);
+		pthread_mutex_lock(&sh->lock);
+		member_done(sh, 1, err, now_ns());
+	}
+	pthread_mutex_unlock(&sh->lock);
+	return NULL;
 }
 
 static void *log_writer(void *arg)
@@ -84,12 +161,12 @@ static void *log_writer(void *arg)
 
 	pthread_mutex_lock(&sh->lock);
 	for (;;) {
-		uint64_t pending, blocks, len, t0, t1;
-		int err;
+		uint64_t pending, blocks, len, off;
+		int err, i, all;
 
 		while (sh->appended == sh->written && !sh->stop)
 			pthread_cond_wait(&sh->work, &sh->lock);
-		if (sh->appended == sh->written && sh->stop)
+		if (sh->failed || (sh->appended == sh->written && sh->stop))
 			break;
 		pending = sh->appended - sh->written;
 		blocks = (pending + payload - 1) / payload;
@@ -102,34 +179,37 @@ static void *log_writer(void *arg)
 			sh->log_offset = 0;
 			sh->res->wraps++;
 		}
+		off = sh->log_offset;
+		sh->job_len = len;
+		sh->job_off = off;
+		sh->job_pending = pending;
+		sh->job_blocks = blocks;
+		sh->job_released = 0;
+		sh->job_done[0] = sh->job_done[1] = 0;
+		sh->job_t0 = now_ns();
+		sh->job_seq++;
+		pthread_cond_broadcast(&sh->job_cv);
 		pthread_mutex_unlock(&sh->lock);
 
-		t0 = now_ns();
-		err = write_redo(sh, len);
-		t1 = now_ns();
+		err = write_member(sh, &sh->m[0], len, off);
 
 		pthread_mutex_lock(&sh->lock);
-		if (err) {
-			fprintf(stderr, "%s: write of %llu bytes at offset %llu of %s failed: pwrite: %s\n", PROG,
-				(unsigned long long)len, (unsigned long long)sh->log_offset, cfg->target, strerror(-err));
-			if (err == -EINVAL)
-				fprintf(stderr, "%s: O_DIRECT refused a %llu-byte redo block: the device's logical sector "
-					"is larger (see '%s probe %s')\n", PROG, cfg->blocksize, PROG, cfg->target);
-			sh->failed = 1;
-			sh->stop = 1;
-			pthread_cond_broadcast(&sh->written_cv);
-			break;
+		member_done(sh, 0, err, now_ns());
+		/* The next write waits for every member: a slow member bounds the log's throughput. */
+		for (;;) {
+			for (all = 1, i = 0; i < sh->nmembers; i++)
+				all &= sh->job_done[i];
+			if (all || sh->failed)
+				break;
+			pthread_cond_wait(&sh->job_cv, &sh->lock);
 		}
+		if (sh->failed)
+			break;
 		sh->log_offset += len;
-		sh->written += pending;
-		sh->res->writes++;
-		sh->res->writes_small += len < 4096;
-		sh->res->bytes_written += len;
-		sh->res->wastage_bytes += blocks * payload - pending;
-		if (samples_add(&sh->res->write_lat, t1 - t0))
-			sh->failed = sh->stop = 1;
-		pthread_cond_broadcast(&sh->written_cv);
 	}
+	sh->stop = 1;
+	pthread_cond_broadcast(&sh->job_cv);
+	pthread_cond_broadcast(&sh->written_cv);
 	pthread_mutex_unlock(&sh->lock);
 	return NULL;
 }
@@ -165,7 +245,7 @@ static void *session(void *arg)
 		if (!sh->failed) {
 			sh->txns_done++;
 			sh->res->redo_bytes += cfg->redo_per_txn;
-			if (samples_add(&sh->res->sync_lat, t1 - t0))
+			if (samples_add(&sh->res->sync_lat, t1 - t0, t1 - sh->start_ns))
 				sh->failed = sh->stop = 1;
 		}
 		pthread_mutex_unlock(&sh->lock);
@@ -179,59 +259,89 @@ static void *session(void *arg)
 	return NULL;
 }
 
-static int open_target(struct shared *sh)
+static void read_devstat(const struct member *m, struct devstat *st)
 {
-	const struct config *cfg = sh->cfg;
+	char path[96];
+	unsigned long long v[11] = { 0 };
+	FILE *f;
+
+	memset(st, 0, sizeof(*st));
+	if (m->null || !m->rdev)
+		return;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(m->rdev), minor(m->rdev));
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+		   &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]) == 11) {
+		st->valid = 1;
+		st->writes = v[4];
+		st->sectors_written = v[6];
+		st->write_ticks_ms = v[7];
+		st->io_ticks_ms = v[9];
+	}
+	fclose(f);
+}
+
+static int open_member(const struct config *cfg, struct member *m, struct member_result *r)
+{
 	int flags = O_WRONLY | O_DIRECT | O_CLOEXEC | (cfg->sync == SYNC_ODSYNC ? O_DSYNC : 0);
 	struct stat st;
 
-	if (!strcmp(cfg->target, "null:")) {
-		sh->null_target = 1;
+	r->path = m->path;
+	if (!strcmp(m->path, "null:")) {
+		m->null = 1;
 		return 0;
 	}
-	if (stat(cfg->target, &st) == 0 && S_ISBLK(st.st_mode)) {
+	if (stat(m->path, &st) == 0 && S_ISBLK(st.st_mode)) {
 		uint64_t size = 0;
 
-		if (!cfg->force && check_target_safe(cfg->target))
+		if (!cfg->force && check_target_safe(m->path))
 			return -1;
-		sh->fd = open(cfg->target, flags);
-		if (sh->fd < 0)
+		m->fd = open(m->path, flags);
+		if (m->fd < 0)
 			goto open_failed;
-		if (ioctl(sh->fd, BLKGETSIZE64, &size) == 0 && size < cfg->log_size) {
-			fprintf(stderr, "%s: log size %llu is larger than %s (%llu bytes)\n", PROG, cfg->log_size,
-				cfg->target, (unsigned long long)size);
+		m->rdev = st.st_rdev;
+		r->is_blockdev = 1;
+		if (ioctl(m->fd, BLKGETSIZE64, &size) == 0 && size < cfg->log_size) {
+			fprintf(stderr, "%s: log size %llu is larger than %s (%llu bytes)\n", PROG, cfg->log_size, m->path,
+				(unsigned long long)size);
 			return -1;
 		}
 		return 0;
 	}
-	sh->fd = open(cfg->target, flags | O_CREAT, 0644);
-	if (sh->fd < 0)
+	m->fd = open(m->path, flags | O_CREAT, 0644);
+	if (m->fd < 0)
 		goto open_failed;
-	if (posix_fallocate(sh->fd, 0, (off_t)cfg->log_size) && ftruncate(sh->fd, (off_t)cfg->log_size)) {
-		fprintf(stderr, "%s: cannot size %s to %llu bytes: %s\n", PROG, cfg->target, cfg->log_size, strerror(errno));
+	if (posix_fallocate(m->fd, 0, (off_t)cfg->log_size) && ftruncate(m->fd, (off_t)cfg->log_size)) {
+		fprintf(stderr, "%s: cannot size %s to %llu bytes: %s\n", PROG, m->path, cfg->log_size, strerror(errno));
 		return -1;
 	}
 	return 0;
 open_failed:
-	fprintf(stderr, "%s: cannot open %s for O_DIRECT writes: open: %s\n", PROG, cfg->target, strerror(errno));
+	fprintf(stderr, "%s: cannot open %s for O_DIRECT writes: open: %s\n", PROG, m->path, strerror(errno));
 	return -1;
 }
 
 int run(const struct config *cfg, struct results *res)
 {
-	struct shared sh = { .cfg = cfg, .res = res, .fd = -1 };
-	pthread_t writer, *threads;
+	struct shared sh = { .cfg = cfg, .res = res, .m = { { .fd = -1 }, { .fd = -1 } } };
+	pthread_t writer, second, *threads;
 	unsigned long long i;
-	int rc = 0;
+	int rc = 0, k;
 
 	memset(res, 0, sizeof(*res));
-	if (open_target(&sh))
-		return -2;  /* a target we may not or cannot use: bad input, not a failed run */
+	sh.m[0].path = cfg->target;
+	sh.m[1].path = cfg->second;
+	sh.nmembers = cfg->members == MEMBERS_ONE ? 1 : 2;
+	res->nmembers = sh.nmembers;
+	for (k = 0; k < sh.nmembers; k++)
+		if (open_member(cfg, &sh.m[k], &res->member[k]))
+			return -2;  /* a target we may not or cannot use: bad input, not a failed run */
 	if (posix_memalign((void **)&sh.buf, 4096, cfg->max_write)) {
 		fprintf(stderr, "%s: cannot allocate a %llu-byte log buffer\n", PROG, cfg->max_write);
 		return -1;
 	}
-	/* Redo content: a recognisable pattern, the header of each block left as zeroes. */
 	memset(sh.buf, 0xa5, cfg->max_write);
 	threads = calloc(cfg->sessions, sizeof(*threads));
 	if (!threads)
@@ -239,23 +349,33 @@ int run(const struct config *cfg, struct results *res)
 	pthread_mutex_init(&sh.lock, NULL);
 	pthread_cond_init(&sh.work, NULL);
 	pthread_cond_init(&sh.written_cv, NULL);
+	pthread_cond_init(&sh.job_cv, NULL);
 	sh.sessions_left = (int)cfg->sessions;
+	for (k = 0; k < sh.nmembers; k++)
+		read_devstat(&sh.m[k], &res->member[k].before);
 	sh.start_ns = now_ns();
 	sh.deadline_ns = cfg->duration_s ? sh.start_ns + cfg->duration_s * 1000000000ULL : 0;
 
+	if (sh.nmembers == 2)
+		pthread_create(&second, NULL, second_member, &sh);
 	pthread_create(&writer, NULL, log_writer, &sh);
 	for (i = 0; i < cfg->sessions; i++)
 		pthread_create(&threads[i], NULL, session, &sh);
 	for (i = 0; i < cfg->sessions; i++)
 		pthread_join(threads[i], NULL);
 	pthread_join(writer, NULL);
+	if (sh.nmembers == 2)
+		pthread_join(second, NULL);
 
 	res->elapsed_s = (double)(now_ns() - sh.start_ns) / 1e9;
 	res->transactions = sh.txns_done;
+	for (k = 0; k < sh.nmembers; k++) {
+		read_devstat(&sh.m[k], &res->member[k].after);
+		if (sh.m[k].fd >= 0)
+			close(sh.m[k].fd);
+	}
 	if (sh.failed)
 		rc = -1;
-	if (sh.fd >= 0)
-		close(sh.fd);
 	free(sh.buf);
 	free(threads);
 	return rc;

@@ -32,6 +32,9 @@ struct opt {
 
 static struct opt run_opts[] = {
 	{ "target", OPT_STR, "file or block device to write redo to ('null:' writes nothing)", NULL, 0, 0, NULL, NULL, 0 },
+	{ "mirror", OPT_STR, "second log member: a commit completes when both writes are done (multiplexed redo)", NULL, 0, 0, NULL, NULL, 0 },
+	{ "race", OPT_STR, "second log member: a commit completes when the first write is done (smart flash logging)", NULL, 0, 0, NULL, NULL, 0 },
+	{ "events", OPT_STR, "CSV file for every write and commit latency (for plots and statistical tests)", NULL, 0, 0, NULL, NULL, 0 },
 	{ "blocksize", OPT_NUM, "redo block size in bytes", "512", 512, 4096, "512|1024|4096", NULL, 0 },
 	{ "sessions", OPT_NUM, "committing sessions (threads)", "1", 1, 4096, NULL, NULL, 0 },
 	{ "duration", OPT_NUM, "seconds to run (or --transactions)", "10", 1, 86400, NULL, NULL, 0 },
@@ -228,6 +231,17 @@ static int build_config(struct config *cfg)
 	cfg->sync = !strcmp(sync, "fdatasync") ? SYNC_FDATASYNC : SYNC_ODSYNC;
 	cfg->output = !strcmp(output, "json") ? OUTPUT_JSON : OUTPUT_TEXT;
 	cfg->force = find_opt(run_opts, "force")->given;
+	cfg->events = str(run_opts, "events");
+	if (str(run_opts, "mirror") && str(run_opts, "race")) {
+		fprintf(stderr, "%s: give --mirror or --race, not both\n", PROG);
+		return -1;
+	}
+	cfg->second = str(run_opts, "mirror") ? str(run_opts, "mirror") : str(run_opts, "race");
+	cfg->members = str(run_opts, "mirror") ? MEMBERS_MIRROR : str(run_opts, "race") ? MEMBERS_RACE : MEMBERS_ONE;
+	if (cfg->second && !strcmp(cfg->second, cfg->target) && strcmp(cfg->target, "null:")) {
+		fprintf(stderr, "%s: the second member %s is the target itself\n", PROG, cfg->second);
+		return -1;
+	}
 	return 0;
 }
 
@@ -345,6 +359,8 @@ int main(int argc, char **argv)
 	if (parse_args(run_opts, argc, argv, 2) || build_config(&cfg))
 		return 2;
 	rc = run(&cfg, &res);
+	if (rc == 0 && cfg.events && write_events(cfg.events, &res))  /* before report(): it sorts */
+		rc = -1;
 	if (rc == 0)
 		report(&cfg, &res, stdout);
 	samples_free(&res.write_lat);

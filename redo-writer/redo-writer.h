@@ -15,10 +15,16 @@
 #define REDO_BLOCK_HEADER 16
 
 enum sync_mode { SYNC_ODSYNC, SYNC_FDATASYNC };
+/* One log member, or two: multiplexed (a commit waits for both) or raced (the first one wins,
+ * as Exadata smart flash logging writes to disk and flash at once). */
+enum members_mode { MEMBERS_ONE, MEMBERS_MIRROR, MEMBERS_RACE };
 enum output_mode { OUTPUT_TEXT, OUTPUT_JSON };
 
 struct config {
 	const char *target;
+	const char *second;                 /* --mirror or --race member */
+	enum members_mode members;
+	const char *events;                 /* file for every latency, or NULL */
 	unsigned long long blocksize;
 	unsigned long long sessions;
 	unsigned long long duration_s;      /* 0: run --transactions */
@@ -32,15 +38,28 @@ struct config {
 	int force;
 };
 
-/* A growing array of latencies in nanoseconds. */
+/* A growing array of latencies in nanoseconds, with when each ended (ns since the start). */
 struct samples {
-	uint64_t *v;
+	uint64_t *v, *t;
 	size_t n, cap;
+};
+
+/* /sys/block/<dev>/stat counters of a block device member, before and after the run. */
+struct devstat {
+	int valid;
+	unsigned long long writes, sectors_written, write_ticks_ms, io_ticks_ms;
+};
+
+struct member_result {
+	const char *path;
+	int is_blockdev;
+	uint64_t wins;
+	struct devstat before, after;
 };
 
 struct latency_summary {
 	size_t count;
-	double mean_us, p50_us, p95_us, p99_us, p999_us, max_us;
+	double mean_us, stddev_us, p50_us, p95_us, p99_us, p999_us, max_us;
 	double over_1ms_pct, over_10ms_pct, over_20ms_pct;
 	/* V$EVENT_HISTOGRAM_MICRO: bucket k counts waits of [2^(k-1), 2^k) microseconds. */
 	uint64_t buckets[40];
@@ -51,9 +70,12 @@ struct results {
 	double elapsed_s;
 	uint64_t transactions, redo_bytes, bytes_written, wastage_bytes, writes, writes_small, wraps;
 	struct samples write_lat, sync_lat;
+	struct member_result member[2];
+	int nmembers;
 };
 
-int samples_add(struct samples *s, uint64_t ns);
+int samples_add(struct samples *s, uint64_t ns, uint64_t at_ns);
+int write_events(const char *path, struct results *res);
 void samples_free(struct samples *s);
 void summarize(struct samples *s, struct latency_summary *out);
 

@@ -10,10 +10,10 @@ static void event_json(FILE *out, const char *name, struct samples *s)
 	int k;
 
 	summarize(s, &l);
-	fprintf(out, "\"%s\": {\"count\": %zu, \"mean_us\": %.1f, \"p50_us\": %.1f, \"p95_us\": %.1f, "
+	fprintf(out, "\"%s\": {\"count\": %zu, \"mean_us\": %.1f, \"stddev_us\": %.1f, \"p50_us\": %.1f, \"p95_us\": %.1f, "
 		"\"p99_us\": %.1f, \"p99_9_us\": %.1f, \"max_us\": %.1f, \"over_1ms_pct\": %.3f, "
 		"\"over_10ms_pct\": %.3f, \"over_20ms_pct\": %.3f, \"histogram_micro\": {",
-		name, l.count, l.mean_us, l.p50_us, l.p95_us, l.p99_us, l.p999_us, l.max_us, l.over_1ms_pct,
+		name, l.count, l.mean_us, l.stddev_us, l.p50_us, l.p95_us, l.p99_us, l.p999_us, l.max_us, l.over_1ms_pct,
 		l.over_10ms_pct, l.over_20ms_pct);
 	for (k = 0; k < l.nbuckets; k++)
 		fprintf(out, "%s\"%llu\": %llu", k ? ", " : "", 1ULL << k, (unsigned long long)l.buckets[k]);
@@ -28,6 +28,23 @@ static void event_text(FILE *out, const char *name, struct samples *s)
 	fprintf(out, "%-24s %8zu waits  mean %8.1f us  p50 %8.1f  p95 %8.1f  p99 %8.1f  p99.9 %8.1f  max %8.1f  "
 		">1ms %.2f%%  >10ms %.2f%%  >20ms %.2f%%\n", name, l.count, l.mean_us, l.p50_us, l.p95_us, l.p99_us,
 		l.p999_us, l.max_us, l.over_1ms_pct, l.over_10ms_pct, l.over_20ms_pct);
+}
+
+/* The device's own view of the run, from /sys/block/<dev>/stat (as iostat computes it). */
+static void device_json(FILE *out, const struct member_result *m, double secs)
+{
+	unsigned long long w = m->after.writes - m->before.writes;
+	unsigned long long sectors = m->after.sectors_written - m->before.sectors_written;
+	unsigned long long wticks = m->after.write_ticks_ms - m->before.write_ticks_ms;
+	unsigned long long ioticks = m->after.io_ticks_ms - m->before.io_ticks_ms;
+
+	if (!m->before.valid || !m->after.valid) {
+		fprintf(out, "null");
+		return;
+	}
+	fprintf(out, "{\"writes\": %llu, \"writes_per_s\": %.1f, \"avg_request_bytes\": %.0f, \"await_ms\": %.3f, "
+		"\"utilization_pct\": %.1f}", w, (double)w / secs, w ? 512.0 * (double)sectors / (double)w : 0,
+		w ? (double)wticks / (double)w : 0, 100.0 * (double)ioticks / (secs * 1000.0));
 }
 
 void report(const struct config *cfg, struct results *r, FILE *out)
@@ -49,7 +66,15 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 		event_json(out, "log_file_parallel_write", &r->write_lat);
 		fprintf(out, ", ");
 		event_json(out, "log_file_sync", &r->sync_lat);
-		fprintf(out, "}\n");
+		fprintf(out, ", \"members_mode\": \"%s\", \"members\": [",
+			cfg->members == MEMBERS_MIRROR ? "mirror" : cfg->members == MEMBERS_RACE ? "race" : "one");
+		for (int k = 0; k < r->nmembers; k++) {
+			fprintf(out, "%s{\"path\": \"%s\", \"wins\": %llu, \"device\": ", k ? ", " : "", r->member[k].path,
+				(unsigned long long)r->member[k].wins);
+			device_json(out, &r->member[k], secs);
+			fprintf(out, "}");
+		}
+		fprintf(out, "]}\n");
 		return;
 	}
 	fprintf(out, "%s: %s, blocksize %llu, %llu session(s), %s, %.1f s\n", PROG, cfg->target, cfg->blocksize,
@@ -62,4 +87,7 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 		(unsigned long long)r->wraps);
 	event_text(out, "log file parallel write", &r->write_lat);
 	event_text(out, "log file sync", &r->sync_lat);
+	if (cfg->members == MEMBERS_RACE)
+		fprintf(out, "race: %s won %llu, %s won %llu\n", r->member[0].path, (unsigned long long)r->member[0].wins,
+			r->member[1].path, (unsigned long long)r->member[1].wins);
 }

@@ -3,22 +3,29 @@
  * Latency statistics: percentiles from every sample (sorted once at the end), the share of
  * waits over 1/10/20 ms, and power-of-two microsecond buckets as V$EVENT_HISTOGRAM_MICRO has them.
  */
+#include <errno.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "redo-writer.h"
 
-int samples_add(struct samples *s, uint64_t ns)
+int samples_add(struct samples *s, uint64_t ns, uint64_t at_ns)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 4096;
-		uint64_t *v = realloc(s->v, cap * sizeof(*v));
+		uint64_t *v = realloc(s->v, cap * sizeof(*v)), *t;
 
 		if (!v)
 			return -1;
 		s->v = v;
+		t = realloc(s->t, cap * sizeof(*t));
+		if (!t)
+			return -1;
+		s->t = t;
 		s->cap = cap;
 	}
+	s->t[s->n] = at_ns;
 	s->v[s->n++] = ns;
 	return 0;
 }
@@ -26,7 +33,32 @@ int samples_add(struct samples *s, uint64_t ns)
 void samples_free(struct samples *s)
 {
 	free(s->v);
+	free(s->t);
 	memset(s, 0, sizeof(*s));
+}
+
+/* Every latency, in the order it happened, before summarize() sorts them: CSV for plots and tests. */
+int write_events(const char *path, struct results *res)
+{
+	FILE *f = fopen(path, "w");
+	size_t i;
+
+	if (!f) {
+		fprintf(stderr, "%s: cannot write events to %s: %s\n", PROG, path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "event,end_us,latency_us\n");
+	for (i = 0; i < res->write_lat.n; i++)
+		fprintf(f, "log_file_parallel_write,%.3f,%.3f\n", (double)res->write_lat.t[i] / 1000.0,
+			(double)res->write_lat.v[i] / 1000.0);
+	for (i = 0; i < res->sync_lat.n; i++)
+		fprintf(f, "log_file_sync,%.3f,%.3f\n", (double)res->sync_lat.t[i] / 1000.0,
+			(double)res->sync_lat.v[i] / 1000.0);
+	if (fclose(f)) {
+		fprintf(stderr, "%s: cannot write events to %s: %s\n", PROG, path, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -53,7 +85,7 @@ static double pct(const struct samples *s, double p)
 
 void summarize(struct samples *s, struct latency_summary *out)
 {
-	double sum = 0;
+	double sum = 0, sumsq = 0;
 	size_t over1 = 0, over10 = 0, over20 = 0, i;
 
 	memset(out, 0, sizeof(*out));
@@ -66,6 +98,7 @@ void summarize(struct samples *s, struct latency_summary *out)
 		int k = 0;
 
 		sum += (double)s->v[i];
+		sumsq += (double)s->v[i] / 1000.0 * ((double)s->v[i] / 1000.0);
 		over1 += s->v[i] > 1000000;
 		over10 += s->v[i] > 10000000;
 		over20 += s->v[i] > 20000000;
@@ -76,6 +109,11 @@ void summarize(struct samples *s, struct latency_summary *out)
 			out->nbuckets = k + 1;
 	}
 	out->mean_us = sum / (double)s->n / 1000.0;
+	if (s->n > 1) {
+		double var = (sumsq - (double)s->n * out->mean_us * out->mean_us) / (double)(s->n - 1);
+
+		out->stddev_us = var > 0 ? sqrt(var) : 0;
+	}
 	out->p50_us = pct(s, 50);
 	out->p95_us = pct(s, 95);
 	out->p99_us = pct(s, 99);

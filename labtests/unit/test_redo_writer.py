@@ -157,3 +157,45 @@ def test_probe(redo_writer, loop):
     assert (info["logical_block_size"], info["physical_block_size"], info["size_bytes"]) == (4096, 4096, 8 << 20)
     bad = subprocess.run([redo_writer, "probe", str(SRC / "Makefile")], capture_output=True, text=True)
     assert bad.returncode == 2 and "is not a block device" in bad.stderr
+
+
+def test_mirror_writes_both_members(redo_writer, tmp_path):
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    out = run_json(redo_writer, "--target", a, "--mirror", b, "--transactions", 100, "--sessions", 4,
+                   "--log-size", 1 << 20, "--max-write", 65536)
+    assert out["members_mode"] == "mirror" and [m["path"] for m in out["members"]] == [str(a), str(b)]
+    assert a.read_bytes() == b.read_bytes(), "both members hold the same redo"
+    assert out["transactions"] == 100
+
+
+def test_race_counts_the_winner(redo_writer, tmp_path):
+    """A member that does no I/O wins (almost) every race against one that writes with O_DSYNC."""
+    out = run_json(redo_writer, "--target", tmp_path / "disk.log", "--race", "null:", "--transactions", 200)
+    wins = {m["path"]: m["wins"] for m in out["members"]}
+    assert sum(wins.values()) == out["writes"] == 200
+    assert wins["null:"] > wins[str(tmp_path / "disk.log")]
+
+
+def test_events_file_has_every_latency(redo_writer, tmp_path):
+    events = tmp_path / "events.csv"
+    out = run_json(redo_writer, "--target", "null:", "--sessions", 4, "--transactions", 300, "--events", events)
+    lines = events.read_text().splitlines()
+    assert lines[0] == "event,end_us,latency_us"
+    kinds = [line.split(",")[0] for line in lines[1:]]
+    assert kinds.count("log_file_sync") == 300
+    assert kinds.count("log_file_parallel_write") == out["writes"]
+
+
+def test_device_counters_on_a_block_device(redo_writer, loop):
+    dev = loop(512)
+    out = run_json(redo_writer, "--target", dev, "--blocksize", 4096, "--transactions", 50, "--redo-per-txn", 4080,
+                   "--log-size", 1 << 20, "--max-write", 65536)
+    device = out["members"][0]["device"]
+    assert device is not None and device["writes"] >= 50
+    # The device saw at least every byte written (a loop device may split or add requests).
+    assert device["avg_request_bytes"] * device["writes"] >= out["bytes_written"] * 0.99
+
+
+def test_mirror_and_race_together_is_bad_input(redo_writer, tmp_path):
+    result = run(redo_writer, "--target", tmp_path / "a", "--mirror", tmp_path / "b", "--race", tmp_path / "c")
+    assert result.returncode == 2 and "not both" in result.stderr
