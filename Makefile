@@ -20,7 +20,7 @@ LAB_ARG   := $(if $(LAB),--lab $(LAB))
 # Extra pytest arguments for the lab scenarios, e.g. PYTEST_ARGS="-k sector4k".
 PYTEST_ARGS ?=
 
-.PHONY: help bootstrap doctor image lab-up lab-down lab-status test unit smoke scenarios check bench-boot
+.PHONY: help bootstrap doctor image lab-up lab-down lab-status test unit smoke scenarios check bench-boot bench-writer
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -31,6 +31,7 @@ help:
 	@echo "make doctor               what this host has: accelerator, libvirt, provider, packer, terraform, disk"
 	@echo "make check                shellcheck, ruff, packer/terraform fmt + validate, redo-writer with -Werror"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
+	@echo "make bench-writer         redo-writer against fio on the same file (medians of 3 rounds, ratios)"
 	@echo "LAB=labs/x.toml selects another lab definition; PYTEST_ARGS='-k sector4k' narrows the scenarios"
 
 bootstrap:
@@ -79,6 +80,11 @@ check: bootstrap
 	$(SECTORLAB) terraform-check
 	$(SECTORLAB) lab validate --offline labs/default.toml
 	$(MAKE) -C redo-writer
+
+# redo-writer against fio on the same file, side by side (run it on a quiet machine).
+bench-writer: bootstrap
+	$(MAKE) -C redo-writer
+	$(SECTORLAB) bench-writer --rounds 3 --seconds 10
 
 bench-boot: image
 	$(SECTORLAB) image boot-time $(GUEST_ARG) --runs 3

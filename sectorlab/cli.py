@@ -136,6 +136,22 @@ def cmd_lab_down(args) -> int:
     return 0
 
 
+def cmd_bench_writer(args) -> int:
+    from . import bench
+    r = bench.bench_writer(args.dir, args.rounds, args.seconds)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    for name in ("redo_writer", "fio"):
+        s = r[name]
+        print(f"{name:<12} write IOPS median {s['iops_median']:8.0f} (min {s['iops_min']:.0f}, "
+              f"max {s['iops_max']:.0f}), CPU {s['cpu_us_per_write_median']:.1f} us/write, "
+              f"p99 {s['p99_us_median']:.0f} us")
+    print(f"redo-writer / fio: IOPS {r['iops_ratio']:.3f}x, CPU per write {r['cpu_ratio']:.3f}x "
+          f"({r['rounds']} alternating rounds of {r['seconds']} s on {r['directory']})")
+    return 0
+
+
 def cmd_terraform_check(args) -> int:
     from . import lab
     lab.terraform_check(_progress)
@@ -185,6 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("redo-check", help="which redo BLOCKSIZE a disk accepts (ORA-01378 rules); see redo-check --help",
                    add_help=False)
+
+    p = sub.add_parser("bench-writer", help="redo-writer (1 session) against fio on the same file, side by side")
+    p.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where the test file goes (default /var/tmp)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench_writer)
 
     p = sub.add_parser("terraform-check", help="terraform fmt -check and validate of terraform/")
     p.set_defaults(func=cmd_terraform_check)
