@@ -136,6 +136,22 @@ def cmd_lab_down(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from . import analysis, lab
+    rows, test = analysis.compare(args.a, args.b)
+    lab.print_table(rows)
+    verdict = "significant" if test["p"] < args.alpha else "not significant"
+    print(f"log file sync, Welch t-test: t = {test['t']:.3f}, p = {test['p']:.3g} ({verdict} at alpha {args.alpha})")
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from . import analysis
+    out = analysis.plot(args.events, args.output, args.title)
+    print(out)
+    return 0
+
+
 def cmd_bench_writer(args) -> int:
     from . import bench
     r = bench.bench_writer(args.dir, args.rounds, args.seconds)
@@ -201,6 +217,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("redo-check", help="which redo BLOCKSIZE a disk accepts (ORA-01378 rules); see redo-check --help",
                    add_help=False)
+
+    p = sub.add_parser("compare", help="two redo-writer JSON reports side by side, Welch t-test on commit latency")
+    p.add_argument("a", type=Path)
+    p.add_argument("b", type=Path)
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.set_defaults(func=cmd_compare)
+    p = sub.add_parser("plot", help="latency histogram and latency over time from a redo-writer --events file")
+    p.add_argument("events", type=Path)
+    p.add_argument("-o", "--output", type=Path, default=Path("redo-latency.png"))
+    p.add_argument("--title")
+    p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("bench-writer", help="redo-writer (1 session) against fio on the same file, side by side")
     p.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where the test file goes (default /var/tmp)")
