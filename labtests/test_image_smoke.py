@@ -41,6 +41,7 @@ def test_storage_tools_answer(booted):
     assert "parted" in guest.check_output("parted --version")
     for tool in ("sg_readcap", "sfdisk", "blockdev", "lsblk", "python3"):
         guest.check_output("command -v", tool)
+    assert "redo-writer run --target PATH" in guest.check_output("redo-writer --help")
 
 
 def test_nvme_target_modules_load(booted):
@@ -71,5 +72,5 @@ def test_host_key_came_from_the_seed_not_the_build(booted):
 def test_image_records_itself(booted):
     _, guest = booted
     info = dict(line.split("=", 1) for line in guest.check_output("cat /etc/sectorlab-image").splitlines())
-    assert set(info) >= {"guest_os", "kernel", "nvme_cli", "fio"}
+    assert set(info) >= {"guest_os", "kernel", "nvme_cli", "fio", "redo_writer"}
     assert info["kernel"] == guest.check_output("uname -r")

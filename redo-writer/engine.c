@@ -164,6 +164,16 @@ static void *log_writer(void *arg)
 		uint64_t pending, blocks, len, off;
 		int err, i, all;
 
+		if (sh->appended == sh->written && !sh->stop && cfg->spin_us) {
+			/* Poll briefly before sleeping: a wake-up costs more than a short spin (--spin-us). */
+			uint64_t until = now_ns() + cfg->spin_us * 1000ULL;
+
+			pthread_mutex_unlock(&sh->lock);
+			while (__atomic_load_n(&sh->appended, __ATOMIC_ACQUIRE) == __atomic_load_n(&sh->written, __ATOMIC_ACQUIRE) &&
+			       !__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE) && now_ns() < until)
+				__builtin_ia32_pause();
+			pthread_mutex_lock(&sh->lock);
+		}
 		while (sh->appended == sh->written && !sh->stop)
 			pthread_cond_wait(&sh->work, &sh->lock);
 		if (sh->failed || (sh->appended == sh->written && sh->stop))
@@ -239,6 +249,16 @@ static void *session(void *arg)
 		sh->appended += cfg->redo_per_txn;
 		target = sh->appended;
 		pthread_cond_signal(&sh->work);
+		if (cfg->spin_us && sh->written < target) {
+			/* Like adaptive "log file sync" polling: check for the write before sleeping on it. */
+			uint64_t until = now_ns() + cfg->spin_us * 1000ULL;
+
+			pthread_mutex_unlock(&sh->lock);
+			while (__atomic_load_n(&sh->written, __ATOMIC_ACQUIRE) < target &&
+			       !__atomic_load_n(&sh->failed, __ATOMIC_ACQUIRE) && now_ns() < until)
+				__builtin_ia32_pause();
+			pthread_mutex_lock(&sh->lock);
+		}
 		while (sh->written < target && !sh->failed)
 			pthread_cond_wait(&sh->written_cv, &sh->lock);
 		t1 = now_ns();

@@ -33,6 +33,7 @@ struct config {
 	unsigned long long rate;            /* commits per second over all sessions, 0: as fast as possible */
 	unsigned long long log_size;
 	unsigned long long max_write;       /* the log buffer: the largest single write */
+	unsigned long long spin_us;         /* poll this long before sleeping on a condition */
 	enum sync_mode sync;
 	enum output_mode output;
 	int force;

@@ -34,10 +34,10 @@ def _timed(cmd: list[str]) -> tuple[str, float]:
     return proc.stdout, cpu
 
 
-def redo_writer_round(target: Path, seconds: int, size: int) -> dict:
+def redo_writer_round(target: Path, seconds: int, size: int, spin_us: int = 0) -> dict:
     out, cpu = _timed([str(REDO_WRITER), "run", "--target", str(target), "--blocksize", "4096", "--sessions", "1",
                        "--redo-per-txn", "4080", "--duration", str(seconds), "--log-size", str(size),
-                       "--output", "json"])
+                       "--spin-us", str(spin_us), "--output", "json"])
     data = json.loads(out)
     return {"iops": data["writes"] / data["elapsed_s"], "writes": data["writes"], "cpu_us_per_write":
             1e6 * cpu / max(data["writes"], 1), "p99_us": data["log_file_parallel_write"]["p99_us"]}
@@ -52,7 +52,8 @@ def fio_round(target: Path, seconds: int, size: int) -> dict:
             "p99_us": job["clat_ns"]["percentile"].get("99.000000", 0) / 1000.0}
 
 
-def bench_writer(directory: Path, rounds: int = 3, seconds: int = 10, size: int = 256 << 20) -> dict:
+def bench_writer(directory: Path, rounds: int = 3, seconds: int = 10, size: int = 256 << 20,
+                 spin_us: int = 0) -> dict:
     if not REDO_WRITER.exists():
         raise SectorlabError(f"{REDO_WRITER} is not built: run 'make -C redo-writer'")
     if shutil.which("fio") is None:
@@ -64,7 +65,7 @@ def bench_writer(directory: Path, rounds: int = 3, seconds: int = 10, size: int 
             os.posix_fallocate(f.fileno(), 0, size)
         rw, fio = [], []
         for _ in range(rounds):
-            rw.append(redo_writer_round(target, seconds, size))
+            rw.append(redo_writer_round(target, seconds, size, spin_us))
             fio.append(fio_round(target, seconds, size))
 
     def summary(runs: list[dict]) -> dict:
@@ -73,7 +74,7 @@ def bench_writer(directory: Path, rounds: int = 3, seconds: int = 10, size: int 
                 "cpu_us_per_write_median": statistics.median(r["cpu_us_per_write"] for r in runs),
                 "p99_us_median": statistics.median(r["p99_us"] for r in runs), "runs": runs}
 
-    result = {"directory": str(directory), "rounds": rounds, "seconds": seconds, "size": size,
+    result = {"directory": str(directory), "rounds": rounds, "seconds": seconds, "size": size, "spin_us": spin_us,
               "redo_writer": summary(rw), "fio": summary(fio)}
     result["iops_ratio"] = result["redo_writer"]["iops_median"] / result["fio"]["iops_median"]
     result["cpu_ratio"] = (result["redo_writer"]["cpu_us_per_write_median"]

@@ -154,7 +154,7 @@ def cmd_plot(args) -> int:
 
 def cmd_bench_writer(args) -> int:
     from . import bench
-    r = bench.bench_writer(args.dir, args.rounds, args.seconds)
+    r = bench.bench_writer(args.dir, args.rounds, args.seconds, spin_us=args.spin_us)
     if args.json:
         print(json.dumps(r, indent=2))
         return 0
@@ -233,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where the test file goes (default /var/tmp)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--spin-us", type=int, default=0, help="redo-writer --spin-us (poll before sleeping)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_writer)
 

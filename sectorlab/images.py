@@ -117,9 +117,18 @@ def default_guest(progress: Progress = _say) -> str:
     return "debian12"
 
 
+REDO_WRITER_DIR = REPO / "redo-writer"
+
+
+def _redo_writer_sources() -> list[Path]:
+    return sorted(REDO_WRITER_DIR.glob("*.[ch]")) + [REDO_WRITER_DIR / "Makefile"]
+
+
 def _files_for_hash(spec: GuestSpec) -> list[Path]:
     files = sorted(PACKER_DIR.glob("*.pkr.hcl")) + [spec.vars_file]
+    files += sorted(p for p in (PACKER_DIR / "files").iterdir() if p.is_file())
     files += [PACKER_DIR / s for s in spec.provision_scripts]
+    files += _redo_writer_sources()
     if spec.base_recipe == "mmdebstrap":
         files += _base_files(spec)
     return files
@@ -294,6 +303,11 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
         # the image matches the input hash even if the working tree changes meanwhile.
         snapshot = work / "packer"
         shutil.copytree(PACKER_DIR, snapshot)
+        # redo-writer goes into every image: a static binary runs on any of the guests.
+        make = subprocess.run(["make", "-s", "-C", str(REDO_WRITER_DIR)], capture_output=True, text=True)
+        if make.returncode != 0:
+            raise SectorlabError(f"make -C redo-writer failed: {make.stderr.strip()}")
+        shutil.copy2(REDO_WRITER_DIR / "redo-writer", snapshot / "files" / "redo-writer")
         cmd = ["packer", "build", "-color=false", f"-var-file={snapshot / 'vars' / spec.vars_file.name}",
                f"-var-file={vars_json}", str(snapshot)]
         progress(f"{name}: {' '.join(cmd)}")

@@ -72,6 +72,7 @@ def test_guest_hash_covers_its_recipe():
     assert "scripts/build-debian-base" in files
     assert "images/debian12/packages" in files
     assert "images/debian12/overlay/usr/local/sbin/sectorlab-seed" in files
+    assert "redo-writer/engine.c" in files and "packer/files/sectorlab-nvme-tcp" in files
     ol9 = images.load_guest("oraclelinux9")
     ol_files = {p.relative_to(paths.REPO).as_posix() for p in images._files_for_hash(ol9)}
     assert "images/debian12/packages" not in ol_files

@@ -20,6 +20,7 @@ if ! grep -q '^PATH=.*/usr/sbin' /etc/environment 2>/dev/null; then
 fi
 
 # The lab's guest-side helpers, uploaded by Packer's file provisioner.
+install -m 0755 /tmp/sectorlab-files/redo-writer /usr/local/bin/redo-writer
 install -m 0755 /tmp/sectorlab-files/sectorlab-nvme-tcp /usr/local/sbin/sectorlab-nvme-tcp
 install -m 0644 /tmp/sectorlab-files/sectorlab-nvme-tcp.service /etc/systemd/system/sectorlab-nvme-tcp.service
 systemctl enable sectorlab-nvme-tcp.service
@@ -31,6 +32,7 @@ cat > /etc/sectorlab-image <<INFO
 guest_os=$ID-$VERSION_ID
 kernel=$(uname -r)
 nvme_cli=$(nvme version | head -1)
+redo_writer=$(redo-writer --help | head -1)
 fio=$(fio --version)
 INFO
 cat /etc/sectorlab-image
