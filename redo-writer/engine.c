@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <glob.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -279,28 +280,61 @@ static void *session(void *arg)
 	return NULL;
 }
 
+static int read_stat_file(const char *path, struct devstat *st)
+{
+	unsigned long long v[11] = { 0 };
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+		    &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]) == 11;
+	fclose(f);
+	if (!ok)
+		return -1;
+	st->valid = 1;
+	st->writes += v[4];
+	st->sectors_written += v[6];
+	st->write_ticks_ms += v[7];
+	st->io_ticks_ms += v[9];
+	return 0;
+}
+
+/*
+ * The device's counters. An NVMe native-multipath head (nvmeSnN, over paths nvmeScCnN) counts no
+ * I/O itself (kernel 6.1): its paths do; sum them.
+ */
 static void read_devstat(const struct member *m, struct devstat *st)
 {
-	char path[96];
-	unsigned long long v[11] = { 0 };
-	FILE *f;
+	char path[300], link[300];
+	const char *name;
+	unsigned int subsys, ns;
+	ssize_t n;
+	glob_t g;
+	size_t i;
 
 	memset(st, 0, sizeof(*st));
 	if (m->null || !m->rdev)
 		return;
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(m->rdev), minor(m->rdev));
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-		   &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]) == 11) {
-		st->valid = 1;
-		st->writes = v[4];
-		st->sectors_written = v[6];
-		st->write_ticks_ms = v[7];
-		st->io_ticks_ms = v[9];
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(m->rdev), minor(m->rdev));
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n > 0) {
+		link[n] = 0;
+		name = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
+		if (sscanf(name, "nvme%un%u", &subsys, &ns) == 2 && !strchr(name, 'c')) {
+			snprintf(path, sizeof(path), "/sys/block/nvme%uc*n%u/stat", subsys, ns);
+			if (glob(path, 0, NULL, &g) == 0) {
+				for (i = 0; i < g.gl_pathc; i++)
+					read_stat_file(g.gl_pathv[i], st);
+				globfree(&g);
+				if (st->valid)
+					return;
+			}
+		}
 	}
-	fclose(f);
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(m->rdev), minor(m->rdev));
+	read_stat_file(path, st);
 }
 
 static int open_member(const struct config *cfg, struct member *m, struct member_result *r)
