@@ -36,6 +36,31 @@ def isolated_cache(tmp_path, monkeypatch):
     return cache
 
 
+@pytest.fixture
+def loop_device(tmp_path):
+    """make(sector_size) -> a fresh 16 MiB loop device with O_DIRECT I/O; removed after the test.
+    Needs root and losetup; skips with the reason otherwise."""
+    import subprocess
+    require_program("losetup")
+    if os.geteuid() != 0:
+        pytest.skip("loop devices need root")
+    made = []
+
+    def make(sector_size: int = 512) -> str:
+        backing = tmp_path / f"loop{len(made)}.img"
+        backing.write_bytes(b"\0" * (16 << 20))
+        out = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", "--sector-size", str(sector_size),
+                              str(backing)], capture_output=True, text=True)
+        if out.returncode != 0:
+            pytest.skip(f"losetup cannot create a loop device here: {out.stderr.strip()}")
+        made.append(out.stdout.strip())
+        return made[-1]
+
+    yield make
+    for dev in made:
+        subprocess.run(["losetup", "-d", dev], check=False)
+
+
 def selected_guest() -> str | None:
     return os.environ.get("SECTORLAB_GUEST") or None
 

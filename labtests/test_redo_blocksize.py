@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from labtests.lab import disk_params
+from labtests.lab import disk_params, resolve_disk
 from sectorlab import rules
 from sectorlab.paths import REPO
 
@@ -35,13 +35,8 @@ def helpers(lab_guests):
 
 
 @pytest.fixture(params=disk_params())
-def disk(request, lab_guests, guest_devices):
-    vm_name, declared = request.param
-    dev = guest_devices[vm_name].get(declared.serial)
-    if dev is None:
-        pytest.fail(f"{vm_name}: declared disk {declared.name} (serial {declared.serial}) is not in the guest",
-                    pytrace=False)
-    return lab_guests[vm_name], declared, dev
+def disk(request, lab_state, lab_guests, guest_devices):
+    return resolve_disk(request.param, lab_state, lab_guests, guest_devices)
 
 
 @pytest.mark.parametrize("blocksize", rules.VALID_BLOCKSIZES, ids=lambda b: f"bs{b}")

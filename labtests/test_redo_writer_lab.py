@@ -12,19 +12,14 @@ import json
 
 import pytest
 
-from labtests.lab import disk_params
+from labtests.lab import disk_params, resolve_disk
 
 pytestmark = pytest.mark.lab
 
 
 @pytest.fixture(params=disk_params())
-def disk(request, lab_guests, guest_devices):
-    vm_name, declared = request.param
-    dev = guest_devices[vm_name].get(declared.serial)
-    if dev is None:
-        pytest.fail(f"{vm_name}: declared disk {declared.name} (serial {declared.serial}) is not in the guest",
-                    pytrace=False)
-    return lab_guests[vm_name], declared, dev
+def disk(request, lab_state, lab_guests, guest_devices):
+    return resolve_disk(request.param, lab_state, lab_guests, guest_devices)
 
 
 @pytest.mark.parametrize("blocksize", [512, 4096], ids=lambda b: f"bs{b}")

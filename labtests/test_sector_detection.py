@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from labtests.lab import disk_params
+from labtests.lab import disk_params, resolve_disk
 from sectorlab import guestdisks
 
 pytestmark = pytest.mark.lab
@@ -19,15 +19,7 @@ pytestmark = pytest.mark.lab
 
 @pytest.fixture(params=disk_params())
 def disk(request, lab_state, lab_guests, guest_devices):
-    vm_name, declared = request.param
-    guest = lab_guests[vm_name]
-    dev = guest_devices[vm_name].get(declared.serial)
-    if dev is None:
-        seen = ", ".join(f"{d.path}={s}" for s, d in sorted(guest_devices[vm_name].items())) or "none"
-        pytest.fail(f"{vm_name}: declared disk {declared.name} (bus {declared.bus}, serial {declared.serial}) is "
-                    f"not in the guest; disks with serials there: {seen}; console log: "
-                    f"{lab_state['vms'][vm_name].get('console_log')}", pytrace=False)
-    return guest, declared, dev
+    return resolve_disk(request.param, lab_state, lab_guests, guest_devices)
 
 
 def expected_alignment(declared) -> int:

@@ -7,53 +7,27 @@ otherwise. Writes only to the loop devices' backing files in the test's temporar
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
-import pytest
-
-from labtests.conftest import require_program
 from sectorlab.paths import REPO
 
 ODIRECT = REPO / "sectorlab" / "odirect.py"
-
-
-@pytest.fixture
-def loop(tmp_path):
-    require_program("losetup")
-    if os.geteuid() != 0:
-        pytest.skip("loop devices need root")
-    created = []
-
-    def make(sector_size: int = 512) -> str:
-        backing = tmp_path / f"disk{len(created)}.img"
-        backing.write_bytes(b"\0" * (16 << 20))
-        out = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", "--sector-size", str(sector_size),
-                              str(backing)], capture_output=True, text=True)
-        if out.returncode != 0:
-            pytest.skip(f"losetup cannot create a loop device here: {out.stderr.strip()}")
-        created.append(out.stdout.strip())
-        return created[-1]
-
-    yield make
-    for dev in created:
-        subprocess.run(["losetup", "-d", dev], check=False)
 
 
 def odirect(*args):
     return subprocess.run([sys.executable, str(ODIRECT), *map(str, args)], capture_output=True, text=True)
 
 
-def test_write_on_an_empty_device(loop):
-    dev = loop()
+def test_write_on_an_empty_device(loop_device):
+    dev = loop_device()
     result = odirect(dev, "--bytes", 512)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["ok"] is True
 
 
-def test_refuses_a_filesystem_signature_unless_forced(loop):
-    dev = loop()
+def test_refuses_a_filesystem_signature_unless_forced(loop_device):
+    dev = loop_device()
     subprocess.run(["mkfs.ext4", "-q", dev], check=True)
     refused = odirect(dev, "--bytes", 4096)
     assert refused.returncode == 2
@@ -62,15 +36,15 @@ def test_refuses_a_filesystem_signature_unless_forced(loop):
     assert forced.returncode == 0 and json.loads(forced.stdout)["ok"] is True
 
 
-def test_refuses_a_partition_table(loop):
-    dev = loop()
+def test_refuses_a_partition_table(loop_device):
+    dev = loop_device()
     subprocess.run(["sfdisk", "-q", dev], input="label: dos\nstart=2048, type=83\n", text=True, check=True)
     refused = odirect(dev, "--bytes", 512)
     assert refused.returncode == 2 and "dos" in refused.stderr
 
 
-def test_write_below_the_logical_sector_is_einval(loop):
-    dev = loop(4096)
+def test_write_below_the_logical_sector_is_einval(loop_device):
+    dev = loop_device(4096)
     small = json.loads(odirect(dev, "--bytes", 512).stdout)
     assert small["ok"] is False and small["errno"] == "EINVAL", small
     full = json.loads(odirect(dev, "--bytes", 4096).stdout)

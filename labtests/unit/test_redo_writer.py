@@ -106,30 +106,8 @@ def test_unwritable_path(redo_writer, tmp_path):
     assert result.returncode == 2 and "cannot open" in result.stderr and "missing/r.log" in result.stderr
 
 
-@pytest.fixture
-def loop(tmp_path):
-    require_program("losetup")
-    if os.geteuid() != 0:
-        pytest.skip("loop devices need root")
-    made = []
-
-    def make(sector_size=512):
-        img = tmp_path / f"d{len(made)}.img"
-        img.write_bytes(b"\0" * (8 << 20))
-        out = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", "--sector-size", str(sector_size),
-                              str(img)], capture_output=True, text=True)
-        if out.returncode:
-            pytest.skip(f"losetup cannot create a loop device here: {out.stderr.strip()}")
-        made.append(out.stdout.strip())
-        return made[-1]
-
-    yield make
-    for dev in made:
-        subprocess.run(["losetup", "-d", dev], check=False)
-
-
-def test_einval_below_the_logical_sector(redo_writer, loop):
-    dev = loop(4096)
+def test_einval_below_the_logical_sector(redo_writer, loop_device):
+    dev = loop_device(4096)
     result = run(redo_writer, "--target", dev, "--blocksize", 512, "--transactions", 5, "--log-size", 1 << 20,
                  "--max-write", 65536)
     assert result.returncode == 1
@@ -139,8 +117,8 @@ def test_einval_below_the_logical_sector(redo_writer, loop):
     assert ok.returncode == 0, ok.stderr
 
 
-def test_safety_guard_refuses_a_filesystem(redo_writer, loop):
-    dev = loop()
+def test_safety_guard_refuses_a_filesystem(redo_writer, loop_device):
+    dev = loop_device()
     subprocess.run(["mkfs.ext4", "-q", dev], check=True)
     refused = run(redo_writer, "--target", dev, "--transactions", 1, "--log-size", 1 << 20, "--max-write", 65536)
     assert refused.returncode == 2 and "refusing to write" in refused.stderr and "ext4" in refused.stderr
@@ -149,12 +127,12 @@ def test_safety_guard_refuses_a_filesystem(redo_writer, loop):
     assert forced.returncode == 0, forced.stderr
 
 
-def test_probe(redo_writer, loop):
-    dev = loop(4096)
+def test_probe(redo_writer, loop_device):
+    dev = loop_device(4096)
     out = subprocess.run([redo_writer, "probe", dev, "--output", "json"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)
-    assert (info["logical_block_size"], info["physical_block_size"], info["size_bytes"]) == (4096, 4096, 8 << 20)
+    assert (info["logical_block_size"], info["physical_block_size"], info["size_bytes"]) == (4096, 4096, 16 << 20)
     bad = subprocess.run([redo_writer, "probe", str(SRC / "Makefile")], capture_output=True, text=True)
     assert bad.returncode == 2 and "is not a block device" in bad.stderr
 
@@ -186,8 +164,8 @@ def test_events_file_has_every_latency(redo_writer, tmp_path):
     assert kinds.count("log_file_parallel_write") == out["writes"]
 
 
-def test_device_counters_on_a_block_device(redo_writer, loop):
-    dev = loop(512)
+def test_device_counters_on_a_block_device(redo_writer, loop_device):
+    dev = loop_device(512)
     out = run_json(redo_writer, "--target", dev, "--blocksize", 4096, "--transactions", 50, "--redo-per-txn", 4080,
                    "--log-size", 1 << 20, "--max-write", 65536)
     device = out["members"][0]["device"]
