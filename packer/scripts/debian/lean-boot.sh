@@ -23,17 +23,13 @@ blacklist kvm
 BLACKLIST
 
 # The initramfs needs only what mounts a virtio root disk; MODULES=most packs ~36 MB that the
-# kernel must unpack on every boot. The CD-ROM drivers are loaded there too: the lab's seed is a
-# CD-ROM, and when udev loads them late the seed unit (and so SSH) waits ~12 s for /dev/sr0.
+# kernel must unpack on every boot.
 sed -i 's/^MODULES=.*/MODULES=list/' /etc/initramfs-tools/initramfs.conf
 cat > /etc/initramfs-tools/modules <<'MODS'
-# sectorlab: the root disk is virtio-blk with ext4; the seed ISO is an IDE CD-ROM.
+# sectorlab: the root disk is virtio-blk with ext4.
 virtio_pci
 virtio_blk
 ext4
-ata_piix
-sr_mod
-isofs
 MODS
 update-initramfs -u -k all
 
