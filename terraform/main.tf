@@ -103,21 +103,16 @@ resource "libvirt_domain" "vm" {
     xslt = templatefile("${path.module}/domain.xsl.tftpl", {
       ssh_port    = each.value.ssh_port
       console_log = "${var.console_dir}/${each.key}-console.log"
-      serial_disks = [
+      # virtio, SCSI and NVMe/TCP-backing disks get <serial>/<blockio>; NVMe disks a controller each.
+      disks = [
         for key, d in local.disks : {
+          bus      = d.bus
           volume   = libvirt_volume.data[key].name
+          path     = libvirt_volume.data[key].id
           serial   = d.attach_serial
           logical  = d.logical_block_size
           physical = d.physical_block_size
-        } if d.vm == each.key && d.bus != "nvme"
-      ]
-      nvme_disks = [
-        for key, d in local.disks : {
-          path     = libvirt_volume.data[key].id
-          serial   = d.serial
-          logical  = d.logical_block_size
-          physical = d.physical_block_size
-        } if d.vm == each.key && d.bus == "nvme"
+        } if d.vm == each.key
       ]
     })
   }
