@@ -126,7 +126,16 @@ def cmd_lab_validate(args) -> int:
 
 def cmd_lab_up(args) -> int:
     from . import lab
-    lab.up(_lab_file(args), _progress)
+    lab.up(_lab_file(args), _progress, cold=args.cold, save_state=not args.no_save_state)
+    return 0
+
+
+def cmd_lab_forget(args) -> int:
+    from . import labdef, warm
+    lab = labdef.load(_lab_file(args))
+    removed = warm.clear(lab.name)
+    print(f"lab {lab.name}: removed saved state(s) {', '.join(removed)}" if removed
+          else f"lab {lab.name}: no saved state")
     return 0
 
 
@@ -247,10 +256,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_lab_validate)
     for verb, func, text in (("up", cmd_lab_up, "build the image if needed, create or converge the VMs, verify disks"),
                              ("down", cmd_lab_down, "destroy the lab's VMs, volumes, pool and state"),
-                             ("status", cmd_lab_status, "the lab's VMs and what the guests see")):
+                             ("status", cmd_lab_status, "the lab's VMs and what the guests see"),
+                             ("forget", cmd_lab_forget, "delete the saved guest states (next lab-up boots cold)")):
         p = lab.add_parser(verb, help=text)
         p.add_argument("--lab", type=Path, help="lab definition (default: $SECTORLAB_LAB_FILE or labs/default.toml)")
         p.set_defaults(func=func)
+        if verb == "up":
+            p.add_argument("--cold", action="store_true",
+                           help="boot the guests even when a saved state matches (and save a new one)")
+            p.add_argument("--no-save-state", action="store_true",
+                           help="after a cold boot, do not save the guests' state for the next lab-up")
     return parser
 
 

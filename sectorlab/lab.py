@@ -14,11 +14,12 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Callable
 
 from . import accel as accel_mod
-from . import guestdisks, images, labdef, seed, sshkeys, tooling
+from . import guestdisks, images, labdef, seed, sshkeys, tooling, warm
 from .errors import SectorlabError
 from .guest import Guest
 from .paths import REPO, cache_dir
@@ -27,6 +28,8 @@ TERRAFORM_DIR = REPO / "terraform"
 DEFAULT_LAB_FILE = REPO / "labs" / "default.toml"
 LAB_USER = "lab"
 SSH_TIMEOUT = 900.0
+# A hot-plugged NVMe controller takes the guest a few seconds to probe under TCG.
+NVME_APPEAR_TIMEOUT = 90.0
 
 Progress = Callable[[str], None]
 
@@ -123,14 +126,14 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
         if any(d.bus == "nvme-tcp" for d in vm.disks):
             doc["write_files"] = [{"path": "/etc/sectorlab/nvme-tcp.conf", "permissions": "0644",
                                    "content": _nvme_tcp_conf(vm)}]
-        user_data = seed.render_user_data(doc)
-        instance = hashlib.sha256(user_data.encode()).hexdigest()[:12]
+        iso, seed_id = write_seed(state, lab.name, vm.name, doc)
         vms[vm.name] = {
             "guest": vm.guest,
             "memory_mib": vm.memory_mib,
             "ssh_port": ports[vm.name],
-            "user_data": user_data,
-            "meta_data": seed.render_meta_data(f"{lab.name}-{vm.name}-{instance}", vm.name),
+            "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"sectorlab:{lab.name}:{vm.name}")),
+            "seed_iso": str(iso),
+            "seed_id": seed_id,
             "disks": [{"name": d.name, "bus": d.bus, "geometry": d.geometry.name, "size_mib": d.size_mib,
                        "serial": d.serial, "backing_serial": d.backing_serial or ""} for d in vm.disks],
         }
@@ -150,6 +153,19 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
                              for n, g in lab.extra_geometries.items()},
         "vms": vms,
     }
+
+
+def write_seed(state: Path, lab_name: str, vm_name: str, doc: dict) -> tuple[Path, str]:
+    """The VM's NoCloud seed ISO in the state directory, rewritten only when its content changes
+    (the ISO carries timestamps; a seed restored with a saved guest state must stay as it was)."""
+    user_data = seed.render_user_data(doc)
+    seed_id = hashlib.sha256(user_data.encode()).hexdigest()[:12]
+    iso = state / f"seed-{vm_name}.iso"
+    stamp = state / f"seed-{vm_name}.id"
+    if not iso.exists() or not stamp.exists() or stamp.read_text().strip() != seed_id:
+        seed.write_iso(iso, instance_id=f"{lab_name}-{vm_name}-{seed_id}", hostname=vm_name, doc=doc)
+        stamp.write_text(seed_id + "\n")
+    return iso, seed_id
 
 
 def _ensure_keys(lab: labdef.Lab, state: Path) -> None:
@@ -189,7 +205,19 @@ def guests_from_lab_json(data: dict) -> dict[str, Guest]:
             for name, vm in data["vms"].items()}
 
 
-def up(lab_file: Path, progress: Progress = _say) -> dict:
+def _running(lab: labdef.Lab, state: Path) -> bool:
+    """Whether this lab is up now: its lab.json exists and every domain in it runs."""
+    data = _load_json(state / "lab.json", None)
+    if not data or set(data.get("vms", {})) != {vm.name for vm in lab.vms}:
+        return False
+    return all(_virsh(data["libvirt_uri"], "domstate", vm["domain"]).stdout.strip() == "running"
+               for vm in data["vms"].values())
+
+
+def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state: bool = True) -> dict:
+    """Bring the lab up and verify every disk. Three paths, named in the output:
+    converge (the lab runs: Terraform finds nothing or little to change), warm (a saved state
+    matches: restore it) and cold (boot, then save a state for the next lab-up)."""
     phases: list[tuple[str, float]] = []
     t0 = time.monotonic()
 
@@ -202,14 +230,36 @@ def up(lab_file: Path, progress: Progress = _say) -> dict:
     own_ports = set(_load_json(state / "ports.json", {}).values())
     labdef.check_environment(lab, own_ports)
     progress(f"lab {lab.name}: {len(lab.vms)} VM(s), {sum(len(v.disks) for v in lab.vms)} data disks ({lab_file})")
+    uri = lab.vms[0].libvirt_uri
 
     start = time.monotonic()
-    image_paths = {g: images.build(g, progress=progress).image for g in sorted({vm.guest for vm in lab.vms})}
+    records = {g: images.build(g, progress=progress) for g in sorted({vm.guest for vm in lab.vms})}
     phase("image", start)
 
     found = accel_mod.detect()
+    key, key_parts = warm.state_key(lab, {g: r.image_sha256 for g, r in records.items()},
+                                    found.libvirt_domain_type)
+    saved = warm.SavedState(lab.name, key)
+    vm_names = [vm.name for vm in lab.vms]
+    if _running(lab, state):
+        path, why = "converge", "the lab is running"
+    elif cold:
+        path, why = "cold", "asked for (--cold)"
+    else:
+        missing = saved.missing(vm_names)
+        path, why = ("cold", missing) if missing else ("warm", f"saved state {key}")
+        if path == "warm":
+            taken = [p for p in _load_json(saved.dir / "ports.json", {}).values()
+                     if p not in own_ports and labdef.port_in_use(p)]
+            if taken:
+                path, why = "cold", f"the saved state's SSH port {taken[0]} is in use"
+    progress(f"path: {path} ({why})")
+    if path == "warm":
+        saved.install(state, vm_names)
+
     _ensure_keys(lab, state)
-    variables = tfvars(lab, state, _ports(lab, state), found.libvirt_domain_type, image_paths)
+    variables = tfvars(lab, state, _ports(lab, state), found.libvirt_domain_type,
+                       {g: r.image for g, r in records.items()})
     (state / "terraform.tfvars.json").write_text(json.dumps(variables, indent=2))
 
     start = time.monotonic()
@@ -225,25 +275,67 @@ def up(lab_file: Path, progress: Progress = _say) -> dict:
     phase("terraform apply", start)
 
     data = _lab_json(lab, state, outputs)
+    data["path"] = path
     (state / "lab.json").write_text(json.dumps(data, indent=2))
-
-    start = time.monotonic()
     guests = guests_from_lab_json(data)
-    for name, guest in guests.items():
-        progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}")
-        took = guest.wait_until_up(SSH_TIMEOUT, progress)
-        progress(f"{name}: SSH up after {took:.0f} s")
-    phase("boot to SSH", start)
+
+    if path == "warm":
+        start = time.monotonic()
+        try:
+            for name in vm_names:
+                warm.restore(saved, uri, name, data["vms"][name])
+                took = guests[name].wait_until_up(60, progress)
+                behind = warm.step_clock(guests[name])
+                progress(f"{name}: restored, SSH up after {took:.1f} s, clock stepped {behind:.0f} s forward")
+            phase("restore", start)
+        except (SectorlabError, OSError) as e:
+            progress(f"warm restore failed ({e}); discarding saved state {key} and booting cold")
+            saved.discard()
+            path = data["path"] = "cold"
+            (state / "lab.json").write_text(json.dumps(data, indent=2))
+            _recreate_vms(tf, state, vm_names)
+
+    if path != "warm":
+        start = time.monotonic()
+        for name, guest in guests.items():
+            progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}")
+            took = guest.wait_until_up(SSH_TIMEOUT, progress)
+            progress(f"{name}: SSH up after {took:.0f} s")
+        phase("boot to SSH", start)
+
+    if path == "cold" and save_state:
+        for name, guest in guests.items():
+            setup_guest_disks(guest, [d for d in data["disks"].values() if d["vm"] == name])
+        start = time.monotonic()
+        warm.save(saved, key_parts, uri, data["vms"], state, progress)
+        for guest in guests.values():
+            guest.close()
+            guest.wait_until_up(60, progress)
+            warm.step_clock(guest)
+        phase("save state", start)
 
     start = time.monotonic()
-    rows, problems = verify(data, guests, progress)
+    for name in vm_names:
+        added = warm.hotplug_nvme(uri, data["vms"][name]["domain"],
+                                  [d for d in data["disks"].values() if d["vm"] == name])
+        if added:
+            progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
+    rows, problems = verify(data, guests, progress, wait=NVME_APPEAR_TIMEOUT)
     phase("disk check", start)
     print_table(rows)
-    summary = ", ".join(f"{n} {s:.0f} s" for n, s in phases)
-    progress(f"lab {lab.name} up in {time.monotonic() - t0:.0f} s ({summary}); state in {state}")
+    summary = ", ".join(f"{n} {s:.1f} s" for n, s in phases)
+    progress(f"lab {lab.name} up by the {path} path in {time.monotonic() - t0:.1f} s ({summary}); state in {state}")
     if problems:
         raise SectorlabError(f"lab {lab.name}: {len(problems)} disk(s) not as declared: " + "; ".join(problems))
     return data
+
+
+def _recreate_vms(tf: Terraform, state: Path, vm_names: list[str]) -> None:
+    """New root volumes and domains (booting cold), after a failed restore."""
+    targets = [f'-replace=libvirt_volume.root["{n}"]' for n in vm_names]
+    targets += [f'-replace=libvirt_domain.vm["{n}"]' for n in vm_names]
+    tf.run("apply", "-input=false", "-auto-approve", "-no-color", *targets,
+           f"-var-file={state / 'terraform.tfvars.json'}", log=state / "terraform-apply.log")
 
 
 def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:
@@ -266,13 +358,20 @@ def guest_disks(guest: Guest) -> dict[str, guestdisks.BlockDevice]:
     return guestdisks.by_serial(guestdisks.parse_lsblk(text))
 
 
-def verify(data: dict, guests: dict[str, Guest], progress: Progress) -> tuple[list[list[str]], list[str]]:
+def verify(data: dict, guests: dict[str, Guest], progress: Progress,
+           wait: float = 0.0) -> tuple[list[list[str]], list[str]]:
+    """Every declared disk, by serial, at its declared sector sizes. With `wait`, give disks that
+    are still appearing (hot-plugged NVMe) up to that many seconds before calling them missing."""
     rows = [["VM", "disk", "serial", "bus", "geometry", "guest device", "logical/physical seen"]]
     problems = []
     for vm_name, guest in guests.items():
         declared = [d for d in data["disks"].values() if d["vm"] == vm_name]
         setup_guest_disks(guest, declared)
+        deadline = time.monotonic() + wait
         seen = guest_disks(guest)
+        while time.monotonic() < deadline and any(d["serial"] not in seen for d in declared):
+            time.sleep(1.0)
+            seen = guest_disks(guest)
         for d in sorted(declared, key=lambda d: d["name"]):
             dev = seen.get(d["serial"])
             want = f"{d['logical_block_size']}/{d['physical_block_size']}"

@@ -32,7 +32,7 @@ def qemu_command(accel: str, overlay: Path, seed_iso: Path, port: int, memory_mi
         accel_mod.QEMU, "-accel", accel, "-machine", "pc", "-cpu", "max" if accel == "tcg" else "host",
         "-smp", "1", "-m", str(memory_mib), "-display", "none", "-nodefaults", "-no-user-config",
         "-drive", f"file={overlay},format=qcow2,if=virtio,discard=unmap",
-        "-drive", f"file={seed_iso},format=raw,if=ide,media=cdrom,readonly=on",
+        "-drive", f"file={seed_iso},format=raw,if=virtio,readonly=on",  # the NoCloud seed (label cidata)
         "-netdev", f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22",
         "-device", "virtio-net-pci,netdev=net0",
         "-serial", f"file:{console_log}",

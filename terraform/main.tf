@@ -1,7 +1,9 @@
 # The lab's VMs on libvirt: a storage pool, a root volume per VM backed by the cached guest
-# image, one volume per data disk, a NoCloud seed per VM, and the domains. libvirt 9.0 has no
-# emulated NVMe bus and the provider no <blockio>/<serial>, so those, and user-mode networking
-# with SSH on 127.0.0.1 only, go in through the provider's XSLT hook (domain.xsl.tftpl).
+# image, one volume per data disk, a NoCloud seed per VM, and the domains. The provider has no
+# <blockio>/<serial>, so those, and user-mode networking with SSH on 127.0.0.1 only, go in
+# through the provider's XSLT hook (domain.xsl.tftpl). The emulated NVMe controllers are not in
+# the domain at all: QEMU 7.2 cannot save a guest that has one, so sectorlab hot-plugs them after
+# the guest is up (cold boot or restored from a saved state); their volumes are created here.
 
 locals {
   # The geometry catalog: the same file sectorlab's Python reads.
@@ -60,24 +62,31 @@ resource "libvirt_volume" "data" {
   }
 }
 
-resource "libvirt_cloudinit_disk" "seed" {
-  for_each  = var.vms
-  name      = "${each.key}-seed.iso"
-  pool      = libvirt_pool.lab.name
-  user_data = each.value.user_data
-  meta_data = each.value.meta_data
+# The NoCloud seed (label cidata), written by sectorlab. It is attached as a read-only virtio disk,
+# not the provider's IDE CD-ROM: the guest finds it at once instead of after udev has loaded the
+# CD-ROM drivers (about 20 s of a TCG boot). Its name carries the seed's hash, so a new seed
+# replaces the VM instead of going unnoticed.
+resource "libvirt_volume" "seed" {
+  for_each = var.vms
+  name     = "${each.key}-seed-${each.value.seed_id}.iso"
+  pool     = libvirt_pool.lab.name
+  source   = each.value.seed_iso
+  format   = "raw"
 }
 
 resource "libvirt_domain" "vm" {
-  for_each  = var.vms
-  name      = "sectorlab-${var.lab_name}-${each.key}"
-  type      = var.domain_type
-  memory    = each.value.memory_mib
-  vcpu      = 1
-  cloudinit = libvirt_cloudinit_disk.seed[each.key].id
+  for_each = var.vms
+  name     = "sectorlab-${var.lab_name}-${each.key}"
+  type     = var.domain_type
+  memory   = each.value.memory_mib
+  vcpu     = 1
 
   disk {
     volume_id = libvirt_volume.root[each.key].id
+  }
+
+  disk {
+    volume_id = libvirt_volume.seed[each.key].id
   }
 
   # libvirt keeps disks grouped by bus, the root disk's (virtio) first: listing them in that order
@@ -101,18 +110,19 @@ resource "libvirt_domain" "vm" {
 
   xml {
     xslt = templatefile("${path.module}/domain.xsl.tftpl", {
+      uuid        = each.value.uuid
       ssh_port    = each.value.ssh_port
+      seed_volume = libvirt_volume.seed[each.key].name
       console_log = "${var.console_dir}/${each.key}-console.log"
-      # virtio, SCSI and NVMe/TCP-backing disks get <serial>/<blockio>; NVMe disks a controller each.
+      # virtio, SCSI and NVMe/TCP-backing disks get <serial>/<blockio>.
       disks = [
         for key, d in local.disks : {
           bus      = d.bus
           volume   = libvirt_volume.data[key].name
-          path     = libvirt_volume.data[key].id
           serial   = d.attach_serial
           logical  = d.logical_block_size
           physical = d.physical_block_size
-        } if d.vm == each.key
+        } if d.vm == each.key && d.bus != "nvme"
       ]
     })
   }

@@ -13,6 +13,8 @@ output "vms" {
   value = {
     for name, vm in var.vms : name => {
       domain      = libvirt_domain.vm[name].name
+      uuid        = libvirt_domain.vm[name].id
+      root_volume = libvirt_volume.root[name].id
       guest       = vm.guest
       ssh_host    = "127.0.0.1"
       ssh_port    = vm.ssh_port

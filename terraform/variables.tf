@@ -68,8 +68,9 @@ variable "vms" {
     guest      = string
     memory_mib = number
     ssh_port   = number
-    user_data  = string
-    meta_data  = string
+    uuid       = string
+    seed_iso   = string
+    seed_id    = string
     disks = list(object({
       name           = string
       bus            = string

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import socket
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -195,8 +197,22 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
                               "size_mib": 256, "serial": "sl00-ntcp-512e", "backing_serial": "sl00-ntcp-512e-bk"}
-    doc = json.loads(vm["user_data"].partition("\n")[2])
+    iso = Path(vm["seed_iso"])
+
+    def iso_file(name):
+        return subprocess.run(["isoinfo", "-R", "-x", f"/{name}", "-i", str(iso)], capture_output=True, text=True,
+                              check=True).stdout
+
+    doc = json.loads(iso_file("user-data").partition("\n")[2])
     assert doc["write_files"][0]["path"] == "/etc/sectorlab/nvme-tcp.conf"
     assert "sl00-ntcp-512e sl00-ntcp-512e-bk" in doc["write_files"][0]["content"]
     assert doc["ssh_keys"]["ed25519_public"] == (tmp_path / "host-vm1.pub").read_text().strip()
-    assert json.loads(vm["meta_data"])["instance-id"].startswith("t-vm1-")
+    assert json.loads(iso_file("meta-data"))["instance-id"] == f"t-vm1-{vm['seed_id']}"
+    # The same seed is not rewritten (a restored guest's seed must stay byte for byte); the UUID is stable.
+    before = iso.read_bytes()
+    again = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", {"debian12": "/img.qcow2"})["vms"]["vm1"]
+    assert iso.read_bytes() == before and again["seed_id"] == vm["seed_id"] and again["uuid"] == vm["uuid"]
+    # A new login key is a new seed.
+    sshkeys.generate("login2").write(tmp_path / "id_ed25519")
+    changed = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", {"debian12": "/img.qcow2"})["vms"]["vm1"]
+    assert changed["seed_id"] != vm["seed_id"] and iso.read_bytes() != before

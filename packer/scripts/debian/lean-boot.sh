@@ -5,7 +5,11 @@
 # Masked, not removed: the packages stay as Debian ships them.
 for unit in e2scrub_reap.service e2scrub_all.timer apt-daily.timer apt-daily-upgrade.timer \
             fstrim.timer man-db.timer systemd-networkd-wait-online.service getty@tty1.service \
-            systemd-logind.service getty-static.service nvmf-autoconnect.service; do
+            systemd-logind.service getty-static.service nvmf-autoconnect.service \
+            systemd-binfmt.service proc-sys-fs-binfmt_misc.automount \
+            modprobe@dm_mod.service modprobe@efi_pstore.service modprobe@fuse.service modprobe@loop.service \
+            systemd-pstore.service dev-hugepages.mount dev-mqueue.mount sys-kernel-debug.mount \
+            sys-kernel-tracing.mount sys-fs-fuse-connections.mount systemd-journal-flush.service; do
   systemctl mask "$unit" >/dev/null 2>&1 || echo "lean-boot: could not mask $unit (absent)"
 done
 
@@ -20,7 +24,24 @@ blacklist bochs
 blacklist kvm_amd
 blacklist kvm_intel
 blacklist kvm
+blacklist cfg80211
+blacklist rfkill
+blacklist psmouse
+blacklist serio_raw
+blacklist evdev
+blacklist i2c_piix4
+blacklist efi_pstore
+blacklist virtio_console
 BLACKLIST
+
+# One vCPU under TCG runs every unit in turn: the journal stays in memory (the lab keeps each
+# guest's serial console log on the host) instead of being flushed to disk at every boot.
+mkdir -p /etc/systemd/journald.conf.d
+cat > /etc/systemd/journald.conf.d/50-sectorlab.conf <<'JOURNAL'
+[Journal]
+Storage=volatile
+RuntimeMaxUse=32M
+JOURNAL
 
 # The initramfs needs only what mounts a virtio root disk; MODULES=most packs ~36 MB that the
 # kernel must unpack on every boot.

@@ -1,0 +1,225 @@
+"""Warm lab-up: guests restored from a saved state instead of booted, NVMe hot-plugged.
+
+Booting a guest under TCG costs tens of seconds; restoring its saved memory costs a few. The
+first lab-up of a lab boots cold, and once every guest answers SSH (and its in-guest NVMe/TCP
+target is up) saves each guest with libvirt (`virsh save`), copies its root disk as it was at
+that instant, and restores it again. Later lab-ups define the same domains with Terraform,
+put the saved root disk back, restore the saved state and step the guest's clock.
+
+A saved state is only valid for the exact same guest image, lab definition, QEMU, libvirt and
+Terraform module: those make up its key (`state_key`). The data disks are not saved: the state
+is taken before anything writes to them, so the fresh, empty volumes each lab-up creates match
+it, and no run sees a previous run's writes.
+
+QEMU 7.2's emulated NVMe controller cannot be saved ("non-migratable device"), so it is never in
+the domain: `hotplug_nvme` adds each controller, with its sector sizes, over QEMU's monitor after
+the guest is up, on the cold and the warm path alike (the guest's ACPI PCI hot-plug finds it).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import accel as accel_mod
+from . import images, labdef
+from .errors import SectorlabError
+from .paths import REPO, cache_dir
+
+FORMAT = 1
+NVME_FIRST_SLOT = 0x18
+# What a saved guest state depends on besides the image and the lab definition.
+MODULE_FILES = sorted((REPO / "terraform").glob("*.tf")) + sorted((REPO / "terraform").glob("*.tftpl")) + [
+    REPO / "sectorlab" / "seed.py", REPO / "sectorlab" / "warm.py"]
+# Copied from the lab's state directory into a saved state and back: what the restored guest
+# already knows (its login key, host key, SSH port and seed).
+STATE_FILES = ("id_ed25519", "id_ed25519.pub", "ports.json")
+VM_STATE_FILES = ("host-{vm}", "host-{vm}.pub", "seed-{vm}.iso", "seed-{vm}.id")
+
+Progress = Callable[[str], None]
+
+
+def virsh(uri: str, *args: str, check: bool = True, timeout: float = 300) -> str:
+    proc = subprocess.run(["virsh", "-q", "-c", uri, *args], capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise SectorlabError(f"virsh {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+def qemu_version() -> str:
+    out = subprocess.run([accel_mod.QEMU, "--version"], capture_output=True, text=True).stdout
+    return out.splitlines()[0].strip() if out else "unknown"
+
+
+def libvirt_version(uri: str) -> str:
+    return " ".join(line.strip() for line in virsh(uri, "version").splitlines() if line.strip())
+
+
+def lab_fingerprint(lab: labdef.Lab) -> dict:
+    """What of a lab definition the guest's saved state depends on (not the file's path or layout)."""
+    return {
+        "name": lab.name,
+        "vms": [{"name": vm.name, "guest": vm.guest, "memory_mib": vm.memory_mib, "ssh_port": vm.ssh_port,
+                 "uri": vm.libvirt_uri,
+                 "disks": [{"name": d.name, "bus": d.bus, "logical": d.geometry.logical_block_size,
+                            "physical": d.geometry.physical_block_size, "size_mib": d.size_mib, "serial": d.serial}
+                           for d in vm.disks]}
+                for vm in lab.vms],
+    }
+
+
+def state_key(lab: labdef.Lab, image_sha256: dict[str, str], domain_type: str) -> tuple[str, dict]:
+    uri = lab.vms[0].libvirt_uri
+    parts = {
+        "format": FORMAT,
+        "lab": lab_fingerprint(lab),
+        "images": dict(sorted(image_sha256.items())),
+        "qemu": qemu_version(),
+        "libvirt": libvirt_version(uri),
+        "module": images.hash_files(MODULE_FILES),
+        "domain_type": domain_type,
+    }
+    return images.hash_files([], extra=json.dumps(parts, sort_keys=True))[:16], parts
+
+
+@dataclass
+class SavedState:
+    lab_name: str
+    key: str
+
+    @property
+    def root(self) -> Path:
+        return cache_dir() / "saved" / self.lab_name
+
+    @property
+    def dir(self) -> Path:
+        return self.root / self.key
+
+    def save_file(self, vm: str) -> Path:
+        return self.dir / f"{vm}.save"
+
+    def root_disk(self, vm: str) -> Path:
+        return self.dir / f"{vm}-root.qcow2"
+
+    def missing(self, vms: list[str]) -> str | None:
+        """Why this saved state cannot be used, or None when it is complete."""
+        if not self.dir.is_dir():
+            others = [p.name for p in self.root.glob("*") if p.is_dir()] if self.root.is_dir() else []
+            return ("no saved state yet" if not others else
+                    f"the saved state {others[0]} is for another image, lab definition, QEMU or libvirt")
+        meta = self.dir / "meta.json"
+        wanted = [meta] + [self.dir / f for f in STATE_FILES]
+        for vm in vms:
+            wanted += [self.save_file(vm), self.root_disk(vm)] + [self.dir / f.format(vm=vm) for f in VM_STATE_FILES]
+        absent = [p.name for p in wanted if not p.exists()]
+        if absent:
+            return f"the saved state {self.key} is incomplete (no {', '.join(absent)})"
+        return None
+
+    def install(self, state: Path, vms: list[str]) -> None:
+        """Put the saved login key, host keys, ports and seeds into the lab's state directory."""
+        for name in list(STATE_FILES) + [f.format(vm=vm) for vm in vms for f in VM_STATE_FILES]:
+            shutil.copy2(self.dir / name, state / name)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, dict], state: Path,
+         progress: Progress) -> float:
+    """Save every guest (it stops), keep its root disk, restore it; returns the seconds it took.
+
+    Written to a temporary directory renamed when complete, so a failure leaves no half state."""
+    start = time.monotonic()
+    saved.root.mkdir(parents=True, exist_ok=True)
+    tmp = saved.root / f".{saved.key}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        for name, vm in vms.items():
+            save_file = tmp / f"{name}.save"
+            virsh(uri, "save", vm["domain"], str(save_file))
+            shutil.copyfile(vm["root_volume"], tmp / f"{name}-root.qcow2")
+            for f in VM_STATE_FILES:
+                shutil.copy2(state / f.format(vm=name), tmp / f.format(vm=name))
+            virsh(uri, "restore", str(save_file))
+            progress(f"{name}: saved its state ({save_file.stat().st_size >> 20} MiB) and restored it")
+        for f in STATE_FILES:
+            shutil.copy2(state / f, tmp / f)
+        (tmp / "meta.json").write_text(json.dumps({"key": saved.key, "saved_at": time.time(), **parts}, indent=2))
+        for old in saved.root.iterdir():
+            if old.is_dir() and old != tmp:
+                shutil.rmtree(old, ignore_errors=True)
+        tmp.rename(saved.dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return time.monotonic() - start
+
+
+def restore(saved: SavedState, uri: str, name: str, vm: dict) -> None:
+    """Replace the VM that Terraform just started (still in its firmware) by the saved guest."""
+    if virsh(uri, "domstate", vm["domain"], check=False).strip() != "shut off":
+        virsh(uri, "destroy", vm["domain"])
+    # Into the volume Terraform created, so it keeps the owner and mode libvirt gave it.
+    shutil.copyfile(saved.root_disk(name), vm["root_volume"])
+    virsh(uri, "restore", str(saved.save_file(name)))
+
+
+def qmp(uri: str, domain: str, execute: str, **arguments) -> object:
+    command = {"execute": execute, **({"arguments": arguments} if arguments else {})}
+    reply = json.loads(virsh(uri, "qemu-monitor-command", domain, json.dumps(command)))
+    if "error" in reply:
+        raise SectorlabError(f"QEMU {execute} on {domain}: {reply['error'].get('desc', reply['error'])}")
+    return reply.get("return")
+
+
+def nvme_plan(disks: list[dict]) -> list[dict]:
+    """The VM's NVMe controllers in a fixed order, each with its PCI slot (0x18 up)."""
+    nvme = sorted((d for d in disks if d["bus"] == "nvme"), key=lambda d: d["name"])
+    if len(nvme) > labdef.MAX_NVME_PER_VM:
+        raise SectorlabError(f"{len(nvme)} NVMe disks on one VM; at most {labdef.MAX_NVME_PER_VM} fit its PCI slots")
+    return [{**d, "id": f"nvme{i}", "addr": f"0x{NVME_FIRST_SLOT + i:x}"} for i, d in enumerate(nvme)]
+
+
+def hotplug_nvme(uri: str, domain: str, disks: list[dict]) -> list[str]:
+    """Add the NVMe controllers the running domain lacks; returns the ids added."""
+    present = {p["name"] for p in qmp(uri, domain, "qom-list", path="/machine/peripheral") or []}
+    added = []
+    for d in nvme_plan(disks):
+        if d["id"] in present:
+            continue
+        node = f"{d['id']}-drive"
+        qmp(uri, domain, "blockdev-add", **{
+            "node-name": node, "driver": "qcow2", "cache": {"direct": True},
+            "file": {"driver": "file", "filename": d["volume"], "aio": "threads", "cache": {"direct": True}}})
+        qmp(uri, domain, "device_add", driver="nvme", id=d["id"], drive=node, serial=d["serial"],
+            logical_block_size=d["logical_block_size"], physical_block_size=d["physical_block_size"],
+            bus="pci.0", addr=d["addr"])
+        added.append(d["id"])
+    return added
+
+
+def step_clock(guest) -> float:
+    """Set a restored guest's clock to the host's; returns how far behind it was, in seconds."""
+    now = time.time()
+    out = guest.check_output(f"date +%s.%N; sudo -n date -u -s @{now:.3f} >/dev/null", timeout=60)
+    return now - float(out.split()[0])
+
+
+def describe(saved: SavedState) -> str:
+    size = sum(p.stat().st_size for p in saved.dir.glob("*") if p.is_file()) if saved.dir.is_dir() else 0
+    return f"{saved.dir} ({size >> 20} MiB)"
+
+
+def clear(lab_name: str) -> list[str]:
+    root = cache_dir() / "saved" / lab_name
+    removed = [p.name for p in root.glob("*")] if root.is_dir() else []
+    shutil.rmtree(root, ignore_errors=True)
+    return removed
+
