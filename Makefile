@@ -20,17 +20,20 @@ LAB_ARG   := $(if $(LAB),--lab $(LAB))
 # Extra pytest arguments for the lab scenarios, e.g. PYTEST_ARGS="-k sector4k".
 PYTEST_ARGS ?=
 
-.PHONY: help bootstrap doctor image lab-up lab-down lab-status test unit smoke scenarios check bench-boot bench-writer
+.PHONY: help bootstrap doctor image lab-up lab-down lab-status test unit smoke scenarios check bench-boot bench-writer \
+        bench-lab-up
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
-	@echo "make test                 unit tests, image smoke test, lab-up, all scenarios, lab-down (also on failure)"
+	@echo "make test                 unit tests, image smoke test, lab-up, all scenarios, lab-down (also on failure),"
+	@echo "                          then a warm lab-up from the saved state and the sector-detection scenarios again"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
 	@echo "make lab-status           the lab's VMs and what each guest sees"
 	@echo "make image GUEST=...      build one guest image with Packer (cached by the hash of its inputs)"
 	@echo "make doctor               what this host has: accelerator, libvirt, provider, packer, terraform, disk"
 	@echo "make check                shellcheck, ruff, packer/terraform fmt + validate, redo-writer with -Werror"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
+	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
 	@echo "make bench-writer         redo-writer against fio on the same file (medians of 3 rounds, ratios)"
 	@echo "LAB=labs/x.toml selects another lab definition; PYTEST_ARGS='-k sector4k' narrows the scenarios"
 
@@ -71,6 +74,11 @@ test: bootstrap
 	  SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab labtests $(PYTEST_ARGS) || rc=1; \
 	  $(SECTORLAB) lab down $(LAB_ARG) || rc=1; \
 	  exit $$rc
+	@# The same lab again from the state the first lab-up saved: sector detection must pass alike.
+	@rc=0; $(SECTORLAB) lab up --require-warm $(LAB_ARG) && \
+	  SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab labtests/test_sector_detection.py $(PYTEST_ARGS) || rc=1; \
+	  $(SECTORLAB) lab down $(LAB_ARG) || rc=1; \
+	  exit $$rc
 
 check: bootstrap
 	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp
@@ -85,6 +93,9 @@ check: bootstrap
 bench-writer: bootstrap
 	$(MAKE) -C redo-writer
 	$(SECTORLAB) bench-writer --rounds 3 --seconds 10
+
+bench-lab-up: bootstrap
+	$(SECTORLAB) bench-lab-up $(LAB_ARG) --rounds 3
 
 bench-boot: image
 	$(SECTORLAB) image boot-time $(GUEST_ARG) --runs 3

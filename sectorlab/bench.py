@@ -80,3 +80,32 @@ def bench_writer(directory: Path, rounds: int = 3, seconds: int = 10, size: int 
     result["cpu_ratio"] = (result["redo_writer"]["cpu_us_per_write_median"]
                            / result["fio"]["cpu_us_per_write_median"])
     return result
+
+
+def bench_lab_up(lab_file: Path, rounds: int, progress) -> dict:
+    """Cold and warm lab-up side by side: each round brings the lab up cold (booting, and saving
+    a fresh state), down, up warm (restoring that state), down. Times are to every disk verified."""
+    from . import lab
+    if rounds < 1:
+        raise SectorlabError(f"--rounds {rounds}: expected at least 1")
+    runs: dict[str, list[dict]] = {"cold": [], "warm": []}
+    lab.down(lab_file, progress)
+    try:
+        for r in range(rounds):
+            for path in ("cold", "warm"):
+                progress(f"round {r + 1}/{rounds}: {path} lab-up")
+                data = lab.up(lab_file, progress, cold=(path == "cold"), require_warm=(path == "warm"))
+                runs[path].append(data["timing"])
+                lab.down(lab_file, progress)
+    finally:
+        lab.down(lab_file, progress)
+    result = {}
+    for path, timings in runs.items():
+        totals = [t["total_s"] for t in timings]
+        phases = sorted({p for t in timings for p in t["phases"]})
+        result[path] = {"totals_s": totals, "median_s": statistics.median(totals),
+                        "min_s": min(totals), "max_s": max(totals),
+                        "phase_medians_s": {p: statistics.median(t["phases"].get(p, 0.0) for t in timings)
+                                            for p in phases}}
+    result["warm_over_cold"] = result["warm"]["median_s"] / result["cold"]["median_s"]
+    return result

@@ -126,7 +126,8 @@ def cmd_lab_validate(args) -> int:
 
 def cmd_lab_up(args) -> int:
     from . import lab
-    lab.up(_lab_file(args), _progress, cold=args.cold, save_state=not args.no_save_state)
+    lab.up(_lab_file(args), _progress, cold=args.cold, save_state=not args.no_save_state,
+           require_warm=args.require_warm)
     return 0
 
 
@@ -158,6 +159,21 @@ def cmd_plot(args) -> int:
     from . import analysis
     out = analysis.plot(args.events, args.output, args.title)
     print(out)
+    return 0
+
+
+def cmd_bench_lab_up(args) -> int:
+    from . import bench
+    r = bench.bench_lab_up(_lab_file(args), args.rounds, _progress)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    for path in ("cold", "warm"):
+        s = r[path]
+        phases = ", ".join(f"{p} {v:.1f}" for p, v in s["phase_medians_s"].items())
+        print(f"{path:<5} lab-up to every disk verified: median {s['median_s']:.1f} s "
+              f"(runs {', '.join(f'{t:.1f}' for t in s['totals_s'])}); phase medians (s): {phases}")
+    print(f"warm/cold: {r['warm_over_cold']:.2f}x")
     return 0
 
 
@@ -246,6 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_writer)
 
+    p = sub.add_parser("bench-lab-up", help="cold and warm lab-up side by side (destroys the lab first)")
+    p.add_argument("--lab", type=Path, help="lab definition (default: $SECTORLAB_LAB_FILE or labs/default.toml)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench_lab_up)
+
     p = sub.add_parser("terraform-check", help="terraform fmt -check and validate of terraform/")
     p.set_defaults(func=cmd_terraform_check)
 
@@ -266,6 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help="boot the guests even when a saved state matches (and save a new one)")
             p.add_argument("--no-save-state", action="store_true",
                            help="after a cold boot, do not save the guests' state for the next lab-up")
+            p.add_argument("--require-warm", action="store_true",
+                           help="fail instead of booting cold when no saved state matches or the restore fails")
     return parser
 
 

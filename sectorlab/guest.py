@@ -40,6 +40,9 @@ class GuestCommandError(SectorlabError):
         super().__init__(f"{guest}: '{result.cmd}' exited {result.rc}: {detail}")
 
 
+POLL_BANNER_TIMEOUT = 3.0
+
+
 class GuestUnreachable(SectorlabError):
     pass
 
@@ -76,13 +79,14 @@ class Guest:
     def __repr__(self) -> str:
         return f"Guest({self.name} {self.user}@{self.host}:{self.port})"
 
-    def _new_client(self, timeout: float) -> paramiko.SSHClient:
+    def _new_client(self, timeout: float, banner_timeout: float | None = None) -> paramiko.SSHClient:
         client = paramiko.SSHClient()
         known = self.host if self.port == 22 else f"[{self.host}]:{self.port}"
         client.get_host_keys().add(known, self.host_key.get_name(), self.host_key)
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
         client.connect(self.host, port=self.port, username=self.user,
-                       pkey=paramiko.PKey.from_path(self.key_file), timeout=timeout, banner_timeout=timeout,
+                       pkey=paramiko.PKey.from_path(self.key_file), timeout=timeout,
+                       banner_timeout=banner_timeout or timeout,
                        auth_timeout=timeout, allow_agent=False, look_for_keys=False)
         return client
 
@@ -104,7 +108,9 @@ class Guest:
         last_error = "no answer yet"
         while True:
             try:
-                self._client = self._new_client(timeout=10.0)
+                # User-mode networking accepts the TCP connection before the guest listens, so
+                # a booting guest shows as a missing banner: wait for it only briefly, and retry.
+                self._client = self._new_client(timeout=30.0, banner_timeout=POLL_BANNER_TIMEOUT)
                 return time.monotonic() - start
             except paramiko.BadHostKeyException as e:
                 raise GuestUnreachable(f"{self}: host key is not the one the lab gave it: {e}") from e

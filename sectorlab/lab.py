@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,43 @@ def lab_file_from_env() -> Path:
 
 def state_dir(lab_name: str) -> Path:
     return cache_dir() / "labs" / lab_name
+
+
+IMAGE_POOL = "sectorlab-images"
+IMAGE_POOL_DIR = "/var/lib/libvirt/images/sectorlab-images"
+
+
+def publish_image(uri: str, image: Path, guest: str, progress: Progress) -> str:
+    """Make the built image a volume of the shared pool the labs' root disks are backed by; returns
+    its volume name. On this host it is a hard link to the cached image (no copy at each lab-up);
+    on a remote libvirt host it is uploaded once. Older images of the guest that no domain uses
+    are removed from the pool."""
+    if IMAGE_POOL not in _virsh(uri, "pool-list", "--all", "--name").stdout.split():
+        warm.virsh(uri, "pool-define-as", IMAGE_POOL, "dir", "--target", IMAGE_POOL_DIR)
+        warm.virsh(uri, "pool-build", IMAGE_POOL)
+    if _virsh(uri, "pool-info", IMAGE_POOL).stdout.find("running") < 0:
+        warm.virsh(uri, "pool-start", IMAGE_POOL)
+    name = image.name
+    volumes = [v.split()[0] for v in _virsh(uri, "vol-list", IMAGE_POOL).stdout.splitlines() if v.split()]
+    if name not in volumes:
+        if uri.startswith("qemu:///"):
+            target = Path(IMAGE_POOL_DIR) / name
+            try:
+                os.link(image, target)
+            except OSError:
+                shutil.copyfile(image, target)
+            os.chmod(target, 0o644)
+            warm.virsh(uri, "pool-refresh", IMAGE_POOL)
+        else:
+            progress(f"uploading {name} to {uri}")
+            warm.virsh(uri, "vol-create-as", IMAGE_POOL, name, str(image.stat().st_size), "--format", "qcow2")
+            warm.virsh(uri, "vol-upload", "--pool", IMAGE_POOL, name, str(image), timeout=3600)
+    in_use = " ".join(_virsh(uri, "dumpxml", d).stdout
+                      for d in _virsh(uri, "list", "--all", "--name").stdout.split())
+    for old in volumes:
+        if old != name and old.startswith(f"{guest}-") and old not in in_use:
+            _virsh(uri, "vol-delete", "--pool", IMAGE_POOL, old)
+    return name
 
 
 def pool_dir(lab_name: str) -> str:
@@ -97,7 +135,10 @@ class Terraform:
                  f"-backend-config=path={self.state / 'terraform.tfstate'}", capture=True)
 
     def outputs(self) -> dict:
-        raw = json.loads(self.run("output", "-json", capture=True) or "{}")
+        """The root module's outputs, read from the local state file (no second terraform run)."""
+        raw = _load_json(self.state / "terraform.tfstate", {}).get("outputs")
+        if not raw:
+            raw = json.loads(self.run("output", "-json", capture=True) or "{}")
         return {k: v["value"] for k, v in raw.items()}
 
 
@@ -115,7 +156,7 @@ def _nvme_tcp_conf(vm: labdef.VM) -> str:
 
 
 def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str,
-           image_paths: dict[str, str]) -> dict:
+           image_volumes: dict[str, str]) -> dict:
     """Terraform variables for the lab, plus what only the host needs (keys) kept beside them."""
     login = state / "id_ed25519"
     vms = {}
@@ -147,7 +188,8 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
         "pool_dir": pool_dir(lab.name),
         "console_dir": str(state),
         "domain_type": domain_type,
-        "images": image_paths,
+        "image_pool": IMAGE_POOL,
+        "images": image_volumes,
         "extra_geometries": {n: {"logical_block_size": g.logical_block_size,
                                  "physical_block_size": g.physical_block_size, "description": g.description}
                              for n, g in lab.extra_geometries.items()},
@@ -214,7 +256,8 @@ def _running(lab: labdef.Lab, state: Path) -> bool:
                for vm in data["vms"].values())
 
 
-def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state: bool = True) -> dict:
+def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
+       require_warm: bool = False) -> dict:
     """Bring the lab up and verify every disk. Three paths, named in the output:
     converge (the lab runs: Terraform finds nothing or little to change), warm (a saved state
     matches: restore it) and cold (boot, then save a state for the next lab-up)."""
@@ -239,7 +282,7 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
     found = accel_mod.detect()
     key, key_parts = warm.state_key(lab, {g: r.image_sha256 for g, r in records.items()},
                                     found.libvirt_domain_type)
-    saved = warm.SavedState(lab.name, key)
+    saved = warm.SavedState(lab.name, key, key_parts)
     vm_names = [vm.name for vm in lab.vms]
     if _running(lab, state):
         path, why = "converge", "the lab is running"
@@ -254,12 +297,14 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
             if taken:
                 path, why = "cold", f"the saved state's SSH port {taken[0]} is in use"
     progress(f"path: {path} ({why})")
+    if require_warm and path != "warm":
+        raise SectorlabError(f"lab {lab.name}: --require-warm, but the lab cannot come up warm: {why}")
     if path == "warm":
         saved.install(state, vm_names)
 
     _ensure_keys(lab, state)
-    variables = tfvars(lab, state, _ports(lab, state), found.libvirt_domain_type,
-                       {g: r.image for g, r in records.items()})
+    image_volumes = {g: publish_image(uri, Path(r.image), g, progress) for g, r in records.items()}
+    variables = tfvars(lab, state, _ports(lab, state), found.libvirt_domain_type, image_volumes)
     (state / "terraform.tfvars.json").write_text(json.dumps(variables, indent=2))
 
     start = time.monotonic()
@@ -279,16 +324,28 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
     (state / "lab.json").write_text(json.dumps(data, indent=2))
     guests = guests_from_lab_json(data)
 
+    def hotplug(names) -> None:
+        for name in names:
+            added = warm.hotplug_nvme(uri, data["vms"][name]["domain"],
+                                      [d for d in data["disks"].values() if d["vm"] == name])
+            if added:
+                progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
+
     if path == "warm":
-        start = time.monotonic()
         try:
+            start = time.monotonic()
             for name in vm_names:
                 warm.restore(saved, uri, name, data["vms"][name])
-                took = guests[name].wait_until_up(60, progress)
-                behind = warm.step_clock(guests[name])
-                progress(f"{name}: restored, SSH up after {took:.1f} s, clock stepped {behind:.0f} s forward")
             phase("restore", start)
+            start = time.monotonic()
+            for name in vm_names:
+                took = guests[name].wait_until_up(60, progress)
+                progress(f"{name}: restored, SSH up after {took:.1f} s")
+            phase("SSH", start)
+            hotplug(vm_names)
         except (SectorlabError, OSError) as e:
+            if require_warm:
+                raise SectorlabError(f"lab {lab.name}: warm restore failed: {e}") from e
             progress(f"warm restore failed ({e}); discarding saved state {key} and booting cold")
             saved.discard()
             path = data["path"] = "cold"
@@ -308,22 +365,24 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
             setup_guest_disks(guest, [d for d in data["disks"].values() if d["vm"] == name])
         start = time.monotonic()
         warm.save(saved, key_parts, uri, data["vms"], state, progress)
+        hotplug(vm_names)
         for guest in guests.values():
             guest.close()
             guest.wait_until_up(60, progress)
-            warm.step_clock(guest)
         phase("save state", start)
+    elif path != "warm":
+        hotplug(vm_names)
 
     start = time.monotonic()
-    for name in vm_names:
-        added = warm.hotplug_nvme(uri, data["vms"][name]["domain"],
-                                  [d for d in data["disks"].values() if d["vm"] == name])
-        if added:
-            progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
-    rows, problems = verify(data, guests, progress, wait=NVME_APPEAR_TIMEOUT)
+    # After a restore the guest's clock is stale; a fresh lab's data disks must read as zeros.
+    rows, problems = verify(data, guests, progress, wait=NVME_APPEAR_TIMEOUT,
+                            clock=(path == "warm" or (path == "cold" and save_state)), pristine=(path != "converge"))
     phase("disk check", start)
     print_table(rows)
     summary = ", ".join(f"{n} {s:.1f} s" for n, s in phases)
+    data["timing"] = {"path": path, "total_s": round(time.monotonic() - t0, 2),
+                      "phases": {n: round(v, 2) for n, v in phases}}
+    (state / "lab.json").write_text(json.dumps(data, indent=2))
     progress(f"lab {lab.name} up by the {path} path in {time.monotonic() - t0:.1f} s ({summary}); state in {state}")
     if problems:
         raise SectorlabError(f"lab {lab.name}: {len(problems)} disk(s) not as declared: " + "; ".join(problems))
@@ -347,10 +406,14 @@ def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:
             "disks": outputs["disks"]}
 
 
+NVME_TCP_UP = ("{ systemctl is-active --quiet sectorlab-nvme-tcp.service || "
+               "sudo -n systemctl start sectorlab-nvme-tcp.service >&2; }")
+
+
 def setup_guest_disks(guest: Guest, disks: list[dict]) -> None:
     """Make sure the in-guest NVMe/TCP targets are up (the unit runs at boot; this waits for it)."""
     if any(d["bus"] == "nvme-tcp" for d in disks):
-        guest.check_output("sudo -n systemctl start sectorlab-nvme-tcp.service", timeout=120)
+        guest.check_output(NVME_TCP_UP, timeout=120)
 
 
 def guest_disks(guest: Guest) -> dict[str, guestdisks.BlockDevice]:
@@ -358,20 +421,43 @@ def guest_disks(guest: Guest) -> dict[str, guestdisks.BlockDevice]:
     return guestdisks.by_serial(guestdisks.parse_lsblk(text))
 
 
-def verify(data: dict, guests: dict[str, Guest], progress: Progress,
-           wait: float = 0.0) -> tuple[list[list[str]], list[str]]:
+PROBE = Path(__file__).with_name("guestprobe.py")
+PRISTINE_BYTES = 65536
+
+
+def probe(guest: Guest, declared: list[dict], wait: float = 0.0, clock: bool = False,
+          pristine: bool = False) -> dict:
+    """One round trip to the guest (sectorlab/guestprobe.py as root): optionally step its clock,
+    start its NVMe/TCP targets, wait up to `wait` s for the declared serials, list its disks, and
+    with `pristine` name the declared disks whose first or last 64 KiB are not zeros (where
+    partition tables, signatures and the scenarios' first redo blocks go)."""
+    request = {"clock": time.time() if clock else None, "nvme_tcp": any(d["bus"] == "nvme-tcp" for d in declared),
+               "serials": sorted(d["serial"] for d in declared), "wait": wait,
+               "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split()}
+    command = f"sudo -n python3 -c {shlex.quote(PROBE.read_text())} {shlex.quote(json.dumps(request))}"
+    text = guest.check_output(command, timeout=wait + 120)
+    try:
+        result = json.loads(text)
+    except ValueError as e:
+        raise guestdisks.GuestOutputError("sectorlab guest probe", f"not JSON ({e})", text) from e
+    result["disks"] = guestdisks.by_serial(guestdisks.parse_lsblk(result["lsblk"]))
+    return result
+
+
+def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float = 0.0, clock: bool = False,
+           pristine: bool = False) -> tuple[list[list[str]], list[str]]:
     """Every declared disk, by serial, at its declared sector sizes. With `wait`, give disks that
-    are still appearing (hot-plugged NVMe) up to that many seconds before calling them missing."""
+    are still appearing (hot-plugged NVMe) up to that many seconds before calling them missing;
+    with `clock`, step the guests' clocks first (after a restore); with `pristine`, fail disks that
+    hold data (a fresh lab must not show a previous run's writes)."""
     rows = [["VM", "disk", "serial", "bus", "geometry", "guest device", "logical/physical seen"]]
     problems = []
     for vm_name, guest in guests.items():
         declared = [d for d in data["disks"].values() if d["vm"] == vm_name]
-        setup_guest_disks(guest, declared)
-        deadline = time.monotonic() + wait
-        seen = guest_disks(guest)
-        while time.monotonic() < deadline and any(d["serial"] not in seen for d in declared):
-            time.sleep(1.0)
-            seen = guest_disks(guest)
+        result = probe(guest, declared, wait, clock, pristine)
+        if result["behind_s"] is not None:
+            progress(f"{vm_name}: clock stepped {result['behind_s']:.0f} s forward")
+        seen = result["disks"]
         for d in sorted(declared, key=lambda d: d["name"]):
             dev = seen.get(d["serial"])
             want = f"{d['logical_block_size']}/{d['physical_block_size']}"
@@ -384,6 +470,7 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress,
             if mark:
                 problems.append(f"{dev.path}: {got}, expected {want} ({d['geometry']})")
             rows.append([vm_name, d["name"], d["serial"], d["bus"], d["geometry"], dev.path, got + mark])
+        problems += [f"{path}: not empty at lab-up (expected a fresh volume)" for path in result["dirty"]]
     return rows, problems
 
 

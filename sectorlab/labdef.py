@@ -124,6 +124,9 @@ def validate(data: dict, path: Path | None = None) -> Lab:
     lab_table = data.get("lab", {})
     _unknown(f"{src} [lab]", lab_table, LAB_KEYS)
     lab_name = _name(f"{src} [lab]", "name", lab_table.get("name", "default"))
+    if lab_name == "images":
+        raise UsageError(f"{src} [lab]: name = 'images' is taken by the pool that holds the guest images "
+                         f"(sectorlab-images); choose another name")
     default_uri = _uri(f"{src} [lab]", lab_table.get("libvirt_uri", DEFAULT_URI))
 
     catalog = geo.geometries()
@@ -223,7 +226,10 @@ def default_serial(bus: str, geometry_name: str, index: int) -> str:
 
 
 def port_in_use(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:port. SO_REUSEADDR as QEMU's user-mode networking
+    sets it, so connections of a VM just destroyed, still in TIME_WAIT, do not count."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

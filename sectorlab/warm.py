@@ -35,11 +35,15 @@ FORMAT = 1
 NVME_FIRST_SLOT = 0x18
 # What a saved guest state depends on besides the image and the lab definition.
 MODULE_FILES = sorted((REPO / "terraform").glob("*.tf")) + sorted((REPO / "terraform").glob("*.tftpl")) + [
-    REPO / "sectorlab" / "seed.py", REPO / "sectorlab" / "warm.py"]
+    REPO / "sectorlab" / "seed.py"]
 # Copied from the lab's state directory into a saved state and back: what the restored guest
 # already knows (its login key, host key, SSH port and seed).
 STATE_FILES = ("id_ed25519", "id_ed25519.pub", "ports.json")
 VM_STATE_FILES = ("host-{vm}", "host-{vm}.pub", "seed-{vm}.iso", "seed-{vm}.id")
+
+CHANGED_NAMES = {"lab": "lab definition", "images": "guest image", "qemu": "QEMU", "libvirt": "libvirt",
+                 "module": "Terraform module or seed format", "domain_type": "accelerator",
+                 "format": "saved-state format"}
 
 Progress = Callable[[str], None]
 
@@ -91,6 +95,7 @@ def state_key(lab: labdef.Lab, image_sha256: dict[str, str], domain_type: str) -
 class SavedState:
     lab_name: str
     key: str
+    parts: dict | None = None  # what the key was made of (state_key), to say what changed
 
     @property
     def root(self) -> Path:
@@ -109,9 +114,17 @@ class SavedState:
     def missing(self, vms: list[str]) -> str | None:
         """Why this saved state cannot be used, or None when it is complete."""
         if not self.dir.is_dir():
-            others = [p.name for p in self.root.glob("*") if p.is_dir()] if self.root.is_dir() else []
-            return ("no saved state yet" if not others else
-                    f"the saved state {others[0]} is for another image, lab definition, QEMU or libvirt")
+            others = [p for p in self.root.glob("*") if p.is_dir()] if self.root.is_dir() else []
+            if not others:
+                return "no saved state yet"
+            old = {}
+            try:
+                old = json.loads((others[0] / "meta.json").read_text())
+            except (OSError, ValueError):
+                pass
+            changed = [k for k in sorted(self.parts or {}) if old.get(k) != self.parts[k]]
+            return (f"the saved state {others[0].name} was made with another "
+                    f"{', '.join(CHANGED_NAMES.get(k, k) for k in changed) or 'key'}")
         meta = self.dir / "meta.json"
         wanted = [meta] + [self.dir / f for f in STATE_FILES]
         for vm in vms:
@@ -203,13 +216,6 @@ def hotplug_nvme(uri: str, domain: str, disks: list[dict]) -> list[str]:
             bus="pci.0", addr=d["addr"])
         added.append(d["id"])
     return added
-
-
-def step_clock(guest) -> float:
-    """Set a restored guest's clock to the host's; returns how far behind it was, in seconds."""
-    now = time.time()
-    out = guest.check_output(f"date +%s.%N; sudo -n date -u -s @{now:.3f} >/dev/null", timeout=60)
-    return now - float(out.split()[0])
 
 
 def describe(saved: SavedState) -> str:

@@ -1,5 +1,4 @@
-# The lab's VMs on libvirt: a storage pool, a root volume per VM backed by the cached guest
-# image, one volume per data disk, a NoCloud seed per VM, and the domains. The provider has no
+# The lab's VMs on libvirt: a storage pool, a root volume per VM backed by the guest image, one volume per data disk, a NoCloud seed per VM, and the domains. The provider has no
 # <blockio>/<serial>, so those, and user-mode networking with SSH on 127.0.0.1 only, go in
 # through the provider's XSLT hook (domain.xsl.tftpl). The emulated NVMe controllers are not in
 # the domain at all: QEMU 7.2 cannot save a guest that has one, so sectorlab hot-plugs them after
@@ -22,7 +21,6 @@ locals {
     }
   ]...)
 
-  guests = toset([for vm in var.vms : vm.guest])
 }
 
 resource "libvirt_pool" "lab" {
@@ -33,20 +31,15 @@ resource "libvirt_pool" "lab" {
   }
 }
 
-resource "libvirt_volume" "base" {
-  for_each = local.guests
-  name     = "${each.key}-base.qcow2"
-  pool     = libvirt_pool.lab.name
-  source   = var.images[each.key]
-  format   = "qcow2"
-}
-
 resource "libvirt_volume" "root" {
-  for_each       = var.vms
-  name           = "${each.key}-root.qcow2"
-  pool           = libvirt_pool.lab.name
-  base_volume_id = libvirt_volume.base[each.value.guest].id
-  format         = "qcow2"
+  for_each = var.vms
+  name     = "${each.key}-root.qcow2"
+  pool     = libvirt_pool.lab.name
+  # The image is a volume of the shared pool sectorlab keeps (a hard link to the image cache):
+  # nothing is copied at lab-up.
+  base_volume_name = var.images[each.value.guest]
+  base_volume_pool = var.image_pool
+  format           = "qcow2"
 }
 
 resource "libvirt_volume" "data" {

@@ -46,8 +46,14 @@ variable "qemu_uid" {
   default     = 64055
 }
 
+variable "image_pool" {
+  description = "libvirt pool that holds the guest images (sectorlab keeps it; lab-down leaves it)."
+  type        = string
+  default     = "sectorlab-images"
+}
+
 variable "images" {
-  description = "Guest name -> path of its built image (sectorlab image path)."
+  description = "Guest name -> volume name of its built image in image_pool."
   type        = map(string)
   default     = {}
 }

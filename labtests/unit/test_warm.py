@@ -46,10 +46,12 @@ def test_state_key_depends_on_what_the_saved_guest_depends_on(fake_versions, mon
 
 def test_saved_state_says_why_it_cannot_be_used(tmp_path, monkeypatch):
     monkeypatch.setenv("SECTORLAB_CACHE", str(tmp_path))
-    saved = warm.SavedState("t", "k1")
+    saved = warm.SavedState("t", "k1", {"qemu": "QEMU 7.2", "images": {"debian12": "bb"}, "format": 1})
     assert saved.missing(["vm1"]) == "no saved state yet"
     (saved.root / "k0").mkdir(parents=True)
-    assert "is for another image, lab definition, QEMU or libvirt" in saved.missing(["vm1"])
+    (saved.root / "k0" / "meta.json").write_text(json.dumps({"qemu": "QEMU 7.2", "images": {"debian12": "aa"},
+                                                             "format": 1}))
+    assert saved.missing(["vm1"]) == "the saved state k0 was made with another guest image"
     saved.dir.mkdir()
     for name in ["meta.json", *warm.STATE_FILES, "vm1.save"] + [f.format(vm="vm1") for f in warm.VM_STATE_FILES]:
         (saved.dir / name).write_text("x")
@@ -95,3 +97,49 @@ def test_qmp_error_is_reported_with_the_command(monkeypatch):
                                                                              "desc": "Duplicate ID 'nvme0'"}}))
     with pytest.raises(SectorlabError, match="QEMU device_add on dom: Duplicate ID 'nvme0'"):
         warm.qmp("qemu:///system", "dom", "device_add", id="nvme0")
+
+
+def test_probe_finds_writes_at_either_end(tmp_path):
+    from sectorlab import guestprobe
+    clean, head, tail = (tmp_path / n for n in ("clean", "head", "tail"))
+    for f in (clean, head, tail):
+        f.write_bytes(bytes(4 << 20))
+    with open(head, "r+b") as f:
+        f.write(b"redo")
+    with open(tail, "r+b") as f:
+        f.seek((4 << 20) - 1)
+        f.write(b"\x01")
+    assert [guestprobe.not_zero(str(p), 65536) for p in (clean, head, tail)] == [False, True, True]
+
+
+def test_probe_waits_for_late_disks_and_reports_dirty_ones(tmp_path):
+    """The probe run as the guest runs it (python3 -c, one JSON argument), with a fake lsblk that
+    shows the second disk only from its third call on."""
+    import os
+    import subprocess
+    import sys
+
+    from sectorlab import lab
+    disk_a, disk_b = tmp_path / "a", tmp_path / "b"
+    disk_a.write_bytes(bytes(1 << 20))
+    disk_b.write_bytes(b"x" + bytes((1 << 20) - 1))
+    calls = tmp_path / "calls"
+    fake = tmp_path / "lsblk"
+    fake.write_text(f"""#!{sys.executable}
+import json, os
+n = len(open({str(calls)!r}).read()) if os.path.exists({str(calls)!r}) else 0
+open({str(calls)!r}, "a").write("x")
+devs = [{{"name": {os.path.relpath(disk_a, "/dev")!r}, "type": "disk", "serial": "sa"}}]
+if n >= 2:
+    devs.append({{"name": {os.path.relpath(disk_b, "/dev")!r}, "type": "disk", "serial": "sb"}})
+print(json.dumps({{"blockdevices": devs}}))
+""")
+    fake.chmod(0o755)
+    request = {"clock": None, "nvme_tcp": False, "serials": ["sa", "sb"], "wait": 30, "pristine_bytes": 4096,
+               "lsblk": [str(fake)]}
+    out = subprocess.run([sys.executable, "-c", lab.PROBE.read_text(), json.dumps(request)],
+                         capture_output=True, text=True, check=True).stdout
+    result = json.loads(out)
+    assert len(calls.read_text()) == 3 and result["behind_s"] is None
+    assert [os.path.realpath(p) for p in result["dirty"]] == [str(disk_b)]
+    assert [d["serial"] for d in json.loads(result["lsblk"])["blockdevices"]] == ["sa", "sb"]
