@@ -155,8 +155,12 @@ def _nvme_tcp_conf(vm: labdef.VM) -> str:
     return "\n".join(lines) + "\n"
 
 
+def domain_name(lab_name: str, vm_name: str) -> str:
+    return f"sectorlab-{lab_name}-{vm_name}"  # as terraform/main.tf names it
+
+
 def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str,
-           image_volumes: dict[str, str]) -> dict:
+           image_volumes: dict[str, str], root_sources: dict[str, str] | None = None) -> dict:
     """Terraform variables for the lab, plus what only the host needs (keys) kept beside them."""
     login = state / "id_ed25519"
     vms = {}
@@ -175,6 +179,7 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
             "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"sectorlab:{lab.name}:{vm.name}")),
             "seed_iso": str(iso),
             "seed_id": seed_id,
+            "root_source": (root_sources or {}).get(vm.name, ""),
             "disks": [{"name": d.name, "bus": d.bus, "geometry": d.geometry.name, "size_mib": d.size_mib,
                        "serial": d.serial, "backing_serial": d.backing_serial or ""} for d in vm.disks],
         }
@@ -288,6 +293,8 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
         path, why = "converge", "the lab is running"
     elif cold:
         path, why = "cold", "asked for (--cold)"
+    elif uri != "qemu:///system":
+        path, why = "cold", f"a saved state is restored only on this host's qemu:///system, not {uri}"
     else:
         missing = saved.missing(vm_names)
         path, why = ("cold", missing) if missing else ("warm", f"saved state {key}")
@@ -304,20 +311,56 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
 
     _ensure_keys(lab, state)
     image_volumes = {g: publish_image(uri, Path(r.image), g, progress) for g, r in records.items()}
-    variables = tfvars(lab, state, _ports(lab, state), found.libvirt_domain_type, image_volumes)
-    (state / "terraform.tfvars.json").write_text(json.dumps(variables, indent=2))
+    ports = _ports(lab, state)
+    domains = {name: domain_name(lab.name, name) for name in vm_names}
+    previous = _load_json(state / "terraform.tfvars.json", {}).get("vms", {})
+    if path == "warm":
+        root_sources = {name: str(state / f"root-{name}.qcow2") for name in vm_names}
+    elif path == "converge":  # keep what the running VMs were created from
+        root_sources = {name: previous.get(name, {}).get("root_source", "") for name in vm_names}
+    else:
+        root_sources = {name: "" for name in vm_names}
 
+    def write_tfvars() -> None:
+        variables = tfvars(lab, state, ports, found.libvirt_domain_type, image_volumes, root_sources)
+        (state / "terraform.tfvars.json").write_text(json.dumps(variables, indent=2))
+
+    write_tfvars()
     start = time.monotonic()
     tf = Terraform(state, progress)
     tf.init()
     progress(f"terraform apply ({Path(tf.binary).name}, domain type {found.libvirt_domain_type}: {found.reason})")
-    tf.run("apply", "-input=false", "-auto-approve", "-no-color", f"-var-file={state / 'terraform.tfvars.json'}",
-           log=state / "terraform-apply.log")
+    apply = ["apply", "-input=false", "-auto-approve", "-no-color", f"-var-file={state / 'terraform.tfvars.json'}"]
+    if path == "warm":
+        # The domain's first start (Terraform's create) restores the saved state instead of booting:
+        # libvirt starts a domain that has a managed-save image by restoring it.
+        for name in vm_names:
+            warm.arm(saved, name, domains[name])
+        try:
+            tf.run(*apply, log=state / "terraform-apply.log")
+            not_restored = [n for n in vm_names if warm.managed_save_path(domains[n]).exists()]
+            if not_restored:
+                raise SectorlabError(f"libvirt booted {', '.join(not_restored)} instead of restoring its state")
+        except SectorlabError as e:
+            for name in vm_names:
+                warm.managed_save_path(domains[name]).unlink(missing_ok=True)
+            if require_warm:
+                raise SectorlabError(f"lab {lab.name}: warm restore failed: {e}") from e
+            progress(f"warm restore failed ({e}); discarding saved state {key} and booting cold")
+            saved.discard()
+            path = "cold"
+            root_sources = {name: "" for name in vm_names}
+            write_tfvars()
+            targets = [f'-replace=libvirt_volume.root["{n}"]' for n in vm_names]
+            targets += [f'-replace=libvirt_domain.vm["{n}"]' for n in vm_names]
+            tf.run(*apply, *targets, log=state / "terraform-apply.log")
+    else:
+        tf.run(*apply, log=state / "terraform-apply.log")
     summary_line = next((line for line in (state / "terraform-apply.log").read_text().splitlines()
                          if line.startswith("Apply complete!")), "apply complete")
-    progress(summary_line)
+    progress(summary_line + (" (guests restored from their saved state)" if path == "warm" else ""))
     outputs = tf.outputs()
-    phase("terraform apply", start)
+    phase("terraform apply" + (" + restore" if path == "warm" else ""), start)
 
     data = _lab_json(lab, state, outputs)
     data["path"] = path
@@ -332,25 +375,11 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
                 progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
 
     if path == "warm":
-        try:
-            start = time.monotonic()
-            for name in vm_names:
-                warm.restore(saved, uri, name, data["vms"][name])
-            phase("restore", start)
-            start = time.monotonic()
-            for name in vm_names:
-                took = guests[name].wait_until_up(60, progress)
-                progress(f"{name}: restored, SSH up after {took:.1f} s")
-            phase("SSH", start)
-            hotplug(vm_names)
-        except (SectorlabError, OSError) as e:
-            if require_warm:
-                raise SectorlabError(f"lab {lab.name}: warm restore failed: {e}") from e
-            progress(f"warm restore failed ({e}); discarding saved state {key} and booting cold")
-            saved.discard()
-            path = data["path"] = "cold"
-            (state / "lab.json").write_text(json.dumps(data, indent=2))
-            _recreate_vms(tf, state, vm_names)
+        start = time.monotonic()
+        for name in vm_names:
+            took = guests[name].wait_until_up(60, progress)
+            progress(f"{name}: restored, SSH up after {took:.1f} s")
+        phase("SSH", start)
 
     if path != "warm":
         start = time.monotonic()
@@ -365,15 +394,13 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
             setup_guest_disks(guest, [d for d in data["disks"].values() if d["vm"] == name])
         start = time.monotonic()
         warm.save(saved, key_parts, uri, data["vms"], state, progress)
-        hotplug(vm_names)
         for guest in guests.values():
             guest.close()
             guest.wait_until_up(60, progress)
         phase("save state", start)
-    elif path != "warm":
-        hotplug(vm_names)
 
     start = time.monotonic()
+    hotplug(vm_names)
     # After a restore the guest's clock is stale; a fresh lab's data disks must read as zeros.
     rows, problems = verify(data, guests, progress, wait=NVME_APPEAR_TIMEOUT,
                             clock=(path == "warm" or (path == "cold" and save_state)), pristine=(path != "converge"))
@@ -387,14 +414,6 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
     if problems:
         raise SectorlabError(f"lab {lab.name}: {len(problems)} disk(s) not as declared: " + "; ".join(problems))
     return data
-
-
-def _recreate_vms(tf: Terraform, state: Path, vm_names: list[str]) -> None:
-    """New root volumes and domains (booting cold), after a failed restore."""
-    targets = [f'-replace=libvirt_volume.root["{n}"]' for n in vm_names]
-    targets += [f'-replace=libvirt_domain.vm["{n}"]' for n in vm_names]
-    tf.run("apply", "-input=false", "-auto-approve", "-no-color", *targets,
-           f"-var-file={state / 'terraform.tfvars.json'}", log=state / "terraform-apply.log")
 
 
 def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:
@@ -457,6 +476,8 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
         result = probe(guest, declared, wait, clock, pristine)
         if result["behind_s"] is not None:
             progress(f"{vm_name}: clock stepped {result['behind_s']:.0f} s forward")
+        if wait:
+            progress(f"{vm_name}: every declared disk visible after {result['waited_s']:.1f} s")
         seen = result["disks"]
         for d in sorted(declared, key=lambda d: d["name"]):
             dev = seen.get(d["serial"])
@@ -543,6 +564,10 @@ def sweep_libvirt(lab_name: str, uri: str, progress: Progress) -> list[str]:
     if uri.startswith("qemu:///") and os.path.isdir(pool_dir(lab_name)):
         shutil.rmtree(pool_dir(lab_name), ignore_errors=True)
         removed.append(f"directory {pool_dir(lab_name)}")
+    if uri == "qemu:///system":  # a managed-save image left by a warm lab-up that failed
+        for stale in warm.MANAGED_SAVE_DIR.glob(f"{prefix}-*.save"):
+            stale.unlink(missing_ok=True)
+            removed.append(f"managed save {stale.name}")
     return removed
 
 

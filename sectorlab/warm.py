@@ -3,8 +3,10 @@
 Booting a guest under TCG costs tens of seconds; restoring its saved memory costs a few. The
 first lab-up of a lab boots cold, and once every guest answers SSH (and its in-guest NVMe/TCP
 target is up) saves each guest with libvirt (`virsh save`), copies its root disk as it was at
-that instant, and restores it again. Later lab-ups define the same domains with Terraform,
-put the saved root disk back, restore the saved state and step the guest's clock.
+that instant, and restores it again. Later lab-ups give Terraform the saved root disk as the
+VM's root volume and put the saved state where libvirt keeps a domain's managed-save image, so
+the domain's first start (in Terraform's apply) restores the guest instead of booting it; then
+the guest's clock is stepped (sectorlab/guestprobe.py).
 
 A saved state is only valid for the exact same guest image, lab definition, QEMU, libvirt and
 Terraform module: those make up its key (`state_key`). The data disks are not saved: the state
@@ -19,6 +21,7 @@ the guest is up, on the cold and the warm path alike (the guest's ACPI PCI hot-p
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -135,9 +138,12 @@ class SavedState:
         return None
 
     def install(self, state: Path, vms: list[str]) -> None:
-        """Put the saved login key, host keys, ports and seeds into the lab's state directory."""
+        """Put the saved login key, host keys, ports, seeds and root disks into the lab's state
+        directory (the root disk as root-<vm>.qcow2, which Terraform uploads as the VM's root volume)."""
         for name in list(STATE_FILES) + [f.format(vm=vm) for vm in vms for f in VM_STATE_FILES]:
             shutil.copy2(self.dir / name, state / name)
+        for vm in vms:
+            shutil.copyfile(self.root_disk(vm), state / f"root-{vm}.qcow2")
 
     def discard(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -175,13 +181,25 @@ def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, dict], state: 
     return time.monotonic() - start
 
 
-def restore(saved: SavedState, uri: str, name: str, vm: dict) -> None:
-    """Replace the VM that Terraform just started (still in its firmware) by the saved guest."""
-    if virsh(uri, "domstate", vm["domain"], check=False).strip() != "shut off":
-        virsh(uri, "destroy", vm["domain"])
-    # Into the volume Terraform created, so it keeps the owner and mode libvirt gave it.
-    shutil.copyfile(saved.root_disk(name), vm["root_volume"])
-    virsh(uri, "restore", str(saved.save_file(name)))
+MANAGED_SAVE_DIR = Path("/var/lib/libvirt/qemu/save")
+
+
+def managed_save_path(domain: str) -> Path:
+    """Where libvirt (qemu:///system) keeps a domain's managed-save image; starting a domain that
+    has one restores it (and removes the file) instead of booting."""
+    return MANAGED_SAVE_DIR / f"{domain}.save"
+
+
+def arm(saved: SavedState, vm: str, domain: str) -> None:
+    """Make the saved state the domain's managed-save image before Terraform creates and starts it:
+    a hard link (no copy), which libvirt removes once the restore succeeded."""
+    target = managed_save_path(domain)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    try:
+        os.link(saved.save_file(vm), target)
+    except OSError:
+        shutil.copyfile(saved.save_file(vm), target)
 
 
 def qmp(uri: str, domain: str, execute: str, **arguments) -> object:

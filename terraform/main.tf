@@ -35,11 +35,13 @@ resource "libvirt_volume" "root" {
   for_each = var.vms
   name     = "${each.key}-root.qcow2"
   pool     = libvirt_pool.lab.name
-  # The image is a volume of the shared pool sectorlab keeps (a hard link to the image cache):
-  # nothing is copied at lab-up.
-  base_volume_name = var.images[each.value.guest]
-  base_volume_pool = var.image_pool
-  format           = "qcow2"
+  format   = "qcow2"
+  # Cold: a new overlay on the image, a volume of the shared pool sectorlab keeps (a hard link to
+  # the image cache: nothing is copied). Warm: the root disk saved with the guest's state (an
+  # overlay on the same image), uploaded as it was.
+  source           = each.value.root_source != "" ? each.value.root_source : null
+  base_volume_name = each.value.root_source == "" ? var.images[each.value.guest] : null
+  base_volume_pool = each.value.root_source == "" ? var.image_pool : null
 }
 
 resource "libvirt_volume" "data" {

@@ -71,12 +71,13 @@ variable "extra_geometries" {
 variable "vms" {
   description = "The lab's VMs and their data disks."
   type = map(object({
-    guest      = string
-    memory_mib = number
-    ssh_port   = number
-    uuid       = string
-    seed_iso   = string
-    seed_id    = string
+    guest       = string
+    memory_mib  = number
+    ssh_port    = number
+    uuid        = string
+    seed_iso    = string
+    root_source = string
+    seed_id     = string
     disks = list(object({
       name           = string
       bus            = string
