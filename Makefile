@@ -34,7 +34,7 @@ help:
 	@echo "make check                shellcheck, ruff, packer/terraform fmt + validate, redo-writer with -Werror"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
-	@echo "make bench-writer         redo-writer against fio on the same file (medians of 3 rounds, ratios)"
+	@echo "make bench-writer         redo-writer against fio on the same file, post/wait and polling (4 rounds each)"
 	@echo "LAB=labs/x.toml selects another lab definition; PYTEST_ARGS='-k sector4k' narrows the scenarios"
 
 bootstrap:
@@ -92,7 +92,10 @@ check: bootstrap
 # redo-writer against fio on the same file, side by side (run it on a quiet machine).
 bench-writer: bootstrap
 	$(MAKE) -C redo-writer
-	$(SECTORLAB) bench-writer --rounds 3 --seconds 10
+	@echo "== post/wait (default): each commit wakes the log writer and sleeps until it is woken"
+	$(SECTORLAB) bench-writer --rounds 4 --seconds 10
+	@echo "== polling (--spin-us 300): as Oracle's adaptive log file sync in polling mode"
+	$(SECTORLAB) bench-writer --rounds 4 --seconds 10 --spin-us 300
 
 bench-lab-up: bootstrap
 	$(SECTORLAB) bench-lab-up $(LAB_ARG) --rounds 3

@@ -38,6 +38,7 @@ struct shared {
 	pthread_cond_t work;        /* redo is pending, or the run is over */
 	pthread_cond_t written_cv;  /* a write completed */
 	pthread_cond_t job_cv;      /* the second member's thread: a job, or a member finished */
+	int wake_sessions;          /* a write released sessions: wake them once the lock is let go */
 	uint64_t appended;          /* redo bytes committed so far (a byte position, like an SCN) */
 	uint64_t written;           /* redo bytes durable so far */
 	uint64_t txns_started, txns_done;
@@ -121,9 +122,22 @@ static void member_done(struct shared *sh, int idx, int err, uint64_t t_end)
 		sh->res->wastage_bytes += sh->job_blocks * (cfg->blocksize - REDO_BLOCK_HEADER) - sh->job_pending;
 		if (samples_add(&sh->res->write_lat, t_end - sh->job_t0, t_end - sh->start_ns))
 			sh->failed = sh->stop = 1;
-		pthread_cond_broadcast(&sh->written_cv);
+		sh->wake_sessions = 1;
 	}
-	pthread_cond_broadcast(&sh->job_cv);
+	if (sh->nmembers > 1)
+		pthread_cond_broadcast(&sh->job_cv);
+}
+
+/* Called with the lock held; returns with it held. Wakes the sessions a completed write released
+ * with the lock let go, so that they do not wake up only to block on it. */
+static void wake_sessions(struct shared *sh)
+{
+	if (!sh->wake_sessions)
+		return;
+	sh->wake_sessions = 0;
+	pthread_mutex_unlock(&sh->lock);
+	pthread_cond_broadcast(&sh->written_cv);
+	pthread_mutex_lock(&sh->lock);
 }
 
 /* The second member's writer: the same blocks, at the same time as the log writer. */
@@ -148,6 +162,7 @@ static void *second_member(void *arg)
 		err = write_member(sh, &sh->m[1], len, off);
 		pthread_mutex_lock(&sh->lock);
 		member_done(sh, 1, err, now_ns());
+		wake_sessions(sh);
 	}
 	pthread_mutex_unlock(&sh->lock);
 	return NULL;
@@ -199,13 +214,15 @@ static void *log_writer(void *arg)
 		sh->job_done[0] = sh->job_done[1] = 0;
 		sh->job_t0 = now_ns();
 		sh->job_seq++;
-		pthread_cond_broadcast(&sh->job_cv);
+		if (sh->nmembers > 1)
+			pthread_cond_broadcast(&sh->job_cv);
 		pthread_mutex_unlock(&sh->lock);
 
 		err = write_member(sh, &sh->m[0], len, off);
 
 		pthread_mutex_lock(&sh->lock);
 		member_done(sh, 0, err, now_ns());
+		wake_sessions(sh);
 		/* The next write waits for every member: a slow member bounds the log's throughput. */
 		for (;;) {
 			for (all = 1, i = 0; i < sh->nmembers; i++)
@@ -249,7 +266,11 @@ static void *session(void *arg)
 		t0 = now_ns();
 		sh->appended += cfg->redo_per_txn;
 		target = sh->appended;
+		/* Post the log writer after letting go of the lock, so that it does not wake up only to
+		 * block on the lock this session still holds (one futex round trip less per commit). */
+		pthread_mutex_unlock(&sh->lock);
 		pthread_cond_signal(&sh->work);
+		pthread_mutex_lock(&sh->lock);
 		if (cfg->spin_us && sh->written < target) {
 			/* Like adaptive "log file sync" polling: check for the write before sleeping on it. */
 			uint64_t until = now_ns() + cfg->spin_us * 1000ULL;
