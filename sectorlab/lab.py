@@ -7,7 +7,6 @@ file the tests read (SSH endpoints, keys, pinned host keys, every declared disk)
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import json
 import os
@@ -376,16 +375,11 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
                 progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
 
     if path == "warm":
-        # QEMU's monitor takes the NVMe controllers while the guest answers SSH.
-        plugging = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        plugged = plugging.submit(hotplug, vm_names)
         start = time.monotonic()
         for name in vm_names:
             took = guests[name].wait_until_up(60, progress)
             progress(f"{name}: restored, SSH up after {took:.1f} s")
         phase("SSH", start)
-        plugged.result()
-        plugging.shutdown()
 
     if path != "warm":
         start = time.monotonic()

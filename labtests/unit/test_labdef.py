@@ -102,6 +102,10 @@ def test_unknown_bus_and_geometry():
             "unknown geometry 'sector8k'", "sector512n, sector512e, sector4k")
 
 
+def test_lab_name_of_the_image_pool_is_refused():
+    refused(lab_with(lab__name="images"), "name = 'images' is taken", "sectorlab-images", "choose another name")
+
+
 def test_duplicate_disk_names_and_serials():
     disks = [{"bus": "virtio", "geometry": "sector4k"}, {"bus": "virtio", "geometry": "sector4k"}]
     refused(lab_with(vm__0__disk=disks), "duplicate disk name 'virtio-sector4k'")
