@@ -120,6 +120,9 @@ def default_guest(progress: Progress = _say) -> str:
 REDO_WRITER_DIR = REPO / "redo-writer"
 
 
+BOOT_FILES_SCRIPT = PACKER_DIR / "scripts" / "common" / "boot-files.sh"
+
+
 def _redo_writer_sources() -> list[Path]:
     return sorted(REDO_WRITER_DIR.glob("*.[ch]")) + [REDO_WRITER_DIR / "Makefile"]
 
@@ -127,7 +130,7 @@ def _redo_writer_sources() -> list[Path]:
 def _files_for_hash(spec: GuestSpec) -> list[Path]:
     files = sorted(PACKER_DIR.glob("*.pkr.hcl")) + [spec.vars_file]
     files += sorted(p for p in (PACKER_DIR / "files").iterdir() if p.is_file())
-    files += [PACKER_DIR / s for s in spec.provision_scripts]
+    files += [PACKER_DIR / s for s in spec.provision_scripts] + [BOOT_FILES_SCRIPT]
     files += _redo_writer_sources()
     if spec.base_recipe == "mmdebstrap":
         files += _base_files(spec)
@@ -180,6 +183,10 @@ class ImageRecord:
     build_seconds: float
     accelerator: str
     size_bytes: int
+    # For direct kernel boot (packer/scripts/common/boot-files.sh); empty: boot through GRUB.
+    kernel: str = ""
+    initrd: str = ""
+    cmdline: str = ""
 
     @classmethod
     def load(cls, path: Path) -> ImageRecord:
@@ -295,6 +302,7 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
         shutil.rmtree(stale, ignore_errors=True)
     work = image_cache() / f".build-{name}-{key[:16]}-{os.getpid()}"
     work.mkdir(parents=True)
+    (work / "out-boot").mkdir()  # where Packer downloads the kernel, initramfs and command line
     try:
         machine_vars = _machine_vars(spec, work, found.name, progress)
         vars_json = work / "machine.pkrvars.json"
@@ -321,13 +329,21 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
         built = work / "out" / f"{name}.qcow2"
         if not built.exists():
             raise SectorlabError(f"{name}: packer reported success but wrote no {built}")
+        boot = {}
+        cmdline_file = work / "out-boot" / "cmdline"
+        cmdline = cmdline_file.read_text().strip() if cmdline_file.exists() else ""
+        if cmdline:
+            for f in ("vmlinuz", "initrd.img"):
+                boot[f] = final.with_suffix(f".{f.split('.')[0]}")
+                (work / "out-boot" / f).rename(boot[f])
         record = ImageRecord(
             guest=name, image=str(final), image_sha256=sha256_file(built), input_hash=key,
             base_url=spec.base_image_url or f"mmdebstrap:{machine_vars['base_image_url']}",
             base_sha256=machine_vars["base_image_sha256"],
             built_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             build_seconds=round(time.monotonic() - start, 1), accelerator=found.name,
-            size_bytes=built.stat().st_size)
+            size_bytes=built.stat().st_size, kernel=str(boot.get("vmlinuz", "")),
+            initrd=str(boot.get("initrd.img", "")), cmdline=cmdline)
         built.rename(final)
         final.with_suffix(".json").write_text(json.dumps(asdict(record), indent=2) + "\n")
     except BaseException:

@@ -51,11 +51,13 @@ IMAGE_POOL = "sectorlab-images"
 IMAGE_POOL_DIR = "/var/lib/libvirt/images/sectorlab-images"
 
 
-def publish_image(uri: str, image: Path, guest: str, progress: Progress) -> str:
-    """Make the built image a volume of the shared pool the labs' root disks are backed by; returns
-    its volume name. On this host it is a hard link to the cached image (no copy at each lab-up);
-    on a remote libvirt host it is uploaded once. Older images of the guest that no domain uses
-    are removed from the pool."""
+def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> dict:
+    """Make the built image a volume of the shared pool the labs' root disks are backed by. On this
+    host it is a hard link to the cached image (no copy at each lab-up), with the image's kernel and
+    initramfs beside it for direct kernel boot; on a remote libvirt host the image is uploaded once
+    and boots through GRUB. Older images of the guest that no domain uses are removed from the pool.
+    Returns the volume name and the direct-boot kernel, initrd and command line ('' for GRUB)."""
+    image, guest = Path(record.image), record.guest
     if IMAGE_POOL not in _virsh(uri, "pool-list", "--all", "--name").stdout.split():
         warm.virsh(uri, "pool-define-as", IMAGE_POOL, "dir", "--target", IMAGE_POOL_DIR)
         warm.virsh(uri, "pool-build", IMAGE_POOL)
@@ -76,12 +78,21 @@ def publish_image(uri: str, image: Path, guest: str, progress: Progress) -> str:
             progress(f"uploading {name} to {uri}")
             warm.virsh(uri, "vol-create-as", IMAGE_POOL, name, str(image.stat().st_size), "--format", "qcow2")
             warm.virsh(uri, "vol-upload", "--pool", IMAGE_POOL, name, str(image), timeout=3600)
+    boot = {"kernel": "", "initrd": "", "cmdline": ""}
+    if uri.startswith("qemu:///") and record.cmdline and record.kernel and record.initrd:
+        boot["cmdline"] = record.cmdline
+        for key in ("kernel", "initrd"):
+            target = Path(IMAGE_POOL_DIR) / Path(getattr(record, key)).name
+            if not target.exists():
+                os.link(getattr(record, key), target)
+                os.chmod(target, 0o644)
+            boot[key] = str(target)
     in_use = " ".join(_virsh(uri, "dumpxml", d).stdout
                       for d in _virsh(uri, "list", "--all", "--name").stdout.split())
     for old in volumes:
-        if old != name and old.startswith(f"{guest}-") and old not in in_use:
+        if Path(old).stem != image.stem and old.startswith(f"{guest}-") and Path(old).stem not in in_use:
             _virsh(uri, "vol-delete", "--pool", IMAGE_POOL, old)
-    return name
+    return {"volume": name, **boot}
 
 
 def pool_dir(lab_name: str) -> str:
@@ -159,8 +170,18 @@ def domain_name(lab_name: str, vm_name: str) -> str:
     return f"sectorlab-{lab_name}-{vm_name}"  # as terraform/main.tf names it
 
 
+def kernel_cmdline(cmdline: str) -> list[dict[str, str]]:
+    """A kernel command line as the libvirt provider reads it back from the domain (its arguments
+    sorted, key=value ones in a map, the keyless ones joined under '_'), so a second apply finds no
+    change."""
+    args = sorted(cmdline.split())
+    keyed = dict(a.split("=", 1) for a in args if "=" in a)
+    keyless = " ".join(a for a in args if "=" not in a)
+    return ([keyed] if keyed else []) + ([{"_": keyless}] if keyless else [])
+
+
 def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str,
-           image_volumes: dict[str, str], root_sources: dict[str, str] | None = None) -> dict:
+           published: dict[str, dict], root_sources: dict[str, str] | None = None) -> dict:
     """Terraform variables for the lab, plus what only the host needs (keys) kept beside them."""
     login = state / "id_ed25519"
     vms = {}
@@ -194,7 +215,9 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
         "console_dir": str(state),
         "domain_type": domain_type,
         "image_pool": IMAGE_POOL,
-        "images": image_volumes,
+        "images": {g: p["volume"] for g, p in published.items()},
+        "boot": {g: {"kernel": p["kernel"], "initrd": p["initrd"], "cmdline": kernel_cmdline(p["cmdline"])}
+                 for g, p in published.items()},
         "extra_geometries": {n: {"logical_block_size": g.logical_block_size,
                                  "physical_block_size": g.physical_block_size, "description": g.description}
                              for n, g in lab.extra_geometries.items()},
@@ -310,7 +333,7 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
         saved.install(state, vm_names)
 
     _ensure_keys(lab, state)
-    image_volumes = {g: publish_image(uri, Path(r.image), g, progress) for g, r in records.items()}
+    published = {g: publish_image(uri, r, progress) for g, r in records.items()}
     ports = _ports(lab, state)
     domains = {name: domain_name(lab.name, name) for name in vm_names}
     previous = _load_json(state / "terraform.tfvars.json", {}).get("vms", {})
@@ -322,7 +345,7 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
         root_sources = {name: "" for name in vm_names}
 
     def write_tfvars() -> None:
-        variables = tfvars(lab, state, ports, found.libvirt_domain_type, image_volumes, root_sources)
+        variables = tfvars(lab, state, ports, found.libvirt_domain_type, published, root_sources)
         (state / "terraform.tfvars.json").write_text(json.dumps(variables, indent=2))
 
     write_tfvars()

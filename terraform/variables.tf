@@ -58,6 +58,16 @@ variable "images" {
   default     = {}
 }
 
+variable "boot" {
+  description = "Guest name -> direct kernel boot: kernel and initrd paths on the libvirt host, and the command line as the provider's list of maps; an empty kernel boots through the image's GRUB."
+  type = map(object({
+    kernel  = string
+    initrd  = string
+    cmdline = list(map(string))
+  }))
+  default = {}
+}
+
 variable "extra_geometries" {
   description = "Geometries the lab definition adds to sectorlab/geometries.json."
   type = map(object({

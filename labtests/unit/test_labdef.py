@@ -188,6 +188,17 @@ def test_too_many_nvme_disks():
     refused(lab_with(vm__0__disk=disks), f"at most {labdef.MAX_NVME_PER_VM} per VM")
 
 
+PUBLISHED = {"debian12": {"volume": "img.qcow2", "kernel": "/pool/img.vmlinuz", "initrd": "/pool/img.initrd",
+                          "cmdline": "root=UUID=ab-12 ro console=ttyS0,115200 quiet"}}
+
+
+def test_kernel_cmdline_as_the_provider_reads_it_back():
+    from sectorlab import lab as lab_mod
+    assert lab_mod.kernel_cmdline("") == []
+    assert lab_mod.kernel_cmdline("ro quiet") == [{"_": "quiet ro"}]
+    assert lab_mod.kernel_cmdline("root=UUID=x ro") == [{"root": "UUID=x"}, {"_": "ro"}]
+
+
 def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     from sectorlab import lab as lab_mod
     from sectorlab import sshkeys
@@ -195,9 +206,11 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
                                                {"bus": "scsi", "geometry": "sector4k"}]))
     sshkeys.generate("login").write(tmp_path / "id_ed25519")
     sshkeys.generate("host").write(tmp_path / "host-vm1")
-    v = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", {"debian12": "/img.qcow2"})
+    v = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", PUBLISHED)
     vm = v["vms"]["vm1"]
-    assert v["domain_type"] == "qemu" and v["images"] == {"debian12": "/img.qcow2"}
+    assert v["domain_type"] == "qemu" and v["images"] == {"debian12": "img.qcow2"}
+    assert v["boot"]["debian12"] == {"kernel": "/pool/img.vmlinuz", "initrd": "/pool/img.initrd",
+                                     "cmdline": [{"root": "UUID=ab-12", "console": "ttyS0,115200"}, {"_": "quiet ro"}]}
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
                               "size_mib": 256, "serial": "sl00-ntcp-512e", "backing_serial": "sl00-ntcp-512e-bk"}
@@ -214,9 +227,9 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert json.loads(iso_file("meta-data"))["instance-id"] == f"t-vm1-{vm['seed_id']}"
     # The same seed is not rewritten (a restored guest's seed must stay byte for byte); the UUID is stable.
     before = iso.read_bytes()
-    again = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", {"debian12": "/img.qcow2"})["vms"]["vm1"]
+    again = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", PUBLISHED)["vms"]["vm1"]
     assert iso.read_bytes() == before and again["seed_id"] == vm["seed_id"] and again["uuid"] == vm["uuid"]
     # A new login key is a new seed.
     sshkeys.generate("login2").write(tmp_path / "id_ed25519")
-    changed = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", {"debian12": "/img.qcow2"})["vms"]["vm1"]
+    changed = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", PUBLISHED)["vms"]["vm1"]
     assert changed["seed_id"] != vm["seed_id"] and iso.read_bytes() != before
