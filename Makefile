@@ -65,20 +65,22 @@ smoke: image
 scenarios: bootstrap
 	SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab labtests $(PYTEST_ARGS)
 
-# Everything from a fresh clone; the lab comes down again whatever the scenarios did.
+# $(call lab-run,LAB-UP OPTIONS,TESTS): lab-up, the lab scenarios in TESTS, and lab-down whatever they did.
+define lab-run
+@rc=0; $(SECTORLAB) lab up $(1) $(LAB_ARG) && \
+  SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab $(2) $(PYTEST_ARGS) || rc=1; \
+  $(SECTORLAB) lab down $(LAB_ARG) || rc=1; \
+  exit $$rc
+endef
+
+# Everything from a fresh clone. The second lab-up restores the state the first one saved: the
+# sector-detection scenarios must pass after it as after a cold boot.
 test: bootstrap
 	$(PYTEST) labtests/unit
 	@$(SECTORLAB) image build $(GUEST_ARG)
 	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
-	@rc=0; $(SECTORLAB) lab up $(LAB_ARG) && \
-	  SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab labtests $(PYTEST_ARGS) || rc=1; \
-	  $(SECTORLAB) lab down $(LAB_ARG) || rc=1; \
-	  exit $$rc
-	@# The same lab again from the state the first lab-up saved: sector detection must pass alike.
-	@rc=0; $(SECTORLAB) lab up --require-warm $(LAB_ARG) && \
-	  SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab labtests/test_sector_detection.py $(PYTEST_ARGS) || rc=1; \
-	  $(SECTORLAB) lab down $(LAB_ARG) || rc=1; \
-	  exit $$rc
+	$(call lab-run,,labtests)
+	$(call lab-run,--require-warm,labtests/test_sector_detection.py)
 
 check: bootstrap
 	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp

@@ -90,8 +90,5 @@ def lab_guests(lab_state):
 def guest_devices(lab_state, lab_guests):
     """serial -> BlockDevice as each guest reports it (lsblk), after its NVMe/TCP targets are up."""
     from sectorlab import lab as lab_mod
-    seen = {}
-    for name, guest in lab_guests.items():
-        lab_mod.setup_guest_disks(guest, [d for d in lab_state["disks"].values() if d["vm"] == name])
-        seen[name] = lab_mod.guest_disks(guest)
-    return seen
+    return {name: lab_mod.probe(guest, [d for d in lab_state["disks"].values() if d["vm"] == name])["disks"]
+            for name, guest in lab_guests.items()}

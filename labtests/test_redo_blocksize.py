@@ -4,9 +4,10 @@ declared geometry, and real I/O confirms it.
 For every declared disk and every redo block size: `python3 rules.py DEVICE --blocksize B --json`
 inside the guest gives the verdict the geometry predicts; a refusal because B is below the logical
 sector is confirmed by an O_DIRECT write of B bytes failing with EINVAL, and every acceptance by
-an O_DIRECT+O_DSYNC write of B bytes succeeding. A refusal because B is above the media sector is
-the database's policy, not the disk's: there the write succeeds. Guards sectorlab/rules.py (the
-ORA-01378 model, docs/redo-blocksize.md) against the kernel's real behaviour.
+an O_DIRECT+O_DSYNC write of B bytes succeeding (one redo-writer transaction: one B-byte block).
+A refusal because B is above the media sector is the database's policy, not the disk's: there the
+write succeeds. Guards sectorlab/rules.py (the ORA-01378 model, docs/redo-blocksize.md) against the
+kernel's real behaviour.
 These tests write to the lab's data disks (never the root disk).
 """
 
@@ -21,7 +22,7 @@ from sectorlab import rules
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.lab
-HELPERS = {"rules.py": REPO / "sectorlab" / "rules.py", "odirect.py": REPO / "sectorlab" / "odirect.py"}
+HELPERS = {"rules.py": REPO / "sectorlab" / "rules.py"}
 REMOTE_DIR = "/tmp/sectorlab"
 
 
@@ -54,18 +55,23 @@ def test_verdict_and_real_io(disk, blocksize, helpers):
     assert verdict["default_blocksize"] == physical
     assert (result.rc == 0) is want_allowed
 
-    io = json.loads(guest.check_output(f"sudo -n python3 {helpers}/odirect.py", dev.path, "--bytes", blocksize))
+    # One transaction of one redo byte: one write of one B-byte block at offset 0.
+    io = guest.run("sudo -n redo-writer run --target", dev.path, "--blocksize", blocksize, "--sessions", 1,
+                   "--transactions", 1, "--redo-per-txn", 1, "--log-size", 1 << 20, "--output", "json")
     if blocksize < logical:
-        assert not io["ok"] and io["errno"] == "EINVAL", (
-            f"{dev.path}: O_DIRECT write of {blocksize} B below the {logical} B logical sector: {io}")
+        assert io.rc == 1 and "pwrite: Invalid argument" in io.stderr, (
+            f"{dev.path}: O_DIRECT write of {blocksize} B below the {logical} B logical sector: "
+            f"rc {io.rc}: {io.stderr}")
     else:
-        assert io["ok"], f"{dev.path}: O_DIRECT+O_DSYNC write of {blocksize} B failed: {io}"
+        assert io.rc == 0, f"{dev.path}: O_DIRECT+O_DSYNC write of {blocksize} B failed: {io.stderr}"
+        report = json.loads(io.stdout)
+        assert (report["writes"], report["bytes_written"]) == (1, blocksize), report
 
 
-def test_odirect_refuses_the_root_disk(lab_guests, helpers):
+def test_raw_writes_refuse_the_root_disk(lab_guests):
     guest = next(iter(lab_guests.values()))
     root = guest.check_output("findmnt -n -o SOURCE /")
     disk = "/dev/" + guest.check_output("lsblk -n -d -o PKNAME", root).strip()
-    result = guest.run(f"sudo -n python3 {helpers}/odirect.py", disk, "--bytes", 4096)
+    result = guest.run("sudo -n redo-writer run --target", disk, "--blocksize", 4096, "--transactions", 1)
     assert result.rc == 2
     assert "refusing to write" in result.stderr and "mounted" in result.stderr

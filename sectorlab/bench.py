@@ -108,8 +108,9 @@ def bench_lab_up(lab_file: Path, rounds: int, progress) -> dict:
                 data = lab.up(lab_file, progress, cold=(path == "cold"), require_warm=(path == "warm"))
                 runs[path].append(data["timing"])
                 lab.down(lab_file, progress)
-    finally:
-        lab.down(lab_file, progress)
+    except BaseException:
+        lab.down(lab_file, progress)  # a failed lab-up leaves the lab up
+        raise
     result = {}
     for path, timings in runs.items():
         totals = [t["total_s"] for t in timings]

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import accel, tooling
+from . import accel, tooling, virsh
 from .paths import cache_dir
 
 MIN_FREE_GIB = 10
@@ -20,16 +20,6 @@ def _version(cmd: list[str]) -> str | None:
         return None
     text = (out.stdout or out.stderr).strip().splitlines()
     return text[0] if out.returncode == 0 and text else None
-
-
-def _libvirt_version() -> str | None:
-    try:
-        out = subprocess.run(["virsh", "-c", "qemu:///system", "version", "--daemon"], capture_output=True,
-                             text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = [line for line in out.stdout.splitlines() if "daemon" in line]
-    return lines[0].strip() if out.returncode == 0 and lines else None
 
 
 def checks() -> list[tuple[str, bool, str]]:
@@ -52,7 +42,8 @@ def checks() -> list[tuple[str, bool, str]]:
     rc = tooling.cli_config()
     rows.append(("terraform CLI config", rc.exists(),
                  f"{rc} (make exports TF_CLI_CONFIG_FILE)" if rc.exists() else f"{rc} missing: run scripts/bootstrap"))
-    libvirt = _libvirt_version()
+    versions = virsh.version("qemu:///system")
+    libvirt = next((v for v in versions.split("; ") if "daemon" in v), versions) if versions else None
     rows.append(("libvirt", libvirt is not None,
                  " ".join(libvirt.split()) if libvirt else "qemu:///system does not answer: run scripts/bootstrap "
                  "(starts virtlogd and libvirtd when there is no systemd)"))

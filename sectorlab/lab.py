@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import accel as accel_mod
-from . import guestdisks, images, labdef, seed, sshkeys, tooling, warm
+from . import guestdisks, images, labdef, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError
 from .guest import Guest
 from .paths import REPO, cache_dir
@@ -58,13 +58,14 @@ def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> d
     and boots through GRUB. Older images of the guest that no domain uses are removed from the pool.
     Returns the volume name and the direct-boot kernel, initrd and command line ('' for GRUB)."""
     image, guest = Path(record.image), record.guest
-    if IMAGE_POOL not in _virsh(uri, "pool-list", "--all", "--name").stdout.split():
-        warm.virsh(uri, "pool-define-as", IMAGE_POOL, "dir", "--target", IMAGE_POOL_DIR)
-        warm.virsh(uri, "pool-build", IMAGE_POOL)
-    if _virsh(uri, "pool-info", IMAGE_POOL).stdout.find("running") < 0:
-        warm.virsh(uri, "pool-start", IMAGE_POOL)
+    if IMAGE_POOL not in virsh.run(uri, "pool-list", "--all", "--name", check=False).split():
+        virsh.run(uri, "pool-define-as", IMAGE_POOL, "dir", "--target", IMAGE_POOL_DIR)
+        virsh.run(uri, "pool-build", IMAGE_POOL)
+    if virsh.run(uri, "pool-info", IMAGE_POOL, check=False).find("running") < 0:
+        virsh.run(uri, "pool-start", IMAGE_POOL)
     name = image.name
-    volumes = [v.split()[0] for v in _virsh(uri, "vol-list", IMAGE_POOL).stdout.splitlines() if v.split()]
+    listing = virsh.run(uri, "vol-list", IMAGE_POOL, check=False)
+    volumes = [v.split()[0] for v in listing.splitlines() if v.split()]
     if name not in volumes:
         if uri.startswith("qemu:///"):
             target = Path(IMAGE_POOL_DIR) / name
@@ -73,11 +74,11 @@ def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> d
             except OSError:
                 shutil.copyfile(image, target)
             os.chmod(target, 0o644)
-            warm.virsh(uri, "pool-refresh", IMAGE_POOL)
+            virsh.run(uri, "pool-refresh", IMAGE_POOL)
         else:
             progress(f"uploading {name} to {uri}")
-            warm.virsh(uri, "vol-create-as", IMAGE_POOL, name, str(image.stat().st_size), "--format", "qcow2")
-            warm.virsh(uri, "vol-upload", "--pool", IMAGE_POOL, name, str(image), timeout=3600)
+            virsh.run(uri, "vol-create-as", IMAGE_POOL, name, str(image.stat().st_size), "--format", "qcow2")
+            virsh.run(uri, "vol-upload", "--pool", IMAGE_POOL, name, str(image), timeout=3600)
     boot = {"kernel": "", "initrd": "", "cmdline": ""}
     if uri.startswith("qemu:///") and record.cmdline and record.kernel and record.initrd:
         boot["cmdline"] = record.cmdline
@@ -87,11 +88,11 @@ def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> d
                 os.link(getattr(record, key), target)
                 os.chmod(target, 0o644)
             boot[key] = str(target)
-    in_use = " ".join(_virsh(uri, "dumpxml", d).stdout
-                      for d in _virsh(uri, "list", "--all", "--name").stdout.split())
+    in_use = " ".join(virsh.run(uri, "dumpxml", d, check=False)
+                      for d in virsh.run(uri, "list", "--all", "--name", check=False).split())
     for old in volumes:
         if Path(old).stem != image.stem and old.startswith(f"{guest}-") and Path(old).stem not in in_use:
-            _virsh(uri, "vol-delete", "--pool", IMAGE_POOL, old)
+            virsh.run(uri, "vol-delete", "--pool", IMAGE_POOL, old, check=False)
     return {"volume": name, **boot}
 
 
@@ -217,7 +218,7 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
         "image_pool": IMAGE_POOL,
         "images": {g: p["volume"] for g, p in published.items()},
         "boot": {g: {"kernel": p["kernel"], "initrd": p["initrd"], "cmdline": kernel_cmdline(p["cmdline"])}
-                 for g, p in published.items()},
+                 for g, p in published.items() if p["kernel"]},
         "extra_geometries": {n: {"logical_block_size": g.logical_block_size,
                                  "physical_block_size": g.physical_block_size, "description": g.description}
                              for n, g in lab.extra_geometries.items()},
@@ -280,7 +281,7 @@ def _running(lab: labdef.Lab, state: Path) -> bool:
     data = _load_json(state / "lab.json", None)
     if not data or set(data.get("vms", {})) != {vm.name for vm in lab.vms}:
         return False
-    return all(_virsh(data["libvirt_uri"], "domstate", vm["domain"]).stdout.strip() == "running"
+    return all(virsh.run(data["libvirt_uri"], "domstate", vm["domain"], check=False).strip() == "running"
                for vm in data["vms"].values())
 
 
@@ -386,7 +387,6 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
     phase("terraform apply" + (" + restore" if path == "warm" else ""), start)
 
     data = _lab_json(lab, state, outputs)
-    data["path"] = path
     (state / "lab.json").write_text(json.dumps(data, indent=2))
     guests = guests_from_lab_json(data)
 
@@ -397,24 +397,18 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
             if added:
                 progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
 
-    if path == "warm":
-        start = time.monotonic()
-        for name in vm_names:
-            took = guests[name].wait_until_up(60, progress)
-            progress(f"{name}: restored, SSH up after {took:.1f} s")
-        phase("SSH", start)
-
-    if path != "warm":
-        start = time.monotonic()
-        for name, guest in guests.items():
+    start = time.monotonic()
+    for name, guest in guests.items():
+        if path == "warm":
+            progress(f"{name}: restored, SSH up after {guest.wait_until_up(60, progress):.1f} s")
+        else:
             progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}")
-            took = guest.wait_until_up(SSH_TIMEOUT, progress)
-            progress(f"{name}: SSH up after {took:.0f} s")
-        phase("boot to SSH", start)
+            progress(f"{name}: SSH up after {guest.wait_until_up(SSH_TIMEOUT, progress):.0f} s")
+    phase("SSH" if path == "warm" else "boot to SSH", start)
 
     if path == "cold" and save_state:
-        for name, guest in guests.items():
-            setup_guest_disks(guest, [d for d in data["disks"].values() if d["vm"] == name])
+        for name, guest in guests.items():  # the state is saved with the NVMe/TCP targets up
+            probe(guest, [d for d in data["disks"].values() if d["vm"] == name])
         start = time.monotonic()
         warm.save(saved, key_parts, uri, data["vms"], state, progress)
         for guest in guests.values():
@@ -446,21 +440,6 @@ def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:
                      "host_key": (state / f"host-{name}.pub").read_text().strip()}
     return {"lab": lab.name, "lab_file": str(lab.path), "libvirt_uri": outputs["libvirt_uri"], "vms": vms,
             "disks": outputs["disks"]}
-
-
-NVME_TCP_UP = ("{ systemctl is-active --quiet sectorlab-nvme-tcp.service || "
-               "sudo -n systemctl start sectorlab-nvme-tcp.service >&2; }")
-
-
-def setup_guest_disks(guest: Guest, disks: list[dict]) -> None:
-    """Make sure the in-guest NVMe/TCP targets are up (the unit runs at boot; this waits for it)."""
-    if any(d["bus"] == "nvme-tcp" for d in disks):
-        guest.check_output(NVME_TCP_UP, timeout=120)
-
-
-def guest_disks(guest: Guest) -> dict[str, guestdisks.BlockDevice]:
-    text = guest.check_output(guestdisks.LSBLK_COMMAND)
-    return guestdisks.by_serial(guestdisks.parse_lsblk(text))
 
 
 PROBE = Path(__file__).with_name("guestprobe.py")
@@ -553,14 +532,11 @@ def down(lab_file: Path, progress: Progress = _say) -> None:
              (f" (virsh removed {', '.join(leftovers)})" if leftovers else ""))
 
 
-def _virsh(uri: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["virsh", "-q", "-c", uri, *args], capture_output=True, text=True)
-
-
 def leftovers_of(lab_name: str, uri: str) -> list[str]:
     prefix = f"sectorlab-{lab_name}"
-    domains = [d for d in _virsh(uri, "list", "--all", "--name").stdout.split() if d.startswith(prefix + "-")]
-    pools = [p for p in _virsh(uri, "pool-list", "--all", "--name").stdout.split() if p == prefix]
+    domains = [d for d in virsh.run(uri, "list", "--all", "--name", check=False).split()
+               if d.startswith(prefix + "-")]
+    pools = [p for p in virsh.run(uri, "pool-list", "--all", "--name", check=False).split() if p == prefix]
     left = [f"domain {d}" for d in domains] + [f"pool {p}" for p in pools]
     if os.path.isdir(pool_dir(lab_name)) and uri.startswith("qemu:///"):
         left.append(f"directory {pool_dir(lab_name)}")
@@ -571,18 +547,18 @@ def sweep_libvirt(lab_name: str, uri: str, progress: Progress) -> list[str]:
     """Remove what a failed apply or destroy left: domains, the pool and its volumes, the pool directory."""
     removed = []
     prefix = f"sectorlab-{lab_name}"
-    for dom in _virsh(uri, "list", "--all", "--name").stdout.split():
+    for dom in virsh.run(uri, "list", "--all", "--name", check=False).split():
         if dom.startswith(prefix + "-"):
-            _virsh(uri, "destroy", dom)
-            _virsh(uri, "undefine", dom, "--remove-all-storage")
+            virsh.run(uri, "destroy", dom, check=False)
+            virsh.run(uri, "undefine", dom, "--remove-all-storage", check=False)
             removed.append(f"domain {dom}")
-    if prefix in _virsh(uri, "pool-list", "--all", "--name").stdout.split():
-        for vol in _virsh(uri, "vol-list", prefix).stdout.splitlines():
+    if prefix in virsh.run(uri, "pool-list", "--all", "--name", check=False).split():
+        for vol in virsh.run(uri, "vol-list", prefix, check=False).splitlines():
             if vol.split():
-                _virsh(uri, "vol-delete", "--pool", prefix, vol.split()[0])
-        _virsh(uri, "pool-destroy", prefix)
-        _virsh(uri, "pool-delete", prefix)
-        _virsh(uri, "pool-undefine", prefix)
+                virsh.run(uri, "vol-delete", "--pool", prefix, vol.split()[0], check=False)
+        virsh.run(uri, "pool-destroy", prefix, check=False)
+        virsh.run(uri, "pool-delete", prefix, check=False)
+        virsh.run(uri, "pool-undefine", prefix, check=False)
         removed.append(f"pool {prefix}")
     if uri.startswith("qemu:///") and os.path.isdir(pool_dir(lab_name)):
         shutil.rmtree(pool_dir(lab_name), ignore_errors=True)
@@ -603,7 +579,7 @@ def status(lab_file: Path, progress: Progress = _say) -> int:
         return 1
     guests = guests_from_lab_json(data)
     for name, vm in data["vms"].items():
-        state = _virsh(data["libvirt_uri"], "domstate", vm["domain"]).stdout.strip() or "absent"
+        state = virsh.run(data["libvirt_uri"], "domstate", vm["domain"], check=False).strip() or "absent"
         print(f"{name}: domain {vm['domain']} {state}, ssh 127.0.0.1:{vm['ssh_port']}")
     rows, problems = verify(data, guests, progress)
     print_table(rows)

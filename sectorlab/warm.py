@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import accel as accel_mod
-from . import images, labdef
+from . import images, labdef, virsh
 from .errors import SectorlabError
 from .paths import REPO, cache_dir
 
@@ -51,20 +51,9 @@ CHANGED_NAMES = {"lab": "lab definition", "images": "guest image", "qemu": "QEMU
 Progress = Callable[[str], None]
 
 
-def virsh(uri: str, *args: str, check: bool = True, timeout: float = 300) -> str:
-    proc = subprocess.run(["virsh", "-q", "-c", uri, *args], capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise SectorlabError(f"virsh {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout
-
-
 def qemu_version() -> str:
     out = subprocess.run([accel_mod.QEMU, "--version"], capture_output=True, text=True).stdout
     return out.splitlines()[0].strip() if out else "unknown"
-
-
-def libvirt_version(uri: str) -> str:
-    return " ".join(line.strip() for line in virsh(uri, "version").splitlines() if line.strip())
 
 
 def lab_fingerprint(lab: labdef.Lab) -> dict:
@@ -87,7 +76,7 @@ def state_key(lab: labdef.Lab, image_sha256: dict[str, str], domain_type: str) -
         "lab": lab_fingerprint(lab),
         "images": dict(sorted(image_sha256.items())),
         "qemu": qemu_version(),
-        "libvirt": libvirt_version(uri),
+        "libvirt": virsh.version(uri) or "unknown",
         "module": images.hash_files(MODULE_FILES),
         "domain_type": domain_type,
     }
@@ -149,12 +138,10 @@ class SavedState:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, dict], state: Path,
-         progress: Progress) -> float:
-    """Save every guest (it stops), keep its root disk, restore it; returns the seconds it took.
+def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, dict], state: Path, progress: Progress) -> None:
+    """Save every guest (it stops), keep its root disk, restore it.
 
     Written to a temporary directory renamed when complete, so a failure leaves no half state."""
-    start = time.monotonic()
     saved.root.mkdir(parents=True, exist_ok=True)
     tmp = saved.root / f".{saved.key}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -162,11 +149,11 @@ def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, dict], state: 
     try:
         for name, vm in vms.items():
             save_file = tmp / f"{name}.save"
-            virsh(uri, "save", vm["domain"], str(save_file))
+            virsh.run(uri, "save", vm["domain"], str(save_file))
             shutil.copyfile(vm["root_volume"], tmp / f"{name}-root.qcow2")
             for f in VM_STATE_FILES:
                 shutil.copy2(state / f.format(vm=name), tmp / f.format(vm=name))
-            virsh(uri, "restore", str(save_file))
+            virsh.run(uri, "restore", str(save_file))
             progress(f"{name}: saved its state ({save_file.stat().st_size >> 20} MiB) and restored it")
         for f in STATE_FILES:
             shutil.copy2(state / f, tmp / f)
@@ -178,7 +165,6 @@ def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, dict], state: 
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return time.monotonic() - start
 
 
 MANAGED_SAVE_DIR = Path("/var/lib/libvirt/qemu/save")
@@ -204,7 +190,7 @@ def arm(saved: SavedState, vm: str, domain: str) -> None:
 
 def qmp(uri: str, domain: str, execute: str, **arguments) -> object:
     command = {"execute": execute, **({"arguments": arguments} if arguments else {})}
-    reply = json.loads(virsh(uri, "qemu-monitor-command", domain, json.dumps(command)))
+    reply = json.loads(virsh.run(uri, "qemu-monitor-command", domain, json.dumps(command)))
     if "error" in reply:
         raise SectorlabError(f"QEMU {execute} on {domain}: {reply['error'].get('desc', reply['error'])}")
     return reply.get("return")
@@ -234,11 +220,6 @@ def hotplug_nvme(uri: str, domain: str, disks: list[dict]) -> list[str]:
             bus="pci.0", addr=d["addr"])
         added.append(d["id"])
     return added
-
-
-def describe(saved: SavedState) -> str:
-    size = sum(p.stat().st_size for p in saved.dir.glob("*") if p.is_file()) if saved.dir.is_dir() else 0
-    return f"{saved.dir} ({size >> 20} MiB)"
 
 
 def clear(lab_name: str) -> list[str]:

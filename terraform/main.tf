@@ -82,11 +82,11 @@ resource "libvirt_domain" "vm" {
   memory   = each.value.memory_mib
   vcpu     = 1
 
-  # Direct kernel boot when the image came with its kernel: GRUB reading the kernel and initramfs
-  # through the BIOS takes ~14 s under TCG.
-  kernel  = try(var.boot[each.value.guest].kernel, "") != "" ? var.boot[each.value.guest].kernel : null
-  initrd  = try(var.boot[each.value.guest].kernel, "") != "" ? var.boot[each.value.guest].initrd : null
-  cmdline = try(var.boot[each.value.guest].kernel, "") != "" ? var.boot[each.value.guest].cmdline : null
+  # Direct kernel boot when the image came with its kernel: under TCG the kernel started ~16 s after
+  # QEMU when GRUB loaded it (console timeline of one cold boot; docs/performance.md).
+  kernel  = try(var.boot[each.value.guest].kernel, null)
+  initrd  = try(var.boot[each.value.guest].initrd, null)
+  cmdline = try(var.boot[each.value.guest].cmdline, null)
 
   disk {
     volume_id = libvirt_volume.root[each.key].id

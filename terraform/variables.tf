@@ -59,7 +59,7 @@ variable "images" {
 }
 
 variable "boot" {
-  description = "Guest name -> direct kernel boot: kernel and initrd paths on the libvirt host, and the command line as the provider's list of maps; an empty kernel boots through the image's GRUB."
+  description = "Guest name -> direct kernel boot: kernel and initrd paths on the libvirt host, and the command line as the provider's list of maps. A guest not listed boots through its image's GRUB."
   type = map(object({
     kernel  = string
     initrd  = string

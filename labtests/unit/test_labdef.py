@@ -211,6 +211,9 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert v["domain_type"] == "qemu" and v["images"] == {"debian12": "img.qcow2"}
     assert v["boot"]["debian12"] == {"kernel": "/pool/img.vmlinuz", "initrd": "/pool/img.initrd",
                                      "cmdline": [{"root": "UUID=ab-12", "console": "ttyS0,115200"}, {"_": "quiet ro"}]}
+    grub = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu",
+                          {"debian12": {"volume": "img.qcow2", "kernel": "", "initrd": "", "cmdline": ""}})
+    assert grub["boot"] == {}, "an image without its kernel boots through GRUB"
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
                               "size_mib": 256, "serial": "sl00-ntcp-512e", "backing_serial": "sl00-ntcp-512e-bk"}

@@ -127,6 +127,20 @@ def test_safety_guard_refuses_a_filesystem(redo_writer, loop_device):
     assert forced.returncode == 0, forced.stderr
 
 
+def test_safety_guard_refuses_a_partition_table(redo_writer, loop_device):
+    dev = loop_device()
+    subprocess.run(["sfdisk", "-q", dev], input="label: dos\nstart=2048, type=83\n", text=True, check=True)
+    refused = run(redo_writer, "--target", dev, "--transactions", 1, "--log-size", 1 << 20, "--max-write", 65536)
+    assert refused.returncode == 2 and "refusing to write" in refused.stderr and "dos" in refused.stderr
+
+
+def test_one_write_on_an_empty_512_device(redo_writer, loop_device):
+    dev = loop_device()
+    report = run_json(redo_writer, "--target", dev, "--blocksize", 512, "--transactions", 1, "--redo-per-txn", 1,
+                      "--log-size", 1 << 20, "--max-write", 65536)
+    assert (report["writes"], report["bytes_written"]) == (1, 512)
+
+
 def test_probe(redo_writer, loop_device):
     dev = loop_device(4096)
     out = subprocess.run([redo_writer, "probe", dev, "--output", "json"], capture_output=True, text=True)

@@ -22,7 +22,7 @@ LAB = {
 @pytest.fixture
 def fake_versions(monkeypatch):
     monkeypatch.setattr(warm, "qemu_version", lambda: "QEMU emulator version 7.2.22")
-    monkeypatch.setattr(warm, "libvirt_version", lambda uri: "libvirt 9.0.0")
+    monkeypatch.setattr(warm.virsh, "version", lambda uri: "Running against daemon: 9.0.0")
 
 
 def key_of(data, images=None, domain_type="qemu"):
@@ -93,7 +93,7 @@ def test_hotplug_adds_only_missing_controllers_with_their_geometry(monkeypatch):
 
 
 def test_qmp_error_is_reported_with_the_command(monkeypatch):
-    monkeypatch.setattr(warm, "virsh", lambda *a, **k: json.dumps({"error": {"class": "GenericError",
+    monkeypatch.setattr(warm.virsh, "run", lambda *a, **k: json.dumps({"error": {"class": "GenericError",
                                                                              "desc": "Duplicate ID 'nvme0'"}}))
     with pytest.raises(SectorlabError, match="QEMU device_add on dom: Duplicate ID 'nvme0'"):
         warm.qmp("qemu:///system", "dom", "device_add", id="nvme0")

@@ -1,8 +1,9 @@
 #!/bin/sh -eu
 # Puts the guest's kernel, initramfs and kernel command line in /tmp/sectorlab-boot for Packer to
-# download beside the image: the lab boots the image by direct kernel boot, which skips the ~14 s
-# that GRUB spends under TCG reading them through the BIOS. An empty cmdline file means "boot
-# through the guest's own boot loader" (a layout this script does not know).
+# download beside the image: the lab boots the image by direct kernel boot, skipping GRUB, which
+# loads them through the BIOS (under TCG the kernel started ~16 s after QEMU that way, in one cold
+# boot's console timeline). An empty cmdline file means "boot through the guest's own boot loader"
+# (a layout this script does not know).
 out=/tmp/sectorlab-boot
 rm -rf "$out"
 mkdir -p "$out"
