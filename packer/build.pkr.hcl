@@ -27,8 +27,8 @@ build {
 
   provisioner "file" {
     direction   = "download"
-    source      = "/tmp/sectorlab-boot/vmlinuz"
-    destination = "out-boot/vmlinuz"
+    source      = "/tmp/sectorlab-boot/kernel"
+    destination = "out-boot/kernel"
   }
 
   provisioner "file" {

@@ -333,7 +333,7 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
         cmdline_file = work / "out-boot" / "cmdline"
         cmdline = cmdline_file.read_text().strip() if cmdline_file.exists() else ""
         if cmdline:
-            for f in ("vmlinuz", "initrd.img"):
+            for f in ("kernel", "initrd.img"):
                 boot[f] = final.with_suffix(f".{f.split('.')[0]}")
                 (work / "out-boot" / f).rename(boot[f])
         record = ImageRecord(
@@ -342,7 +342,7 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
             base_sha256=machine_vars["base_image_sha256"],
             built_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             build_seconds=round(time.monotonic() - start, 1), accelerator=found.name,
-            size_bytes=built.stat().st_size, kernel=str(boot.get("vmlinuz", "")),
+            size_bytes=built.stat().st_size, kernel=str(boot.get("kernel", "")),
             initrd=str(boot.get("initrd.img", "")), cmdline=cmdline)
         built.rename(final)
         final.with_suffix(".json").write_text(json.dumps(asdict(record), indent=2) + "\n")

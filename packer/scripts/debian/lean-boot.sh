@@ -9,9 +9,33 @@ for unit in e2scrub_reap.service e2scrub_all.timer apt-daily.timer apt-daily-upg
             systemd-binfmt.service proc-sys-fs-binfmt_misc.automount \
             modprobe@dm_mod.service modprobe@efi_pstore.service modprobe@fuse.service modprobe@loop.service \
             systemd-pstore.service dev-hugepages.mount dev-mqueue.mount sys-kernel-debug.mount \
-            sys-kernel-tracing.mount sys-fs-fuse-connections.mount systemd-journal-flush.service; do
+            sys-kernel-tracing.mount sys-fs-fuse-connections.mount systemd-journal-flush.service \
+            systemd-network-generator.service systemd-sysusers.service systemd-random-seed.service \
+            systemd-update-utmp.service systemd-update-utmp-runlevel.service dpkg-db-backup.timer \
+            systemd-tmpfiles-clean.timer; do
   systemctl mask "$unit" >/dev/null 2>&1 || echo "lean-boot: could not mask $unit (absent)"
 done
+
+# Generators run at every boot before any unit starts. Masked are those for setups a lab guest
+# does not have (encrypted, verity or integrity volumes, GPT auto-mounts, hibernation, SysV
+# scripts, rc.local, offline updates) and the login prompt on the serial console (the lab user
+# has no password; the console log stays). Kept: fstab and debug (systemd.mask= etc. on the
+# kernel command line still work).
+mkdir -p /etc/systemd/system-generators
+for generator in systemd-cryptsetup-generator systemd-getty-generator systemd-gpt-auto-generator \
+                 systemd-hibernate-resume-generator systemd-integritysetup-generator \
+                 systemd-rc-local-generator systemd-run-generator systemd-system-update-generator \
+                 systemd-sysv-generator systemd-veritysetup-generator; do
+  ln -sf /dev/null "/etc/systemd/system-generators/$generator"
+done
+
+# sshd checks its configuration in a second sshd process before starting (ExecStartPre): the
+# image's configuration is fixed, and a broken one still fails the start itself.
+mkdir -p /etc/systemd/system/ssh.service.d
+cat > /etc/systemd/system/ssh.service.d/50-sectorlab.conf <<'SSHD'
+[Service]
+ExecStartPre=
+SSHD
 
 # Drivers for emulated hardware a lab guest never uses; udev loading them costs seconds under
 # TCG (the floppy probe alone retries a read of an empty drive).
@@ -32,6 +56,19 @@ blacklist evdev
 blacklist i2c_piix4
 blacklist efi_pstore
 blacklist virtio_console
+blacklist powernow_k8
+# Accelerated crypto the CPU model offers: each self-tests at load, and the generic code serves.
+blacklist aesni_intel
+blacklist ghash_clmulni_intel
+blacklist sha1_ssse3
+blacklist sha256_ssse3
+blacklist sha512_ssse3
+blacklist crc32_pclmul
+blacklist crct10dif_pclmul
+# The IDE controller of QEMU's pc machine: the lab's seed is a virtio disk. sectorlab-seed loads
+# these itself when it finds no virtio seed (a CD-ROM seed); a blacklist only stops autoloading.
+blacklist ata_piix
+blacklist ata_generic
 BLACKLIST
 
 # One vCPU under TCG runs every unit in turn: the journal stays in memory (the lab keeps each
