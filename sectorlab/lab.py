@@ -407,8 +407,10 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
     phase("SSH" if path == "warm" else "boot to SSH", start)
 
     if path == "cold" and save_state:
+        start = time.monotonic()
         for name, guest in guests.items():  # the state is saved with the NVMe/TCP targets up
             probe(guest, [d for d in data["disks"].values() if d["vm"] == name])
+        phase("NVMe/TCP targets", start)
         start = time.monotonic()
         warm.save(saved, key_parts, uri, data["vms"], state, progress)
         for guest in guests.values():

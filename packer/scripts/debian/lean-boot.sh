@@ -29,6 +29,21 @@ for generator in systemd-cryptsetup-generator systemd-getty-generator systemd-gp
   ln -sf /dev/null "/etc/systemd/system-generators/$generator"
 done
 
+# udev's coldplug replays an "add" event for every device present at boot (~550 in the lab's VM,
+# most of them ttys, ACPI objects, memory blocks and other classes a lab guest has no rule for),
+# each through every rule, on the one vCPU that also boots everything else. Replayed here are only
+# the buses and classes the lab uses: PCI and virtio (their drivers load from these events), block
+# devices (the by-id links and the udev database lsblk reads), SCSI (sd and sg), the NIC (networkd
+# waits for udev to have seen it), NVMe, and ACPI (the power button, for a clean shutdown). Devices
+# that appear later (hot-plugged NVMe, NVMe/TCP namespaces, SCSI disks) get their events as usual.
+# Under TCG with the lab's disks, 3 A/B pairs: 32.7 s to SSH (32.5-32.8) against 37.0 s (31.8-38.1).
+mkdir -p /etc/systemd/system/systemd-udev-trigger.service.d
+cat > /etc/systemd/system/systemd-udev-trigger.service.d/50-sectorlab.conf <<'COLDPLUG'
+[Service]
+ExecStart=
+ExecStart=-udevadm trigger --type=devices --action=add --subsystem-match=pci --subsystem-match=virtio --subsystem-match=block --subsystem-match=scsi --subsystem-match=scsi_generic --subsystem-match=net --subsystem-match=nvme --subsystem-match=acpi
+COLDPLUG
+
 # sshd checks its configuration in a second sshd process before starting (ExecStartPre): the
 # image's configuration is fixed, and a broken one still fails the start itself.
 mkdir -p /etc/systemd/system/ssh.service.d
