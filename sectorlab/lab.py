@@ -451,10 +451,12 @@ PRISTINE_BYTES = 65536
 def probe(guest: Guest, declared: list[dict], wait: float = 0.0, clock: bool = False,
           pristine: bool = False) -> dict:
     """One round trip to the guest (sectorlab/guestprobe.py as root): optionally step its clock,
-    start its NVMe/TCP targets, wait up to `wait` s for the declared serials, list its disks, and
-    with `pristine` name the declared disks whose first or last 64 KiB are not zeros (where
-    partition tables, signatures and the scenarios' first redo blocks go)."""
-    request = {"clock": time.time() if clock else None, "nvme_tcp": any(d["bus"] == "nvme-tcp" for d in declared),
+    start its NVMe/TCP targets if their namespaces are not visible, wait up to `wait` s for the
+    declared serials, list its disks, and with `pristine` name the declared disks whose first or
+    last 64 KiB are not zeros (where partition tables, signatures and the scenarios' first redo
+    blocks go)."""
+    request = {"clock": time.time() if clock else None,
+               "nvme_tcp": sorted(d["serial"] for d in declared if d["bus"] == "nvme-tcp"),
                "serials": sorted(d["serial"] for d in declared), "wait": wait,
                "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split()}
     command = f"sudo -n python3 -c {shlex.quote(PROBE.read_text())} {shlex.quote(json.dumps(request))}"

@@ -135,7 +135,7 @@ if n >= 2:
 print(json.dumps({{"blockdevices": devs}}))
 """)
     fake.chmod(0o755)
-    request = {"clock": None, "nvme_tcp": False, "serials": ["sa", "sb"], "wait": 30, "pristine_bytes": 4096,
+    request = {"clock": None, "nvme_tcp": [], "serials": ["sa", "sb"], "wait": 30, "pristine_bytes": 4096,
                "lsblk": [str(fake)]}
     out = subprocess.run([sys.executable, "-c", lab.PROBE.read_text(), json.dumps(request)],
                          capture_output=True, text=True, check=True).stdout
@@ -143,3 +143,40 @@ print(json.dumps({{"blockdevices": devs}}))
     assert len(calls.read_text()) == 3 and result["behind_s"] is None
     assert [os.path.realpath(p) for p in result["dirty"]] == [str(disk_b)]
     assert [d["serial"] for d in json.loads(result["lsblk"])["blockdevices"]] == ["sa", "sb"]
+
+
+@pytest.mark.parametrize("up_at_start", [True, False])
+def test_probe_starts_nvme_tcp_targets_only_when_a_namespace_is_missing(tmp_path, up_at_start):
+    """systemctl (slow to start in a guest just restored) runs only when an NVMe/TCP namespace is
+    not listed; then the unit is started and the disks listed again."""
+    import os
+    import subprocess
+    import sys
+
+    from sectorlab import lab
+    started, log = tmp_path / "started", tmp_path / "systemctl.log"
+    if up_at_start:
+        started.touch()
+    (tmp_path / "lsblk").write_text(f"""#!{sys.executable}
+import json, os
+devs = [{{"name": "vda", "type": "disk", "serial": "plain"}}]
+if os.path.exists({str(started)!r}):
+    devs.append({{"name": "nvme0n1", "type": "disk", "serial": "tcp1"}})
+print(json.dumps({{"blockdevices": devs}}))
+""")
+    (tmp_path / "systemctl").write_text(f"""#!/bin/sh
+echo "$*" >> {log}
+case "$1" in is-active) exit 3 ;; start) touch {started} ;; esac
+""")
+    for f in ("lsblk", "systemctl"):
+        (tmp_path / f).chmod(0o755)
+    request = {"clock": None, "nvme_tcp": ["tcp1"], "serials": ["plain", "tcp1"], "wait": 0, "pristine_bytes": 0,
+               "lsblk": [str(tmp_path / "lsblk")]}
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    out = subprocess.run([sys.executable, "-c", lab.PROBE.read_text(), json.dumps(request)],
+                         capture_output=True, text=True, check=True, env=env).stdout
+    serials = [d["serial"] for d in json.loads(json.loads(out)["lsblk"])["blockdevices"]]
+    assert serials == ["plain", "tcp1"]
+    calls = log.read_text().splitlines() if log.exists() else []
+    assert calls == ([] if up_at_start else
+                     ["is-active --quiet sectorlab-nvme-tcp.service", "start sectorlab-nvme-tcp.service"])
