@@ -34,9 +34,9 @@ def step_clock(host_time):
     return behind
 
 
-def ensure_nvme_tcp():
-    if subprocess.run(["systemctl", "is-active", "--quiet", NVME_TCP_UNIT]).returncode != 0:
-        subprocess.run(["systemctl", "start", NVME_TCP_UNIT], check=True, stdout=subprocess.DEVNULL)
+def start_nvme_tcp():
+    """Start the targets' unit, or wait for its start at boot; a no-op when it has run."""
+    subprocess.run(["systemctl", "start", NVME_TCP_UNIT], check=True, stdout=subprocess.DEVNULL)
 
 
 def devices_by_serial(lsblk_text):
@@ -67,7 +67,7 @@ def probe(request):
             # Not all up yet: the unit may still be running from boot (systemctl waits for it) or
             # not have run. When every namespace is visible, systemctl (slow to start right after
             # a restore) is not needed at all.
-            ensure_nvme_tcp()
+            start_nvme_tcp()
             nvme_tcp = set()
             continue
         if wanted <= set(found) or time.monotonic() - start >= request.get("wait", 0):

@@ -23,7 +23,7 @@ from . import accel as accel_mod
 from . import guestdisks, images, labdef, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError
 from .guest import Guest
-from .paths import REPO, cache_dir
+from .paths import REPO, cache_dir, link_or_copy
 
 TERRAFORM_DIR = REPO / "terraform"
 DEFAULT_LAB_FILE = REPO / "labs" / "default.toml"
@@ -69,10 +69,7 @@ def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> d
     if name not in volumes:
         if uri.startswith("qemu:///"):
             target = Path(IMAGE_POOL_DIR) / name
-            try:
-                os.link(image, target)
-            except OSError:
-                shutil.copyfile(image, target)
+            link_or_copy(image, target)
             os.chmod(target, 0o644)
             virsh.run(uri, "pool-refresh", IMAGE_POOL)
         else:
@@ -85,7 +82,7 @@ def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> d
         for key in ("kernel", "initrd"):
             target = Path(IMAGE_POOL_DIR) / Path(getattr(record, key)).name
             if not target.exists():
-                os.link(getattr(record, key), target)
+                link_or_copy(getattr(record, key), target)
                 os.chmod(target, 0o644)
             boot[key] = str(target)
     in_use = " ".join(virsh.run(uri, "dumpxml", d, check=False)

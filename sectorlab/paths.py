@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,3 +27,12 @@ def image_cache() -> Path:
 
 def manifest_path() -> Path:
     return REPO / "images" / "manifest.json"
+
+
+def link_or_copy(src: Path | str, dst: Path | str) -> None:
+    """dst as a hard link to src (no copy of a large file), or a copy where a link cannot be made
+    (another filesystem)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)

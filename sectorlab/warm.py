@@ -21,7 +21,6 @@ the guest is up, on the cold and the warm path alike (the guest's ACPI PCI hot-p
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -32,7 +31,7 @@ from typing import Callable
 from . import accel as accel_mod
 from . import images, labdef, virsh
 from .errors import SectorlabError
-from .paths import REPO, cache_dir
+from .paths import REPO, cache_dir, link_or_copy
 
 FORMAT = 1
 NVME_FIRST_SLOT = 0x18
@@ -182,10 +181,7 @@ def arm(saved: SavedState, vm: str, domain: str) -> None:
     target = managed_save_path(domain)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.unlink(missing_ok=True)
-    try:
-        os.link(saved.save_file(vm), target)
-    except OSError:
-        shutil.copyfile(saved.save_file(vm), target)
+    link_or_copy(saved.save_file(vm), target)
 
 
 def qmp(uri: str, domain: str, execute: str, **arguments) -> object:

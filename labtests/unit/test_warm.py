@@ -166,7 +166,7 @@ print(json.dumps({{"blockdevices": devs}}))
 """)
     (tmp_path / "systemctl").write_text(f"""#!/bin/sh
 echo "$*" >> {log}
-case "$1" in is-active) exit 3 ;; start) touch {started} ;; esac
+[ "$1" = start ] && touch {started}
 """)
     for f in ("lsblk", "systemctl"):
         (tmp_path / f).chmod(0o755)
@@ -179,4 +179,12 @@ case "$1" in is-active) exit 3 ;; start) touch {started} ;; esac
     assert serials == ["plain", "tcp1"]
     calls = log.read_text().splitlines() if log.exists() else []
     assert calls == ([] if up_at_start else
-                     ["is-active --quiet sectorlab-nvme-tcp.service", "start sectorlab-nvme-tcp.service"])
+                     ["start sectorlab-nvme-tcp.service"])
+
+
+def test_link_or_copy_links_on_one_filesystem(tmp_path):
+    from sectorlab.paths import link_or_copy
+    src, dst = tmp_path / "state.save", tmp_path / "managed.save"
+    src.write_bytes(b"saved")
+    link_or_copy(src, dst)
+    assert dst.read_bytes() == b"saved" and dst.stat().st_ino == src.stat().st_ino

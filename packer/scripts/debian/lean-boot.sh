@@ -29,9 +29,10 @@ for generator in systemd-cryptsetup-generator systemd-getty-generator systemd-gp
   ln -sf /dev/null "/etc/systemd/system-generators/$generator"
 done
 
-# udev's coldplug replays an "add" event for every device present at boot (~550 in the lab's VM,
-# most of them ttys, ACPI objects, memory blocks and other classes a lab guest has no rule for),
-# each through every rule, on the one vCPU that also boots everything else. Replayed here are only
+# udev's coldplug replays an "add" event for every subsystem and every device present at boot,
+# each through every rule, on the one vCPU that also boots everything else (`udevadm trigger
+# --dry-run --verbose` in a lab VM after lab-up: 233 subsystems and 310 devices, 71 of them ttys;
+# the replay below keeps 107 of those devices, 54 of them ACPI objects). Replayed here are only
 # the buses and classes the lab uses: PCI and virtio (their drivers load from these events), block
 # devices (the by-id links and the udev database lsblk reads), SCSI (sd and sg), the NIC (networkd
 # waits for udev to have seen it), NVMe, and ACPI (the power button, for a clean shutdown). Devices
