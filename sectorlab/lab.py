@@ -409,15 +409,14 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
             probe(guest, [d for d in data["disks"].values() if d["vm"] == name])
         phase("NVMe/TCP targets", start)
         start = time.monotonic()
-        warm.save(saved, key_parts, uri, data["vms"], state, progress)
-        for guest in guests.values():
-            guest.close()
-            guest.wait_until_up(60, progress)
+        for name in warm.save(saved, key_parts, uri, data["vms"], state, progress):
+            guests[name].close()
+            guests[name].wait_until_up(60, progress)
         phase("save state", start)
 
     start = time.monotonic()
     hotplug(vm_names)
-    # After a restore the guest's clock is stale; a fresh lab's data disks must read as zeros.
+    # After a restore, or the pause of a save, the guest's clock is behind; a fresh lab's data disks must read as zeros.
     rows, problems = verify(data, guests, progress, wait=NVME_APPEAR_TIMEOUT,
                             clock=(path == "warm" or (path == "cold" and save_state)), pristine=(path != "converge"))
     phase("disk check", start)

@@ -188,3 +188,66 @@ def test_link_or_copy_links_on_one_filesystem(tmp_path):
     src.write_bytes(b"saved")
     link_or_copy(src, dst)
     assert dst.read_bytes() == b"saved" and dst.stat().st_ino == src.stat().st_ino
+
+
+class FakeVirsh:
+    """virsh as warm.save uses it: records the calls; `refuse` makes snapshot-create-as fail
+    (a libvirt without memory-only snapshots)."""
+
+    def __init__(self, refuse: bool = False):
+        self.calls: list[tuple[str, ...]] = []
+        self.refuse = refuse
+
+    def __call__(self, uri, *args, **kwargs):
+        self.calls.append(args)
+        if args[0] == "domblklist":
+            return "vda  /pool/vm1-root.qcow2\nvdb  /pool/vm1-seed.iso\nsda  /pool/vm1-d.qcow2\n"
+        if args[0] == "snapshot-create-as":
+            if self.refuse:
+                raise SectorlabError("virsh snapshot-create-as: unsupported configuration")
+            memspec = args[args.index("--memspec") + 1]
+            open(memspec.split(",")[0].removeprefix("file="), "wb").write(b"state")
+        if args[0] == "save":
+            open(args[2], "wb").write(b"state")
+        if args[0] == "save-image-dumpxml":
+            return "<domain/>"
+        return ""
+
+
+def saved_state_setup(tmp_path, monkeypatch, fake):
+    monkeypatch.setenv("SECTORLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(warm.virsh, "run", fake)
+    state = tmp_path / "state"
+    state.mkdir()
+    for name in list(warm.STATE_FILES) + [f.format(vm="vm1") for f in warm.VM_STATE_FILES]:
+        (state / name).write_text(name)
+    root = tmp_path / "vm1-root.qcow2"
+    root.write_bytes(b"root disk")
+    return warm.SavedState("t", "k1"), state, {"vm1": {"domain": "dom1", "root_volume": str(root)}}
+
+
+def test_save_keeps_the_guest_running_with_a_memory_only_snapshot(tmp_path, monkeypatch):
+    fake = FakeVirsh()
+    saved, state, vms = saved_state_setup(tmp_path, monkeypatch, fake)
+    assert warm.save(saved, {"format": 1}, "qemu:///system", vms, state, lambda m: None) == []
+    verbs = [c[0] for c in fake.calls]
+    assert verbs == ["domblklist", "suspend", "snapshot-create-as", "resume", "save-image-dumpxml",
+                     "save-image-define"]
+    snapshot = fake.calls[2]
+    assert "--no-metadata" in snapshot
+    assert [snapshot[i + 1] for i, a in enumerate(snapshot) if a == "--diskspec"] == [
+        "vda,snapshot=no", "vdb,snapshot=no", "sda,snapshot=no"]
+    assert fake.calls[5][-1] == "--running"  # taken paused, restored running
+    assert saved.missing(["vm1"]) is None
+    assert saved.root_disk("vm1").read_bytes() == b"root disk"
+
+
+def test_save_falls_back_to_save_and_restore(tmp_path, monkeypatch):
+    fake = FakeVirsh(refuse=True)
+    saved, state, vms = saved_state_setup(tmp_path, monkeypatch, fake)
+    said = []
+    assert warm.save(saved, {"format": 1}, "qemu:///system", vms, state, said.append) == ["vm1"]
+    verbs = [c[0] for c in fake.calls]
+    assert verbs == ["domblklist", "suspend", "snapshot-create-as", "resume", "save", "restore"]
+    assert "unsupported configuration" in said[0] and "stopping and restoring" in said[0]
+    assert saved.missing(["vm1"]) is None
