@@ -4,7 +4,9 @@ process start costs tenths of a second, so this runs once per guest, as root, wi
 Standard library only (it runs in the guests).
 
 Argument: one JSON object
-  clock           host time (seconds since the epoch) to step the guest's clock to, or null
+  clock           true: step the guest's clock to the host's. The probe then writes the line
+                  CLOCK_QUESTION and reads the host's time (seconds since the epoch) from stdin,
+                  and sets the clock to it plus half the round trip
   nvme_tcp        serials of the in-guest NVMe/TCP namespaces: when one is not visible, start the
                   targets' unit (or wait for its start at boot) once
   serials         disk serials that must be visible; waits for them (hot-plugged NVMe appears late)
@@ -27,10 +29,27 @@ import time
 NVME_TCP_UNIT = "sectorlab-nvme-tcp.service"
 
 
-def step_clock(host_time):
+CLOCK_QUESTION = "sectorlab-probe: host time?"
+
+
+def host_time_now(ask=sys.stdout, answer=sys.stdin):
+    """The host's time now, asked over the probe's own SSH channel: the host answers when the
+    question arrives, so the answer is late by about half the round trip. A time sent with the
+    request would be late by the whole start of sudo and python3 (seconds after a restore)."""
+    ask.write(CLOCK_QUESTION + "\n")
+    ask.flush()
+    sent = time.monotonic()
+    line = answer.readline()
+    if not line:
+        raise ValueError("no host time on stdin")
+    return float(line) + (time.monotonic() - sent) / 2
+
+
+def step_clock():
     # In-process rather than date(1): after a restore every program's first run is slow under TCG.
-    behind = host_time - time.time()
-    time.clock_settime(time.CLOCK_REALTIME, host_time)
+    host = host_time_now()
+    behind = host - time.time()
+    time.clock_settime(time.CLOCK_REALTIME, host)
     return behind
 
 
@@ -55,8 +74,7 @@ def not_zero(path, nbytes):
 
 
 def probe(request):
-    clock = request.get("clock")
-    behind = step_clock(clock) if clock is not None else None
+    behind = step_clock() if request.get("clock") else None
     nvme_tcp = set(request.get("nvme_tcp") or [])
     wanted = set(request.get("serials", []))
     start = time.monotonic()

@@ -30,6 +30,7 @@ import hcl2
 from . import accel as accel_mod
 from . import seed, sshkeys
 from .errors import SectorlabError, UsageError
+from .guest import READY_MARKER
 from .paths import REPO, image_cache, manifest_path
 
 PACKER_DIR = REPO / "packer"
@@ -187,6 +188,9 @@ class ImageRecord:
     kernel: str = ""
     initrd: str = ""
     cmdline: str = ""
+    # The line the guest writes to its serial console once sshd listens (guest.READY_MARKER);
+    # empty for images built before it did, which are polled over SSH.
+    ready_marker: str = ""
 
     @classmethod
     def load(cls, path: Path) -> ImageRecord:
@@ -343,7 +347,7 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
             built_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             build_seconds=round(time.monotonic() - start, 1), accelerator=found.name,
             size_bytes=built.stat().st_size, kernel=str(boot.get("kernel", "")),
-            initrd=str(boot.get("initrd.img", "")), cmdline=cmdline)
+            initrd=str(boot.get("initrd.img", "")), cmdline=cmdline, ready_marker=READY_MARKER)
         built.rename(final)
         final.with_suffix(".json").write_text(json.dumps(asdict(record), indent=2) + "\n")
     except BaseException:

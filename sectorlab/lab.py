@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Callable
 
 from . import accel as accel_mod
-from . import guestdisks, images, labdef, seed, sshkeys, tooling, virsh, warm
+from . import guestdisks, guestprobe, images, labdef, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError
-from .guest import Guest
+from .guest import Guest, console_says_ready
 from .paths import REPO, cache_dir, link_or_copy
 
 TERRAFORM_DIR = REPO / "terraform"
@@ -310,6 +310,7 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
                                     found.libvirt_domain_type)
     saved = warm.SavedState(lab.name, key, key_parts)
     vm_names = [vm.name for vm in lab.vms]
+    vm_guest = {vm.name: vm.guest for vm in lab.vms}
     if _running(lab, state):
         path, why = "converge", "the lab is running"
     elif cold:
@@ -399,8 +400,12 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
         if path == "warm":
             progress(f"{name}: restored, SSH up after {guest.wait_until_up(60, progress):.1f} s")
         else:
-            progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}")
-            progress(f"{name}: SSH up after {guest.wait_until_up(SSH_TIMEOUT, progress):.0f} s")
+            ready = None
+            if records[vm_guest[name]].ready_marker:
+                ready = console_says_ready(state / f"{name}-console.log")
+            progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}"
+                     + (" (connecting once its console says sshd listens)" if ready else ""))
+            progress(f"{name}: SSH up after {guest.wait_until_up(SSH_TIMEOUT, progress, ready):.0f} s")
     phase("SSH" if path == "warm" else "boot to SSH", start)
 
     if path == "cold" and save_state:
@@ -451,12 +456,13 @@ def probe(guest: Guest, declared: list[dict], wait: float = 0.0, clock: bool = F
     declared serials, list its disks, and with `pristine` name the declared disks whose first or
     last 64 KiB are not zeros (where partition tables, signatures and the scenarios' first redo
     blocks go)."""
-    request = {"clock": time.time() if clock else None,
+    request = {"clock": clock,
                "nvme_tcp": sorted(d["serial"] for d in declared if d["bus"] == "nvme-tcp"),
                "serials": sorted(d["serial"] for d in declared), "wait": wait,
                "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split()}
     command = f"sudo -n python3 -c {shlex.quote(PROBE.read_text())} {shlex.quote(json.dumps(request))}"
-    text = guest.check_output(command, timeout=wait + 120)
+    text = guest.check_output_answering(command, guestprobe.CLOCK_QUESTION, lambda: repr(time.time()),
+                                        timeout=wait + 120)
     try:
         result = json.loads(text)
     except ValueError as e:
@@ -477,7 +483,8 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
         declared = [d for d in data["disks"].values() if d["vm"] == vm_name]
         result = probe(guest, declared, wait, clock, pristine)
         if result["behind_s"] is not None:
-            progress(f"{vm_name}: clock stepped {result['behind_s']:.0f} s forward")
+            behind = result["behind_s"]
+            progress(f"{vm_name}: clock stepped {abs(behind):.1f} s {'forward' if behind >= 0 else 'back'}")
         if wait:
             progress(f"{vm_name}: every declared disk visible after {result['waited_s']:.1f} s")
         seen = result["disks"]

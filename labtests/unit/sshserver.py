@@ -76,7 +76,10 @@ class SSHServer:
                     break
                 threading.Event().wait(0.05)
             command = self.server.pending.pop(channel.get_id(), "")
-            rc, out, err = self.server.replies.get(command, (127, "", f"sh: {command}: not found\n"))
+            reply = self.server.replies.get(command, (127, "", f"sh: {command}: not found\n"))
+            # A callable reply talks with the client over the channel first (a question on stdout,
+            # an answer on stdin), then returns the status and the rest of the output.
+            rc, out, err = reply(channel) if callable(reply) else reply
             channel.sendall(out.encode())
             channel.sendall_stderr(err.encode())
             channel.send_exit_status(rc)

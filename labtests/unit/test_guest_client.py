@@ -53,7 +53,14 @@ def _server(keys, host="host"):
     return SSHServer(keys[host], "lab", keys["login"], {
         "nvme version": (0, "nvme version 2.3\n", ""),
         "false": (1, "", "failed\n"),
+        "ask": _ask_for_time,
     })
+
+
+def _ask_for_time(channel):
+    channel.sendall(b"host time?\n")
+    answer = channel.makefile("rb").readline().decode().strip()
+    return 0, f"host said {answer}\n", ""
 
 
 def test_run_returns_status_and_output(keys, tmp_path):
@@ -72,6 +79,32 @@ def test_run_returns_status_and_output(keys, tmp_path):
         server.close()
 
 
+def test_waits_for_the_console_line_before_connecting(keys, tmp_path):
+    """No connection while the console lacks the ready line (each would reach the booting
+    guest's sshd later); one, at once, when it appears."""
+    server = _server(keys)
+    console = tmp_path / "console.log"
+    console.write_text("[    3.1] Run /init as init process\n")
+    checks = []
+
+    def ready():
+        checks.append(len(server.transports))
+        if len(checks) == 5:
+            console.write_text(console.read_text() + guest.READY_MARKER + "\n")
+        return guest.console_says_ready(console)()
+    try:
+        g = guest.Guest("vm", "127.0.0.1", server.port, "lab", keys["login"].write(tmp_path / "id"),
+                        keys["host"].public_openssh)
+        said = []
+        assert g.wait_until_up(timeout=20, progress=said.append, ready=ready) < 10
+        assert checks == [0, 0, 0, 0, 0] and len(server.transports) == 1
+        assert g.check_output("nvme version") == "nvme version 2.3"
+        g.close()
+    finally:
+        server.close()
+    assert guest.console_says_ready(tmp_path / "absent.log")() is False
+
+
 def test_host_key_mismatch_fails_at_once(keys, tmp_path):
     server = _server(keys, host="impostor")
     try:
@@ -81,3 +114,43 @@ def test_host_key_mismatch_fails_at_once(keys, tmp_path):
             g.wait_until_up(timeout=60)
     finally:
         server.close()
+
+
+def test_check_output_answering_answers_when_asked(keys, tmp_path):
+    """The answer is made when the question arrives (a clock step must not use a time taken
+    before the command started), and a command that does not ask is read as usual."""
+    server = _server(keys)
+    try:
+        g = guest.Guest("vm", "127.0.0.1", server.port, "lab", keys["login"].write(tmp_path / "id"),
+                        keys["host"].public_openssh)
+        g.wait_until_up(timeout=20)
+        asked = []
+        assert g.check_output_answering("ask", "host time?", lambda: asked.append(1) or "1700000000.5") == (
+            "host said 1700000000.5")
+        assert asked == [1]
+        assert g.check_output_answering("nvme version", "host time?", lambda: asked.append(2) or "x") == (
+            "nvme version 2.3")
+        assert asked == [1]
+        with pytest.raises(guest.GuestCommandError, match="exited 1"):
+            g.check_output_answering("false", "host time?", lambda: "x")
+        g.close()
+    finally:
+        server.close()
+
+
+def test_guest_probe_steps_to_the_host_time_plus_half_the_round_trip():
+    import io
+
+    from sectorlab import guestprobe
+
+    class SlowAnswer(io.StringIO):
+        def readline(self, *args):
+            import time
+            time.sleep(0.2)
+            return "1700000000.0\n"
+    asked = io.StringIO()
+    estimate = guestprobe.host_time_now(asked, SlowAnswer())
+    assert asked.getvalue() == guestprobe.CLOCK_QUESTION + "\n"
+    assert 1700000000.09 < estimate < 1700000000.2
+    with pytest.raises(ValueError, match="no host time"):
+        guestprobe.host_time_now(io.StringIO(), io.StringIO(""))

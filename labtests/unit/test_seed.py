@@ -89,3 +89,11 @@ def test_set_etc_hosts_creates_missing_file(guest_seed, tmp_path):
     path = tmp_path / "hosts"
     guest_seed.set_etc_hosts("vm1", str(path))
     assert path.read_text() == "127.0.0.1\tlocalhost\n127.0.1.1\tvm1\n"
+
+
+def test_password_locked_reads_the_shadow_entry(guest_seed, tmp_path):
+    shadow = tmp_path / "shadow"
+    shadow.write_text("root:*:19000:0:99999:7:::\nlab:!:19000:0:99999:7:::\n"
+                      "ops:$y$j9T$abc$def:19000:0:99999:7:::\nlabuser:!$y$x:19000::::::\n")
+    assert [guest_seed.password_locked(n, str(shadow)) for n in ("lab", "root", "ops", "labuser", "nobody")] == [
+        True, True, False, True, False]

@@ -73,6 +73,8 @@ blacklist i2c_piix4
 blacklist efi_pstore
 blacklist virtio_console
 blacklist powernow_k8
+blacklist acpi_cpufreq
+blacklist qemu_fw_cfg
 # Accelerated crypto the CPU model offers: each self-tests at load, and the generic code serves.
 blacklist aesni_intel
 blacklist ghash_clmulni_intel
