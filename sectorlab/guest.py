@@ -44,15 +44,18 @@ POLL_BANNER_TIMEOUT = 3.0
 # The line a sectorlab image writes to its serial console once sshd listens (the unit
 # sectorlab-ready.service, from packer/scripts/common/lab-guest.sh).
 READY_MARKER = "sectorlab-ready: ssh"
+# The line the in-guest NVMe/TCP targets' unit writes once every namespace is connected
+# (packer/files/sectorlab-nvme-tcp).
+NVME_TCP_READY_MARKER = "sectorlab-ready: nvme-tcp"
 # With a console to watch, how long to wait for READY_MARKER before polling SSH blindly.
 BLIND_POLL_AFTER = 90.0
 
 
-def console_says_ready(console_log: Path) -> Callable[[], bool]:
-    """A check for wait_until_up: whether the guest's console log has READY_MARKER."""
+def console_says_ready(console_log: Path, marker: str = READY_MARKER) -> Callable[[], bool]:
+    """A check for wait_until_up: whether the guest's console log has the line `marker`."""
     def ready() -> bool:
         try:
-            return READY_MARKER in console_log.read_text(errors="replace")
+            return marker in console_log.read_text(errors="replace")
         except FileNotFoundError:
             return False
     return ready

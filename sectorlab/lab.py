@@ -22,7 +22,7 @@ from typing import Callable
 from . import accel as accel_mod
 from . import guestdisks, guestprobe, images, labdef, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError
-from .guest import Guest, console_says_ready
+from .guest import NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
 from .paths import REPO, cache_dir, link_or_copy
 
 TERRAFORM_DIR = REPO / "terraform"
@@ -31,6 +31,9 @@ LAB_USER = "lab"
 SSH_TIMEOUT = 900.0
 # A hot-plugged NVMe controller takes the guest a few seconds to probe under TCG.
 NVME_APPEAR_TIMEOUT = 90.0
+# How long a cold lab-up waits, after SSH is up, for the console line that says the in-guest
+# NVMe/TCP targets are connected; then it asks the guest (the probe starts or waits for them).
+NVME_TCP_CONSOLE_TIMEOUT = 60.0
 
 Progress = Callable[[str], None]
 
@@ -395,14 +398,17 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
             if added:
                 progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
 
+    def console(name: str, marker: str):
+        """A check that the VM's console says `marker`, or None for an image that does not write it."""
+        return console_says_ready(state / f"{name}-console.log", marker) if records[vm_guest[name]].ready_marker \
+            else None
+
     start = time.monotonic()
     for name, guest in guests.items():
         if path == "warm":
             progress(f"{name}: restored, SSH up after {guest.wait_until_up(60, progress):.1f} s")
         else:
-            ready = None
-            if records[vm_guest[name]].ready_marker:
-                ready = console_says_ready(state / f"{name}-console.log")
+            ready = console(name, READY_MARKER)
             progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}"
                      + (" (connecting once its console says sshd listens)" if ready else ""))
             progress(f"{name}: SSH up after {guest.wait_until_up(SSH_TIMEOUT, progress, ready):.0f} s")
@@ -411,7 +417,16 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
     if path == "cold" and save_state:
         start = time.monotonic()
         for name, guest in guests.items():  # the state is saved with the NVMe/TCP targets up
-            probe(guest, [d for d in data["disks"].values() if d["vm"] == name])
+            declared = [d for d in data["disks"].values() if d["vm"] == name]
+            if not any(d["bus"] == "nvme-tcp" for d in declared):
+                continue
+            targets_up = console(name, NVME_TCP_READY_MARKER)
+            if targets_up is None or not wait_for(targets_up, NVME_TCP_CONSOLE_TIMEOUT):
+                if targets_up is not None:
+                    progress(f"{name}: no '{NVME_TCP_READY_MARKER}' line on its console after "
+                             f"{NVME_TCP_CONSOLE_TIMEOUT:.0f} s; asking the guest")
+                # The probe starts the targets' unit, or waits for it, and lists the namespaces.
+                probe(guest, declared)
         phase("NVMe/TCP targets", start)
         start = time.monotonic()
         for name in warm.save(saved, key_parts, uri, data["vms"], state, progress):
@@ -434,6 +449,16 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
     if problems:
         raise SectorlabError(f"lab {lab.name}: {len(problems)} disk(s) not as declared: " + "; ".join(problems))
     return data
+
+
+def wait_for(check: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
+    """Whether check() became true within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+    return True
 
 
 def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:

@@ -251,3 +251,14 @@ def test_save_falls_back_to_save_and_restore(tmp_path, monkeypatch):
     assert verbs == ["domblklist", "suspend", "snapshot-create-as", "resume", "save", "restore"]
     assert "unsupported configuration" in said[0] and "stopping and restoring" in said[0]
     assert saved.missing(["vm1"]) is None
+
+
+def test_wait_for_a_console_line(tmp_path):
+    from sectorlab import lab
+    from sectorlab.guest import NVME_TCP_READY_MARKER, console_says_ready
+    console = tmp_path / "vm1-console.log"
+    console.write_text("sectorlab-ready: ssh\n")
+    targets_up = console_says_ready(console, NVME_TCP_READY_MARKER)
+    assert lab.wait_for(targets_up, 0.3, interval=0.05) is False
+    console.write_text(console.read_text() + NVME_TCP_READY_MARKER + "\n")
+    assert lab.wait_for(targets_up, 0.3, interval=0.05) is True
