@@ -195,7 +195,7 @@ class Guest:
             out = first + stdout.read().decode(errors="replace")
             err = stderr.read().decode(errors="replace")
             rc = stdout.channel.recv_exit_status()
-        except (socket.timeout, paramiko.SSHException) as e:
+        except (OSError, paramiko.SSHException) as e:  # socket.timeout is an OSError
             raise GuestUnreachable(f"{self}: '{cmd}' did not complete: {e}") from e
         result = CommandResult(cmd, rc, out, err)
         if not result.ok:
