@@ -24,7 +24,7 @@ def booted():
     record = images.find_cached(spec)
     if record is None:
         pytest.fail(f"{name}: no image built from the current recipe; run 'make image GUEST={name}'")
-    vm = BootedVM(record.image, user="lab", name=f"smoke-{name}", progress=print)
+    vm = BootedVM(record.image, user="lab", name=f"smoke-{name}", progress=print, ready_marker=record.ready_marker)
     try:
         guest = vm.start(timeout=600)
     except Exception:

@@ -77,7 +77,8 @@ def cmd_image_boot_time(args) -> int:
         raise SectorlabError(f"{spec.name}: no image built; run 'make image GUEST={spec.name}' first")
     times = []
     for run in range(1, args.runs + 1):
-        vm = BootedVM(cached.image, user="lab", name=f"boot{run}", progress=_progress)
+        vm = BootedVM(cached.image, user="lab", name=f"boot{run}", progress=_progress,
+                      ready_marker=cached.ready_marker)
         try:
             guest = vm.start(timeout=args.timeout)
             guest.check_output("true")

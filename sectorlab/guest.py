@@ -47,6 +47,8 @@ READY_MARKER = "sectorlab-ready: ssh"
 # The line the in-guest NVMe/TCP targets' unit writes once every namespace is connected
 # (packer/files/sectorlab-nvme-tcp).
 NVME_TCP_READY_MARKER = "sectorlab-ready: nvme-tcp"
+# ... and the line it writes when it fails.
+NVME_TCP_FAILED_MARKER = "sectorlab-failed: nvme-tcp"
 # With a console to watch, how long to wait for READY_MARKER before polling SSH blindly.
 BLIND_POLL_AFTER = 90.0
 

@@ -54,8 +54,15 @@ def step_clock():
 
 
 def start_nvme_tcp():
-    """Start the targets' unit, or wait for its start at boot; a no-op when it has run."""
-    subprocess.run(["systemctl", "start", NVME_TCP_UNIT], check=True, stdout=subprocess.DEVNULL)
+    """Start the targets' unit, or wait for its start at boot; a no-op when it has run. When it
+    fails, exit with its last journal lines (the guest-side reason)."""
+    started = subprocess.run(["systemctl", "start", NVME_TCP_UNIT], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    if started.returncode != 0:
+        journal = subprocess.run(["journalctl", "-u", NVME_TCP_UNIT, "-n", "5", "--no-pager", "-o", "cat"],
+                                 capture_output=True, text=True).stdout.strip()
+        sys.exit(f"{NVME_TCP_UNIT} failed (systemctl start exited {started.returncode}): "
+                 + (journal.replace("\n", " | ") or started.stderr.strip() or "no journal lines"))
 
 
 def devices_by_serial(lsblk_text):

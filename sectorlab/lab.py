@@ -22,7 +22,7 @@ from typing import Callable
 from . import accel as accel_mod
 from . import guestdisks, guestprobe, images, labdef, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError
-from .guest import NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
+from .guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
 from .paths import REPO, cache_dir, link_or_copy
 
 TERRAFORM_DIR = REPO / "terraform"
@@ -420,13 +420,19 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
             declared = [d for d in data["disks"].values() if d["vm"] == name]
             if not any(d["bus"] == "nvme-tcp" for d in declared):
                 continue
-            targets_up = console(name, NVME_TCP_READY_MARKER)
-            if targets_up is None or not wait_for(targets_up, NVME_TCP_CONSOLE_TIMEOUT):
-                if targets_up is not None:
-                    progress(f"{name}: no '{NVME_TCP_READY_MARKER}' line on its console after "
-                             f"{NVME_TCP_CONSOLE_TIMEOUT:.0f} s; asking the guest")
-                # The probe starts the targets' unit, or waits for it, and lists the namespaces.
-                probe(guest, declared)
+            up, failed = console(name, NVME_TCP_READY_MARKER), console(name, NVME_TCP_FAILED_MARKER)
+            if up is None or failed is None:
+                probe(guest, declared)  # an image without the console lines: ask the guest
+                continue
+            said = wait_for(lambda up=up, failed=failed: up() or failed(), NVME_TCP_CONSOLE_TIMEOUT)
+            if said and not failed():
+                continue
+            progress(f"{name}: " + ("its NVMe/TCP targets' unit failed, says its console" if said else
+                                    f"no '{NVME_TCP_READY_MARKER}' line on its console after "
+                                    f"{NVME_TCP_CONSOLE_TIMEOUT:.0f} s") + "; asking the guest")
+            # The probe starts the targets' unit, or waits for it, and lists the namespaces; a unit
+            # that fails again fails the probe, with the guest's message.
+            probe(guest, declared)
         phase("NVMe/TCP targets", start)
         start = time.monotonic()
         for name in warm.save(saved, key_parts, uri, data["vms"], state, progress):

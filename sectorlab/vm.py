@@ -17,7 +17,7 @@ from typing import Callable
 from . import accel as accel_mod
 from . import seed, sshkeys
 from .errors import SectorlabError
-from .guest import Guest
+from .guest import Guest, GuestUnreachable, console_says_ready
 
 
 def free_port() -> int:
@@ -45,8 +45,11 @@ class BootedVM:
 
     def __init__(self, image: Path, user: str = "lab", memory_mib: int = 512, name: str = "smoke",
                  workdir: Path | None = None, extra_qemu_args: list[str] | None = None,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None, ready_marker: str = ""):
         self.image = Path(image)
+        # The image's console line for "sshd listens" (ImageRecord.ready_marker): connect then,
+        # instead of polling SSH. Empty: poll.
+        self.ready_marker = ready_marker
         self.user = user
         self.memory_mib = memory_mib
         self.name = name
@@ -89,14 +92,32 @@ class BootedVM:
         self.progress(f"{self.name}: SSH up after {self.boot_seconds:.1f} s")
         return self.guest
 
+    def _check_alive(self) -> None:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            err = (self.dir / "qemu.stderr").read_text().strip()
+            raise SectorlabError(f"QEMU exited with status {self.proc.returncode} before SSH came up: "
+                                 f"{err or 'no message'} (console: {self.console_log_tail()})")
+
     def _wait(self, timeout: float) -> None:
         assert self.guest is not None and self.proc is not None
+        if self.ready_marker:
+            console_ready = console_says_ready(self.console_log, self.ready_marker)
+
+            def ready() -> bool:
+                self._check_alive()
+                return console_ready()
+            try:
+                self.guest.wait_until_up(timeout, self.progress, ready)
+                return
+            except GuestUnreachable as e:
+                if "host key" in str(e):
+                    raise
+                raise SectorlabError(f"{self.name}: no SSH after {timeout:.0f} s ({e}); last console lines: "
+                                     f"{self.console_log_tail()}") from e
         deadline = time.monotonic() + timeout
         while True:
-            if self.proc.poll() is not None:
-                err = (self.dir / "qemu.stderr").read_text().strip()
-                raise SectorlabError(f"QEMU exited with status {self.proc.returncode} before SSH came up: "
-                                     f"{err or 'no message'} (console: {self.console_log_tail()})")
+            self._check_alive()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SectorlabError(f"{self.name}: no SSH after {timeout:.0f} s; last console lines: "

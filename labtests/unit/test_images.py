@@ -166,10 +166,11 @@ def test_every_image_prints_the_ready_line_the_host_waits_for():
     """sectorlab connects to a booting guest once its console has guest.READY_MARKER; every
     guest's provisioning installs the unit that writes it (an image without it would be polled
     only after BLIND_POLL_AFTER)."""
-    from sectorlab.guest import NVME_TCP_READY_MARKER, READY_MARKER
+    from sectorlab.guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER
     script = (paths.REPO / "packer" / "scripts" / "common" / "lab-guest.sh").read_text()
     assert f'echo "{READY_MARKER}" > /dev/console' in script
     targets = (paths.REPO / "packer" / "files" / "sectorlab-nvme-tcp").read_text()
     assert f'echo "{NVME_TCP_READY_MARKER}" > /dev/console' in targets
+    assert f'echo "{NVME_TCP_FAILED_MARKER} (exit $rc)" > /dev/console' in targets
     for vars_file in sorted((paths.REPO / "packer" / "vars").glob("*.pkrvars.hcl")):
         assert '"scripts/common/lab-guest.sh"' in vars_file.read_text(), vars_file.name

@@ -262,3 +262,27 @@ def test_wait_for_a_console_line(tmp_path):
     assert lab.wait_for(targets_up, 0.3, interval=0.05) is False
     console.write_text(console.read_text() + NVME_TCP_READY_MARKER + "\n")
     assert lab.wait_for(targets_up, 0.3, interval=0.05) is True
+
+
+def test_probe_reports_a_failed_nvme_tcp_unit_with_its_journal(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from sectorlab import lab
+    (tmp_path / "lsblk").write_text(f"""#!{sys.executable}
+print('{{"blockdevices": [{{"name": "vda", "type": "disk", "serial": "plain"}}]}}')
+""")
+    (tmp_path / "systemctl").write_text("#!/bin/sh\necho 'Job failed' >&2\nexit 1\n")
+    (tmp_path / "journalctl").write_text(
+        "#!/bin/sh\necho 'sectorlab-nvme-tcp: no virtio disk with serial bk1 (backing of tcp1) after 30 s'\n")
+    for f in ("lsblk", "systemctl", "journalctl"):
+        (tmp_path / f).chmod(0o755)
+    request = {"clock": None, "nvme_tcp": ["tcp1"], "serials": ["plain", "tcp1"], "wait": 0, "pristine_bytes": 0,
+               "lsblk": [str(tmp_path / "lsblk")]}
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-c", lab.PROBE.read_text(), json.dumps(request)],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == ("sectorlab-nvme-tcp.service failed (systemctl start exited 1): "
+                                   "sectorlab-nvme-tcp: no virtio disk with serial bk1 (backing of tcp1) after 30 s")
