@@ -492,8 +492,8 @@ def probe(guest: Guest, declared: list[dict], wait: float = 0.0, clock: bool = F
                "serials": sorted(d["serial"] for d in declared), "wait": wait,
                "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split()}
     command = f"sudo -n python3 -c {shlex.quote(PROBE.read_text())} {shlex.quote(json.dumps(request))}"
-    text = guest.check_output_answering(command, guestprobe.CLOCK_QUESTION, lambda: repr(time.time()),
-                                        timeout=wait + 120)
+    text = guest.check_output(command, timeout=wait + 120,
+                              answer=(guestprobe.CLOCK_QUESTION, lambda: repr(time.time())))
     try:
         result = json.loads(text)
     except ValueError as e:

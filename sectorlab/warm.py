@@ -147,8 +147,9 @@ def save_running(uri: str, domain: str, save_file: Path, root_volume: str, root_
     """Write the running domain's memory to `save_file` and copy its root disk, with the guest
     paused in between, not stopped: a memory-only external snapshot (every disk `snapshot=no`,
     no snapshot metadata) is a libvirt save image, which libvirt restores as a managed save. The
-    guest then goes on where it was, with its SSH session and, under TCG, its translated code; a
-    stop and restore costs both (the disk check after it took 4.9-5.2 s, against 2.2-3.3 s).
+    guest then goes on where it was, with its SSH session: the save phase of a cold lab-up took
+    0.8 s this way, against 3.7-4.9 s for `virsh save`, a root disk copy, `virsh restore` and a
+    new SSH login.
 
     The image is marked as running (it was taken paused, so that the root disk copy matches it).
     Raises SectorlabError when libvirt refuses; the domain runs again either way."""

@@ -116,7 +116,7 @@ def test_host_key_mismatch_fails_at_once(keys, tmp_path):
         server.close()
 
 
-def test_check_output_answering_answers_when_asked(keys, tmp_path):
+def test_check_output_answers_when_asked(keys, tmp_path):
     """The answer is made when the question arrives (a clock step must not use a time taken
     before the command started), and a command that does not ask is read as usual."""
     server = _server(keys)
@@ -125,14 +125,14 @@ def test_check_output_answering_answers_when_asked(keys, tmp_path):
                         keys["host"].public_openssh)
         g.wait_until_up(timeout=20)
         asked = []
-        assert g.check_output_answering("ask", "host time?", lambda: asked.append(1) or "1700000000.5") == (
+        assert g.check_output("ask", answer=("host time?", lambda: asked.append(1) or "1700000000.5")) == (
             "host said 1700000000.5")
         assert asked == [1]
-        assert g.check_output_answering("nvme version", "host time?", lambda: asked.append(2) or "x") == (
+        assert g.check_output("nvme version", answer=("host time?", lambda: asked.append(2) or "x")) == (
             "nvme version 2.3")
         assert asked == [1]
         with pytest.raises(guest.GuestCommandError, match="exited 1"):
-            g.check_output_answering("false", "host time?", lambda: "x")
+            g.check_output("false", answer=("host time?", lambda: "x"))
         g.close()
     finally:
         server.close()

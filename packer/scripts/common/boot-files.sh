@@ -49,7 +49,7 @@ PY
   # under TCG (initcall_debug timings from one boot each way):
   # - acpi=noirq: PCI interrupts are routed by the BIOS's PIRQ table, not ACPI. The ACPI route
   #   runs the pc machine's _PRT method, an AML loop, for every PCI device the kernel enables:
-  #   300-390 ms for each virtio device at boot (2.35 s for 7), against ~1 ms. Every lab device
+  #   278-393 ms for each virtio device at boot (2.35 s for 7), against 0.7-5.7 ms. Every lab device
   #   uses MSI-X; a hot-plugged NVMe controller logs "can't find IRQ for PCI INT A" and uses it.
   # - cryptomgr.notests: no self-tests of the kernel's crypto algorithms at boot (0.6-0.9 s).
   # - systemd.log_level=notice: PID 1 does not log every unit's start to the journal; warnings
