@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from labtests.lab import disk_params, resolve_disk
+from labtests.lab import disk_params, expected_alignment, resolve_disk
 from sectorlab import guestdisks
 
 pytestmark = pytest.mark.lab
@@ -20,20 +20,6 @@ pytestmark = pytest.mark.lab
 @pytest.fixture(params=disk_params())
 def disk(request, lab_state, lab_guests, guest_devices):
     return resolve_disk(request.param, lab_state, lab_guests, guest_devices)
-
-
-def expected_alignment(declared) -> int:
-    """alignment_offset the guest kernel reports for a correctly presented disk.
-
-    0 everywhere, except on the NVMe native-multipath head of an NVMe/TCP namespace whose physical
-    sector is larger than its logical one: the Debian 12 guest kernel (6.1) stacks the path's limits
-    into the head device (nvmeXnY) as "misaligned" (-1), while the path device (nvmeXcYnZ) reports
-    0. Measured in the lab; asserted exactly so that a kernel that changes it is noticed.
-    """
-    g = declared.geometry
-    if declared.bus == "nvme-tcp" and g.physical_block_size > g.logical_block_size:
-        return -1
-    return 0
 
 
 def _expect(dev, what: str, actual: int, expected: int, geometry: str) -> None:

@@ -119,6 +119,10 @@ def default_guest(progress: Progress = _say) -> str:
 
 
 REDO_WRITER_DIR = REPO / "redo-writer"
+# The DBA's tools every guest gets, standard-library Python run from /usr/local/lib/sectorlab/ (the
+# rules engine as redo-check; redodisk.py as provision-redo-disk and reformat-nvme): installed by
+# packer/scripts/common/lab-guest.sh.
+GUEST_TOOLS = [REPO / "sectorlab" / "rules.py", REPO / "sectorlab" / "redodisk.py"]
 
 
 BOOT_FILES_SCRIPT = PACKER_DIR / "scripts" / "common" / "boot-files.sh"
@@ -132,7 +136,7 @@ def _files_for_hash(spec: GuestSpec) -> list[Path]:
     files = sorted(PACKER_DIR.glob("*.pkr.hcl")) + [spec.vars_file]
     files += sorted(p for p in (PACKER_DIR / "files").iterdir() if p.is_file())
     files += [PACKER_DIR / s for s in spec.provision_scripts] + [BOOT_FILES_SCRIPT]
-    files += _redo_writer_sources()
+    files += _redo_writer_sources() + GUEST_TOOLS
     if spec.base_recipe == "mmdebstrap":
         files += _base_files(spec)
     return files
@@ -320,6 +324,8 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
         if make.returncode != 0:
             raise SectorlabError(f"make -C redo-writer failed: {make.stderr.strip()}")
         shutil.copy2(REDO_WRITER_DIR / "redo-writer", snapshot / "files" / "redo-writer")
+        for tool in GUEST_TOOLS:
+            shutil.copy2(tool, snapshot / "files" / tool.name)
         cmd = ["packer", "build", "-color=false", f"-var-file={snapshot / 'vars' / spec.vars_file.name}",
                f"-var-file={vars_json}", str(snapshot)]
         progress(f"{name}: {' '.join(cmd)}")

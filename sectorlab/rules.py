@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """Oracle redo BLOCKSIZE rules: which block size a redo log gets on a disk, which it refuses with
 ORA-01378, and which work at the cost of read-modify-write.
 

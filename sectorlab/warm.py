@@ -264,6 +264,27 @@ def hotplug_nvme(uri: str, domain: str, disks: list[dict]) -> list[str]:
     return added
 
 
+def unplug_nvme(uri: str, domain: str, disks: list[dict], serial: str, timeout: float = 60.0) -> str:
+    """Hot-unplug the NVMe controller of the disk with `serial` (the guest ejects it through ACPI
+    PCI hot-plug) and drop its block node; returns its id. `hotplug_nvme` then adds it anew, as
+    QEMU creates it at the declared sector sizes: a format done in the guest is gone, as after a
+    QEMU restart."""
+    plan = {d["serial"]: d for d in nvme_plan(disks)}
+    if serial not in plan:
+        raise SectorlabError(f"{domain}: no emulated NVMe disk has serial {serial!r} (they are: "
+                             f"{', '.join(sorted(plan)) or 'none'})")
+    dev_id = plan[serial]["id"]
+    qmp(uri, domain, "device_del", id=dev_id)
+    deadline = time.monotonic() + timeout
+    while dev_id in {p["name"] for p in qmp(uri, domain, "qom-list", path="/machine/peripheral") or []}:
+        if time.monotonic() > deadline:
+            raise SectorlabError(f"{domain}: the guest did not release NVMe controller {dev_id} within {timeout:.0f} s "
+                                 f"of device_del")
+        time.sleep(0.2)
+    qmp(uri, domain, "blockdev-del", **{"node-name": f"{dev_id}-drive"})
+    return dev_id
+
+
 def clear(lab_name: str) -> list[str]:
     root = cache_dir() / "saved" / lab_name
     removed = [p.name for p in root.glob("*")] if root.is_dir() else []

@@ -2,7 +2,7 @@
 # Checks that the guest has everything the lab's scenarios use, and records what it is.
 # Fails with the name of what is missing. Safe to re-run.
 missing=""
-for tool in nvme fio parted sfdisk blockdev lsblk sg_readcap python3 modprobe; do
+for tool in nvme fio parted sfdisk blockdev lsblk wipefs sg_readcap python3 modprobe udevadm useradd groupadd; do
   command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 for module in nvmet nvmet_tcp nvme_tcp nvme virtio_scsi; do
@@ -22,6 +22,13 @@ fi
 # The lab's guest-side helpers, uploaded by Packer's file provisioner.
 install -m 0755 /tmp/sectorlab-files/redo-writer /usr/local/bin/redo-writer
 install -m 0755 /tmp/sectorlab-files/sectorlab-nvme-tcp /usr/local/sbin/sectorlab-nvme-tcp
+# The DBA's procedures (sectorlab/redodisk.py) and the rules engine they ask for the redo BLOCKSIZE,
+# as commands: provision-redo-disk, reformat-nvme, redo-check.
+install -d /usr/local/lib/sectorlab
+install -m 0755 /tmp/sectorlab-files/rules.py /tmp/sectorlab-files/redodisk.py /usr/local/lib/sectorlab/
+ln -sf /usr/local/lib/sectorlab/redodisk.py /usr/local/sbin/provision-redo-disk
+ln -sf /usr/local/lib/sectorlab/redodisk.py /usr/local/sbin/reformat-nvme
+ln -sf /usr/local/lib/sectorlab/rules.py /usr/local/bin/redo-check
 install -m 0644 /tmp/sectorlab-files/sectorlab-nvme-tcp.service /etc/systemd/system/sectorlab-nvme-tcp.service
 systemctl enable sectorlab-nvme-tcp.service
 
@@ -55,5 +62,10 @@ kernel=$(uname -r)
 nvme_cli=$(nvme version | head -1)
 redo_writer=$(redo-writer --help | head -1)
 fio=$(fio --version)
+parted=$(parted --version | head -1)
 INFO
+# The tools answer before the image is kept (a broken import fails the build, not a scenario).
+provision-redo-disk --help >/dev/null
+reformat-nvme --help >/dev/null
+redo-check --logical 512 --physical 4096 --json >/dev/null
 cat /etc/sectorlab-image

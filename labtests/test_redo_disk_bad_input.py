@@ -1,0 +1,154 @@
+"""Bad input to provision-redo-disk and reformat-nvme in a lab guest: each is refused with one line
+that names the value, what was expected and what to do, exit status 2, and nothing written: the
+disk's first and last MiB, its partition table and the udev rules are as they were, and no user or
+group was created.
+
+Guards sectorlab/redodisk.py's checks against the guest's real devices (missing device, a
+partition, the root disk, a mounted disk, a partition table without --force, an unknown owner with
+--no-create-user, a bad start; reformat: a non-NVMe disk, an NVMe/TCP namespace, a data size the
+namespace does not list). Where a case needs a disk prepared (mounted, partitioned), that disk is
+blanked afterwards.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from labtests.lab import blank_disk, declared_disks, guest_tool
+
+pytestmark = pytest.mark.lab
+
+
+def _first_disk(guest_devices, lab_guests, bus: str):
+    """(guest, declared disk, device) of the first declared disk on `bus`."""
+    for vm, declared in declared_disks():
+        if declared.bus == bus:
+            dev = guest_devices[vm.name].get(declared.serial)
+            if dev is None:
+                pytest.fail(f"{vm.name}: declared disk {declared.name} (serial {declared.serial}) is not in the guest",
+                            pytrace=False)
+            return lab_guests[vm.name], declared, dev
+    pytest.skip(f"the lab declares no {bus} disk")
+
+
+@pytest.fixture
+def virtio(guest_devices, lab_guests):
+    guest, declared, dev = _first_disk(guest_devices, lab_guests, "virtio")
+    yield guest, declared, dev
+    guest.run("sudo -n umount /mnt/sectorlab-bad-input")
+    blank_disk(guest, dev, declared.serial)
+
+
+def _fingerprint(guest, path: str) -> str:
+    """Checksums of the device's first and last MiB, its partition table (or none) and the udev rules
+    directory, and the passwd/group entries a run could add."""
+    return guest.check_output("sudo -n sh -c", r'''
+        size=$(blockdev --getsize64 "$1")
+        dd if="$1" bs=1M count=1 iflag=direct status=none | sha256sum
+        dd if="$1" bs=1M skip=$((size / 1048576 - 1)) count=1 iflag=direct status=none | sha256sum
+        sfdisk --dump "$1" 2>&1 | sha256sum
+        ls -l --time-style=+%s.%N /etc/udev/rules.d/ | sha256sum
+        getent passwd nosuchdba; getent group nosuchgrp; true''', "fingerprint", path)
+
+
+def _refused(guest, path: str, tool: str, *args, expect: list[str]) -> None:
+    """Run the tool; it must exit 2 with one stderr line holding every text in `expect`, and leave
+    `path` as it was."""
+    before = _fingerprint(guest, path)
+    result = guest_tool(guest, tool, *args)
+    lines = result.stderr.strip().splitlines()
+    assert result.rc == 2, f"'{result.cmd}': exit {result.rc}, expected 2 (refused): {result.stderr}{result.stdout}"
+    assert len(lines) == 1 and lines[0].startswith(f"{tool}: "), f"'{result.cmd}': expected one line: {lines}"
+    for text in expect:
+        assert text in lines[0], f"'{result.cmd}': {text!r} not in {lines[0]!r}"
+    assert _fingerprint(guest, path) == before, f"'{result.cmd}' was refused but changed {path}"
+
+
+def _root_disk(guest) -> tuple[str, str]:
+    """(root partition or device, its whole disk)."""
+    source = guest.check_output("findmnt -n -o SOURCE /")
+    parent = guest.check_output("lsblk -n -d -o PKNAME", source).strip()
+    return source, (f"/dev/{parent}" if parent else source)
+
+
+def test_provision_refuses_a_missing_device(virtio):
+    guest, _, dev = virtio
+    _refused(guest, dev.path, "provision-redo-disk", "/dev/sectorlab-no-such-disk",
+             expect=["/dev/sectorlab-no-such-disk", "No such file or directory", "expected a whole disk"])
+
+
+def test_provision_refuses_a_partition(virtio):
+    guest = virtio[0]
+    source, disk = _root_disk(guest)
+    if source == disk:
+        pytest.skip(f"the guest's root file system is on a whole disk ({disk}), not a partition")
+    _refused(guest, disk, "provision-redo-disk", source, expect=[source, f"is a partition of {disk}",
+                                                                 f"give the whole disk, {disk}"])
+
+
+def test_provision_refuses_the_root_disk(virtio):
+    guest = virtio[0]
+    _, disk = _root_disk(guest)
+    _refused(guest, disk, "provision-redo-disk", disk, "--force", expect=[disk, "is the root disk", "data disk"])
+
+
+def test_provision_refuses_a_mounted_disk(virtio):
+    guest, _, dev = virtio
+    guest.check_output("sudo -n sh -c", 'mkfs.ext4 -q -F "$1" && mkdir -p /mnt/sectorlab-bad-input && '
+                       'mount "$1" /mnt/sectorlab-bad-input', "mount", dev.path)
+    _refused(guest, dev.path, "provision-redo-disk", dev.path, "--force",
+             expect=[dev.path, "mounted at /mnt/sectorlab-bad-input", "unmount it"])
+
+
+def test_provision_refuses_a_partition_table_without_force(virtio):
+    guest, _, dev = virtio
+    guest.check_output("sudo -n parted -s", dev.path, "mklabel gpt mkpart data 1MiB 50%")
+    _refused(guest, dev.path, "provision-redo-disk", dev.path,
+             expect=[dev.path, "gpt partition table with 1 partition(s)", "expected an empty disk", "--force"])
+
+
+def test_provision_refuses_an_unknown_owner_with_no_create_user(virtio):
+    guest, _, dev = virtio
+    _refused(guest, dev.path, "provision-redo-disk", dev.path, "--owner", "nosuchdba", "--group", "nosuchgrp",
+             "--no-create-user", expect=["'nosuchgrp' does not exist", "groupadd nosuchgrp", "--no-create-user"])
+    guest.check_output("sudo -n groupadd --system nosuchgrp")
+    try:
+        _refused(guest, dev.path, "provision-redo-disk", dev.path, "--owner", "nosuchdba", "--group", "nosuchgrp",
+                 "--no-create-user", expect=["user 'nosuchdba' does not exist", "useradd", "--no-create-user"])
+    finally:
+        guest.check_output("sudo -n groupdel nosuchgrp")
+
+
+@pytest.mark.parametrize("start, expect", [
+    ("1.5MiB", ["--start '1.5MiB'", "expected sectors like 2048s"]),
+    ("2s", ["sector 2 is outside the usable area", "sectors 34 to"]),
+], ids=["unparsable", "inside-gpt"])
+def test_provision_refuses_a_bad_start(virtio, start, expect):
+    guest, declared, dev = virtio
+    if declared.geometry.logical_block_size != 512:
+        expect = [e.replace("sectors 34 to", "sectors 6 to") for e in expect]
+    _refused(guest, dev.path, "provision-redo-disk", dev.path, "--start", start, expect=expect)
+
+
+def test_reformat_refuses_a_disk_that_is_not_nvme(virtio):
+    guest, _, dev = virtio
+    _refused(guest, dev.path, "reformat-nvme", dev.path, "--lbads", 4096,
+             expect=[dev.path, "is not an NVMe namespace (virtio disk)", "expected /dev/nvmeXnY"])
+
+
+def test_reformat_refuses_an_nvme_tcp_namespace(guest_devices, lab_guests):
+    guest, _, dev = _first_disk(guest_devices, lab_guests, "nvme-tcp")
+    _refused(guest, dev.path, "reformat-nvme", dev.path, "--lbads", 4096,
+             expect=[dev.path, "NVMe/TCP namespace", "target's backing disk"])
+
+
+def test_reformat_refuses_an_unlisted_data_size(guest_devices, lab_guests):
+    guest, _, dev = _first_disk(guest_devices, lab_guests, "nvme")
+    _refused(guest, dev.path, "reformat-nvme", dev.path, "--lbads", 16384,
+             expect=[dev.path, "no LBA format with 16384-byte data", "it lists 0: 512 B", "4096 B"])
+
+
+def test_reformat_refuses_a_missing_device(guest_devices, lab_guests):
+    guest, _, dev = _first_disk(guest_devices, lab_guests, "nvme")
+    _refused(guest, dev.path, "reformat-nvme", "/dev/nvme99n1", "--lbads", 4096,
+             expect=["/dev/nvme99n1", "No such file or directory"])

@@ -1,0 +1,131 @@
+"""reformat-nvme on every emulated NVMe disk (seed 000: a P3700 switched from 512-byte to 4 KiB
+sectors with `isdct ... LBAFormat=3`; here `nvme format --lbaf=N`): to the other LBA data size and
+back, and what follows from it.
+
+After the format, every view switches: sysfs, `blockdev`, the LBA format in use (`nvme id-ns`), the
+rules engine's default redo BLOCKSIZE, and O_DIRECT (a 512-byte write fails with EINVAL on 4 KiB
+sectors). A redo log written with 512-byte blocks before the switch to 4 KiB is refused after it
+(ORA-01378: its blocks are smaller than the sector the disk now has). Formatting back restores all
+of it. QEMU forgets a format when it creates the controller anew, as at every lab-up (the saved
+guest state never holds NVMe): after a hot re-plug from the host the namespace is back at its
+declared geometry. Guards sectorlab/redodisk.py and warm.hotplug_nvme.
+These tests erase the NVMe data disks (QEMU zeroes a namespace on format).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labtests.lab import disk_params, guest_tool, resolve_disk
+from sectorlab import guestdisks, rules, warm
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(params=disk_params(buses=("nvme",)))
+def nvme_disk(request, lab_state, lab_guests, guest_devices):
+    """An emulated NVMe disk; at its declared LBA data size again after the test, whatever it did."""
+    guest, declared, dev = resolve_disk(request.param, lab_state, lab_guests, guest_devices)
+    yield guest, declared, dev
+    back = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", declared.geometry.logical_block_size, "--force")
+    if not back.ok:  # the guest could not: QEMU's controller, created anew, has the declared format
+        vm = lab_state["vms"][request.param[0]]
+        disks = [d for d in lab_state["disks"].values() if d["vm"] == request.param[0]]
+        warm.unplug_nvme(lab_state["libvirt_uri"], vm["domain"], disks, declared.serial)
+        warm.hotplug_nvme(lab_state["libvirt_uri"], vm["domain"], disks)
+        pytest.fail(f"{dev.path}: reformat-nvme back to {declared.geometry.logical_block_size} failed "
+                    f"({back.stderr.strip()}); re-plugged the controller instead", pytrace=False)
+
+
+def _views(guest, dev) -> dict:
+    """What the guest shows for the namespace, by four independent routes."""
+    q = f"/sys/block/{dev.name}/queue"
+    sysfs = [int(v) for v in guest.check_output("cat", f"{q}/logical_block_size", f"{q}/physical_block_size").split()]
+    cmd = f"sudo -n blockdev --getss --getpbsz {dev.path}"
+    blockdev = guestdisks.parse_blockdev_sizes(guest.check_output(cmd), cmd)
+    cmd = f"sudo -n nvme id-ns {dev.path} -o json"
+    ns = guestdisks.parse_nvme_id_ns(guest.check_output(cmd), cmd)
+    check = guest_tool(guest, "redo-check", dev.path, "--json")
+    return {"sysfs": tuple(sysfs), "blockdev": blockdev, "lba_data_size": ns["data_size"],
+            "metadata": ns["metadata_size"], "redo_default": json.loads(check.stdout)["default_blocksize"]}
+
+
+def _redo_write(guest, dev, blocksize: int):
+    """One transaction of one redo byte: one O_DIRECT+O_DSYNC write of one `blocksize` block."""
+    return guest.run("sudo -n redo-writer run --target", dev.path, "--blocksize", blocksize, "--sessions", 1,
+                     "--transactions", 1, "--redo-per-txn", 1, "--log-size", 1 << 20, "--output", "json")
+
+
+def _assert_geometry(guest, dev, size: int, when: str) -> None:
+    views = _views(guest, dev)
+    want = {"sysfs": (size, size), "blockdev": (size, size), "lba_data_size": size, "metadata": 0,
+            "redo_default": rules.evaluate(size, size).default_blocksize}
+    assert views == want, f"{dev.path} {when}: the guest shows {views}, expected {want}"
+    small = _redo_write(guest, dev, 512)
+    if size > 512:
+        assert small.rc == 1 and "pwrite: Invalid argument" in small.stderr, \
+            f"{dev.path} {when}: a 512-byte O_DIRECT write should fail with EINVAL: rc {small.rc} {small.stderr}"
+    else:
+        assert small.rc == 0, f"{dev.path} {when}: a 512-byte O_DIRECT write failed: {small.stderr}"
+    assert _redo_write(guest, dev, 4096).rc == 0, f"{dev.path} {when}: a 4096-byte O_DIRECT write failed"
+
+
+def test_reformat_and_back(nvme_disk):
+    guest, declared, dev = nvme_disk
+    declared_size = declared.geometry.logical_block_size
+    other = 4096 if declared_size == 512 else 512
+    _assert_geometry(guest, dev, declared_size, "before the format")
+
+    # A redo log with blocks of the declared sector size, written before the format.
+    log_blocksize = declared_size
+    assert _redo_write(guest, dev, log_blocksize).rc == 0
+
+    out = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", other, "--json")
+    assert out.rc == 0, f"{dev.path}: reformat-nvme --lbads {other} exited {out.rc}: {out.stderr}"
+    r = out.json
+    assert r["changed"] is True and (r["lbads"], r["logical_block_size"], r["physical_block_size"]) == (
+        other, other, other), r
+    _assert_geometry(guest, dev, other, f"after reformat-nvme --lbads {other}")
+
+    check = guest_tool(guest, "redo-check", dev.path, "--blocksize", log_blocksize, "--json")
+    verdict = json.loads(check.stdout)
+    if log_blocksize < other:  # seed 000's direction: the 512-byte redo log on a 4Kn namespace
+        assert check.rc == 1 and verdict["allowed"] is False, verdict
+        assert verdict["error"].startswith(f"ORA-01378: The logical block size ({log_blocksize})") and \
+            f"media sector size is {other} and host sector size is {other}" in verdict["error"], verdict["error"]
+    else:  # 4096-byte redo blocks on 512n need _disk_sector_size_override (seeds 000, 002)
+        assert check.rc == 1 and "ORA-01378" in verdict["error"], verdict
+        override = guest_tool(guest, "redo-check", dev.path, "--blocksize", log_blocksize, "--override", "--json")
+        assert override.rc == 0, override.stderr
+
+    again = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", other, "--json")
+    assert again.rc == 0 and again.json["changed"] is False, f"a second reformat to {other}: {again.stdout}"
+
+    back = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", declared_size, "--json")
+    assert back.rc == 0 and back.json["changed"] is True, f"reformat back to {declared_size}: {back.stderr}"
+    _assert_geometry(guest, dev, declared_size, f"after reformat-nvme --lbads {declared_size}")
+
+
+def test_reformat_forgotten_when_qemu_recreates_the_controller(nvme_disk, lab_state):
+    guest, declared, dev = nvme_disk
+    declared_size = declared.geometry.logical_block_size
+    other = 4096 if declared_size == 512 else 512
+    out = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", other, "--json")
+    assert out.rc == 0 and out.json["logical_block_size"] == other, out.stderr
+
+    vm_name = next(d["vm"] for d in lab_state["disks"].values() if d["serial"] == declared.serial)
+    domain = lab_state["vms"][vm_name]["domain"]
+    disks = [d for d in lab_state["disks"].values() if d["vm"] == vm_name]
+    warm.unplug_nvme(lab_state["libvirt_uri"], domain, disks, declared.serial)
+    gone = guest.check_output("lsblk -d -n -o SERIAL")
+    assert declared.serial not in gone.split(), f"{dev.path} still in the guest after device_del"
+    assert warm.hotplug_nvme(lab_state["libvirt_uri"], domain, disks)
+    waited = guest.run("sh -c", 'i=0; until lsblk -d -n -o SERIAL | grep -qx "$1"; do i=$((i+1)); '
+                       '[ $i -lt 300 ] || exit 1; sleep 0.1; done; lsblk -d -n -o PATH,SERIAL | '
+                       'awk -v s="$1" \'$2 == s {print $1}\'', "wait", declared.serial)
+    assert waited.ok and waited.stdout.strip() == dev.path, \
+        f"serial {declared.serial} not back as {dev.path} after the hot-plug: {waited.stdout} {waited.stderr}"
+    _assert_geometry(guest, dev, declared_size, "after QEMU created the controller anew")
+
