@@ -355,7 +355,6 @@ def ensure_owner(owner: str, group: str, create: bool) -> list[str]:
 
 
 def provision(args, prog: str) -> Provisioned:
-    run(["udevadm", "settle", "--timeout=10"], check=False)  # a previous writer's events first
     disk = whole_disk(args.device)
     refuse_if_in_use(disk, prog)
     start = parse_start(args.start, disk.logical_block_size)
@@ -368,6 +367,7 @@ def provision(args, prog: str) -> Provisioned:
     for name in (args.owner, args.group):
         if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", name):
             raise Refused(f"{name!r} is not a valid user or group name (lower case letters, digits, _ and -)")
+    run(["udevadm", "settle", "--timeout=10"], check=False)  # a previous writer's events first
     key, serial = udev_serial(disk)
     if not args.create_user:
         ensure_owner(args.owner, args.group, create=False)  # refuses before anything is written
