@@ -76,10 +76,9 @@ _BLANK = r'''
 set -eu
 dev=$1; serial=$2
 for part in $(lsblk -n -l -o PATH,TYPE "$dev" | awk '$2 == "part" {print $1}'); do wipefs --all --quiet "$part"; done
-wipefs --all --quiet "$dev"
-blockdev --rereadpt "$dev" 2>/dev/null || partx -d "$dev" 2>/dev/null || true
-rm -f /etc/udev/rules.d/99-sectorlab-redo-$(printf %s "$serial" | tr -c 'A-Za-z0-9._-' _).rules
-udevadm control --reload
+wipefs --all --quiet "$dev"  # and re-reads the partition table
+rule=/etc/udev/rules.d/99-sectorlab-redo-$(printf %s "$serial" | tr -c 'A-Za-z0-9._-' _).rules
+if [ -e "$rule" ]; then rm -f "$rule"; udevadm control --reload; fi
 udevadm settle --timeout=10
 if lsblk -n -l -o TYPE "$dev" | grep -qx part; then echo "$dev still has partitions" >&2; exit 1; fi
 '''

@@ -39,17 +39,34 @@ def nvme_disk(request, lab_state, lab_guests, guest_devices):
                     f"({back.stderr.strip()}); re-plugged the controller instead", pytrace=False)
 
 
+# Every view of the namespace in one round trip (each is parsed on the host): sysfs, blockdev, the
+# LBA format in use, the rules engine's default BLOCKSIZE, and one O_DIRECT+O_DSYNC write of one
+# redo byte at BLOCKSIZE 512 and at 4096 (redo-writer: one transaction, one block).
+_VIEWS = r'''
+dev=$1; q=/sys/block/${dev#/dev/}/queue
+echo "sysfs=$(cat $q/logical_block_size $q/physical_block_size | tr '\n' ' ')"
+echo "blockdev=$(blockdev --getss --getpbsz "$dev" | tr '\n' ' ')"
+echo "id_ns=$(nvme id-ns "$dev" -o json | tr -d '\n')"
+echo "redo_check=$(redo-check "$dev" --json)"
+for bs in 512 4096; do
+  redo-writer run --target "$dev" --blocksize $bs --sessions 1 --transactions 1 --redo-per-txn 1 \
+    --log-size 1048576 --output json >/dev/null 2>/tmp/sectorlab-write.err
+  echo "write$bs=$? $(tr '\n' ' ' < /tmp/sectorlab-write.err)"
+done
+'''
+
+
 def _views(guest, dev) -> dict:
-    """What the guest shows for the namespace, by four independent routes."""
-    q = f"/sys/block/{dev.name}/queue"
-    sysfs = [int(v) for v in guest.check_output("cat", f"{q}/logical_block_size", f"{q}/physical_block_size").split()]
-    cmd = f"sudo -n blockdev --getss --getpbsz {dev.path}"
-    blockdev = guestdisks.parse_blockdev_sizes(guest.check_output(cmd), cmd)
-    cmd = f"sudo -n nvme id-ns {dev.path} -o json"
-    ns = guestdisks.parse_nvme_id_ns(guest.check_output(cmd), cmd)
-    check = guest_tool(guest, "redo-check", dev.path, "--json")
-    return {"sysfs": tuple(sysfs), "blockdev": blockdev, "lba_data_size": ns["data_size"],
-            "metadata": ns["metadata_size"], "redo_default": json.loads(check.stdout)["default_blocksize"]}
+    """What the guest shows for the namespace, by independent routes."""
+    out = dict(line.split("=", 1) for line in guest.check_output("sudo -n sh -c", _VIEWS, "views", dev.path,
+                                                                 timeout=120).splitlines())
+    ns = guestdisks.parse_nvme_id_ns(out["id_ns"], f"nvme id-ns {dev.path} -o json")
+    writes = {bs: out[f"write{bs}"].split(" ", 1) for bs in (512, 4096)}
+    return {"sysfs": tuple(int(v) for v in out["sysfs"].split()),
+            "blockdev": guestdisks.parse_blockdev_sizes(out["blockdev"], f"blockdev --getss --getpbsz {dev.path}"),
+            "lba_data_size": ns["data_size"], "metadata": ns["metadata_size"],
+            "redo_default": json.loads(out["redo_check"])["default_blocksize"],
+            "writes": {bs: (int(rc), err.strip()) for bs, (rc, err) in writes.items()}}
 
 
 def _redo_write(guest, dev, blocksize: int):
@@ -60,16 +77,17 @@ def _redo_write(guest, dev, blocksize: int):
 
 def _assert_geometry(guest, dev, size: int, when: str) -> None:
     views = _views(guest, dev)
+    writes = views.pop("writes")
     want = {"sysfs": (size, size), "blockdev": (size, size), "lba_data_size": size, "metadata": 0,
             "redo_default": rules.evaluate(size, size).default_blocksize}
     assert views == want, f"{dev.path} {when}: the guest shows {views}, expected {want}"
-    small = _redo_write(guest, dev, 512)
+    rc, err = writes[512]
     if size > 512:
-        assert small.rc == 1 and "pwrite: Invalid argument" in small.stderr, \
-            f"{dev.path} {when}: a 512-byte O_DIRECT write should fail with EINVAL: rc {small.rc} {small.stderr}"
+        assert rc == 1 and "pwrite: Invalid argument" in err, \
+            f"{dev.path} {when}: a 512-byte O_DIRECT write should fail with EINVAL: rc {rc} {err}"
     else:
-        assert small.rc == 0, f"{dev.path} {when}: a 512-byte O_DIRECT write failed: {small.stderr}"
-    assert _redo_write(guest, dev, 4096).rc == 0, f"{dev.path} {when}: a 4096-byte O_DIRECT write failed"
+        assert rc == 0, f"{dev.path} {when}: a 512-byte O_DIRECT write failed: {err}"
+    assert writes[4096][0] == 0, f"{dev.path} {when}: a 4096-byte O_DIRECT write failed: {writes[4096][1]}"
 
 
 def test_reformat_and_back(nvme_disk):
