@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from labtests.lab import blank_disk, declared_disks, guest_tool
+from labtests.lab import blank_disk, declared_disks
 
 pytestmark = pytest.mark.lab
 
@@ -39,29 +39,43 @@ def virtio(guest_devices, lab_guests):
     blank_disk(guest, dev, declared.serial)
 
 
-def _fingerprint(guest, path: str) -> str:
-    """Checksums of the device's first and last MiB, its partition table (or none) and the udev rules
-    directory, and the passwd/group entries a run could add."""
-    return guest.check_output("sudo -n sh -c", r'''
-        size=$(blockdev --getsize64 "$1")
-        dd if="$1" bs=1M count=1 iflag=direct status=none | sha256sum
-        dd if="$1" bs=1M skip=$((size / 1048576 - 1)) count=1 iflag=direct status=none | sha256sum
-        sfdisk --dump "$1" 2>&1 | sha256sum
-        ls -l --time-style=+%s.%N /etc/udev/rules.d/ | sha256sum
-        getent passwd nosuchdba; getent group nosuchgrp; true''', "fingerprint", path)
+# Runs the tool between two fingerprints of the disk, in one round trip: checksums of the device's
+# first and last MiB, its partition table (or none) and the udev rules directory, and the
+# passwd/group entries a run could add. Prints the fingerprints, the tool's exit status and its
+# stderr, each after a line of its own.
+_REFUSED = r'''
+path=$1; shift
+fingerprint() {
+  size=$(blockdev --getsize64 "$path")
+  dd if="$path" bs=1M count=1 iflag=direct status=none | sha256sum
+  dd if="$path" bs=1M skip=$((size / 1048576 - 1)) count=1 iflag=direct status=none | sha256sum
+  sfdisk --dump "$path" 2>&1 | sha256sum
+  ls -l --time-style=+%s.%N /etc/udev/rules.d/ | sha256sum
+  getent passwd nosuchdba; getent group nosuchgrp; true
+}
+echo "--- before"; fingerprint
+"$@" >/tmp/sectorlab-refused.out 2>/tmp/sectorlab-refused.err
+rc=$?
+echo "--- rc"; echo $rc
+echo "--- stderr"; cat /tmp/sectorlab-refused.err
+echo "--- stdout"; cat /tmp/sectorlab-refused.out
+echo "--- after"; fingerprint
+'''
 
 
 def _refused(guest, path: str, tool: str, *args, expect: list[str]) -> None:
     """Run the tool; it must exit 2 with one stderr line holding every text in `expect`, and leave
     `path` as it was."""
-    before = _fingerprint(guest, path)
-    result = guest_tool(guest, tool, *args)
-    lines = result.stderr.strip().splitlines()
-    assert result.rc == 2, f"'{result.cmd}': exit {result.rc}, expected 2 (refused): {result.stderr}{result.stdout}"
-    assert len(lines) == 1 and lines[0].startswith(f"{tool}: "), f"'{result.cmd}': expected one line: {lines}"
+    out = guest.check_output("sudo -n sh -c", _REFUSED, "refused", path, tool, *args, timeout=120)
+    parts = dict(chunk.split("\n", 1) for chunk in out.split("--- ")[1:])
+    rc, stderr = int(parts["rc"]), parts["stderr"].strip()
+    cmd = f"{tool} {' '.join(map(str, args))}"
+    lines = stderr.splitlines()
+    assert rc == 2, f"'{cmd}': exit {rc}, expected 2 (refused): {stderr} {parts['stdout']}"
+    assert len(lines) == 1 and lines[0].startswith(f"{tool}: "), f"'{cmd}': expected one line: {lines}"
     for text in expect:
-        assert text in lines[0], f"'{result.cmd}': {text!r} not in {lines[0]!r}"
-    assert _fingerprint(guest, path) == before, f"'{result.cmd}' was refused but changed {path}"
+        assert text in lines[0], f"'{cmd}': {text!r} not in {lines[0]!r}"
+    assert parts["after"].strip() == parts["before"].strip(), f"'{cmd}' was refused but changed {path}"
 
 
 def _root_disk(guest) -> tuple[str, str]:
