@@ -39,9 +39,13 @@ def test_storage_tools_answer(booted):
     assert guest.check_output("nvme version").startswith("nvme version ")
     assert guest.check_output("fio --version").startswith("fio-")
     assert "parted" in guest.check_output("parted --version")
-    for tool in ("sg_readcap", "sfdisk", "blockdev", "lsblk", "python3"):
+    for tool in ("sg_readcap", "sfdisk", "blockdev", "lsblk", "wipefs", "udevadm", "python3"):
         guest.check_output("command -v", tool)
     assert "redo-writer run --target PATH" in guest.check_output("redo-writer --help")
+    # The DBA's procedures and the rules engine, as the image installs them (docs/scenarios.md).
+    assert guest.check_output("provision-redo-disk --help").startswith("usage: provision-redo-disk ")
+    assert guest.check_output("reformat-nvme --help").startswith("usage: reformat-nvme ")
+    assert '"default_blocksize": 4096' in guest.check_output("redo-check --logical 512 --physical 4096 --json")
 
 
 def test_nvme_target_modules_load(booted):
