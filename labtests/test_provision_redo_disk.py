@@ -126,3 +126,27 @@ def test_misalign_at_sector_63(blank):
         # parted's "optimal" is a 1 MiB boundary unless the disk reports an optimal I/O size.
         assert p["parted_align_check"] == {"optimal": False, "minimal": True}, p["parted_align_check"]
         assert f"aligned to the {g.physical_block_size}-byte physical sector" in result.stderr, result.stderr
+
+
+@pytest.fixture
+def first_disk(lab_state, lab_guests, guest_devices):
+    """The first declared disk, blanked again after the test."""
+    param = disk_params()[0].values[0]
+    guest, declared, dev = resolve_disk(param, lab_state, lab_guests, guest_devices)
+    yield guest, declared, dev
+    blank_disk(guest, dev, declared.serial)
+
+
+def test_provision_creates_a_missing_owner_and_group(first_disk):
+    guest, declared, dev = first_disk
+    owner, group = "sl_redo_owner", "sl_redo_group"
+    assert not guest.run("getent passwd", owner).ok and not guest.run("getent group", group).ok
+    try:
+        result = guest_tool(guest, "provision-redo-disk", dev.path, "--owner", owner, "--group", group,
+                            "--mode", "0640", "--json")
+        assert result.rc == 0, f"{dev.path}: exited {result.rc}: {result.stderr}"
+        assert result.json["changed"][:2] == [f"group {group}", f"user {owner}"], result.json["changed"]
+        assert (result.json["owner"], result.json["group"], result.json["mode"]) == (owner, group, "0640")
+        assert guest.check_output("id -gn", owner) == group
+    finally:
+        guest.run("sudo -n sh -c", 'userdel "$1"; groupdel "$2"; true', "cleanup", owner, group)
