@@ -375,12 +375,14 @@ def provision(args, prog: str) -> Provisioned:
     layout = read_layout(disk)
     found = signatures(disk.path)
     # Already provisioned as asked (a re-run): the same table, and nothing written into the partition.
-    keep = (_wanted_layout(layout, start) and os.path.exists(partition_node(disk))
-            and not signatures(partition_node(disk)))
+    inside = signatures(partition_node(disk)) if os.path.exists(partition_node(disk)) else []
+    keep = _wanted_layout(layout, start) and os.path.exists(partition_node(disk)) and not inside
     if not keep and (layout is not None or found or partitions_of(disk)):
         what = (f"a {layout.label} partition table with {len(layout.partitions)} partition(s)"
                 + (f" (the first at sector {layout.partitions[0].get('start')})" if layout.partitions else "")
                 if layout else "signature(s) " + ", ".join(s.get("type", "?") for s in found))
+        if inside:
+            what += f", and {partition_node(disk)} holds " + ", ".join(s.get("type", "?") for s in inside)
         if not args.force:
             raise Refused(f"{disk.path} holds {what}: expected an empty disk; --force replaces it (its data is lost)")
 
@@ -551,8 +553,8 @@ def reformat(args, prog: str) -> Reformatted:
     transport = nvme_transport(disk)
     if transport != "pcie":
         raise Refused(f"{disk.path} is an NVMe/{transport.upper()} namespace: its sector sizes come from the "
-                      f"target's backing disk, which decides them; reformat that disk (in the lab: the nvme-tcp "
-                      f"disk's geometry), not the namespace")
+                      f"target's backing disk, which decides them; change that disk (in the lab: the nvme-tcp "
+                      f"disk's geometry in the lab definition), not the namespace")
     refuse_if_in_use(disk, prog)
     in_use, formats = lba_formats(disk)
     wanted = [f for f in formats if f["data_size"] == args.lbads and f["metadata_size"] == 0]

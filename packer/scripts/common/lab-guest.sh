@@ -24,11 +24,19 @@ install -m 0755 /tmp/sectorlab-files/redo-writer /usr/local/bin/redo-writer
 install -m 0755 /tmp/sectorlab-files/sectorlab-nvme-tcp /usr/local/sbin/sectorlab-nvme-tcp
 # The DBA's procedures (sectorlab/redodisk.py) and the rules engine they ask for the redo BLOCKSIZE,
 # as commands: provision-redo-disk, reformat-nvme, redo-check.
+# Each command is a launcher that imports its module, byte-compiled here: Python compiles a script
+# it runs directly at every start (0.23 s of redodisk.py's 0.71 s import under TCG).
 install -d /usr/local/lib/sectorlab
-install -m 0755 /tmp/sectorlab-files/rules.py /tmp/sectorlab-files/redodisk.py /usr/local/lib/sectorlab/
-ln -sf /usr/local/lib/sectorlab/redodisk.py /usr/local/sbin/provision-redo-disk
-ln -sf /usr/local/lib/sectorlab/redodisk.py /usr/local/sbin/reformat-nvme
-ln -sf /usr/local/lib/sectorlab/rules.py /usr/local/bin/redo-check
+install -m 0644 /tmp/sectorlab-files/rules.py /tmp/sectorlab-files/redodisk.py /usr/local/lib/sectorlab/
+python3 -m compileall -q /usr/local/lib/sectorlab
+launcher() {  # launcher PATH MODULE
+  printf '#!/usr/bin/python3\nimport sys\nsys.path.insert(0, "/usr/local/lib/sectorlab")\nimport %s\nsys.exit(%s.main())\n' \
+    "$2" "$2" > "$1"
+  chmod 0755 "$1"
+}
+launcher /usr/local/sbin/provision-redo-disk redodisk
+launcher /usr/local/sbin/reformat-nvme redodisk
+launcher /usr/local/bin/redo-check rules
 install -m 0644 /tmp/sectorlab-files/sectorlab-nvme-tcp.service /etc/systemd/system/sectorlab-nvme-tcp.service
 systemctl enable sectorlab-nvme-tcp.service
 
