@@ -4,17 +4,17 @@ disk's first and last MiB, its partition table and the udev rules are as they we
 group was created.
 
 Guards sectorlab/redodisk.py's checks against the guest's real devices (missing device, a
-partition, the root disk, a mounted disk, a partition table without --force, an unknown owner with
---no-create-user, a bad start; reformat: a non-NVMe disk, an NVMe/TCP namespace, a data size the
-namespace does not list). Where a case needs a disk prepared (mounted, partitioned), that disk is
-blanked afterwards.
+partition, the root disk, a mounted disk, a partition table without --force, a filesystem put into
+the redo partition since it was provisioned, an unknown owner with --no-create-user, a bad start;
+reformat: a non-NVMe disk, an NVMe/TCP namespace, a data size the namespace does not list). Where a
+case needs a disk prepared (mounted, partitioned), that disk is blanked afterwards.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from labtests.lab import blank_disk, declared_disks
+from labtests.lab import blank_disk, declared_disks, guest_tool
 
 pytestmark = pytest.mark.lab
 
@@ -119,6 +119,17 @@ def test_provision_refuses_a_partition_table_without_force(virtio):
     guest.check_output("sudo -n parted -s", dev.path, "mklabel gpt mkpart data 1MiB 50%")
     _refused(guest, dev.path, "provision-redo-disk", dev.path,
              expect=[dev.path, "gpt partition table with 1 partition(s)", "expected an empty disk", "--force"])
+
+
+def test_provision_refuses_a_filesystem_in_its_own_partition(virtio):
+    """A re-run on a redo partition that has since been given a filesystem does not reuse it."""
+    guest, _, dev = virtio
+    first = guest_tool(guest, "provision-redo-disk", dev.path, "--json")
+    assert first.rc == 0, first.stderr
+    partition = first.json["partition"]
+    guest.check_output("sudo -n mkfs.ext4 -q -F", partition)
+    _refused(guest, dev.path, "provision-redo-disk", dev.path,
+             expect=[dev.path, f"{partition} holds ext4", "expected an empty disk", "--force"])
 
 
 def test_provision_refuses_an_unknown_owner_with_no_create_user(virtio):
