@@ -6,9 +6,10 @@ the database's owner with a udev rule matched by the disk's serial (`provision-r
 with what the guest now sees and the redo BLOCKSIZE the rules engine (rules.py) picks for it.
 
 Standard library only: installed into the lab's guest images as /usr/local/lib/sectorlab/redodisk.py
-beside rules.py, and run through the symlinks /usr/local/sbin/provision-redo-disk and
-/usr/local/sbin/reformat-nvme (it dispatches on the name it was run by). It also runs on a database
-server with python3, parted, util-linux and udev (and nvme-cli for reformat-nvme).
+beside rules.py, byte-compiled, and run by the launchers /usr/local/sbin/provision-redo-disk and
+/usr/local/sbin/reformat-nvme (main() dispatches on the name it was run by; `python3 redodisk.py
+COMMAND ...` works too). It also runs on a database server with python3, parted, util-linux and
+udev (and nvme-cli for reformat-nvme).
 
 Exit status: 0 done (or nothing to do), 1 the work failed part-way (the message says where it
 stands), 2 refused: bad input or an unsafe disk, and nothing was written.
