@@ -69,6 +69,14 @@ def guest_tool(guest, tool: str, *args, timeout: float = 120.0):
     return result
 
 
+def one_block_write(guest, dev, blocksize: int):
+    """One redo-writer transaction of one redo byte: one O_DIRECT+O_DSYNC write of one `blocksize`
+    block at offset 0. Fails with EINVAL (exit 1, 'pwrite: Invalid argument') below the logical
+    sector."""
+    return guest.run("sudo -n redo-writer run --target", dev.path, "--blocksize", blocksize, "--sessions", 1,
+                     "--transactions", 1, "--redo-per-txn", 1, "--log-size", 1 << 20, "--output", "json")
+
+
 # Gives a scenario's disk back blank: no partition (kernel or on disk), no signature, no udev rule
 # of provision-redo-disk for its serial. Later scenarios (redo-writer) refuse a disk that holds a
 # partition table, as they should.

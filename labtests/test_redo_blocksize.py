@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from labtests.lab import disk_params, resolve_disk
+from labtests.lab import disk_params, one_block_write, resolve_disk
 from sectorlab import rules
 from sectorlab.paths import REPO
 
@@ -56,8 +56,7 @@ def test_verdict_and_real_io(disk, blocksize, helpers):
     assert (result.rc == 0) is want_allowed
 
     # One transaction of one redo byte: one write of one B-byte block at offset 0.
-    io = guest.run("sudo -n redo-writer run --target", dev.path, "--blocksize", blocksize, "--sessions", 1,
-                   "--transactions", 1, "--redo-per-txn", 1, "--log-size", 1 << 20, "--output", "json")
+    io = one_block_write(guest, dev, blocksize)
     if blocksize < logical:
         assert io.rc == 1 and "pwrite: Invalid argument" in io.stderr, (
             f"{dev.path}: O_DIRECT write of {blocksize} B below the {logical} B logical sector: "

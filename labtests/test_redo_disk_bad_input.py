@@ -33,8 +33,15 @@ def _first_disk(guest_devices, lab_guests, bus: str):
 
 @pytest.fixture
 def virtio(guest_devices, lab_guests):
-    guest, declared, dev = _first_disk(guest_devices, lab_guests, "virtio")
-    yield guest, declared, dev
+    """The first virtio disk, for a refusal: the test's fingerprints show it unchanged."""
+    return _first_disk(guest_devices, lab_guests, "virtio")
+
+
+@pytest.fixture
+def scratch_virtio(virtio):
+    """The first virtio disk for a test that prepares it (mounts, partitions): blanked afterwards."""
+    guest, declared, dev = virtio
+    yield virtio
     guest.run("sudo -n umount /mnt/sectorlab-bad-input")
     blank_disk(guest, dev, declared.serial)
 
@@ -106,24 +113,24 @@ def test_provision_refuses_the_root_disk(virtio):
     _refused(guest, disk, "provision-redo-disk", disk, "--force", expect=[disk, "is the root disk", "data disk"])
 
 
-def test_provision_refuses_a_mounted_disk(virtio):
-    guest, _, dev = virtio
+def test_provision_refuses_a_mounted_disk(scratch_virtio):
+    guest, _, dev = scratch_virtio
     guest.check_output("sudo -n sh -c", 'mkfs.ext4 -q -F "$1" && mkdir -p /mnt/sectorlab-bad-input && '
                        'mount "$1" /mnt/sectorlab-bad-input', "mount", dev.path)
     _refused(guest, dev.path, "provision-redo-disk", dev.path, "--force",
              expect=[dev.path, "mounted at /mnt/sectorlab-bad-input", "unmount it"])
 
 
-def test_provision_refuses_a_partition_table_without_force(virtio):
-    guest, _, dev = virtio
+def test_provision_refuses_a_partition_table_without_force(scratch_virtio):
+    guest, _, dev = scratch_virtio
     guest.check_output("sudo -n parted -s", dev.path, "mklabel gpt mkpart data 1MiB 50%")
     _refused(guest, dev.path, "provision-redo-disk", dev.path,
              expect=[dev.path, "gpt partition table with 1 partition(s)", "expected an empty disk", "--force"])
 
 
-def test_provision_refuses_a_filesystem_in_its_own_partition(virtio):
+def test_provision_refuses_a_filesystem_in_its_own_partition(scratch_virtio):
     """A re-run on a redo partition that has since been given a filesystem does not reuse it."""
-    guest, _, dev = virtio
+    guest, _, dev = scratch_virtio
     first = guest_tool(guest, "provision-redo-disk", dev.path, "--json")
     assert first.rc == 0, first.stderr
     partition = first.json["partition"]

@@ -18,10 +18,32 @@ import json
 
 import pytest
 
-from labtests.lab import disk_params, guest_tool, resolve_disk
+from labtests.lab import disk_params, guest_tool, one_block_write, resolve_disk
 from sectorlab import guestdisks, rules, warm
+from sectorlab import lab as lab_mod
 
 pytestmark = pytest.mark.lab
+
+
+def _other_size(declared) -> int:
+    """The LBA data size the scenario formats to: 4096 on a 512-byte namespace, 512 on a 4Kn one."""
+    return 4096 if declared.geometry.logical_block_size == 512 else 512
+
+
+def _recreate_controller(guest, lab_state: dict, serial: str) -> str:
+    """Hot-unplug the NVMe controller from the host and add it again as every lab-up does
+    (warm.hotplug_nvme); wait, as lab-up does (the guest probe), until the guest shows the serial;
+    its device path."""
+    declared = next(d for d in lab_state["disks"].values() if d["serial"] == serial)
+    vm = lab_state["vms"][declared["vm"]]
+    disks = [d for d in lab_state["disks"].values() if d["vm"] == declared["vm"]]
+    warm.unplug_nvme(lab_state["libvirt_uri"], vm["domain"], disks, serial)
+    assert serial not in guest.check_output("lsblk -d -n -o SERIAL").split(), \
+        f"serial {serial} still in the guest after device_del"
+    assert warm.hotplug_nvme(lab_state["libvirt_uri"], vm["domain"], disks) == [warm.nvme_controller_id(disks, serial)]
+    seen = lab_mod.probe(guest, [declared], wait=lab_mod.NVME_APPEAR_TIMEOUT)["disks"]
+    assert serial in seen, f"serial {serial} not back {lab_mod.NVME_APPEAR_TIMEOUT:.0f} s after the hot-plug"
+    return seen[serial].path
 
 
 @pytest.fixture(params=disk_params(buses=("nvme",)))
@@ -31,10 +53,7 @@ def nvme_disk(request, lab_state, lab_guests, guest_devices):
     yield guest, declared, dev
     back = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", declared.geometry.logical_block_size, "--force")
     if not back.ok:  # the guest could not: QEMU's controller, created anew, has the declared format
-        vm = lab_state["vms"][request.param[0]]
-        disks = [d for d in lab_state["disks"].values() if d["vm"] == request.param[0]]
-        warm.unplug_nvme(lab_state["libvirt_uri"], vm["domain"], disks, declared.serial)
-        warm.hotplug_nvme(lab_state["libvirt_uri"], vm["domain"], disks)
+        _recreate_controller(guest, lab_state, declared.serial)
         pytest.fail(f"{dev.path}: reformat-nvme back to {declared.geometry.logical_block_size} failed "
                     f"({back.stderr.strip()}); re-plugged the controller instead", pytrace=False)
 
@@ -69,12 +88,6 @@ def _views(guest, dev) -> dict:
             "writes": {bs: (int(rc), err.strip()) for bs, (rc, err) in writes.items()}}
 
 
-def _redo_write(guest, dev, blocksize: int):
-    """One transaction of one redo byte: one O_DIRECT+O_DSYNC write of one `blocksize` block."""
-    return guest.run("sudo -n redo-writer run --target", dev.path, "--blocksize", blocksize, "--sessions", 1,
-                     "--transactions", 1, "--redo-per-txn", 1, "--log-size", 1 << 20, "--output", "json")
-
-
 def _assert_geometry(guest, dev, size: int, when: str) -> None:
     views = _views(guest, dev)
     writes = views.pop("writes")
@@ -92,13 +105,12 @@ def _assert_geometry(guest, dev, size: int, when: str) -> None:
 
 def test_reformat_and_back(nvme_disk):
     guest, declared, dev = nvme_disk
-    declared_size = declared.geometry.logical_block_size
-    other = 4096 if declared_size == 512 else 512
+    declared_size, other = declared.geometry.logical_block_size, _other_size(declared)
     _assert_geometry(guest, dev, declared_size, "before the format")
 
     # A redo log with blocks of the declared sector size, written before the format.
     log_blocksize = declared_size
-    assert _redo_write(guest, dev, log_blocksize).rc == 0
+    assert one_block_write(guest, dev, log_blocksize).rc == 0
 
     out = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", other, "--json")
     assert out.rc == 0, f"{dev.path}: reformat-nvme --lbads {other} exited {out.rc}: {out.stderr}"
@@ -128,22 +140,9 @@ def test_reformat_and_back(nvme_disk):
 
 def test_reformat_forgotten_when_qemu_recreates_the_controller(nvme_disk, lab_state):
     guest, declared, dev = nvme_disk
-    declared_size = declared.geometry.logical_block_size
-    other = 4096 if declared_size == 512 else 512
+    other = _other_size(declared)
     out = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", other, "--json")
     assert out.rc == 0 and out.json["logical_block_size"] == other, out.stderr
-
-    vm_name = next(d["vm"] for d in lab_state["disks"].values() if d["serial"] == declared.serial)
-    domain = lab_state["vms"][vm_name]["domain"]
-    disks = [d for d in lab_state["disks"].values() if d["vm"] == vm_name]
-    warm.unplug_nvme(lab_state["libvirt_uri"], domain, disks, declared.serial)
-    gone = guest.check_output("lsblk -d -n -o SERIAL")
-    assert declared.serial not in gone.split(), f"{dev.path} still in the guest after device_del"
-    assert warm.hotplug_nvme(lab_state["libvirt_uri"], domain, disks)
-    waited = guest.run("sh -c", 'i=0; until lsblk -d -n -o SERIAL | grep -qx "$1"; do i=$((i+1)); '
-                       '[ $i -lt 300 ] || exit 1; sleep 0.1; done; lsblk -d -n -o PATH,SERIAL | '
-                       'awk -v s="$1" \'$2 == s {print $1}\'', "wait", declared.serial)
-    assert waited.ok and waited.stdout.strip() == dev.path, \
-        f"serial {declared.serial} not back as {dev.path} after the hot-plug: {waited.stdout} {waited.stderr}"
-    _assert_geometry(guest, dev, declared_size, "after QEMU created the controller anew")
-
+    path = _recreate_controller(guest, lab_state, declared.serial)
+    assert path == dev.path, f"serial {declared.serial} came back as {path}, not {dev.path}"
+    _assert_geometry(guest, dev, declared.geometry.logical_block_size, "after QEMU created the controller anew")

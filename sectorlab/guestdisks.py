@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from . import redodisk
 from .errors import SectorlabError
 
 LSBLK_COLUMNS = "NAME,KNAME,TYPE,SERIAL,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,TRAN,MODEL"
@@ -89,16 +90,12 @@ def parse_blockdev_sizes(text: str, command: str) -> tuple[int, int]:
 
 
 def parse_nvme_id_ns(text: str, command: str) -> dict:
-    """`nvme id-ns DEV -o json`: the LBA format in use and its data size in bytes."""
+    """`nvme id-ns DEV -o json`: the LBA format in use and its data size in bytes (parsed by the
+    guest tools' parser, sectorlab/redodisk.py, which runs on both sides)."""
     try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise GuestOutputError(command, f"not JSON ({e})", text) from e
-    if not isinstance(data, dict) or "flbas" not in data or not isinstance(data.get("lbafs"), list):
-        raise GuestOutputError(command, "no 'flbas' and 'lbafs'", text)
-    index = data["flbas"] & 0x0F
-    if index >= len(data["lbafs"]):
-        raise GuestOutputError(command, f"flbas selects LBA format {index} of {len(data['lbafs'])}", text)
-    lbaf = data["lbafs"][index]
-    return {"lba_format": index, "data_size": 1 << lbaf["ds"], "metadata_size": lbaf.get("ms", 0),
-            "formats": [1 << f["ds"] for f in data["lbafs"]], "nsze": data.get("nsze")}
+        in_use, formats = redodisk.parse_lba_formats(text, command)
+    except redodisk.UnexpectedOutput as e:
+        raise GuestOutputError(command, e.why, text) from e
+    return {"lba_format": in_use, "data_size": formats[in_use]["data_size"],
+            "metadata_size": formats[in_use]["metadata_size"], "formats": [f["data_size"] for f in formats],
+            "nsze": json.loads(text).get("nsze")}

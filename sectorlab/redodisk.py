@@ -277,6 +277,23 @@ def rule_text(key: str, serial: str, owner: str, group: str, mode: int, disk_pat
             f'ATTR{{partition}}=="1", OWNER="{owner}", GROUP="{group}", MODE="{mode:04o}"\n')
 
 
+def write_rule(path: str, text: str) -> bool:
+    """Write the rule file unless it already says exactly that (a re-run leaves it untouched, time
+    included), then have udev read it; whether it was written."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return False
+    except FileNotFoundError:
+        pass
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    run(["udevadm", "control", "--reload"])
+    return True
+
+
 def _wanted_layout(layout: Layout | None, start: int) -> bool:
     return (layout is not None and layout.label == "gpt" and len(layout.partitions) == 1
             and layout.partitions[0].get("start") == start and layout.partitions[0].get("name") == PARTITION_NAME)
@@ -389,18 +406,7 @@ def provision(args, prog: str) -> Provisioned:
 
     changed = ensure_owner(args.owner, args.group, create=True)
     rule = rule_path(serial)
-    text = rule_text(key, serial, args.owner, args.group, mode, disk.path)
-    try:
-        with open(rule) as f:
-            same = f.read() == text
-    except FileNotFoundError:
-        same = False
-    if not same:
-        tmp = rule + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, rule)
-        run(["udevadm", "control", "--reload"])
+    if write_rule(rule, rule_text(key, serial, args.owner, args.group, mode, disk.path)):
         changed.append(f"udev rule {rule}")
 
     part = partition_node(disk)
@@ -507,16 +513,33 @@ def nvme_controller(disk: Disk) -> str:
     return "/dev/" + os.path.basename(os.path.realpath(os.path.join(disk.sysfs, "device")))
 
 
+class UnexpectedOutput(Failed):
+    """A tool printed something this module cannot read; `why` says what was wrong with it."""
+
+    def __init__(self, command: str, why: str, text: str):
+        self.why = why
+        super().__init__(f"unexpected output of '{command}': {why}: {text.strip()[:200]!r}")
+
+
 def parse_lba_formats(text: str, command: str) -> tuple[int, list[dict]]:
-    """(index in use, [{"index", "data_size", "metadata_size"}]) from `nvme id-ns -o json` output."""
+    """(index in use, [{"index", "data_size", "metadata_size"}] of the formats the namespace lists)
+    from `nvme id-ns -o json`. The one parser of that output: sectorlab.guestdisks wraps it."""
     try:
         data = json.loads(text)
-        listed = data["lbafs"][:data.get("nlbaf", len(data["lbafs"]) - 1) + 1]
+    except ValueError as e:
+        raise UnexpectedOutput(command, f"not JSON ({e})", text) from e
+    if not isinstance(data, dict) or "flbas" not in data or not isinstance(data.get("lbafs"), list):
+        raise UnexpectedOutput(command, "no 'flbas' and 'lbafs'", text)
+    listed = data["lbafs"][:data.get("nlbaf", len(data["lbafs"]) - 1) + 1]
+    try:
         formats = [{"index": i, "data_size": 1 << f["ds"], "metadata_size": f.get("ms", 0)}
                    for i, f in enumerate(listed)]
-        return data["flbas"] & 0x0F, formats
-    except (ValueError, KeyError, TypeError) as e:
-        raise Failed(f"unexpected output of '{command}': {text[:200]!r}") from e
+    except (KeyError, TypeError) as e:
+        raise UnexpectedOutput(command, f"an LBA format without 'ds' ({e})", text) from e
+    in_use = data["flbas"] & 0x0F
+    if in_use >= len(formats):
+        raise UnexpectedOutput(command, f"flbas selects LBA format {in_use} of {len(formats)}", text)
+    return in_use, formats
 
 
 def lba_formats(disk: Disk) -> tuple[int, list[dict]]:

@@ -264,16 +264,21 @@ def hotplug_nvme(uri: str, domain: str, disks: list[dict]) -> list[str]:
     return added
 
 
+def nvme_controller_id(disks: list[dict], serial: str) -> str:
+    """The QEMU device id of the NVMe controller of the disk with `serial` (nvme_plan's order)."""
+    plan = {d["serial"]: d["id"] for d in nvme_plan(disks)}
+    if serial not in plan:
+        raise SectorlabError(f"no emulated NVMe disk has serial {serial!r} (they are: "
+                             f"{', '.join(sorted(plan)) or 'none'})")
+    return plan[serial]
+
+
 def unplug_nvme(uri: str, domain: str, disks: list[dict], serial: str, timeout: float = 60.0) -> str:
     """Hot-unplug the NVMe controller of the disk with `serial` (the guest ejects it through ACPI
     PCI hot-plug) and drop its block node; returns its id. `hotplug_nvme` then adds it anew, as
     QEMU creates it at the declared sector sizes: a format done in the guest is gone, as after a
     QEMU restart."""
-    plan = {d["serial"]: d for d in nvme_plan(disks)}
-    if serial not in plan:
-        raise SectorlabError(f"{domain}: no emulated NVMe disk has serial {serial!r} (they are: "
-                             f"{', '.join(sorted(plan)) or 'none'})")
-    dev_id = plan[serial]["id"]
+    dev_id = nvme_controller_id(disks, serial)
     qmp(uri, domain, "device_del", id=dev_id)
     deadline = time.monotonic() + timeout
     while dev_id in {p["name"] for p in qmp(uri, domain, "qom-list", path="/machine/peripheral") or []}:
