@@ -65,22 +65,23 @@ smoke: image
 scenarios: bootstrap
 	SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab labtests $(PYTEST_ARGS)
 
-# $(call lab-run,LAB-UP OPTIONS,TESTS): lab-up, the lab scenarios in TESTS, and lab-down whatever they did.
+# $(call lab-run,LAB-UP OPTIONS,PYTEST SELECTION): lab-up, those scenarios, and lab-down whatever they did.
 define lab-run
 @rc=0; $(SECTORLAB) lab up $(1) $(LAB_ARG) && \
-  SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab $(2) $(PYTEST_ARGS) || rc=1; \
+  SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) $(2) $(PYTEST_ARGS) || rc=1; \
   $(SECTORLAB) lab down $(LAB_ARG) || rc=1; \
   exit $$rc
 endef
 
 # Everything from a fresh clone. The second lab-up restores the state the first one saved: the
-# sector-detection scenarios must pass after it as after a cold boot.
+# sector-detection scenarios must pass after it as after a cold boot; then the lab is stopped as a
+# host restart stops it, and a lab-up must bring it back with fresh disks.
 test: bootstrap
 	$(PYTEST) labtests/unit
 	@$(SECTORLAB) image build $(GUEST_ARG)
 	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
-	$(call lab-run,,labtests)
-	$(call lab-run,--require-warm,labtests/test_sector_detection.py)
+	$(call lab-run,,-m lab labtests)
+	$(call lab-run,--require-warm,-m "lab or lifecycle" labtests/test_sector_detection.py labtests/test_lab_restart.py)
 
 check: bootstrap
 	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp

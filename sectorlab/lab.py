@@ -285,6 +285,13 @@ def _running(lab: labdef.Lab, state: Path) -> bool:
                for vm in data["vms"].values())
 
 
+def _left_behind(lab: labdef.Lab, state: Path) -> list[str]:
+    """What of this lab exists although it does not run: Terraform-managed resources, domains, its pool."""
+    resources = _load_json(state / "terraform.tfstate", {}).get("resources", [])
+    left = [f"{len(resources)} Terraform resource(s)"] if resources else []
+    return left + leftovers_of(lab.name, lab.vms[0].libvirt_uri)
+
+
 def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
        require_warm: bool = False) -> dict:
     """Bring the lab up and verify every disk. Three paths, named in the output:
@@ -314,7 +321,17 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
     saved = warm.SavedState(lab.name, key, key_parts)
     vm_names = [vm.name for vm in lab.vms]
     vm_guest = {vm.name: vm.guest for vm in lab.vms}
-    if _running(lab, state):
+    running = _running(lab, state)
+    if not running:
+        left = _left_behind(lab, state)
+        if left:
+            # A run that was interrupted, or a host restart, leaves the lab defined but stopped; its
+            # data volumes hold that run's writes, and a lab-up promises fresh ones.
+            progress(f"lab {lab.name} does not run, but {', '.join(left)} remain (an interrupted run or a "
+                     f"host restart); their data disks may hold that run's writes: taking the lab down first")
+            down(lab_file, progress)
+            state.mkdir(parents=True, exist_ok=True)
+    if running:
         path, why = "converge", "the lab is running"
     elif cold:
         path, why = "cold", "asked for (--cold)"
