@@ -3,10 +3,21 @@
  * The run: N session threads commit transactions into a shared log buffer; one log writer
  * thread takes everything pending, writes it in whole redo blocks at the current log offset
  * (wrapping at --log-size, as a log switch would), and wakes every session its write covered.
- * With two members (--mirror, --race) a second thread writes the same blocks to the other
- * member at the same time: a mirrored write completes when both are done, a raced one when the
- * first is (the winner is counted). "log file parallel write" is the time of a write until it
- * completes; "log file sync" is a session's time from commit to wake-up.
+ * "log file parallel write" is the time of a write until it completes; "log file sync" is a
+ * session's time from commit to wake-up.
+ *
+ * With two members (--mirror, --race) the log writer hands each write to one writer thread per
+ * member. A mirrored write completes when every member has it, and the next write waits for it,
+ * as a database's log writer waits for every member of a multiplexed group. A raced write
+ * completes when the first member has it (the winner is counted), as smart flash logging
+ * acknowledges the first of flash and disk; the other member goes on in the background, writing
+ * everything it is behind in one write (up to --max-write), and the log writer waits for it only
+ * when it falls one log buffer (--max-write bytes) behind: redo stays in the buffer until every
+ * member has it.
+ *
+ * A member whose write fails is reported once (its path, the error, at which log write) and
+ * dropped; the run goes on with the other member, as a database goes on with the surviving
+ * member of a multiplexed group. When no member is left, the run stops with an error.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +40,14 @@ struct member {
 	int fd;
 	int null;
 	dev_t rdev;
+	uint64_t next;              /* the next log write (sequence number) this member writes */
+	uint64_t behind_bytes;      /* bytes of log writes handed out that it has not written yet */
+};
+
+/* A log write handed to the members. */
+struct job {
+	uint64_t off, len, pending, blocks, t0;
+	int done[2];
 };
 
 struct shared {
@@ -37,7 +56,7 @@ struct shared {
 	pthread_mutex_t lock;
 	pthread_cond_t work;        /* redo is pending, or the run is over */
 	pthread_cond_t written_cv;  /* a write completed */
-	pthread_cond_t job_cv;      /* the second member's thread: a job, or a member finished */
+	pthread_cond_t job_cv;      /* member threads: a job was handed out, or a member finished one */
 	int wake_sessions;          /* a write released sessions: wake them once the lock is let go */
 	uint64_t appended;          /* redo bytes committed so far (a byte position, like an SCN) */
 	uint64_t written;           /* redo bytes durable so far */
@@ -48,9 +67,9 @@ struct shared {
 	char *buf;
 	uint64_t log_offset;
 	uint64_t start_ns, deadline_ns;
-	/* the write in flight */
-	uint64_t job_seq, job_len, job_off, job_pending, job_blocks, job_t0;
-	int job_done[2], job_released;
+	/* log writes handed to the members: ring[seq % ring_size] for seq in [released, issued) */
+	struct job *ring;
+	uint64_t ring_size, issued, released;
 };
 
 static uint64_t now_ns(void)
@@ -91,41 +110,77 @@ static int write_member(struct shared *sh, struct member *m, uint64_t len, uint6
 	return 0;
 }
 
-/* Called with the lock held when member `idx` finished the write in flight. */
-static void member_done(struct shared *sh, int idx, int err, uint64_t t_end)
+static int live_members(const struct shared *sh)
+{
+	int k, n = 0;
+
+	for (k = 0; k < sh->nmembers; k++)
+		n += !sh->res->member[k].failed;
+	return n;
+}
+
+/* Called with the lock held: count a completed log write and release the sessions it covers. */
+static void account_write(struct shared *sh, const struct job *j, uint64_t t_end)
 {
 	const struct config *cfg = sh->cfg;
-	int all = 1, i;
 
-	sh->job_done[idx] = 1;
-	if (err) {
-		fprintf(stderr, "%s: write of %llu bytes at offset %llu of %s failed: pwrite: %s\n", PROG,
-			(unsigned long long)sh->job_len, (unsigned long long)sh->job_off, sh->m[idx].path, strerror(-err));
-		if (err == -EINVAL)
-			fprintf(stderr, "%s: O_DIRECT refused a %llu-byte redo block: the device's logical sector is "
-				"larger (see '%s probe %s')\n", PROG, cfg->blocksize, PROG, sh->m[idx].path);
+	sh->written += j->pending;
+	sh->res->writes++;
+	sh->res->writes_small += j->len < 4096;
+	sh->res->bytes_written += j->len;
+	sh->res->wastage_bytes += j->blocks * (cfg->blocksize - REDO_BLOCK_HEADER) - j->pending;
+	if (samples_add(&sh->res->write_lat, t_end - j->t0, t_end - sh->start_ns))
+		sh->failed = sh->stop = 1;
+	sh->wake_sessions = 1;
+}
+
+/* Called with the lock held: release, in order, the log writes that are complete (mirror: every
+ * live member has them; race: one has). */
+static void release_jobs(struct shared *sh, uint64_t t_end)
+{
+	while (sh->released < sh->issued) {
+		struct job *j = &sh->ring[sh->released % sh->ring_size];
+		int k, any = 0, all = 1;
+
+		for (k = 0; k < sh->nmembers; k++) {
+			if (sh->res->member[k].failed)
+				continue;
+			any |= j->done[k];
+			all &= j->done[k];
+		}
+		if (!(sh->cfg->members == MEMBERS_RACE ? any : all) || !live_members(sh))
+			break;
+		account_write(sh, j, t_end);
+		sh->released++;
+	}
+}
+
+/* Called with the lock held: member `idx` failed a write of log write `seq` with -err. */
+static void member_failed(struct shared *sh, int idx, int err, uint64_t seq, uint64_t len, uint64_t off)
+{
+	const struct config *cfg = sh->cfg;
+	struct member_result *r = &sh->res->member[idx];
+
+	r->failed = 1;
+	r->error = -err;
+	r->failed_at_write = seq + 1;
+	fprintf(stderr, "%s: write of %llu bytes at offset %llu of %s failed (log write %llu): pwrite: %s\n", PROG,
+		(unsigned long long)len, (unsigned long long)off, sh->m[idx].path, (unsigned long long)seq + 1,
+		strerror(-err));
+	if (err == -EINVAL)
+		fprintf(stderr, "%s: O_DIRECT refused a %llu-byte redo block: the device's logical sector is "
+			"larger (see '%s probe %s')\n", PROG, cfg->blocksize, PROG, sh->m[idx].path);
+	if (live_members(sh)) {
+		fprintf(stderr, "%s: member %s dropped; going on with %s\n", PROG, sh->m[idx].path,
+			sh->m[!idx].path);
+		release_jobs(sh, now_ns());
+	} else {
+		if (sh->nmembers > 1)
+			fprintf(stderr, "%s: no log member left; stopping\n", PROG);
 		sh->failed = sh->stop = 1;
 		pthread_cond_broadcast(&sh->written_cv);
-		pthread_cond_broadcast(&sh->job_cv);
-		return;
 	}
-	for (i = 0; i < sh->nmembers; i++)
-		all &= sh->job_done[i];
-	if (!sh->job_released && (all || cfg->members == MEMBERS_RACE)) {
-		sh->job_released = 1;
-		if (cfg->members == MEMBERS_RACE)
-			sh->res->member[idx].wins++;
-		sh->written += sh->job_pending;
-		sh->res->writes++;
-		sh->res->writes_small += sh->job_len < 4096;
-		sh->res->bytes_written += sh->job_len;
-		sh->res->wastage_bytes += sh->job_blocks * (cfg->blocksize - REDO_BLOCK_HEADER) - sh->job_pending;
-		if (samples_add(&sh->res->write_lat, t_end - sh->job_t0, t_end - sh->start_ns))
-			sh->failed = sh->stop = 1;
-		sh->wake_sessions = 1;
-	}
-	if (sh->nmembers > 1)
-		pthread_cond_broadcast(&sh->job_cv);
+	pthread_cond_broadcast(&sh->job_cv);
 }
 
 /* Called with the lock held; returns with it held. Wakes the sessions a completed write released
@@ -140,32 +195,76 @@ static void wake_sessions(struct shared *sh)
 	pthread_mutex_lock(&sh->lock);
 }
 
-/* The second member's writer: the same blocks, at the same time as the log writer. */
-static void *second_member(void *arg)
+struct member_arg {
+	struct shared *sh;
+	int idx;
+};
+
+/* A member's writer: the log writes handed out, in order; what it is behind and contiguous in the
+ * log goes in one write. */
+static void *member_writer(void *arg)
 {
-	struct shared *sh = arg;
-	uint64_t seen = 0;
+	struct shared *sh = ((struct member_arg *)arg)->sh;
+	int idx = ((struct member_arg *)arg)->idx;
+	struct member *m = &sh->m[idx];
 
 	pthread_mutex_lock(&sh->lock);
 	for (;;) {
-		uint64_t len, off;
+		uint64_t first, n, off, len, i;
 		int err;
 
-		while (sh->job_seq == seen && !sh->stop)
+		while (m->next == sh->issued && !sh->stop && !sh->res->member[idx].failed)
 			pthread_cond_wait(&sh->job_cv, &sh->lock);
-		if (sh->job_seq == seen)
+		if (sh->res->member[idx].failed || sh->failed || m->next == sh->issued)
 			break;
-		seen = sh->job_seq;
-		len = sh->job_len;
-		off = sh->job_off;
+		first = m->next;
+		off = sh->ring[first % sh->ring_size].off;
+		len = sh->ring[first % sh->ring_size].len;
+		for (n = 1; first + n < sh->issued; n++) {
+			const struct job *j = &sh->ring[(first + n) % sh->ring_size];
+
+			if (j->off != off + len || len + j->len > sh->cfg->max_write)
+				break;
+			len += j->len;
+		}
 		pthread_mutex_unlock(&sh->lock);
-		err = write_member(sh, &sh->m[1], len, off);
+		err = write_member(sh, m, len, off);
 		pthread_mutex_lock(&sh->lock);
-		member_done(sh, 1, err, now_ns());
+		if (err) {
+			member_failed(sh, idx, err, first, len, off);
+			wake_sessions(sh);
+			break;
+		}
+		sh->res->member[idx].writes++;
+		for (i = 0; i < n; i++) {
+			struct job *j = &sh->ring[(first + i) % sh->ring_size];
+
+			/* The first member to have a log write wins it (what a race is decided by). */
+			sh->res->member[idx].wins += sh->cfg->members == MEMBERS_RACE && !j->done[!idx];
+			j->done[idx] = 1;
+		}
+		m->next = first + n;
+		m->behind_bytes -= len;
+		release_jobs(sh, now_ns());
+		pthread_cond_broadcast(&sh->job_cv);
 		wake_sessions(sh);
 	}
 	pthread_mutex_unlock(&sh->lock);
 	return NULL;
+}
+
+/* Called with the lock held: whether the log writer may hand out a write of `len` bytes now. */
+static int may_issue(const struct shared *sh, uint64_t len)
+{
+	int k;
+
+	if (sh->released < sh->issued)  /* one log write in flight at a time */
+		return 0;
+	for (k = 0; k < sh->nmembers; k++)
+		if (!sh->res->member[k].failed && sh->m[k].behind_bytes &&
+		    sh->m[k].behind_bytes + len > sh->cfg->max_write)
+			return 0;   /* a member more than a log buffer behind: wait for it */
+	return 1;
 }
 
 static void *log_writer(void *arg)
@@ -178,7 +277,8 @@ static void *log_writer(void *arg)
 	pthread_mutex_lock(&sh->lock);
 	for (;;) {
 		uint64_t pending, blocks, len, off;
-		int err, i, all;
+		struct job *j;
+		int err, k;
 
 		if (sh->appended == sh->written && !sh->stop && cfg->spin_us) {
 			/* Poll briefly before sleeping: a wake-up costs more than a short spin (--spin-us). */
@@ -201,39 +301,47 @@ static void *log_writer(void *arg)
 			pending = blocks * payload;
 		}
 		len = blocks * cfg->blocksize;
+		if (sh->nmembers > 1) {
+			while (!may_issue(sh, len) && !sh->failed)
+				pthread_cond_wait(&sh->job_cv, &sh->lock);
+			if (sh->failed)
+				break;
+		}
 		if (sh->log_offset + len > cfg->log_size) {
 			sh->log_offset = 0;
 			sh->res->wraps++;
 		}
 		off = sh->log_offset;
-		sh->job_len = len;
-		sh->job_off = off;
-		sh->job_pending = pending;
-		sh->job_blocks = blocks;
-		sh->job_released = 0;
-		sh->job_done[0] = sh->job_done[1] = 0;
-		sh->job_t0 = now_ns();
-		sh->job_seq++;
-		if (sh->nmembers > 1)
+		sh->log_offset += len;
+		j = &sh->ring[sh->issued % sh->ring_size];
+		*j = (struct job){ .off = off, .len = len, .pending = pending, .blocks = blocks, .t0 = now_ns() };
+		if (sh->nmembers > 1) {
+			/* The members' threads write it; they release it. */
+			for (k = 0; k < sh->nmembers; k++)
+				if (!sh->res->member[k].failed)
+					sh->m[k].behind_bytes += len;
+			sh->issued++;
 			pthread_cond_broadcast(&sh->job_cv);
+			while (sh->released < sh->issued && !sh->failed)
+				pthread_cond_wait(&sh->job_cv, &sh->lock);
+			if (sh->failed)
+				break;
+			continue;
+		}
+		sh->issued++;
 		pthread_mutex_unlock(&sh->lock);
 
 		err = write_member(sh, &sh->m[0], len, off);
 
 		pthread_mutex_lock(&sh->lock);
-		member_done(sh, 0, err, now_ns());
-		wake_sessions(sh);
-		/* The next write waits for every member: a slow member bounds the log's throughput. */
-		for (;;) {
-			for (all = 1, i = 0; i < sh->nmembers; i++)
-				all &= sh->job_done[i];
-			if (all || sh->failed)
-				break;
-			pthread_cond_wait(&sh->job_cv, &sh->lock);
-		}
-		if (sh->failed)
+		if (err) {
+			member_failed(sh, 0, err, sh->issued - 1, len, off);
 			break;
-		sh->log_offset += len;
+		}
+		sh->res->member[0].writes++;
+		j->done[0] = 1;
+		release_jobs(sh, now_ns());
+		wake_sessions(sh);
 	}
 	sh->stop = 1;
 	pthread_cond_broadcast(&sh->job_cv);
@@ -401,7 +509,8 @@ open_failed:
 int run(const struct config *cfg, struct results *res)
 {
 	struct shared sh = { .cfg = cfg, .res = res, .m = { { .fd = -1 }, { .fd = -1 } } };
-	pthread_t writer, second, *threads;
+	pthread_t writer, member_threads[2], *threads;
+	struct member_arg member_args[2];
 	unsigned long long i;
 	int rc = 0, k;
 
@@ -418,8 +527,11 @@ int run(const struct config *cfg, struct results *res)
 		return -1;
 	}
 	memset(sh.buf, 0xa5, cfg->max_write);
+	/* At most one log buffer of writes behind, each at least one redo block: the ring holds them. */
+	sh.ring_size = cfg->max_write / cfg->blocksize + 2;
+	sh.ring = calloc(sh.ring_size, sizeof(*sh.ring));
 	threads = calloc(cfg->sessions, sizeof(*threads));
-	if (!threads)
+	if (!threads || !sh.ring)
 		return -1;
 	pthread_mutex_init(&sh.lock, NULL);
 	pthread_cond_init(&sh.work, NULL);
@@ -431,16 +543,18 @@ int run(const struct config *cfg, struct results *res)
 	sh.start_ns = now_ns();
 	sh.deadline_ns = cfg->duration_s ? sh.start_ns + cfg->duration_s * 1000000000ULL : 0;
 
-	if (sh.nmembers == 2)
-		pthread_create(&second, NULL, second_member, &sh);
+	for (k = 0; sh.nmembers > 1 && k < sh.nmembers; k++) {
+		member_args[k] = (struct member_arg){ .sh = &sh, .idx = k };
+		pthread_create(&member_threads[k], NULL, member_writer, &member_args[k]);
+	}
 	pthread_create(&writer, NULL, log_writer, &sh);
 	for (i = 0; i < cfg->sessions; i++)
 		pthread_create(&threads[i], NULL, session, &sh);
 	for (i = 0; i < cfg->sessions; i++)
 		pthread_join(threads[i], NULL);
 	pthread_join(writer, NULL);
-	if (sh.nmembers == 2)
-		pthread_join(second, NULL);
+	for (k = 0; sh.nmembers > 1 && k < sh.nmembers; k++)
+		pthread_join(member_threads[k], NULL);
 
 	res->elapsed_s = (double)(now_ns() - sh.start_ns) / 1e9;
 	res->transactions = sh.txns_done;
@@ -451,6 +565,9 @@ int run(const struct config *cfg, struct results *res)
 	}
 	if (sh.failed)
 		rc = -1;
+	else if (live_members(&sh) < sh.nmembers)
+		rc = 1;  /* done, on fewer members than asked */
+	free(sh.ring);
 	free(sh.buf);
 	free(threads);
 	return rc;

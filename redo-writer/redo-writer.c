@@ -191,6 +191,27 @@ static const char *str(struct opt *table, const char *name)
 	return o->given ? o->value : o->def;
 }
 
+static int is_blockdev(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISBLK(st.st_mode);
+}
+
+/* Whether two paths name one file or one block device (e.g. /dev/mapper/x and /dev/dm-0). */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!strcmp(a, b))
+		return 1;
+	if (stat(a, &sa) || stat(b, &sb))
+		return 0;
+	if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode))
+		return sa.st_rdev == sb.st_rdev;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static int build_config(struct config *cfg)
 {
 	const char *sync, *output;
@@ -240,8 +261,10 @@ static int build_config(struct config *cfg)
 	}
 	cfg->second = str(run_opts, "mirror") ? str(run_opts, "mirror") : str(run_opts, "race");
 	cfg->members = str(run_opts, "mirror") ? MEMBERS_MIRROR : str(run_opts, "race") ? MEMBERS_RACE : MEMBERS_ONE;
-	if (cfg->second && !strcmp(cfg->second, cfg->target) && strcmp(cfg->target, "null:")) {
-		fprintf(stderr, "%s: the second member %s is the target itself\n", PROG, cfg->second);
+	if (cfg->second && strcmp(cfg->target, "null:") && same_file(cfg->target, cfg->second)) {
+		fprintf(stderr, "%s: --%s %s is the same %s as --target %s: a second log member must be another one\n",
+			PROG, cfg->members == MEMBERS_MIRROR ? "mirror" : "race", cfg->second,
+			is_blockdev(cfg->target) ? "device" : "file", cfg->target);
 		return -1;
 	}
 	return 0;
@@ -361,11 +384,13 @@ int main(int argc, char **argv)
 	if (parse_args(run_opts, argc, argv, 2) || build_config(&cfg))
 		return 2;
 	rc = run(&cfg, &res);
-	if (rc == 0 && cfg.events && write_events(cfg.events, &res))  /* before report(): it sorts */
+	if (rc >= 0 && cfg.events && write_events(cfg.events, &res))  /* before report(): it sorts */
 		rc = -1;
-	if (rc == 0)
+	if (rc >= 0)
 		report(&cfg, &res, stdout);
 	samples_free(&res.write_lat);
 	samples_free(&res.sync_lat);
-	return rc == -2 ? 2 : rc ? 1 : 0;
+	/* Exit status: 0 done; 1 the run failed (an I/O error with no member left); 2 bad input,
+	 * nothing written; 3 done, but a log member failed and was dropped (the report names it). */
+	return rc == -2 ? 2 : rc == 1 ? 3 : rc ? 1 : 0;
 }

@@ -54,7 +54,10 @@ struct devstat {
 struct member_result {
 	const char *path;
 	int is_blockdev;
-	uint64_t wins;
+	uint64_t wins;              /* --race: log writes this member had first */
+	uint64_t writes;            /* its own writes (a member behind in a race writes several log writes at once) */
+	int failed, error;          /* a write failed with errno `error` ... */
+	uint64_t failed_at_write;   /* ... at this log write (1 = the first); the member was dropped */
 	struct devstat before, after;
 };
 
@@ -80,7 +83,8 @@ int write_events(const char *path, struct results *res);
 void samples_free(struct samples *s);
 void summarize(struct samples *s, struct latency_summary *out);
 
-/* 0 done, -1 an I/O failed (reported), -2 the target cannot be used (reported). */
+/* 0 done, 1 done on fewer members than asked (a member failed, reported), -1 the run failed
+ * (reported), -2 the target cannot be used (reported). */
 int run(const struct config *cfg, struct results *res);
 int probe(const char *path, enum output_mode output);
 /* 0 when writing raw to `path` destroys nothing; else prints why and returns -1. */

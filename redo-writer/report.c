@@ -69,8 +69,17 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 		fprintf(out, ", \"members_mode\": \"%s\", \"members\": [",
 			cfg->members == MEMBERS_MIRROR ? "mirror" : cfg->members == MEMBERS_RACE ? "race" : "one");
 		for (int k = 0; k < r->nmembers; k++) {
-			fprintf(out, "%s{\"path\": \"%s\", \"wins\": %llu, \"device\": ", k ? ", " : "", r->member[k].path,
-				(unsigned long long)r->member[k].wins);
+			const struct member_result *m = &r->member[k];
+
+			fprintf(out, "%s{\"path\": \"%s\", \"wins\": %llu, \"writes\": %llu, \"failed\": %s, ",
+				k ? ", " : "", m->path, (unsigned long long)m->wins, (unsigned long long)m->writes,
+				m->failed ? "true" : "false");
+			if (m->failed)
+				fprintf(out, "\"error\": \"%s\", \"errno\": %d, \"failed_at_write\": %llu, ",
+					strerror(m->error), m->error, (unsigned long long)m->failed_at_write);
+			else
+				fprintf(out, "\"error\": null, \"errno\": null, \"failed_at_write\": null, ");
+			fprintf(out, "\"device\": ");
 			device_json(out, &r->member[k], secs);
 			fprintf(out, "}");
 		}
@@ -90,4 +99,9 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 	if (cfg->members == MEMBERS_RACE)
 		fprintf(out, "race: %s won %llu, %s won %llu\n", r->member[0].path, (unsigned long long)r->member[0].wins,
 			r->member[1].path, (unsigned long long)r->member[1].wins);
+	for (int k = 0; k < r->nmembers; k++)
+		if (r->member[k].failed)
+			fprintf(out, "member %s FAILED at log write %llu: %s; dropped, the run went on without it\n",
+				r->member[k].path, (unsigned long long)r->member[k].failed_at_write,
+				strerror(r->member[k].error));
 }

@@ -188,6 +188,77 @@ def test_device_counters_on_a_block_device(redo_writer, loop_device):
     assert device["avg_request_bytes"] * device["writes"] >= out["bytes_written"] * 0.99
 
 
+@pytest.fixture
+def full_after_1mib(tmp_path, loop_device):
+    """A 16 MiB loop device whose backing file sits on a 1 MiB tmpfs: every write past its first
+    MiB fails (ENOSPC), as a member that starts failing mid-run. Needs root (mount)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    backing = mnt / "member.img"
+    subprocess.run(["truncate", "-s", "16M", str(backing)], check=True)
+    dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(backing)], capture_output=True,
+                         text=True)
+    try:
+        if dev.returncode != 0:
+            pytest.skip(f"losetup cannot create a loop device here: {dev.stderr.strip()}")
+        yield dev.stdout.strip()
+    finally:
+        if dev.returncode == 0:
+            subprocess.run(["losetup", "-d", dev.stdout.strip()], check=False)
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+# One session, 512 redo bytes a commit: every log write is 2 blocks (1024 B) at the next offset, so
+# the first write past 1 MiB is log write 1025.
+FAULT_RUN = ("--duration", 2, "--log-size", 4 << 20, "--blocksize", 512, "--redo-per-txn", 512)
+
+
+@pytest.mark.parametrize("mode", ["mirror", "race"])
+def test_a_failing_member_is_dropped_and_the_run_goes_on(redo_writer, tmp_path, full_after_1mib, mode):
+    good = tmp_path / "good.log"
+    result = run(redo_writer, "--target", good, f"--{mode}", full_after_1mib, *FAULT_RUN, "--output", "json")
+    assert result.returncode == 3, result.stderr
+    out = json.loads(result.stdout)
+    ok, bad = out["members"]
+    assert bad["path"] == full_after_1mib and bad["failed"] is True
+    assert bad["errno"] == 28 and bad["error"] == "No space left on device"
+    assert bad["failed_at_write"] == 1025
+    assert ok["failed"] is False and ok["error"] is None and ok["failed_at_write"] is None
+    assert out["writes"] > 1025 * 2, "the run went on with the other member"
+    assert f"member {full_after_1mib} dropped; going on with {good}" in result.stderr
+    assert "(log write 1025): pwrite: No space left on device" in result.stderr
+
+
+def test_a_single_failing_member_stops_the_run(redo_writer, full_after_1mib):
+    result = run(redo_writer, "--target", full_after_1mib, *FAULT_RUN, "--output", "json")
+    assert result.returncode == 1 and result.stdout == ""
+    assert (f"write of 1024 bytes at offset 1048576 of {full_after_1mib} failed (log write 1025): "
+            f"pwrite: No space left on device") in result.stderr
+
+
+def test_race_wins_add_up_to_the_log_writes(redo_writer, tmp_path):
+    out = run_json(redo_writer, "--target", tmp_path / "a.log", "--race", tmp_path / "b.log", "--sessions", 2,
+                   "--duration", 1)
+    assert sum(m["wins"] for m in out["members"]) == out["writes"]
+    # A member behind writes what it is behind in one write: never more writes than log writes.
+    assert all(0 < m["writes"] <= out["writes"] for m in out["members"])
+
+
+def test_a_second_member_that_is_the_target_is_bad_input(redo_writer, tmp_path):
+    target = tmp_path / "a.log"
+    target.write_bytes(b"")
+    alias = tmp_path / "alias.log"
+    alias.symlink_to(target)
+    result = run(redo_writer, "--target", target, "--race", alias)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"redo-writer: --race {alias} is the same file as --target {target}: a second "
+                                     f"log member must be another one")
+
+
 def test_mirror_and_race_together_is_bad_input(redo_writer, tmp_path):
     result = run(redo_writer, "--target", tmp_path / "a", "--mirror", tmp_path / "b", "--race", tmp_path / "c")
     assert result.returncode == 2 and "not both" in result.stderr
