@@ -26,7 +26,8 @@ PYTEST_ARGS ?=
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
 	@echo "make test                 unit tests, image smoke test, lab-up, all scenarios, lab-down (also on failure),"
-	@echo "                          then a warm lab-up from the saved state and the sector-detection scenarios again"
+	@echo "                          then a warm lab-up from the saved state and the sector-detection scenarios again,"
+	@echo "                          then the device-behaviour lab (labs/behaviours.toml) and its scenarios"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
 	@echo "make lab-status           the lab's VMs and what each guest sees"
 	@echo "make image GUEST=...      build one guest image with Packer (cached by the hash of its inputs)"
@@ -65,23 +66,26 @@ smoke: image
 scenarios: bootstrap
 	SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab labtests $(PYTEST_ARGS)
 
-# $(call lab-run,LAB-UP OPTIONS,PYTEST SELECTION): lab-up, those scenarios, and lab-down whatever they did.
+# $(call lab-run,LAB-UP OPTIONS,PYTEST SELECTION[,LAB FILE]): lab-up, those scenarios, and lab-down
+# whatever they did. The lab is $(LAB) (the default lab when empty) unless a file is given.
 define lab-run
-@rc=0; $(SECTORLAB) lab up $(1) $(LAB_ARG) && \
-  SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) $(2) $(PYTEST_ARGS) || rc=1; \
-  $(SECTORLAB) lab down $(LAB_ARG) || rc=1; \
+@rc=0; $(SECTORLAB) lab up $(1) $(if $(3),--lab $(3),$(LAB_ARG)) && \
+  SECTORLAB_LAB_FILE=$(or $(3),$(LAB)) $(PYTEST) $(2) $(PYTEST_ARGS) || rc=1; \
+  $(SECTORLAB) lab down $(if $(3),--lab $(3),$(LAB_ARG)) || rc=1; \
   exit $$rc
 endef
 
 # Everything from a fresh clone. The second lab-up restores the state the first one saved: the
 # sector-detection scenarios must pass after it as after a cold boot; then the lab is stopped as a
-# host restart stops it, and a lab-up must bring it back with fresh disks.
+# host restart stops it, and a lab-up must bring it back with fresh disks. Last, the device-behaviour
+# lab (labs/behaviours.toml) and its scenarios.
 test: bootstrap
 	$(PYTEST) labtests/unit
 	@$(SECTORLAB) image build $(GUEST_ARG)
 	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
-	$(call lab-run,,-m lab labtests)
+	$(call lab-run,,-m "lab and not behaviours" labtests)
 	$(call lab-run,--require-warm,-m "lab or lifecycle" labtests/test_sector_detection.py labtests/test_lab_restart.py)
+	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)
 
 check: bootstrap
 	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp

@@ -50,15 +50,19 @@ def _get(report: dict, path: tuple[str, ...]) -> float:
     return float(value)
 
 
-def welch(a: dict, b: dict) -> dict:
-    """Welch's t-test on two runs' commit latencies, from their summaries."""
+def welch(a: dict, b: dict, event: str = "log_file_sync", alternative: str = "two-sided") -> dict:
+    """Welch's t-test on two runs' latencies of one event ("log_file_sync": commits,
+    "log_file_parallel_write": log writes), from their summaries; `alternative` as scipy has it
+    ("less": a's mean is below b's)."""
     from scipy import stats
-    sa, sb = a["log_file_sync"], b["log_file_sync"]
+    sa, sb = a[event], b[event]
     if sa["count"] < 2 or sb["count"] < 2:
-        raise SectorlabError("a Welch t-test needs at least 2 commits in each run")
+        raise SectorlabError(f"a Welch t-test needs at least 2 {event} samples in each run "
+                             f"(got {sa['count']} and {sb['count']})")
     t, p = stats.ttest_ind_from_stats(sa["mean_us"], sa["stddev_us"], sa["count"],
-                                      sb["mean_us"], sb["stddev_us"], sb["count"], equal_var=False)
-    return {"t": float(t), "p": float(p)}
+                                      sb["mean_us"], sb["stddev_us"], sb["count"], equal_var=False,
+                                      alternative=alternative)
+    return {"t": float(t), "p": float(p), "n": [sa["count"], sb["count"]]}
 
 
 def compare(path_a: Path, path_b: Path) -> tuple[list[list[str]], dict]:

@@ -99,7 +99,9 @@ def cmd_geometries(args) -> int:
     catalog = geometry.geometries()
     if args.json:
         print(json.dumps({"geometries": {n: g.as_dict() for n, g in catalog.items()},
-                          "buses": geometry.buses()}, indent=2))
+                          "buses": geometry.buses(),
+                          "latency_profiles": {n: p.as_dict() for n, p in geometry.latency_profiles().items()}},
+                         indent=2))
         return 0
     for g in catalog.values():
         print(f"{g.name:<12} logical {g.logical_block_size:>5}  physical {g.physical_block_size:>5}  {g.description}")
@@ -107,6 +109,9 @@ def cmd_geometries(args) -> int:
     for bus, info in geometry.buses().items():
         missing = ", ".join(info["unsupported"]) or "-"
         print(f"{bus:<9} {info['description']}; cannot present: {missing}")
+    print()
+    for p in geometry.latency_profiles().values():
+        print(f"latency = {p.name!r:<11} +{p.write_delay_ms} ms per write  {p.description}")
     return 0
 
 
@@ -237,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_image_boot_time)
 
-    p = sub.add_parser("geometries", help="the geometry catalog and what each bus can present")
+    p = sub.add_parser("geometries", help="the geometry catalog, what each bus can present, and the latency profiles")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_geometries)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import accel as accel_mod
+from . import geometry as geo
 from . import guestdisks, guestprobe, images, labdef, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError
 from .guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
@@ -203,7 +204,9 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
             "seed_id": seed_id,
             "root_source": (root_sources or {}).get(vm.name, ""),
             "disks": [{"name": d.name, "bus": d.bus, "geometry": d.geometry.name, "size_mib": d.size_mib,
-                       "serial": d.serial, "backing_serial": d.backing_serial or ""} for d in vm.disks],
+                       "serial": d.serial, "backing_serial": d.backing_serial or "",
+                       "latency": d.latency.name if d.latency else "none",
+                       "write_delay_ms": d.latency.write_delay_ms if d.latency else 0} for d in vm.disks],
         }
     uris = {vm.libvirt_uri for vm in lab.vms}
     if len(uris) != 1:
@@ -503,11 +506,13 @@ def probe(guest: Guest, declared: list[dict], wait: float = 0.0, clock: bool = F
     start its NVMe/TCP targets if their namespaces are not visible, wait up to `wait` s for the
     declared serials, list its disks, and with `pristine` name the declared disks whose first or
     last 64 KiB are not zeros (where partition tables, signatures and the scenarios' first redo
-    blocks go)."""
+    blocks go). Disks with added latency get their dm-delay device (created or corrected)."""
     request = {"clock": clock,
                "nvme_tcp": sorted(d["serial"] for d in declared if d["bus"] == "nvme-tcp"),
                "serials": sorted(d["serial"] for d in declared), "wait": wait,
-               "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split()}
+               "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split(),
+               "delays": [{"serial": d["serial"], "name": d["name"], "delay_ms": d["write_delay_ms"]}
+                          for d in declared if d.get("write_delay_ms")]}
     command = f"sudo -n python3 -c {shlex.quote(PROBE.read_text())} {shlex.quote(json.dumps(request))}"
     text = guest.check_output(command, timeout=wait + 120,
                               answer=(guestprobe.CLOCK_QUESTION, lambda: repr(time.time())))
@@ -535,6 +540,10 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
             progress(f"{vm_name}: clock stepped {abs(behind):.1f} s {'forward' if behind >= 0 else 'back'}")
         if wait:
             progress(f"{vm_name}: every declared disk visible after {result['waited_s']:.1f} s")
+        hz = result.get("kernel_hz")
+        if hz:
+            progress(f"{vm_name}: dm-delay's delays are served in the guest kernel's timer ticks of {1000 / hz:g} ms "
+                     f"(CONFIG_HZ={hz}), one tick after the one asked for")
         seen = result["disks"]
         for d in sorted(declared, key=lambda d: d["name"]):
             dev = seen.get(d["serial"])
@@ -547,7 +556,20 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
             mark = "" if got == want else f" (want {want})"
             if mark:
                 problems.append(f"{dev.path}: {got}, expected {want} ({d['geometry']})")
-            rows.append([vm_name, d["name"], d["serial"], d["bus"], d["geometry"], dev.path, got + mark])
+            path = dev.path
+            if d.get("write_delay_ms"):
+                mapper = result["mappers"].get(d["name"])
+                if mapper is None:
+                    problems.append(f"{vm_name}/{d['name']}: no dm-delay device over {dev.path}")
+                    path += " -> MISSING dm-delay"
+                else:
+                    seen_sizes = f"{mapper['logical_block_size']}/{mapper['physical_block_size']}"
+                    if seen_sizes != want:
+                        problems.append(f"{mapper['path']}: {seen_sizes}, expected {want} as the disk under it")
+                        got += f", {mapper['path']} {seen_sizes}"
+                    effective = f", ~{geo.effective_delay_ms(d['write_delay_ms'], hz):g} ms" if hz else ""
+                    path += f" -> {mapper['path']} (dm-delay {d['write_delay_ms']} ms{effective}/write)"
+            rows.append([vm_name, d["name"], d["serial"], d["bus"], d["geometry"], path, got + mark])
         problems += [f"{path}: not empty at lab-up (expected a fresh volume)" for path in result["dirty"]]
     return rows, problems
 

@@ -34,7 +34,7 @@ URI_RE = re.compile(r"^qemu(\+[a-z]+)?://[^/\s]*/(system|session)(\?\S*)?$")
 
 LAB_KEYS = {"name", "libvirt_uri"}
 VM_KEYS = {"name", "guest", "memory_mib", "ssh_port", "libvirt_uri", "disk"}
-DISK_KEYS = {"name", "bus", "geometry", "size_mib", "serial"}
+DISK_KEYS = {"name", "bus", "geometry", "size_mib", "serial", "latency", "write_latency_us"}
 GEOMETRY_KEYS = {"logical_block_size", "physical_block_size", "description"}
 BUS_CODES = {"nvme": "nvme", "nvme-tcp": "ntcp", "virtio": "vblk", "scsi": "scsi"}
 
@@ -46,6 +46,13 @@ class Disk:
     geometry: geo.Geometry
     size_mib: int
     serial: str
+    latency: geo.LatencyProfile | None = None  # None: no delay added
+
+    @property
+    def mapper(self) -> str | None:
+        """A disk with added latency is used through this device-mapper device (dm-delay over the
+        disk found by serial), named after the disk."""
+        return f"/dev/mapper/{self.name}" if self.latency else None
 
     @property
     def backing_serial(self) -> str | None:
@@ -199,7 +206,8 @@ def _disk(where: str, dt: dict, known: dict[str, geo.Geometry], seen_disks: dict
                          f"(or define it in a [geometry.NAME] table)")
     geo.check_bus(bus, gname, where)
     g = known[gname]
-    name = dt.get("name", f"{bus}-{gname}")
+    latency = _latency(where, dt)
+    name = dt.get("name", f"{bus}-{gname}" + (f"-{latency.name}" if latency else ""))
     if not isinstance(name, str) or not re.match(r"^[a-z0-9][a-z0-9_.-]{0,62}$", name):
         raise UsageError(f"{where}: name = {name!r}: expected lower-case letters, digits, '-', '_' and '.'")
     where = f"{where} ({name})"
@@ -215,7 +223,22 @@ def _disk(where: str, dt: dict, known: dict[str, geo.Geometry], seen_disks: dict
         raise UsageError(f"{where}: duplicate serial {serial!r} (also disk {seen_serials[serial]}): the guest "
                          f"finds disks by serial, so serials must be unique in the lab")
     seen_serials[serial] = name
-    return Disk(name, bus, g, size, serial)
+    return Disk(name, bus, g, size, serial, latency)
+
+
+def _latency(where: str, dt: dict) -> geo.LatencyProfile | None:
+    """The disk's latency profile (`latency = "hdd-7200"` or `write_latency_us = N`), None for none."""
+    if "latency" in dt and "write_latency_us" in dt:
+        raise UsageError(f"{where}: latency = {dt['latency']!r} and write_latency_us = {dt['write_latency_us']!r}: "
+                         f"give a named profile or a custom latency, not both")
+    if "write_latency_us" in dt:
+        return geo.custom_latency(where, dt["write_latency_us"])
+    name = dt.get("latency", "none")
+    profiles = geo.latency_profiles()
+    if name not in profiles:
+        raise UsageError(f"{where}: latency = {name!r}: unknown latency profile; expected one of "
+                         f"{', '.join(profiles)} (sectorlab geometries lists them), or write_latency_us = N")
+    return profiles[name] if profiles[name].write_delay_ms else None
 
 
 def default_serial(bus: str, geometry_name: str, index: int) -> str:

@@ -24,7 +24,7 @@ output "vms" {
 }
 
 output "disks" {
-  description = "Per data disk (key vm/disk): bus, geometry, the serial the guest sees, and the sector sizes the guest must report."
+  description = "Per data disk (key vm/disk): bus, geometry, the serial the guest sees, the sector sizes the guest must report, and its added write latency (and the device-mapper device that adds it)."
   value = {
     for key, d in local.disks : key => {
       vm                  = d.vm
@@ -37,6 +37,10 @@ output "disks" {
       physical_block_size = d.physical_block_size
       size_bytes          = d.size_mib * 1048576
       volume              = libvirt_volume.data[key].id
+      latency             = d.latency
+      write_delay_ms      = d.write_delay_ms
+      # A disk with added latency is used through dm-delay over it, named after the disk.
+      mapper = d.write_delay_ms > 0 ? "/dev/mapper/${d.name}" : null
     }
   }
 }

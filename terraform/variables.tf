@@ -95,6 +95,8 @@ variable "vms" {
       size_mib       = number
       serial         = string
       backing_serial = string
+      latency        = string
+      write_delay_ms = number
     }))
   }))
   default = {}

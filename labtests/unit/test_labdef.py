@@ -12,6 +12,7 @@ import pytest
 
 from sectorlab import geometry, labdef
 from sectorlab.errors import UsageError
+from sectorlab.labdef import tomllib
 from sectorlab.paths import REPO
 
 BASE = {
@@ -216,7 +217,8 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert grub["boot"] == {}, "an image without its kernel boots through GRUB"
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
-                              "size_mib": 256, "serial": "sl00-ntcp-512e", "backing_serial": "sl00-ntcp-512e-bk"}
+                              "size_mib": 256, "serial": "sl00-ntcp-512e", "backing_serial": "sl00-ntcp-512e-bk",
+                              "latency": "none", "write_delay_ms": 0}
     iso = Path(vm["seed_iso"])
 
     def iso_file(name):
@@ -236,3 +238,33 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     sshkeys.generate("login2").write(tmp_path / "id_ed25519")
     changed = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", PUBLISHED)["vms"]["vm1"]
     assert changed["seed_id"] != vm["seed_id"] and iso.read_bytes() != before
+
+
+def _one_disk(extra: str):
+    return labdef.validate(tomllib.loads('[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "virtio"\n'
+                                         'geometry = "sector512n"\n' + extra))
+
+
+def test_latency_profile_from_the_catalog():
+    disk = _one_disk('latency = "hdd-7200"').vms[0].disks[0]
+    assert disk.latency.name == "hdd-7200" and disk.latency.write_delay_ms == 4
+    assert disk.name == "virtio-sector512n-hdd-7200" and disk.mapper == "/dev/mapper/virtio-sector512n-hdd-7200"
+    assert _one_disk('latency = "none"').vms[0].disks[0].latency is None
+    custom = _one_disk("write_latency_us = 3000").vms[0].disks[0].latency
+    assert (custom.name, custom.write_delay_ms) == ("custom-3ms", 3)
+
+
+@pytest.mark.parametrize("extra,message", [
+    ('latency = "ssd"', "latency = 'ssd': unknown latency profile; expected one of none, hdd-7200"),
+    ("latency = 4", "latency = 4: unknown latency profile"),
+    ("write_latency_us = 150", "write_latency_us = 150: the lab adds latency with dm-delay, which counts whole "
+                               "milliseconds; give a multiple of 1000"),
+    ("write_latency_us = -5", "write_latency_us = -5: expected 1000 to 1000000"),
+    ("write_latency_us = 5000000000", "write_latency_us = 5000000000: expected 1000 to 1000000"),
+    ('write_latency_us = "4ms"', "write_latency_us = '4ms': expected a whole number of microseconds"),
+    ('latency = "hdd-7200"\nwrite_latency_us = 4000', "give a named profile or a custom latency, not both"),
+])
+def test_bad_latency_is_one_clear_line(extra, message):
+    with pytest.raises(UsageError) as e:
+        _one_disk(extra)
+    assert message in str(e.value) and "\n" not in str(e.value)

@@ -1,0 +1,207 @@
+"""Device behaviours (labs/behaviours.toml): disks that write at different speeds, raced and
+mirrored log members, and a member that fails mid-run (seeds 001 and 002).
+
+The disks come from the lab definition: the fast ones have no added latency, the slow one a
+latency profile from the catalog (dm-delay in the guest, used through /dev/mapper/<disk name>).
+Every run is one redo-writer process of one session, 512 redo bytes a commit, 512-byte redo
+blocks: each commit is one log write of 1 KiB. Differences are claimed with Welch's t-test on the
+runs' latency summaries (as seed 002 did), p < 0.01, with both sample sizes in the message.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from labtests.lab import declared_disks
+from sectorlab import analysis
+
+pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
+
+RUN_S = 10
+ALPHA = 0.01
+COMMON = ("--sessions", 1, "--blocksize", 512, "--redo-per-txn", 512, "--log-size", 64 << 20, "--output", "json")
+
+
+def _behaviour_disks():
+    """(vm, fast disks with no added latency, slow disks with a profile that has a documented
+    range), from the lab definition; the fast ones share the slow ones' geometry and bus."""
+    for vm_name in sorted({vm.name for vm, _ in declared_disks()}):
+        disks = [d for vm, d in declared_disks() if vm.name == vm_name]
+        slow = [d for d in disks if d.latency and d.latency.expected_write_p50_ms]
+        fast = [d for d in disks if d.latency is None and slow and d.bus == slow[0].bus
+                and d.geometry == slow[0].geometry]
+        if slow and len(fast) >= 2:
+            return vm_name, fast, slow
+    return None
+
+
+FOUND = _behaviour_disks()
+needs_behaviours = pytest.mark.skipif(
+    FOUND is None, reason="this lab declares no two plain disks and one with a latency profile of the same "
+                          "bus and geometry (labs/behaviours.toml does)")
+
+
+class Runs:
+    """redo-writer runs in the guest, each run once per session and shared by the tests."""
+
+    def __init__(self, guest, paths: dict[str, str]):
+        self.guest, self.paths, self.done = guest, paths, {}
+
+    def run(self, target: str, *extra, seconds: int = RUN_S, expect: int = 0) -> dict:
+        key = (target, *map(str, extra), seconds)
+        if key not in self.done:
+            result = self.guest.run("sudo -n redo-writer run --target", self.paths[target],
+                                    *[self.paths.get(str(e), e) for e in extra], "--duration", seconds, *COMMON,
+                                    "--force", timeout=seconds + 120)
+            assert result.rc == expect, (f"redo-writer on {target} {extra}: exit {result.rc}, "
+                                                  f"expected {expect}: {result.stderr.strip()}")
+            self.done[key] = {"report": json.loads(result.stdout), "stderr": result.stderr}
+        return self.done[key]["report"]
+
+
+@pytest.fixture(scope="module")
+def runs(lab_state, lab_guests, guest_devices):
+    vm_name, fast, slow = FOUND
+    paths = {}
+    for d in fast:
+        dev = guest_devices[vm_name].get(d.serial)
+        if dev is None:
+            pytest.fail(f"{vm_name}: declared disk {d.name} (serial {d.serial}) is not in the guest", pytrace=False)
+        paths[d.name] = dev.path
+    for d in slow:
+        paths[d.name] = d.mapper
+    return Runs(lab_guests[vm_name], paths)
+
+
+def _p50_ms(report: dict, event: str = "log_file_parallel_write") -> float:
+    return report[event]["p50_us"] / 1000.0
+
+
+def _p(p: float) -> str:
+    return "p < 1e-16" if p < 1e-16 else f"p = {p:.3g}"  # below double precision's resolution near 1
+
+
+def _said(a_name: str, a: dict, b_name: str, b: dict, event: str, test: dict) -> str:
+    return (f"{event} p50 {a_name} {_p50_ms(a, event):.3f} ms (n={a[event]['count']}) vs {b_name} "
+            f"{_p50_ms(b, event):.3f} ms (n={b[event]['count']}), Welch {_p(test['p'])}")
+
+
+@needs_behaviours
+def test_latency_profiles_are_told_apart(runs, record_property):
+    """Seed 001: redo on a slow (spinning) disk against redo on a fast one, same geometry."""
+    _, fast, slow = FOUND
+    f, s = fast[0].name, slow[0].name
+    a, b = runs.run(f), runs.run(s)
+    low, high = slow[0].latency.expected_write_p50_ms
+    test = analysis.welch(a, b, "log_file_parallel_write", alternative="less")
+    said = _said(f, a, s, b, "log_file_parallel_write", test)
+    record_property("latency", said)
+    print(said)
+    assert low <= _p50_ms(b) <= high, \
+        f"{s} ({slow[0].latency.name}): p50 outside its documented {low}-{high} ms: {said}"
+    assert _p50_ms(a) < _p50_ms(b) and test["p"] < ALPHA, said
+
+
+@needs_behaviours
+def test_race_the_fast_member_wins(runs, record_property):
+    """Seed 002 (smart flash logging): flash and disk raced, the first write to finish wins."""
+    _, fast, slow = FOUND
+    f, s = fast[0].name, slow[0].name
+    race = runs.run(s, "--race", f)
+    wins = {m["path"]: m["wins"] for m in race["members"]}
+    share = wins[runs.paths[f]] / race["writes"]
+    alone_fast, alone_slow = runs.run(f), runs.run(s)
+    vs_slow = analysis.welch(race, alone_slow, "log_file_sync", alternative="less")
+    vs_fast = analysis.welch(race, alone_fast, "log_file_sync")
+    said = (f"{f} won {wins[runs.paths[f]]} of {race['writes']} log writes ({100 * share:.1f} %); "
+            f"{_said('race', race, s + ' alone', alone_slow, 'log_file_sync', vs_slow)}; "
+            f"{_said('race', race, f + ' alone', alone_fast, 'log_file_sync', vs_fast)}")
+    record_property("race", said)
+    print(said)
+    assert share >= 0.95, said
+    assert vs_slow["p"] < ALPHA and _p50_ms(race, "log_file_sync") < _p50_ms(alone_slow, "log_file_sync"), said
+    # What the race costs over the fast member alone is reported above with its p-value; it must
+    # stay far below what the slow member costs (a tenth of the gap between the two alone).
+    gap = _p50_ms(alone_slow, "log_file_sync") - _p50_ms(alone_fast, "log_file_sync")
+    assert _p50_ms(race, "log_file_sync") - _p50_ms(alone_fast, "log_file_sync") < 0.1 * gap, said
+
+
+@needs_behaviours
+def test_race_of_equal_members_splits_the_wins(runs, record_property):
+    _, fast, _ = FOUND
+    a, b = fast[0].name, fast[1].name
+    race = runs.run(a, "--race", b)
+    wins = [m["wins"] for m in race["members"]]
+    said = f"{a} won {wins[0]}, {b} won {wins[1]} of {race['writes']} log writes"
+    record_property("race_of_equals", said)
+    print(said)
+    assert sum(wins) == race["writes"], said
+    assert min(wins) > 0, f"one of two equal members never won: {said}"
+
+
+@needs_behaviours
+def test_mirror_completes_at_the_slow_members_pace(runs, record_property):
+    _, fast, slow = FOUND
+    f, s = fast[0].name, slow[0].name
+    mirror, alone_slow = runs.run(f, "--mirror", s), runs.run(s)
+    below = analysis.welch(mirror, alone_slow, "log_file_sync", alternative="less")
+    said = _said("mirror", mirror, s + " alone", alone_slow, "log_file_sync", below)
+    record_property("mirror", said)
+    print(said)
+    assert below["p"] >= ALPHA, f"mirrored commits significantly faster than the slow member alone: {said}"
+    assert all(m["writes"] == mirror["writes"] for m in mirror["members"]), "a mirror writes every log write twice"
+
+
+def _fault_script(runs, name: str, after_s: float, command: str) -> str:
+    """Run `command`; `after_s` into it, make every I/O of /dev/mapper/<name> fail (its table becomes
+    device-mapper's error target), as a disk that dies mid-run. The original table comes back after."""
+    return (f"set -u; dev={shlex.quote(name)}; table=$(dmsetup table \"$dev\"); "
+            f"sectors=$(blockdev --getsz /dev/mapper/\"$dev\"); "
+            f"(sleep {after_s}; dmsetup reload \"$dev\" --table \"0 $sectors error\" && dmsetup resume \"$dev\") & "
+            f"{command}; rc=$?; wait; dmsetup reload \"$dev\" --table \"$table\"; dmsetup resume \"$dev\"; exit $rc")
+
+
+@needs_behaviours
+def test_member_fault_mirror_goes_on_with_the_other_member(runs, record_property):
+    _, fast, slow = FOUND
+    f, s = fast[0].name, slow[0].name
+    command = shlex.join(["redo-writer", "run", "--target", runs.paths[f], "--mirror", runs.paths[s],
+                          "--duration", "6", *map(str, COMMON), "--force"])
+    result = runs.guest.run("sudo -n sh -c", _fault_script(runs, s, 2, command), timeout=120)
+    assert result.rc == 3, f"exit {result.rc}: {result.stderr.strip()}"
+    out = json.loads(result.stdout)
+    good, bad = out["members"]
+    said = (f"{s} failed at log write {bad['failed_at_write']} ({bad['error']}); {out['writes']} log writes, "
+            f"{out['transactions']} commits in {out['elapsed_s']:.1f} s")
+    record_property("member_fault", said)
+    print(said)
+    assert bad["path"] == runs.paths[s] and bad["failed"] and bad["errno"] == 5, said
+    assert not good["failed"] and good["writes"] == out["writes"], said
+    assert 1 < bad["failed_at_write"] < out["writes"], f"the run went on after the fault: {said}"
+    assert f"member {runs.paths[s]} dropped; going on with {runs.paths[f]}" in result.stderr
+
+
+@needs_behaviours
+def test_member_fault_single_member_stops_with_an_error(runs):
+    _, _, slow = FOUND
+    s = slow[0].name
+    command = shlex.join(["redo-writer", "run", "--target", runs.paths[s], "--duration", "6", *map(str, COMMON),
+                          "--force"])
+    result = runs.guest.run("sudo -n sh -c", _fault_script(runs, s, 2, command), timeout=120)
+    assert result.rc == 1 and result.stdout == "", f"exit {result.rc}: {result.stdout}"
+    assert f"of {runs.paths[s]} failed (log write " in result.stderr
+    assert "pwrite: Input/output error" in result.stderr
+
+
+@needs_behaviours
+def test_a_member_that_is_the_target_under_another_name_is_refused(runs):
+    _, _, slow = FOUND
+    path = runs.paths[slow[0].name]
+    dm = runs.guest.check_output("readlink -f", path).strip()
+    result = runs.guest.run("sudo -n redo-writer run --target", path, "--race", dm, "--duration", 1)
+    assert result.rc == 2
+    assert result.stderr.strip() == (f"redo-writer: --race {dm} is the same device as --target {path}: a second "
+                                     f"log member must be another one")
