@@ -85,8 +85,11 @@ def _p(p: float) -> str:
 
 
 def _said(a_name: str, a: dict, b_name: str, b: dict, event: str, test: dict) -> str:
-    return (f"{event} p50 {a_name} {_p50_ms(a, event):.3f} ms (n={a[event]['count']}) vs {b_name} "
-            f"{_p50_ms(b, event):.3f} ms (n={b[event]['count']}), Welch {_p(test['p'])}")
+    """Both runs' medians and means (Welch's test compares the means) with n, and the p-value."""
+    def one(name: str, r: dict) -> str:
+        return (f"{name} p50 {_p50_ms(r, event):.3f} ms, mean {r[event]['mean_us'] / 1000:.3f} ms "
+                f"(n={r[event]['count']})")
+    return f"{event}: {one(a_name, a)} vs {one(b_name, b)}, Welch {_p(test['p'])}"
 
 
 @needs_behaviours
@@ -123,8 +126,10 @@ def test_race_the_fast_member_wins(runs, record_property):
     print(said)
     assert share >= 0.95, said
     assert vs_slow["p"] < ALPHA and _p50_ms(race, "log_file_sync") < _p50_ms(alone_slow, "log_file_sync"), said
-    # What the race costs over the fast member alone is reported above with its p-value; it must
-    # stay far below what the slow member costs (a tenth of the gap between the two alone).
+    # Against the fast member alone, the p-value above is within one run: with thousands of samples
+    # a run-to-run wobble is "significant" either way (its sign changed between runs), so it is
+    # reported, not asserted; across runs the medians did not differ (docs/scenarios.md). What must
+    # hold in every run: the race costs far less than the slow member (a tenth of the gap).
     gap = _p50_ms(alone_slow, "log_file_sync") - _p50_ms(alone_fast, "log_file_sync")
     assert _p50_ms(race, "log_file_sync") - _p50_ms(alone_fast, "log_file_sync") < 0.1 * gap, said
 
@@ -155,11 +160,12 @@ def test_mirror_completes_at_the_slow_members_pace(runs, record_property):
     assert all(m["writes"] == mirror["writes"] for m in mirror["members"]), "a mirror writes every log write twice"
 
 
-def _fault_script(runs, name: str, after_s: float, command: str) -> str:
-    """Run `command`; `after_s` into it, make every I/O of /dev/mapper/<name> fail (its table becomes
-    device-mapper's error target), as a disk that dies mid-run. The original table comes back after."""
-    return (f"set -u; dev={shlex.quote(name)}; table=$(dmsetup table \"$dev\"); "
-            f"sectors=$(blockdev --getsz /dev/mapper/\"$dev\"); "
+def _fault_script(mapper: str, after_s: float, command: str) -> str:
+    """Run `command`; `after_s` into it, make every I/O of the device-mapper device `mapper` fail (its
+    table becomes device-mapper's error target), as a disk that dies mid-run. The original table
+    comes back after."""
+    return (f"set -u; dev={shlex.quote(mapper)}; table=$(dmsetup table \"$dev\"); "
+            f"sectors=$(blockdev --getsz \"$dev\"); "
             f"(sleep {after_s}; dmsetup reload \"$dev\" --table \"0 $sectors error\" && dmsetup resume \"$dev\") & "
             f"{command}; rc=$?; wait; dmsetup reload \"$dev\" --table \"$table\"; dmsetup resume \"$dev\"; exit $rc")
 
@@ -170,7 +176,7 @@ def test_member_fault_mirror_goes_on_with_the_other_member(runs, record_property
     f, s = fast[0].name, slow[0].name
     command = shlex.join(["redo-writer", "run", "--target", runs.paths[f], "--mirror", runs.paths[s],
                           "--duration", "6", *map(str, COMMON), "--force"])
-    result = runs.guest.run("sudo -n sh -c", _fault_script(runs, s, 2, command), timeout=120)
+    result = runs.guest.run("sudo -n sh -c", _fault_script(runs.paths[s], 2, command), timeout=120)
     assert result.rc == 3, f"exit {result.rc}: {result.stderr.strip()}"
     out = json.loads(result.stdout)
     good, bad = out["members"]
@@ -190,7 +196,7 @@ def test_member_fault_single_member_stops_with_an_error(runs):
     s = slow[0].name
     command = shlex.join(["redo-writer", "run", "--target", runs.paths[s], "--duration", "6", *map(str, COMMON),
                           "--force"])
-    result = runs.guest.run("sudo -n sh -c", _fault_script(runs, s, 2, command), timeout=120)
+    result = runs.guest.run("sudo -n sh -c", _fault_script(runs.paths[s], 2, command), timeout=120)
     assert result.rc == 1 and result.stdout == "", f"exit {result.rc}: {result.stdout}"
     assert f"of {runs.paths[s]} failed (log write " in result.stderr
     assert "pwrite: Input/output error" in result.stderr

@@ -115,7 +115,7 @@ def custom_latency(where: str, write_latency_us) -> LatencyProfile:
 def effective_delay_ms(delay_ms: int, kernel_hz: int) -> float:
     """What dm-delay's `delay_ms` costs a write issued just after a timer tick (a synchronous writer's
     next write): its timer asks for the delay in whole ticks and fires one tick after that (the
-    kernel's timer wheel rounds a timer up by one tick). At CONFIG_HZ=250: 1-4 ms -> 8 ms, 8 ms -> 12 ms
-    (measured in the Debian guest)."""
+    kernel's timer wheel rounds a timer up by one tick). At CONFIG_HZ=250: 1, 2, 4 ms -> 8 ms and
+    5, 8 ms -> 12 ms (measured in the Debian guest: p50 7.9 and 11.9 ms, docs/scenarios.md)."""
     tick = 1000.0 / kernel_hz
     return (math.ceil(delay_ms / tick) + 1) * tick

@@ -206,7 +206,8 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
             "disks": [{"name": d.name, "bus": d.bus, "geometry": d.geometry.name, "size_mib": d.size_mib,
                        "serial": d.serial, "backing_serial": d.backing_serial or "",
                        "latency": d.latency.name if d.latency else "none",
-                       "write_delay_ms": d.latency.write_delay_ms if d.latency else 0} for d in vm.disks],
+                       "write_delay_ms": d.latency.write_delay_ms if d.latency else 0,
+                       "mapper": d.mapper or ""} for d in vm.disks],
         }
     uris = {vm.libvirt_uri for vm in lab.vms}
     if len(uris) != 1:
@@ -511,8 +512,8 @@ def probe(guest: Guest, declared: list[dict], wait: float = 0.0, clock: bool = F
                "nvme_tcp": sorted(d["serial"] for d in declared if d["bus"] == "nvme-tcp"),
                "serials": sorted(d["serial"] for d in declared), "wait": wait,
                "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split(),
-               "delays": [{"serial": d["serial"], "name": d["name"], "delay_ms": d["write_delay_ms"]}
-                          for d in declared if d.get("write_delay_ms")]}
+               "delays": [{"serial": d["serial"], "name": Path(d["mapper"]).name, "delay_ms": d["write_delay_ms"]}
+                          for d in declared if d.get("mapper")]}
     command = f"sudo -n python3 -c {shlex.quote(PROBE.read_text())} {shlex.quote(json.dumps(request))}"
     text = guest.check_output(command, timeout=wait + 120,
                               answer=(guestprobe.CLOCK_QUESTION, lambda: repr(time.time())))
@@ -557,8 +558,8 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
             if mark:
                 problems.append(f"{dev.path}: {got}, expected {want} ({d['geometry']})")
             path = dev.path
-            if d.get("write_delay_ms"):
-                mapper = result["mappers"].get(d["name"])
+            if d.get("mapper"):
+                mapper = result["mappers"].get(Path(d["mapper"]).name)
                 if mapper is None:
                     problems.append(f"{vm_name}/{d['name']}: no dm-delay device over {dev.path}")
                     path += " -> MISSING dm-delay"

@@ -39,8 +39,8 @@ output "disks" {
       volume              = libvirt_volume.data[key].id
       latency             = d.latency
       write_delay_ms      = d.write_delay_ms
-      # A disk with added latency is used through dm-delay over it, named after the disk.
-      mapper = d.write_delay_ms > 0 ? "/dev/mapper/${d.name}" : null
+      # A disk with added latency is used through this dm-delay device over it (named by sectorlab.labdef).
+      mapper = d.mapper != "" ? d.mapper : null
     }
   }
 }

@@ -97,6 +97,7 @@ variable "vms" {
       backing_serial = string
       latency        = string
       write_delay_ms = number
+      mapper         = string
     }))
   }))
   default = {}

@@ -218,7 +218,7 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
                               "size_mib": 256, "serial": "sl00-ntcp-512e", "backing_serial": "sl00-ntcp-512e-bk",
-                              "latency": "none", "write_delay_ms": 0}
+                              "latency": "none", "write_delay_ms": 0, "mapper": ""}
     iso = Path(vm["seed_iso"])
 
     def iso_file(name):
