@@ -100,7 +100,8 @@ def cmd_geometries(args) -> int:
     if args.json:
         print(json.dumps({"geometries": {n: g.as_dict() for n, g in catalog.items()},
                           "buses": geometry.buses(),
-                          "latency_profiles": {n: p.as_dict() for n, p in geometry.latency_profiles().items()}},
+                          "latency_profiles": {n: p.as_dict() for n, p in geometry.latency_profiles().items()},
+                          "read_modify_write": geometry.read_modify_write().as_dict()},
                          indent=2))
         return 0
     for g in catalog.values():
@@ -112,6 +113,10 @@ def cmd_geometries(args) -> int:
     print()
     for p in geometry.latency_profiles().values():
         print(f"latency = {p.name!r:<11} +{p.write_delay_ms} ms per write  {p.description}")
+    print()
+    r = geometry.read_modify_write()
+    refused = ", ".join(bus for bus, info in geometry.buses().items() if info.get("rmw_unsupported"))
+    print(f"rmw = true   {r.read_iops} reads/s ({r.read_ms:.1f} ms each; not on {refused})  {r.description}")
     return 0
 
 

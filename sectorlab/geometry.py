@@ -119,3 +119,38 @@ def effective_delay_ms(delay_ms: int, kernel_hz: int) -> float:
     5, 8 ms -> 12 ms (measured in the Debian guest: p50 7.9 and 11.9 ms, docs/scenarios.md)."""
     tick = 1000.0 / kernel_hz
     return (math.ceil(delay_ms / tick) + 1) * tick
+
+
+@dataclass(frozen=True)
+class ReadModifyWrite:
+    """What `rmw = true` costs: every write not aligned to the physical sector first reads that
+    sector in QEMU, and those reads are paced at `read_iops` per second (the catalog says why)."""
+    read_iops: int
+    description: str = ""
+
+    @property
+    def read_ms(self) -> float:
+        """The time one read takes out of the budget, once the budget is spent."""
+        return 1000.0 / self.read_iops
+
+    def as_dict(self) -> dict:
+        return {"read_iops": self.read_iops, "read_ms": round(self.read_ms, 2), "description": self.description}
+
+
+def read_modify_write() -> ReadModifyWrite:
+    entry = _catalog()["read_modify_write"]
+    return ReadModifyWrite(entry["read_iops"], entry.get("description", ""))
+
+
+def check_rmw(where: str, bus: str, g: Geometry) -> None:
+    """A UsageError naming the disk unless `rmw = true` can be built for it: a physical sector larger
+    than the logical one (else no write is unaligned to it), on a bus the lab builds it for."""
+    if g.physical_block_size <= g.logical_block_size:
+        kind = "512n" if g.physical_block_size == 512 else "native"
+        raise UsageError(f"{where}: rmw = true on {g.name} ({g.logical_block_size}/{g.physical_block_size}, {kind}): "
+                         f"a read-modify-write happens only where the physical sector is larger than the logical "
+                         f"one, and every write here covers whole physical sectors; use a 512e geometry "
+                         f"(e.g. sector512e) or leave rmw out")
+    why = buses().get(bus, {}).get("rmw_unsupported")
+    if why:
+        raise UsageError(f"{where}: rmw = true on bus {bus!r}: {why}")

@@ -21,7 +21,7 @@ from typing import Callable
 
 from . import accel as accel_mod
 from . import geometry as geo
-from . import guestdisks, guestprobe, images, labdef, seed, sshkeys, tooling, virsh, warm
+from . import guestdisks, guestprobe, images, labdef, rmw, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError
 from .guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
 from .paths import REPO, cache_dir, link_or_copy
@@ -207,7 +207,8 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
                        "serial": d.serial, "backing_serial": d.backing_serial or "",
                        "latency": d.latency.name if d.latency else "none",
                        "write_delay_ms": d.latency.write_delay_ms if d.latency else 0,
-                       "mapper": d.mapper or ""} for d in vm.disks],
+                       "mapper": d.mapper or "",
+                       "rmw": d.rmw is not None, "rmw_read_iops": d.rmw.read_iops if d.rmw else 0} for d in vm.disks],
         }
     uris = {vm.libvirt_uri for vm in lab.vms}
     if len(uris) != 1:
@@ -414,10 +415,13 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
 
     def hotplug(names) -> None:
         for name in names:
-            added = warm.hotplug_nvme(uri, data["vms"][name]["domain"],
-                                      [d for d in data["disks"].values() if d["vm"] == name])
+            domain, disks = data["vms"][name]["domain"], [d for d in data["disks"].values() if d["vm"] == name]
+            added = warm.hotplug_nvme(uri, domain, disks)
             if added:
                 progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
+            added = rmw.hotplug(uri, domain, disks)
+            if added:
+                progress(f"{name}: hot-plugged read-modify-write disk(s) {', '.join(added)}")
 
     def console(name: str, marker: str):
         """A check that the VM's console says `marker`, or None for an image that does not write it."""
@@ -570,6 +574,8 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
                         got += f", {mapper['path']} {seen_sizes}"
                     effective = f", ~{geo.effective_delay_ms(d['write_delay_ms'], hz):g} ms" if hz else ""
                     path += f" -> {mapper['path']} (dm-delay {d['write_delay_ms']} ms{effective}/write)"
+            if d.get("rmw"):
+                path += f" ({rmw.describe(d)})"
             rows.append([vm_name, d["name"], d["serial"], d["bus"], d["geometry"], path, got + mark])
         problems += [f"{path}: not empty at lab-up (expected a fresh volume)" for path in result["dirty"]]
     return rows, problems

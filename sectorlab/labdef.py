@@ -30,11 +30,12 @@ SERIAL_RE = re.compile(r"^[A-Za-z0-9_-]{1,20}$")  # virtio-blk serials are at mo
 DEFAULT_DISK_MIB = 256
 MIN_DISK_MIB = 16
 MAX_NVME_PER_VM = 8  # one PCI slot each, from 0x18 up
+MAX_RMW_PER_VM = 4  # hot-plugged virtio-blk, one PCI slot each, from 0x16 down (libvirt fills slots from 0x2 up)
 URI_RE = re.compile(r"^qemu(\+[a-z]+)?://[^/\s]*/(system|session)(\?\S*)?$")
 
 LAB_KEYS = {"name", "libvirt_uri"}
 VM_KEYS = {"name", "guest", "memory_mib", "ssh_port", "libvirt_uri", "disk"}
-DISK_KEYS = {"name", "bus", "geometry", "size_mib", "serial", "latency", "write_latency_us"}
+DISK_KEYS = {"name", "bus", "geometry", "size_mib", "serial", "latency", "write_latency_us", "rmw"}
 GEOMETRY_KEYS = {"logical_block_size", "physical_block_size", "description"}
 BUS_CODES = {"nvme": "nvme", "nvme-tcp": "ntcp", "virtio": "vblk", "scsi": "scsi"}
 
@@ -47,6 +48,7 @@ class Disk:
     size_mib: int
     serial: str
     latency: geo.LatencyProfile | None = None  # None: no delay added
+    rmw: geo.ReadModifyWrite | None = None  # None: no read-modify-write below the guest
 
     @property
     def mapper(self) -> str | None:
@@ -190,6 +192,10 @@ def validate(data: dict, path: Path | None = None) -> Lab:
         nvme = sum(1 for d in vm.disks if d.bus == "nvme")
         if nvme > MAX_NVME_PER_VM:
             raise UsageError(f"{where}: {nvme} nvme disks: at most {MAX_NVME_PER_VM} per VM (one PCI slot each)")
+        rmw = sum(1 for d in vm.disks if d.rmw)
+        if rmw > MAX_RMW_PER_VM:
+            raise UsageError(f"{where}: {rmw} disks with rmw = true: at most {MAX_RMW_PER_VM} per VM (one PCI slot "
+                             f"each); put the others on another VM")
         vms.append(vm)
     return Lab(lab_name, path, vms, extra)
 
@@ -207,7 +213,8 @@ def _disk(where: str, dt: dict, known: dict[str, geo.Geometry], seen_disks: dict
     geo.check_bus(bus, gname, where)
     g = known[gname]
     latency = _latency(where, dt)
-    name = dt.get("name", f"{bus}-{gname}" + (f"-{latency.name}" if latency else ""))
+    rmw = _rmw(where, dt, bus, g)
+    name = dt.get("name", f"{bus}-{gname}" + (f"-{latency.name}" if latency else "") + ("-rmw" if rmw else ""))
     if not isinstance(name, str) or not re.match(r"^[a-z0-9][a-z0-9_.-]{0,62}$", name):
         raise UsageError(f"{where}: name = {name!r}: expected lower-case letters, digits, '-', '_' and '.'")
     where = f"{where} ({name})"
@@ -223,7 +230,18 @@ def _disk(where: str, dt: dict, known: dict[str, geo.Geometry], seen_disks: dict
         raise UsageError(f"{where}: duplicate serial {serial!r} (also disk {seen_serials[serial]}): the guest "
                          f"finds disks by serial, so serials must be unique in the lab")
     seen_serials[serial] = name
-    return Disk(name, bus, g, size, serial, latency)
+    return Disk(name, bus, g, size, serial, latency, rmw)
+
+
+def _rmw(where: str, dt: dict, bus: str, g: geo.Geometry) -> geo.ReadModifyWrite | None:
+    """The disk's read-modify-write cost (`rmw = true`), None without one."""
+    value = dt.get("rmw", False)
+    if not isinstance(value, bool):
+        raise UsageError(f"{where}: rmw = {value!r}: expected true or false")
+    if not value:
+        return None
+    geo.check_rmw(where, bus, g)
+    return geo.read_modify_write()
 
 
 def _latency(where: str, dt: dict) -> geo.LatencyProfile | None:

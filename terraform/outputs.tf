@@ -24,7 +24,7 @@ output "vms" {
 }
 
 output "disks" {
-  description = "Per data disk (key vm/disk): bus, geometry, the serial the guest sees, the sector sizes the guest must report, and its added write latency (and the device-mapper device that adds it)."
+  description = "Per data disk (key vm/disk): bus, geometry, the serial the guest sees, the sector sizes the guest must report, its added write latency (and the device-mapper device that adds it), and its read-modify-write cost."
   value = {
     for key, d in local.disks : key => {
       vm                  = d.vm
@@ -41,6 +41,10 @@ output "disks" {
       write_delay_ms      = d.write_delay_ms
       # A disk with added latency is used through this dm-delay device over it (named by sectorlab.labdef).
       mapper = d.mapper != "" ? d.mapper : null
+      # A read-modify-write disk is hot-plugged by sectorlab (QEMU reads the physical sector before
+      # an unaligned write, at most rmw_read_iops such reads per second).
+      rmw           = d.rmw
+      rmw_read_iops = d.rmw ? d.rmw_read_iops : null
     }
   }
 }

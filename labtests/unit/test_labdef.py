@@ -218,7 +218,8 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
                               "size_mib": 256, "serial": "sl00-ntcp-512e", "backing_serial": "sl00-ntcp-512e-bk",
-                              "latency": "none", "write_delay_ms": 0, "mapper": ""}
+                              "latency": "none", "write_delay_ms": 0, "mapper": "", "rmw": False,
+                              "rmw_read_iops": 0}
     iso = Path(vm["seed_iso"])
 
     def iso_file(name):
@@ -268,3 +269,72 @@ def test_bad_latency_is_one_clear_line(extra, message):
     with pytest.raises(UsageError) as e:
         _one_disk(extra)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def _disk_of(bus: str, geometry: str, extra: str):
+    return labdef.validate(tomllib.loads(f'[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "{bus}"\n'
+                                         f'geometry = "{geometry}"\n' + extra))
+
+
+def test_rmw_on_a_512e_virtio_disk_carries_the_catalogs_read_budget(tmp_path):
+    from sectorlab import geometry
+    from sectorlab import lab as lab_mod
+    from sectorlab import sshkeys
+    lab = _disk_of("virtio", "sector512e", "rmw = true")
+    disk = lab.vms[0].disks[0]
+    assert disk.name == "virtio-sector512e-rmw" and disk.rmw == geometry.read_modify_write()
+    assert disk.rmw.read_iops == 120 and round(disk.rmw.read_ms, 1) == 8.3
+    assert _disk_of("virtio", "sector512e", "rmw = false").vms[0].disks[0].rmw is None
+    sshkeys.generate("login").write(tmp_path / "id_ed25519")
+    sshkeys.generate("host").write(tmp_path / "host-lab1")
+    tf_disk = lab_mod.tfvars(lab, tmp_path, {"lab1": 40100}, "qemu", PUBLISHED)["vms"]["lab1"]["disks"][0]
+    assert (tf_disk["rmw"], tf_disk["rmw_read_iops"]) == (True, 120)
+
+
+@pytest.mark.parametrize("bus,geometry,extra,message", [
+    ("virtio", "sector512n", "rmw = true", "rmw = true on sector512n (512/512, 512n): a read-modify-write happens "
+                                           "only where the physical sector is larger than the logical one"),
+    ("virtio", "sector4k", "rmw = true", "rmw = true on sector4k (4096/4096, native)"),
+    ("scsi", "sector512e", "rmw = true", "rmw = true on bus 'scsi': the read-modify-write disk is hot-plugged as a "
+                                         "virtio-blk device; a SCSI one is not built; use bus \"virtio\""),
+    ("nvme-tcp", "sector512e", "rmw = true", "rmw = true on bus 'nvme-tcp': the namespace is served by the guest's"),
+    ("nvme", "sector4k", "rmw = true", "rmw = true on sector4k (4096/4096, native)"),
+    ("virtio", "sector512e", 'rmw = "yes"', "rmw = 'yes': expected true or false"),
+    ("virtio", "sector512e", "rmw = 1", "rmw = 1: expected true or false"),
+])
+def test_bad_rmw_is_one_clear_line(bus, geometry, extra, message):
+    with pytest.raises(UsageError) as e:
+        _disk_of(bus, geometry, extra)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_rmw_on_the_nvme_bus_names_why():
+    """An NVMe 512e disk is refused for its geometry before rmw is looked at; the bus's own reason
+    is in the catalog for a custom 512e-like geometry."""
+    with pytest.raises(UsageError, match="rmw = true on bus 'nvme': QEMU's emulated NVMe cannot present"):
+        labdef.validate(tomllib.loads('[geometry.ae8k]\nlogical_block_size = 512\nphysical_block_size = 8192\n'
+                                      '[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "nvme"\ngeometry = "ae8k"\n'
+                                      'rmw = true\n'))
+
+
+def test_too_many_rmw_disks_on_one_vm():
+    disks = "".join(f'[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512e"\nname = "r{i}"\nrmw = true\n'
+                    for i in range(labdef.MAX_RMW_PER_VM + 1))
+    with pytest.raises(UsageError, match=f"{labdef.MAX_RMW_PER_VM + 1} disks with rmw = true: at most "
+                                         f"{labdef.MAX_RMW_PER_VM} per VM"):
+        labdef.validate(tomllib.loads('[[vm]]\nname = "lab1"\n' + disks))
+
+
+@pytest.mark.parametrize("disk", ['latency = "ssd"', "write_latency_us = -5", "rmw = true"])
+def test_lab_up_with_a_bad_behaviour_exits_2_and_starts_nothing(disk, tmp_path, isolated_cache, monkeypatch, capsys):
+    from sectorlab import cli, images, lab as lab_mod
+    touched = []
+    for module, name in ((lab_mod, "Terraform"), (lab_mod.virsh, "run"), (images, "build")):
+        monkeypatch.setattr(module, name, lambda *a, _n=name, **k: touched.append(_n))
+    path = tmp_path / "bad.toml"
+    path.write_text(f'[lab]\nname = "bad"\n[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "virtio"\n'
+                    f'geometry = "sector512n"\n{disk}\n')
+    assert cli.main(["lab", "up", "--lab", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"sectorlab: error: {path} vm lab1 disk #1: ") and "\n" not in err
+    assert touched == [] and not (isolated_cache / "labs").exists()

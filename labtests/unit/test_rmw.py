@@ -1,0 +1,123 @@
+"""Read-modify-write disks on the host side (sectorlab/rmw.py): their hot-plug over QMP and the
+reading of QEMU's trace. The lab scenario (labtests/test_read_modify_write.py) checks them on a
+running QEMU; these pin the parts that need none."""
+
+from __future__ import annotations
+
+import pytest
+
+from sectorlab import labdef, rmw
+from sectorlab.errors import SectorlabError
+
+VOLUME = "/pool/lab1-rmw-512e.qcow2"
+
+
+def _disk(name: str, **extra) -> dict:
+    return {"name": name, "bus": "virtio", "serial": f"s-{name}", "volume": f"/pool/{name}.qcow2",
+            "logical_block_size": 512, "physical_block_size": 4096, "rmw": True, "rmw_read_iops": 120, **extra}
+
+
+def test_plan_takes_slots_down_from_0x16_in_name_order():
+    disks = [_disk("b"), _disk("plain", rmw=False), _disk("a"), {"name": "n", "bus": "nvme"}]
+    assert [(d["name"], d["id"], d["addr"]) for d in rmw.plan(disks)] == [("a", "rmw0", "0x16"), ("b", "rmw1", "0x15")]
+    with pytest.raises(SectorlabError, match="at most"):
+        rmw.plan([_disk(f"r{i}") for i in range(labdef.MAX_RMW_PER_VM + 1)])
+
+
+def test_hotplug_builds_the_node_chain_and_traces_its_opening(monkeypatch):
+    calls = []
+    present = [{"name": "rmw0", "type": "child<virtio-blk-pci>"}]
+
+    def fake_qmp(uri, domain, execute, **arguments):
+        calls.append((execute, arguments))
+        return present if execute == "qom-list" else []
+
+    monkeypatch.setattr(rmw, "_qmp", fake_qmp)
+    assert rmw.hotplug("qemu:///system", "dom", [_disk("a"), _disk("b")]) == ["rmw1"]
+    executed = [c[0] for c in calls]
+    assert executed == ["qom-list", "trace-event-set-state", "query-named-block-nodes", "qom-list", "object-add",
+                        "blockdev-add", "blockdev-add", "blockdev-add", "device_add", "trace-event-set-state"]
+    assert calls[1][1] == {"name": "bdrv_open_common", "enable": True} and calls[-1][1]["enable"] is False
+    assert calls[4][1] == {"qom-type": "throttle-group", "id": "rmw1-reads", "limits": {"iops-read": 120}}
+    qcow2, throttle, blkdebug = (c[1] for c in calls[5:8])
+    assert qcow2["file"]["filename"] == "/pool/b.qcow2" and qcow2["cache"] == {"direct": True}
+    assert throttle == {"node-name": "rmw1-throttle", "driver": "throttle", "throttle-group": "rmw1-reads",
+                        "file": "rmw1-qcow2"}
+    assert blkdebug == {"node-name": "rmw1-drive", "driver": "blkdebug", "align": 4096, "image": "rmw1-throttle"}
+    assert calls[8][1] == {"driver": "virtio-blk-pci", "id": "rmw1", "drive": "rmw1-drive", "serial": "s-b",
+                           "logical_block_size": 512, "physical_block_size": 4096, "bus": "pci.0", "addr": "0x15"}
+
+
+def test_hotplug_adds_nothing_when_every_disk_is_there(monkeypatch):
+    calls = []
+    monkeypatch.setattr(rmw, "_qmp", lambda uri, domain, execute, **a: calls.append(execute) or [{"name": "rmw0"}])
+    assert rmw.hotplug("qemu:///system", "dom", [_disk("a")]) == [] and calls == ["qom-list"]
+
+
+def _open(addr: str, filename: str, driver: str) -> str:
+    return f'19361@1795388060.5:bdrv_open_common bs {addr} filename "{filename}" flags 0x2002 format_name "{driver}"'
+
+
+def _read(addr: str, offset: int, size: int) -> str:
+    return f"19361@1795388061.0:bdrv_co_preadv_part bs {addr} offset {offset} bytes {size} flags 0x0"
+
+
+LOG = "\n".join([
+    "2026-11-22 10:00:00.000+0000: starting up libvirt version: 9.0.0",
+    _open("0xaaa", VOLUME, "throttle"), _open("0xbbb", "", "blkdebug"),  # a QEMU run that is over
+    "2026-11-22 10:05:00.000+0000: starting up libvirt version: 9.0.0",
+    _open("0x100", VOLUME, "file"), _open("0x200", VOLUME, "qcow2"),
+    _open("0x300", "/pool/other.qcow2", "throttle"), _open("0x400", "", "blkdebug"),
+    _open("0x500", VOLUME, "throttle"), _open("0x600", "", "blkdebug"),
+])
+
+
+def test_node_addresses_come_from_the_running_qemu_only():
+    assert rmw.node_addresses(LOG, VOLUME) == {"throttle": "0x500", "blkdebug": "0x600"}
+    with pytest.raises(SectorlabError, match="no trace of the read-modify-write nodes over /pool/none.qcow2"):
+        rmw.node_addresses(LOG, "/pool/none.qcow2")
+    before_restart = LOG.rsplit("starting up", 1)[0] + "starting up again\n"
+    with pytest.raises(SectorlabError, match="since QEMU started"):
+        rmw.node_addresses(before_restart, VOLUME)
+
+
+def test_count_reads_tells_padding_reads_from_the_guests():
+    nodes = {"throttle": "0x500", "blkdebug": "0x600"}
+    lines = [
+        _read("0x500", 8192, 4096),  # a padding read: throttle only
+        _read("0x600", 1536, 512), _read("0x500", 0, 4096),  # a guest read, padded to its sector
+        _read("0x500", 12288, 8192),  # a merged head-and-tail padding read over two sectors
+        _read("0x600", 65536, 65536), _read("0x200", 65536, 65536), _read("0x500", 65536, 65536),  # guest; qcow2
+        _read("0x500", 20480 + 512, 4096),  # not on a physical sector boundary
+        "some other line",
+    ]
+    reads = rmw.count_reads(lines, nodes, 4096)
+    assert (reads.rmw, reads.guest, dict(reads.sizes), reads.unaligned) == (3, 2, {4096: 2, 8192: 1}, 1)
+    assert reads.as_dict() == {"rmw_reads": 3, "guest_reads": 2, "rmw_read_sizes": {4096: 2, 8192: 1},
+                               "rmw_reads_unaligned": 1}
+
+
+def test_counting_needs_the_hosts_own_libvirt():
+    with pytest.raises(SectorlabError, match="dom runs on qemu\\+ssh://h/system, whose log sectorlab does not reach"):
+        rmw.domain_log("qemu+ssh://h/system", "dom")
+    assert str(rmw.domain_log("qemu:///system", "dom")) == "/var/log/libvirt/qemu/dom.log"
+
+
+def test_read_trace_reads_only_the_window(tmp_path, monkeypatch):
+    log = tmp_path / "dom.log"
+    log.write_text(LOG + "\n" + _read("0x500", 0, 4096) + "\n")  # before the window
+    monkeypatch.setattr(rmw, "LOG_DIR", tmp_path)
+    states = []
+
+    def fake_qmp(uri, domain, execute, **arguments):
+        states.append(arguments["enable"])
+        if arguments["enable"]:
+            return None
+        with log.open("a") as f:
+            f.write(_read("0x500", 4096, 4096) + "\n" + _read("0x500", 8192, 4096) + "\n")
+
+    monkeypatch.setattr(rmw, "_qmp", fake_qmp)
+    with rmw.ReadTrace("qemu:///system", "dom", settle_s=0.01) as trace:
+        pass
+    assert states == [True, False]
+    assert trace.reads({"volume": VOLUME, "physical_block_size": 4096}).rmw == 2
