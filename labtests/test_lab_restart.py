@@ -1,4 +1,5 @@
-"""A lab left defined but stopped, as a host restart or a killed run leaves it, comes up fresh.
+"""A lab left defined but stopped, as a host restart or a killed run leaves it, comes up fresh; a
+lab-up of a running lab converges at once.
 
 Run by `make test` after the scenarios, on a lab that is up (it brings the lab down and up itself,
 so `make scenarios` and `-m lab` never select it).
@@ -43,3 +44,13 @@ def test_lab_up_after_a_host_restart_brings_back_fresh_disks(lab_state, lab_gues
             assert lab_mod.probe(guest, declared[name], pristine=True)["dirty"] == []
         finally:
             guest.close()
+
+
+def test_lab_up_of_a_running_lab_converges_without_waiting_for_its_console(lab_state):
+    """A second lab-up finds the lab running and changes nothing; a guest restored from a saved
+    state (this run's is) never wrote the console line a booting one does, so SSH is tried at once."""
+    said: list[str] = []
+    data = lab_mod.up(lab_mod.lab_file_from_env(), progress=said.append)
+    assert data["timing"]["path"] == "converge", "\n".join(said)
+    assert not [line for line in said if "console" in line], "\n".join(said)
+    assert data["vms"].keys() == lab_state["vms"].keys()

@@ -422,6 +422,8 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
             added = rmw.hotplug(uri, domain, disks)
             if added:
                 progress(f"{name}: hot-plugged read-modify-write disk(s) {', '.join(added)}")
+            for disk_name, nodes in rmw.trace_nodes(uri, domain, disks).items():
+                data["disks"][f"{name}/{disk_name}"]["rmw_nodes"] = nodes
 
     def console(name: str, marker: str):
         """A check that the VM's console says `marker`, or None for an image that does not write it."""
@@ -433,7 +435,9 @@ def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state
         if path == "warm":
             progress(f"{name}: restored, SSH up after {guest.wait_until_up(60, progress):.1f} s")
         else:
-            ready = console(name, READY_MARKER)
+            # A running lab's console may not say it (a guest restored from a saved state booted
+            # before its console log began): connect at once.
+            ready = console(name, READY_MARKER) if path == "cold" else None
             progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}"
                      + (" (connecting once its console says sshd listens)" if ready else ""))
             progress(f"{name}: SSH up after {guest.wait_until_up(SSH_TIMEOUT, progress, ready):.0f} s")
@@ -497,8 +501,13 @@ def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:
     for name, vm in outputs["vms"].items():
         vms[name] = {**vm, "user": LAB_USER, "key_file": str(state / "id_ed25519"),
                      "host_key": (state / f"host-{name}.pub").read_text().strip()}
+    disks = outputs["disks"]
+    # What hot-plug learnt of a running QEMU stays until that QEMU goes (rmw.trace_nodes checks it).
+    for key, old in _load_json(state / "lab.json", {}).get("disks", {}).items():
+        if key in disks and old.get("rmw_nodes") and disks[key].get("rmw"):
+            disks[key]["rmw_nodes"] = old["rmw_nodes"]
     return {"lab": lab.name, "lab_file": str(lab.path), "libvirt_uri": outputs["libvirt_uri"], "vms": vms,
-            "disks": outputs["disks"]}
+            "disks": disks}
 
 
 PROBE = Path(__file__).with_name("guestprobe.py")

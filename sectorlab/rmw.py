@@ -17,7 +17,9 @@ there has only its highest write offset. What does see them is QEMU's trace even
 `bdrv_co_preadv_part`, one line per read a node asks of its child in the domain's log: the
 reads the throttle node is asked for, minus the ones its parent, the blkdebug node, was asked
 for (the guest's), are the read-modify-write reads. The nodes are told apart by their addresses,
-which `bdrv_open_common` traces when they are opened (hot-plug turns that trace on for it).
+which `bdrv_open_common` traces when they are opened (hot-plug turns that trace on for it); lab-up
+keeps them in lab.json with the QEMU process they belong to (`trace_nodes`), as virtlogd rotates
+the log (at 2 MiB, keeping 3) and the lines that named them go.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import labdef, virsh
+from . import labdef
 from .errors import SectorlabError
 
 FIRST_SLOT = 0x16  # downwards: libvirt fills slots from 0x2 up; virtio-net sits at 0x17, NVMe from 0x18
 LOG_DIR = Path("/var/log/libvirt/qemu")
+RUN_DIR = Path("/run/libvirt/qemu")  # <domain>.pid: the domain's QEMU process
+LOG_BACKUPS = 3  # virtlogd's max_backups: <domain>.log.0 (newest) .. .log.2
 READ_EVENT = "bdrv_co_preadv_part"
 OPEN_EVENT = "bdrv_open_common"
 _OPEN_RE = re.compile(r':bdrv_open_common bs (0x[0-9a-f]+) filename "(.*)" flags 0x[0-9a-f]+ format_name "([^"]*)"$')
@@ -99,6 +103,20 @@ def domain_log(uri: str, domain: str) -> Path:
     return LOG_DIR / f"{domain}.log"
 
 
+def qemu_pid(domain: str) -> int:
+    try:
+        return int((RUN_DIR / f"{domain}.pid").read_text().strip())
+    except (OSError, ValueError) as e:
+        raise SectorlabError(f"{domain}: cannot tell its QEMU process ({RUN_DIR / domain}.pid: {e}); is it running?") \
+            from e
+
+
+def _log_files(log: Path) -> list[Path]:
+    """The domain's log and its rotated copies, oldest first."""
+    rotated = [log.with_name(f"{log.name}.{i}") for i in reversed(range(LOG_BACKUPS))]
+    return [f for f in rotated + [log] if f.exists()]
+
+
 def _current_run(text: str) -> list[str]:
     """The log's lines since QEMU last started (a warm restore starts a new QEMU process)."""
     lines = text.splitlines()
@@ -121,9 +139,34 @@ def node_addresses(log_text: str, volume: str) -> dict[str, str]:
             found["blkdebug"] = addr  # opened next, over that throttle node (its filename is empty)
     if set(found) != {"throttle", "blkdebug"}:
         raise SectorlabError(f"no trace of the read-modify-write nodes over {volume} since QEMU started (a "
-                             f"'{OPEN_EVENT}' line for its throttle node, then its blkdebug node): was it hot-plugged "
-                             f"by this lab-up?")
+                             f"'{OPEN_EVENT}' line for its throttle node, then its blkdebug node, in the log or its "
+                             f"rotated copies); take the lab down and up again to plug it anew")
     return found
+
+
+def trace_nodes(uri: str, domain: str, disks: list[dict], timeout: float = 10.0) -> dict[str, dict]:
+    """Per read-modify-write disk of the domain (by name), its nodes' addresses and the QEMU process
+    they belong to, for lab.json. A disk whose entry in `disks` already names the running process
+    keeps it (a converging lab-up plugs nothing); the others are read from the log, which virtlogd
+    may take a moment to write."""
+    todo = plan(disks)
+    if not todo:
+        return {}
+    pid = qemu_pid(domain)
+    out = {d["name"]: d["rmw_nodes"] for d in todo if (d.get("rmw_nodes") or {}).get("qemu_pid") == pid}
+    log = domain_log(uri, domain)
+    deadline = time.monotonic() + timeout
+    while True:
+        text = "".join(f.read_text(errors="replace") for f in _log_files(log))
+        try:
+            for d in todo:
+                if d["name"] not in out:
+                    out[d["name"]] = {"qemu_pid": pid, **node_addresses(text, d["volume"])}
+            return out
+        except SectorlabError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 @dataclass
@@ -165,8 +208,8 @@ def count_reads(lines: list[str], nodes: dict[str, str], physical: int) -> Reads
 
 
 class ReadTrace:
-    """Trace QEMU's reads while the `with` block runs; then `.reads(disk)` counts a disk's
-    read-modify-write reads in that window."""
+    """Trace QEMU's reads while the `with` block runs; then `.reads(disk)` counts the read-modify-write
+    reads of a disk (its lab.json entry) in that window."""
 
     def __init__(self, uri: str, domain: str, settle_s: float = 0.5, timeout: float = 10.0):
         self.uri, self.domain, self.settle_s, self.timeout = uri, domain, settle_s, timeout
@@ -174,7 +217,8 @@ class ReadTrace:
         self.lines: list[str] = []
 
     def __enter__(self) -> "ReadTrace":
-        self.start = self.log.stat().st_size
+        st = self.log.stat()
+        self.start = (st.st_ino, st.st_size)
         _qmp(self.uri, self.domain, "trace-event-set-state", name=READ_EVENT, enable=True)
         return self
 
@@ -188,12 +232,28 @@ class ReadTrace:
                 break
             size = now
             time.sleep(self.settle_s)
-        with self.log.open("rb") as f:
-            f.seek(self.start)
-            self.lines = f.read().decode(errors="replace").splitlines()
+        # From where the window began, through any copies virtlogd rotated it into since.
+        files = _log_files(self.log)
+        inode, offset = self.start
+        first = next((i for i, f in enumerate(files) if f.stat().st_ino == inode), None)
+        if first is None:
+            raise SectorlabError(f"{self.log}: rotated more than {LOG_BACKUPS} times while reads were traced; "
+                                 f"trace a shorter run")
+        text = []
+        for i, f in enumerate(files[first:]):
+            with f.open("rb") as fh:
+                fh.seek(offset if i == 0 else 0)
+                text.append(fh.read().decode(errors="replace"))
+        self.lines = "".join(text).splitlines()
 
     def reads(self, disk: dict) -> Reads:
-        nodes = node_addresses(self.log.read_text(errors="replace"), disk["volume"])
+        nodes = disk.get("rmw_nodes")
+        if not nodes:
+            raise SectorlabError(f"disk {disk.get('name')} has no read-modify-write nodes in lab.json "
+                                 f"(rmw = true, brought up by this version of sectorlab?)")
+        if nodes["qemu_pid"] != qemu_pid(self.domain):
+            raise SectorlabError(f"{self.domain}: its QEMU is not the one lab-up plugged disk {disk['name']} into "
+                                 f"(process {nodes['qemu_pid']}); run 'make lab-up' again")
         return count_reads(self.lines, nodes, disk["physical_block_size"])
 
 

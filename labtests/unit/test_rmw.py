@@ -103,21 +103,67 @@ def test_counting_needs_the_hosts_own_libvirt():
     assert str(rmw.domain_log("qemu:///system", "dom")) == "/var/log/libvirt/qemu/dom.log"
 
 
-def test_read_trace_reads_only_the_window(tmp_path, monkeypatch):
-    log = tmp_path / "dom.log"
-    log.write_text(LOG + "\n" + _read("0x500", 0, 4096) + "\n")  # before the window
+def _domain_files(tmp_path, monkeypatch, log_text: str, pid: int = 4242):
     monkeypatch.setattr(rmw, "LOG_DIR", tmp_path)
+    monkeypatch.setattr(rmw, "RUN_DIR", tmp_path)
+    (tmp_path / "dom.pid").write_text(f"{pid}\n")
+    log = tmp_path / "dom.log"
+    log.write_text(log_text)
+    return log
+
+
+def test_trace_nodes_keeps_what_names_the_running_qemu_and_reads_the_rest(tmp_path, monkeypatch):
+    _domain_files(tmp_path, monkeypatch, LOG + "\n")
+    disks = [_disk("a", volume=VOLUME), _disk("b", rmw_nodes={"qemu_pid": 4242, "throttle": "0x1", "blkdebug": "0x2"}),
+             _disk("plain", rmw=False)]
+    assert rmw.trace_nodes("qemu:///system", "dom", disks) == {
+        "a": {"qemu_pid": 4242, "throttle": "0x500", "blkdebug": "0x600"},
+        "b": {"qemu_pid": 4242, "throttle": "0x1", "blkdebug": "0x2"}}
+    stale = [_disk("a", volume=VOLUME, rmw_nodes={"qemu_pid": 1, "throttle": "0x1", "blkdebug": "0x2"})]
+    assert rmw.trace_nodes("qemu:///system", "dom", stale)["a"]["throttle"] == "0x500"
+    with pytest.raises(SectorlabError, match="no trace of the read-modify-write nodes"):
+        rmw.trace_nodes("qemu:///system", "dom", [_disk("c")], timeout=0)
+
+
+def _traced_window(tmp_path, monkeypatch, written_during):
+    """A ReadTrace whose window sees `written_during(log)` happen; returns the trace."""
+    log = _domain_files(tmp_path, monkeypatch, LOG + "\n" + _read("0x500", 0, 4096) + "\n")  # before the window
     states = []
 
     def fake_qmp(uri, domain, execute, **arguments):
         states.append(arguments["enable"])
-        if arguments["enable"]:
-            return None
-        with log.open("a") as f:
-            f.write(_read("0x500", 4096, 4096) + "\n" + _read("0x500", 8192, 4096) + "\n")
+        if not arguments["enable"]:
+            written_during(log)
 
     monkeypatch.setattr(rmw, "_qmp", fake_qmp)
     with rmw.ReadTrace("qemu:///system", "dom", settle_s=0.01) as trace:
         pass
     assert states == [True, False]
-    assert trace.reads({"volume": VOLUME, "physical_block_size": 4096}).rmw == 2
+    return trace
+
+
+DISK = {"name": "rmw-512e", "volume": VOLUME, "physical_block_size": 4096,
+        "rmw_nodes": {"qemu_pid": 4242, "throttle": "0x500", "blkdebug": "0x600"}}
+
+
+def test_read_trace_reads_only_the_window(tmp_path, monkeypatch):
+    def two_reads(log):
+        with log.open("a") as f:
+            f.write(_read("0x500", 4096, 4096) + "\n" + _read("0x500", 8192, 4096) + "\n")
+
+    trace = _traced_window(tmp_path, monkeypatch, two_reads)
+    assert trace.reads(DISK).rmw == 2
+    with pytest.raises(SectorlabError, match="its QEMU is not the one lab-up plugged disk rmw-512e into"):
+        trace.reads({**DISK, "rmw_nodes": {**DISK["rmw_nodes"], "qemu_pid": 1}})
+    with pytest.raises(SectorlabError, match="disk plain has no read-modify-write nodes in lab.json"):
+        trace.reads({"name": "plain", "physical_block_size": 4096})
+
+
+def test_read_trace_follows_the_log_through_a_rotation(tmp_path, monkeypatch):
+    def rotate_mid_window(log):  # as virtlogd does at max_size: .log -> .log.0, a new .log
+        with log.open("a") as f:
+            f.write(_read("0x500", 4096, 4096) + "\n")
+        log.rename(log.with_name("dom.log.0"))
+        log.write_text(_read("0x500", 8192, 4096) + "\n" + _read("0x500", 12288, 4096) + "\n")
+
+    assert _traced_window(tmp_path, monkeypatch, rotate_mid_window).reads(DISK).rmw == 3
