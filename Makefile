@@ -100,6 +100,7 @@ check: bootstrap
 	$(SECTORLAB) image validate
 	$(SECTORLAB) terraform-check
 	$(SECTORLAB) lab validate --offline labs/default.toml
+	$(SECTORLAB) lab validate --offline labs/behaviours.toml
 	$(MAKE) -C redo-writer
 
 # redo-writer against fio on the same file, side by side (run it on a quiet machine).

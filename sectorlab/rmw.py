@@ -216,7 +216,7 @@ class ReadTrace:
         self.log = domain_log(uri, domain)
         self.lines: list[str] = []
 
-    def __enter__(self) -> "ReadTrace":
+    def __enter__(self) -> ReadTrace:
         st = self.log.stat()
         self.start = (st.st_ino, st.st_size)
         _qmp(self.uri, self.domain, "trace-event-set-state", name=READ_EVENT, enable=True)

@@ -277,9 +277,8 @@ def _disk_of(bus: str, geometry: str, extra: str):
 
 
 def test_rmw_on_a_512e_virtio_disk_carries_the_catalogs_read_budget(tmp_path):
-    from sectorlab import geometry
+    from sectorlab import geometry, sshkeys
     from sectorlab import lab as lab_mod
-    from sectorlab import sshkeys
     lab = _disk_of("virtio", "sector512e", "rmw = true")
     disk = lab.vms[0].disks[0]
     assert disk.name == "virtio-sector512e-rmw" and disk.rmw == geometry.read_modify_write()
@@ -327,7 +326,8 @@ def test_too_many_rmw_disks_on_one_vm():
 
 @pytest.mark.parametrize("disk", ['latency = "ssd"', "write_latency_us = -5", "rmw = true"])
 def test_lab_up_with_a_bad_behaviour_exits_2_and_starts_nothing(disk, tmp_path, isolated_cache, monkeypatch, capsys):
-    from sectorlab import cli, images, lab as lab_mod
+    from sectorlab import cli, images
+    from sectorlab import lab as lab_mod
     touched = []
     for module, name in ((lab_mod, "Terraform"), (lab_mod.virsh, "run"), (images, "build")):
         monkeypatch.setattr(module, name, lambda *a, _n=name, **k: touched.append(_n))
