@@ -27,6 +27,17 @@ def require_guest_program(guest, name: str) -> None:
         pytest.skip(f"{guest.name}: program '{name}' is not in the guest image")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A guest whose kernel panicked fails the test that found it and stops the run: every later
+    scenario would wait out its SSH timeouts on a dead guest (a whole CI run's time)."""
+    outcome = yield
+    from sectorlab.guest import GuestCrashed
+    if call.excinfo is not None and call.excinfo.errisinstance(GuestCrashed):
+        item.session.shouldstop = f"stopping: {call.excinfo.value}"
+    return outcome
+
+
 @pytest.fixture
 def isolated_cache(tmp_path, monkeypatch):
     """A private SECTORLAB_CACHE so unit tests never touch the real image cache."""

@@ -66,6 +66,28 @@ class GuestUnreachable(SectorlabError):
     pass
 
 
+class GuestCrashed(GuestUnreachable):
+    """The guest cannot be reached and its console says why: its kernel panicked."""
+
+
+PANIC_LINE = "Kernel panic - not syncing"
+
+
+def console_panic(console_log: Path | None) -> str | None:
+    """What the guest's console says of a kernel panic (the panic line and the first BUG/Oops line
+    before it), or None."""
+    try:
+        lines = console_log.read_text(errors="replace").splitlines() if console_log else []
+    except OSError:
+        return None
+    at = next((i for i, line in enumerate(lines) if PANIC_LINE in line), None)
+    if at is None:
+        return None
+    cause = next((line for line in lines[:at] if "BUG:" in line or "Oops" in line), "")
+    strip = lambda line: line.split("] ", 1)[-1].strip()  # noqa: E731  (the kernel's timestamp)
+    return strip(lines[at]) + (f" ({strip(cause)})" if cause else "")
+
+
 def host_key_from_line(line: str) -> paramiko.PKey:
     """Parse an OpenSSH public key line ('ssh-ed25519 AAAA... comment')."""
     parts = line.split()
@@ -86,8 +108,10 @@ def shell_join(cmd: str, args: tuple) -> str:
 
 
 class Guest:
-    def __init__(self, name: str, host: str, port: int, user: str, key_file: Path, host_key: str):
+    def __init__(self, name: str, host: str, port: int, user: str, key_file: Path, host_key: str,
+                 console_log: Path | None = None):
         self.name = name
+        self.console_log = Path(console_log) if console_log else None
         self.host = host
         self.port = port
         self.user = user
@@ -118,7 +142,16 @@ class Guest:
                 return
             except (OSError, paramiko.SSHException) as e:
                 last = e
-        raise GuestUnreachable(f"{self}: cannot connect over SSH: {last}")
+        raise self._unreachable(f"cannot connect over SSH: {last}")
+
+    def _unreachable(self, why: str) -> GuestUnreachable:
+        """The error for a guest that does not answer: GuestCrashed, with what its console says,
+        when its kernel panicked."""
+        panic = console_panic(self.console_log)
+        if panic:
+            return GuestCrashed(f"{self}: {why}; the guest's kernel panicked, says its console: {panic} "
+                                f"(all of it in {self.console_log})")
+        return GuestUnreachable(f"{self}: {why}")
 
     def wait_until_up(self, timeout: float, progress: Callable[[str], None] | None = None,
                       ready: Callable[[], bool] | None = None) -> float:
@@ -150,7 +183,7 @@ class Guest:
                 last_error = f"its console has no '{READY_MARKER}' line yet"
             now = time.monotonic()
             if now - start > timeout:
-                raise GuestUnreachable(f"{self}: no SSH login after {timeout:.0f} s (last error: {last_error})")
+                raise self._unreachable(f"no SSH login after {timeout:.0f} s (last error: {last_error})")
             if progress and now - last_report >= 10:
                 progress(f"waiting for SSH on {self.host}:{self.port}: {now - start:.0f} s ({last_error})")
                 last_report = now
@@ -186,7 +219,7 @@ class Guest:
             err = stderr.read().decode(errors="replace")
             rc = stdout.channel.recv_exit_status()
         except (OSError, paramiko.SSHException) as e:  # socket.timeout is an OSError
-            raise GuestUnreachable(f"{self}: '{command}' did not complete: {e}") from e
+            raise self._unreachable(f"'{command}' did not complete: {e}") from e
         return CommandResult(command, rc, out, err)
 
     def check_output(self, cmd: str, *args, timeout: float = 300.0,

@@ -277,7 +277,8 @@ def _free_port(taken: set[int]) -> int:
 
 
 def guests_from_lab_json(data: dict) -> dict[str, Guest]:
-    return {name: Guest(name, vm["ssh_host"], vm["ssh_port"], vm["user"], Path(vm["key_file"]), vm["host_key"])
+    return {name: Guest(name, vm["ssh_host"], vm["ssh_port"], vm["user"], Path(vm["key_file"]), vm["host_key"],
+                        vm.get("console_log"))
             for name, vm in data["vms"].items()}
 
 

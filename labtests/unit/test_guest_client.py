@@ -154,3 +154,50 @@ def test_guest_probe_steps_to_the_host_time_plus_half_the_round_trip():
     assert 1700000000.09 < estimate < 1700000000.2
     with pytest.raises(ValueError, match="no host time"):
         guestprobe.host_time_now(io.StringIO(), io.StringIO(""))
+
+
+PANIC_CONSOLE = """[   13.07] sectorlab-seed[103]: sectorlab-seed: user lab: 1 authorized key(s)
+[  120.693473] BUG: unable to handle page fault for address: 0000000200000220
+[  120.699025] Oops: 0000 [#1] PREEMPT SMP NOPTI
+[  120.719633] Kernel panic - not syncing: Fatal exception in interrupt
+"""
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_guest_whose_kernel_panicked_is_reported_as_crashed(tmp_path, keys):
+    """Nothing answers on its port; its console log has a panic: the error says so, with the cause."""
+    key = keys["login"].write(tmp_path / "id")
+    console = tmp_path / "vm-console.log"
+    console.write_text(PANIC_CONSOLE)
+    g = guest.Guest("vm", "127.0.0.1", _free_port(), "lab", key, keys["host"].public_openssh, console)
+    with pytest.raises(guest.GuestCrashed) as e:
+        g.connect(timeout=2)
+    assert str(e.value).endswith(
+        "the guest's kernel panicked, says its console: Kernel panic - not syncing: Fatal exception in interrupt "
+        f"(BUG: unable to handle page fault for address: 0000000200000220) (all of it in {console})")
+    console.write_text(PANIC_CONSOLE.splitlines()[0] + "\n")  # no panic: unreachable, not crashed
+    with pytest.raises(guest.GuestUnreachable) as e:
+        g.connect(timeout=2)
+    assert not isinstance(e.value, guest.GuestCrashed) and "cannot connect over SSH" in str(e.value)
+    assert guest.console_panic(None) is None and guest.console_panic(tmp_path / "missing.log") is None
+
+
+def test_a_crashed_guest_stops_the_scenarios(pytester):
+    """The first scenario that meets a panicked guest fails, and no later one runs."""
+    pytester.makeconftest("from labtests.conftest import pytest_runtest_makereport  # noqa: F401\n")
+    pytester.makepyfile(test_crash="""
+        from sectorlab.guest import GuestCrashed
+        def test_first():
+            raise GuestCrashed("Guest(lab1): the guest's kernel panicked")
+        def test_second():
+            pass
+    """)
+    result = pytester.runpytest_inprocess()
+    result.assert_outcomes(failed=1)
+    assert "stopping: Guest(lab1): the guest's kernel panicked" in result.stdout.str()
