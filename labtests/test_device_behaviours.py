@@ -129,9 +129,12 @@ def test_race_the_fast_member_wins(runs, record_property):
     # Against the fast member alone, the p-value above is within one run: with thousands of samples
     # a run-to-run wobble is "significant" either way (its sign changed between runs), so it is
     # reported, not asserted; across runs the medians did not differ (docs/scenarios.md). What must
-    # hold in every run: the race costs far less than the slow member (a tenth of the gap).
+    # hold in every run: the race runs at the fast member's pace, not the slow one's. The bound is a
+    # quarter of the gap between the members alone: the fast member alone moved by 0.7 ms between
+    # two back-to-back runs (1.73 and 1.03 ms), and a CI run had the race 0.87 ms above it (a tenth
+    # of the gap, the earlier bound, is 0.7 ms); a race at the slow pace would be the whole gap above.
     gap = _p50_ms(alone_slow, "log_file_sync") - _p50_ms(alone_fast, "log_file_sync")
-    assert _p50_ms(race, "log_file_sync") - _p50_ms(alone_fast, "log_file_sync") < 0.1 * gap, said
+    assert _p50_ms(race, "log_file_sync") - _p50_ms(alone_fast, "log_file_sync") < 0.25 * gap, said
 
 
 @needs_behaviours

@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import labdef
+from . import labdef, warm
 from .errors import SectorlabError
 
 FIRST_SLOT = 0x16  # downwards: libvirt fills slots from 0x2 up; virtio-net sits at 0x17, NVMe from 0x18
@@ -45,8 +45,7 @@ START_LINE = "starting up"  # libvirt writes it to the domain's log at each QEMU
 
 
 def _qmp(uri: str, domain: str, execute: str, **arguments):
-    from .warm import qmp  # warm imports nothing of this module; qmp is one place
-    return qmp(uri, domain, execute, **arguments)
+    return warm.qmp(uri, domain, execute, **arguments)
 
 
 def plan(disks: list[dict]) -> list[dict]:
