@@ -80,16 +80,13 @@ def _p50_ms(report: dict, event: str = "log_file_parallel_write") -> float:
     return report[event]["p50_us"] / 1000.0
 
 
-def _p(p: float) -> str:
-    return "p < 1e-16" if p < 1e-16 else f"p = {p:.3g}"  # below double precision's resolution near 1
-
 
 def _said(a_name: str, a: dict, b_name: str, b: dict, event: str, test: dict) -> str:
     """Both runs' medians and means (Welch's test compares the means) with n, and the p-value."""
     def one(name: str, r: dict) -> str:
         return (f"{name} p50 {_p50_ms(r, event):.3f} ms, mean {r[event]['mean_us'] / 1000:.3f} ms "
                 f"(n={r[event]['count']})")
-    return f"{event}: {one(a_name, a)} vs {one(b_name, b)}, Welch {_p(test['p'])}"
+    return f"{event}: {one(a_name, a)} vs {one(b_name, b)}, Welch {analysis.p_text(test['p'])}"
 
 
 @needs_behaviours

@@ -95,12 +95,6 @@ def _ms(report: dict, event: str = "log_file_parallel_write") -> str:
     return f"p50 {e['p50_us'] / 1000:.3f} ms, mean {e['mean_us'] / 1000:.3f} ms (n={e['count']})"
 
 
-def _p(p: float) -> str:
-    return "p < 1e-16" if p < 1e-16 else f"p = {p:.3g}"
-
-
-def _verdict(p: float) -> str:
-    return "significant" if p < ALPHA else "within noise"
 
 
 @needs_rmw
@@ -139,7 +133,8 @@ def test_rmw_penalty_on_512_byte_redo(pair, record_property):
     big, big_reads = pair.run(disk, 4096)
     test = analysis.welch(big, small, "log_file_parallel_write", alternative="less")
     gain = 100.0 * (big["tps"] - small["tps"]) / small["tps"]
-    said = (f"{disk}: log file parallel write at 4096 {_ms(big)} vs at 512 {_ms(small)}, Welch {_p(test['p'])}; "
+    said = (f"{disk}: log file parallel write at 4096 {_ms(big)} vs at 512 {_ms(small)}, "
+            f"Welch {analysis.p_text(test['p'])}; "
             f"{big['tps']:.1f} vs {small['tps']:.1f} txn/s ({gain:+.0f} % at 4096; seed 003: "
             f"+{SEED_003_TPS_GAIN_PCT} %); read-modify-write reads: {small_reads.rmw} for {small['writes']} log "
             f"writes at 512 ({small['writes_under_4k']} under 4 KiB), {big_reads.rmw} for {big['writes']} at 4096")
@@ -166,8 +161,9 @@ def test_rmw_control_same_geometry_without_it(pair, record_property):
     plain = analysis.welch(small, big, "log_file_parallel_write")
     versus = analysis.welch(small, rmw_small, "log_file_parallel_write", alternative="less")
     said = (f"{twin}: log file parallel write at 512 {_ms(small)} vs at 4096 {_ms(big)}, Welch two-sided "
-            f"{_p(plain['p'])}: {_verdict(plain['p'])} within this run, not claimed; "
-            f"{small['tps']:.1f} vs {big['tps']:.1f} txn/s. At 512, {twin} vs {disk}: Welch {_p(versus['p'])}")
+            f"{analysis.p_text(plain['p'])}: {analysis.verdict(plain['p'], ALPHA)} within this run, not claimed; "
+            f"{small['tps']:.1f} vs {big['tps']:.1f} txn/s. At 512, {twin} vs {disk}: "
+            f"Welch {analysis.p_text(versus['p'])}")
     record_property("rmw_control", said)
     print(said)
     assert versus["p"] < ALPHA, said

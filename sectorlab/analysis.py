@@ -65,6 +65,16 @@ def welch(a: dict, b: dict, event: str = "log_file_sync", alternative: str = "tw
     return {"t": float(t), "p": float(p), "n": [sa["count"], sb["count"]]}
 
 
+def p_text(p: float) -> str:
+    """A p-value as the project prints it; below 1e-16 a double cannot tell it from 0."""
+    return "p < 1e-16" if p < 1e-16 else f"p = {p:.3g}"
+
+
+def verdict(p: float, alpha: float) -> str:
+    """What a difference with this p-value may be called: a difference is claimed only below alpha."""
+    return "significant" if p < alpha else "within noise"
+
+
 def compare(path_a: Path, path_b: Path) -> tuple[list[list[str]], dict]:
     a, b = load_report(path_a), load_report(path_b)
     rows = [["", Path(path_a).name, Path(path_b).name, "change"]]

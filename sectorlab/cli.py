@@ -161,8 +161,9 @@ def cmd_compare(args) -> int:
     from . import analysis, lab
     rows, test = analysis.compare(args.a, args.b)
     lab.print_table(rows)
-    verdict = "significant" if test["p"] < args.alpha else "not significant"
-    print(f"log file sync, Welch t-test: t = {test['t']:.3f}, p = {test['p']:.3g} ({verdict} at alpha {args.alpha})")
+    n_a, n_b = test["n"]
+    print(f"log file sync, Welch t-test: t = {test['t']:.3f}, {analysis.p_text(test['p'])}, n = {n_a} + {n_b} "
+          f"({analysis.verdict(test['p'], args.alpha)} at alpha {args.alpha})")
     return 0
 
 

@@ -63,3 +63,16 @@ def test_plot_rejects_other_csv(tmp_path):
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(SectorlabError, match="expected event,end_us,latency_us"):
         analysis.plot(bad, tmp_path / "x.png")
+
+
+def test_p_values_are_printed_and_named_one_way():
+    assert analysis.p_text(0.0) == "p < 1e-16" and analysis.p_text(0.0123) == "p = 0.0123"
+    assert analysis.verdict(0.009, 0.01) == "significant" and analysis.verdict(0.01, 0.01) == "within noise"
+
+
+def test_compare_says_a_difference_it_does_not_claim_is_within_noise(runs, capsys):
+    from sectorlab import cli
+    assert cli.main(["compare", str(runs["fast"][0]), str(runs["fast"][0]), "--alpha", "0.01"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("log file sync, Welch t-test: t = 0.000, p = 1, n = ") and last.endswith(
+        "(within noise at alpha 0.01)"), last

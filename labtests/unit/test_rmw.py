@@ -35,16 +35,16 @@ def test_hotplug_builds_the_node_chain_and_traces_its_opening(monkeypatch):
     monkeypatch.setattr(rmw, "_qmp", fake_qmp)
     assert rmw.hotplug("qemu:///system", "dom", [_disk("a"), _disk("b")]) == ["rmw1"]
     executed = [c[0] for c in calls]
-    assert executed == ["qom-list", "trace-event-set-state", "query-named-block-nodes", "qom-list", "object-add",
+    assert executed == ["qom-list", "trace-event-set-state", "object-add",
                         "blockdev-add", "blockdev-add", "blockdev-add", "device_add", "trace-event-set-state"]
     assert calls[1][1] == {"name": "bdrv_open_common", "enable": True} and calls[-1][1]["enable"] is False
-    assert calls[4][1] == {"qom-type": "throttle-group", "id": "rmw1-reads", "limits": {"iops-read": 120}}
-    qcow2, throttle, blkdebug = (c[1] for c in calls[5:8])
+    assert calls[2][1] == {"qom-type": "throttle-group", "id": "rmw1-reads", "limits": {"iops-read": 120}}
+    qcow2, throttle, blkdebug = (c[1] for c in calls[3:6])
     assert qcow2["file"]["filename"] == "/pool/b.qcow2" and qcow2["cache"] == {"direct": True}
     assert throttle == {"node-name": "rmw1-throttle", "driver": "throttle", "throttle-group": "rmw1-reads",
                         "file": "rmw1-qcow2"}
     assert blkdebug == {"node-name": "rmw1-drive", "driver": "blkdebug", "align": 4096, "image": "rmw1-throttle"}
-    assert calls[8][1] == {"driver": "virtio-blk-pci", "id": "rmw1", "drive": "rmw1-drive", "serial": "s-b",
+    assert calls[6][1] == {"driver": "virtio-blk-pci", "id": "rmw1", "drive": "rmw1-drive", "serial": "s-b",
                            "logical_block_size": 512, "physical_block_size": 4096, "bus": "pci.0", "addr": "0x15"}
 
 
@@ -52,6 +52,9 @@ def test_hotplug_adds_nothing_when_every_disk_is_there(monkeypatch):
     calls = []
     monkeypatch.setattr(rmw, "_qmp", lambda uri, domain, execute, **a: calls.append(execute) or [{"name": "rmw0"}])
     assert rmw.hotplug("qemu:///system", "dom", [_disk("a")]) == [] and calls == ["qom-list"]
+    calls.clear()
+    assert rmw.hotplug("qemu:///system", "dom", [_disk("plain", rmw=False)]) == [] and calls == [], \
+        "a VM without read-modify-write disks costs its lab-up no monitor call"
 
 
 def _open(addr: str, filename: str, driver: str) -> str:
