@@ -248,7 +248,7 @@ def nvme_plan(disks: list[dict]) -> list[dict]:
 
 def hotplug_nvme(uri: str, domain: str, disks: list[dict]) -> list[str]:
     """Add the NVMe controllers the running domain lacks; returns the ids added."""
-    present = {p["name"] for p in qmp(uri, domain, "qom-list", path="/machine/peripheral") or []}
+    present = peripherals(uri, domain)
     added = []
     for d in nvme_plan(disks):
         if d["id"] in present:
@@ -277,17 +277,40 @@ def unplug_nvme(uri: str, domain: str, disks: list[dict], serial: str, timeout: 
     """Hot-unplug the NVMe controller of the disk with `serial` (the guest ejects it through ACPI
     PCI hot-plug) and drop its block node; returns its id. `hotplug_nvme` then adds it anew, as
     QEMU creates it at the declared sector sizes: a format done in the guest is gone, as after a
-    QEMU restart."""
+    QEMU restart.
+
+    Safe to call again after a failure part-way: a controller already gone is not deleted twice,
+    and a node already dropped is not looked for. The controller can leave the device tree before
+    QEMU lets go of its block node (a CI run on a busy host got "Node nvme0-drive is in use" right
+    after it): blockdev-del is tried again until the node is gone or the timeout runs out."""
     dev_id = nvme_controller_id(disks, serial)
-    qmp(uri, domain, "device_del", id=dev_id)
+    node = f"{dev_id}-drive"
+    if dev_id in peripherals(uri, domain):
+        qmp(uri, domain, "device_del", id=dev_id)
     deadline = time.monotonic() + timeout
-    while dev_id in {p["name"] for p in qmp(uri, domain, "qom-list", path="/machine/peripheral") or []}:
+    while dev_id in peripherals(uri, domain):
         if time.monotonic() > deadline:
             raise SectorlabError(f"{domain}: the guest did not release NVMe controller {dev_id} within {timeout:.0f} s "
                                  f"of device_del")
         time.sleep(0.2)
-    qmp(uri, domain, "blockdev-del", **{"node-name": f"{dev_id}-drive"})
+    while node in _block_nodes(uri, domain):
+        try:
+            qmp(uri, domain, "blockdev-del", **{"node-name": node})
+        except SectorlabError as e:
+            if time.monotonic() > deadline:
+                raise SectorlabError(f"{domain}: NVMe controller {dev_id} is gone but its block node could not be "
+                                     f"dropped within {timeout:.0f} s: {e}") from e
+            time.sleep(0.2)
     return dev_id
+
+
+def peripherals(uri: str, domain: str) -> set[str]:
+    """The ids of the devices added with an id (-device or device_add) the domain has now."""
+    return {p["name"] for p in qmp(uri, domain, "qom-list", path="/machine/peripheral") or []}
+
+
+def _block_nodes(uri: str, domain: str) -> set[str]:
+    return {n["node-name"] for n in qmp(uri, domain, "query-named-block-nodes", flat=True) or []}
 
 
 def clear(lab_name: str) -> list[str]:

@@ -92,6 +92,52 @@ def test_hotplug_adds_only_missing_controllers_with_their_geometry(monkeypatch):
                       "logical_block_size": 4096, "physical_block_size": 4096, "bus": "pci.0", "addr": "0x19"}
 
 
+def test_unplug_waits_until_qemu_releases_the_block_node(monkeypatch):
+    """The controller leaves the device tree before QEMU frees it and its node: blockdev-del is
+    tried again while the node is in use; a second call after a part-way failure deletes nothing twice."""
+    state = {"present": True, "node": True, "busy": 2, "polls": 0}
+    calls = []
+
+    def fake_qmp(uri, domain, execute, **arguments):
+        calls.append(execute)
+        if execute == "qom-list":
+            state["polls"] += 1
+            if state["polls"] > 2:
+                state["present"] = False
+            return [{"name": "nvme0"}] if state["present"] else []
+        if execute == "query-named-block-nodes":
+            return [{"node-name": "nvme0-drive"}] if state["node"] else []
+        if execute == "blockdev-del":
+            if state["busy"]:
+                state["busy"] -= 1
+                raise SectorlabError("QEMU blockdev-del on dom: Node nvme0-drive is in use")
+            state["node"] = False
+        return {}
+
+    monkeypatch.setattr(warm, "qmp", fake_qmp)
+    monkeypatch.setattr(warm.time, "sleep", lambda s: None)
+    disks = [{"name": "a", "bus": "nvme", "serial": "s-a"}]
+    assert warm.unplug_nvme("qemu:///system", "dom", disks, "s-a") == "nvme0"
+    assert calls.count("device_del") == 1 and calls.count("blockdev-del") == 3 and not state["node"]
+    calls.clear()
+    assert warm.unplug_nvme("qemu:///system", "dom", disks, "s-a") == "nvme0"
+    assert "device_del" not in calls and "blockdev-del" not in calls
+
+
+def test_unplug_names_the_node_it_could_not_drop(monkeypatch):
+    def fake_qmp(uri, domain, execute, **arguments):
+        if execute == "query-named-block-nodes":
+            return [{"node-name": "nvme0-drive"}]
+        if execute == "blockdev-del":
+            raise SectorlabError("QEMU blockdev-del on dom: Node nvme0-drive is in use")
+        return []
+
+    monkeypatch.setattr(warm, "qmp", fake_qmp)
+    monkeypatch.setattr(warm.time, "sleep", lambda s: None)
+    with pytest.raises(SectorlabError, match="nvme0 is gone but its block node could not be dropped within 0 s"):
+        warm.unplug_nvme("qemu:///system", "dom", [{"name": "a", "bus": "nvme", "serial": "s-a"}], "s-a", timeout=0)
+
+
 def test_qmp_error_is_reported_with_the_command(monkeypatch):
     monkeypatch.setattr(warm.virsh, "run", lambda *a, **k: json.dumps({"error": {"class": "GenericError",
                                                                              "desc": "Duplicate ID 'nvme0'"}}))
