@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, accel, images
-from .errors import SectorlabError
+from .errors import SectorlabError, UsageError
 
 
 def _progress(msg: str) -> None:
@@ -71,8 +71,16 @@ def cmd_image_path(args) -> int:
 
 def cmd_image_boot_time(args) -> int:
     from .vm import BootedVM
-    spec = images.load_guest(_guest_arg(args.guest))
-    cached = images.find_cached(spec)
+    if args.image:  # another build of a guest, e.g. the one before a recipe change, to compare with
+        record = Path(args.image).with_suffix(".json")
+        if not record.exists():
+            raise UsageError(f"--image {args.image}: no build record {record} beside it; expected a qcow2 from "
+                             f"the image cache (sectorlab image list)")
+        cached = images.ImageRecord.load(record)
+        spec = images.load_guest(cached.guest)
+    else:
+        spec = images.load_guest(_guest_arg(args.guest))
+        cached = images.find_cached(spec)
     if cached is None:
         raise SectorlabError(f"{spec.name}: no image built; run 'make image GUEST={spec.name}' first")
     times = []
@@ -86,7 +94,7 @@ def cmd_image_boot_time(args) -> int:
         finally:
             vm.stop()
         _progress(f"run {run}/{args.runs}: {times[-1]:.1f} s to SSH login")
-    result = {"guest": spec.name, "runs": times, "median": statistics.median(times),
+    result = {"guest": spec.name, "image": str(cached.image), "runs": times, "median": statistics.median(times),
               "min": min(times), "max": max(times), "accelerator": accel.detect().name}
     print(json.dumps(result) if args.json else
           f"{spec.name}: boot to SSH login, median {result['median']:.1f} s over {len(times)} runs "
@@ -243,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_image_path)
     p = image.add_parser("boot-time", help="boot the image under QEMU N times and time SSH login")
     p.add_argument("--guest")
+    p.add_argument("--image", help="a qcow2 from the image cache instead of the guest's current build "
+                                    "(to compare two builds)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--json", action="store_true")

@@ -27,7 +27,9 @@ else:  # pragma: no cover
 DEFAULT_URI = "qemu:///system"
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 SERIAL_RE = re.compile(r"^[A-Za-z0-9_-]{1,20}$")  # virtio-blk serials are at most 20 bytes
-DEFAULT_DISK_MIB = 256
+# XFS is a cross-check filesystem (labtests/test_xfs.py) and xfsprogs 5.19+ refuses filesystems
+# under 300 MB; the volumes are thin qcow2, so a larger disk costs only what is written to it.
+DEFAULT_DISK_MIB = 512
 MIN_DISK_MIB = 16
 MAX_NVME_PER_VM = 8  # one PCI slot each, from 0x18 up
 MAX_RMW_PER_VM = 4  # hot-plugged virtio-blk, one PCI slot each, from 0x16 down (libvirt fills slots from 0x2 up)

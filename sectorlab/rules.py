@@ -92,6 +92,14 @@ class AsmError(Exception):
     """The ASM disk group itself is invalid for its disks (exit status 1)."""
 
 
+def direct_io_ok(size: int, logical_sector: int) -> bool:
+    """Whether an O_DIRECT write of `size` bytes (at an offset that is a multiple of it) can be made
+    to a disk or a file on a disk whose logical (host) sector is `logical_sector`: Linux fails an
+    O_DIRECT I/O whose size or offset is not a multiple of the logical sector with EINVAL. This is
+    why a redo BLOCKSIZE below the host sector can never work, whatever the database accepts."""
+    return size > 0 and size % logical_sector == 0
+
+
 def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, override: bool = False,
              asm_sector_size: int | None = None, file: str = "+REDO", disk: str | None = None) -> Verdict:
     """The verdict for a redo log of `blocksize` (None: the default) on a disk of host/media sectors."""
@@ -116,7 +124,7 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
     chosen = blocksize if blocksize is not None else default
     warnings: list[str] = []
 
-    if chosen < host:
+    if not direct_io_ok(chosen, host):
         # The override changes what the database accepts, not what the disk can do.
         error = ora_01378(chosen, file, seen_media, seen_host)
         note = " (_disk_sector_size_override does not help: the O_DIRECT I/O itself fails with EINVAL)"

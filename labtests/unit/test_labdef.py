@@ -217,7 +217,8 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert grub["boot"] == {}, "an image without its kernel boots through GRUB"
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
-                              "size_mib": 256, "serial": "sl00-ntcp-512e", "backing_serial": "sl00-ntcp-512e-bk",
+                              "size_mib": labdef.DEFAULT_DISK_MIB, "serial": "sl00-ntcp-512e",
+                              "backing_serial": "sl00-ntcp-512e-bk",
                               "latency": "none", "write_delay_ms": 0, "mapper": "", "rmw": False,
                               "rmw_read_iops": 0}
     iso = Path(vm["seed_iso"])

@@ -1,0 +1,370 @@
+"""Real databases and filesystems on a lab data disk, for the cross-check scenarios
+(labtests/test_cross_checks.py): a filesystem made and mounted on the disk, a MariaDB server started
+by hand on it (Unix socket only), PostgreSQL's pg_test_fsync and the guest's own block-layer
+counters. Everything is undone after, even when the scenario fails: the server stopped, the
+filesystem unmounted and its signature wiped, so that later scenarios find the disk blank.
+
+The guest image provides the programs (packer/scripts/debian/databases.sh): MariaDB and a data
+directory template, postgresql-15's pg_test_fsync, sysbench and xfsprogs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shlex
+import statistics
+from dataclasses import dataclass
+
+MOUNT_ROOT = "/mnt/sectorlab-xcheck"
+RUN_ROOT = "/run/sectorlab-xcheck"
+MARIADB_TEMPLATE = "/usr/local/share/sectorlab/mariadb-datadir"
+PG_TEST_FSYNC = "/usr/lib/postgresql/15/bin/pg_test_fsync"
+FILESYSTEMS = ("ext4", "xfs")
+
+
+class CrossCheckError(AssertionError):
+    """A database or filesystem step in the guest failed; the message carries what it printed."""
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def root(guest, script: str, *args, timeout: float = 300.0) -> str:
+    """Run a shell script as root in the guest; its stdout, or CrossCheckError with its output."""
+    result = guest.run("sudo -n sh -c", script, "xcheck", *args, timeout=timeout)
+    if not result.ok:
+        raise CrossCheckError(f"{guest.name}: exited {result.rc}: {result.stderr.strip() or result.stdout.strip()}")
+    return result.stdout
+
+
+# ---- a filesystem on the disk ---------------------------------------------------------------
+
+_MOUNT = r'''
+set -eu
+dev=$1; fs=$2; mnt=$3
+if [ -n "$(lsblk -n -o MOUNTPOINTS "$dev" | tr -d '[:space:]')" ]; then echo "$dev is mounted" >&2; exit 1; fi
+sig=$(wipefs --noheadings "$dev" | head -3)
+if [ -n "$sig" ]; then echo "$dev holds a signature: $sig" >&2; exit 1; fi
+case $fs in
+  ext4) mkfs.ext4 -q -F "$dev" ;;
+  xfs)  mkfs.xfs -q -f "$dev" ;;
+  *) echo "no filesystem '$fs'" >&2; exit 2 ;;
+esac
+mkdir -p "$mnt"
+mount "$dev" "$mnt"
+'''
+
+_UNMOUNT = r'''
+dev=$1; mnt=$2; rc=0
+if mountpoint -q "$mnt"; then umount "$mnt" || { fuser -km "$mnt" 2>/dev/null; sleep 1; umount "$mnt"; } || rc=1; fi
+rmdir "$mnt" 2>/dev/null || true
+wipefs --all --quiet "$dev" || rc=1
+exit $rc
+'''
+
+
+@contextlib.contextmanager
+def filesystem(guest, dev_path: str, fs: str, name: str):
+    """`fs` made on the whole disk and mounted; its mount point. The disk must be blank (not mounted,
+    no signature): the lab's data disks are, between scenarios. Unmounted and wiped after."""
+    mnt = f"{MOUNT_ROOT}/{_slug(name)}"
+    root(guest, _MOUNT, dev_path, fs, mnt)
+    try:
+        yield mnt
+    finally:
+        root(guest, _UNMOUNT, dev_path, mnt)
+
+
+# ---- MariaDB --------------------------------------------------------------------------------
+
+_MARIADB_START = r'''
+set -eu
+mnt=$1; run=$2; extra=$3
+mkdir -p "$run"
+cp -a /usr/local/share/sectorlab/mariadb-datadir "$mnt/mysql"
+chown mysql:mysql "$run"
+cat > "$run/my.cnf" <<EOF
+[mariadbd]
+user=mysql
+datadir=$mnt/mysql
+socket=$run/mariadb.sock
+pid-file=$run/mariadb.pid
+log-error=$run/error.log
+skip-networking
+skip-name-resolve
+innodb_log_file_size=8M
+innodb_buffer_pool_size=32M
+innodb_flush_log_at_trx_commit=1
+$extra
+EOF
+setsid mariadbd --defaults-file="$run/my.cnf" </dev/null >"$run/stdout.log" 2>&1 &
+echo $! > "$run/launched.pid"
+i=0
+until mariadb-admin --socket="$run/mariadb.sock" -uroot ping >/dev/null 2>&1; do
+  if ! kill -0 "$(cat "$run/launched.pid")" 2>/dev/null; then
+    echo "mariadbd exited before it answered; the last lines of its error log:" >&2
+    tail -n 15 "$run/error.log" "$run/stdout.log" >&2 2>/dev/null; exit 1
+  fi
+  i=$((i + 1))
+  if [ "$i" -ge 1800 ]; then
+    echo "mariadbd did not answer on $run/mariadb.sock within 180 s; the last lines of its error log:" >&2
+    tail -n 15 "$run/error.log" >&2; exit 1
+  fi
+  sleep 0.1
+done
+'''
+
+# Stops the server the scenario started (shutdown, then a kill after 60 s) and removes its run
+# directory; the error log is printed first (the scenario keeps it).
+_MARIADB_STOP = r'''
+run=$1
+cat "$run/error.log" 2>/dev/null
+pid=$(cat "$run/launched.pid" 2>/dev/null || true)
+if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+  mariadb-admin --socket="$run/mariadb.sock" -uroot shutdown >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
+  i=0
+  while kill -0 "$pid" 2>/dev/null; do
+    i=$((i + 1)); if [ "$i" -ge 600 ]; then kill -9 "$pid" 2>/dev/null || true; sleep 0.5; break; fi
+    sleep 0.1
+  done
+fi
+if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then echo "mariadbd $pid is still running" >&2; exit 1; fi
+rm -rf "$run"
+'''
+
+
+@dataclass
+class MariaDB:
+    guest: object
+    run_dir: str
+    datadir: str
+    error_log: str = ""  # the server's error log, read when it stopped
+    stopped: bool = False
+
+    @property
+    def socket(self) -> str:
+        return f"{self.run_dir}/mariadb.sock"
+
+    def sql(self, statement: str, timeout: float = 120.0) -> str:
+        """One statement through the mariadb client as root over the socket; tab-separated rows."""
+        cmd = f"mariadb --socket={shlex.quote(self.socket)} -uroot -N -B -e {shlex.quote(statement)}"
+        return root(self.guest, cmd, timeout=timeout)
+
+    def stop(self) -> None:
+        """Shut the server down (idempotent); its error log is kept in `error_log`."""
+        if not self.stopped:
+            self.error_log = root(self.guest, _MARIADB_STOP, self.run_dir, timeout=120)
+            self.stopped = True
+
+    def error_log_now(self) -> str:
+        return root(self.guest, f"cat {shlex.quote(self.run_dir)}/error.log")
+
+    def status(self, variable: str) -> int:
+        out = self.sql(f"SHOW GLOBAL STATUS LIKE '{variable}'").split()
+        if len(out) != 2:
+            raise CrossCheckError(f"{self.guest.name}: no global status {variable!r} in MariaDB: {out}")
+        return int(out[1])
+
+
+@contextlib.contextmanager
+def mariadb(guest, datadir_parent: str, name: str, extra_config: str = ""):
+    """A MariaDB server with its data directory (and so its redo log, ib_logfile0) under
+    `datadir_parent` (the mounted disk), on a Unix socket only; stopped after (or before, by
+    `stop`), its error log kept in `error_log`. A server that does not start raises
+    CrossCheckError with the last lines of its error log."""
+    run = f"{RUN_ROOT}/{_slug(name)}"
+    db = MariaDB(guest, run, f"{datadir_parent}/mysql")
+    try:
+        root(guest, _MARIADB_START, datadir_parent, run, extra_config, timeout=240)
+        yield db
+    finally:
+        db.stop()
+
+
+_LOG_BLOCK = re.compile(r"InnoDB: File system buffers for log (disabled|enabled) \(block size=(\d+) bytes\)")
+
+
+def mariadb_log_block_size(error_log: str) -> tuple[int, str]:
+    """The block size MariaDB's InnoDB chose for its redo log, and whether it bypasses the page
+    cache for it ("disabled": O_DIRECT), from its error log line
+    'InnoDB: File system buffers for log disabled (block size=4096 bytes)'."""
+    found = _LOG_BLOCK.findall(error_log)
+    if not found:
+        tail = "\n".join(error_log.strip().splitlines()[-8:])
+        raise CrossCheckError(f"no 'File system buffers for log ... (block size=N bytes)' line in MariaDB's error "
+                              f"log; its last lines:\n{tail}")
+    mode, size = found[-1]
+    return int(size), mode
+
+
+_NOTHING_LEFT = r'''
+echo "processes=$(pgrep -l -x 'mariadbd|sysbench|pg_test_fsync' | tr '\n' ' ')"
+echo "sockets=$(find /run/sectorlab-xcheck -name '*.sock' 2>/dev/null | tr '\n' ' ')"
+echo "mounts=$(findmnt -n -l -o TARGET | grep '^/mnt/sectorlab-xcheck' | tr '\n' ' ')"
+'''
+
+
+def leftovers(guest) -> dict[str, str]:
+    """What the cross-checks could have left behind in the guest: database or load processes, their
+    sockets, mounts of the lab's data disks; only what is there."""
+    out = root(guest, _NOTHING_LEFT)
+    found = {k: v.strip() for k, v in (line.split("=", 1) for line in out.splitlines())}
+    return {k: v for k, v in found.items() if v}
+
+
+def assert_nothing_left(guest, after: str) -> None:
+    left = leftovers(guest)
+    if left:
+        raise CrossCheckError(f"{guest.name}: left behind after {after}: {left}")
+
+
+# ---- the guest's own view of the disk's I/O -----------------------------------------------------
+
+@dataclass
+class IoDevice:
+    stat_name: str  # the /sys/block entry whose stat counts the disk's I/O
+    major: int      # the disk's device number, as block_bio_queue names it
+    minor: int
+
+
+_IO_DEVICE = r'''
+name=${1#/dev/}; stat=$name
+# An NVMe multipath head nvmeSnN (NVMe/TCP here) is bio-based and keeps no counters in this kernel:
+# its I/O is counted on its hidden path device nvmeScCnN.
+case $name in
+  nvme*n*)
+    for p in /sys/block/${name%n*}c*n${name##*n}; do [ -e "$p/stat" ] && { stat=${p##*/}; break; }; done ;;
+esac
+echo "$stat $(cat /sys/block/$name/dev)"
+'''
+
+
+def io_device(guest, dev_path: str) -> IoDevice:
+    """Where the disk's I/O is counted and how the block layer's trace names it."""
+    stat_name, devno = root(guest, _IO_DEVICE, dev_path).split()
+    major, minor = devno.split(":")
+    return IoDevice(stat_name, int(major), int(minor))
+
+
+def disk_stat(guest, kernel_name: str) -> dict[str, int]:
+    """/sys/block/NAME/stat (Documentation/block/stat.rst): write requests and 512-byte sectors
+    written since the disk appeared."""
+    fields = guest.check_output("cat", f"/sys/block/{kernel_name}/stat").split()
+    return {"writes": int(fields[4]), "write_sectors": int(fields[6])}
+
+
+# The block layer's bio-submission tracepoint, for the size of every write submitted to the disk
+# (the counters give only sums): tracefs mounted if it is not, the event on, the workload, the
+# event off, the trace kept. Bios, not requests: a request may merge several, and an NVMe
+# multipath head has no requests of its own.
+TRACE_ON = r'''
+set -eu
+t=/sys/kernel/tracing
+mountpoint -q $t || mount -t tracefs nodev $t
+echo 0 > $t/tracing_on; echo > $t/trace; echo 4096 > $t/buffer_size_kb
+echo 1 > $t/events/block/block_bio_queue/enable; echo 1 > $t/tracing_on
+'''
+TRACE_OFF = r'''
+t=/sys/kernel/tracing
+echo 0 > $t/tracing_on; echo 0 > $t/events/block/block_bio_queue/enable
+cat $t/trace; echo > $t/trace
+'''
+_BIO = re.compile(r"block_bio_queue: (\d+),(\d+) (\S+) \d+ \+ (\d+)")
+
+
+def traced_write_sizes(trace: str, major: int, minor: int) -> list[int]:
+    """Bytes of each write bio submitted to the device major:minor in a block_bio_queue trace
+    ('block_bio_queue: 254,48 WS 2048 + 8 [mariadbd]'; sectors of 512 bytes); empty flushes are
+    not writes of data."""
+    sizes = []
+    for ma, mi, rwbs, sectors in _BIO.findall(trace):
+        if (int(ma), int(mi)) == (major, minor) and "W" in rwbs and int(sectors) > 0:
+            sizes.append(int(sectors) * 512)
+    return sizes
+
+
+def latency_summary(samples_us: list[float]) -> dict:
+    """count, mean, stddev, p50 and p99 in the shape of redo-writer's report (so that
+    sectorlab.analysis.welch compares the two)."""
+    ordered = sorted(samples_us)
+    n = len(ordered)
+    if n < 2:
+        raise CrossCheckError(f"{n} latency sample(s): a comparison needs at least 2")
+
+    def pct(q: float) -> float:
+        return ordered[min(n - 1, int(q * n))]
+
+    return {"count": n, "mean_us": statistics.fmean(ordered), "stddev_us": statistics.stdev(ordered),
+            "p50_us": statistics.median(ordered), "p99_us": pct(0.99), "max_us": ordered[-1]}
+
+
+# ---- pg_test_fsync ----------------------------------------------------------------------------
+
+# pg_test_fsync's O_DIRECT writes, in the order it makes them: its open_datasync / open_sync tests
+# write 8 kB (one or two at a time), then "Compare open_sync with different write sizes" writes
+# 16 kB, 8 kB, 4 kB, 2 kB, 1 kB (PostgreSQL 15, src/bin/pg_test_fsync/pg_test_fsync.c).
+PG_DIRECT_WRITE_SIZES = (8192, 16384, 8192, 4096, 2048, 1024)
+_PG_RESULT = re.compile(r"^\s+(\S.*?)\s{2,}([\d.]+) ops/sec")
+_PG_FAILED = re.compile(r"^\s+(\S.*?)\s+(?:pg_test_fsync: error: )?\w+ failed: (.+)$")
+
+
+def parse_pg_test_fsync(text: str) -> tuple[dict[str, float], str | None, str | None]:
+    """pg_test_fsync's output: {"SECTION / TEST": ops/sec}, the test it died at and what it said.
+    Sections are the unindented lines ending in ':' ("Compare file sync methods using one 8kB
+    write:"); a failure is the test's label followed by "pg_test_fsync: error: write failed:
+    Invalid argument" (the label on stdout, the error on stderr: stdout is read first)."""
+    section, results, failed_at, error = "", {}, None, None
+    for line in text.splitlines():
+        if line and not line[0].isspace() and line.rstrip().endswith(":"):
+            section = line.rstrip().rstrip(":")
+        elif m := _PG_RESULT.match(line):
+            results[f"{section} / {m.group(1)}"] = float(m.group(2))
+        elif m := _PG_FAILED.match(line):
+            failed_at, error = f"{section} / {m.group(1)}", m.group(2).strip()
+    return results, failed_at, error
+
+
+@dataclass
+class PgTestFsync:
+    results: dict[str, float]   # test line -> ops/sec, as printed
+    failed_at: str | None       # the test line it died at
+    error: str | None           # what it said ("Invalid argument")
+    rc: int
+    output: str
+
+
+# Every disk's pg_test_fsync at once (each on its own mounted filesystem); then each output
+# after a "=== NAME EXIT_STATUS" line.
+_PG_ALL = r'''
+set -u
+out=$1; secs=$2; shift 2
+rm -rf "$out"; mkdir -p "$out"
+while [ $# -ge 2 ]; do
+  name=$1; mnt=$2; shift 2
+  ( /usr/lib/postgresql/15/bin/pg_test_fsync -s "$secs" -f "$mnt/pg_test_fsync.out" >"$out/$name.txt" 2>&1
+    echo $? >"$out/$name.rc" ) &
+done
+wait
+for f in "$out"/*.txt; do n=${f##*/}; n=${n%.txt}; echo "=== $n $(cat "$out/$n.rc")"; cat "$f"; echo; done
+rm -rf "$out"
+'''
+
+
+def run_pg_test_fsync_all(guest, mounts: dict[str, str], seconds: int = 1,
+                          timeout: float = 300.0) -> dict[str, PgTestFsync]:
+    """pg_test_fsync -s SECONDS on a file in each mounted filesystem ({name: mount point}), all at
+    once; {name: its result}."""
+    args = [x for name, mnt in mounts.items() for x in (_slug(name), mnt)]
+    text = root(guest, _PG_ALL, f"{RUN_ROOT}/pg", seconds, *args, timeout=timeout)
+    by_slug = {}
+    for block in text.split("=== ")[1:]:
+        head, _, body = block.partition("\n")
+        slug, rc = head.split()
+        results, failed_at, error = parse_pg_test_fsync(body)
+        by_slug[slug] = PgTestFsync(results, failed_at, error, int(rc), body)
+    missing = [name for name in mounts if _slug(name) not in by_slug]
+    if missing:
+        raise CrossCheckError(f"{guest.name}: no pg_test_fsync output for {missing}: {text[-500:]}")
+    return {name: by_slug[_slug(name)] for name in mounts}

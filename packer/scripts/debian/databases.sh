@@ -1,0 +1,47 @@
+#!/bin/sh -eu
+# The real databases and the second filesystem the cross-check scenarios run
+# (labtests/test_cross_checks.py): MariaDB, PostgreSQL's pg_test_fsync, sysbench and XFS, all from
+# Debian's packages (images/debian12/packages). No database runs at boot: a scenario starts one by
+# hand on a lab data disk and stops it after. Fails with the name of what is missing. Safe to re-run.
+PG_BIN=/usr/lib/postgresql/15/bin
+missing=""
+for tool in mariadbd mariadb-install-db mariadb-admin mariadb sysbench mkfs.xfs xfs_info "$PG_BIN/pg_test_fsync"; do
+  command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+if [ -n "$missing" ]; then
+  echo "databases: missing in the guest:$missing" >&2
+  exit 1
+fi
+
+# Debian enables the servers it installs (so they run in this build's guest); a lab guest starts
+# none of them (each would cost the boot seconds under TCG and write to the root disk).
+for unit in mariadb.service postgresql.service; do
+  systemctl stop "$unit" >/dev/null 2>&1 || true
+  systemctl disable "$unit" >/dev/null 2>&1 || true
+  state=$(systemctl is-enabled "$unit" 2>/dev/null || true)
+  [ "$state" = disabled ] || { echo "databases: $unit is '$state' at boot, expected disabled" >&2; exit 1; }
+done
+# Debian's postinst made a PostgreSQL cluster (15/main); the scenarios run no PostgreSQL server.
+if [ -d /etc/postgresql/15/main ]; then pg_dropcluster --stop 15 main; fi
+
+# A MariaDB data directory made once here, copied onto the disk under test by each scenario:
+# mariadb-install-db under TCG takes far longer than a copy. Its log is small (8 MiB; Debian's
+# default is 96 MiB) so that the copy is quick; the scenarios start the server with the same size.
+template=/usr/local/share/sectorlab/mariadb-datadir
+rm -rf "$template"
+install -d -m 0755 /usr/local/share/sectorlab
+if ! mariadb-install-db --user=mysql --datadir="$template" --skip-test-db --auth-root-authentication-method=socket \
+       --innodb-log-file-size=8M --innodb-buffer-pool-size=16M >/tmp/mariadb-install-db.log 2>&1; then
+  tail -20 /tmp/mariadb-install-db.log >&2
+  echo "databases: mariadb-install-db failed (log above)" >&2
+  exit 1
+fi
+rm -f /tmp/mariadb-install-db.log
+echo "databases: MariaDB data directory template $(du -sh "$template" | cut -f1)"
+
+cat >> /etc/sectorlab-image <<INFO
+mariadb=$(mariadbd --version)
+pg_test_fsync=$("$PG_BIN/pg_test_fsync" --version)
+sysbench=$(sysbench --version)
+xfsprogs=$(mkfs.xfs -V)
+INFO
