@@ -48,7 +48,7 @@ if [ -n "$(lsblk -n -o MOUNTPOINTS "$dev" | tr -d '[:space:]')" ]; then echo "$d
 sig=$(wipefs --noheadings "$dev" | head -3)
 if [ -n "$sig" ]; then echo "$dev holds a signature: $sig" >&2; exit 1; fi
 case $fs in
-  ext4) mkfs.ext4 -q -F "$dev" ;;
+  ext4) mkfs.ext4 -q -F -E lazy_journal_init=1 "$dev" ;;  # the journal is not zeroed first: 16 MiB less to write
   xfs)  mkfs.xfs -q -f "$dev" ;;
   *) echo "no filesystem '$fs'" >&2; exit 2 ;;
 esac
@@ -116,19 +116,17 @@ until mariadb-admin --socket="$run/mariadb.sock" -uroot ping >/dev/null 2>&1; do
 done
 '''
 
-# Stops the server the scenario started (shutdown, then a kill after 60 s) and removes its run
-# directory; the error log is printed first (the scenario keeps it).
+# Stops the server the scenario started and removes its run directory; the error log is printed
+# first (the scenario keeps it). The server is killed, not shut down: its data is thrown away with
+# the filesystem right after, and a clean shutdown costs ~1.7 s a disk under TCG.
 _MARIADB_STOP = r'''
 run=$1
 cat "$run/error.log" 2>/dev/null
 pid=$(cat "$run/launched.pid" 2>/dev/null || true)
 if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-  mariadb-admin --socket="$run/mariadb.sock" -uroot shutdown >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
+  kill -KILL "$pid" 2>/dev/null || true
   i=0
-  while kill -0 "$pid" 2>/dev/null; do
-    i=$((i + 1)); if [ "$i" -ge 600 ]; then kill -9 "$pid" 2>/dev/null || true; sleep 0.5; break; fi
-    sleep 0.1
-  done
+  while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
 fi
 if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then echo "mariadbd $pid is still running" >&2; exit 1; fi
 rm -rf "$run"

@@ -20,7 +20,7 @@ from sectorlab import analysis
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 
-RUN_S = 10
+RUN_S = 4
 ALPHA = 0.01
 COMMON = ("--sessions", 1, "--blocksize", 512, "--redo-per-txn", 512, "--log-size", 64 << 20, "--output", "json")
 

@@ -48,6 +48,23 @@ def test_storage_tools_answer(booted):
     assert '"default_blocksize": 4096' in guest.check_output("redo-check --logical 512 --physical 4096 --json")
 
 
+def test_databases_are_installed_and_no_server_runs(booted):
+    """The cross-checks' databases (labtests/test_mariadb.py, test_pg_test_fsync.py, test_xfs.py)
+    are in the image, no database server starts at boot, and the MariaDB data directory template
+    is there; transparent huge pages are off (packer/scripts/debian/lean-boot.sh says why)."""
+    _, guest = booted
+    assert guest.check_output("mariadbd --version").startswith("mariadbd ")
+    assert "PostgreSQL" in guest.check_output("/usr/lib/postgresql/15/bin/pg_test_fsync --version")
+    assert guest.check_output("sysbench --version").startswith("sysbench ")
+    assert "mkfs.xfs version" in guest.check_output("mkfs.xfs -V")
+    for unit in ("mariadb.service", "postgresql.service"):
+        assert guest.run("systemctl is-enabled", unit).stdout.strip() == "disabled", unit
+        assert guest.run("systemctl is-active", unit).stdout.strip() == "inactive", unit
+    assert not guest.run("pgrep -l -x 'mariadbd|postgres'").stdout.strip()
+    assert guest.run("sudo -n test -d /usr/local/share/sectorlab/mariadb-datadir/mysql").ok
+    assert "[never]" in guest.check_output("cat /sys/kernel/mm/transparent_hugepage/enabled")
+
+
 def test_nvme_target_modules_load(booted):
     _, guest = booted
     for module in ("nvmet", "nvmet_tcp", "nvme_tcp"):

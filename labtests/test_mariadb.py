@@ -28,7 +28,7 @@ from labtests import dbs
 from labtests.lab import declared_disks, disk_params, resolve_disk
 from sectorlab import analysis, rules
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.crosscheck]
 
 SESSIONS = 4       # committing sessions, in MariaDB (sysbench threads) and in redo-writer
 LOAD_SECONDS = 2   # each side of the commit-latency comparison
@@ -81,6 +81,13 @@ def server(request, lab_state, lab_guests, guest_devices):
     with dbs.filesystem(guest, dev.path, fs, declared.name) as mnt, dbs.mariadb(guest, mnt, declared.name) as db:
         yield Server(guest, declared, dev, mnt, fs, db)
     dbs.assert_nothing_left(guest, f"MariaDB on {declared.name}")
+
+
+def test_lab_guests_have_no_transparent_huge_pages(lab_guests):
+    """The lab's kernel command line turns them off (packer/scripts/common/boot-files.sh): with
+    them, a MariaDB write that spans the end of a huge page kills the guest's NVMe/TCP target."""
+    for guest in lab_guests.values():
+        assert "[never]" in guest.check_output("cat /sys/kernel/mm/transparent_hugepage/enabled"), guest.name
 
 
 def test_mariadb_redo_block_size(server, record_property):

@@ -22,7 +22,7 @@ from labtests import dbs
 from labtests.lab import disk_params, resolve_disk
 from sectorlab import rules
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.crosscheck]
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from sectorlab import analysis, rmw
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 
-RUN_S = 10
+RUN_S = 4
 ALPHA = 0.01
 PROBE_WRITES = 64
 SEED_003_TPS_GAIN_PCT = 10.7  # transactions/s at BLOCKSIZE 4096 over 512 on a 512e device (seed 003)

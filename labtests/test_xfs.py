@@ -16,7 +16,7 @@ from labtests import dbs
 from labtests.lab import disk_params, resolve_disk
 from sectorlab import rules
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.crosscheck]
 BLOCK_SIZES = (512, 1024, 4096)
 
 # mkfs.xfs, xfs_info, one O_DIRECT redo write of each block size to a file in it (the exit status

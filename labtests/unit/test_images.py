@@ -174,3 +174,13 @@ def test_every_image_prints_the_ready_line_the_host_waits_for():
     assert f'echo "{NVME_TCP_FAILED_MARKER} (exit $rc)" > /dev/console' in targets
     for vars_file in sorted((paths.REPO / "packer" / "vars").glob("*.pkrvars.hcl")):
         assert '"scripts/common/lab-guest.sh"' in vars_file.read_text(), vars_file.name
+
+
+def test_boot_time_of_another_build_needs_its_record(tmp_path, capsys):
+    """`image boot-time --image` (to compare two builds) refuses a qcow2 without its build record."""
+    from sectorlab import cli
+    stray = tmp_path / "debian12-0000.qcow2"
+    stray.write_bytes(b"")
+    assert cli.main(["image", "boot-time", "--image", str(stray)]) == 2
+    err = capsys.readouterr().err
+    assert str(stray) in err and "no build record" in err and "sectorlab image list" in err

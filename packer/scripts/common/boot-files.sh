@@ -54,7 +54,7 @@ PY
   # - cryptomgr.notests: no self-tests of the kernel's crypto algorithms at boot (0.6-0.9 s).
   # - systemd.log_level=notice: PID 1 does not log every unit's start to the journal; warnings
   #   and failures still are.
-  echo "root=UUID=$root_uuid ro console=ttyS0,115200 quiet acpi=noirq cryptomgr.notests systemd.log_level=notice" > "$out/cmdline"
+  echo "root=UUID=$root_uuid ro console=ttyS0,115200 quiet transparent_hugepage=never acpi=noirq cryptomgr.notests systemd.log_level=notice" > "$out/cmdline"
   echo "boot-files: kernel $version as $kernel_kind, $initrd_kind, root UUID $root_uuid"
 else
   : > "$out/kernel"
