@@ -198,7 +198,8 @@ def mariadb_log_block_size(error_log: str) -> tuple[int, str]:
 
 
 _NOTHING_LEFT = r'''
-echo "processes=$(pgrep -l -x 'mariadbd|sysbench|pg_test_fsync' | tr '\n' ' ')"
+# One pgrep per name: a pattern longer than 15 characters (a process name's limit) matches nothing.
+echo "processes=$(for p in mariadbd sysbench pg_test_fsync; do pgrep -l -x "$p"; done | tr '\n' ' ')"
 echo "sockets=$(find /run/sectorlab-xcheck -name '*.sock' 2>/dev/null | tr '\n' ' ')"
 echo "mounts=$(findmnt -n -l -o TARGET | grep '^/mnt/sectorlab-xcheck' | tr '\n' ' ')"
 '''

@@ -57,10 +57,12 @@ def test_databases_are_installed_and_no_server_runs(booted):
     assert "PostgreSQL" in guest.check_output("/usr/lib/postgresql/15/bin/pg_test_fsync --version")
     assert guest.check_output("sysbench --version").startswith("sysbench ")
     assert "mkfs.xfs version" in guest.check_output("mkfs.xfs -V")
-    for unit in ("mariadb.service", "postgresql.service"):
-        assert guest.run("systemctl is-enabled", unit).stdout.strip() == "disabled", unit
-        assert guest.run("systemctl is-active", unit).stdout.strip() == "inactive", unit
-    assert not guest.run("pgrep -l -x 'mariadbd|postgres'").stdout.strip()
+    for unit in ("mariadb.service", "postgresql.service"):  # as root: the lab user has no D-Bus session
+        assert guest.run("sudo -n systemctl is-enabled", unit).stdout.strip() == "disabled", unit
+        assert guest.run("sudo -n systemctl is-active", unit).stdout.strip() == "inactive", unit
+    for server in ("mariadbd", "postgres"):  # one name each: pgrep matches nothing beyond 15 characters
+        found = guest.run("pgrep -l -x", server)
+        assert found.rc == 1 and not found.stdout.strip() and not found.stderr.strip(), (server, found)
     assert guest.run("sudo -n test -d /usr/local/share/sectorlab/mariadb-datadir/mysql").ok
     assert "[never]" in guest.check_output("cat /sys/kernel/mm/transparent_hugepage/enabled")
 
