@@ -81,9 +81,9 @@ def filesystem(guest, dev_path: str, fs: str, name: str):
 
 _MARIADB_START = r'''
 set -eu
-mnt=$1; run=$2; extra=$3
+mnt=$1; run=$2; extra=$3; template=$4
 mkdir -p "$run"
-cp -a /usr/local/share/sectorlab/mariadb-datadir "$mnt/mysql"
+cp -a "$template" "$mnt/mysql"
 chown mysql:mysql "$run"
 cat > "$run/my.cnf" <<EOF
 [mariadbd]
@@ -175,7 +175,7 @@ def mariadb(guest, datadir_parent: str, name: str, extra_config: str = ""):
     run = f"{RUN_ROOT}/{_slug(name)}"
     db = MariaDB(guest, run, f"{datadir_parent}/mysql")
     try:
-        root(guest, _MARIADB_START, datadir_parent, run, extra_config, timeout=240)
+        root(guest, _MARIADB_START, datadir_parent, run, extra_config, MARIADB_TEMPLATE, timeout=240)
         yield db
     finally:
         db.stop()
@@ -338,11 +338,11 @@ class PgTestFsync:
 # after a "=== NAME EXIT_STATUS" line.
 _PG_ALL = r'''
 set -u
-out=$1; secs=$2; shift 2
+out=$1; secs=$2; pg_test_fsync=$3; shift 3
 rm -rf "$out"; mkdir -p "$out"
 while [ $# -ge 2 ]; do
   name=$1; mnt=$2; shift 2
-  ( /usr/lib/postgresql/15/bin/pg_test_fsync -s "$secs" -f "$mnt/pg_test_fsync.out" >"$out/$name.txt" 2>&1
+  ( "$pg_test_fsync" -s "$secs" -f "$mnt/pg_test_fsync.out" >"$out/$name.txt" 2>&1
     echo $? >"$out/$name.rc" ) &
 done
 wait
@@ -356,7 +356,7 @@ def run_pg_test_fsync_all(guest, mounts: dict[str, str], seconds: int = 1,
     """pg_test_fsync -s SECONDS on a file in each mounted filesystem ({name: mount point}), all at
     once; {name: its result}."""
     args = [x for name, mnt in mounts.items() for x in (_slug(name), mnt)]
-    text = root(guest, _PG_ALL, f"{RUN_ROOT}/pg", seconds, *args, timeout=timeout)
+    text = root(guest, _PG_ALL, f"{RUN_ROOT}/pg", seconds, PG_TEST_FSYNC, *args, timeout=timeout)
     by_slug = {}
     for block in text.split("=== ")[1:]:
         head, _, body = block.partition("\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from labtests import dbs
 from labtests.conftest import selected_guest
 from sectorlab import images
 from sectorlab.vm import BootedVM
@@ -54,7 +55,7 @@ def test_databases_are_installed_and_no_server_runs(booted):
     is there; transparent huge pages are off (packer/scripts/debian/lean-boot.sh says why)."""
     _, guest = booted
     assert guest.check_output("mariadbd --version").startswith("mariadbd ")
-    assert "PostgreSQL" in guest.check_output("/usr/lib/postgresql/15/bin/pg_test_fsync --version")
+    assert "PostgreSQL" in guest.check_output(dbs.PG_TEST_FSYNC, "--version")
     assert guest.check_output("sysbench --version").startswith("sysbench ")
     assert "mkfs.xfs version" in guest.check_output("mkfs.xfs -V")
     for unit in ("mariadb.service", "postgresql.service"):  # as root: the lab user has no D-Bus session
@@ -63,7 +64,7 @@ def test_databases_are_installed_and_no_server_runs(booted):
     for server in ("mariadbd", "postgres"):  # one name each: pgrep matches nothing beyond 15 characters
         found = guest.run("pgrep -l -x", server)
         assert found.rc == 1 and not found.stdout.strip() and not found.stderr.strip(), (server, found)
-    assert guest.run("sudo -n test -d /usr/local/share/sectorlab/mariadb-datadir/mysql").ok
+    assert guest.run("sudo -n test -d", f"{dbs.MARIADB_TEMPLATE}/mysql").ok
     assert "[never]" in guest.check_output("cat /sys/kernel/mm/transparent_hugepage/enabled")
 
 
