@@ -50,7 +50,7 @@ def test_storage_tools_answer(booted):
 
 
 def test_databases_are_installed_and_no_server_runs(booted):
-    """The cross-checks' databases (labtests/test_mariadb.py, test_pg_test_fsync.py, test_xfs.py)
+    """The cross-checks' databases (labtests/test_cross_checks.py)
     are in the image, no database server starts at boot, and the MariaDB data directory template
     is there; transparent huge pages are off (packer/scripts/debian/lean-boot.sh says why)."""
     _, guest = booted

@@ -26,6 +26,28 @@ pytestmark = pytest.mark.lab
 OWNER, GROUP, MODE = "oracle", "dba", "0660"
 
 
+def _covering(key) -> set[str]:
+    """Names of declared disks that, in declaration order, are the first of their bus or of their
+    key(disk): the smallest walk of the lab that meets every bus and every key."""
+    chosen, buses, keys = set(), set(), set()
+    for p in disk_params():
+        d = p.values[0][1]
+        if d.bus not in buses or key(d) not in keys:
+            chosen.add(d.name)
+        buses.add(d.bus)
+        keys.add(key(d))
+    return chosen
+
+
+# What depends on the bus (the re-plug: driver unbind and bind, or an NVMe/TCP reconnect) or on the
+# geometry (the sector arithmetic of a second run) runs on one disk of each bus and of each
+# geometry; what the kernel and parted say of a partition at sector 63, on one disk of each bus and
+# each (geometry, expected alignment_offset) (the NVMe/TCP 512e head reports -1). Each costs 4-7 s a
+# disk under TCG; the default lab's nine disks are every bus crossed with every geometry.
+REPLUG_DISKS = _covering(lambda d: d.geometry.name)
+MISALIGN_DISKS = _covering(lambda d: (d.geometry.name, expected_alignment(d)))
+
+
 @pytest.fixture(params=disk_params())
 def blank(request, lab_state, lab_guests, guest_devices):
     """A declared disk, blanked again after the test whatever it did."""
@@ -91,6 +113,8 @@ def test_provision(blank, guest_devices):
     assert declared.serial in p["udev_rule"], p["udev_rule"]
     assert f'=="{declared.serial}"' in before["rule_text"] and "KERNEL" not in before["rule_text"], before
 
+    if declared.name not in REPLUG_DISKS:
+        return
     again = guest_tool(guest, "provision-redo-disk", dev.path, "--json")
     assert again.rc == 0, f"{dev.path}: second run exited {again.rc}: {again.stderr}"
     assert again.json["changed"] == [], f"{where}: a second run changed {again.json['changed']}"
@@ -103,8 +127,16 @@ def test_provision(blank, guest_devices):
     assert node == f"{OWNER}:{GROUP}:660", f"{where}: {partition} after a re-plug is {node}"
 
 
-def test_misalign_at_sector_63(blank):
-    guest, declared, dev = blank
+@pytest.fixture(params=[p for p in disk_params() if p.values[0][1].name in MISALIGN_DISKS])
+def blank_misalign(request, lab_state, lab_guests, guest_devices):
+    """A disk of MISALIGN_DISKS, blanked again after the test."""
+    guest, declared, dev = resolve_disk(request.param, lab_state, lab_guests, guest_devices)
+    yield guest, declared, dev
+    blank_disk(guest, dev, declared.serial)
+
+
+def test_misalign_at_sector_63(blank_misalign):
+    guest, declared, dev = blank_misalign
     g = declared.geometry
     result = guest_tool(guest, "provision-redo-disk", dev.path, "--start", "63s", "--json")
     assert result.rc == 0, f"{dev.path}: provision-redo-disk --start 63s exited {result.rc}: {result.stderr}"
