@@ -44,9 +44,10 @@ def root(guest, script: str, *args, timeout: float = 300.0) -> str:
 _MOUNT = r'''
 set -eu
 dev=$1; fs=$2; mnt=$3
-if [ -n "$(lsblk -n -o MOUNTPOINTS "$dev" | tr -d '[:space:]')" ]; then echo "$dev is mounted" >&2; exit 1; fi
-sig=$(wipefs --noheadings "$dev" | head -3)
-if [ -n "$sig" ]; then echo "$dev holds a signature: $sig" >&2; exit 1; fi
+fresh="the cross-checks use only blank lab data disks: 'make lab-down lab-up' gives fresh ones"
+if [ -n "$(lsblk -n -o MOUNTPOINTS "$dev" | tr -d '[:space:]')" ]; then echo "$dev is mounted; $fresh" >&2; exit 1; fi
+sig=$(wipefs --noheadings "$dev" | head -3 | tr '\n' ' ')
+if [ -n "$sig" ]; then echo "$dev holds a signature (wipefs: $sig); $fresh" >&2; exit 1; fi
 case $fs in
   ext4) mkfs.ext4 -q -F -E lazy_journal_init=1 "$dev"  # the journal is not zeroed first: 16 MiB less to write
         opts=noinit_itable ;;  # nor the inode tables later, by the kernel, in the middle of a measurement
@@ -397,6 +398,20 @@ rm -rf "$out"
 '''
 
 
+def _sections(text: str, fields: int) -> list[tuple[list[str], str]]:
+    """The guest batches' output: ([field, ...], body) for each "=== FIELD ..." line of exactly
+    `fields` fields, the body being the lines up to the next such line (any other line, one that
+    starts with "=== " too, is body)."""
+    found: list[tuple[list[str], list[str]]] = []
+    for line in text.splitlines():
+        head = line[4:].split() if line.startswith("=== ") else []
+        if len(head) == fields:
+            found.append((head, []))
+        elif found:
+            found[-1][1].append(line)
+    return [(head, "\n".join(body)) for head, body in found]
+
+
 @dataclass
 class BatchDisk:
     """What one disk went through in cross_check_batch: each step's exit status and output."""
@@ -420,11 +435,8 @@ def cross_check_batch(guest, disks: dict[str, tuple[str, bool, bool]], fs: str =
     text = root(guest, _BATCH, f"{RUN_ROOT}/batch", seconds, PG_TEST_FSYNC, MARIADB_TEMPLATE, fs,
                 _MOUNT, _UNMOUNT, _MARIADB_START, _MARIADB_STOP, *args, timeout=timeout)
     steps: dict[str, dict[str, tuple[int, str]]] = {}
-    for block in ("\n" + text).split("\n=== ")[1:]:
-        head, _, body = block.partition("\n")
-        parts = head.split()
-        if len(parts) == 3:
-            steps.setdefault(parts[0], {})[parts[1]] = (int(parts[2]), body)
+    for (slug, step, rc), body in _sections(text, 3):
+        steps.setdefault(slug, {})[step] = (int(rc), body)
     found = {}
     for name in disks:
         got = steps.get(_slug(name), {})
@@ -467,11 +479,7 @@ def xfs_on_each(guest, disks: dict[str, str], block_sizes: tuple[int, ...],
     """{name: device path} -> {name: (exit status of mkfs.xfs and mount, what the guest printed)}."""
     args = [x for name, dev in disks.items() for x in (_slug(name), dev, f"{MOUNT_ROOT}/{_slug(name)}")]
     text = root(guest, _XFS_EACH, _MOUNT, _UNMOUNT, " ".join(map(str, block_sizes)), *args, timeout=timeout)
-    by_slug = {}
-    for block in ("\n" + text).split("\n=== ")[1:]:
-        head, _, body = block.partition("\n")
-        slug, rc = head.split()
-        by_slug[slug] = (int(rc), body)
+    by_slug = {slug: (int(rc), body) for (slug, rc), body in _sections(text, 2)}
     missing = [name for name in disks if _slug(name) not in by_slug]
     if missing:
         raise CrossCheckError(f"{guest.name}: no XFS output for {missing}: {text[-500:]}")

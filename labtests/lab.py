@@ -29,6 +29,29 @@ def disk_params(buses: tuple[str, ...] | None = None):
             if (buses is None or disk.bus in buses) and disk.latency is None]
 
 
+def covering(*keys) -> list:
+    """The disk_params() of the disks that, in declaration order, are the first with some value of
+    one of `keys` (functions of a declared disk): the fewest disks of the lab that meet every bus,
+    say, and every geometry (covering(bus, geometry)); with one key, the first disk of each value."""
+    chosen, seen = [], [set() for _ in keys]
+    for p in disk_params():
+        disk = p.values[0][1]
+        values = [key(disk) for key in keys]
+        if any(v not in s for v, s in zip(values, seen)):
+            chosen.append(p)
+        for v, s in zip(values, seen):
+            s.add(v)
+    return chosen
+
+
+def bus(disk) -> str:
+    return disk.bus
+
+
+def geometry(disk) -> str:
+    return disk.geometry.name
+
+
 def resolve_disk(param, lab_state: dict, lab_guests: dict, guest_devices: dict):
     """(guest, declared disk, the guest's BlockDevice) for a disk_params() param; a declared disk the
     guest does not show is a failure that names what the guest has and where its console log is."""

@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 
 from labtests import dbs
-from labtests.lab import declared_disks, disk_params, resolve_disk
+from labtests.lab import covering, declared_disks, disk_params, geometry, resolve_disk
 from sectorlab import analysis, rules
 
 pytestmark = [pytest.mark.lab, pytest.mark.crosscheck]
@@ -60,16 +60,9 @@ def _filesystems() -> tuple[str, ...]:
     return chosen
 
 
-def _mariadb_params(one_per_geometry: bool = False) -> list:
-    """(vm, disk, filesystem) for every declared disk, or for the first declared disk of each geometry."""
-    params, seen = [], set()
-    for p in disk_params():
-        geometry = p.values[0][1].geometry.name
-        if one_per_geometry and geometry in seen:
-            continue
-        seen.add(geometry)
-        params += [pytest.param((*p.values[0], fs), id=f"{p.id}-{fs}") for fs in _filesystems()]
-    return params
+def _mariadb_params(params: list) -> list:
+    """(vm, disk, filesystem) for each of those disk params and each chosen filesystem."""
+    return [pytest.param((*p.values[0], fs), id=f"{p.id}-{fs}") for p in params for fs in _filesystems()]
 
 
 def _where(dev, declared, fs: str) -> str:
@@ -120,7 +113,7 @@ def _batch_disk(batch: dict, fs: str, declared) -> tuple:
     return d, dev, b, where
 
 
-@pytest.mark.parametrize("target", _mariadb_params())
+@pytest.mark.parametrize("target", _mariadb_params(disk_params()))
 def test_mariadb_redo_block_size(target, batch, record_property):
     _, declared, fs = target
     d, _, b, where = _batch_disk(batch, fs, declared)
@@ -195,7 +188,7 @@ def _dist(name: str, s: dict) -> str:
     return f"{name} p50 {s['p50_us'] / 1000:.2f} ms, p99 {s['p99_us'] / 1000:.2f} ms (n={s['count']})"
 
 
-@pytest.mark.parametrize("server", _mariadb_params(one_per_geometry=True), indirect=True)
+@pytest.mark.parametrize("server", _mariadb_params(covering(geometry)), indirect=True)
 def test_mariadb_commit_load(server, record_property):
     guest, db, g = server.guest, server.db, server.declared.geometry
     lua = "/tmp/sectorlab-commit_latency.lua"

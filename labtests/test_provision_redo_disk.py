@@ -19,24 +19,21 @@ import dataclasses
 
 import pytest
 
-from labtests.lab import blank_disk, disk_params, expected_alignment, guest_tool, replug, resolve_disk
+from labtests.lab import (
+    blank_disk,
+    bus,
+    covering,
+    disk_params,
+    expected_alignment,
+    geometry,
+    guest_tool,
+    replug,
+    resolve_disk,
+)
 from sectorlab import rules
 
 pytestmark = pytest.mark.lab
 OWNER, GROUP, MODE = "oracle", "dba", "0660"
-
-
-def _covering(key) -> set[str]:
-    """Names of declared disks that, in declaration order, are the first of their bus or of their
-    key(disk): the smallest walk of the lab that meets every bus and every key."""
-    chosen, buses, keys = set(), set(), set()
-    for p in disk_params():
-        d = p.values[0][1]
-        if d.bus not in buses or key(d) not in keys:
-            chosen.add(d.name)
-        buses.add(d.bus)
-        keys.add(key(d))
-    return chosen
 
 
 # What depends on the bus (the re-plug: driver unbind and bind, or an NVMe/TCP reconnect) or on the
@@ -44,8 +41,8 @@ def _covering(key) -> set[str]:
 # geometry; what the kernel and parted say of a partition at sector 63, on one disk of each bus and
 # each (geometry, expected alignment_offset) (the NVMe/TCP 512e head reports -1). Each costs 4-7 s a
 # disk under TCG; the default lab's nine disks are every bus crossed with every geometry.
-REPLUG_DISKS = _covering(lambda d: d.geometry.name)
-MISALIGN_DISKS = _covering(lambda d: (d.geometry.name, expected_alignment(d)))
+REPLUG_DISKS = {p.id for p in covering(bus, geometry)}
+MISALIGN_PARAMS = covering(bus, lambda d: (geometry(d), expected_alignment(d)))
 
 
 @pytest.fixture(params=disk_params())
@@ -127,9 +124,9 @@ def test_provision(blank, guest_devices):
     assert node == f"{OWNER}:{GROUP}:660", f"{where}: {partition} after a re-plug is {node}"
 
 
-@pytest.fixture(params=[p for p in disk_params() if p.values[0][1].name in MISALIGN_DISKS])
+@pytest.fixture(params=MISALIGN_PARAMS)
 def blank_misalign(request, lab_state, lab_guests, guest_devices):
-    """A disk of MISALIGN_DISKS, blanked again after the test."""
+    """A disk of MISALIGN_PARAMS, blanked again after the test."""
     guest, declared, dev = resolve_disk(request.param, lab_state, lab_guests, guest_devices)
     yield guest, declared, dev
     blank_disk(guest, dev, declared.serial)

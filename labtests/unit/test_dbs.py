@@ -73,3 +73,14 @@ def test_latency_summary_feeds_welch():
     assert test["n"] == [4, 4] and test["p"] < 1e-4
     with pytest.raises(dbs.CrossCheckError, match="at least 2"):
         dbs.latency_summary([5.0])
+
+
+def test_sections_of_a_guest_batch():
+    text = ("=== nvme-sector4k mount 0\n=== nvme-sector4k pg_test_fsync 1\nfirst\n=== not a head here\nsecond\n"
+            "=== virtio-sector512n mount 1\n/dev/vdd holds a signature\n")
+    assert dbs._sections(text, 3) == [
+        (["nvme-sector4k", "mount", "0"], ""),
+        (["nvme-sector4k", "pg_test_fsync", "1"], "first\n=== not a head here\nsecond"),
+        (["virtio-sector512n", "mount", "1"], "/dev/vdd holds a signature"),
+    ]
+    assert dbs._sections("=== a 0\nx\n=== b 2\n", 2) == [(["a", "0"], "x"), (["b", "2"], "")]
