@@ -25,7 +25,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
-	@echo "make test                 unit tests, image smoke test, lab-up, the scenarios (not the cross-checks), lab-down (also on failure),"
+	@echo "make test                 unit tests beside the image smoke test, lab-up, the scenarios (not the cross-checks), lab-down (also on failure),"
 	@echo "                          then a warm lab-up from the saved state and the sector-detection scenarios again,"
 	@echo "                          then the device-behaviour lab (labs/behaviours.toml) and its scenarios"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
@@ -86,10 +86,10 @@ endef
 # sector-detection scenarios must pass after it as after a cold boot; then the lab is stopped as a
 # host restart stops it, and a lab-up must bring it back with fresh disks. Last, the device-behaviour
 # lab (labs/behaviours.toml) and its scenarios.
+# The unit tests run on the host's second core while the smoke test's guest (one vCPU under TCG) boots
+# on the first: make -j2, each one's output printed whole when it is done.
 test: bootstrap
-	$(PYTEST) labtests/unit
-	@$(SECTORLAB) image build $(GUEST_ARG)
-	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
+	@$(MAKE) --no-print-directory -j2 --output-sync=target unit smoke
 	$(call lab-run,,-m "lab and not behaviours and not crosscheck" labtests)
 	$(call lab-run,--require-warm,-m "lab or lifecycle" labtests/test_sector_detection.py labtests/test_lab_restart.py)
 	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)

@@ -337,14 +337,15 @@ class PgTestFsync:
 
 
 # One guest command for a VM's disks (cross_check_batch): a filesystem made and mounted on each;
-# pg_test_fsync on the chosen ones, all at once (it spends a fixed second on each of its 16 tests);
-# then MariaDB started on each chosen disk in turn (the template copied in, the server asked until it
-# answers), its error log kept, the server killed; every filesystem unmounted and wiped. (MariaDB
-# started beside pg_test_fsync gained nothing under TCG, where the one vCPU is the bottleneck: 80 s
-# for nine disks, against ~74 s for the two run alone.) Each step's output follows a
-# "=== NAME STEP EXIT_STATUS" line. The trap undoes everything (servers, pg_test_fsync, mounts,
-# signatures) whatever happened, and the exit status is 0 even when a step failed: each disk's own
-# steps say what happened to it.
+# then pg_test_fsync on the chosen ones, all at once (it spends a fixed second on each of its 16
+# tests; started only when every mkfs is done: a mkfs beside running pg_test_fsyncs took 5-8 s
+# instead of about 0.8, docs/cross-checks.md); then MariaDB started on each chosen disk in turn (the
+# template copied in, the server asked until it answers), its error log kept, the server killed;
+# every filesystem unmounted and wiped. (MariaDB started beside pg_test_fsync gained nothing under
+# TCG, where the one vCPU is the bottleneck: 80 s for nine disks, against ~74 s for the two run
+# alone.) Each step's output follows a "=== NAME STEP EXIT_STATUS" line. The trap undoes everything
+# (servers, pg_test_fsync, mounts, signatures) whatever happened, and the exit status is 0 even when
+# a step failed: each disk's own steps say what happened to it.
 _BATCH = r'''
 set -u
 out=$1; secs=$2; pg_test_fsync=$3; template=$4; fs=$5; mount_sh=$6; unmount_sh=$7; start_sh=$8; stop_sh=$9
@@ -371,11 +372,13 @@ while [ $# -ge 6 ]; do
   sh -c "$mount_sh" mount "$dev" "$fs" "$mnt" >"$out/$n.mount.txt" 2>&1; echo $? >"$out/$n.mount.rc"
   [ "$(cat "$out/$n.mount.rc")" = 0 ] || continue
   [ "$maria" = 1 ] && echo "$run" >"$out/$n.todo"
-  if [ "$pg" = 1 ]; then
-    ( "$pg_test_fsync" -s "$secs" -f "$mnt/pg_test_fsync.out" >"$out/$n.pg_test_fsync.txt" 2>&1
-      echo $? >"$out/$n.pg_test_fsync.rc" ) &
-    pgpids="$pgpids $!"
-  fi
+  [ "$pg" = 1 ] && : >"$out/$n.pg"
+done
+for n in $names; do
+  [ -e "$out/$n.pg" ] || continue
+  ( "$pg_test_fsync" -s "$secs" -f "$(cat "$out/$n.mnt")/pg_test_fsync.out" >"$out/$n.pg_test_fsync.txt" 2>&1
+    echo $? >"$out/$n.pg_test_fsync.rc" ) &
+  pgpids="$pgpids $!"
 done
 wait; pgpids=""
 for n in $names; do

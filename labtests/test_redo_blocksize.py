@@ -1,8 +1,8 @@
 """Redo BLOCKSIZE verdicts on real devices: the rules engine run inside the guest agrees with the
 declared geometry, and real I/O confirms it.
 
-For every declared disk and every redo block size: `python3 rules.py DEVICE --blocksize B --json`
-inside the guest gives the verdict the geometry predicts; a refusal because B is below the logical
+For every declared disk and every redo block size: rules.py's command line (`DEVICE --blocksize B
+--json`) inside the guest gives the verdict the geometry predicts; a refusal because B is below the logical
 sector is confirmed by an O_DIRECT write of B bytes failing with EINVAL, and every acceptance by
 an O_DIRECT+O_DSYNC write of B bytes succeeding (one redo-writer transaction: one B-byte block).
 A refusal because B is above the media sector is the database's policy, not the disk's: there the
@@ -37,13 +37,22 @@ def helpers(lab_guests):
 
 
 # Per disk, in one guest command: the verdict for every BLOCKSIZE, then one redo write of each
-# (one round trip instead of six: each costs the guest a second under TCG).
+# (one round trip instead of six: each costs the guest a second under TCG). The verdicts come from
+# rules.py's command line (main) called once per BLOCKSIZE in one python3: its start costs the guest
+# about a second under TCG.
+_VERDICTS = """
+import contextlib, io, sys
+sys.path.insert(0, sys.argv[1])
+import rules
+for bs in sys.argv[3:]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = rules.main([sys.argv[2], "--blocksize", bs, "--json"])
+    print(f"verdict {bs} {out.getvalue().strip()} rc={rc}")
+"""
 _ALL = r'''
-helpers=$1; dev=$2; shift 2
-for bs in "$@"; do
-  v=$(python3 "$helpers/rules.py" "$dev" --blocksize "$bs" --json); rc=$?
-  echo "verdict $bs $(printf %s "$v" | tr -d '\n') rc=$rc"
-done
+helpers=$1; dev=$2; verdicts=$3; shift 3
+python3 -c "$verdicts" "$helpers" "$dev" "$@"
 for bs in "$@"; do
   out=$(redo-writer run --target "$dev" --blocksize "$bs" --sessions 1 --transactions 1 --redo-per-txn 1 \
         --log-size 1048576 --output json 2>/tmp/sectorlab-write.err); rc=$?
@@ -58,7 +67,8 @@ def disk(request, lab_state, lab_guests, guest_devices, helpers):
     """(guest, declared disk, device, {BLOCKSIZE: (verdict rc, verdict, write rc, its error, its report)})."""
     guest, declared, dev = resolve_disk(request.param, lab_state, lab_guests, guest_devices)
     if declared.serial not in _DONE:
-        out = guest.check_output("sudo -n sh -c", _ALL, "all", helpers, dev.path, *rules.VALID_BLOCKSIZES)
+        out = guest.check_output("sudo -n sh -c", _ALL, "all", helpers, dev.path, _VERDICTS,
+                                 *rules.VALID_BLOCKSIZES)
         verdicts = {int(bs): (int(rc), json.loads(js)) for bs, js, rc in
                     re.findall(r"^verdict (\d+) (.*) rc=(\d+)$", out, re.M)}
         writes = {int(bs): (int(rc), err.strip(), js) for bs, rc, err, js in
