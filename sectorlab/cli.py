@@ -182,6 +182,16 @@ def cmd_plot(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from . import report
+    written = report.write(args.results)
+    if args.png:
+        written.update(report.render_png(written["html"]))
+    for path in written.values():
+        print(path)
+    return 0
+
+
 def cmd_bench_lab_up(args) -> int:
     from . import bench
     r = bench.bench_lab_up(_lab_file(args), args.rounds, _progress)
@@ -275,6 +285,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, default=Path("redo-latency.png"))
     p.add_argument("--title")
     p.set_defaults(func=cmd_plot)
+    p = sub.add_parser("report", help="report.md, a self-contained report.html and summary.json from a bench's "
+                                      "results directory")
+    p.add_argument("results", type=Path, help="results/<timestamp>-<preset>/ (it holds bench.json)")
+    p.add_argument("--png", action="store_true", help="also report.html drawn by headless Chromium, as on a "
+                                                      "desktop and a phone (report-desktop.png, report-phone.png)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("bench-writer", help="redo-writer (1 session) against fio on the same file, side by side")
     p.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where the test file goes (default /var/tmp)")

@@ -1,0 +1,145 @@
+"""sectorlab report on a small results directory made on the host (no VM): redo-writer really run
+on files, with the rules engine's verdicts for two geometries; the report's numbers are checked
+against the JSON they come from."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from labtests.conftest import require_program
+from sectorlab import analysis, report, rules
+from sectorlab.errors import SectorlabError
+from sectorlab.paths import REPO
+
+SRC = REPO / "redo-writer"
+# (disk, logical, physical): a 512e disk runs 512, 1024 and 4096 (4096 three times: the spread); on
+# the 512n disk the rules engine refuses 4096 (ORA-01378), and nothing runs.
+DISKS = (("file-sector512e", 512, 4096), ("file-sector512n", 512, 512))
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    require_program("cc")
+    subprocess.run(["make", "-s", "-C", str(SRC)], check=True, capture_output=True)
+    out = tmp_path_factory.mktemp("results")
+    (out / "runs").mkdir()
+    runs = []
+    for disk, logical, physical in DISKS:
+        for bs in (512, 1024, 4096):
+            verdict = rules.evaluate(logical, physical, bs, disk=disk).as_json()
+            repeats = 3 if (disk, bs) == ("file-sector512e", 4096) else 1
+            for repeat in range(1, repeats + 1):
+                entry = {"disk": disk, "vm": "host", "bus": "file", "geometry": disk.split("-")[1],
+                         "device": str(out / f"{disk}.log"), "logical": logical, "physical": physical,
+                         "blocksize": bs, "repeat": repeat, "verdict": verdict}
+                if verdict["allowed"]:
+                    rid = f"runs/{disk}-bs{bs}-{repeat}"
+                    cmd = [str(SRC / "redo-writer"), "run", "--target", str(out / f"{disk}.log"), "--blocksize",
+                           str(bs), "--sessions", "2", "--transactions", "300", "--redo-per-txn", "700",
+                           "--log-size", str(1 << 20), "--output", "json", "--events", str(out / f"{rid}.csv")]
+                    proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+                    (out / f"{rid}.json").write_text(proc.stdout)
+                    entry.update(report=f"{rid}.json", events=f"{rid}.csv", command=" ".join(cmd))
+                runs.append(entry)
+    bench = {"preset": "unit", "lab": "none", "started": "2026-11-23T00:00:00Z", "image": "none",
+             "workload": {"sessions": 2, "redo_per_txn": 700, "rate": 0, "warmup_s": 0, "duration_s": 0},
+             "commands": ["pytest labtests/unit/test_report.py"], "runs": runs}
+    (out / "bench.json").write_text(json.dumps(bench))
+    return out
+
+
+@pytest.fixture(scope="module")
+def written(results):
+    return report.write(results)
+
+
+def test_writes_markdown_html_summary_and_pictures(results, written):
+    assert set(written) == {"md", "html", "summary"} and all(p.is_file() for p in written.values())
+    pngs = sorted(results.glob("report-*.png"))
+    assert [p.name for p in pngs] == [f"report-file-sector{g}-{k}.png" for g in ("512e", "512n")
+                                      for k in ("histogram", "over-time")]
+    html = written["html"].read_text()
+    # Self-contained: every picture inline, nothing fetched.
+    assert html.count('src="data:image/png;base64,') == 4
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    assert '<meta name="viewport"' in html
+
+
+def test_numbers_come_from_the_runs_json(results, written):
+    s = json.loads(written["summary"].read_text())
+    by_disk = {d["disk"]: d for d in s["disks"]}
+    for d in s["disks"]:
+        for run in d["runs"]:
+            if not run["allowed"]:
+                assert "metrics" not in run
+                continue
+            raw = json.loads((results / run["report"]).read_text())
+            m = run["metrics"]
+            assert m["transactions/s"] == raw["tps"]
+            assert m["redo writes"] == raw["writes"]
+            assert m["redo wastage %"] == raw["wastage_pct"]
+            assert m["redo size per transaction (B)"] == pytest.approx(raw["redo_bytes"] / raw["transactions"])
+            assert m["log file sync p99 (ms)"] == pytest.approx(raw["log_file_sync"]["p99_us"] / 1000)
+            assert m["log file parallel write max (ms)"] == pytest.approx(
+                raw["log_file_parallel_write"]["max_us"] / 1000)
+    # 700 B of redo in 512-byte blocks (16 B header each): at least 2 blocks a commit, so writes under
+    # 4 KiB at 512; at 4096 none.
+    runs = {(r["blocksize"], r["repeat"]): r for r in by_disk["file-sector512e"]["runs"]}
+    assert runs[(512, 1)]["metrics"]["redo writes under 4 KiB"] > 0
+    assert runs[(4096, 1)]["metrics"]["redo writes under 4 KiB"] == 0
+    assert runs[(4096, 1)]["metrics"]["redo wastage %"] > runs[(512, 1)]["metrics"]["redo wastage %"]
+
+
+def test_comparison_is_welch_from_the_reports_with_its_verdict(results, written):
+    s = json.loads(written["summary"].read_text())
+    d = next(d for d in s["disks"] if d["disk"] == "file-sector512e")
+    a = json.loads((results / "runs/file-sector512e-bs512-1.json").read_text())
+    b = json.loads((results / "runs/file-sector512e-bs4096-1.json").read_text())
+    for t in d["comparison"]["tests"]:
+        want = analysis.welch(a, b, t["event"])
+        assert (t["t"], t["p"]) == pytest.approx((want["t"], want["p"])) and t["n"] == want["n"]
+        assert t["verdict"] == ("significant" if want["p"] < report.ALPHA else "within noise")
+    tps = d["comparison"]["change_pct"]["transactions/s"]
+    assert tps == pytest.approx(100 * (b["tps"] - a["tps"]) / a["tps"])
+    md = written["md"].read_text()
+    for t in d["comparison"]["tests"]:
+        line = next(x for x in md.splitlines() if x.startswith(f"- {t['event'].replace('_', ' ')}: mean"))
+        assert analysis.p_text(t["p"]) in line and f"**{t['verdict']}**" in line
+        assert f"n = {t['n'][0]:,} + {t['n'][1]:,}" in line
+
+
+def test_refused_blocksize_is_shown_with_ora_01378_and_not_run(written):
+    s = json.loads(written["summary"].read_text())
+    d = next(d for d in s["disks"] if d["disk"] == "file-sector512n")
+    refused = {r["blocksize"]: r for r in d["runs"] if not r["allowed"]}
+    assert sorted(refused) == [1024, 4096] and d["comparison"] is None
+    assert "ORA-01378" in refused[4096]["verdict_error"]
+    md = written["md"].read_text()
+    assert "BLOCKSIZE 4096 not run: refused: ORA-01378" in md
+
+
+def test_spread_of_the_repeats(results, written):
+    s = json.loads(written["summary"].read_text())
+    d = next(d for d in s["disks"] if d["disk"] == "file-sector512e")
+    spread = d["spread"]["4096"]
+    tps = sorted(json.loads((results / f"runs/file-sector512e-bs4096-{k}.json").read_text())["tps"]
+                 for k in (1, 2, 3))
+    assert spread["runs"] == 3 and spread["tps"] == pytest.approx([tps[0], tps[1], tps[2]])
+    assert "BLOCKSIZE 4096 repeated 3 times" in written["md"].read_text()
+
+
+def test_a_directory_without_bench_json_is_refused_by_name(tmp_path):
+    with pytest.raises(SectorlabError, match=r"no bench.json; expected a results directory written by"):
+        report.write(tmp_path)
+
+
+def test_an_allowed_run_without_its_report_is_an_error(results, tmp_path):
+    bench = json.loads((results / "bench.json").read_text())
+    del bench["runs"][0]["report"]
+    (tmp_path / "bench.json").write_text(json.dumps(bench))
+    with pytest.raises(SectorlabError, match=r"runs\[0\]: BLOCKSIZE 512 is allowed on file-sector512e but no report"):
+        report.load(tmp_path)

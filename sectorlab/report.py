@@ -1,0 +1,430 @@
+"""`sectorlab report RESULTS_DIR`: a bench's results as report.md, a self-contained report.html
+(pictures inline, no network, narrow screens scroll the tables) and summary.json for machines.
+
+A results directory holds bench.json (what ran: the workload, and per run the disk, the geometry
+the guest showed, the redo BLOCKSIZE, the rules engine's verdict, the exact command, the paths of
+redo-writer's --output json report and --events file), the lab's lab.json, and the runs' files
+under runs/. A BLOCKSIZE the rules engine refuses has a verdict and no run: the report shows the
+refusal (ORA-01378) where the numbers would be.
+
+Per disk: the AWR-like rows of each run, 512 against 4096 side by side with the change in percent
+and Welch's t-test on "log file sync" and "log file parallel write" (from each run's count, mean and
+standard deviation), each difference called significant or within noise by its p-value; when a
+configuration was repeated, the spread of its repeats; a log-scale latency histogram and the latency
+over time. The report never states a difference without its p-value and sample sizes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import analysis
+from .errors import SectorlabError
+
+ALPHA = 0.01
+SUMMARY_VERSION = 1
+
+# (label, function of a redo-writer report, format): the AWR-like rows, in the order a DBA reads them.
+_LFPW, _LFS = "log_file_parallel_write", "log_file_sync"
+
+
+def _per_s(r: dict, key: str) -> float:
+    return r[key] / r["elapsed_s"] if r["elapsed_s"] else 0.0
+
+
+def _avg_request(r: dict) -> float | None:
+    devices = [m["device"] for m in r.get("members", []) if m.get("device")]
+    return devices[0]["avg_request_bytes"] if devices else None
+
+
+ROWS = [
+    ("transactions/s", lambda r: r["tps"], "{:,.1f}"),
+    ("redo size per second (B)", lambda r: _per_s(r, "redo_bytes"), "{:,.0f}"),
+    ("redo size per transaction (B)", lambda r: r["redo_bytes"] / r["transactions"] if r["transactions"] else 0,
+     "{:,.0f}"),
+    ("redo wastage %", lambda r: r["wastage_pct"], "{:.2f}"),
+    ("redo writes", lambda r: r["writes"], "{:,.0f}"),
+    ("redo writes under 4 KiB", lambda r: r["writes_under_4k"], "{:,.0f}"),
+    ("device average request size (B)", _avg_request, "{:,.0f}"),
+    ("log file parallel write mean (ms)", lambda r: r[_LFPW]["mean_us"] / 1000, "{:.3f}"),
+    ("log file parallel write p99 (ms)", lambda r: r[_LFPW]["p99_us"] / 1000, "{:.3f}"),
+    ("log file parallel write max (ms)", lambda r: r[_LFPW]["max_us"] / 1000, "{:.3f}"),
+    ("log file parallel write > 1 / 10 / 20 ms %",
+     lambda r: tuple(r[_LFPW][f"over_{k}ms_pct"] for k in (1, 10, 20)), "{:.2f} / {:.2f} / {:.2f}"),
+    ("log file sync mean (ms)", lambda r: r[_LFS]["mean_us"] / 1000, "{:.3f}"),
+    ("log file sync p50 (ms)", lambda r: r[_LFS]["p50_us"] / 1000, "{:.3f}"),
+    ("log file sync p99 (ms)", lambda r: r[_LFS]["p99_us"] / 1000, "{:.3f}"),
+    ("log file sync max (ms)", lambda r: r[_LFS]["max_us"] / 1000, "{:.3f}"),
+    ("log file sync > 1 / 10 / 20 ms %",
+     lambda r: tuple(r[_LFS][f"over_{k}ms_pct"] for k in (1, 10, 20)), "{:.2f} / {:.2f} / {:.2f}"),
+]
+# The rows whose change from 512 to 4096 is shown in percent (single numbers).
+_CHANGE_ROWS = [row for row in ROWS if not row[2].count("/")]
+
+
+@dataclass
+class Run:
+    disk: str
+    blocksize: int
+    repeat: int
+    entry: dict                   # the run's entry in bench.json
+    report: dict | None = None    # redo-writer's JSON; None for a refused BLOCKSIZE
+    events: Path | None = None
+
+
+@dataclass
+class Disk:
+    name: str
+    entry: dict                   # the first run entry of the disk (bus, geometry, device, sectors)
+    runs: list[Run] = field(default_factory=list)
+
+    def by_blocksize(self) -> dict[int, list[Run]]:
+        out: dict[int, list[Run]] = {}
+        for r in sorted(self.runs, key=lambda r: (r.blocksize, r.repeat)):
+            out.setdefault(r.blocksize, []).append(r)
+        return out
+
+
+def _need(entry: dict, key: str, where: str):
+    if key not in entry:
+        raise SectorlabError(f"{where}: no '{key}'; expected a run entry as sectorlab bench writes it")
+    return entry[key]
+
+
+def load(results: Path) -> tuple[dict, list[Disk]]:
+    """bench.json and the runs it names, grouped by disk in the order they ran; a missing or
+    malformed file is an error that names it."""
+    results = Path(results)
+    bench_path = results / "bench.json"
+    if not bench_path.is_file():
+        raise SectorlabError(f"{results}: no bench.json; expected a results directory written by 'sectorlab bench' "
+                             f"(results/<timestamp>-<preset>/)")
+    try:
+        bench = json.loads(bench_path.read_text())
+    except ValueError as e:
+        raise SectorlabError(f"{bench_path}: not JSON ({e})") from e
+    if not isinstance(bench, dict) or not isinstance(bench.get("runs"), list) or not bench["runs"]:
+        raise SectorlabError(f"{bench_path}: no 'runs' list; expected what 'sectorlab bench' writes")
+    disks: dict[str, Disk] = {}
+    for i, entry in enumerate(bench["runs"]):
+        where = f"{bench_path}: runs[{i}]"
+        name = _need(entry, "disk", where)
+        run = Run(name, int(_need(entry, "blocksize", where)), int(entry.get("repeat", 1)), entry)
+        _need(entry, "verdict", where)
+        if entry.get("report"):
+            run.report = analysis.load_report(results / entry["report"])
+            if entry.get("events"):
+                run.events = results / entry["events"]
+                if not run.events.is_file():
+                    raise SectorlabError(f"{where}: events file {run.events} does not exist")
+        elif entry["verdict"].get("allowed", False):
+            raise SectorlabError(f"{where}: BLOCKSIZE {run.blocksize} is allowed on {name} but no report was kept")
+        disks.setdefault(name, Disk(name, entry)).runs.append(run)
+    return bench, list(disks.values())
+
+
+# ---- the numbers ------------------------------------------------------------------------------
+
+def _welch(a: dict, b: dict, event: str) -> dict:
+    test = analysis.welch(a, b, event)
+    return {"event": event, "t": test["t"], "p": test["p"], "n": test["n"],
+            "mean_ms": [a[event]["mean_us"] / 1000, b[event]["mean_us"] / 1000],
+            "verdict": analysis.verdict(test["p"], ALPHA)}
+
+
+def comparison(disk: Disk, low: int = 512, high: int = 4096) -> dict | None:
+    """The first run at `low` against the first at `high` on one disk: every row's change in
+    percent, and Welch's t-test on both latency events; None unless both ran."""
+    runs = disk.by_blocksize()
+    a = next((r.report for r in runs.get(low, []) if r.report), None)
+    b = next((r.report for r in runs.get(high, []) if r.report), None)
+    if a is None or b is None:
+        return None
+    changes = {}
+    for label, get, _ in _CHANGE_ROWS:
+        va, vb = get(a), get(b)
+        changes[label] = None if va in (None, 0) or vb is None else 100.0 * (vb - va) / va
+    return {"low": low, "high": high, "change_pct": changes,
+            "tests": [_welch(a, b, _LFS), _welch(a, b, _LFPW)]}
+
+
+def spread(runs: list[Run]) -> dict | None:
+    """Repeats of one configuration: min, median and max of transactions/s and the log file sync
+    median, and the coefficient of variation of transactions/s; None for fewer than 2 runs."""
+    reports = [r.report for r in runs if r.report]
+    if len(reports) < 2:
+        return None
+    tps = [r["tps"] for r in reports]
+    p50 = [r[_LFS]["p50_us"] / 1000 for r in reports]
+    return {"runs": len(reports), "tps": [min(tps), statistics.median(tps), max(tps)],
+            "log_file_sync_p50_ms": [min(p50), statistics.median(p50), max(p50)],
+            "tps_cv_pct": 100.0 * statistics.stdev(tps) / statistics.fmean(tps) if statistics.fmean(tps) else None}
+
+
+def _value(report: dict, get) -> float | tuple | None:
+    try:
+        return get(report)
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None
+
+
+def summary(bench: dict, disks: list[Disk]) -> dict:
+    """What report.md says, for machines (summary.json)."""
+    out = {"version": SUMMARY_VERSION, "preset": bench.get("preset"), "lab": bench.get("lab"),
+           "started": bench.get("started"), "workload": bench.get("workload"), "alpha": ALPHA, "disks": []}
+    for d in disks:
+        e = d.entry
+        item = {"disk": d.name, "bus": e.get("bus"), "geometry": e.get("geometry"), "device": e.get("device"),
+                "logical_block_size": e.get("logical"), "physical_block_size": e.get("physical"), "runs": []}
+        for r in sorted(d.runs, key=lambda r: (r.blocksize, r.repeat)):
+            row = {"blocksize": r.blocksize, "repeat": r.repeat, "allowed": r.entry["verdict"].get("allowed"),
+                   "verdict_error": r.entry["verdict"].get("error") or None, "report": r.entry.get("report")}
+            if r.report:
+                row["metrics"] = {label: _value(r.report, get) for label, get, _ in ROWS}
+            item["runs"].append(row)
+        item["comparison"] = comparison(d)
+        item["spread"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := spread(runs))}
+        out["disks"].append(item)
+    return out
+
+
+# ---- the pictures -----------------------------------------------------------------------------
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
+
+
+def plot_disk(disk: Disk, stem: Path) -> list[Path]:
+    """Two pictures of a disk's first run at each BLOCKSIZE, from their events files: a log-scale
+    histogram of log file sync (as seed 002) and log file parallel write over time (as seed 000);
+    STEM-histogram.png and STEM-over-time.png, side by side on a wide screen, one above the other
+    on a phone. None when no run kept events."""
+    runs = [r for r in sorted(disk.runs, key=lambda r: (r.blocksize, r.repeat)) if r.events and r.repeat == 1]
+    if not runs:
+        return []
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    per_run = []
+    for r in runs:
+        events = analysis.read_events(r.events)
+        sync = np.clip(np.array([p[1] for p in events.get(_LFS, [])]) / 1000, 1e-3, None)
+        per_run.append((r, sync, events.get(_LFPW, [])))
+    everything = np.concatenate([sync for _, sync, _ in per_run])
+    if not everything.size:
+        return []
+    g = disk.entry
+    where = f"{disk.name} ({g.get('logical')}/{g.get('physical')} B)"
+    bins = np.logspace(np.log10(everything.min()), np.log10(everything.max() * 1.01), 60)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r, sync, _ in per_run:
+        ax.hist(sync, bins=bins, histtype="step", linewidth=1.5, label=f"BLOCKSIZE {r.blocksize} (n={len(sync):,})")
+    ax.set_xscale("log")
+    ax.set(xlabel="log file sync (ms, log scale)", ylabel="commits", title=f"{where}: commit latency")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    hist = stem.with_name(f"{stem.name}-histogram.png")
+    fig.savefig(hist, dpi=90)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r, _, writes in per_run:
+        ax.scatter([t / 1e6 for t, _ in writes], [lat / 1000 for _, lat in writes], s=3, alpha=0.5,
+                   label=f"BLOCKSIZE {r.blocksize} (n={len(writes):,})")
+    ax.set_yscale("log")
+    ax.set(xlabel="seconds since the run started", ylabel="log file parallel write (ms, log scale)",
+           title=f"{where}: log writes over time")
+    ax.legend(fontsize=8, markerscale=4)
+    fig.tight_layout()
+    over_time = stem.with_name(f"{stem.name}-over-time.png")
+    fig.savefig(over_time, dpi=90)
+    plt.close(fig)
+    return [hist, over_time]
+
+
+# ---- the documents ----------------------------------------------------------------------------
+
+def _fmt(fmt: str, value) -> str:
+    if value is None:
+        return "-"
+    return fmt.format(*value) if isinstance(value, tuple) else fmt.format(value)
+
+
+def _table(rows: list[list[str]], numbers: bool = True) -> list[str]:
+    """A markdown table; with `numbers`, every column but the first is right-aligned."""
+    head, *body = rows
+    align = [":---", *(("---:" if numbers else ":---") for _ in head[1:])]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
+    return lines + [""]
+
+
+def _verdict_text(v: dict, short: bool = False) -> str:
+    if v.get("allowed"):
+        return "allowed" + (" (default)" if v.get("blocksize") == v.get("default_blocksize") else "")
+    error = (v.get("error") or "").strip()
+    if short:
+        code = re.match(r"(ORA-\d+)", error)
+        return f"refused ({code.group(1)})" if code else "refused"
+    return "refused: " + error
+
+
+def _change_text(label: str, pct: float | None, a, b) -> str:
+    """A row's change from the low to the high BLOCKSIZE: in points for a percentage, else in percent."""
+    if label.endswith("%"):
+        return "-" if a is None or b is None else f"{b - a:+.2f} points"
+    return "-" if pct is None else f"{pct:+.1f} %"
+
+
+def _test_text(t: dict, low: int, high: int) -> str:
+    event = t["event"].replace("_", " ")
+    a, b = t["mean_ms"]
+    return (f"{event}: mean {a:.3f} ms at {low} against {b:.3f} ms at {high} ({100 * (b - a) / a:+.1f} %), "
+            f"Welch t = {t['t']:.2f}, {analysis.p_text(t['p'])}, n = {t['n'][0]:,} + {t['n'][1]:,}: "
+            f"**{t['verdict']}** at alpha {ALPHA}")
+
+
+def markdown(bench: dict, disks: list[Disk], pictures: dict[str, list[Path]], results: Path) -> str:
+    w = bench.get("workload", {})
+    out = [f"# sectorlab bench: {bench.get('preset', '?')}", ""]
+    out += [f"Lab `{bench.get('lab', '?')}`, started {bench.get('started', '?')}, image "
+            f"`{bench.get('image', '?')}`. Each run: {w.get('sessions', '?')} session(s), "
+            f"{w.get('redo_per_txn', '?')} B of redo per commit, rate {w.get('rate') or 'as fast as possible'}"
+            f"{' commits/s' if w.get('rate') else ''}, a {w.get('warmup_s', '?')} s warm-up then "
+            f"{w.get('duration_s', '?')} s measured. A difference is called significant only when Welch's "
+            f"t-test gives p < {ALPHA}; otherwise it is within noise.", ""]
+    out += ["## The disks as the guest showed them", ""]
+    out += _table([["disk", "bus", "device", "logical/physical (B)", "BLOCKSIZE verdicts (rules engine)"]] + [
+        [d.name, str(d.entry.get("bus")), f"`{d.entry.get('device')}`",
+         f"{d.entry.get('logical')}/{d.entry.get('physical')}",
+         "; ".join(f"{bs}: {_verdict_text(runs[0].entry['verdict'], short=True)}"
+                   for bs, runs in d.by_blocksize().items())]
+        for d in disks], numbers=False)
+    for d in disks:
+        out += [f"## {d.name}", ""]
+        by_bs = d.by_blocksize()
+        cols = [(bs, r) for bs, runs in by_bs.items() for r in runs]
+        c = comparison(d)
+        header = ["BLOCKSIZE", *(f"{bs}" + (f" #{r.repeat}" if len(by_bs[bs]) > 1 else "") for bs, r in cols)]
+        if c:
+            header.append(f"{c['low']} → {c['high']}")
+            first = {bs: next(r.report for r in by_bs[bs] if r.report) for bs in (c["low"], c["high"])}
+        rows = [header]
+        for label, get, fmt in ROWS:
+            row = [label, *(_fmt(fmt, _value(r.report, get)) if r.report else "refused" for _, r in cols)]
+            if c:
+                a, b = (_value(first[bs], get) for bs in (c["low"], c["high"]))
+                row.append(_change_text(label, c["change_pct"].get(label), a, b) if not isinstance(a, tuple) else "")
+            rows.append(row)
+        out += _table(rows)
+        refused = [r for runs in by_bs.values() for r in runs[:1] if not r.report]
+        out += [f"- BLOCKSIZE {r.blocksize} not run: {_verdict_text(r.entry['verdict'])}" for r in refused]
+        if c:
+            out += [f"- {_test_text(t, c['low'], c['high'])}" for t in c["tests"]]
+            out += [f"- The last column compares the first run at {c['low']} with the first at {c['high']}. Only "
+                    f"the two tests above say whether a latency difference is more than noise; the other rows "
+                    f"are one run each, to be read against the spread of repeated runs"
+                    + (" (below)." if any(spread(r) for r in by_bs.values()) else ", of which this bench has none.")]
+        for bs, runs in by_bs.items():
+            s = spread(runs)
+            if s:
+                out += [f"- BLOCKSIZE {bs} repeated {s['runs']} times: transactions/s min {s['tps'][0]:,.1f}, "
+                        f"median {s['tps'][1]:,.1f}, max {s['tps'][2]:,.1f} (coefficient of variation "
+                        f"{s['tps_cv_pct']:.1f} %); log file sync p50 {s['log_file_sync_p50_ms'][0]:.3f} to "
+                        f"{s['log_file_sync_p50_ms'][2]:.3f} ms"]
+        if pictures.get(d.name):
+            alt = {True: "commit latency histogram", False: "log write latency over time"}
+            out += ["", " ".join(f"![{d.name}: {alt['histogram' in png.name]}]({png.relative_to(results)})"
+                                 for png in pictures[d.name])]
+        out += [""]
+    crosschecks = bench.get("crosschecks")
+    if crosschecks:
+        out += ["## Real-database cross-checks", ""]
+        out += [f"- {line}" for line in crosschecks] + [""]
+    out += ["## How to run it again", "", "```", *bench.get("commands", []), "```", ""]
+    return "\n".join(out)
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:0 auto;padding:0 12px;line-height:1.45;color:#222}
+table{border-collapse:collapse;font-size:.9em;display:block;overflow-x:auto;max-width:100%}
+th,td{border:1px solid #ccc;padding:3px 8px;vertical-align:top}
+td:first-child{min-width:12em}
+tr:nth-child(even){background:#f6f6f6}
+td[style*="right"],th[style*="right"]{white-space:nowrap}
+img{width:49%;height:auto}
+@media (max-width:700px){img{width:100%}}
+code{font-size:.9em}
+pre{overflow-x:auto;background:#f4f4f4;padding:8px}
+"""
+
+
+def html(md_text: str, results: Path) -> str:
+    """report.md as one HTML file: the pictures inline (data: URIs), no network."""
+    import markdown as md_lib
+
+    body = md_lib.markdown(md_text, extensions=["tables", "fenced_code"])
+
+    def inline(m: re.Match) -> str:
+        path = results / m.group(1)
+        data = base64.b64encode(path.read_bytes()).decode()
+        return f'src="data:image/png;base64,{data}"'
+
+    body = re.sub(r'src="([^"]+\.png)"', inline, body)
+    title = re.search(r"<h1>(.*?)</h1>", body)
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{title.group(1) if title else 'sectorlab report'}</title><style>{_CSS}</style></head>"
+            f"<body>\n{body}\n</body></html>\n")
+
+
+def write(results: Path) -> dict[str, Path]:
+    """report.md, report.html, summary.json and the pictures (report-*.png) in `results`."""
+    results = Path(results)
+    bench, disks = load(results)
+    pictures = {}
+    for d in disks:
+        pictures[d.name] = plot_disk(d, results / f"report-{_slug(d.name)}")
+    text = markdown(bench, disks, pictures, results)
+    out = {"md": results / "report.md", "html": results / "report.html", "summary": results / "summary.json"}
+    out["md"].write_text(text)
+    out["html"].write_text(html(text, results))
+    out["summary"].write_text(json.dumps(summary(bench, disks), indent=2) + "\n")
+    return out
+
+
+# Chromium with no way out: every host name resolves to nothing, and its background services
+# (updates, sync, metrics) are off; the report is a local file.
+_CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                   "--disable-default-apps", "--host-resolver-rules=MAP * ~NOTFOUND"]
+SCREENS = {"desktop": (1200, 5200), "phone": (412, 9000)}  # CSS pixels: width, height of the page shot
+
+
+def render_png(html_path: Path, screens: dict[str, tuple[int, int]] = SCREENS) -> dict[str, Path]:
+    """report.html as a reader sees it, one PNG per screen (report-desktop.png, report-phone.png),
+    drawn by headless Chromium (scripts/bootstrap installs it)."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        raise SectorlabError("chromium is not installed: run scripts/bootstrap (it installs Debian's chromium)")
+    out = {}
+    for name, (width, height) in screens.items():
+        png = html_path.with_name(f"report-{name}.png")
+        with tempfile.TemporaryDirectory(prefix="sectorlab-chromium-") as profile:
+            proc = subprocess.run([browser, *_CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                                   f"--window-size={width},{height}", f"--screenshot={png}",
+                                   html_path.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0 or not png.is_file():
+            raise SectorlabError(f"chromium could not draw {html_path} (exit {proc.returncode}): "
+                                 f"{proc.stderr.strip()[-400:]}")
+        out[name] = png
+    return out
