@@ -206,7 +206,7 @@ def plot_disk(disk: Disk, stem: Path) -> list[Path]:
     """Two pictures of a disk's first run at each BLOCKSIZE, from their events files: a log-scale
     histogram of log file sync (as seed 002) and log file parallel write over time (as seed 000);
     STEM-histogram.png and STEM-over-time.png, side by side on a wide screen, one above the other
-    on a phone. None when no run kept events."""
+    on a phone. Empty when no run kept events."""
     runs = [r for r in sorted(disk.runs, key=lambda r: (r.blocksize, r.repeat)) if r.events and r.repeat == 1]
     if not runs:
         return []
@@ -407,17 +407,22 @@ def write(results: Path) -> dict[str, Path]:
 _CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
                    "--disable-default-apps", "--host-resolver-rules=MAP * ~NOTFOUND"]
-SCREENS = {"desktop": (1200, 5200), "phone": (412, 9000)}  # CSS pixels: width, height of the page shot
+# CSS pixels: the screen's width, the window's height before the disks and for each disk. Chromium's
+# --screenshot shoots the window, not the page: too short a window cuts the report off. The
+# unit-test report's two disks end at 2,650 px on the desktop and 4,150 on the phone.
+SCREENS = {"desktop": (1200, 800, 1400), "phone": (412, 1200, 2400)}
 
 
-def render_png(html_path: Path, screens: dict[str, tuple[int, int]] = SCREENS) -> dict[str, Path]:
+def render_png(html_path: Path, screens: dict[str, tuple[int, int, int]] = SCREENS) -> dict[str, Path]:
     """report.html as a reader sees it, one PNG per screen (report-desktop.png, report-phone.png),
-    drawn by headless Chromium (scripts/bootstrap installs it)."""
+    drawn by headless Chromium (scripts/bootstrap installs it), tall enough for all its disks."""
+    disks = len(json.loads(html_path.with_name("summary.json").read_text())["disks"])
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         raise SectorlabError("chromium is not installed: run scripts/bootstrap (it installs Debian's chromium)")
     out = {}
-    for name, (width, height) in screens.items():
+    for name, (width, head, per_disk) in screens.items():
+        height = head + per_disk * disks
         png = html_path.with_name(f"report-{name}.png")
         with tempfile.TemporaryDirectory(prefix="sectorlab-chromium-") as profile:
             proc = subprocess.run([browser, *_CHROMIUM_FLAGS, f"--user-data-dir={profile}",
