@@ -192,6 +192,23 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    from . import experiment, report
+    if args.list:
+        for name in experiment.preset_names():
+            p = experiment.load_preset(name)
+            print(f"{name:<18} seed {p.seed or '-':<4} {len(p.plan()):>2} runs, ~{experiment._clock(p.estimate_s())} "
+                  f"of runs  {p.title}")
+        return 0
+    preset = experiment.load_preset(args.preset, args.duration, args.warmup, args.repeats)
+    results = experiment.run(preset, _progress, args.results)
+    if args.png:
+        for path in report.render_png(results / "report.html").values():
+            _progress(f"drawn: {path}")
+    print(results)
+    return 0
+
+
 def cmd_bench_lab_up(args) -> int:
     from . import bench
     r = bench.bench_lab_up(_lab_file(args), args.rounds, _progress)
@@ -235,6 +252,7 @@ def cmd_lab_status(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import experiment
     parser = argparse.ArgumentParser(prog="sectorlab", description=__doc__)
     parser.add_argument("--version", action="version", version=f"sectorlab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -291,6 +309,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--png", action="store_true", help="also report.html drawn by headless Chromium, as on a "
                                                       "desktop and a phone (report-desktop.png, report-phone.png)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("bench", help="a seed's experiment (labs/bench/PRESET.toml): its own lab up, redo-writer at "
+                                     "every BLOCKSIZE the rules engine allows on each disk, lab down, the report")
+    p.add_argument("preset", nargs="?", default=experiment.DEFAULT_PRESET,
+                   help=f"a preset of labs/bench/ (default {experiment.DEFAULT_PRESET}; --list shows them) or the "
+                        f"path of a lab definition with a [bench] table")
+    p.add_argument("--duration", type=int, help="seconds of each measured run (default: the preset's)")
+    p.add_argument("--warmup", type=int, help="seconds of the warm-up before each run (default: the preset's)")
+    p.add_argument("--repeats", type=int, help="runs of every configuration (default: the preset's)")
+    p.add_argument("--results", type=Path, default=experiment.RESULTS_DIR,
+                   help="where <timestamp>-<preset>/ goes (default: results/ in the project, not committed)")
+    p.add_argument("--png", action="store_true", help="also draw report.html as on a desktop and a phone")
+    p.add_argument("--list", action="store_true", help="the presets, their runs and estimated run time")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("bench-writer", help="redo-writer (1 session) against fio on the same file, side by side")
     p.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where the test file goes (default /var/tmp)")

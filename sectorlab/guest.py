@@ -239,6 +239,14 @@ class Guest:
             sftp.put(str(local), remote)
             sftp.chmod(remote, mode)
 
+    def get(self, remote: str, local: Path) -> None:
+        """Copy a file out of the guest over SFTP."""
+        if self._client is None or not self._transport_alive():
+            self.connect()
+        assert self._client is not None
+        with self._client.open_sftp() as sftp:
+            sftp.get(remote, str(local))
+
     def _transport_alive(self) -> bool:
         transport = self._client.get_transport() if self._client else None
         return bool(transport and transport.is_active())

@@ -131,7 +131,8 @@ def _uri(where: str, value) -> str:
 
 def validate(data: dict, path: Path | None = None) -> Lab:
     src = str(path) if path else "lab definition"
-    _unknown(src, data, {"lab", "vm", "geometry"})
+    # [bench] makes a lab definition a bench preset (labs/bench/); sectorlab/experiment.py reads it.
+    _unknown(src, data, {"lab", "vm", "geometry", "bench"})
     lab_table = data.get("lab", {})
     _unknown(f"{src} [lab]", lab_table, LAB_KEYS)
     lab_name = _name(f"{src} [lab]", "name", lab_table.get("name", "default"))

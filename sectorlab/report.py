@@ -140,20 +140,47 @@ def _welch(a: dict, b: dict, event: str) -> dict:
             "verdict": analysis.verdict(test["p"], ALPHA)}
 
 
+def compare_reports(a: dict, b: dict) -> dict:
+    """Every single-number row's change from run `a` to run `b` in percent, and Welch's t-test on
+    both latency events."""
+    changes = {}
+    for label, get, _ in _CHANGE_ROWS:
+        va, vb = _value(a, get), _value(b, get)
+        changes[label] = None if va in (None, 0) or vb is None else 100.0 * (vb - va) / va
+    return {"change_pct": changes, "tests": [_welch(a, b, _LFS), _welch(a, b, _LFPW)]}
+
+
 def comparison(disk: Disk, low: int = 512, high: int = 4096) -> dict | None:
-    """The first run at `low` against the first at `high` on one disk: every row's change in
-    percent, and Welch's t-test on both latency events; None unless both ran."""
+    """The first run at `low` against the first at `high` on one disk; None unless both ran."""
     runs = disk.by_blocksize()
     a = next((r.report for r in runs.get(low, []) if r.report), None)
     b = next((r.report for r in runs.get(high, []) if r.report), None)
     if a is None or b is None:
         return None
-    changes = {}
-    for label, get, _ in _CHANGE_ROWS:
-        va, vb = get(a), get(b)
-        changes[label] = None if va in (None, 0) or vb is None else 100.0 * (vb - va) / va
-    return {"low": low, "high": high, "change_pct": changes,
-            "tests": [_welch(a, b, _LFS), _welch(a, b, _LFPW)]}
+    return {"low": low, "high": high, **compare_reports(a, b)}
+
+
+def _first_run(disks: list[Disk], name: str, blocksize: int) -> Run | None:
+    return next((r for d in disks if d.name == name for r in sorted(d.runs, key=lambda r: r.repeat)
+                 if r.blocksize == blocksize), None)
+
+
+def cross_comparisons(bench: dict, disks: list[Disk]) -> list[dict]:
+    """The preset's comparisons across disks (bench.json "comparisons": a and b each a disk and a
+    BLOCKSIZE), first run against first run; a side that did not run is said, not compared."""
+    out = []
+    for c in bench.get("comparisons") or []:
+        item = {"title": c.get("title"), "a": c["a"], "b": c["b"]}
+        ra, rb = (_first_run(disks, c[k]["disk"], int(c[k]["blocksize"])) for k in ("a", "b"))
+        missing = [f"{x['disk']}@{x['blocksize']}" + (f" ({_verdict_text(r.entry['verdict'], short=True)})" if r
+                                                       else " (not in this bench)")
+                   for x, r in ((c["a"], ra), (c["b"], rb)) if r is None or r.report is None]
+        if missing:
+            item["not_compared"] = missing
+        else:
+            item.update(compare_reports(ra.report, rb.report))
+        out.append(item)
+    return out
 
 
 def spread(runs: list[Run]) -> dict | None:
@@ -167,6 +194,16 @@ def spread(runs: list[Run]) -> dict | None:
     return {"runs": len(reports), "tps": [min(tps), statistics.median(tps), max(tps)],
             "log_file_sync_p50_ms": [min(p50), statistics.median(p50), max(p50)],
             "tps_cv_pct": 100.0 * statistics.stdev(tps) / statistics.fmean(tps) if statistics.fmean(tps) else None}
+
+
+def race_wins(report: dict) -> list[dict] | None:
+    """For a raced run (redo-writer --race): each member's path, wins and share of the log writes."""
+    members = report.get("members") or []
+    if len(members) < 2 or not any(m.get("wins") for m in members):
+        return None
+    total = sum(m.get("wins", 0) for m in members)
+    return [{"path": m["path"], "wins": m.get("wins", 0), "share_pct": 100.0 * m.get("wins", 0) / total}
+            for m in members]
 
 
 def _value(report: dict, get) -> float | tuple | None:
@@ -190,9 +227,16 @@ def summary(bench: dict, disks: list[Disk]) -> dict:
             if r.report:
                 row["metrics"] = {label: _value(r.report, get) for label, get, _ in ROWS}
             item["runs"].append(row)
+        for row, r in zip(item["runs"], sorted(d.runs, key=lambda r: (r.blocksize, r.repeat))):
+            if r.report and race_wins(r.report):
+                row["race_wins"] = race_wins(r.report)
+            if r.entry.get("rmw"):
+                row["rmw"] = r.entry["rmw"]
         item["comparison"] = comparison(d)
         item["spread"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := spread(runs))}
         out["disks"].append(item)
+    out["comparisons"] = cross_comparisons(bench, disks)
+    out["rules"] = bench.get("rules") or []
     return out
 
 
@@ -285,10 +329,12 @@ def _change_text(label: str, pct: float | None, a, b) -> str:
     return "-" if pct is None else f"{pct:+.1f} %"
 
 
-def _test_text(t: dict, low: int, high: int) -> str:
+def _test_text(t: dict, low, high) -> str:
+    """One Welch test in words; `low` and `high` name the two sides (a BLOCKSIZE or 'at' a run)."""
     event = t["event"].replace("_", " ")
     a, b = t["mean_ms"]
-    return (f"{event}: mean {a:.3f} ms at {low} against {b:.3f} ms at {high} ({100 * (b - a) / a:+.1f} %), "
+    low, high = (f"at {x}" if isinstance(x, int) else x for x in (low, high))
+    return (f"{event}: mean {a:.3f} ms {low} against {b:.3f} ms {high} ({100 * (b - a) / a:+.1f} %), "
             f"Welch t = {t['t']:.2f}, {analysis.p_text(t['p'])}, n = {t['n'][0]:,} + {t['n'][1]:,}: "
             f"**{t['verdict']}** at alpha {ALPHA}")
 
@@ -296,6 +342,8 @@ def _test_text(t: dict, low: int, high: int) -> str:
 def markdown(bench: dict, disks: list[Disk], pictures: dict[str, list[Path]], results: Path) -> str:
     w = bench.get("workload", {})
     out = [f"# sectorlab bench: {bench.get('preset', '?')}", ""]
+    if bench.get("title"):
+        out += [f"**{bench['title']}**" + (f" (seed {bench['seed']})" if bench.get("seed") else ""), ""]
     out += [f"Lab `{bench.get('lab', '?')}`, started {bench.get('started', '?')}, image "
             f"`{bench.get('image', '?')}`. Each run: {w.get('sessions', '?')} session(s), "
             f"{w.get('redo_per_txn', '?')} B of redo per commit, rate {w.get('rate') or 'as fast as possible'}"
@@ -334,6 +382,17 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict[str, list[Path]], re
                     f"the two tests above say whether a latency difference is more than noise; the other rows "
                     f"are one run each, to be read against the spread of repeated runs"
                     + (" (below)." if any(spread(r) for r in by_bs.values()) else ", of which this bench has none.")]
+        for _, r in cols:
+            wins = race_wins(r.report) if r.report else None
+            if wins:
+                out += [f"- BLOCKSIZE {r.blocksize}" + (f" #{r.repeat}" if len(by_bs[r.blocksize]) > 1 else "")
+                        + ": the race's log writes won by "
+                        + ", ".join(f"`{m['path']}` {m['wins']:,} ({m['share_pct']:.1f} %)" for m in wins)]
+            if r.entry.get("rmw"):
+                reads = r.entry["rmw"]
+                out += [f"- BLOCKSIZE {r.blocksize}" + (f" #{r.repeat}" if len(by_bs[r.blocksize]) > 1 else "")
+                        + f": QEMU made {reads['rmw_reads']:,} read-modify-write reads below the guest while "
+                          f"redo-writer made {r.report['writes']:,} log writes (traced from the host)"]
         for bs, runs in by_bs.items():
             s = spread(runs)
             if s:
@@ -346,6 +405,33 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict[str, list[Path]], re
             out += ["", " ".join(f"![{d.name}: {alt['histogram' in png.name]}]({png.relative_to(results)})"
                                  for png in pictures[d.name])]
         out += [""]
+    comparisons = cross_comparisons(bench, disks)
+    if comparisons:
+        out += ["## Comparisons across disks", ""]
+        for c in comparisons:
+            a, b = (f"{c[k]['disk']} at {c[k]['blocksize']}" for k in ("a", "b"))
+            out += [f"### {c['title']}", ""]
+            if c.get("not_compared"):
+                out += [f"Not compared: {', '.join(c['not_compared'])} did not run.", ""]
+                continue
+            ra, rb = (_first_run(disks, c[k]["disk"], int(c[k]["blocksize"])).report for k in ("a", "b"))
+            rows = [["", a, b, "change"]]
+            for label, get, fmt in ROWS:
+                va, vb = _value(ra, get), _value(rb, get)
+                rows.append([label, _fmt(fmt, va), _fmt(fmt, vb),
+                             "" if isinstance(va, tuple) else _change_text(label, c["change_pct"].get(label), va, vb)])
+            out += _table(rows)
+            out += [f"- {_test_text(t, a, b)}" for t in c["tests"]] + [""]
+    if bench.get("rules"):
+        out += ["## The rules engine inside an ASM disk group", "",
+                "Inside ASM the database sees the disk group's SECTOR_SIZE, not the disk's; "
+                "`_disk_sector_size_override=TRUE` lets a BLOCKSIZE above it through (rules.evaluate on the "
+                "sectors the guest showed; not run).", ""]
+        rows = [["disk", "disk group SECTOR_SIZE", "BLOCKSIZE", "_disk_sector_size_override", "verdict"]]
+        for v in bench["rules"]:
+            rows.append([v["target"], str(v["asm_sector_size"]), str(v["blocksize"]),
+                         "TRUE" if v["override"] else "FALSE", _verdict_text(v["verdict"])])
+        out += _table(rows, numbers=False)
     crosschecks = bench.get("crosschecks")
     if crosschecks:
         out += ["## Real-database cross-checks", ""]

@@ -1,0 +1,461 @@
+"""`sectorlab bench PRESET` (`make bench PRESET=...`): a seed's experiment from one command.
+
+A preset is a lab definition under labs/bench/ with a [bench] table: the workload (sessions, redo
+per commit, rate: the same for every run of the preset), the redo BLOCKSIZEs to try, and the
+targets, each a declared disk (optionally formatted to another LBA size first, or raced against a
+second disk as smart flash logging does). `run()` brings the preset's own lab up (never the
+default lab), and for each target and each BLOCKSIZE the rules engine allows on the sectors the
+guest shows runs redo-writer twice: a warm-up, then the measured run with its events file. A
+refused BLOCKSIZE is recorded with its verdict (ORA-01378) and not run. Everything goes under
+results/<timestamp>-<preset>/: bench.json (written after every run, so that an interrupted bench
+leaves what it did), lab.json, the exact commands, and the runs' JSON and events; then
+report.write() makes the report. The lab comes down at the end, also on an error or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from . import labdef, rules
+from .errors import SectorlabError, UsageError
+from .paths import REPO
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+Progress = Callable[[str], None]
+PRESETS_DIR = REPO / "labs" / "bench"
+RESULTS_DIR = REPO / "results"
+DEFAULT_PRESET = "vsphere-512e"
+GUEST_DIR = "/var/tmp/sectorlab-bench"
+BENCH_KEYS = {"seed", "title", "sessions", "redo_per_txn", "rate", "warmup_s", "duration_s", "log_size_mib",
+              "blocksizes", "repeats", "target", "compare", "asm"}
+TARGET_KEYS = {"name", "disk", "race", "reformat_lbads", "repeats"}
+COMPARE_KEYS = {"title", "a", "b"}
+ASM_KEYS = {"target", "sector_size"}
+# Seconds a run costs beyond its warm-up and measured time (two SSH round trips, fetching its
+# files): the estimate before the first run has finished, replaced by what the runs take.
+RUN_OVERHEAD_S = 4.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    sessions: int
+    redo_per_txn: int
+    rate: int
+    warmup_s: int
+    duration_s: int
+    log_size: int
+
+    def as_json(self) -> dict:
+        return {"sessions": self.sessions, "redo_per_txn": self.redo_per_txn, "rate": self.rate,
+                "warmup_s": self.warmup_s, "duration_s": self.duration_s, "log_size": self.log_size}
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    disk: labdef.Disk
+    race: labdef.Disk | None = None
+    reformat_lbads: int | None = None
+    repeats: int = 1
+
+    def expected_sectors(self) -> tuple[int, int]:
+        """(logical, physical) the guest should show when this target runs."""
+        g = self.disk.geometry
+        if self.reformat_lbads:
+            return self.reformat_lbads, max(self.reformat_lbads, g.logical_block_size)
+        return g.logical_block_size, g.physical_block_size
+
+
+@dataclass
+class Preset:
+    name: str
+    path: Path
+    lab: labdef.Lab
+    seed: str
+    title: str
+    workload: Workload
+    blocksizes: list[int]
+    targets: list[Target]
+    compares: list[dict] = field(default_factory=list)
+    asm: list[dict] = field(default_factory=list)
+
+    def plan(self) -> list[tuple[Target, int, int]]:
+        """(target, BLOCKSIZE, repeat) of every run the rules engine will allow on the sectors the
+        targets should show; what the guest really shows decides at run time."""
+        out = []
+        for t in self.targets:
+            logical, physical = t.expected_sectors()
+            for bs in self.blocksizes:
+                if rules.evaluate(logical, physical, bs).allowed:
+                    out += [(t, bs, r) for r in range(1, t.repeats + 1)]
+        return out
+
+    def estimate_s(self) -> float:
+        w = self.workload
+        return len(self.plan()) * (w.warmup_s + w.duration_s + RUN_OVERHEAD_S)
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+
+
+def preset_path(name: str) -> Path:
+    """A preset's file: a name from labs/bench/, or the path of a TOML file with a [bench] table."""
+    if name.endswith(".toml") or "/" in name:
+        path = Path(name)
+        if not path.is_file():
+            raise UsageError(f"preset file {name} does not exist")
+        return path
+    path = PRESETS_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise UsageError(f"unknown preset {name!r}: expected one of {', '.join(preset_names())} "
+                         f"(labs/bench/*.toml), or the path of a lab definition with a [bench] table")
+    return path
+
+
+def _int(where: str, key: str, value, minimum: int, maximum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= maximum:
+        raise UsageError(f"{where}: {key} = {value!r}: expected a whole number from {minimum} to {maximum}")
+    return value
+
+
+def _unknown(where: str, table, allowed: set[str]) -> None:
+    if not isinstance(table, dict):
+        raise UsageError(f"{where}: expected a table, got {table!r}")
+    extra = sorted(set(table) - allowed)
+    if extra:
+        raise UsageError(f"{where}: unknown key {extra[0]!r}: expected one of {', '.join(sorted(allowed))}")
+
+
+def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None = None,
+                repeats: int | None = None) -> Preset:
+    """The preset `name` (labs/bench/NAME.toml or a path), checked before anything starts;
+    `duration_s`, `warmup_s` and `repeats` override the file's (make bench DURATION=...)."""
+    path = preset_path(name)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML ({e})") from e
+    lab = labdef.validate(data, path)
+    where = f"{path} [bench]"
+    b = data.get("bench")
+    if b is None:
+        raise UsageError(f"{path}: no [bench] table: a preset is a lab definition with a [bench] table "
+                         f"(see labs/bench/)")
+    _unknown(where, b, BENCH_KEYS)
+    if duration_s is not None:
+        b = {**b, "duration_s": duration_s}
+    if warmup_s is not None:
+        b = {**b, "warmup_s": warmup_s}
+    workload = Workload(
+        sessions=_int(where, "sessions", b.get("sessions", 4), 1, 256),
+        redo_per_txn=_int(where, "redo_per_txn", b.get("redo_per_txn", 512), 1, 64 << 20),
+        rate=_int(where, "rate", b.get("rate", 0), 0, 10_000_000),
+        warmup_s=_int(where, "warmup_s", b.get("warmup_s", 3), 1, 3600),
+        duration_s=_int(where, "duration_s (DURATION)", b.get("duration_s", 15), 1, 3600),
+        log_size=_int(where, "log_size_mib", b.get("log_size_mib", 64), 1, 1 << 20) << 20)
+    blocksizes = b.get("blocksizes", list(rules.VALID_BLOCKSIZES))
+    if (not isinstance(blocksizes, list) or not blocksizes
+            or any(bs not in rules.VALID_BLOCKSIZES for bs in blocksizes) or len(set(blocksizes)) != len(blocksizes)):
+        raise UsageError(f"{where}: blocksizes = {blocksizes!r}: expected a list of distinct redo BLOCKSIZEs from "
+                         f"{', '.join(map(str, rules.VALID_BLOCKSIZES))}")
+    default_repeats = _int(where, "repeats", b.get("repeats", 1), 1, 20)
+    if repeats is not None:
+        default_repeats = _int("REPEATS", "repeats", repeats, 1, 20)
+    disks = {d.name: d for vm in lab.vms for d in vm.disks}
+    if len(lab.vms) != 1:
+        raise UsageError(f"{path}: {len(lab.vms)} VMs: a bench preset runs on one VM (two TCG guests beside each "
+                         f"other on this host's cores would measure each other)")
+
+    def disk(where_t: str, key: str, value) -> labdef.Disk:
+        if value not in disks:
+            raise UsageError(f"{where_t}: {key} = {value!r}: no such disk in this lab; expected one of "
+                             f"{', '.join(disks)}")
+        return disks[value]
+
+    targets: list[Target] = []
+    for i, t in enumerate(b.get("target") or [{"name": n, "disk": n} for n in disks], 1):
+        wt = f"{where} [[bench.target]] #{i}"
+        _unknown(wt, t, TARGET_KEYS)
+        tname = labdef._name(wt, "name", t.get("name", t.get("disk")))
+        if any(x.name == tname for x in targets):
+            raise UsageError(f"{wt}: duplicate target name {tname!r}")
+        d = disk(wt, "disk", t.get("disk"))
+        race = disk(wt, "race", t["race"]) if "race" in t else None
+        if race is not None and race.name == d.name:
+            raise UsageError(f"{wt}: race = {race.name!r} is the target's own disk: race a second disk")
+        if race is not None and race.geometry != d.geometry:
+            raise UsageError(f"{wt}: race = {race.name!r} has geometry {race.geometry.name}, the disk "
+                             f"{d.geometry.name}: the members of a log group need one sector size")
+        lbads = t.get("reformat_lbads")
+        if lbads is not None:
+            if d.bus != "nvme":
+                raise UsageError(f"{wt}: reformat_lbads on disk {d.name} (bus {d.bus}): only an emulated NVMe "
+                                 f"namespace can be formatted to another LBA size (bus = \"nvme\")")
+            if lbads not in (512, 4096):
+                raise UsageError(f"{wt}: reformat_lbads = {lbads!r}: expected 512 or 4096 (the LBA formats "
+                                 f"QEMU's NVMe namespace offers)")
+        reps = _int(wt, "repeats", t["repeats"], 1, 20) if "repeats" in t and repeats is None else default_repeats
+        targets.append(Target(tname, d, race, lbads, reps))
+    names = {t.name for t in targets}
+
+    def selector(wc: str, key: str, value) -> dict:
+        tname, _, bs = str(value).partition("@")
+        if tname not in names or not bs.isdigit() or int(bs) not in blocksizes:
+            raise UsageError(f"{wc}: {key} = {value!r}: expected TARGET@BLOCKSIZE with a target of "
+                             f"{', '.join(sorted(names))} and a BLOCKSIZE of {blocksizes}")
+        return {"disk": tname, "blocksize": int(bs)}
+
+    compares = []
+    for i, c in enumerate(b.get("compare", []), 1):
+        wc = f"{where} [[bench.compare]] #{i}"
+        _unknown(wc, c, COMPARE_KEYS)
+        compares.append({"title": str(c.get("title", f"{c.get('a')} against {c.get('b')}")),
+                         "a": selector(wc, "a", c.get("a")), "b": selector(wc, "b", c.get("b"))})
+    asm = []
+    for i, a in enumerate(b.get("asm", []), 1):
+        wa = f"{where} [[bench.asm]] #{i}"
+        _unknown(wa, a, ASM_KEYS)
+        if a.get("target") not in names:
+            raise UsageError(f"{wa}: target = {a.get('target')!r}: expected one of {', '.join(sorted(names))}")
+        size = a.get("sector_size")
+        if size not in (512, 4096):
+            raise UsageError(f"{wa}: sector_size = {size!r}: expected an ASM disk group SECTOR_SIZE of 512 or 4096")
+        asm.append({"target": a["target"], "sector_size": size})
+    return Preset(path.stem, path, lab, str(b.get("seed", "")), str(b.get("title", path.stem)), workload,
+                  blocksizes, targets, compares, asm)
+
+
+# ---- the runs ---------------------------------------------------------------------------------
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def redo_writer_args(w: Workload, target: str, blocksize: int, seconds: int, race: str | None = None) -> list[str]:
+    args = ["redo-writer", "run", "--target", target]
+    if race:
+        args += ["--race", race]
+    return args + ["--blocksize", str(blocksize), "--sessions", str(w.sessions), "--redo-per-txn",
+                   str(w.redo_per_txn), "--rate", str(w.rate), "--log-size", str(w.log_size),
+                   "--duration", str(seconds)]
+
+
+def asm_verdicts(preset: Preset, sectors: dict[str, tuple[int, int]]) -> list[dict]:
+    """The rules engine inside an ASM disk group, for each [[bench.asm]]: every BLOCKSIZE of the
+    preset with and without _disk_sector_size_override, on the sectors the guest showed."""
+    out = []
+    for a in preset.asm:
+        if a["target"] not in sectors:
+            continue
+        logical, physical = sectors[a["target"]]
+        for bs in preset.blocksizes:
+            for override in (False, True):
+                v = rules.evaluate(logical, physical, bs, override=override, asm_sector_size=a["sector_size"],
+                                   file="+REDO", disk=a["target"])
+                out.append({"target": a["target"], "asm_sector_size": a["sector_size"], "blocksize": bs,
+                            "override": override, "verdict": v.as_json()})
+    return out
+
+
+class Bench:
+    """One bench: the preset's lab is up; `run_all()` makes every run and keeps bench.json current."""
+
+    def __init__(self, preset: Preset, results: Path, data: dict, progress: Progress):
+        from . import lab as lab_mod
+        self.preset, self.results, self.data, self.progress = preset, results, data, progress
+        self.vm = preset.lab.vms[0].name
+        self.guest = lab_mod.guests_from_lab_json(data)[self.vm]
+        self.entries = {d["name"]: d for d in data["disks"].values() if d["vm"] == self.vm}
+        self.domain = data["vms"][self.vm]["domain"]
+        self.runs: list[dict] = []
+        self.commands: list[str] = []
+        self.sectors: dict[str, tuple[int, int]] = {}
+        self.durations: list[float] = []
+        self.bench = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "lab": preset.lab.name,
+                      "lab_file": str(preset.path), "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                      "image": None, "workload": preset.workload.as_json(), "comparisons": preset.compares,
+                      "rules": [], "commands": self.commands, "runs": self.runs}
+
+    # -- the guest --------------------------------------------------------------------------------
+    def paths(self) -> dict[str, str]:
+        """Each declared disk's device in the guest (its dm-delay device for a disk with latency)."""
+        from . import lab as lab_mod
+        declared = list(self.entries.values())
+        seen = lab_mod.probe(self.guest, declared)["disks"]
+        out = {}
+        for name, d in self.entries.items():
+            dev = seen.get(d["serial"])
+            if dev is None:
+                raise SectorlabError(f"{self.vm}: declared disk {name} (serial {d['serial']}) is not in the guest")
+            out[name] = d.get("mapper") or dev.path
+        return out
+
+    def sectors_of(self, path: str) -> tuple[int, int]:
+        text = self.guest.check_output("sudo -n blockdev --getss --getpbsz", path)
+        logical, physical = (int(x) for x in text.split())
+        return logical, physical
+
+    def reformat(self, target: Target, path: str) -> None:
+        self.progress(f"{target.name}: formatting {path} to {target.reformat_lbads}-byte LBAs (reformat-nvme)")
+        command = ["reformat-nvme", path, "--lbads", str(target.reformat_lbads), "--force"]
+        result = self.guest.run("sudo -n", *command, timeout=300)
+        if not result.ok:
+            raise SectorlabError(f"{target.name}: '{shlex.join(command)}' exited {result.rc}: "
+                                 f"{result.stderr.strip()[-400:]}")
+        self.commands.append(shlex.join(command))
+
+    def measured(self, target: Target, path: str, race: str | None, bs: int, repeat: int) -> dict:
+        """A warm-up run, then the measured one with its events; both files fetched into runs/."""
+        from . import rmw
+        w = self.preset.workload
+        rid = f"{target.name}-bs{bs}-{repeat}"
+        remote = f"{GUEST_DIR}/{rid}"
+        warmup = redo_writer_args(w, path, bs, w.warmup_s, race) + ["--output", "json"]
+        command = redo_writer_args(w, path, bs, w.duration_s, race) + ["--events", f"{remote}.csv", "--output",
+                                                                         "json"]
+        script = f"mkdir -p {GUEST_DIR} && {shlex.join(warmup)} >/dev/null"
+        result = self.guest.run("sudo -n sh -c", script, timeout=w.warmup_s + 300)
+        if not result.ok:
+            raise SectorlabError(f"{rid}: the warm-up '{shlex.join(warmup)}' exited {result.rc}: "
+                                 f"{result.stderr.strip()[-400:]}")
+        entry = self.entries[target.disk.name]
+        traced = bool(entry.get("rmw"))
+        if traced:
+            with rmw.ReadTrace(self.data["libvirt_uri"], self.domain) as trace:
+                result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json",
+                                        timeout=w.duration_s + 300)
+        else:
+            result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json",
+                                    timeout=w.duration_s + 300)
+        if not result.ok:
+            raise SectorlabError(f"{rid}: '{shlex.join(command)}' exited {result.rc}: {result.stderr.strip()[-400:]}")
+        runs_dir = self.results / "runs"
+        runs_dir.mkdir(exist_ok=True)
+        for ext in ("json", "csv"):
+            self.guest.get(f"{remote}.{ext}", runs_dir / f"{rid}.{ext}")
+        self.commands += [shlex.join(warmup) + "  # warm-up", shlex.join(command)]
+        out = {"report": f"runs/{rid}.json", "events": f"runs/{rid}.csv", "command": shlex.join(command),
+               "warmup_command": shlex.join(warmup)}
+        if traced:
+            out["rmw"] = trace.reads(entry).as_dict()
+        return out
+
+    def save(self) -> None:
+        (self.results / "bench.json").write_text(json.dumps(self.bench, indent=2) + "\n")
+
+    def run_all(self) -> None:
+        from . import images
+        preset, w = self.preset, self.preset.workload
+        record = images.find_cached(images.load_guest(preset.lab.vms[0].guest))
+        self.bench["image"] = Path(record.image).stem if record else None
+        paths = self.paths()
+        total = len(preset.plan())
+        done = 0
+        for target in preset.targets:
+            path = paths[target.disk.name]
+            if target.reformat_lbads:
+                self.reformat(target, path)
+                path = self.paths()[target.disk.name]
+            race = paths[target.race.name] if target.race else None
+            logical, physical = self.sectors_of(path)
+            want = target.expected_sectors()
+            if (logical, physical) != want:
+                raise SectorlabError(f"{target.name}: {path} shows {logical}/{physical} B sectors, the preset "
+                                     f"expects {want[0]}/{want[1]} (lab-up verified the declared geometry: what "
+                                     f"changed it?)")
+            if race and self.sectors_of(race) != (logical, physical):
+                raise SectorlabError(f"{target.name}: the race member {race} shows {self.sectors_of(race)}, "
+                                     f"the target {logical}/{physical}")
+            self.sectors[target.name] = (logical, physical)
+            e = self.entries[target.disk.name]
+            device = path + (f" raced with {race}" if race else "")
+            for bs in preset.blocksizes:
+                verdict = rules.evaluate(logical, physical, bs, file=path).as_json()
+                base = {"disk": target.name, "vm": self.vm, "bus": e["bus"], "geometry": e["geometry"],
+                        "declared_disk": target.disk.name, "race": target.race.name if target.race else None,
+                        "device": device, "logical": logical, "physical": physical, "blocksize": bs,
+                        "verdict": verdict}
+                if not verdict["allowed"]:
+                    self.progress(f"{target.name} BLOCKSIZE {bs}: refused by the rules engine, not run: "
+                                  f"{verdict['error']}")
+                    self.runs.append({**base, "repeat": 1})
+                    self.save()
+                    continue
+                for repeat in range(1, target.repeats + 1):
+                    left = total - done
+                    per_run = (statistics.median(self.durations) if self.durations
+                               else w.warmup_s + w.duration_s + RUN_OVERHEAD_S)
+                    self.progress(f"run {done + 1}/{total}: {target.name} BLOCKSIZE {bs}"
+                                  + (f" #{repeat}" if target.repeats > 1 else "")
+                                  + f" ({w.warmup_s} s warm-up + {w.duration_s} s); {left - 1} left after it, "
+                                    f"about {_clock(per_run * left)} to go")
+                    t0 = time.monotonic()
+                    files = self.measured(target, path, race, bs, repeat)
+                    self.durations.append(time.monotonic() - t0)
+                    self.runs.append({**base, "repeat": repeat, **files})
+                    done += 1
+                    self.save()
+        self.bench["rules"] = asm_verdicts(preset, self.sectors)
+        self.bench["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.save()
+
+
+def _other_labs_up(own: str) -> list[str]:
+    from . import lab as lab_mod
+    base = lab_mod.state_dir(own).parent
+    return sorted(p.parent.name for p in base.glob("*/lab.json") if p.parent.name != own)
+
+
+def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) -> Path:
+    """The whole bench: lab-up, every run, lab-down (whatever happened), the report. The results
+    directory; after an error or Ctrl-C it holds what was done, and the error is raised."""
+    from . import lab as lab_mod
+    from . import report
+    others = _other_labs_up(preset.lab.name)
+    if others:
+        progress(f"warning: lab(s) {', '.join(others)} also up: their guests share this host's cores with the "
+                 f"bench's and make its numbers noisier ('make lab-down' first for numbers to quote)")
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    results = results_root / f"{stamp}-{preset.name}"
+    results.mkdir(parents=True, exist_ok=False)
+    runs = len(preset.plan())
+    progress(f"bench {preset.name} (seed {preset.seed or '-'}): {runs} runs, about "
+             f"{_clock(preset.estimate_s())} of runs after lab-up; results in {results}")
+    t0 = time.monotonic()
+    bench = None
+    try:
+        data = lab_mod.up(preset.path, progress)
+        (results / "lab.json").write_text(json.dumps(data, indent=2) + "\n")
+        bench = Bench(preset, results, data, progress)
+        bench.bench["commands"][:0] = [f"sectorlab bench {preset.name}  # lab-up, these runs, lab-down"]
+        bench.run_all()
+    except KeyboardInterrupt:
+        progress("interrupted: bringing the lab down; the runs done so far are in " + str(results))
+        raise
+    finally:
+        try:
+            lab_mod.down(preset.path, progress)
+        finally:
+            if bench is not None:
+                bench.bench["wall_s"] = round(time.monotonic() - t0, 1)
+                bench.save()
+            elif not any(results.iterdir()):
+                results.rmdir()  # lab-up failed: nothing ran
+    written = report.write(results)
+    progress(f"bench {preset.name} done in {_clock(time.monotonic() - t0)} (lab-up and lab-down included); "
+             f"report: {written['html']}")
+    return results
