@@ -19,9 +19,17 @@ LAB       ?=
 LAB_ARG   := $(if $(LAB),--lab $(LAB))
 # Extra pytest arguments for the lab scenarios, e.g. PYTEST_ARGS="-k sector4k".
 PYTEST_ARGS ?=
+# make bench: the preset (labs/bench/PRESET.toml; empty: vsphere-512e) and what overrides its [bench].
+PRESET    ?=
+DURATION  ?=
+WARMUP    ?=
+REPEATS   ?=
+RESULTS   ?=
+BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),--warmup $(WARMUP)) \
+              $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS))
 
 .PHONY: help bootstrap doctor image lab-up lab-down lab-status test crosscheck unit smoke scenarios check bench-boot bench-writer \
-        bench-lab-up
+        bench-lab-up bench bench-all bench-check
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -34,6 +42,10 @@ help:
 	@echo "make image GUEST=...      build one guest image with Packer (cached by the hash of its inputs)"
 	@echo "make doctor               what this host has: accelerator, libvirt, provider, packer, terraform, disk"
 	@echo "make check                shellcheck, ruff, packer/terraform fmt + validate, redo-writer with -Werror"
+	@echo "make bench [PRESET=p3700-4k] [DURATION=s] [REPEATS=n]  a seed's experiment: its own lab up, redo-writer at every"
+	@echo "                          allowed BLOCKSIZE on each disk, lab down, results/<time>-<preset>/report.html (sectorlab bench --list)"
+	@echo "make bench-all            every preset in turn (about 20 minutes)"
+	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; and Ctrl-C"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
 	@echo "make bench-writer         redo-writer against fio on the same file, post/wait and polling (4 rounds each)"
@@ -108,7 +120,18 @@ check: bootstrap
 	$(SECTORLAB) terraform-check
 	$(SECTORLAB) lab validate --offline labs/default.toml
 	$(SECTORLAB) lab validate --offline labs/behaviours.toml
+	$(SECTORLAB) bench --list
 	$(MAKE) -C redo-writer
+
+# A seed's experiment (labs/bench/): on a quiet machine, with no other lab up.
+bench: image
+	$(SECTORLAB) bench $(BENCH_ARGS)
+
+bench-all: image
+	@set -e; for p in $$($(SECTORLAB) bench --list | cut -d' ' -f1); do $(SECTORLAB) bench $$p; done
+
+bench-check: image
+	$(PYTEST) -m bench labtests $(PYTEST_ARGS)
 
 # redo-writer against fio on the same file, side by side (run it on a quiet machine).
 bench-writer: bootstrap

@@ -140,24 +140,71 @@ def _welch(a: dict, b: dict, event: str) -> dict:
             "verdict": analysis.verdict(test["p"], ALPHA)}
 
 
-def compare_reports(a: dict, b: dict) -> dict:
-    """Every single-number row's change from run `a` to run `b` in percent, and Welch's t-test on
-    both latency events."""
+# What the between-runs test compares: one value per run.
+_PER_RUN = [("transactions/s", lambda r: r["tps"], "{:,.1f}"),
+            ("log file sync mean (ms)", lambda r: r[_LFS]["mean_us"] / 1000, "{:.3f}")]
+
+
+def between_runs(a: list[dict], b: list[dict]) -> list[dict] | None:
+    """Welch's t-test on one value per run (transactions/s, the mean log file sync) over the
+    repeats of two configurations: whether a difference is larger than the run-to-run noise,
+    which the per-commit test cannot see (its samples all come from one run). None unless both
+    sides ran at least twice."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    from scipy import stats
+    out = []
+    for label, get, _ in _PER_RUN:
+        va, vb = [get(r) for r in a], [get(r) for r in b]
+        t, p = stats.ttest_ind(va, vb, equal_var=False)
+        tested = p == p  # NaN when neither side varies
+        out.append({"metric": label, "a": va, "b": vb, "n": [len(va), len(vb)],
+                    "median": [statistics.median(va), statistics.median(vb)],
+                    "t": float(t) if tested else None, "p": float(p) if tested else None,
+                    "verdict": analysis.verdict(float(p), ALPHA) if tested else "not testable (no spread)"})
+    return out
+
+
+def row_value(reports: list[dict], get):
+    """A row's value over the repeats of one configuration: the median of the runs (element by
+    element for the shares over 1/10/20 ms); one run's own value when it ran once."""
+    values = [_value(r, get) for r in reports]
+    if not values or any(v is None for v in values):
+        return None
+    if isinstance(values[0], tuple):
+        return tuple(statistics.median(v[i] for v in values) for i in range(len(values[0])))
+    return statistics.median(values)
+
+
+def compare_reports(a: list[dict], b: list[dict]) -> dict:
+    """Two configurations, each its runs' reports: every single-number row's change in percent
+    (of the medians when both sides were repeated, else of the first runs), Welch's t-test per
+    commit and per log write in the first run of each, and the test between runs."""
+    if len(a) < 2 or len(b) < 2:
+        a, b, of = a[:1], b[:1], "the first run of each"
+    else:
+        of = f"the medians of {len(a)} and {len(b)} runs"
     changes = {}
     for label, get, _ in _CHANGE_ROWS:
-        va, vb = _value(a, get), _value(b, get)
+        va, vb = row_value(a, get), row_value(b, get)
         changes[label] = None if va in (None, 0) or vb is None else 100.0 * (vb - va) / va
-    return {"change_pct": changes, "tests": [_welch(a, b, _LFS), _welch(a, b, _LFPW)]}
+    return {"change_of": of, "change_pct": changes, "values": [a, b],
+            "tests": [_welch(a[0], b[0], _LFS), _welch(a[0], b[0], _LFPW)]}
 
 
 def comparison(disk: Disk, low: int = 512, high: int = 4096) -> dict | None:
-    """The first run at `low` against the first at `high` on one disk; None unless both ran."""
+    """The runs at `low` against those at `high` on one disk; None unless both ran."""
     runs = disk.by_blocksize()
-    a = next((r.report for r in runs.get(low, []) if r.report), None)
-    b = next((r.report for r in runs.get(high, []) if r.report), None)
-    if a is None or b is None:
+    a = [r.report for r in runs.get(low, []) if r.report]
+    b = [r.report for r in runs.get(high, []) if r.report]
+    if not a or not b:
         return None
-    return {"low": low, "high": high, **compare_reports(a, b)}
+    return {"low": low, "high": high, **compare_reports(a, b), "between_runs": between_runs(a, b)}
+
+
+def _reports(disks: list[Disk], name: str, blocksize: int) -> list[dict]:
+    return [r.report for d in disks if d.name == name for r in sorted(d.runs, key=lambda r: r.repeat)
+            if r.blocksize == blocksize and r.report]
 
 
 def _first_run(disks: list[Disk], name: str, blocksize: int) -> Run | None:
@@ -167,7 +214,7 @@ def _first_run(disks: list[Disk], name: str, blocksize: int) -> Run | None:
 
 def cross_comparisons(bench: dict, disks: list[Disk]) -> list[dict]:
     """The preset's comparisons across disks (bench.json "comparisons": a and b each a disk and a
-    BLOCKSIZE), first run against first run; a side that did not run is said, not compared."""
+    BLOCKSIZE), as compare_reports; a side that did not run is said, not compared."""
     out = []
     for c in bench.get("comparisons") or []:
         item = {"title": c.get("title"), "a": c["a"], "b": c["b"]}
@@ -178,7 +225,9 @@ def cross_comparisons(bench: dict, disks: list[Disk]) -> list[dict]:
         if missing:
             item["not_compared"] = missing
         else:
-            item.update(compare_reports(ra.report, rb.report))
+            a, b = (_reports(disks, c[k]["disk"], int(c[k]["blocksize"])) for k in ("a", "b"))
+            item.update(compare_reports(a, b))
+            item["between_runs"] = between_runs(a, b)
         out.append(item)
     return out
 
@@ -213,6 +262,11 @@ def _value(report: dict, get) -> float | tuple | None:
         return None
 
 
+def _public(c: dict | None) -> dict | None:
+    """A comparison without the runs' reports it was made from (summary.json names those files)."""
+    return None if c is None else {k: v for k, v in c.items() if k != "values"}
+
+
 def summary(bench: dict, disks: list[Disk]) -> dict:
     """What report.md says, for machines (summary.json)."""
     out = {"version": SUMMARY_VERSION, "preset": bench.get("preset"), "lab": bench.get("lab"),
@@ -232,10 +286,10 @@ def summary(bench: dict, disks: list[Disk]) -> dict:
                 row["race_wins"] = race_wins(r.report)
             if r.entry.get("rmw"):
                 row["rmw"] = r.entry["rmw"]
-        item["comparison"] = comparison(d)
+        item["comparison"] = _public(comparison(d))
         item["spread"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := spread(runs))}
         out["disks"].append(item)
-    out["comparisons"] = cross_comparisons(bench, disks)
+    out["comparisons"] = [_public(c) for c in cross_comparisons(bench, disks)]
     out["rules"] = bench.get("rules") or []
     return out
 
@@ -244,6 +298,37 @@ def summary(bench: dict, disks: list[Disk]) -> dict:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", text)
+
+
+def _sync_ms(events_path: Path):
+    """A run's log file sync latencies (ms, clipped at 1 us for the log scale) and its log writes."""
+    import numpy as np
+    events = analysis.read_events(events_path)
+    return (np.clip(np.array([p[1] for p in events.get(_LFS, [])]) / 1000, 1e-3, None),
+            events.get(_LFPW, []))
+
+
+def _histogram(series: list[tuple[str, object]], title: str, path: Path) -> Path | None:
+    """A log-scale histogram of log file sync, one step line per (label, latencies in ms)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    everything = np.concatenate([sync for _, sync in series])
+    if not everything.size:
+        return None
+    bins = np.logspace(np.log10(everything.min()), np.log10(everything.max() * 1.01), 60)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, sync in series:
+        ax.hist(sync, bins=bins, histtype="step", linewidth=1.5, label=f"{label} (n={len(sync):,})")
+    ax.set_xscale("log")
+    ax.set(xlabel="log file sync (ms, log scale)", ylabel="commits", title=title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
 
 
 def plot_disk(disk: Disk, stem: Path) -> list[Path]:
@@ -257,29 +342,14 @@ def plot_disk(disk: Disk, stem: Path) -> list[Path]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
-    per_run = []
-    for r in runs:
-        events = analysis.read_events(r.events)
-        sync = np.clip(np.array([p[1] for p in events.get(_LFS, [])]) / 1000, 1e-3, None)
-        per_run.append((r, sync, events.get(_LFPW, [])))
-    everything = np.concatenate([sync for _, sync, _ in per_run])
-    if not everything.size:
-        return []
+    per_run = [(r, *_sync_ms(r.events)) for r in runs]
     g = disk.entry
     where = f"{disk.name} ({g.get('logical')}/{g.get('physical')} B)"
-    bins = np.logspace(np.log10(everything.min()), np.log10(everything.max() * 1.01), 60)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for r, sync, _ in per_run:
-        ax.hist(sync, bins=bins, histtype="step", linewidth=1.5, label=f"BLOCKSIZE {r.blocksize} (n={len(sync):,})")
-    ax.set_xscale("log")
-    ax.set(xlabel="log file sync (ms, log scale)", ylabel="commits", title=f"{where}: commit latency")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    hist = stem.with_name(f"{stem.name}-histogram.png")
-    fig.savefig(hist, dpi=90)
-    plt.close(fig)
+    hist = _histogram([(f"BLOCKSIZE {r.blocksize}", sync) for r, sync, _ in per_run], f"{where}: commit latency",
+                      stem.with_name(f"{stem.name}-histogram.png"))
+    if hist is None:
+        return []
     fig, ax = plt.subplots(figsize=(6, 4))
     for r, _, writes in per_run:
         ax.scatter([t / 1e6 for t, _ in writes], [lat / 1000 for _, lat in writes], s=3, alpha=0.5,
@@ -293,6 +363,18 @@ def plot_disk(disk: Disk, stem: Path) -> list[Path]:
     fig.savefig(over_time, dpi=90)
     plt.close(fig)
     return [hist, over_time]
+
+
+def plot_comparison(c: dict, disks: list[Disk], path: Path) -> Path | None:
+    """A comparison across disks as one log-scale histogram of both sides' commit latency (the
+    first run of each, as the comparison's table), as seed 002 drew flash logging on and off."""
+    series = []
+    for k in ("a", "b"):
+        run = _first_run(disks, c[k]["disk"], int(c[k]["blocksize"]))
+        if run is None or run.events is None:
+            return None
+        series.append((f"{c[k]['disk']} at {c[k]['blocksize']}", _sync_ms(run.events)[0]))
+    return _histogram(series, "commit latency", path)
 
 
 # ---- the documents ----------------------------------------------------------------------------
@@ -334,12 +416,30 @@ def _test_text(t: dict, low, high) -> str:
     event = t["event"].replace("_", " ")
     a, b = t["mean_ms"]
     low, high = (f"at {x}" if isinstance(x, int) else x for x in (low, high))
-    return (f"{event}: mean {a:.3f} ms {low} against {b:.3f} ms {high} ({100 * (b - a) / a:+.1f} %), "
+    return (f"Per {'commit' if t['event'] == _LFS else 'log write'}, first run of each, {event}: mean {a:.3f} ms "
+            f"{low} against {b:.3f} ms {high} ({100 * (b - a) / a:+.1f} %), "
             f"Welch t = {t['t']:.2f}, {analysis.p_text(t['p'])}, n = {t['n'][0]:,} + {t['n'][1]:,}: "
             f"**{t['verdict']}** at alpha {ALPHA}")
 
 
-def markdown(bench: dict, disks: list[Disk], pictures: dict[str, list[Path]], results: Path) -> str:
+def _between_text(tests: list[dict] | None, low, high) -> list[str]:
+    if not tests:
+        return ["- Not repeated on both sides: whether the difference exceeds the run-to-run noise is not tested "
+                "(the per-commit tests above take every sample from one run each)"]
+    low, high = (f"at {x}" if isinstance(x, int) else x for x in (low, high))
+    out = []
+    fmt = {label: f for label, _, f in _PER_RUN}
+    for t in tests:
+        a, b = t["median"]
+        p = analysis.p_text(t["p"]) + f", Welch t = {t['t']:.2f}" if t["p"] is not None else "no spread to test"
+        out.append(f"- Between runs, {t['metric']}: median {fmt[t['metric']].format(a)} {low} against "
+                   f"{fmt[t['metric']].format(b)} {high} "
+                   f"({100 * (b - a) / a:+.1f} %), {p}, n = {t['n'][0]} + {t['n'][1]} runs: **{t['verdict']}**"
+                   + (f" at alpha {ALPHA}" if t["p"] is not None else ""))
+    return out
+
+
+def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path) -> str:
     w = bench.get("workload", {})
     out = [f"# sectorlab bench: {bench.get('preset', '?')}", ""]
     if bench.get("title"):
@@ -364,13 +464,12 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict[str, list[Path]], re
         c = comparison(d)
         header = ["BLOCKSIZE", *(f"{bs}" + (f" #{r.repeat}" if len(by_bs[bs]) > 1 else "") for bs, r in cols)]
         if c:
-            header.append(f"{c['low']} → {c['high']}")
-            first = {bs: next(r.report for r in by_bs[bs] if r.report) for bs in (c["low"], c["high"])}
+            header.append(f"{c['low']} → {c['high']}" + (" (medians)" if "medians" in c["change_of"] else ""))
         rows = [header]
         for label, get, fmt in ROWS:
             row = [label, *(_fmt(fmt, _value(r.report, get)) if r.report else "refused" for _, r in cols)]
             if c:
-                a, b = (_value(first[bs], get) for bs in (c["low"], c["high"]))
+                a, b = (row_value(v, get) for v in c["values"])
                 row.append(_change_text(label, c["change_pct"].get(label), a, b) if not isinstance(a, tuple) else "")
             rows.append(row)
         out += _table(rows)
@@ -378,10 +477,12 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict[str, list[Path]], re
         out += [f"- BLOCKSIZE {r.blocksize} not run: {_verdict_text(r.entry['verdict'])}" for r in refused]
         if c:
             out += [f"- {_test_text(t, c['low'], c['high'])}" for t in c["tests"]]
-            out += [f"- The last column compares the first run at {c['low']} with the first at {c['high']}. Only "
-                    f"the two tests above say whether a latency difference is more than noise; the other rows "
-                    f"are one run each, to be read against the spread of repeated runs"
-                    + (" (below)." if any(spread(r) for r in by_bs.values()) else ", of which this bench has none.")]
+            out += _between_text(c["between_runs"], c["low"], c["high"])
+            out += [f"- The last column compares {c['change_of']} at {c['low']} and {c['high']}. The per-commit "
+                    f"tests take all their samples from one run on each side, so they cannot see the drift from "
+                    f"run to run; the between-runs tests can"
+                    + (" (the spread is below)." if any(spread(r) for r in by_bs.values())
+                       else ", and this bench has no repeats for them.")]
         for _, r in cols:
             wins = race_wins(r.report) if r.report else None
             if wins:
@@ -414,14 +515,19 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict[str, list[Path]], re
             if c.get("not_compared"):
                 out += [f"Not compared: {', '.join(c['not_compared'])} did not run.", ""]
                 continue
-            ra, rb = (_first_run(disks, c[k]["disk"], int(c[k]["blocksize"])).report for k in ("a", "b"))
-            rows = [["", a, b, "change"]]
+            medians = "medians" in c["change_of"]
+            rows = [["", *(f"{x} ({'median of ' + str(len(v)) + ' runs' if medians else 'one run'})"
+                           for x, v in zip((a, b), c["values"])), "change"]]
             for label, get, fmt in ROWS:
-                va, vb = _value(ra, get), _value(rb, get)
+                va, vb = (row_value(v, get) for v in c["values"])
                 rows.append([label, _fmt(fmt, va), _fmt(fmt, vb),
                              "" if isinstance(va, tuple) else _change_text(label, c["change_pct"].get(label), va, vb)])
             out += _table(rows)
-            out += [f"- {_test_text(t, a, b)}" for t in c["tests"]] + [""]
+            out += [f"- {_test_text(t, a, b)}" for t in c["tests"]]
+            out += _between_text(c["between_runs"], a, b) + [""]
+            picture = pictures.get(("comparison", c["title"]))
+            if picture:
+                out += [f"![{c['title']}: commit latency histogram]({picture.relative_to(results)})", ""]
     if bench.get("rules"):
         out += ["## The rules engine inside an ASM disk group", "",
                 "Inside ASM the database sees the disk group's SECTOR_SIZE, not the disk's; "
@@ -480,6 +586,9 @@ def write(results: Path) -> dict[str, Path]:
     pictures = {}
     for d in disks:
         pictures[d.name] = plot_disk(d, results / f"report-{_slug(d.name)}")
+    for i, c in enumerate(cross_comparisons(bench, disks), 1):
+        if "tests" in c:
+            pictures[("comparison", c["title"])] = plot_comparison(c, disks, results / f"report-comparison-{i}.png")
     text = markdown(bench, disks, pictures, results)
     out = {"md": results / "report.md", "html": results / "report.html", "summary": results / "summary.json"}
     out["md"].write_text(text)
@@ -493,22 +602,24 @@ def write(results: Path) -> dict[str, Path]:
 _CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
                    "--disable-default-apps", "--host-resolver-rules=MAP * ~NOTFOUND"]
-# CSS pixels: the screen's width, the window's height before the disks and for each disk. Chromium's
-# --screenshot shoots the window, not the page: too short a window cuts the report off. The
-# unit-test report's two disks end at 2,650 px on the desktop and 4,150 on the phone.
+# CSS pixels: the screen's width, the window's height before the sections and for each section (a
+# disk, a comparison across disks, the ASM verdicts). Chromium's --screenshot shoots the window, not
+# the page: too short a window cuts the report off. The unit-test report's two disks end at 2,650 px
+# on the desktop and 4,150 on the phone.
 SCREENS = {"desktop": (1200, 800, 1400), "phone": (412, 1200, 2400)}
 
 
 def render_png(html_path: Path, screens: dict[str, tuple[int, int, int]] = SCREENS) -> dict[str, Path]:
     """report.html as a reader sees it, one PNG per screen (report-desktop.png, report-phone.png),
-    drawn by headless Chromium (scripts/bootstrap installs it), tall enough for all its disks."""
-    disks = len(json.loads(html_path.with_name("summary.json").read_text())["disks"])
+    drawn by headless Chromium (scripts/bootstrap installs it), tall enough for all its sections."""
+    summary = json.loads(html_path.with_name("summary.json").read_text())
+    sections = len(summary["disks"]) + len(summary.get("comparisons") or []) + bool(summary.get("rules"))
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         raise SectorlabError("chromium is not installed: run scripts/bootstrap (it installs Debian's chromium)")
     out = {}
     for name, (width, head, per_disk) in screens.items():
-        height = head + per_disk * disks
+        height = head + per_disk * sections
         png = html_path.with_name(f"report-{name}.png")
         with tempfile.TemporaryDirectory(prefix="sectorlab-chromium-") as profile:
             proc = subprocess.run([browser, *_CHROMIUM_FLAGS, f"--user-data-dir={profile}",

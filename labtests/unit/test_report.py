@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab import analysis, report, rules
+from sectorlab import analysis, experiment, report, rules
 from sectorlab.errors import SectorlabError
 from sectorlab.paths import REPO
 
 SRC = REPO / "redo-writer"
-# (disk, logical, physical): a 512e disk runs 512, 1024 and 4096 (4096 three times: the spread); on
+# (disk, logical, physical): a 512e disk runs 512 (twice), 1024 and 4096 (three times: the spread); on
 # the 512n disk the rules engine refuses 4096 (ORA-01378), and nothing runs.
 DISKS = (("file-sector512e", 512, 4096), ("file-sector512n", 512, 512))
 
@@ -31,7 +32,7 @@ def results(tmp_path_factory):
     for disk, logical, physical in DISKS:
         for bs in (512, 1024, 4096):
             verdict = rules.evaluate(logical, physical, bs, disk=disk).as_json()
-            repeats = 3 if (disk, bs) == ("file-sector512e", 4096) else 1
+            repeats = {("file-sector512e", 4096): 3, ("file-sector512e", 512): 2}.get((disk, bs), 1)
             for repeat in range(1, repeats + 1):
                 entry = {"disk": disk, "vm": "host", "bus": "file", "geometry": disk.split("-")[1],
                          "device": str(out / f"{disk}.log"), "logical": logical, "physical": physical,
@@ -45,9 +46,27 @@ def results(tmp_path_factory):
                     (out / f"{rid}.json").write_text(proc.stdout)
                     entry.update(report=f"{rid}.json", events=f"{rid}.csv", command=" ".join(cmd))
                 runs.append(entry)
+    # A race of two files (redo-writer --race), as the exadata-flashlog preset runs one.
+    a, b = out / "race-a.log", out / "race-b.log"
+    cmd = [str(SRC / "redo-writer"), "run", "--target", str(a), "--race", str(b), "--blocksize", "512",
+           "--sessions", "2", "--transactions", "300", "--redo-per-txn", "700", "--log-size", str(1 << 20),
+           "--output", "json", "--events", str(out / "runs/race-bs512-1.csv")]
+    (out / "runs/race-bs512-1.json").write_text(subprocess.run(cmd, capture_output=True, text=True,
+                                                               check=True).stdout)
+    runs.append({"disk": "race", "vm": "host", "bus": "file", "geometry": "512n", "device": f"{a} raced with {b}",
+                 "logical": 512, "physical": 512, "blocksize": 512, "repeat": 1,
+                 "verdict": rules.evaluate(512, 512, 512).as_json(), "report": "runs/race-bs512-1.json",
+                 "events": "runs/race-bs512-1.csv", "command": " ".join(cmd)})
+    comparisons = [{"title": "512n against 512e at 512", "a": {"disk": "file-sector512n", "blocksize": 512},
+                    "b": {"disk": "file-sector512e", "blocksize": 512}},
+                   {"title": "a refused side", "a": {"disk": "file-sector512n", "blocksize": 4096},
+                    "b": {"disk": "file-sector512e", "blocksize": 4096}}]
+    preset = experiment.Preset("unit", out, None, "", "", None, [512, 4096], [],
+                               asm=[{"target": "file-sector512e", "sector_size": 512}])
     bench = {"preset": "unit", "lab": "none", "started": "2026-11-23T00:00:00Z", "image": "none",
              "workload": {"sessions": 2, "redo_per_txn": 700, "rate": 0, "warmup_s": 0, "duration_s": 0},
-             "commands": ["pytest labtests/unit/test_report.py"], "runs": runs}
+             "commands": ["pytest labtests/unit/test_report.py"], "runs": runs, "comparisons": comparisons,
+             "rules": experiment.asm_verdicts(preset, {"file-sector512e": (512, 4096)})}
     (out / "bench.json").write_text(json.dumps(bench))
     return out
 
@@ -60,11 +79,13 @@ def written(results):
 def test_writes_markdown_html_summary_and_pictures(results, written):
     assert set(written) == {"md", "html", "summary"} and all(p.is_file() for p in written.values())
     pngs = sorted(results.glob("report-*.png"))
-    assert [p.name for p in pngs] == [f"report-file-sector{g}-{k}.png" for g in ("512e", "512n")
-                                      for k in ("histogram", "over-time")]
+    # Per disk two pictures; one for the comparison across disks that ran (the other has a refused side).
+    assert [p.name for p in pngs] == ["report-comparison-1.png"] + [
+        f"report-{d}-{k}.png" for d in ("file-sector512e", "file-sector512n", "race")
+        for k in ("histogram", "over-time")]
     html = written["html"].read_text()
     # Self-contained: every picture inline, nothing fetched.
-    assert html.count('src="data:image/png;base64,') == 4
+    assert html.count('src="data:image/png;base64,') == 7
     assert not re.search(r'(src|href)="(https?:)?//', html)
     assert '<meta name="viewport"' in html
 
@@ -103,11 +124,14 @@ def test_comparison_is_welch_from_the_reports_with_its_verdict(results, written)
         want = analysis.welch(a, b, t["event"])
         assert (t["t"], t["p"]) == pytest.approx((want["t"], want["p"])) and t["n"] == want["n"]
         assert t["verdict"] == ("significant" if want["p"] < report.ALPHA else "within noise")
-    tps = d["comparison"]["change_pct"]["transactions/s"]
-    assert tps == pytest.approx(100 * (b["tps"] - a["tps"]) / a["tps"])
+    # Both sides repeated (2 and 3 runs): the change is of the medians.
+    med = {bs: statistics.median(json.loads((results / f"runs/file-sector512e-bs{bs}-{k}.json").read_text())["tps"]
+                                 for k in range(1, n + 1)) for bs, n in ((512, 2), (4096, 3))}
+    assert d["comparison"]["change_of"] == "the medians of 2 and 3 runs"
+    assert d["comparison"]["change_pct"]["transactions/s"] == pytest.approx(100 * (med[4096] - med[512]) / med[512])
     md = written["md"].read_text()
     for t in d["comparison"]["tests"]:
-        line = next(x for x in md.splitlines() if x.startswith(f"- {t['event'].replace('_', ' ')}: mean"))
+        line = next(x for x in md.splitlines() if f"first run of each, {t['event'].replace('_', ' ')}: mean" in x)
         assert analysis.p_text(t["p"]) in line and f"**{t['verdict']}**" in line
         assert f"n = {t['n'][0]:,} + {t['n'][1]:,}" in line
 
@@ -143,3 +167,59 @@ def test_an_allowed_run_without_its_report_is_an_error(results, tmp_path):
     (tmp_path / "bench.json").write_text(json.dumps(bench))
     with pytest.raises(SectorlabError, match=r"runs\[0\]: BLOCKSIZE 512 is allowed on file-sector512e but no report"):
         report.load(tmp_path)
+
+
+def test_comparison_across_disks_is_welch_from_both_reports(results, written):
+    s = json.loads(written["summary"].read_text())
+    c = s["comparisons"][0]
+    a = json.loads((results / "runs/file-sector512n-bs512-1.json").read_text())
+    b = json.loads((results / "runs/file-sector512e-bs512-1.json").read_text())
+    for t in c["tests"]:
+        want = analysis.welch(a, b, t["event"])
+        assert (t["t"], t["p"]) == pytest.approx((want["t"], want["p"])) and t["n"] == want["n"]
+    # 512n ran once at 512: the change is of the first runs.
+    assert c["change_of"] == "the first run of each"
+    assert c["change_pct"]["redo writes"] == pytest.approx(100 * (b["writes"] - a["writes"]) / a["writes"])
+    md = written["md"].read_text()
+    assert "### 512n against 512e at 512" in md
+    assert f"| redo writes | {a['writes']:,} | {b['writes']:,} |" in md
+    assert "values" not in c  # summary.json names the runs' files; it does not copy them
+
+
+def test_a_comparison_with_a_refused_side_says_so_and_compares_nothing(written):
+    c = json.loads(written["summary"].read_text())["comparisons"][1]
+    assert "tests" not in c and c["not_compared"] == ["file-sector512n@4096 (refused (ORA-01378))"]
+    assert "Not compared: file-sector512n@4096 (refused (ORA-01378)) did not run." in written["md"].read_text()
+
+
+def test_race_wins_add_up_to_the_log_writes(results, written):
+    s = json.loads(written["summary"].read_text())
+    run = next(d for d in s["disks"] if d["disk"] == "race")["runs"][0]
+    raw = json.loads((results / run["report"]).read_text())
+    wins = run["race_wins"]
+    assert [w["wins"] for w in wins] == [m["wins"] for m in raw["members"]]
+    assert sum(w["wins"] for w in wins) == raw["writes"]
+    assert sum(w["share_pct"] for w in wins) == pytest.approx(100)
+    assert "the race's log writes won by" in written["md"].read_text()
+
+
+def test_asm_verdicts_need_the_override_above_the_disk_group_sector(written):
+    rules_rows = json.loads(written["summary"].read_text())["rules"]
+    got = {(r["blocksize"], r["override"]): r["verdict"]["allowed"] for r in rules_rows}
+    assert got == {(512, False): True, (512, True): True, (4096, False): False, (4096, True): True}
+    md = written["md"].read_text()
+    assert "## The rules engine inside an ASM disk group" in md
+    assert "| file-sector512e | 512 | 4096 | FALSE | refused: ORA-01378" in md
+
+
+def test_between_runs_is_welch_on_one_value_per_run(results, written):
+    from scipy import stats
+    d = next(d for d in json.loads(written["summary"].read_text())["disks"] if d["disk"] == "file-sector512e")
+    raw = {bs: [json.loads((results / f"runs/file-sector512e-bs{bs}-{k}.json").read_text()) for k in range(1, n + 1)]
+           for bs, n in ((512, 2), (4096, 3))}
+    tps = next(t for t in d["comparison"]["between_runs"] if t["metric"] == "transactions/s")
+    want = stats.ttest_ind([r["tps"] for r in raw[512]], [r["tps"] for r in raw[4096]], equal_var=False)
+    assert tps["n"] == [2, 3] and (tps["t"], tps["p"]) == pytest.approx((want.statistic, want.pvalue))
+    assert tps["verdict"] == ("significant" if want.pvalue < report.ALPHA else "within noise")
+    assert "Between runs, transactions/s: median" in written["md"].read_text()
+    assert "n = 2 + 3 runs" in written["md"].read_text()
