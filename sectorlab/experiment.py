@@ -441,7 +441,8 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
         data = lab_mod.up(preset.path, progress)
         (results / "lab.json").write_text(json.dumps(data, indent=2) + "\n")
         bench = Bench(preset, results, data, progress)
-        bench.bench["commands"][:0] = [f"sectorlab bench {preset.name}  # lab-up, these runs, lab-down"]
+        bench.bench["commands"][:0] = [f"sectorlab bench {preset.name}  # lab-up, these runs, lab-down",
+                                       f"# in the guest ({bench.vm}), as root:"]
         bench.run_all()
     except KeyboardInterrupt:
         progress("interrupted: bringing the lab down; the runs done so far are in " + str(results))

@@ -461,18 +461,31 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path) -> s
         out += [f"## {d.name}", ""]
         by_bs = d.by_blocksize()
         cols = [(bs, r) for bs, runs in by_bs.items() for r in runs]
+        repeated = any(len(runs) > 1 for runs in by_bs.values())
         c = comparison(d)
-        header = ["BLOCKSIZE", *(f"{bs}" + (f" #{r.repeat}" if len(by_bs[bs]) > 1 else "") for bs, r in cols)]
+        # One column per BLOCKSIZE (the median of its runs when repeated) and the change; every run
+        # in a table of its own below when something was repeated, so that the change stays on screen.
+        header = ["BLOCKSIZE", *(f"{bs}" + (f" (median of {len(runs)})" if len(runs) > 1 else "")
+                                 for bs, runs in by_bs.items())]
         if c:
             header.append(f"{c['low']} → {c['high']}" + (" (medians)" if "medians" in c["change_of"] else ""))
         rows = [header]
         for label, get, fmt in ROWS:
-            row = [label, *(_fmt(fmt, _value(r.report, get)) if r.report else "refused" for _, r in cols)]
+            row = [label]
+            for runs in by_bs.values():
+                reports = [r.report for r in runs if r.report]
+                row.append(_fmt(fmt, row_value(reports, get)) if reports else "refused")
             if c:
                 a, b = (row_value(v, get) for v in c["values"])
                 row.append(_change_text(label, c["change_pct"].get(label), a, b) if not isinstance(a, tuple) else "")
             rows.append(row)
         out += _table(rows)
+        if repeated:
+            out += ["Every run:", ""]
+            every = [["BLOCKSIZE", *(f"{bs} #{r.repeat}" for bs, r in cols if r.report)]]
+            every += [[label, *(_fmt(fmt, _value(r.report, get)) for _, r in cols if r.report)]
+                      for label, get, fmt in ROWS]
+            out += _table(every)
         refused = [r for runs in by_bs.values() for r in runs[:1] if not r.report]
         out += [f"- BLOCKSIZE {r.blocksize} not run: {_verdict_text(r.entry['verdict'])}" for r in refused]
         if c:
@@ -483,17 +496,22 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path) -> s
                     f"run to run; the between-runs tests can"
                     + (" (the spread is below)." if any(spread(r) for r in by_bs.values())
                        else ", and this bench has no repeats for them.")]
-        for _, r in cols:
-            wins = race_wins(r.report) if r.report else None
+        for bs, runs in by_bs.items():
+            ran = [r for r in runs if r.report]
+            wins = [race_wins(r.report) for r in ran if race_wins(r.report)]
             if wins:
-                out += [f"- BLOCKSIZE {r.blocksize}" + (f" #{r.repeat}" if len(by_bs[r.blocksize]) > 1 else "")
-                        + ": the race's log writes won by "
-                        + ", ".join(f"`{m['path']}` {m['wins']:,} ({m['share_pct']:.1f} %)" for m in wins)]
-            if r.entry.get("rmw"):
-                reads = r.entry["rmw"]
-                out += [f"- BLOCKSIZE {r.blocksize}" + (f" #{r.repeat}" if len(by_bs[r.blocksize]) > 1 else "")
-                        + f": QEMU made {reads['rmw_reads']:,} read-modify-write reads below the guest while "
-                          f"redo-writer made {r.report['writes']:,} log writes (traced from the host)"]
+                members = [m["path"] for m in wins[0]]
+                out += [f"- BLOCKSIZE {bs}: the race's log writes won by "
+                        + ", ".join(f"`{path}` " + ", ".join(f"{w[i]['wins']:,} ({w[i]['share_pct']:.1f} %)"
+                                                             for w in wins) for i, path in enumerate(members))
+                        + (f" in runs {', '.join(str(r.repeat) for r in ran)}" if len(ran) > 1 else "")]
+            traced = [r for r in ran if r.entry.get("rmw")]
+            if traced:
+                reads = ", ".join(f"{r.entry['rmw']['rmw_reads']:,}" for r in traced)
+                writes = ", ".join(f"{r.report['writes']:,}" for r in traced)
+                which = f" (runs {', '.join(str(r.repeat) for r in traced)})" if len(traced) > 1 else ""
+                out += [f"- BLOCKSIZE {bs}: QEMU made {reads} read-modify-write reads below the guest while "
+                        f"redo-writer made {writes} log writes{which}; traced from the host"]
         for bs, runs in by_bs.items():
             s = spread(runs)
             if s:
