@@ -7,10 +7,24 @@ or a lab that is not up, is a failure.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
+
+
+# `pytest labtests -k sector4k` typed with a pytest that is not the project's virtualenv's: the
+# test modules would fail to import one by one. Say once what to run instead.
+def pytest_configure(config):
+    missing = [m for m in ("paramiko", "hcl2", "scipy", "hypothesis") if importlib.util.find_spec(m) is None]
+    if missing:
+        venv = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "pytest"
+        pytest.exit(f"{sys.executable} lacks sectorlab's test dependencies ({', '.join(missing)}): run "
+                    f"'{venv} {' '.join(config.invocation_params.args) or 'labtests'}' (make bootstrap creates it), "
+                    f"or 'make scenarios PYTEST_ARGS=\"-k ...\"' against a running lab", returncode=4)
 
 
 def require_program(name: str) -> str:
@@ -83,7 +97,7 @@ def lab_state():
     from sectorlab import lab as lab_mod
     from sectorlab.errors import SectorlabError
     try:
-        return lab_mod.read_lab_json(definition().name)
+        return lab_mod.read_lab_json(definition().name, lab_mod.lab_file_from_env())
     except SectorlabError as e:
         pytest.fail(str(e), pytrace=False)
 

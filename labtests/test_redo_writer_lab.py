@@ -31,7 +31,9 @@ def test_redo_writer_on_the_device(disk, blocksize):
                        "--output", "json", timeout=300)
     if blocksize < logical:
         assert result.rc == 1, f"{dev.path}: expected the EINVAL failure, got rc {result.rc}: {result.stderr}"
-        assert "pwrite: Invalid argument" in result.stderr and "logical sector is larger" in result.stderr
+        assert "pwrite: Invalid argument" in result.stderr
+        assert (f"O_DIRECT refused a {blocksize}-byte redo block: the device's logical sector is larger "
+                f"({logical} bytes;") in result.stderr, result.stderr
         return
     assert result.rc == 0, f"{dev.path}: redo-writer failed: {result.stderr}"
     report = json.loads(result.stdout)

@@ -155,6 +155,32 @@ static void release_jobs(struct shared *sh, uint64_t t_end)
 	}
 }
 
+/* The logical sector of the device under `fd` (a block device, or a file on one), 0 if unknown. */
+static unsigned logical_sector_of(int fd)
+{
+	struct stat st;
+	unsigned size = 0;
+	char path[128];
+	FILE *f;
+
+	if (fstat(fd, &st))
+		return 0;
+	if (S_ISBLK(st.st_mode))
+		return ioctl(fd, BLKSSZGET, &size) ? 0 : size;
+	/* A file: its filesystem's device; a partition has its disk's queue one level up. */
+	for (int up = 0; up < 2 && !size; up++) {
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%squeue/logical_block_size", major(st.st_dev),
+			 minor(st.st_dev), up ? "../" : "");
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%u", &size) != 1)
+				size = 0;
+			fclose(f);
+		}
+	}
+	return size;
+}
+
 /* Called with the lock held: member `idx` failed a write of log write `seq` with -err. */
 static void member_failed(struct shared *sh, int idx, int err, uint64_t seq, uint64_t len, uint64_t off)
 {
@@ -167,9 +193,15 @@ static void member_failed(struct shared *sh, int idx, int err, uint64_t seq, uin
 	fprintf(stderr, "%s: write of %llu bytes at offset %llu of %s failed (log write %llu): pwrite: %s\n", PROG,
 		(unsigned long long)len, (unsigned long long)off, sh->m[idx].path, (unsigned long long)seq + 1,
 		strerror(-err));
-	if (err == -EINVAL)
+	if (err == -EINVAL) {
+		unsigned logical = logical_sector_of(sh->m[idx].fd);
+		char size[48] = "";
+
+		if (logical)
+			snprintf(size, sizeof(size), "%u bytes; ", logical);
 		fprintf(stderr, "%s: O_DIRECT refused a %llu-byte redo block: the device's logical sector is "
-			"larger (see '%s probe %s')\n", PROG, cfg->blocksize, PROG, sh->m[idx].path);
+			"larger (%ssee '%s probe %s')\n", PROG, cfg->blocksize, size, PROG, sh->m[idx].path);
+	}
 	if (live_members(sh)) {
 		fprintf(stderr, "%s: member %s dropped; going on with %s\n", PROG, sh->m[idx].path,
 			sh->m[!idx].path);

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import statistics
 import sys
 import time
@@ -437,6 +438,12 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
              f"{_clock(preset.estimate_s())} of runs after lab-up; results in {results}")
     t0 = time.monotonic()
     bench = None
+
+    def terminated(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    # `kill` (SIGTERM), as a CI runner's timeout sends it, stops the bench as Ctrl-C does: lab down.
+    previous = signal.signal(signal.SIGTERM, terminated)
     try:
         data = lab_mod.up(preset.path, progress)
         (results / "lab.json").write_text(json.dumps(data, indent=2) + "\n")
@@ -448,6 +455,7 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
         progress("interrupted: bringing the lab down; the runs done so far are in " + str(results))
         raise
     finally:
+        signal.signal(signal.SIGTERM, previous)
         try:
             lab_mod.down(preset.path, progress)
         finally:

@@ -22,7 +22,7 @@ from typing import Callable
 from . import accel as accel_mod
 from . import geometry as geo
 from . import guestdisks, guestprobe, images, labdef, rmw, seed, sshkeys, tooling, virsh, warm
-from .errors import SectorlabError
+from .errors import SectorlabError, UsageError
 from .guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
 from .paths import REPO, cache_dir, link_or_copy
 
@@ -298,193 +298,303 @@ def _left_behind(lab: labdef.Lab, state: Path) -> list[str]:
     return left + leftovers_of(lab.name, lab.vms[0].libvirt_uri)
 
 
-def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
-       require_warm: bool = False) -> dict:
-    """Bring the lab up and verify every disk. Three paths, named in the output:
-    converge (the lab runs: Terraform finds nothing or little to change), warm (a saved state
-    matches: restore it) and cold (boot, then save a state for the next lab-up)."""
-    phases: list[tuple[str, float]] = []
-    t0 = time.monotonic()
+class _Route:
+    """One way of bringing the lab up; everything in which the three ways differ is here.
+    cold: boot, then save a state for the next lab-up; warm: a saved state matches, restore it;
+    converge: the lab runs, Terraform finds nothing or little to change."""
+    name = ""
+    apply_label = "terraform apply"
+    wait_label = "boot to SSH"
+    pristine = True  # a fresh lab's data disks must read as zeros
 
-    def phase(name: str, start: float) -> None:
-        phases.append((name, time.monotonic() - start))
+    def root_sources(self, run: LabUp) -> dict[str, str]:
+        return {name: "" for name in run.vm_names}
 
-    lab = labdef.load(lab_file)
-    state = state_dir(lab.name)
-    state.mkdir(parents=True, exist_ok=True)
-    own_ports = set(_load_json(state / "ports.json", {}).values())
-    labdef.check_environment(lab, own_ports)
-    progress(f"lab {lab.name}: {len(lab.vms)} VM(s), {sum(len(v.disks) for v in lab.vms)} data disks ({lab_file})")
-    uri = lab.vms[0].libvirt_uri
+    def apply(self, run: LabUp) -> None:
+        run.tf.run(*run.apply_args, log=run.state / "terraform-apply.log")
 
-    start = time.monotonic()
-    records = {g: images.build(g, progress=progress) for g in sorted({vm.guest for vm in lab.vms})}
-    phase("image", start)
+    def wait(self, run: LabUp, name: str, guest: Guest) -> None:
+        # A running lab's console may not say it (a guest restored from a saved state booted
+        # before its console log began): connect at once.
+        run.progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}")
+        run.progress(f"{name}: SSH up after {guest.wait_until_up(SSH_TIMEOUT, run.progress):.0f} s")
 
-    found = accel_mod.detect()
-    key, key_parts = warm.state_key(lab, {g: r.image_sha256 for g, r in records.items()},
-                                    found.libvirt_domain_type)
-    saved = warm.SavedState(lab.name, key, key_parts)
-    vm_names = [vm.name for vm in lab.vms]
-    vm_guest = {vm.name: vm.guest for vm in lab.vms}
-    running = _running(lab, state)
-    if not running:
-        left = _left_behind(lab, state)
-        if left:
-            # A run that was interrupted, or a host restart, leaves the lab defined but stopped; its
-            # data volumes hold that run's writes, and a lab-up promises fresh ones.
-            progress(f"lab {lab.name} does not run, but {', '.join(left)} remain (an interrupted run or a "
-                     f"host restart); their data disks may hold that run's writes: taking the lab down first")
-            down(lab_file, progress)
-            state.mkdir(parents=True, exist_ok=True)
-    if running:
-        path, why = "converge", "the lab is running"
-    elif cold:
-        path, why = "cold", "asked for (--cold)"
-    elif uri != "qemu:///system":
-        path, why = "cold", f"a saved state is restored only on this host's qemu:///system, not {uri}"
-    else:
-        missing = saved.missing(vm_names)
-        path, why = ("cold", missing) if missing else ("warm", f"saved state {key}")
-        if path == "warm":
-            taken = [p for p in _load_json(saved.dir / "ports.json", {}).values()
-                     if p not in own_ports and labdef.port_in_use(p)]
-            if taken:
-                path, why = "cold", f"the saved state's SSH port {taken[0]} is in use"
-    progress(f"path: {path} ({why})")
-    if require_warm and path != "warm":
-        raise SectorlabError(f"lab {lab.name}: --require-warm, but the lab cannot come up warm: {why}")
-    if path == "warm":
-        saved.install(state, vm_names)
+    def saves(self, run: LabUp) -> bool:
+        return False
 
-    _ensure_keys(lab, state)
-    published = {g: publish_image(uri, r, progress) for g, r in records.items()}
-    ports = _ports(lab, state)
-    domains = {name: domain_name(lab.name, name) for name in vm_names}
-    previous = _load_json(state / "terraform.tfvars.json", {}).get("vms", {})
-    if path == "warm":
-        root_sources = {name: str(state / f"root-{name}.qcow2") for name in vm_names}
-    elif path == "converge":  # keep what the running VMs were created from
-        root_sources = {name: previous.get(name, {}).get("root_source", "") for name in vm_names}
-    else:
-        root_sources = {name: "" for name in vm_names}
+    def steps_clock(self, run: LabUp) -> bool:
+        """Whether the guests' clocks are behind (after a restore, or the pause of a save)."""
+        return False
 
-    def write_tfvars() -> None:
-        variables = tfvars(lab, state, ports, found.libvirt_domain_type, published, root_sources)
-        (state / "terraform.tfvars.json").write_text(json.dumps(variables, indent=2))
 
-    write_tfvars()
-    start = time.monotonic()
-    tf = Terraform(state, progress)
-    tf.init()
-    progress(f"terraform apply ({Path(tf.binary).name}, domain type {found.libvirt_domain_type}: {found.reason})")
-    apply = ["apply", "-input=false", "-auto-approve", "-no-color", f"-var-file={state / 'terraform.tfvars.json'}"]
-    if path == "warm":
+class _Cold(_Route):
+    name = "cold"
+
+    def wait(self, run: LabUp, name: str, guest: Guest) -> None:
+        ready = run.console(name, READY_MARKER)
+        run.progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}"
+                     + (" (connecting once its console says sshd listens)" if ready else ""))
+        run.progress(f"{name}: SSH up after {guest.wait_until_up(SSH_TIMEOUT, run.progress, ready):.0f} s")
+
+    def saves(self, run: LabUp) -> bool:
+        return run.save_state
+
+    def steps_clock(self, run: LabUp) -> bool:
+        return run.save_state
+
+
+class _Converge(_Route):
+    name = "converge"
+    pristine = False
+
+    def root_sources(self, run: LabUp) -> dict[str, str]:
+        # keep what the running VMs were created from
+        previous = _load_json(run.state / "terraform.tfvars.json", {}).get("vms", {})
+        return {name: previous.get(name, {}).get("root_source", "") for name in run.vm_names}
+
+
+class _Warm(_Route):
+    name = "warm"
+    apply_label = "terraform apply + restore"
+    wait_label = "SSH"
+
+    def root_sources(self, run: LabUp) -> dict[str, str]:
+        return {name: str(run.state / f"root-{name}.qcow2") for name in run.vm_names}
+
+    def apply(self, run: LabUp) -> None:
         # The domain's first start (Terraform's create) restores the saved state instead of booting:
         # libvirt starts a domain that has a managed-save image by restoring it.
-        for name in vm_names:
-            warm.arm(saved, name, domains[name])
+        for name in run.vm_names:
+            warm.arm(run.saved, name, run.domains[name])
         try:
-            tf.run(*apply, log=state / "terraform-apply.log")
-            not_restored = [n for n in vm_names if warm.managed_save_path(domains[n]).exists()]
+            run.tf.run(*run.apply_args, log=run.state / "terraform-apply.log")
+            not_restored = [n for n in run.vm_names if warm.managed_save_path(run.domains[n]).exists()]
             if not_restored:
                 raise SectorlabError(f"libvirt booted {', '.join(not_restored)} instead of restoring its state")
         except SectorlabError as e:
-            for name in vm_names:
-                warm.managed_save_path(domains[name]).unlink(missing_ok=True)
-            if require_warm:
-                raise SectorlabError(f"lab {lab.name}: warm restore failed: {e}") from e
-            progress(f"warm restore failed ({e}); discarding saved state {key} and booting cold")
-            saved.discard()
-            path = "cold"
-            root_sources = {name: "" for name in vm_names}
-            write_tfvars()
-            targets = [f'-replace=libvirt_volume.root["{n}"]' for n in vm_names]
-            targets += [f'-replace=libvirt_domain.vm["{n}"]' for n in vm_names]
-            tf.run(*apply, *targets, log=state / "terraform-apply.log")
-    else:
-        tf.run(*apply, log=state / "terraform-apply.log")
-    summary_line = next((line for line in (state / "terraform-apply.log").read_text().splitlines()
-                         if line.startswith("Apply complete!")), "apply complete")
-    progress(summary_line + (" (guests restored from their saved state)" if path == "warm" else ""))
-    outputs = tf.outputs()
-    phase("terraform apply" + (" + restore" if path == "warm" else ""), start)
+            for name in run.vm_names:
+                warm.managed_save_path(run.domains[name]).unlink(missing_ok=True)
+            if run.require_warm:
+                raise SectorlabError(f"lab {run.lab.name}: warm restore failed: {e}") from e
+            run.progress(f"warm restore failed ({e}); discarding saved state {run.key} and booting cold")
+            run.saved.discard()
+            run.route = _Cold()
+            run.write_tfvars()
+            targets = [f'-replace=libvirt_volume.root["{n}"]' for n in run.vm_names]
+            targets += [f'-replace=libvirt_domain.vm["{n}"]' for n in run.vm_names]
+            run.tf.run(*run.apply_args, *targets, log=run.state / "terraform-apply.log")
 
-    data = _lab_json(lab, state, outputs)
-    (state / "lab.json").write_text(json.dumps(data, indent=2))
-    guests = guests_from_lab_json(data)
+    def wait(self, run: LabUp, name: str, guest: Guest) -> None:
+        run.progress(f"{name}: restored, SSH up after {guest.wait_until_up(60, run.progress):.1f} s")
 
-    def hotplug(names) -> None:
-        for name in names:
-            domain, disks = data["vms"][name]["domain"], [d for d in data["disks"].values() if d["vm"] == name]
-            added = warm.hotplug_nvme(uri, domain, disks)
-            if added:
-                progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
-            added = rmw.hotplug(uri, domain, disks)
-            if added:
-                progress(f"{name}: hot-plugged read-modify-write disk(s) {', '.join(added)}")
-            for disk_name, nodes in rmw.trace_nodes(uri, domain, disks).items():
-                data["disks"][f"{name}/{disk_name}"]["rmw_nodes"] = nodes
+    def steps_clock(self, run: LabUp) -> bool:
+        return True
 
-    def console(name: str, marker: str):
+
+class LabUp:
+    """`lab up` as a pipeline of named phases, run in this order by run(). Each phase is a method;
+    what differs between the cold, warm and converge paths is in the route (_Cold, _Warm,
+    _Converge), chosen in 'choose path'. run() times each phase under the label the output has
+    always used (None: not timed on its own) and says in which phase a failure or an interrupt
+    stopped the lab-up."""
+
+    PIPELINE = ("validate", "image", "choose path", "provision", "start", "wait", "save", "hot-plug", "verify")
+
+    def __init__(self, lab_file: Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
+                 require_warm: bool = False):
+        self.lab_file, self.progress = lab_file, progress
+        self.cold, self.save_state, self.require_warm = cold, save_state, require_warm
+        self.timings: list[list] = []
+        self.route: _Route = _Cold()
+
+    def run(self) -> dict:
+        t0 = time.monotonic()
+        for phase in self.PIPELINE:
+            start = time.monotonic()
+            try:
+                label = getattr(self, "phase_" + phase.replace(" ", "_").replace("-", ""))()
+            except BaseException as e:
+                # Bad input is refused in one line before anything starts; past that, say where it stopped.
+                if phase != "validate" and not isinstance(e, UsageError):
+                    self.progress(f"lab {self.lab.name}: lab-up stopped in its '{phase}' phase"
+                                  + (" (interrupted)" if isinstance(e, KeyboardInterrupt) else ""))
+                raise
+            if label:
+                self.timed(label, time.monotonic() - start)
+        return self.finish(time.monotonic() - t0)
+
+    def timed(self, label: str, seconds: float) -> None:
+        for t in self.timings:
+            if t[0] == label:
+                t[1] += seconds
+                return
+        self.timings.append([label, seconds])
+
+    def console(self, name: str, marker: str):
         """A check that the VM's console says `marker`, or None for an image that does not write it."""
-        return console_says_ready(state / f"{name}-console.log", marker) if records[vm_guest[name]].ready_marker \
-            else None
+        if not self.records[self.vm_guest[name]].ready_marker:
+            return None
+        return console_says_ready(self.state / f"{name}-console.log", marker)
 
-    start = time.monotonic()
-    for name, guest in guests.items():
-        if path == "warm":
-            progress(f"{name}: restored, SSH up after {guest.wait_until_up(60, progress):.1f} s")
+    def write_tfvars(self) -> None:
+        variables = tfvars(self.lab, self.state, self.ports, self.found.libvirt_domain_type, self.published,
+                           self.route.root_sources(self))
+        (self.state / "terraform.tfvars.json").write_text(json.dumps(variables, indent=2))
+
+    # ---- the phases, in PIPELINE's order --------------------------------------------------------
+    def phase_validate(self) -> None:
+        self.lab = lab = labdef.load(self.lab_file)
+        self.state = state_dir(lab.name)
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.own_ports = set(_load_json(self.state / "ports.json", {}).values())
+        labdef.check_environment(lab, self.own_ports)
+        self.progress(f"lab {lab.name}: {len(lab.vms)} VM(s), {sum(len(v.disks) for v in lab.vms)} data disks "
+                      f"({self.lab_file})")
+        self.uri = lab.vms[0].libvirt_uri
+        self.vm_names = [vm.name for vm in lab.vms]
+        self.vm_guest = {vm.name: vm.guest for vm in lab.vms}
+
+    def phase_image(self) -> str:
+        self.records = {g: images.build(g, progress=self.progress) for g in sorted(set(self.vm_guest.values()))}
+        return "image"
+
+    def phase_choose_path(self) -> None:
+        lab, state = self.lab, self.state
+        self.found = accel_mod.detect()
+        self.key, key_parts = warm.state_key(lab, {g: r.image_sha256 for g, r in self.records.items()},
+                                             self.found.libvirt_domain_type)
+        self.key_parts = key_parts
+        self.saved = warm.SavedState(lab.name, self.key, key_parts)
+        running = _running(lab, state)
+        if not running:
+            left = _left_behind(lab, state)
+            if left:
+                # A run that was interrupted, or a host restart, leaves the lab defined but stopped; its
+                # data volumes hold that run's writes, and a lab-up promises fresh ones.
+                self.progress(f"lab {lab.name} does not run, but {', '.join(left)} remain (an interrupted run or "
+                              f"a host restart); their data disks may hold that run's writes: taking the lab down "
+                              f"first")
+                down(self.lab_file, self.progress)
+                state.mkdir(parents=True, exist_ok=True)
+        if running:
+            route, why = _Converge(), "the lab is running"
+        elif self.cold:
+            route, why = _Cold(), "asked for (--cold)"
+        elif self.uri != "qemu:///system":
+            route, why = _Cold(), f"a saved state is restored only on this host's qemu:///system, not {self.uri}"
         else:
-            # A running lab's console may not say it (a guest restored from a saved state booted
-            # before its console log began): connect at once.
-            ready = console(name, READY_MARKER) if path == "cold" else None
-            progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}"
-                     + (" (connecting once its console says sshd listens)" if ready else ""))
-            progress(f"{name}: SSH up after {guest.wait_until_up(SSH_TIMEOUT, progress, ready):.0f} s")
-    phase("SSH" if path == "warm" else "boot to SSH", start)
+            missing = self.saved.missing(self.vm_names)
+            route, why = (_Cold(), missing) if missing else (_Warm(), f"saved state {self.key}")
+            if not missing:
+                taken = [p for p in _load_json(self.saved.dir / "ports.json", {}).values()
+                         if p not in self.own_ports and labdef.port_in_use(p)]
+                if taken:
+                    route, why = _Cold(), f"the saved state's SSH port {taken[0]} is in use"
+        self.route = route
+        self.progress(f"path: {route.name} ({why})")
+        if self.require_warm and route.name != "warm":
+            raise SectorlabError(f"lab {lab.name}: --require-warm, but the lab cannot come up warm: {why}")
+        if route.name == "warm":
+            self.saved.install(state, self.vm_names)
 
-    if path == "cold" and save_state:
+    def phase_provision(self) -> None:
+        _ensure_keys(self.lab, self.state)
+        self.published = {g: publish_image(self.uri, r, self.progress) for g, r in self.records.items()}
+        self.ports = _ports(self.lab, self.state)
+        self.domains = {name: domain_name(self.lab.name, name) for name in self.vm_names}
+        self.write_tfvars()
+
+    def phase_start(self) -> str:
+        self.tf = Terraform(self.state, self.progress)
+        self.tf.init()
+        self.progress(f"terraform apply ({Path(self.tf.binary).name}, domain type {self.found.libvirt_domain_type}: "
+                      f"{self.found.reason})")
+        self.apply_args = ["apply", "-input=false", "-auto-approve", "-no-color",
+                           f"-var-file={self.state / 'terraform.tfvars.json'}"]
+        self.route.apply(self)  # the warm route may fall back to the cold one
+        summary_line = next((line for line in (self.state / "terraform-apply.log").read_text().splitlines()
+                             if line.startswith("Apply complete!")), "apply complete")
+        self.progress(summary_line + (" (guests restored from their saved state)" if self.route.name == "warm"
+                                      else ""))
+        self.data = _lab_json(self.lab, self.state, self.tf.outputs())
+        (self.state / "lab.json").write_text(json.dumps(self.data, indent=2))
+        self.guests = guests_from_lab_json(self.data)
+        return self.route.apply_label
+
+    def phase_wait(self) -> str:
+        for name, guest in self.guests.items():
+            self.route.wait(self, name, guest)
+        return self.route.wait_label
+
+    def phase_save(self) -> None:
+        """On the cold path: the NVMe/TCP targets up, then each guest's state saved for the next lab-up."""
+        if not self.route.saves(self):
+            return
         start = time.monotonic()
-        for name, guest in guests.items():  # the state is saved with the NVMe/TCP targets up
-            declared = [d for d in data["disks"].values() if d["vm"] == name]
+        for name, guest in self.guests.items():  # the state is saved with the NVMe/TCP targets up
+            declared = [d for d in self.data["disks"].values() if d["vm"] == name]
             if not any(d["bus"] == "nvme-tcp" for d in declared):
                 continue
-            up, failed = console(name, NVME_TCP_READY_MARKER), console(name, NVME_TCP_FAILED_MARKER)
+            up, failed = self.console(name, NVME_TCP_READY_MARKER), self.console(name, NVME_TCP_FAILED_MARKER)
             if up is None or failed is None:
                 probe(guest, declared)  # an image without the console lines: ask the guest
                 continue
             said = wait_for(lambda up=up, failed=failed: up() or failed(), NVME_TCP_CONSOLE_TIMEOUT)
             if said and not failed():
                 continue
-            progress(f"{name}: " + ("its NVMe/TCP targets' unit failed, says its console" if said else
-                                    f"no '{NVME_TCP_READY_MARKER}' line on its console after "
-                                    f"{NVME_TCP_CONSOLE_TIMEOUT:.0f} s") + "; asking the guest")
+            self.progress(f"{name}: " + ("its NVMe/TCP targets' unit failed, says its console" if said else
+                                         f"no '{NVME_TCP_READY_MARKER}' line on its console after "
+                                         f"{NVME_TCP_CONSOLE_TIMEOUT:.0f} s") + "; asking the guest")
             # The probe starts the targets' unit, or waits for it, and lists the namespaces; a unit
             # that fails again fails the probe, with the guest's message.
             probe(guest, declared)
-        phase("NVMe/TCP targets", start)
+        self.timed("NVMe/TCP targets", time.monotonic() - start)
         start = time.monotonic()
-        for name in warm.save(saved, key_parts, uri, data["vms"], state, progress):
-            guests[name].close()
-            guests[name].wait_until_up(60, progress)
-        phase("save state", start)
+        for name in warm.save(self.saved, self.key_parts, self.uri, self.data["vms"], self.state, self.progress):
+            self.guests[name].close()
+            self.guests[name].wait_until_up(60, self.progress)
+        self.timed("save state", time.monotonic() - start)
 
-    start = time.monotonic()
-    hotplug(vm_names)
-    # After a restore, or the pause of a save, the guest's clock is behind; a fresh lab's data disks must read as zeros.
-    rows, problems = verify(data, guests, progress, wait=NVME_APPEAR_TIMEOUT,
-                            clock=(path == "warm" or (path == "cold" and save_state)), pristine=(path != "converge"))
-    phase("disk check", start)
-    print_table(rows)
-    summary = ", ".join(f"{n} {s:.1f} s" for n, s in phases)
-    data["timing"] = {"path": path, "total_s": round(time.monotonic() - t0, 2),
-                      "phases": {n: round(v, 2) for n, v in phases}}
-    (state / "lab.json").write_text(json.dumps(data, indent=2))
-    progress(f"lab {lab.name} up by the {path} path in {time.monotonic() - t0:.1f} s ({summary}); state in {state}")
-    if problems:
-        raise SectorlabError(f"lab {lab.name}: {len(problems)} disk(s) not as declared: " + "; ".join(problems))
-    return data
+    def phase_hotplug(self) -> str:
+        for name in self.vm_names:
+            domain = self.data["vms"][name]["domain"]
+            disks = [d for d in self.data["disks"].values() if d["vm"] == name]
+            added = warm.hotplug_nvme(self.uri, domain, disks)
+            if added:
+                self.progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
+            added = rmw.hotplug(self.uri, domain, disks)
+            if added:
+                self.progress(f"{name}: hot-plugged read-modify-write disk(s) {', '.join(added)}")
+            for disk_name, nodes in rmw.trace_nodes(self.uri, domain, disks).items():
+                self.data["disks"][f"{name}/{disk_name}"]["rmw_nodes"] = nodes
+        return "disk check"
+
+    def phase_verify(self) -> str:
+        self.rows, self.problems = verify(self.data, self.guests, self.progress, wait=NVME_APPEAR_TIMEOUT,
+                                          clock=self.route.steps_clock(self), pristine=self.route.pristine)
+        return "disk check"
+
+    def finish(self, total: float) -> dict:
+        lab, data = self.lab, self.data
+        print_table(self.rows)
+        summary = ", ".join(f"{n} {s:.1f} s" for n, s in self.timings)
+        data["timing"] = {"path": self.route.name, "total_s": round(total, 2),
+                          "phases": {n: round(v, 2) for n, v in self.timings}}
+        (self.state / "lab.json").write_text(json.dumps(data, indent=2))
+        self.progress(f"lab {lab.name} up by the {self.route.name} path in {total:.1f} s ({summary}); "
+                      f"state in {self.state}")
+        if self.problems:
+            raise SectorlabError(f"lab {lab.name}: {len(self.problems)} disk(s) not as declared: "
+                                 + "; ".join(self.problems))
+        return data
+
+
+def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
+       require_warm: bool = False) -> dict:
+    """Bring the lab up and verify every disk (LabUp's phases). Three paths, named in the output:
+    converge (the lab runs: Terraform finds nothing or little to change), warm (a saved state
+    matches: restore it) and cold (boot, then save a state for the next lab-up)."""
+    return LabUp(lab_file, progress, cold, save_state, require_warm).run()
 
 
 def wait_for(check: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
@@ -597,10 +707,17 @@ def print_table(rows: list[list[str]]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
-def read_lab_json(lab_name: str) -> dict:
+def lab_up_command(lab_file: Path | None = None) -> str:
+    """The command that brings up the lab of `lab_file` (make's LAB= for any but the default lab)."""
+    if lab_file is None or Path(lab_file).resolve() == DEFAULT_LAB_FILE.resolve():
+        return "make lab-up"
+    return f"make lab-up LAB={shlex.quote(str(lab_file))}"
+
+
+def read_lab_json(lab_name: str, lab_file: Path | None = None) -> dict:
     path = state_dir(lab_name) / "lab.json"
     if not path.exists():
-        raise SectorlabError(f"no lab {lab_name!r} is up ({path} does not exist): run 'make lab-up'")
+        raise SectorlabError(f"no lab {lab_name!r} is up ({path} does not exist): run '{lab_up_command(lab_file)}'")
     return json.loads(path.read_text())
 
 
@@ -667,7 +784,7 @@ def sweep_libvirt(lab_name: str, uri: str, progress: Progress) -> list[str]:
 def status(lab_file: Path, progress: Progress = _say) -> int:
     lab = labdef.load(lab_file)
     try:
-        data = read_lab_json(lab.name)
+        data = read_lab_json(lab.name, lab_file)
     except SectorlabError as e:
         print(str(e))
         return 1
