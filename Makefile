@@ -124,13 +124,13 @@ check: bootstrap
 	$(MAKE) -C redo-writer
 
 # A seed's experiment (labs/bench/): on a quiet machine, with no other lab up.
-bench: image
+bench: bootstrap
 	$(SECTORLAB) bench $(BENCH_ARGS)
 
-bench-all: image
+bench-all: bootstrap
 	@set -e; for p in $$($(SECTORLAB) bench --list | cut -d' ' -f1); do $(SECTORLAB) bench $$p; done
 
-bench-check: image
+bench-check: bootstrap
 	$(PYTEST) -m bench labtests $(PYTEST_ARGS)
 
 # redo-writer against fio on the same file, side by side (run it on a quiet machine).

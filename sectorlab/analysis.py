@@ -12,7 +12,7 @@ import csv
 import json
 from pathlib import Path
 
-from .errors import SectorlabError
+from .errors import SectorlabError, UsageError
 
 ROWS = [  # (label, path in the report, format)
     ("transactions/s", ("tps",), "{:.1f}"),
@@ -35,11 +35,11 @@ def load_report(path: Path) -> dict:
     try:
         data = json.loads(Path(path).read_text())
     except OSError as e:
-        raise SectorlabError(f"{path}: {e.strerror}; expected a redo-writer --output json report") from e
+        raise UsageError(f"{path}: {e.strerror}; expected a redo-writer --output json report") from e
     except ValueError as e:
-        raise SectorlabError(f"{path}: not JSON ({e}); expected a redo-writer --output json report") from e
+        raise UsageError(f"{path}: not JSON ({e}); expected a redo-writer --output json report") from e
     if not isinstance(data, dict) or "log_file_sync" not in data or "writes" not in data:
-        raise SectorlabError(f"{path}: no 'log_file_sync' and 'writes': not a redo-writer --output json report")
+        raise UsageError(f"{path}: no 'log_file_sync' and 'writes': not a redo-writer --output json report")
     return data
 
 
@@ -92,12 +92,12 @@ def read_events(path: Path) -> dict[str, list[tuple[float, float]]]:
             reader = csv.reader(f)
             header = next(reader, None)
             if header != ["event", "end_us", "latency_us"]:
-                raise SectorlabError(f"{path}: header {header}, expected event,end_us,latency_us "
+                raise UsageError(f"{path}: header {header}, expected event,end_us,latency_us "
                                      f"(a redo-writer --events file)")
             for row in reader:
                 out.setdefault(row[0], []).append((float(row[1]), float(row[2])))
     except OSError as e:
-        raise SectorlabError(f"{path}: {e.strerror}") from e
+        raise UsageError(f"{path}: {e.strerror}; expected a redo-writer --events CSV file") from e
     return out
 
 

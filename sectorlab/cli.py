@@ -251,9 +251,17 @@ def cmd_lab_status(args) -> int:
     return lab.status(_lab_file(args), _progress)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad command line is one line, as every other bad input: what is wrong, and where the
+    usage is (argparse would print the whole usage first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import experiment
-    parser = argparse.ArgumentParser(prog="sectorlab", description=__doc__)
+    parser = _Parser(prog="sectorlab", description=__doc__)
     parser.add_argument("--version", action="version", version=f"sectorlab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 

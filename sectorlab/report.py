@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import analysis
-from .errors import SectorlabError
+from .errors import SectorlabError, UsageError
 
 ALPHA = 0.01
 SUMMARY_VERSION = 1
@@ -95,7 +95,7 @@ class Disk:
 
 def _need(entry: dict, key: str, where: str):
     if key not in entry:
-        raise SectorlabError(f"{where}: no '{key}'; expected a run entry as sectorlab bench writes it")
+        raise UsageError(f"{where}: no '{key}'; expected a run entry as sectorlab bench writes it")
     return entry[key]
 
 
@@ -105,14 +105,14 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
     results = Path(results)
     bench_path = results / "bench.json"
     if not bench_path.is_file():
-        raise SectorlabError(f"{results}: no bench.json; expected a results directory written by 'sectorlab bench' "
+        raise UsageError(f"{results}: no bench.json; expected a results directory written by 'sectorlab bench' "
                              f"(results/<timestamp>-<preset>/)")
     try:
         bench = json.loads(bench_path.read_text())
     except ValueError as e:
-        raise SectorlabError(f"{bench_path}: not JSON ({e})") from e
+        raise UsageError(f"{bench_path}: not JSON ({e})") from e
     if not isinstance(bench, dict) or not isinstance(bench.get("runs"), list) or not bench["runs"]:
-        raise SectorlabError(f"{bench_path}: no 'runs' list; expected what 'sectorlab bench' writes")
+        raise UsageError(f"{bench_path}: no 'runs' list; expected what 'sectorlab bench' writes")
     disks: dict[str, Disk] = {}
     for i, entry in enumerate(bench["runs"]):
         where = f"{bench_path}: runs[{i}]"
@@ -124,9 +124,9 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
             if entry.get("events"):
                 run.events = results / entry["events"]
                 if not run.events.is_file():
-                    raise SectorlabError(f"{where}: events file {run.events} does not exist")
+                    raise UsageError(f"{where}: events file {run.events} does not exist")
         elif entry["verdict"].get("allowed", False):
-            raise SectorlabError(f"{where}: BLOCKSIZE {run.blocksize} is allowed on {name} but no report was kept")
+            raise UsageError(f"{where}: BLOCKSIZE {run.blocksize} is allowed on {name} but no report was kept")
         disks.setdefault(name, Disk(name, entry)).runs.append(run)
     return bench, list(disks.values())
 
