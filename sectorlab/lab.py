@@ -7,6 +7,8 @@ file the tests read (SSH endpoints, keys, pinned host keys, every declared disk)
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -409,19 +411,20 @@ class LabUp:
 
     def run(self) -> dict:
         t0 = time.monotonic()
-        for phase in self.PIPELINE:
-            start = time.monotonic()
-            try:
-                label = getattr(self, "phase_" + phase.replace(" ", "_").replace("-", ""))()
-            except BaseException as e:
-                # Bad input is refused in one line before anything starts; past that, say where it stopped.
-                if phase != "validate" and not isinstance(e, UsageError):
-                    self.progress(f"lab {self.lab.name}: lab-up stopped in its '{phase}' phase"
-                                  + (" (interrupted)" if isinstance(e, KeyboardInterrupt) else ""))
-                raise
-            if label:
-                self.timed(label, time.monotonic() - start)
-        return self.finish(time.monotonic() - t0)
+        with contextlib.ExitStack() as self.held:  # the lab's lock, from 'validate' on
+            for phase in self.PIPELINE:
+                start = time.monotonic()
+                try:
+                    label = getattr(self, "phase_" + phase.replace(" ", "_").replace("-", ""))()
+                except BaseException as e:
+                    # Bad input is refused in one line before anything starts; past that, say where it stopped.
+                    if phase != "validate" and not isinstance(e, UsageError):
+                        self.progress(f"lab {self.lab.name}: lab-up stopped in its '{phase}' phase"
+                                      + (" (interrupted)" if isinstance(e, KeyboardInterrupt) else ""))
+                    raise
+                if label:
+                    self.timed(label, time.monotonic() - start)
+            return self.finish(time.monotonic() - t0)
 
     def timed(self, label: str, seconds: float) -> None:
         for t in self.timings:
@@ -444,6 +447,7 @@ class LabUp:
     # ---- the phases, in PIPELINE's order --------------------------------------------------------
     def phase_validate(self) -> None:
         self.lab = lab = labdef.load(self.lab_file)
+        self.held.enter_context(lab_lock(lab.name, "lab up"))  # from here on, this process alone works on it
         self.state = state_dir(lab.name)
         self.state.mkdir(parents=True, exist_ok=True)
         self.own_ports = set(_load_json(self.state / "ports.json", {}).values())
@@ -721,8 +725,50 @@ def read_lab_json(lab_name: str, lab_file: Path | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+_HELD: dict[str, int] = {}  # lab name -> how deep this process is in lab_lock (lab-up calls lab-down)
+
+
+@contextlib.contextmanager
+def lab_lock(lab_name: str, verb: str):
+    """One lab-up or lab-down of a lab at a time on this host: a second, from another process,
+    is refused at once with the first one's process id (a lock beside the state directory, which
+    lab-down removes). Re-entered freely by the process that holds it."""
+    if _HELD.get(lab_name):
+        _HELD[lab_name] += 1
+        try:
+            yield
+        finally:
+            _HELD[lab_name] -= 1
+        return
+    path = cache_dir() / "labs" / f".lock-{lab_name}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise SectorlabError(f"lab {lab_name}: {holder} is bringing this lab up or down; wait for it to "
+                                 f"finish or stop it, then run '{verb}' again") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"sectorlab {verb} (process {os.getpid()})")
+        f.flush()
+        _HELD[lab_name] = 1
+        try:
+            yield
+        finally:
+            _HELD.pop(lab_name, None)
+            f.truncate(0)
+
+
 def down(lab_file: Path, progress: Progress = _say) -> None:
     lab = labdef.load(lab_file)
+    with lab_lock(lab.name, "lab down"):
+        _down(lab, progress)
+
+
+def _down(lab: labdef.Lab, progress: Progress) -> None:
     state = state_dir(lab.name)
     uri = lab.vms[0].libvirt_uri
     if (state / "terraform.tfstate").exists():

@@ -17,3 +17,40 @@ def test_the_default_lab_is_brought_up_by_plain_make_lab_up():
     assert lab.lab_up_command(REPO / "labs" / "default.toml") == "make lab-up"
     assert lab.lab_up_command(None) == "make lab-up"
     assert lab.lab_up_command(REPO / "labs" / "my lab.toml") == f"make lab-up LAB='{REPO / 'labs' / 'my lab.toml'}'"
+
+
+HOLD = """import sys, time
+from sectorlab import lab
+with lab.lab_lock(sys.argv[1], "lab up"):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_second_lab_up_or_down_of_the_same_lab_is_refused_at_once(isolated_cache, monkeypatch, capsys):
+    """While one process brings a lab up (it holds the lab's lock), another lab-up or lab-down of
+    that lab is refused with the holder's process id, and touches nothing; another lab is free."""
+    import subprocess
+    import sys
+
+    from sectorlab import images
+    touched = []
+    for module, name in ((lab.virsh, "run"), (images, "build"), (lab, "Terraform")):
+        monkeypatch.setattr(module, name, lambda *a, _n=name, **k: touched.append(_n))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, "default"], stdout=subprocess.PIPE, text=True,
+                              cwd=REPO)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for verb in ("up", "down"):
+            assert cli.main(["lab", verb]) == 1
+            err = capsys.readouterr().err.strip()
+            assert err == (f"sectorlab: error: lab default: sectorlab lab up (process {holder.pid}) is bringing this "
+                           f"lab up or down; wait for it to finish or stop it, then run 'lab {verb}' again"), err
+        assert touched == []
+        with lab.lab_lock("behaviours", "lab up"), lab.lab_lock("behaviours", "lab down"):  # re-entered
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with lab.lab_lock("default", "lab up"):  # free again once the holder is gone
+        pass
