@@ -29,7 +29,7 @@ BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),
               $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS))
 
 .PHONY: help bootstrap doctor image lab-up lab-down lab-status test crosscheck unit smoke scenarios check bench-boot bench-writer \
-        bench-lab-up bench bench-all bench-check
+        bench-lab-up bench bench-all bench-check faults
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -46,6 +46,7 @@ help:
 	@echo "                          allowed BLOCKSIZE on each disk, lab down, results/<time>-<preset>/report.html (sectorlab bench --list)"
 	@echo "make bench-all            every preset in turn (about 20 minutes)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; and Ctrl-C"
+	@echo "make faults               a VM's QEMU killed, a volume deleted, the state directory lost: lab-status names each, lab-up/down heal it"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
 	@echo "make bench-writer         redo-writer against fio on the same file, post/wait and polling (4 rounds each)"
@@ -111,6 +112,10 @@ test: bootstrap
 crosscheck: bootstrap
 	@$(SECTORLAB) image build $(GUEST_ARG)
 	$(call lab-run,,-m "lab and crosscheck" labtests)
+
+# Faults injected into a running lab (labtests/test_faults.py): lab-up, the scenarios, lab-down.
+faults: bootstrap
+	$(call lab-run,,-m faults labtests)
 
 check: bootstrap
 	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp

@@ -284,13 +284,32 @@ def guests_from_lab_json(data: dict) -> dict[str, Guest]:
             for name, vm in data["vms"].items()}
 
 
+def faults(data: dict) -> list[str]:
+    """What is wrong with a lab that lab.json says is up, found from the host without asking the
+    guests: a VM whose domain does not run (destroyed, or its QEMU killed) and volumes that are gone
+    (deleted while the lab ran). Empty for a healthy lab."""
+    found = []
+    uri = data["libvirt_uri"]
+    for name, vm in data["vms"].items():
+        state = virsh.run(uri, "domstate", vm["domain"], check=False).strip() or "absent"
+        if state != "running":
+            found.append(f"{name}: domain {vm['domain']} is {state}, not running (destroyed, or its QEMU was "
+                         f"killed)")
+    if uri.startswith("qemu:///"):  # a remote host's files are not ours to stat
+        volumes = [(f"{vm_name} root disk", vm.get("root_volume")) for vm_name, vm in data["vms"].items()]
+        volumes += [(f"{d['vm']} disk {d['name']}", d.get("volume")) for d in data["disks"].values()]
+        found += [f"{what}: volume {path} is gone (deleted while the lab ran)" for what, path in volumes
+                  if path and path.startswith("/") and not os.path.exists(path)]
+    return found
+
+
 def _running(lab: labdef.Lab, state: Path) -> bool:
-    """Whether this lab is up now: its lab.json exists and every domain in it runs."""
+    """Whether this lab is up now and whole: its lab.json exists and has every VM, and nothing in
+    it is faulty (faults())."""
     data = _load_json(state / "lab.json", None)
     if not data or set(data.get("vms", {})) != {vm.name for vm in lab.vms}:
         return False
-    return all(virsh.run(data["libvirt_uri"], "domstate", vm["domain"], check=False).strip() == "running"
-               for vm in data["vms"].values())
+    return not faults(data)
 
 
 def _left_behind(lab: labdef.Lab, state: Path) -> list[str]:
@@ -471,8 +490,16 @@ class LabUp:
         self.saved = warm.SavedState(lab.name, self.key, key_parts)
         running = _running(lab, state)
         if not running:
+            data = _load_json(state / "lab.json", None)
+            broken = faults(data) if data else []
             left = _left_behind(lab, state)
-            if left:
+            if broken:
+                # Part of the lab is gone or stopped: what remains is replaced, never mixed with new parts.
+                self.progress(f"lab {lab.name} is not whole: {'; '.join(broken)}: taking the lab down first and "
+                              f"bringing all of it up fresh")
+                down(self.lab_file, self.progress)
+                state.mkdir(parents=True, exist_ok=True)
+            elif left:
                 # A run that was interrupted, or a host restart, leaves the lab defined but stopped; its
                 # data volumes hold that run's writes, and a lab-up promises fresh ones.
                 self.progress(f"lab {lab.name} does not run, but {', '.join(left)} remain (an interrupted run or "
@@ -828,18 +855,34 @@ def sweep_libvirt(lab_name: str, uri: str, progress: Progress) -> list[str]:
 
 
 def status(lab_file: Path, progress: Progress = _say) -> int:
+    """The lab's VMs and what each guest shows; what is wrong, one line each, and exit status 1:
+    a lab that is not up but left libvirt objects behind, VMs that do not run, volumes that are
+    gone, disks not as declared."""
     lab = labdef.load(lab_file)
     try:
         data = read_lab_json(lab.name, lab_file)
     except SectorlabError as e:
-        print(str(e))
+        left = leftovers_of(lab.name, lab.vms[0].libvirt_uri)
+        if left:
+            down_cmd = lab_up_command(lab_file).replace("lab-up", "lab-down")
+            print(f"lab {lab.name} is not up (no lab.json: its state directory is gone), but libvirt still has "
+                  f"{', '.join(left)}: '{down_cmd}' removes them")
+        else:
+            print(str(e))
         return 1
-    guests = guests_from_lab_json(data)
+    problems = faults(data)
     for name, vm in data["vms"].items():
         state = virsh.run(data["libvirt_uri"], "domstate", vm["domain"], check=False).strip() or "absent"
         print(f"{name}: domain {vm['domain']} {state}, ssh 127.0.0.1:{vm['ssh_port']}")
-    rows, problems = verify(data, guests, progress)
+    running = {name: g for name, g in guests_from_lab_json(data).items()
+               if not any(p.startswith(f"{name}: domain ") for p in problems)}
+    rows, seen = verify({**data, "vms": {n: data["vms"][n] for n in running}}, running, progress)
     print_table(rows)
+    problems += seen
+    for p in problems:
+        print(f"problem: {p}")
+    if problems:
+        print(f"'{lab_up_command(lab_file)}' takes the lab down and brings it up fresh")
     return 1 if problems else 0
 
 

@@ -54,3 +54,22 @@ def test_a_second_lab_up_or_down_of_the_same_lab_is_refused_at_once(isolated_cac
         holder.wait()
     with lab.lab_lock("default", "lab up"):  # free again once the holder is gone
         pass
+
+
+def test_faults_names_a_stopped_vm_and_a_gone_volume(tmp_path, monkeypatch):
+    """What `lab status` and lab-up find from the host alone: one line per fault."""
+    here = tmp_path / "here.qcow2"
+    here.write_bytes(b"")
+    data = {"libvirt_uri": "qemu:///system",
+            "vms": {"lab1": {"domain": "sectorlab-x-lab1", "root_volume": str(here)},
+                    "lab2": {"domain": "sectorlab-x-lab2", "root_volume": str(here)}},
+            "disks": {"lab1/a": {"vm": "lab1", "name": "a", "volume": str(tmp_path / "gone.qcow2")},
+                      "lab2/b": {"vm": "lab2", "name": "b", "volume": str(here)}}}
+    states = {"sectorlab-x-lab1": "running\n", "sectorlab-x-lab2": "shut off\n"}
+    monkeypatch.setattr(lab.virsh, "run", lambda uri, verb, domain, check=True: states[domain])
+    assert lab.faults(data) == [
+        "lab2: domain sectorlab-x-lab2 is shut off, not running (destroyed, or its QEMU was killed)",
+        f"lab1 disk a: volume {tmp_path / 'gone.qcow2'} is gone (deleted while the lab ran)"]
+    states["sectorlab-x-lab2"] = "running\n"
+    (tmp_path / "gone.qcow2").write_bytes(b"")
+    assert lab.faults(data) == []
