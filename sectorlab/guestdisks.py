@@ -43,11 +43,20 @@ class BlockDevice:
 
 def _int_field(dev: dict, key: str, command: str, text: str) -> int:
     value = dev.get(key)
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         return int(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     raise GuestOutputError(command, f"device {dev.get('name')!r} has no integer {key!r}", text)
+
+
+def _str_field(dev: dict, key: str, command: str, text: str) -> str:
+    value = dev.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise GuestOutputError(command, f"device {dev.get('name')!r} has a {key!r} that is not text: {value!r}", text)
+    return value
 
 
 def parse_lsblk(text: str, command: str = LSBLK_COMMAND) -> list[BlockDevice]:
@@ -60,19 +69,24 @@ def parse_lsblk(text: str, command: str = LSBLK_COMMAND) -> list[BlockDevice]:
         raise GuestOutputError(command, "no 'blockdevices' list", text)
     disks = []
     for dev in data["blockdevices"]:
+        if not isinstance(dev, dict):
+            raise GuestOutputError(command, f"a 'blockdevices' entry is not an object: {dev!r}", text)
         if dev.get("type") != "disk":
             continue
+        name = dev.get("kname") or dev.get("name")
+        if not isinstance(name, str) or not name:
+            raise GuestOutputError(command, "a disk without a 'name'", text)
         disks.append(BlockDevice(
-            name=dev.get("kname") or dev["name"],
-            serial=(dev.get("serial") or "").strip(),
+            name=name,
+            serial=_str_field(dev, "serial", command, text).strip(),
             logical_block_size=_int_field(dev, "log-sec", command, text),
             physical_block_size=_int_field(dev, "phy-sec", command, text),
             minimum_io_size=_int_field(dev, "min-io", command, text),
             optimal_io_size=_int_field(dev, "opt-io", command, text),
             alignment_offset=_int_field(dev, "alignment", command, text),
             size_bytes=_int_field(dev, "size", command, text),
-            transport=dev.get("tran") or "",
-            model=(dev.get("model") or "").strip(),
+            transport=_str_field(dev, "tran", command, text),
+            model=_str_field(dev, "model", command, text).strip(),
         ))
     return disks
 
@@ -84,7 +98,7 @@ def by_serial(disks: list[BlockDevice]) -> dict[str, BlockDevice]:
 def parse_blockdev_sizes(text: str, command: str) -> tuple[int, int]:
     """`blockdev --getss --getpbsz DEV` prints the logical then the physical sector size, one per line."""
     lines = text.split()
-    if len(lines) != 2 or not all(x.isdigit() for x in lines):
+    if len(lines) != 2 or not all(x.isascii() and x.isdigit() for x in lines):
         raise GuestOutputError(command, "expected two numbers (logical, physical)", text)
     return int(lines[0]), int(lines[1])
 
@@ -96,6 +110,9 @@ def parse_nvme_id_ns(text: str, command: str) -> dict:
         in_use, formats = redodisk.parse_lba_formats(text, command)
     except redodisk.UnexpectedOutput as e:
         raise GuestOutputError(command, e.why, text) from e
+    except (TypeError, ValueError, OverflowError, MemoryError) as e:
+        # The guest tools' parser takes nvme-cli's JSON types on trust (fields of the wrong type or range).
+        raise GuestOutputError(command, f"an LBA format field of the wrong type or range ({e})", text) from e
     return {"lba_format": in_use, "data_size": formats[in_use]["data_size"],
             "metadata_size": formats[in_use]["metadata_size"], "formats": [f["data_size"] for f in formats],
             "nsze": json.loads(text).get("nsze")}
