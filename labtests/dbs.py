@@ -16,6 +16,8 @@ import shlex
 import statistics
 from dataclasses import dataclass
 
+from sectorlab.paths import slug
+
 MOUNT_ROOT = "/mnt/sectorlab-xcheck"
 RUN_ROOT = "/run/sectorlab-xcheck"
 MARIADB_TEMPLATE = "/usr/local/share/sectorlab/mariadb-datadir"
@@ -25,10 +27,6 @@ FILESYSTEMS = ("ext4", "xfs")
 
 class CrossCheckError(AssertionError):
     """A database or filesystem step in the guest failed; the message carries what it printed."""
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
 def root(guest, script: str, *args, timeout: float = 300.0) -> str:
@@ -71,7 +69,7 @@ exit $rc
 def filesystem(guest, dev_path: str, fs: str, name: str):
     """`fs` made on the whole disk and mounted; its mount point. The disk must be blank (not mounted,
     no signature): the lab's data disks are, between scenarios. Unmounted and wiped after."""
-    mnt = f"{MOUNT_ROOT}/{_slug(name)}"
+    mnt = f"{MOUNT_ROOT}/{slug(name)}"
     root(guest, _MOUNT, dev_path, fs, mnt)
     try:
         yield mnt
@@ -174,7 +172,7 @@ def mariadb(guest, datadir_parent: str, name: str, extra_config: str = ""):
     `datadir_parent` (the mounted disk), on a Unix socket only; stopped after (or before, by
     `stop`), its error log kept in `error_log`. A server that does not start raises
     CrossCheckError with the last lines of its error log."""
-    run = f"{RUN_ROOT}/{_slug(name)}"
+    run = f"{RUN_ROOT}/{slug(name)}"
     db = MariaDB(guest, run, f"{datadir_parent}/mysql")
     try:
         root(guest, _MARIADB_START, datadir_parent, run, extra_config, MARIADB_TEMPLATE, timeout=240)
@@ -433,16 +431,16 @@ def cross_check_batch(guest, disks: dict[str, tuple[str, bool, bool]], fs: str =
         raise CrossCheckError(f"no filesystem {fs!r}: expected one of {', '.join(FILESYSTEMS)}")
     args = []
     for name, (dev_path, pg, maria) in disks.items():
-        slug = _slug(name)
-        args += [slug, dev_path, f"{MOUNT_ROOT}/{slug}", f"{RUN_ROOT}/{slug}", int(pg), int(maria)]
+        tag = slug(name)
+        args += [tag, dev_path, f"{MOUNT_ROOT}/{tag}", f"{RUN_ROOT}/{tag}", int(pg), int(maria)]
     text = root(guest, _BATCH, f"{RUN_ROOT}/batch", seconds, PG_TEST_FSYNC, MARIADB_TEMPLATE, fs,
                 _MOUNT, _UNMOUNT, _MARIADB_START, _MARIADB_STOP, *args, timeout=timeout)
     steps: dict[str, dict[str, tuple[int, str]]] = {}
-    for (slug, step, rc), body in _sections(text, 3):
-        steps.setdefault(slug, {})[step] = (int(rc), body)
+    for (tag, step, rc), body in _sections(text, 3):
+        steps.setdefault(tag, {})[step] = (int(rc), body)
     found = {}
     for name in disks:
-        got = steps.get(_slug(name), {})
+        got = steps.get(slug(name), {})
         if "mount" not in got or (got["mount"][0] == 0 and "unmount" not in got):
             raise CrossCheckError(f"{guest.name}: the cross-check batch said nothing of {name}: {text[-500:]}")
         disk = BatchDisk(got["mount"], got.get("unmount", (0, "")), mariadb=got.get("mariadb"))
@@ -480,10 +478,10 @@ done
 def xfs_on_each(guest, disks: dict[str, str], block_sizes: tuple[int, ...],
                 timeout: float = 300.0) -> dict[str, tuple[int, str]]:
     """{name: device path} -> {name: (exit status of mkfs.xfs and mount, what the guest printed)}."""
-    args = [x for name, dev in disks.items() for x in (_slug(name), dev, f"{MOUNT_ROOT}/{_slug(name)}")]
+    args = [x for name, dev in disks.items() for x in (slug(name), dev, f"{MOUNT_ROOT}/{slug(name)}")]
     text = root(guest, _XFS_EACH, _MOUNT, _UNMOUNT, " ".join(map(str, block_sizes)), *args, timeout=timeout)
-    by_slug = {slug: (int(rc), body) for (slug, rc), body in _sections(text, 2)}
-    missing = [name for name in disks if _slug(name) not in by_slug]
+    by_slug = {tag: (int(rc), body) for (tag, rc), body in _sections(text, 2)}
+    missing = [name for name in disks if slug(name) not in by_slug]
     if missing:
         raise CrossCheckError(f"{guest.name}: no XFS output for {missing}: {text[-500:]}")
-    return {name: by_slug[_slug(name)] for name in disks}
+    return {name: by_slug[slug(name)] for name in disks}

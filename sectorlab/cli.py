@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import sys
 from pathlib import Path
@@ -378,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
         from . import rules
         return rules.main(argv[1:], prog="sectorlab redo-check")
     args = build_parser().parse_args(argv)
+    # `kill` (SIGTERM, as a CI runner's timeout sends it) stops a command as Ctrl-C does: lab-up
+    # names the phase it stopped in, a bench brings its lab down.
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return args.func(args)
     except SectorlabError as e:
@@ -386,6 +390,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sectorlab: interrupted", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,9 @@ report.write() makes the report. The lab comes down at the end, also on an error
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
-import signal
 import statistics
 import sys
 import time
@@ -25,8 +25,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import labdef, rules
+from . import guestdisks, labdef, rules
 from .errors import SectorlabError, UsageError
+from .labdef import _int, _name, _unknown
 from .paths import REPO
 
 if sys.version_info >= (3, 11):
@@ -126,20 +127,6 @@ def preset_path(name: str) -> Path:
     return path
 
 
-def _int(where: str, key: str, value, minimum: int, maximum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= maximum:
-        raise UsageError(f"{where}: {key} = {value!r}: expected a whole number from {minimum} to {maximum}")
-    return value
-
-
-def _unknown(where: str, table, allowed: set[str]) -> None:
-    if not isinstance(table, dict):
-        raise UsageError(f"{where}: expected a table, got {table!r}")
-    extra = sorted(set(table) - allowed)
-    if extra:
-        raise UsageError(f"{where}: unknown key {extra[0]!r}: expected one of {', '.join(sorted(allowed))}")
-
-
 def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None = None,
                 repeats: int | None = None) -> Preset:
     """The preset `name` (labs/bench/NAME.toml or a path), checked before anything starts;
@@ -190,7 +177,7 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
     for i, t in enumerate(b.get("target") or [{"name": n, "disk": n} for n in disks], 1):
         wt = f"{where} [[bench.target]] #{i}"
         _unknown(wt, t, TARGET_KEYS)
-        tname = labdef._name(wt, "name", t.get("name", t.get("disk")))
+        tname = _name(wt, "name", t.get("name", t.get("disk")))
         if any(x.name == tname for x in targets):
             raise UsageError(f"{wt}: duplicate target name {tname!r}")
         d = disk(wt, "disk", t.get("disk"))
@@ -306,9 +293,8 @@ class Bench:
         return out
 
     def sectors_of(self, path: str) -> tuple[int, int]:
-        text = self.guest.check_output("sudo -n blockdev --getss --getpbsz", path)
-        logical, physical = (int(x) for x in text.split())
-        return logical, physical
+        command = f"sudo -n blockdev --getss --getpbsz {shlex.quote(path)}"
+        return guestdisks.parse_blockdev_sizes(self.guest.check_output(command), command)
 
     def reformat(self, target: Target, path: str) -> None:
         self.progress(f"{target.name}: formatting {path} to {target.reformat_lbads}-byte LBAs (reformat-nvme)")
@@ -335,11 +321,8 @@ class Bench:
                                  f"{result.stderr.strip()[-400:]}")
         entry = self.entries[target.disk.name]
         traced = bool(entry.get("rmw"))
-        if traced:
-            with rmw.ReadTrace(self.data["libvirt_uri"], self.domain) as trace:
-                result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json",
-                                        timeout=w.duration_s + 300)
-        else:
+        # On a read-modify-write disk QEMU's reads are traced from the host for the measured run.
+        with (rmw.ReadTrace(self.data["libvirt_uri"], self.domain) if traced else contextlib.nullcontext()) as trace:
             result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json",
                                     timeout=w.duration_s + 300)
         if not result.ok:
@@ -378,9 +361,10 @@ class Bench:
                 raise SectorlabError(f"{target.name}: {path} shows {logical}/{physical} B sectors, the preset "
                                      f"expects {want[0]}/{want[1]} (lab-up verified the declared geometry: what "
                                      f"changed it?)")
-            if race and self.sectors_of(race) != (logical, physical):
-                raise SectorlabError(f"{target.name}: the race member {race} shows {self.sectors_of(race)}, "
-                                     f"the target {logical}/{physical}")
+            race_sectors = self.sectors_of(race) if race else (logical, physical)
+            if race_sectors != (logical, physical):
+                raise SectorlabError(f"{target.name}: the race member {race} shows {race_sectors[0]}/{race_sectors[1]} "
+                                     f"B sectors, the target {logical}/{physical}")
             self.sectors[target.name] = (logical, physical)
             e = self.entries[target.disk.name]
             device = path + (f" raced with {race}" if race else "")
@@ -438,12 +422,6 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
              f"{_clock(preset.estimate_s())} of runs after lab-up; results in {results}")
     t0 = time.monotonic()
     bench = None
-
-    def terminated(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    # `kill` (SIGTERM), as a CI runner's timeout sends it, stops the bench as Ctrl-C does: lab down.
-    previous = signal.signal(signal.SIGTERM, terminated)
     try:
         data = lab_mod.up(preset.path, progress)
         (results / "lab.json").write_text(json.dumps(data, indent=2) + "\n")
@@ -455,7 +433,6 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
         progress("interrupted: bringing the lab down; the runs done so far are in " + str(results))
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
         try:
             lab_mod.down(preset.path, progress)
         finally:

@@ -284,14 +284,21 @@ def guests_from_lab_json(data: dict) -> dict[str, Guest]:
             for name, vm in data["vms"].items()}
 
 
-def faults(data: dict) -> list[str]:
+def domain_states(data: dict) -> dict[str, str]:
+    """Each VM's domain state as libvirt says it ("running", "shut off", ...; "absent" when undefined)."""
+    return {name: virsh.run(data["libvirt_uri"], "domstate", vm["domain"], check=False).strip() or "absent"
+            for name, vm in data["vms"].items()}
+
+
+def faults(data: dict, states: dict[str, str] | None = None) -> list[str]:
     """What is wrong with a lab that lab.json says is up, found from the host without asking the
     guests: a VM whose domain does not run (destroyed, or its QEMU killed) and volumes that are gone
-    (deleted while the lab ran). Empty for a healthy lab."""
+    (deleted while the lab ran). Empty for a healthy lab. `states`: domain_states(), if known."""
     found = []
     uri = data["libvirt_uri"]
+    states = states or domain_states(data)
     for name, vm in data["vms"].items():
-        state = virsh.run(uri, "domstate", vm["domain"], check=False).strip() or "absent"
+        state = states[name]
         if state != "running":
             found.append(f"{name}: domain {vm['domain']} is {state}, not running (destroyed, or its QEMU was "
                          f"killed)")
@@ -870,14 +877,14 @@ def status(lab_file: Path, progress: Progress = _say) -> int:
         else:
             print(str(e))
         return 1
-    problems = faults(data)
+    states = domain_states(data)
+    problems = faults(data, states)
     for name, vm in data["vms"].items():
-        state = virsh.run(data["libvirt_uri"], "domstate", vm["domain"], check=False).strip() or "absent"
-        print(f"{name}: domain {vm['domain']} {state}, ssh 127.0.0.1:{vm['ssh_port']}")
-    running = {name: g for name, g in guests_from_lab_json(data).items()
-               if not any(p.startswith(f"{name}: domain ") for p in problems)}
+        print(f"{name}: domain {vm['domain']} {states[name]}, ssh 127.0.0.1:{vm['ssh_port']}")
+    running = {name: g for name, g in guests_from_lab_json(data).items() if states[name] == "running"}
     rows, seen = verify({**data, "vms": {n: data["vms"][n] for n in running}}, running, progress)
-    print_table(rows)
+    if len(rows) > 1:  # a header alone: no VM runs to show its disks
+        print_table(rows)
     problems += seen
     for p in problems:
         print(f"problem: {p}")

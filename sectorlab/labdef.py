@@ -101,6 +101,8 @@ def load(path: Path) -> Lab:
 
 
 def _unknown(where: str, table: dict, allowed: set[str]) -> None:
+    if not isinstance(table, dict):
+        raise UsageError(f"{where}: expected a table, got {table!r}")
     extra = sorted(set(table) - allowed)
     if extra:
         raise UsageError(f"{where}: unknown key {extra[0]!r}: expected one of {', '.join(sorted(allowed))}")

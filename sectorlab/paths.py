@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -36,3 +37,8 @@ def link_or_copy(src: Path | str, dst: Path | str) -> None:
         os.link(src, dst)
     except OSError:
         shutil.copyfile(src, dst)
+
+
+def slug(text: str) -> str:
+    """A name as a file name: anything but letters, digits, '.', '_' and '-' becomes '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)

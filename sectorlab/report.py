@@ -28,6 +28,7 @@ from pathlib import Path
 
 from . import analysis
 from .errors import SectorlabError, UsageError
+from .paths import slug
 
 ALPHA = 0.01
 SUMMARY_VERSION = 1
@@ -296,10 +297,6 @@ def summary(bench: dict, disks: list[Disk]) -> dict:
 
 # ---- the pictures -----------------------------------------------------------------------------
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
-
-
 def _sync_ms(events_path: Path):
     """A run's log file sync latencies (ms, clipped at 1 us for the log scale) and its log writes."""
     import numpy as np
@@ -405,9 +402,12 @@ def _verdict_text(v: dict, short: bool = False) -> str:
 
 
 def _change_text(label: str, pct: float | None, a, b) -> str:
-    """A row's change from the low to the high BLOCKSIZE: in points for a percentage, else in percent."""
+    """A row's change from one side to the other: in points for a percentage, as a ratio when it is
+    more than tenfold (4 -> 4,116 writes reads as x1,029, not +102800.0 %), else in percent."""
     if label.endswith("%"):
         return "-" if a is None or b is None else f"{b - a:+.2f} points"
+    if pct is not None and pct >= 900:
+        return f"x{1 + pct / 100:,.0f}"
     return "-" if pct is None else f"{pct:+.1f} %"
 
 
@@ -603,7 +603,7 @@ def write(results: Path) -> dict[str, Path]:
     bench, disks = load(results)
     pictures = {}
     for d in disks:
-        pictures[d.name] = plot_disk(d, results / f"report-{_slug(d.name)}")
+        pictures[d.name] = plot_disk(d, results / f"report-{slug(d.name)}")
     for i, c in enumerate(cross_comparisons(bench, disks), 1):
         if "tests" in c:
             pictures[("comparison", c["title"])] = plot_comparison(c, disks, results / f"report-comparison-{i}.png")

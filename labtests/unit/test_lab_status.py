@@ -66,7 +66,7 @@ def test_faults_names_a_stopped_vm_and_a_gone_volume(tmp_path, monkeypatch):
             "disks": {"lab1/a": {"vm": "lab1", "name": "a", "volume": str(tmp_path / "gone.qcow2")},
                       "lab2/b": {"vm": "lab2", "name": "b", "volume": str(here)}}}
     states = {"sectorlab-x-lab1": "running\n", "sectorlab-x-lab2": "shut off\n"}
-    monkeypatch.setattr(lab.virsh, "run", lambda uri, verb, domain, check=True: states[domain])
+    monkeypatch.setattr(lab.virsh, "run", lambda uri, verb, domain, check=True: states[domain])  # domstate
     assert lab.faults(data) == [
         "lab2: domain sectorlab-x-lab2 is shut off, not running (destroyed, or its QEMU was killed)",
         f"lab1 disk a: volume {tmp_path / 'gone.qcow2'} is gone (deleted while the lab ran)"]

@@ -223,3 +223,9 @@ def test_between_runs_is_welch_on_one_value_per_run(results, written):
     assert tps["verdict"] == ("significant" if want.pvalue < report.ALPHA else "within noise")
     assert "Between runs, transactions/s: median" in written["md"].read_text()
     assert "n = 2 + 3 runs" in written["md"].read_text()
+
+
+def test_a_change_over_tenfold_reads_as_a_ratio():
+    assert report._change_text("redo writes under 4 KiB", 100 * (4116 - 4) / 4, 4, 4116) == "x1,029"
+    assert report._change_text("transactions/s", -49.5, 11180.6, 5646.7) == "-49.5 %"
+    assert report._change_text("redo wastage %", None, 1.64, 5.97) == "+4.33 points"
