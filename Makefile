@@ -17,6 +17,10 @@ export CHECKPOINT_DISABLE := 1
 
 LAB       ?=
 LAB_ARG   := $(if $(LAB),--lab $(LAB))
+# Appended to every lab's name (LAB_SUFFIX=-job2): two checkouts on one host, such as two CI jobs on
+# one runner, then run their labs apart (domains, pools, ports, keys, saved states; docs/reliability.md).
+LAB_SUFFIX ?= $(SECTORLAB_LAB_SUFFIX)
+export SECTORLAB_LAB_SUFFIX := $(LAB_SUFFIX)
 # Extra pytest arguments for the lab scenarios, e.g. PYTEST_ARGS="-k sector4k".
 PYTEST_ARGS ?=
 # make bench: the preset (labs/bench/PRESET.toml; empty: vsphere-512e) and what overrides its [bench].
@@ -28,14 +32,17 @@ RESULTS   ?=
 BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),--warmup $(WARMUP)) \
               $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS))
 
-.PHONY: help bootstrap doctor image lab-up lab-down lab-status test crosscheck unit smoke scenarios check bench-boot bench-writer \
+.PHONY: help bootstrap doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck crosscheck unit smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench bench-all bench-check faults
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
-	@echo "make test                 unit tests beside the image smoke test, lab-up, the scenarios (not the cross-checks), lab-down (also on failure),"
-	@echo "                          then a warm lab-up from the saved state and the sector-detection scenarios again,"
-	@echo "                          then the device-behaviour lab (labs/behaviours.toml) and its scenarios"
+	@echo "make test                 two lanes at once, each line prefixed by its lane:"
+	@echo "                            labs: lab-up, the scenarios, lab-down (also on failure), then a warm lab-up"
+	@echo "                                  from the saved state and the sector-detection and restart scenarios again"
+	@echo "                            databases: unit tests, the image smoke test, the cross-checks on a lab of their"
+	@echo "                                  own (default-db), the device-behaviour lab (labs/behaviours.toml)"
+	@echo "                          LAB_SUFFIX=-job2 gives every lab a name of its own (two checkouts on one host)"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
 	@echo "make lab-status           the lab's VMs and what each guest sees"
@@ -95,22 +102,43 @@ define lab-run
   exit $$rc
 endef
 
-# Everything from a fresh clone. The second lab-up restores the state the first one saved: the
-# sector-detection scenarios must pass after it as after a cold boot; then the lab is stopped as a
-# host restart stops it, and a lab-up must bring it back with fresh disks. Last, the device-behaviour
-# lab (labs/behaviours.toml) and its scenarios.
-# The unit tests run on the host's second core while the smoke test's guest (one vCPU under TCG) boots
-# on the first: make -j2, each one's output printed whole when it is done.
-test: bootstrap
-	@$(MAKE) --no-print-directory -j2 --output-sync=target unit smoke
+# Everything from a fresh clone, in two lanes at once. Each lane runs one guest (one vCPU under TCG)
+# at a time, so the two use the host's two cores; every line of their output starts with its lane's
+# name (scripts/tag), and make test fails when either lane does.
+# Lane "labs": lab-up, the scenarios, lab-down; a second lab-up restores the state the first one
+# saved: the sector-detection scenarios must pass after it as after a cold boot; then the lab is
+# stopped as a host restart stops it, and a lab-up must bring it back with fresh disks.
+# Lane "databases": the unit tests, the image smoke test, the real-database cross-checks on a lab of
+# their own with the same disks (the lab's name with -db appended), then the device-behaviour lab
+# (labs/behaviours.toml) and its scenarios.
+test: bootstrap image
+	@start=$$SECONDS; $(MAKE) --no-print-directory -j2 test-lane-labs test-lane-databases; rc=$$?; \
+	  if [ $$rc -eq 0 ]; then echo "make test: both lanes passed in $$((SECONDS - start)) s"; \
+	  else echo "make test: FAILED after $$((SECONDS - start)) s (each lane's last line says how it ended)"; fi; exit $$rc
+
+test-lane-labs:
+	@scripts/tag labs $(MAKE) --no-print-directory test-labs
+
+test-lane-databases:
+	@scripts/tag databases $(MAKE) --no-print-directory test-databases
+
+test-labs:
 	$(call lab-run,,-m "lab and not behaviours and not crosscheck" labtests)
 	$(call lab-run,--require-warm,-m "lab or lifecycle" labtests/test_sector_detection.py labtests/test_lab_restart.py)
+
+test-databases:
+	$(PYTEST) labtests/unit
+	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
+	@$(MAKE) --no-print-directory test-crosscheck
 	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)
 
+test-crosscheck: export SECTORLAB_LAB_SUFFIX := $(LAB_SUFFIX)-db
+test-crosscheck:
+	$(call lab-run,,-m "lab and crosscheck" labtests)
+
 # The real databases and XFS on every disk of the lab (docs/cross-checks.md): lab-up, the
-# scenarios, lab-down. 2.4-3 minutes of scenarios: with them, make test would pass its 10 minutes.
-crosscheck: bootstrap
-	@$(SECTORLAB) image build $(GUEST_ARG)
+# scenarios, lab-down (make test runs them on a lab of their own beside the default lab).
+crosscheck: bootstrap image
 	$(call lab-run,,-m "lab and crosscheck" labtests)
 
 # Faults injected into a running lab (labtests/test_faults.py): lab-up, the scenarios, lab-down.
@@ -118,7 +146,7 @@ faults: bootstrap
 	$(call lab-run,,-m faults labtests)
 
 check: bootstrap
-	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp
+	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh scripts/tag .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp
 	$(RUFF) check sectorlab labtests images/debian12/overlay/usr/local/sbin/sectorlab-seed
 	packer fmt -check packer
 	$(SECTORLAB) image validate

@@ -136,7 +136,11 @@ case $name in
     else nqn=$(cat "$dev/subsysnqn"); drv=""; fi ;;
   *) echo "no re-plug for $name" >&2; exit 2 ;;
 esac
-if [ -n "$drv" ]; then echo "$id" > "$drv/unbind"; echo "$id" > "$drv/bind"
+if [ -n "$drv" ]; then
+  # udev settled before the unbind and again before the bind: the Debian 12 guest kernel (6.1)
+  # panics in blk-throttle's timer (throtl_pending_timer_fn, a NULL pointer) when a SCSI disk is
+  # bound again while udev still holds the old one open (its queue outlives it; docs/reliability.md).
+  udevadm settle --timeout=30; echo "$id" > "$drv/unbind"; udevadm settle --timeout=30; echo "$id" > "$drv/bind"
 else nvme disconnect -n "$nqn" >/dev/null; nvme connect -t tcp -a 127.0.0.1 -s 4420 -n "$nqn" >/dev/null; fi
 i=0
 while :; do

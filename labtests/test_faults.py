@@ -2,8 +2,9 @@
 killed, a data volume deleted while the lab runs, the lab's state directory lost while its VMs run.
 For each, `sectorlab lab status` names what is wrong (exit status 1), and lab-up or lab-down heals
 it: lab-up says what it replaces and brings the whole lab up fresh (its disk check fails a disk
-that is not blank), lab-down removes what a lost state directory left. Each test leaves the lab up
-and whole for the next.
+that is not blank), lab-down removes what a lost state directory left. Also libvirtd stopped and
+started again while the lab runs, and a second lab that asks for the first one's SSH port. Each
+test leaves the lab up and whole for the next.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 import shutil
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +33,18 @@ def _status() -> tuple[int, str]:
     proc = subprocess.run([SECTORLAB, "lab", "status", "--lab", str(LAB)], capture_output=True, text=True,
                           timeout=600)
     return proc.returncode, proc.stdout
+
+
+def _status_with_stderr() -> tuple[int, str]:
+    proc = subprocess.run([SECTORLAB, "lab", "status", "--lab", str(LAB)], capture_output=True, text=True,
+                          timeout=600)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def lab_guests_fresh():
+    """The lab's guests, connected anew (after a fault the session's connections may be gone)."""
+    return lambda: lab_mod.guests_from_lab_json(lab_mod.read_lab_json(labdef.load(LAB).name))
 
 
 def _up() -> list[str]:
@@ -88,4 +102,65 @@ def test_a_lost_state_directory_is_named_and_lab_down_cleans_up(data):
     lab_mod.down(LAB, progress=lambda msg: None)
     assert lab_mod.leftovers_of(name, data["libvirt_uri"]) == []
     _up()
+    assert _status()[0] == 0
+
+
+def _libvirtd(action: str) -> None:
+    """Stop libvirtd as a crash or an upgrade would, or start it as scripts/bootstrap does. Its
+    QEMU processes run on without it."""
+    if Path("/run/systemd/system").is_dir():
+        units = ["libvirtd.service", "libvirtd.socket", "libvirtd-ro.socket", "libvirtd-admin.socket"]
+        subprocess.run(["systemctl", action, *units], check=True, capture_output=True, timeout=120)
+        return
+    if action == "stop":
+        subprocess.run(["pkill", "-x", "libvirtd"], capture_output=True, timeout=30)
+        assert lab_mod.wait_for(lambda: subprocess.run(["pgrep", "-x", "libvirtd"], capture_output=True)
+                                .returncode == 1, 30), "libvirtd did not stop within 30 s"
+    else:
+        proc = subprocess.run([str(REPO / "scripts" / "bootstrap")], capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_libvirtd_stopped_and_restarted_while_the_lab_runs(data, lab_guests_fresh):
+    uri = data["libvirt_uri"]
+    _libvirtd("stop")
+    try:
+        rc, out = _status_with_stderr()
+        assert rc == 2 and f"libvirt URI {uri} is unreachable" in out and "start libvirtd" in out, out
+        assert len([line for line in out.splitlines() if line.startswith("sectorlab")]) == 1, out
+        # The guests run on: their QEMU does not need libvirtd.
+        for guest in lab_guests_fresh().values():
+            assert guest.check_output("echo", "alive") == "alive"
+            guest.close()
+        # lab-up and lab-down refuse in the same line and touch nothing: without libvirt the
+        # domains look absent, and a lab-down would remove the state that still describes them.
+        for verb in ("up", "down"):
+            proc = subprocess.run([SECTORLAB, "lab", verb, "--lab", str(LAB)], capture_output=True, text=True,
+                                  timeout=600)
+            assert proc.returncode == 2 and f"libvirt URI {uri} is unreachable" in proc.stderr, (verb, proc.stderr)
+        assert (lab_mod.state_dir(labdef.load(LAB).name) / "lab.json").exists()
+    finally:
+        _libvirtd("start")
+    # libvirtd finds its running domains again: the lab is whole, and lab-up changes nothing.
+    rc, out = _status()
+    assert rc == 0, out
+    said = _up()
+    assert any("converge" in line or "already up" in line for line in said), "\n".join(said)
+    assert lab_mod.read_lab_json(labdef.load(LAB).name)["timing"]["path"] == "converge"
+
+
+def test_a_lab_that_would_take_a_running_labs_port_is_refused_before_anything_starts(data, tmp_path):
+    vm, entry = next(iter(data["vms"].items()))
+    other = tmp_path / "port taken.toml"
+    other.write_text(f'[lab]\nname = "port-taken"\n\n[[vm]]\nname = "vm1"\nguest = "debian12"\n'
+                     f'ssh_port = {entry["ssh_port"]}\n\n[[vm.disk]]\nname = "d1"\nbus = "virtio"\n'
+                     f'geometry = "sector512n"\n')
+    name = labdef.load(other).name
+    proc = subprocess.run([SECTORLAB, "lab", "up", "--lab", str(other)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (f"sectorlab: error: vm vm1: ssh_port {entry['ssh_port']} on 127.0.0.1 is "
+                                   f"already taken (by lab {labdef.load(LAB).name}'s VM {vm}); choose another "
+                                   f"port or 0 to let lab-up pick one"), proc.stderr
+    assert not lab_mod.state_dir(name).exists()
+    assert lab_mod.leftovers_of(name, data["libvirt_uri"]) == []
     assert _status()[0] == 0

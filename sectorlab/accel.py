@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import UsageError
-from .paths import cache_dir
+from .paths import cache_dir, write_atomic
 
 QEMU = "qemu-system-x86_64"
 KVM_GET_API_VERSION = 0xAE00
@@ -151,5 +151,5 @@ def detect(kernel: Path | None = None, refresh: bool = False) -> Accelerator:
             pass
     found = probe(kernel)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"key": key, **asdict(found)}))
+    write_atomic(cache, json.dumps({"key": key, **asdict(found)}))
     return found

@@ -135,10 +135,11 @@ def _lab_file(args):
 
 
 def cmd_lab_validate(args) -> int:
+    from . import lab as lab_mod
     from . import labdef
     lab = labdef.load(args.file)
     if not args.offline:
-        labdef.check_environment(lab)
+        labdef.check_environment(lab, holder_of=lab_mod.port_holder)
     disks = sum(len(vm.disks) for vm in lab.vms)
     print(f"{args.file}: lab {lab.name}, {len(lab.vms)} VM(s), {disks} data disk(s): valid")
     return 0

@@ -136,7 +136,7 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML ({e})") from e
-    lab = labdef.validate(data, path)
+    lab = labdef.with_suffix(labdef.validate(data, path))
     where = f"{path} [bench]"
     b = data.get("bench")
     if b is None:

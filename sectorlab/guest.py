@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import logging
 import shlex
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Callable
 import paramiko
 
 from .errors import SectorlabError
+from .paths import cache_dir
 
 
 @dataclass
@@ -88,6 +90,20 @@ def console_panic(console_log: Path | None) -> str | None:
     return strip(lines[at]) + (f" ({strip(cause)})" if cause else "")
 
 
+def keep_console(console_log: Path) -> Path:
+    """A copy of a crashed guest's console log where lab-down does not remove it (the lab's state
+    directory goes with the lab): $SECTORLAB_CACHE/crashes/LAB-CONSOLE-TIME.log. The log itself when
+    the copy cannot be made."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    kept = cache_dir() / "crashes" / f"{console_log.parent.name}-{console_log.stem}-{stamp}.log"
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(console_log, kept)
+    except OSError:
+        return console_log
+    return kept
+
+
 def host_key_from_line(line: str) -> paramiko.PKey:
     """Parse an OpenSSH public key line ('ssh-ed25519 AAAA... comment')."""
     parts = line.split()
@@ -150,7 +166,7 @@ class Guest:
         panic = console_panic(self.console_log)
         if panic:
             return GuestCrashed(f"{self}: {why}; the guest's kernel panicked, says its console: {panic} "
-                                f"(all of it in {self.console_log})")
+                                f"(all of it in {keep_console(self.console_log)})")
         return GuestUnreachable(f"{self}: {why}")
 
     def wait_until_up(self, timeout: float, progress: Callable[[str], None] | None = None,

@@ -26,10 +26,11 @@ from . import geometry as geo
 from . import guestdisks, guestprobe, images, labdef, rmw, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError, UsageError
 from .guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
-from .paths import REPO, cache_dir, link_or_copy
+from .paths import REPO, cache_dir, link_or_copy, write_atomic
 
 TERRAFORM_DIR = REPO / "terraform"
 DEFAULT_LAB_FILE = REPO / "labs" / "default.toml"
+PAUSE_ENV = "SECTORLAB_PAUSE_BEFORE"  # a lab-up phase to wait before (LabUp.pause_point)
 LAB_USER = "lab"
 SSH_TIMEOUT = 900.0
 # A hot-plugged NVMe controller takes the guest a few seconds to probe under TCG.
@@ -256,6 +257,15 @@ def _ensure_keys(lab: labdef.Lab, state: Path) -> None:
             sshkeys.generate(f"{vm.name}-host").write(host)
 
 
+def port_holder(port: int) -> str | None:
+    """Which lab's VM this host's labs gave `port` to (their ports.json), if one did."""
+    for ports_file in sorted((cache_dir() / "labs").glob("*/ports.json")):
+        for vm, p in _load_json(ports_file, {}).items():
+            if p == port:
+                return f"lab {ports_file.parent.name}'s VM {vm}"
+    return None
+
+
 def _ports(lab: labdef.Lab, state: Path) -> dict[str, int]:
     previous = _load_json(state / "ports.json", {})
     ports = {}
@@ -266,7 +276,7 @@ def _ports(lab: labdef.Lab, state: Path) -> dict[str, int]:
             port = _free_port(taken)
         ports[vm.name] = port
         taken.add(port)
-    (state / "ports.json").write_text(json.dumps(ports))
+    write_atomic(state / "ports.json", json.dumps(ports))
     return ports
 
 
@@ -441,6 +451,7 @@ class LabUp:
             for phase in self.PIPELINE:
                 start = time.monotonic()
                 try:
+                    self.pause_point(phase)
                     label = getattr(self, "phase_" + phase.replace(" ", "_").replace("-", ""))()
                 except BaseException as e:
                     # Bad input is refused in one line before anything starts; past that, say where it stopped.
@@ -451,6 +462,15 @@ class LabUp:
                 if label:
                     self.timed(label, time.monotonic() - start)
             return self.finish(time.monotonic() - t0)
+
+    def pause_point(self, phase: str) -> None:
+        """With $SECTORLAB_PAUSE_BEFORE naming this phase, wait there (up to an hour) after saying
+        so: the interrupt tests (labtests/test_faults.py) signal a lab-up at a phase of their choice,
+        not at whatever moment a timer hits."""
+        if os.environ.get(PAUSE_ENV) == phase:
+            self.progress(f"lab {getattr(self, 'lab', None) and self.lab.name}: paused before its '{phase}' "
+                          f"phase ({PAUSE_ENV})")
+            time.sleep(3600)
 
     def timed(self, label: str, seconds: float) -> None:
         for t in self.timings:
@@ -475,9 +495,9 @@ class LabUp:
         self.lab = lab = labdef.load(self.lab_file)
         self.held.enter_context(lab_lock(lab.name, "lab up"))  # from here on, this process alone works on it
         self.state = state_dir(lab.name)
-        self.state.mkdir(parents=True, exist_ok=True)
         self.own_ports = set(_load_json(self.state / "ports.json", {}).values())
-        labdef.check_environment(lab, self.own_ports)
+        labdef.check_environment(lab, self.own_ports, port_holder)  # before anything of the lab is made
+        self.state.mkdir(parents=True, exist_ok=True)
         self.progress(f"lab {lab.name}: {len(lab.vms)} VM(s), {sum(len(v.disks) for v in lab.vms)} data disks "
                       f"({self.lab_file})")
         self.uri = lab.vms[0].libvirt_uri
@@ -537,7 +557,8 @@ class LabUp:
 
     def phase_provision(self) -> None:
         _ensure_keys(self.lab, self.state)
-        self.published = {g: publish_image(self.uri, r, self.progress) for g, r in self.records.items()}
+        with images_pool_lock():  # labs brought up at once share the pool
+            self.published = {g: publish_image(self.uri, r, self.progress) for g, r in self.records.items()}
         self.ports = _ports(self.lab, self.state)
         self.domains = {name: domain_name(self.lab.name, name) for name in self.vm_names}
         self.write_tfvars()
@@ -555,7 +576,7 @@ class LabUp:
         self.progress(summary_line + (" (guests restored from their saved state)" if self.route.name == "warm"
                                       else ""))
         self.data = _lab_json(self.lab, self.state, self.tf.outputs())
-        (self.state / "lab.json").write_text(json.dumps(self.data, indent=2))
+        write_atomic(self.state / "lab.json", json.dumps(self.data, indent=2))
         self.guests = guests_from_lab_json(self.data)
         return self.route.apply_label
 
@@ -618,7 +639,7 @@ class LabUp:
         summary = ", ".join(f"{n} {s:.1f} s" for n, s in self.timings)
         data["timing"] = {"path": self.route.name, "total_s": round(total, 2),
                           "phases": {n: round(v, 2) for n, v in self.timings}}
-        (self.state / "lab.json").write_text(json.dumps(data, indent=2))
+        write_atomic(self.state / "lab.json", json.dumps(data, indent=2))
         self.progress(f"lab {lab.name} up by the {self.route.name} path in {total:.1f} s ({summary}); "
                       f"state in {self.state}")
         if self.problems:
@@ -759,6 +780,18 @@ def read_lab_json(lab_name: str, lab_file: Path | None = None) -> dict:
     return json.loads(path.read_text())
 
 
+@contextlib.contextmanager
+def images_pool_lock():
+    """Labs brought up at once on this host (two CI jobs, or make test's two lanes) publish to the
+    one image pool in turn: its definition, links and clean-up are not safe to run twice at once.
+    Held for a second or so; waited for, not refused. The name is 'images', which no lab may take."""
+    path = cache_dir() / "labs" / ".lock-images"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 _HELD: dict[str, int] = {}  # lab name -> how deep this process is in lab_lock (lab-up calls lab-down)
 
 
@@ -796,8 +829,17 @@ def lab_lock(lab_name: str, verb: str):
             f.truncate(0)
 
 
+def check_libvirt(lab: labdef.Lab) -> None:
+    """Every libvirt URI of the lab answers, or one line that says which does not. lab-down and
+    lab-status ask first: without libvirt, a lab's domains look absent while their QEMU runs on,
+    and a lab-down would remove the state that still describes them."""
+    for uri in sorted({vm.libvirt_uri for vm in lab.vms}):
+        labdef.check_uri(uri)
+
+
 def down(lab_file: Path, progress: Progress = _say) -> None:
     lab = labdef.load(lab_file)
+    check_libvirt(lab)
     with lab_lock(lab.name, "lab down"):
         _down(lab, progress)
 
@@ -866,6 +908,7 @@ def status(lab_file: Path, progress: Progress = _say) -> int:
     a lab that is not up but left libvirt objects behind, VMs that do not run, volumes that are
     gone, disks not as declared."""
     lab = labdef.load(lab_file)
+    check_libvirt(lab)
     try:
         data = read_lab_json(lab.name, lab_file)
     except SectorlabError as e:

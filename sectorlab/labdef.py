@@ -8,12 +8,15 @@ host: free SSH ports and a reachable libvirt URI.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import geometry as geo
 from . import images
@@ -87,7 +90,14 @@ class Lab:
                 yield vm, disk
 
 
-def load(path: Path) -> Lab:
+# Appended to every lab's name (its domains, pool, volumes, state directory and lock follow the
+# name): two checkouts on one host, such as two CI jobs on one runner, run the same lab files as
+# labs of their own (`make test LAB_SUFFIX=-job2`).
+SUFFIX_ENV = "SECTORLAB_LAB_SUFFIX"
+
+
+def load(path: Path, suffix: str | None = None) -> Lab:
+    """The lab definition at PATH, its name followed by `suffix` ($SECTORLAB_LAB_SUFFIX when None)."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -97,7 +107,20 @@ def load(path: Path) -> Lab:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"lab definition {path}: not valid TOML: {e}") from e
-    return validate(data, path)
+    return with_suffix(validate(data, path), suffix)
+
+
+def with_suffix(lab: Lab, suffix: str | None = None) -> Lab:
+    """The lab named with `suffix` ($SECTORLAB_LAB_SUFFIX when None)."""
+    suffix = os.environ.get(SUFFIX_ENV, "") if suffix is None else suffix
+    if not suffix:
+        return lab
+    name = lab.name + suffix
+    if not suffix.startswith("-") or not NAME_RE.match(name) or name == "images":
+        raise UsageError(f"{SUFFIX_ENV}={suffix!r}: lab {lab.name!r} would be named {name!r}: expected '-' and "
+                         f"lower-case letters, digits and '-', the whole name at most 31 characters "
+                         f"(for example LAB_SUFFIX=-job2)")
+    return dataclasses.replace(lab, name=name)
 
 
 def _unknown(where: str, table: dict, allowed: set[str]) -> None:
@@ -283,12 +306,16 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def check_environment(lab: Lab, own_ports: set[int] = frozenset()) -> None:
-    """Host-dependent checks: fixed SSH ports are free (or already this lab's), libvirt URIs answer."""
+def check_environment(lab: Lab, own_ports: set[int] = frozenset(),
+                      holder_of: Callable[[int], str | None] = lambda port: None) -> None:
+    """Host-dependent checks: fixed SSH ports are free (or already this lab's), libvirt URIs answer.
+    `holder_of` names what holds a port (another lab's VM) when it knows."""
     for vm in lab.vms:
         if vm.ssh_port and vm.ssh_port not in own_ports and port_in_use(vm.ssh_port):
-            raise UsageError(f"vm {vm.name}: ssh_port {vm.ssh_port} on 127.0.0.1 is already taken; choose "
-                             f"another port or 0 to let lab-up pick one")
+            holder = holder_of(vm.ssh_port)
+            raise UsageError(f"vm {vm.name}: ssh_port {vm.ssh_port} on 127.0.0.1 is already taken"
+                             f"{f' (by {holder})' if holder else ''}; choose another port or 0 to let lab-up "
+                             f"pick one")
     for uri in sorted({vm.libvirt_uri for vm in lab.vms}):
         check_uri(uri)
 

@@ -30,6 +30,18 @@ def manifest_path() -> Path:
     return REPO / "images" / "manifest.json"
 
 
+def write_atomic(path: Path | str, text: str) -> None:
+    """Write a file whole or not at all: to a temporary name beside it, then renamed over it. An
+    interrupt or a reader at the same moment never sees half of it."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def link_or_copy(src: Path | str, dst: Path | str) -> None:
     """dst as a hard link to src (no copy of a large file), or a copy where a link cannot be made
     (another filesystem)."""

@@ -105,6 +105,7 @@ MAKE = [
     ("make-bench-duration", ["bench", "DURATION=abc"], "invalid int value: 'abc'"),
     ("make-bench-preset", ["bench", "PRESET=nosuch"], "unknown preset 'nosuch'"),
     ("make-lab-up-missing-lab", ["lab-status", "LAB=/nonexistent/lab.toml"], "/nonexistent/lab.toml"),
+    ("make-lab-suffix", ["lab-status", "LAB_SUFFIX=job2"], "SECTORLAB_LAB_SUFFIX='job2'"),
 ]
 
 

@@ -170,17 +170,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_guest_whose_kernel_panicked_is_reported_as_crashed(tmp_path, keys):
-    """Nothing answers on its port; its console log has a panic: the error says so, with the cause."""
+def test_a_guest_whose_kernel_panicked_is_reported_as_crashed(tmp_path, keys, monkeypatch):
+    """Nothing answers on its port; its console log has a panic: the error says so, with the cause,
+    and names a copy of the log that lab-down (which removes the lab's state) leaves."""
+    monkeypatch.setenv("SECTORLAB_CACHE", str(tmp_path / "cache"))
     key = keys["login"].write(tmp_path / "id")
     console = tmp_path / "vm-console.log"
     console.write_text(PANIC_CONSOLE)
     g = guest.Guest("vm", "127.0.0.1", _free_port(), "lab", key, keys["host"].public_openssh, console)
     with pytest.raises(guest.GuestCrashed) as e:
         g.connect(timeout=2)
+    kept = list((tmp_path / "cache" / "crashes").glob(f"{tmp_path.name}-vm-console-*.log"))
+    assert len(kept) == 1 and kept[0].read_text() == PANIC_CONSOLE, kept
     assert str(e.value).endswith(
         "the guest's kernel panicked, says its console: Kernel panic - not syncing: Fatal exception in interrupt "
-        f"(BUG: unable to handle page fault for address: 0000000200000220) (all of it in {console})")
+        f"(BUG: unable to handle page fault for address: 0000000200000220) (all of it in {kept[0]})")
     console.write_text(PANIC_CONSOLE.splitlines()[0] + "\n")  # no panic: unreachable, not crashed
     with pytest.raises(guest.GuestUnreachable) as e:
         g.connect(timeout=2)

@@ -339,3 +339,19 @@ def test_lab_up_with_a_bad_behaviour_exits_2_and_starts_nothing(disk, tmp_path, 
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"sectorlab: error: {path} vm lab1 disk #1: ") and "\n" not in err
     assert touched == [] and not (isolated_cache / "labs").exists()
+
+
+def test_a_suffix_names_the_lab_apart(monkeypatch):
+    monkeypatch.setenv(labdef.SUFFIX_ENV, "-job2")
+    lab = labdef.load(REPO / "labs" / "default.toml")
+    assert lab.name == "default-job2"
+    assert labdef.load(REPO / "labs" / "default.toml", suffix="").name == "default"
+    assert labdef.load(REPO / "labs" / "default.toml", suffix="-db").name == "default-db"
+
+
+@pytest.mark.parametrize("suffix", ["job2", "-Job2", "-job 2", "-" + "x" * 30, "-ü"])
+def test_a_bad_suffix_is_one_line_naming_it(suffix):
+    with pytest.raises(UsageError) as e:
+        labdef.load(REPO / "labs" / "default.toml", suffix=suffix)
+    msg = str(e.value)
+    assert f"SECTORLAB_LAB_SUFFIX={suffix!r}" in msg and "LAB_SUFFIX=-job2" in msg and "\n" not in msg, msg
