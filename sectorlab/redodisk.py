@@ -521,22 +521,32 @@ class UnexpectedOutput(Failed):
         super().__init__(f"unexpected output of '{command}': {why}: {text.strip()[:200]!r}")
 
 
+def _whole(value, lo: int, hi: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+
+
 def parse_lba_formats(text: str, command: str) -> tuple[int, list[dict]]:
     """(index in use, [{"index", "data_size", "metadata_size"}] of the formats the namespace lists)
-    from `nvme id-ns -o json`. The one parser of that output: sectorlab.guestdisks wraps it."""
+    from `nvme id-ns -o json`. The one parser of that output: sectorlab.guestdisks wraps it. Whatever
+    the text, it returns or raises UnexpectedOutput naming the command (fuzzed in the unit tests)."""
     try:
         data = json.loads(text)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise UnexpectedOutput(command, f"not JSON ({e})", text) from e
     if not isinstance(data, dict) or "flbas" not in data or not isinstance(data.get("lbafs"), list):
         raise UnexpectedOutput(command, "no 'flbas' and 'lbafs'", text)
-    listed = data["lbafs"][:data.get("nlbaf", len(data["lbafs"]) - 1) + 1]
-    try:
-        formats = [{"index": i, "data_size": 1 << f["ds"], "metadata_size": f.get("ms", 0)}
-                   for i, f in enumerate(listed)]
-    except (KeyError, TypeError) as e:
-        raise UnexpectedOutput(command, f"an LBA format without 'ds' ({e})", text) from e
-    in_use = data["flbas"] & 0x0F
+    nlbaf, flbas = data.get("nlbaf", len(data["lbafs"]) - 1), data["flbas"]
+    if not _whole(nlbaf, 0, 63) or not _whole(flbas, 0, 255):
+        raise UnexpectedOutput(command, f"nlbaf {nlbaf!r} and flbas {flbas!r}: expected small whole numbers",
+                               text)
+    formats = []
+    for i, f in enumerate(data["lbafs"][:nlbaf + 1]):
+        # LBADS is a power of two's exponent (2^9 = 512 B and up; 0: a format not in use).
+        if not isinstance(f, dict) or not _whole(f.get("ds"), 0, 31) or not _whole(f.get("ms", 0), 0, 1 << 16):
+            raise UnexpectedOutput(command, f"LBA format {i} is {f!r}: expected 'ds' (0-31) and 'ms' whole "
+                                            f"numbers", text)
+        formats.append({"index": i, "data_size": 1 << f["ds"], "metadata_size": f.get("ms", 0)})
+    in_use = flbas & 0x0F
     if in_use >= len(formats):
         raise UnexpectedOutput(command, f"flbas selects LBA format {in_use} of {len(formats)}", text)
     return in_use, formats

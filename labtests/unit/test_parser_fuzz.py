@@ -1,8 +1,8 @@
 """The host's guest-output parsers fuzzed with hypothesis (bounded: 300 examples each): whatever a
 guest prints, lsblk's, blockdev's and nvme id-ns's parsers return a result or raise their own error
 naming the command, never anything else (a KeyError or TypeError would be a traceback for the user
-instead of a line). The guest tools' own copy of the nvme id-ns parser (sectorlab/redodisk.py, in
-the image) is not hardened yet: the host wraps what it raises."""
+instead of a line). The nvme id-ns parser is the guest tools' own (sectorlab/redodisk.py, in the
+image: reformat-nvme reads nvme-cli's output with it), fuzzed on its own too."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sectorlab import guestdisks
+from sectorlab import guestdisks, redodisk
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -56,6 +56,12 @@ def test_nvme_id_ns(text):
     _only_own_error(guestdisks.parse_nvme_id_ns, text, guestdisks.GuestOutputError)
 
 
+@FUZZ
+@given(st.text(max_size=200) | JSONISH.map(json.dumps) | NVME.map(json.dumps))
+def test_the_guest_tools_nvme_id_ns(text):
+    _only_own_error(redodisk.parse_lba_formats, text, redodisk.UnexpectedOutput)
+
+
 @pytest.mark.parametrize("parse, text", [
     (guestdisks.parse_lsblk, '{"blockdevices":[null]}'),
     (guestdisks.parse_lsblk, '{"blockdevices":[{"name":"vdb","type":"disk","serial":7}]}'),
@@ -65,3 +71,18 @@ def test_nvme_id_ns(text):
 def test_what_the_fuzzing_found_is_the_parsers_own_error(parse, text):
     with pytest.raises(guestdisks.GuestOutputError, match="unexpected output of 'the command'"):
         parse(text, "the command")
+
+
+@pytest.mark.parametrize("text", [
+    '{"flbas":0,"nlbaf":0,"lbafs":[{"ds":1180591620717411303424}]}',  # 1 << ds: MemoryError before
+    '{"flbas":true,"nlbaf":0,"lbafs":[{"ds":9}]}',
+    '{"flbas":0,"nlbaf":null,"lbafs":[{"ds":9}]}',
+    '{"flbas":0,"nlbaf":0,"lbafs":[{"ds":9.5}]}',
+    '{"flbas":0,"nlbaf":0,"lbafs":["9"]}',
+    '{"flbas":0,"nlbaf":0,"lbafs":[{"ds":9,"ms":"8"}]}',
+    "[" * 100000,
+], ids=["huge-ds", "flbas-bool", "nlbaf-null", "ds-fraction", "format-not-object", "ms-text", "deep-nesting"])
+def test_the_guest_tools_parser_refuses_fields_of_the_wrong_type(text):
+    with pytest.raises(redodisk.UnexpectedOutput) as e:
+        redodisk.parse_lba_formats(text, "nvme id-ns /dev/nvme0n1 -o json")
+    assert str(e.value).startswith("unexpected output of 'nvme id-ns /dev/nvme0n1 -o json': ")
