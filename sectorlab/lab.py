@@ -767,10 +767,14 @@ def print_table(rows: list[list[str]]) -> None:
 
 
 def lab_up_command(lab_file: Path | None = None) -> str:
-    """The command that brings up the lab of `lab_file` (make's LAB= for any but the default lab)."""
-    if lab_file is None or Path(lab_file).resolve() == DEFAULT_LAB_FILE.resolve():
-        return "make lab-up"
-    return f"make lab-up LAB={shlex.quote(str(lab_file))}"
+    """The command that brings up the lab of `lab_file` (make's LAB= for any but the default lab,
+    and LAB_SUFFIX= when the lab names have one)."""
+    words = ["make", "lab-up"]
+    if lab_file is not None and Path(lab_file).resolve() != DEFAULT_LAB_FILE.resolve():
+        words.append(f"LAB={shlex.quote(str(lab_file))}")
+    if os.environ.get(labdef.SUFFIX_ENV):
+        words.append(f"LAB_SUFFIX={shlex.quote(os.environ[labdef.SUFFIX_ENV])}")
+    return " ".join(words)
 
 
 def read_lab_json(lab_name: str, lab_file: Path | None = None) -> dict:

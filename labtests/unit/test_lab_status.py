@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sectorlab import cli, lab
+from sectorlab import cli, lab, labdef
 from sectorlab.paths import REPO
 
 
@@ -17,6 +17,13 @@ def test_the_default_lab_is_brought_up_by_plain_make_lab_up():
     assert lab.lab_up_command(REPO / "labs" / "default.toml") == "make lab-up"
     assert lab.lab_up_command(None) == "make lab-up"
     assert lab.lab_up_command(REPO / "labs" / "my lab.toml") == f"make lab-up LAB='{REPO / 'labs' / 'my lab.toml'}'"
+
+
+def test_a_lab_named_with_a_suffix_is_named_with_it_in_the_command(monkeypatch):
+    monkeypatch.setenv(labdef.SUFFIX_ENV, "-db")
+    assert lab.lab_up_command(None) == "make lab-up LAB_SUFFIX=-db"
+    assert lab.lab_up_command(REPO / "labs" / "behaviours.toml") == \
+        f"make lab-up LAB={REPO / 'labs' / 'behaviours.toml'} LAB_SUFFIX=-db"
 
 
 HOLD = """import sys, time
