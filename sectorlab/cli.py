@@ -145,6 +145,24 @@ def cmd_lab_validate(args) -> int:
     return 0
 
 
+def cmd_lab_from_host(args) -> int:
+    from . import fromhost
+    if args.output is not None and args.output.exists() and not args.force:
+        raise UsageError(f"-o {args.output}: the file exists; choose another name or add --force to replace it")
+    disks, skipped = fromhost.read(args.file)
+    plan = fromhost.plan(disks, skipped, args.file.name, fromhost.lab_name_for(args.output), args.size_mib)
+    for note in plan.not_reproduced:
+        print(f"sectorlab: not as on the source: {note}", file=sys.stderr)
+    if args.output is None:
+        sys.stdout.write(plan.toml)
+        return 0
+    from .paths import write_atomic
+    write_atomic(args.output, plan.toml)
+    print(f"sectorlab: {args.output}: {plan.disks} disk(s) of {args.file}; bring it up with "
+          f"'make lab-up LAB={args.output}'", file=sys.stderr)
+    return 0
+
+
 def cmd_lab_up(args) -> int:
     from . import lab
     lab.up(_lab_file(args), _progress, cold=args.cold, save_state=not args.no_save_state,
@@ -356,6 +374,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path)
     p.add_argument("--offline", action="store_true", help="skip host checks (ports, libvirt URI)")
     p.set_defaults(func=cmd_lab_validate)
+    p = lab.add_parser("from-host", help="a lab definition whose disks reproduce a server's "
+                                         "(the file scripts/collect-host-geometry wrote there, or lsblk's JSON)")
+    p.add_argument("file", type=Path)
+    p.add_argument("-o", "--output", type=Path, help="write the lab definition there, e.g. labs/prod-db1.toml "
+                                                     "(the lab is named after it; default: print it)")
+    p.add_argument("--size-mib", type=int, default=256, help="the size of every lab disk (default 256)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.set_defaults(func=cmd_lab_from_host)
     for verb, func, text in (("up", cmd_lab_up, "build the image if needed, create or converge the VMs, verify disks"),
                              ("down", cmd_lab_down, "destroy the lab's VMs, volumes, pool and state"),
                              ("status", cmd_lab_status, "the lab's VMs and what the guests see"),

@@ -18,6 +18,10 @@ The model (docs/redo-blocksize.md has the sources):
   003). The disk group must be valid for its disks: SECTOR_SIZE 512 or 4096, not smaller than any
   disk's logical sector, and no mixing of disks with different logical sectors.
 - Each redo block carries a 16-byte header; a write is padded to whole blocks ("redo wastage").
+- A disk whose physical sector or minimum I/O size is above 4096 (QLC drives write in 16 KiB
+  indirection units): no BLOCKSIZE reaches it. The model's default is then 4096, the largest; which
+  one Oracle picks there is not documented, so this is where the model stops. Every redo write is
+  smaller than the device's write unit, and the verdict warns so.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 VALID_BLOCKSIZES = (512, 1024, 4096)
+MAX_BLOCKSIZE = max(VALID_BLOCKSIZES)
 VALID_ASM_SECTOR_SIZES = (512, 4096)
 REDO_BLOCK_HEADER = 16
 BLKSSZGET = 0x1268  # logical sector size (int)
@@ -101,12 +106,17 @@ def direct_io_ok(size: int, logical_sector: int) -> bool:
 
 
 def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, override: bool = False,
-             asm_sector_size: int | None = None, file: str = "+REDO", disk: str | None = None) -> Verdict:
-    """The verdict for a redo log of `blocksize` (None: the default) on a disk of host/media sectors."""
+             asm_sector_size: int | None = None, file: str = "+REDO", disk: str | None = None,
+             min_io: int | None = None) -> Verdict:
+    """The verdict for a redo log of `blocksize` (None: the default) on a disk of host/media sectors
+    (and, when known, its minimum I/O size)."""
     host = _check_sector("host (logical) sector size", host_sector)
     media = _check_sector("media (physical) sector size", media_sector)
     if host > media:
         raise RulesUsageError(f"logical sector {host} > physical sector {media}: no disk reports that")
+    if min_io is not None and (isinstance(min_io, bool) or not isinstance(min_io, int) or min_io <= 0
+                               or min_io % host):
+        raise RulesUsageError(f"minimum I/O size {min_io!r} is not a positive multiple of the logical sector {host}")
     if blocksize is not None and blocksize not in VALID_BLOCKSIZES:
         raise RulesUsageError(f"BLOCKSIZE {blocksize} is not valid: expected one of "
                               f"{', '.join(map(str, VALID_BLOCKSIZES))}")
@@ -120,9 +130,16 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
         seen_host = seen_media = asm_sector_size
     else:
         seen_host, seen_media = host, media
-    default = seen_media
+    default = min(seen_media, MAX_BLOCKSIZE)  # no BLOCKSIZE above 4096 exists (see the model)
     chosen = blocksize if blocksize is not None else default
     warnings: list[str] = []
+    unit = max(media, min_io or 0)
+    if unit > MAX_BLOCKSIZE:
+        what = "physical sector" if media >= (min_io or 0) else "minimum I/O size"
+        warnings.append(f"the device writes in units of {unit} bytes (its {what}), more than the largest redo "
+                        f"BLOCKSIZE ({MAX_BLOCKSIZE}): every redo write is smaller than that unit, and the drive "
+                        f"must read-modify-write or merge it; which BLOCKSIZE Oracle picks on such a disk is not "
+                        f"documented (the model assumes {MAX_BLOCKSIZE})")
 
     if not direct_io_ok(chosen, host):
         # The override changes what the database accepts, not what the disk can do.
@@ -202,6 +219,19 @@ def device_sectors(path: str) -> tuple[int, int]:
     return logical, physical
 
 
+def device_min_io(path: str) -> int | None:
+    """The device's minimum I/O size from sysfs (a partition's is its disk's), or None."""
+    st = os.stat(path)
+    base = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    for queue in (f"{base}/queue", f"{base}/../queue"):
+        try:
+            with open(f"{queue}/minimum_io_size") as f:
+                return int(f.read()) or None
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def _size(text: str) -> int:
     try:
         value = int(text, 10)
@@ -217,6 +247,7 @@ def build_parser(prog: str = "redo-check") -> argparse.ArgumentParser:
     p.add_argument("device", nargs="?", help="block device to read the sector sizes from (instead of the flags)")
     p.add_argument("--logical", type=_size, help="host (logical) sector size in bytes")
     p.add_argument("--physical", type=_size, help="media (physical) sector size in bytes")
+    p.add_argument("--min-io", type=_size, help="the device's minimum I/O size in bytes (sysfs minimum_io_size)")
     p.add_argument("--blocksize", type=_size, help="requested redo BLOCKSIZE (512, 1024 or 4096)")
     p.add_argument("--override", action="store_true", help="_disk_sector_size_override=TRUE in the instance")
     p.add_argument("--asm-sector-size", type=_size, help="SECTOR_SIZE of the ASM disk group holding the log")
@@ -234,12 +265,13 @@ def main(argv: list[str] | None = None, prog: str = "redo-check") -> int:
             if args.logical or args.physical:
                 raise RulesUsageError("give a DEVICE or --logical/--physical, not both")
             logical, physical = device_sectors(args.device)
+            min_io = args.min_io or device_min_io(args.device)
         elif args.logical and args.physical:
-            logical, physical = args.logical, args.physical
+            logical, physical, min_io = args.logical, args.physical, args.min_io
         else:
             raise RulesUsageError("give a DEVICE, or both --logical and --physical")
         verdict = evaluate(logical, physical, args.blocksize, args.override, args.asm_sector_size, args.file,
-                           disk=args.device)
+                           disk=args.device, min_io=min_io)
         wastage = redo_wastage(args.redo_size, verdict.blocksize) if args.redo_size else None
     except RulesUsageError as e:
         print(f"{prog}: {e}", file=sys.stderr)

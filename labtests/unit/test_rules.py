@@ -151,3 +151,38 @@ def test_sectorlab_cli_delegates():
     from sectorlab import cli
     assert cli.main(["redo-check", "--logical", "4096", "--physical", "4096"]) == 0
     assert cli.main(["redo-check", "--logical", "4096", "--physical", "4096", "--blocksize", "512"]) == 1
+
+
+@pytest.mark.parametrize("logical, physical, min_io, unit, what", [
+    (4096, 16384, None, 16384, "physical sector"),
+    (4096, 4096, 16384, 16384, "minimum I/O size"),
+    (512, 65536, 4096, 65536, "physical sector"),
+])
+def test_a_write_unit_above_4096_gets_the_largest_blocksize_and_a_warning(logical, physical, min_io, unit, what):
+    v = rules.evaluate(logical, physical, min_io=min_io)
+    assert v.allowed and v.default_blocksize == v.blocksize == 4096, v
+    said = [w for w in v.warnings if w.startswith(f"the device writes in units of {unit} bytes (its {what})")]
+    assert len(said) == 1 and "every redo write is smaller than that unit" in said[0], v.warnings
+    assert "not documented" in said[0]
+    # No BLOCKSIZE above 4096 exists: asking for one is bad input, not a verdict.
+    with pytest.raises(rules.RulesUsageError):
+        rules.evaluate(logical, physical, blocksize=16384, min_io=min_io)
+
+
+def test_up_to_4096_nothing_changes():
+    for logical, physical in ((512, 512), (512, 4096), (4096, 4096)):
+        v = rules.evaluate(logical, physical, min_io=physical)
+        assert v.default_blocksize == physical
+        assert not [w for w in v.warnings if "units of" in w], v.warnings
+
+
+def test_asm_on_a_16k_unit_disk_warns_too():
+    v = rules.evaluate(4096, 16384, asm_sector_size=4096)
+    assert v.allowed and v.blocksize == 4096
+    assert any("units of 16384 bytes" in w for w in v.warnings), v.warnings
+
+
+@pytest.mark.parametrize("min_io", [0, 1000, 2048, True])
+def test_a_minimum_io_that_is_not_a_multiple_of_the_logical_sector_is_bad_input(min_io):
+    with pytest.raises(rules.RulesUsageError, match="minimum I/O size"):
+        rules.evaluate(4096, 16384, min_io=min_io)

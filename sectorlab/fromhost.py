@@ -1,0 +1,238 @@
+"""`sectorlab lab from-host FILE`: a lab definition whose disks reproduce a server's.
+
+FILE is what scripts/collect-host-geometry wrote on the server, or the bare JSON of
+`lsblk -J -b -d -o NAME,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,ROTA,TRAN,MODEL` (any superset of
+those columns). Each whole disk becomes a lab disk: the bus from its transport, the geometry from the
+catalog when one matches (else a [geometry.NAME] table of the lab with both sizes), the latency
+profile from ROTA, a size scaled down, and the source disk's name and model in a comment. What the lab
+cannot present is listed in the file's header and returned, never dropped in silence. The result is
+checked with the lab-definition validator before it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import geometry as geo
+from . import labdef, redodisk
+from .errors import UsageError
+from .labdef import tomllib
+
+COLUMNS = ("name", "log-sec", "phy-sec", "min-io", "opt-io", "alignment", "size", "rota", "tran", "model")
+LSBLK_COMMAND = "lsblk -J -b -d -o NAME,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,ROTA,TRAN,MODEL"
+# The guest kernel's block layer takes logical sectors up to its page size.
+MAX_LOGICAL = 4096
+# Not disks a lab reproduces: loop, optical, RAM-backed, device-mapper, software RAID, network block.
+NOT_DISKS = re.compile(r"^(loop|sr|zram|ram|dm-|md|nbd|fd)\d*")
+BUS_OF_TRANSPORT = {"nvme": "nvme", "sas": "scsi", "sata": "scsi", "ata": "scsi", "scsi": "scsi", "spi": "scsi",
+                    "fc": "scsi", "iscsi": "scsi", "srp": "scsi", "usb": "scsi", "virtio": "virtio"}
+DEFAULT_SIZE_MIB = 256
+
+
+@dataclass
+class HostDisk:
+    name: str
+    logical: int
+    physical: int
+    min_io: int
+    opt_io: int
+    alignment: int
+    size: int
+    rotational: bool
+    transport: str | None
+    model: str | None
+    lba_formats: list[int] | None = None  # NVMe: the data sizes the namespace's LBA formats offer
+    lba_in_use: int | None = None  # NVMe: the data size of the format in use
+
+
+@dataclass
+class Plan:
+    toml: str
+    disks: int
+    not_reproduced: list[str] = field(default_factory=list)
+
+
+def _bad(path: Path, why: str) -> UsageError:
+    return UsageError(f"{path}: {why}; expected the output of scripts/collect-host-geometry or of "
+                      f"'{LSBLK_COMMAND}'")
+
+
+def _number(path: Path, disk: str, column: str, value) -> int:
+    """lsblk prints numbers as numbers (util-linux 2.37+) or as strings (older)."""
+    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _bad(path, f"disk {disk!r}: {column} = {value!r} is not a whole number of bytes")
+    return value
+
+
+def _flag(path: Path, disk: str, value) -> bool:
+    if value in (True, False):
+        return bool(value)
+    if value in ("1", "0", 1, 0):
+        return value in ("1", 1)
+    raise _bad(path, f"disk {disk!r}: rota = {value!r} is not true/false or 1/0")
+
+
+def read(path: Path) -> tuple[list[HostDisk], list[str]]:
+    """The whole disks in FILE, and what was left out as not a disk (one line each)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror}; expected the file scripts/collect-host-geometry wrote") from e
+    except (ValueError, RecursionError) as e:
+        raise _bad(path, f"not JSON ({e})") from e
+    nvme = {}
+    if isinstance(data, dict) and "lsblk" in data:
+        nvme = data.get("nvme_id_ns") or {}
+        data = data["lsblk"]
+    if not isinstance(data, dict) or not isinstance(data.get("blockdevices"), list):
+        raise _bad(path, "no 'blockdevices' list")
+    disks, skipped = [], []
+    for entry in data["blockdevices"]:
+        if not isinstance(entry, dict):
+            raise _bad(path, f"a block device that is not an object: {entry!r}")
+        missing = [c for c in COLUMNS if c not in entry]
+        if missing:
+            raise _bad(path, f"device {entry.get('name')!r} lacks the column(s) {', '.join(missing)}")
+        name = entry["name"]
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._:-]{1,64}", name):
+            raise _bad(path, f"a device name {name!r} that is not a kernel name")
+        num = {c: _number(path, name, c, entry[c]) for c in ("log-sec", "phy-sec", "min-io", "opt-io", "size")}
+        if NOT_DISKS.match(name) or num["size"] == 0:
+            skipped.append(f"{name}: not a disk the lab reproduces (loop, optical, RAM, device-mapper, RAID, "
+                           f"network or empty)")
+            continue
+        formats, in_use = None, None
+        ns = nvme.get(name) if isinstance(nvme, dict) else None
+        if ns is not None:
+            try:  # the guest tools' parser of nvme id-ns, which checks every field
+                index, parsed = redodisk.parse_lba_formats(json.dumps(ns), f"nvme id-ns /dev/{name} -o json")
+            except redodisk.UnexpectedOutput as e:
+                raise _bad(path, f"nvme_id_ns of {name}: {e.why}") from e
+            formats = sorted({f["data_size"] for f in parsed if f["data_size"] >= 512})
+            in_use = parsed[index]["data_size"]
+        disks.append(HostDisk(name, num["log-sec"], num["phy-sec"], num["min-io"], num["opt-io"],
+                              _number(path, name, "alignment", entry["alignment"]) if entry["alignment"] is not None
+                              else 0, num["size"], _flag(path, name, entry["rota"]),
+                              entry["tran"] if isinstance(entry["tran"], str) else None,
+                              str(entry["model"]).strip() if entry["model"] is not None else None, formats,
+                              in_use))
+    if not disks:
+        raise _bad(path, "no whole disk in it" + (f" ({'; '.join(skipped)})" if skipped else ""))
+    return disks, skipped
+
+
+def _bus(d: HostDisk, notes: list[str]) -> str:
+    if d.transport in BUS_OF_TRANSPORT:
+        bus = BUS_OF_TRANSPORT[d.transport]
+    elif d.transport is None and d.name.startswith(("vd", "xvd")):
+        bus = "virtio"
+    else:
+        bus = "virtio"
+        notes.append(f"{d.name}: transport {d.transport or 'none'}: presented as a virtio disk")
+    if bus == "nvme" and d.physical != d.logical:
+        # QEMU's emulated NVMe reports no physical sector above its LBA size.
+        notes.append(f"{d.name}: NVMe {d.logical}/{d.physical}: on bus nvme-tcp (the lab's emulated NVMe "
+                     f"cannot present a physical sector larger than the logical one)")
+        bus = "nvme-tcp"
+    return bus
+
+
+def _geometry(d: HostDisk, custom: dict[str, tuple[int, int]]) -> str:
+    for g in geo.geometries().values():
+        if (g.logical_block_size, g.physical_block_size) == (d.logical, d.physical):
+            return g.name
+    name = f"host-{d.logical}-{d.physical}"
+    custom[name] = (d.logical, d.physical)
+    return name
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)  # a TOML basic string is a JSON string
+
+
+def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, size_mib: int) -> Plan:
+    if size_mib < 1:
+        raise UsageError(f"--size-mib {size_mib}: expected at least 1 (MiB per lab disk)")
+    notes = list(skipped)
+    custom: dict[str, tuple[int, int]] = {}
+    blocks: list[tuple[str, list[str]]] = []  # (bus, TOML lines of one disk)
+    profiles = geo.latency_profiles()
+    for d in disks:
+        if d.logical > MAX_LOGICAL or d.logical < 512:
+            notes.append(f"{d.name}: logical sector {d.logical} B: not reproduced (the guest kernel takes "
+                         f"512-{MAX_LOGICAL} B); the disk is left out")
+            continue
+        if d.physical < d.logical or d.physical > geo.MAX_BLOCK_SIZE or d.physical & (d.physical - 1):
+            notes.append(f"{d.name}: physical sector {d.physical} B with logical {d.logical} B: not a geometry the "
+                         f"lab can present (a power of two from the logical sector to {geo.MAX_BLOCK_SIZE}); "
+                         f"left out")
+            continue
+        bus = _bus(d, notes)
+        gname = _geometry(d, custom)
+        if d.min_io not in (0, d.physical) or d.opt_io:
+            notes.append(f"{d.name}: minimum I/O {d.min_io} B, optimal I/O {d.opt_io} B: not reproduced (the lab "
+                         f"presents logical and physical sector sizes only; the guest sees minimum I/O = "
+                         f"physical sector, optimal I/O 0)")
+        if d.alignment:
+            notes.append(f"{d.name}: alignment offset {d.alignment} B: not reproduced (lab disks start aligned)")
+        size_gib = d.size / (1 << 30)
+        lines = [f"# {d.name}: {d.model or 'model unknown'}, {d.transport or 'no transport'}, "
+                 f"{d.logical}/{d.physical} B sectors, minimum/optimal I/O {d.min_io}/{d.opt_io} B, "
+                 f"{size_gib:,.1f} GiB, {'rotational' if d.rotational else 'non-rotational'}"
+                 + (f"; its LBA formats offer {' and '.join(map(str, d.lba_formats))} B data (in use: "
+                    f"{d.lba_in_use} B)" if d.lba_formats else ""),
+                 "[[vm.disk]]",
+                 f"name = {_quote(re.sub(r'[^a-z0-9-]', '-', f'{bus}-{d.name}'.lower())[:31])}",
+                 f"bus = {_quote(bus)}",
+                 f"geometry = {_quote(gname)}",
+                 f"size_mib = {size_mib}"]
+        if d.rotational and bus == "virtio":
+            notes.append(f"{d.name}: ROTA=1 on a virtual disk says nothing of what backs it: no latency profile")
+        elif d.rotational:
+            if "hdd-7200" in profiles:
+                lines.append('latency = "hdd-7200"  # ROTA=1: the lab\'s spinning-disk profile')
+            else:
+                notes.append(f"{d.name}: rotational, but the lab has no spinning-disk latency profile")
+        blocks.append((bus, lines))
+    if not blocks:
+        raise UsageError(f"{source}: none of its disks can be reproduced: {'; '.join(notes)}")
+    notes.append(f"sizes: every disk is {size_mib} MiB (--size-mib), not its own size (in the comment above it)")
+
+    # One VM until it holds as many emulated NVMe controllers as a VM can; then the next.
+    vms: list[list[list[str]]] = [[]]
+    nvme_in_vm = 0
+    for bus, lines in blocks:
+        if bus == "nvme" and nvme_in_vm == labdef.MAX_NVME_PER_VM:
+            vms.append([])
+            nvme_in_vm = 0
+        nvme_in_vm += bus == "nvme"
+        vms[-1].append(lines)
+
+    out = [f"# A lab whose disks reproduce those of {source}", "# (sectorlab lab from-host; edit as you like).",
+           "#", "# Not as on the source:", *[f"# - {n}" for n in notes], "", "[lab]", f"name = {_quote(lab_name)}", ""]
+    for name, (logical, physical) in sorted(custom.items()):
+        out += [f"[geometry.{name}]", f"logical_block_size = {logical}", f"physical_block_size = {physical}",
+                f"description = {_quote(f'{logical}/{physical} as on {source}')}", ""]
+    for i, disks_of_vm in enumerate(vms, 1):
+        out += ["[[vm]]", f'name = "vm{i}"', 'guest = "debian12"', ""]
+        for lines in disks_of_vm:
+            out += lines + [""]
+    text = "\n".join(out).rstrip("\n") + "\n"
+    labdef.validate(tomllib.loads(text), Path(f"{lab_name}.toml"))  # what lab-up will read must load
+    return Plan(text, len(blocks), notes)
+
+
+def lab_name_for(output: Path | None) -> str:
+    if output is None:
+        return "from-host"
+    name = re.sub(r"[^a-z0-9-]", "-", output.stem.lower()).strip("-")[:31]
+    if not labdef.NAME_RE.match(name or "-"):
+        raise UsageError(f"-o {output}: the lab would be named {name!r}: expected a file name that starts with "
+                         f"a letter (lower-case letters, digits and '-'), such as labs/prod-db1.toml")
+    return name
