@@ -41,7 +41,8 @@ help:
 	@echo "                            labs: lab-up, the scenarios, lab-down (also on failure), then a warm lab-up"
 	@echo "                                  from the saved state and the sector-detection and restart scenarios again"
 	@echo "                            databases: unit tests, the image smoke test, the cross-checks on a lab of their"
-	@echo "                                  own (default-db), the device-behaviour lab (labs/behaviours.toml)"
+	@echo "                                  own (default-db), the device-behaviour lab (labs/behaviours.toml),"
+	@echo "                                  a lab made by 'sectorlab lab from-host' from a saved collector file"
 	@echo "                          LAB_SUFFIX=-job2 gives every lab a name of its own (two checkouts on one host)"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
@@ -110,7 +111,8 @@ endef
 # stopped as a host restart stops it, and a lab-up must bring it back with fresh disks.
 # Lane "databases": the unit tests, the image smoke test, the real-database cross-checks on a lab of
 # their own with the same disks (the lab's name with -db appended), then the device-behaviour lab
-# (labs/behaviours.toml) and its scenarios.
+# (labs/behaviours.toml) and its scenarios, then a lab made by `sectorlab lab from-host` from a saved
+# collector file (its own lab-up and lab-down).
 test: bootstrap image
 	@start=$$SECONDS; $(MAKE) --no-print-directory -j2 test-lane-labs test-lane-databases; rc=$$?; \
 	  if [ $$rc -eq 0 ]; then echo "make test: both lanes passed in $$((SECONDS - start)) s"; \
@@ -131,6 +133,7 @@ test-databases:
 	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
 	@$(MAKE) --no-print-directory test-crosscheck
 	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)
+	$(PYTEST) -m fromhost labtests
 
 test-crosscheck: export SECTORLAB_LAB_SUFFIX := $(LAB_SUFFIX)-db
 test-crosscheck:
