@@ -802,8 +802,9 @@ _HELD: dict[str, int] = {}  # lab name -> how deep this process is in lab_lock (
 @contextlib.contextmanager
 def lab_lock(lab_name: str, verb: str):
     """One lab-up or lab-down of a lab at a time on this host: a second, from another process,
-    is refused at once with the first one's process id (a lock beside the state directory, which
-    lab-down removes). Re-entered freely by the process that holds it."""
+    is refused at once with the first one's process id (an empty lock file beside the state
+    directory; it stays after lab-down: removed, two processes could each lock a file of their own).
+    Re-entered freely by the process that holds it."""
     if _HELD.get(lab_name):
         _HELD[lab_name] += 1
         try:
