@@ -30,12 +30,7 @@ SECTORLAB = str(REPO / ".venv" / "bin" / "sectorlab")
 
 
 def _status() -> tuple[int, str]:
-    proc = subprocess.run([SECTORLAB, "lab", "status", "--lab", str(LAB)], capture_output=True, text=True,
-                          timeout=600)
-    return proc.returncode, proc.stdout
-
-
-def _status_with_stderr() -> tuple[int, str]:
+    """`lab status`'s exit status and what it printed (stdout, then stderr)."""
     proc = subprocess.run([SECTORLAB, "lab", "status", "--lab", str(LAB)], capture_output=True, text=True,
                           timeout=600)
     return proc.returncode, proc.stdout + proc.stderr
@@ -125,7 +120,7 @@ def test_libvirtd_stopped_and_restarted_while_the_lab_runs(data, lab_guests_fres
     uri = data["libvirt_uri"]
     _libvirtd("stop")
     try:
-        rc, out = _status_with_stderr()
+        rc, out = _status()
         assert rc == 2 and f"libvirt URI {uri} is unreachable" in out and "start libvirtd" in out, out
         assert len([line for line in out.splitlines() if line.startswith("sectorlab")]) == 1, out
         # The guests run on: their QEMU does not need libvirtd.

@@ -30,43 +30,42 @@ def lab(tmp_path_factory):
     up = subprocess.run([SECTORLAB, "lab", "up", "--lab", str(path)], capture_output=True, text=True, timeout=900)
     try:
         assert up.returncode == 0, up.stderr[-3000:]
-        yield labdef.load(path), lab_mod.read_lab_json(labdef.load(path).name)
+        lab = labdef.load(path)
+        yield lab, lab_mod.read_lab_json(lab.name)
     finally:
         down = subprocess.run([SECTORLAB, "lab", "down", "--lab", str(path)], capture_output=True, text=True,
                               timeout=600)
         assert down.returncode == 0, down.stderr
 
 
-def test_every_disk_of_the_server_shows_its_sector_sizes_in_the_guest(lab):
-    definition, state = lab
+@pytest.fixture(scope="module")
+def seen(lab):
+    """Per VM: its guest and the disks it shows (lsblk), by serial."""
+    _, state = lab
     guests = lab_mod.guests_from_lab_json(state)
     try:
-        for vm, guest in guests.items():
-            seen = guestdisks.parse_lsblk(guest.check_output(guestdisks.LSBLK_COMMAND))
-            by_serial = {d.serial: d for d in seen}
-            for disk in (d for d in state["disks"].values() if d["vm"] == vm):
-                dev = by_serial.get(disk["serial"])
-                assert dev is not None, f"{disk['name']} (serial {disk['serial']}) is not in the guest: {seen}"
-                assert (dev.logical_block_size, dev.physical_block_size) == \
-                    (disk["logical_block_size"], disk["physical_block_size"]), (disk["name"], dev)
-        assert {d["name"] for d in state["disks"].values()} == {d.name for _, d in definition.disks()}
+        yield {vm: (g, {d.serial: d for d in guestdisks.parse_lsblk(g.check_output(guestdisks.LSBLK_COMMAND))})
+               for vm, g in guests.items()}
     finally:
         for g in guests.values():
             g.close()
 
 
-def test_on_the_16k_disk_the_guests_rules_engine_warns_of_writes_below_the_unit(lab):
+def test_every_disk_of_the_server_shows_its_sector_sizes_in_the_guest(lab, seen):
+    definition, state = lab
+    for disk in state["disks"].values():
+        dev = seen[disk["vm"]][1].get(disk["serial"])
+        assert dev is not None, f"{disk['name']} (serial {disk['serial']}) is not in the guest: {seen[disk['vm']][1]}"
+        assert (dev.logical_block_size, dev.physical_block_size) == \
+            (disk["logical_block_size"], disk["physical_block_size"]), (disk["name"], dev)
+    assert {d["name"] for d in state["disks"].values()} == {d.name for _, d in definition.disks()}
+
+
+def test_on_the_16k_disk_the_guests_rules_engine_warns_of_writes_below_the_unit(lab, seen):
     _, state = lab
     disk = next(d for d in state["disks"].values() if d["physical_block_size"] == 16384)
-    guests = lab_mod.guests_from_lab_json(state)
-    guest = guests[disk["vm"]]
-    try:
-        seen = guestdisks.parse_lsblk(guest.check_output(guestdisks.LSBLK_COMMAND))
-        name = next(d.name for d in seen if d.serial == disk["serial"])
-        result = guest.run("sudo -n redo-check", f"/dev/{name}")
-        assert result.rc == 0, result.stderr
-        assert result.stdout.startswith("BLOCKSIZE 4096: allowed (default 4096; host sector 4096, media sector 16384)")
-        assert "the device writes in units of 16384 bytes (its physical sector)" in result.stderr, result.stderr
-    finally:
-        for g in guests.values():
-            g.close()
+    guest, devices = seen[disk["vm"]]
+    result = guest.run("sudo -n redo-check", f"/dev/{devices[disk['serial']].name}")
+    assert result.rc == 0, result.stderr
+    assert result.stdout.startswith("BLOCKSIZE 4096: allowed (default 4096; host sector 4096, media sector 16384)")
+    assert "the device writes in units of 16384 bytes (its physical sector)" in result.stderr, result.stderr

@@ -117,8 +117,10 @@ def cmd_geometries(args) -> int:
         print(f"{g.name:<12} logical {g.logical_block_size:>5}  physical {g.physical_block_size:>5}  {g.description}")
     print()
     for bus, info in geometry.buses().items():
-        missing = ", ".join(info["unsupported"]) or "-"
-        print(f"{bus:<9} {info['description']}; cannot present: {missing}")
+        missing = ", ".join(g.name for g in catalog.values() if geometry.bus_refuses(bus, g))
+        print(f"{bus:<9} {info['description']}; cannot present: {missing or '-'}"
+              + (" (nor any geometry whose physical sector is larger than its logical one)"
+                 if info.get("physical_above_logical") else ""))
     print()
     for p in geometry.latency_profiles().values():
         print(f"latency = {p.name!r:<11} +{p.write_delay_ms} ms per write  {p.description}")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import geometry as geo
-from . import labdef, redodisk
+from . import guestdisks, labdef, redodisk
 from .errors import UsageError
 from .labdef import tomllib
 
@@ -60,12 +60,13 @@ def _bad(path: Path, why: str) -> UsageError:
                       f"'{LSBLK_COMMAND}'")
 
 
-def _number(path: Path, disk: str, column: str, value) -> int:
-    """lsblk prints numbers as numbers (util-linux 2.37+) or as strings (older)."""
-    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _bad(path, f"disk {disk!r}: {column} = {value!r} is not a whole number of bytes")
+def _number(path: Path, entry: dict, column: str) -> int:
+    try:
+        value = guestdisks.int_field(entry, column, "lsblk", "")
+    except guestdisks.GuestOutputError:
+        value = -1
+    if value < 0:
+        raise _bad(path, f"disk {entry.get('name')!r}: {column} = {entry.get(column)!r} is not a whole number of bytes")
     return value
 
 
@@ -102,7 +103,7 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
         name = entry["name"]
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._:-]{1,64}", name):
             raise _bad(path, f"a device name {name!r} that is not a kernel name")
-        num = {c: _number(path, name, c, entry[c]) for c in ("log-sec", "phy-sec", "min-io", "opt-io", "size")}
+        num = {c: _number(path, entry, c) for c in ("log-sec", "phy-sec", "min-io", "opt-io", "size")}
         if NOT_DISKS.match(name) or num["size"] == 0:
             skipped.append(f"{name}: not a disk the lab reproduces (loop, optical, RAM, device-mapper, RAID, "
                            f"network or empty)")
@@ -117,7 +118,7 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
             formats = sorted({f["data_size"] for f in parsed if f["data_size"] >= 512})
             in_use = parsed[index]["data_size"]
         disks.append(HostDisk(name, num["log-sec"], num["phy-sec"], num["min-io"], num["opt-io"],
-                              _number(path, name, "alignment", entry["alignment"]) if entry["alignment"] is not None
+                              _number(path, entry, "alignment") if entry["alignment"] is not None
                               else 0, num["size"], _flag(path, name, entry["rota"]),
                               entry["tran"] if isinstance(entry["tran"], str) else None,
                               str(entry["model"]).strip() if entry["model"] is not None else None, formats,
@@ -127,7 +128,7 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
     return disks, skipped
 
 
-def _bus(d: HostDisk, notes: list[str]) -> str:
+def _bus(d: HostDisk, g: geo.Geometry, notes: list[str]) -> str:
     if d.transport in BUS_OF_TRANSPORT:
         bus = BUS_OF_TRANSPORT[d.transport]
     elif d.transport is None and d.name.startswith(("vd", "xvd")):
@@ -135,21 +136,20 @@ def _bus(d: HostDisk, notes: list[str]) -> str:
     else:
         bus = "virtio"
         notes.append(f"{d.name}: transport {d.transport or 'none'}: presented as a virtio disk")
-    if bus == "nvme" and d.physical != d.logical:
-        # QEMU's emulated NVMe reports no physical sector above its LBA size.
-        notes.append(f"{d.name}: NVMe {d.logical}/{d.physical}: on bus nvme-tcp (the lab's emulated NVMe "
-                     f"cannot present a physical sector larger than the logical one)")
+    why = geo.bus_refuses(bus, g) if bus == "nvme" else None
+    if why:  # the catalog's own rule (emulated NVMe shows no physical sector above the logical one)
+        notes.append(f"{d.name}: NVMe {d.logical}/{d.physical}: on bus nvme-tcp ({why.split(': ')[0]})")
         bus = "nvme-tcp"
     return bus
 
 
-def _geometry(d: HostDisk, custom: dict[str, tuple[int, int]]) -> str:
+def _geometry(d: HostDisk, custom: dict[str, geo.Geometry]) -> geo.Geometry:
     for g in geo.geometries().values():
         if (g.logical_block_size, g.physical_block_size) == (d.logical, d.physical):
-            return g.name
+            return g
     name = f"host-{d.logical}-{d.physical}"
-    custom[name] = (d.logical, d.physical)
-    return name
+    custom[name] = geo.Geometry(name, d.logical, d.physical, "")
+    return custom[name]
 
 
 def _quote(text: str) -> str:
@@ -160,7 +160,7 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
     if size_mib < 1:
         raise UsageError(f"--size-mib {size_mib}: expected at least 1 (MiB per lab disk)")
     notes = list(skipped)
-    custom: dict[str, tuple[int, int]] = {}
+    custom: dict[str, geo.Geometry] = {}
     blocks: list[tuple[str, list[str]]] = []  # (bus, TOML lines of one disk)
     profiles = geo.latency_profiles()
     for d in disks:
@@ -173,8 +173,8 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
                          f"lab can present (a power of two from the logical sector to {geo.MAX_BLOCK_SIZE}); "
                          f"left out")
             continue
-        bus = _bus(d, notes)
-        gname = _geometry(d, custom)
+        g = _geometry(d, custom)
+        bus = _bus(d, g, notes)
         if d.min_io not in (0, d.physical) or d.opt_io:
             notes.append(f"{d.name}: minimum I/O {d.min_io} B, optimal I/O {d.opt_io} B: not reproduced (the lab "
                          f"presents logical and physical sector sizes only; the guest sees minimum I/O = "
@@ -190,7 +190,7 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
                  "[[vm.disk]]",
                  f"name = {_quote(re.sub(r'[^a-z0-9-]', '-', f'{bus}-{d.name}'.lower())[:31])}",
                  f"bus = {_quote(bus)}",
-                 f"geometry = {_quote(gname)}",
+                 f"geometry = {_quote(g.name)}",
                  f"size_mib = {size_mib}"]
         if d.rotational and bus == "virtio":
             notes.append(f"{d.name}: ROTA=1 on a virtual disk says nothing of what backs it: no latency profile")
@@ -216,7 +216,8 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
 
     out = [f"# A lab whose disks reproduce those of {source}", "# (sectorlab lab from-host; edit as you like).",
            "#", "# Not as on the source:", *[f"# - {n}" for n in notes], "", "[lab]", f"name = {_quote(lab_name)}", ""]
-    for name, (logical, physical) in sorted(custom.items()):
+    for name, g in sorted(custom.items()):
+        logical, physical = g.logical_block_size, g.physical_block_size
         out += [f"[geometry.{name}]", f"logical_block_size = {logical}", f"physical_block_size = {physical}",
                 f"description = {_quote(f'{logical}/{physical} as on {source}')}", ""]
     for i, disks_of_vm in enumerate(vms, 1):

@@ -64,13 +64,24 @@ def get(name: str) -> Geometry:
     return catalog[name]
 
 
-def check_bus(bus: str, geometry_name: str, where: str) -> None:
+def bus_refuses(bus: str, g: Geometry) -> str | None:
+    """Why `bus` cannot present geometry `g` (the catalog's reason), or None. A bus may refuse a
+    geometry by name or, whatever its name (a lab's own [geometry.NAME] too), any geometry whose
+    physical sector is larger than its logical one."""
+    info = buses()[bus]
+    if g.physical_block_size > g.logical_block_size and info.get("physical_above_logical"):
+        return info["physical_above_logical"]
+    return info["unsupported"].get(g.name)
+
+
+def check_bus(bus: str, g: Geometry, where: str) -> None:
     known = buses()
     if bus not in known:
         raise UsageError(f"{where}: unknown bus {bus!r}: expected one of {', '.join(known)}")
-    why = known[bus]["unsupported"].get(geometry_name)
+    why = bus_refuses(bus, g)
     if why:
-        raise UsageError(f"{where}: bus {bus!r} cannot present {geometry_name}: {why}")
+        raise UsageError(f"{where}: bus {bus!r} cannot present {g.name} ({g.logical_block_size}/"
+                         f"{g.physical_block_size}): {why}")
 
 
 @dataclass(frozen=True)

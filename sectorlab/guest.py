@@ -94,6 +94,12 @@ def keep_console(console_log: Path) -> Path:
     """A copy of a crashed guest's console log where lab-down does not remove it (the lab's state
     directory goes with the lab): $SECTORLAB_CACHE/crashes/LAB-CONSOLE-TIME.log. The log itself when
     the copy cannot be made."""
+    try:
+        key = (console_log, console_log.stat().st_mtime_ns)
+    except OSError:
+        return console_log
+    if key in _KEPT:  # one copy per crash, however many commands then meet it
+        return _KEPT[key]
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     kept = cache_dir() / "crashes" / f"{console_log.parent.name}-{console_log.stem}-{stamp}.log"
     try:
@@ -101,7 +107,11 @@ def keep_console(console_log: Path) -> Path:
         shutil.copyfile(console_log, kept)
     except OSError:
         return console_log
+    _KEPT[key] = kept
     return kept
+
+
+_KEPT: dict[tuple[Path, int], Path] = {}
 
 
 def host_key_from_line(line: str) -> paramiko.PKey:

@@ -41,7 +41,8 @@ class BlockDevice:
         return f"/dev/{self.name}"
 
 
-def _int_field(dev: dict, key: str, command: str, text: str) -> int:
+def int_field(dev: dict, key: str, command: str, text: str) -> int:
+    """A number column of lsblk's JSON: a number (util-linux 2.37+) or a string of digits (older)."""
     value = dev.get(key)
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         return int(value)
@@ -50,7 +51,7 @@ def _int_field(dev: dict, key: str, command: str, text: str) -> int:
     raise GuestOutputError(command, f"device {dev.get('name')!r} has no integer {key!r}", text)
 
 
-def _str_field(dev: dict, key: str, command: str, text: str) -> str:
+def str_field(dev: dict, key: str, command: str, text: str) -> str:
     value = dev.get(key)
     if value is None:
         return ""
@@ -78,15 +79,15 @@ def parse_lsblk(text: str, command: str = LSBLK_COMMAND) -> list[BlockDevice]:
             raise GuestOutputError(command, "a disk without a 'name'", text)
         disks.append(BlockDevice(
             name=name,
-            serial=_str_field(dev, "serial", command, text).strip(),
-            logical_block_size=_int_field(dev, "log-sec", command, text),
-            physical_block_size=_int_field(dev, "phy-sec", command, text),
-            minimum_io_size=_int_field(dev, "min-io", command, text),
-            optimal_io_size=_int_field(dev, "opt-io", command, text),
-            alignment_offset=_int_field(dev, "alignment", command, text),
-            size_bytes=_int_field(dev, "size", command, text),
-            transport=_str_field(dev, "tran", command, text),
-            model=_str_field(dev, "model", command, text).strip(),
+            serial=str_field(dev, "serial", command, text).strip(),
+            logical_block_size=int_field(dev, "log-sec", command, text),
+            physical_block_size=int_field(dev, "phy-sec", command, text),
+            minimum_io_size=int_field(dev, "min-io", command, text),
+            optimal_io_size=int_field(dev, "opt-io", command, text),
+            alignment_offset=int_field(dev, "alignment", command, text),
+            size_bytes=int_field(dev, "size", command, text),
+            transport=str_field(dev, "tran", command, text),
+            model=str_field(dev, "model", command, text).strip(),
         ))
     return disks
 

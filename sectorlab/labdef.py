@@ -238,8 +238,8 @@ def _disk(where: str, dt: dict, known: dict[str, geo.Geometry], seen_disks: dict
     if gname not in known:
         raise UsageError(f"{where}: unknown geometry {gname!r}: expected one of {', '.join(known)} "
                          f"(or define it in a [geometry.NAME] table)")
-    geo.check_bus(bus, gname, where)
     g = known[gname]
+    geo.check_bus(bus, g, where)
     latency = _latency(where, dt)
     rmw = _rmw(where, dt, bus, g)
     name = dt.get("name", f"{bus}-{gname}" + (f"-{latency.name}" if latency else "") + ("-rmw" if rmw else ""))

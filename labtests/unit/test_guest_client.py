@@ -182,6 +182,9 @@ def test_a_guest_whose_kernel_panicked_is_reported_as_crashed(tmp_path, keys, mo
         g.connect(timeout=2)
     kept = list((tmp_path / "cache" / "crashes").glob(f"{tmp_path.name}-vm-console-*.log"))
     assert len(kept) == 1 and kept[0].read_text() == PANIC_CONSOLE, kept
+    with pytest.raises(guest.GuestCrashed):  # the same crash met again: no second copy
+        g.connect(timeout=2)
+    assert list((tmp_path / "cache" / "crashes").iterdir()) == kept
     assert str(e.value).endswith(
         "the guest's kernel panicked, says its console: Kernel panic - not syncing: Fatal exception in interrupt "
         f"(BUG: unable to handle page fault for address: 0000000200000220) (all of it in {kept[0]})")

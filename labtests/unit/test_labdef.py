@@ -308,13 +308,17 @@ def test_bad_rmw_is_one_clear_line(bus, geometry, extra, message):
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
-def test_rmw_on_the_nvme_bus_names_why():
-    """An NVMe 512e disk is refused for its geometry before rmw is looked at; the bus's own reason
-    is in the catalog for a custom 512e-like geometry."""
-    with pytest.raises(UsageError, match="rmw = true on bus 'nvme': QEMU's emulated NVMe cannot present"):
+@pytest.mark.parametrize("rmw", ["", "rmw = true\n"])
+def test_a_custom_geometry_with_a_larger_physical_sector_is_refused_on_nvme(rmw):
+    """The bus refuses any geometry whose physical sector is larger than its logical one, not only
+    the catalog's sector512e: a lab's own 512/8192 geometry on nvme (with or without rmw) is refused
+    naming it, its sizes and why. Before, it passed validation, and with rmw = true only the
+    read-modify-write was refused."""
+    with pytest.raises(UsageError, match=r"bus 'nvme' cannot present ae8k \(512/8192\): QEMU's emulated NVMe never "
+                                         r"reports a physical sector larger than the logical one"):
         labdef.validate(tomllib.loads('[geometry.ae8k]\nlogical_block_size = 512\nphysical_block_size = 8192\n'
                                       '[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "nvme"\ngeometry = "ae8k"\n'
-                                      'rmw = true\n'))
+                                      + rmw))
 
 
 def test_too_many_rmw_disks_on_one_vm():
