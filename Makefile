@@ -32,7 +32,7 @@ RESULTS   ?=
 BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),--warmup $(WARMUP)) \
               $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS))
 
-.PHONY: help bootstrap doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours crosscheck unit smoke scenarios check bench-boot bench-writer \
+.PHONY: help bootstrap doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench bench-all bench-check faults
 
 help:
@@ -41,7 +41,8 @@ help:
 	@echo "                            labs: lab-up, the scenarios, lab-down (also on failure), then a warm lab-up"
 	@echo "                                  from the saved state and the sector-detection and restart scenarios again"
 	@echo "                            databases: unit tests, the image smoke test, the cross-checks on a lab of their"
-	@echo "                                  own (default-db), a lab made by 'sectorlab lab from-host' from a saved file"
+	@echo "                                  own (default-db), a lab made by 'sectorlab lab from-host' from a saved file,"
+	@echo "                                  the scenarios on labs/write-units.toml (write units above 4 KiB)"
 	@echo "                          then, alone, the device-behaviour lab (labs/behaviours.toml) and its scenarios"
 	@echo "                          LAB_SUFFIX=-job2 gives every lab a name of its own (two checkouts on one host)"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
@@ -111,7 +112,8 @@ endef
 # stopped as a host restart stops it, and a lab-up must bring it back with fresh disks.
 # Lane "databases": the unit tests, the image smoke test, the real-database cross-checks on a lab of
 # their own with the same disks (the lab's name with -db appended), then a lab made by
-# `sectorlab lab from-host` from a saved collector file (its own lab-up and lab-down).
+# `sectorlab lab from-host` from a saved collector file (its own lab-up and lab-down), then the
+# scenarios on disks whose write unit is above 4 KiB (labs/write-units.toml).
 # Then, with nothing else running, the device-behaviour lab (labs/behaviours.toml): its scenarios
 # compare latencies, which a second guest beside them skews (a load that ends halfway through makes
 # the later runs faster). make test fails when any of the three does; the last always runs.
@@ -137,6 +139,12 @@ test-databases:
 	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
 	@$(MAKE) --no-print-directory test-crosscheck
 	$(PYTEST) -m fromhost labtests
+	@$(MAKE) --no-print-directory test-write-units
+
+# The scenarios on disks that write in units above 4 KiB (labs/write-units.toml): lab-up, the
+# scenarios, lab-down.
+test-write-units:
+	$(call lab-run,,-m "lab and not behaviours and not crosscheck" labtests,labs/write-units.toml)
 
 test-behaviours:
 	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)
@@ -162,6 +170,7 @@ check: bootstrap
 	$(SECTORLAB) terraform-check
 	$(SECTORLAB) lab validate --offline labs/default.toml
 	$(SECTORLAB) lab validate --offline labs/behaviours.toml
+	$(SECTORLAB) lab validate --offline labs/write-units.toml
 	$(SECTORLAB) bench --list
 	$(MAKE) -C redo-writer
 

@@ -81,6 +81,18 @@ def expected_alignment(declared) -> int:
     return 0
 
 
+def expected_optimal_io(declared) -> int:
+    """optimal_io_size the guest kernel reports for a correctly presented disk: the geometry's own
+    opt_io_size when it has one; else 0, except on QEMU's emulated NVMe, whose namespaces set the
+    optimal-performance feature with an optimal write size of one LBA (NOWS = 0, zero-based), which
+    the Debian 12 guest kernel (6.1) reports as the logical sector. Measured in the lab; asserted
+    exactly so that a QEMU or kernel that changes it is noticed."""
+    g = declared.geometry
+    if g.opt_io_size:
+        return g.opt_io_size
+    return g.logical_block_size if declared.bus == "nvme" else 0
+
+
 def guest_tool(guest, tool: str, *args, timeout: float = 120.0):
     """Run a lab tool in the guest as root (provision-redo-disk, reformat-nvme, redo-check); with
     --json among the args, the result's `json` attribute holds the parsed output (None otherwise)."""

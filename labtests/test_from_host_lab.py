@@ -1,8 +1,9 @@
 """A lab made by `sectorlab lab from-host` from a saved collector file (a database server with NVMe
-512n, 4Kn and 512e namespaces, a SAS 512e HDD, a SATA 512e SSD and a SAS disk with 16 KiB physical
-sectors) comes up, and its guest shows every disk with the server's sector sizes (`make test`, lane
-"databases"). On the 16 KiB disk the rules engine in the guest reads the device and warns that every
-redo write is smaller than its write unit.
+512n, 4Kn and 512e namespaces, a QLC NVMe namespace with 16 KiB minimum and 128 KiB optimal I/O, a
+SAS 512e HDD, a SATA 512e SSD and a SAS disk with 16 KiB physical sectors) comes up, and its guest
+shows every disk with the server's sector sizes and I/O sizes (`make test`, lane "databases"). On
+the 16 KiB disk the rules engine in the guest reads the device and warns that every redo write is
+smaller than its write unit.
 """
 
 from __future__ import annotations
@@ -58,7 +59,12 @@ def test_every_disk_of_the_server_shows_its_sector_sizes_in_the_guest(lab, seen)
         assert dev is not None, f"{disk['name']} (serial {disk['serial']}) is not in the guest: {seen[disk['vm']][1]}"
         assert (dev.logical_block_size, dev.physical_block_size) == \
             (disk["logical_block_size"], disk["physical_block_size"]), (disk["name"], dev)
+        if disk["min_io_size"] or disk["opt_io_size"]:  # the QLC namespace: on virtio, with its I/O sizes
+            assert (dev.minimum_io_size, dev.optimal_io_size) == (disk["min_io_size"], disk["opt_io_size"]), \
+                (disk["name"], dev)
     assert {d["name"] for d in state["disks"].values()} == {d.name for _, d in definition.disks()}
+    assert [(d["bus"], d["min_io_size"], d["opt_io_size"]) for d in state["disks"].values() if d["min_io_size"]] == \
+        [("virtio", 16384, 131072)]
 
 
 def test_on_the_16k_disk_the_guests_rules_engine_warns_of_writes_below_the_unit(lab, seen):

@@ -5,10 +5,12 @@ at sector 63 (-k misalign), which is misaligned only where the physical sector i
 logical one.
 
 Guards sectorlab/redodisk.py against the guest's real parted, kernel and udev: the start is the
-sector asked for, its byte offset a multiple of the physical sector, the kernel's alignment_offset
+sector asked for, its byte offset a multiple of the physical sector (or of a larger minimum I/O
+size the device advertises), the kernel's alignment_offset
 what the geometry predicts, the owner holds after `udevadm trigger` and a re-plug (the rule matches
 the disk's serial, not its kernel name), a second run changes nothing, and the recommended
-BLOCKSIZE is the rules engine's default for the geometry (4096 on 512e and 4Kn, 512 on 512n).
+BLOCKSIZE is the rules engine's default for the geometry (4096 on 512e and 4Kn and above, 512 on
+512n).
 These tests write partition tables to the lab's data disks (never the root disk) and blank them
 afterwards.
 """
@@ -89,13 +91,13 @@ def test_provision(blank, guest_devices):
         declared.serial, g.logical_block_size, g.physical_block_size), p
     assert p["start_sectors"] == 2048 and p["start_bytes"] == 2048 * g.logical_block_size, \
         f"{where}: partition at sector {p['start_sectors']} (byte {p['start_bytes']}), expected sector 2048"
-    assert p["start_bytes"] % g.physical_block_size == 0 and p["aligned"] is True, p
+    assert p["start_bytes"] % g.guest_min_io == 0 and p["aligned"] is True, p
     assert p["parted_align_check"]["optimal"] is True, f"{where}: parted align-check optimal 1 failed: {p}"
     assert p["alignment_offset"] == expected_alignment(declared), \
         f"{where}: kernel alignment_offset {p['alignment_offset']}, expected {expected_alignment(declared)}"
 
     default = rules.evaluate(g.logical_block_size, g.physical_block_size).default_blocksize
-    assert default == g.physical_block_size
+    assert default == min(g.physical_block_size, rules.MAX_BLOCKSIZE)
     assert p["redo_blocksize"] == default, \
         f"{where}: recommended BLOCKSIZE {p['redo_blocksize']}, the rules engine says {default}"
     assert (p["owner"], p["group"], p["mode"]) == (OWNER, GROUP, MODE), p
@@ -139,22 +141,26 @@ def test_misalign_at_sector_63(blank_misalign):
     assert result.rc == 0, f"{dev.path}: provision-redo-disk --start 63s exited {result.rc}: {result.stderr}"
     p = result.json
     start = 63 * g.logical_block_size
-    into = start % g.physical_block_size
+    # What the start must be a multiple of: the physical sector, or the minimum I/O size a device
+    # advertises above it (the kernel's alignment_offset takes the larger of the two as well).
+    granule = g.guest_min_io
+    unit = "minimum I/O size" if g.min_io_size > g.physical_block_size else "physical sector"
+    into = start % granule
     assert (p["start_sectors"], p["start_bytes"]) == (63, start), p
     where = f"{dev.path} ({declared.name}): partition at byte {start}"
-    if into:  # 512e: 32256 B is 3584 B into a 4 KiB physical sector
+    if into:  # 512e: 32256 B is 3584 B into a 4 KiB physical sector; 4Kn: 258048 B is 12 KiB into 16 KiB
         assert p["aligned"] is False, f"{where} reported as aligned"
-        offset = expected_alignment(declared) or (g.physical_block_size - into)
+        offset = expected_alignment(declared) or (granule - into)
         assert p["alignment_offset"] == offset, f"{where}: kernel alignment_offset {p['alignment_offset']}, " \
                                                 f"expected {offset}"
         assert p["parted_align_check"] == {"optimal": False, "minimal": False}, p["parted_align_check"]
-        assert f"{into} bytes into a {g.physical_block_size}-byte physical sector" in result.stderr, result.stderr
+        assert f"{into} bytes into a {granule}-byte {unit}" in result.stderr, result.stderr
     else:  # 512n: any sector is aligned; 4Kn: sector 63 is 258048 B, a multiple of 4 KiB
         assert p["aligned"] is True, f"{where} reported as misaligned"
         assert p["alignment_offset"] == expected_alignment(declared), p
         # parted's "optimal" is a 1 MiB boundary unless the disk reports an optimal I/O size.
         assert p["parted_align_check"] == {"optimal": False, "minimal": True}, p["parted_align_check"]
-        assert f"aligned to the {g.physical_block_size}-byte physical sector" in result.stderr, result.stderr
+        assert f"aligned to the {granule}-byte {unit}" in result.stderr, result.stderr
 
 
 @pytest.fixture

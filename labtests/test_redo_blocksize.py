@@ -89,8 +89,14 @@ def test_verdict_and_real_io(disk, blocksize):
         f"{dev.path} ({declared.geometry.name} {logical}/{physical}): BLOCKSIZE {blocksize} "
         f"allowed={verdict['allowed']}, expected {want_allowed}: {verdict['error']}")
     assert (verdict["host_sector"], verdict["media_sector"]) == (logical, physical)
-    assert verdict["default_blocksize"] == physical
+    # No BLOCKSIZE above 4096 exists: on a 16 KiB physical sector the model's default stops there.
+    assert verdict["default_blocksize"] == min(physical, rules.MAX_BLOCKSIZE)
     assert (rc == 0) is want_allowed
+    # A write unit above 4 KiB (the physical sector, or the minimum I/O size the guest's rules engine
+    # reads from the device) is said: every redo write is smaller than it.
+    unit = declared.geometry.guest_min_io
+    said = [w for w in verdict["warnings"] if w.startswith(f"the device writes in units of {unit} bytes")]
+    assert len(said) == (1 if unit > rules.MAX_BLOCKSIZE else 0), (unit, verdict["warnings"])
 
     # One transaction of one redo byte: one write of one B-byte block at offset 0.
     if blocksize < logical:

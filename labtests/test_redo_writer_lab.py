@@ -2,7 +2,9 @@
 
 Guards the benchmark against the real devices: a block size below the disk's logical sector fails
 with EINVAL exactly where the geometry predicts (and is reported as such, not as a crash); every
-other run completes, writes whole blocks only, and at 4096 never issues a write under 4 KiB.
+other run completes, writes whole blocks only, and at 4096 never issues a write under 4 KiB; the
+device's write unit (its minimum I/O size) is the geometry's, and on a disk whose unit is above
+4 KiB every redo write is reported as smaller than it.
 These runs write to the lab's data disks (never the root disk).
 """
 
@@ -42,5 +44,14 @@ def test_redo_writer_on_the_device(disk, blocksize):
     assert report["writes"] <= 200, "group commit never writes more often than sessions commit"
     if blocksize == 4096:
         assert report["writes_under_4k"] == 0
+    # The device's write unit is its minimum I/O size; at most 4 x 700 B of redo are pending at a
+    # time, so every log write is one 4 KiB block at 4096 (at most six 512 B blocks at 512): on a
+    # disk whose unit is above 4 KiB (sector4k-iu16k, sector4k-p16k) each is smaller than the unit.
+    unit = declared.geometry.guest_min_io
+    assert report["write_unit"] == unit, report
+    if unit > 4096:
+        assert report["writes_under_unit"] == report["writes_unaligned_to_unit"] == report["writes"], report
+    elif blocksize == 4096:
+        assert report["writes_under_unit"] == report["writes_unaligned_to_unit"] == 0, report
     device = report["members"][0]["device"]
     assert device is not None and device["writes"] >= report["writes"], device

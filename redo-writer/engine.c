@@ -127,6 +127,10 @@ static void account_write(struct shared *sh, const struct job *j, uint64_t t_end
 	sh->written += j->pending;
 	sh->res->writes++;
 	sh->res->writes_small += j->len < 4096;
+	if (sh->res->write_unit) {
+		sh->res->writes_under_unit += j->len < sh->res->write_unit;
+		sh->res->writes_unaligned_to_unit += j->off % sh->res->write_unit || j->len % sh->res->write_unit;
+	}
 	sh->res->bytes_written += j->len;
 	sh->res->wastage_bytes += j->blocks * (cfg->blocksize - REDO_BLOCK_HEADER) - j->pending;
 	if (samples_add(&sh->res->write_lat, t_end - j->t0, t_end - sh->start_ns))
@@ -155,22 +159,23 @@ static void release_jobs(struct shared *sh, uint64_t t_end)
 	}
 }
 
-/* The logical sector of the device under `fd` (a block device, or a file on one), 0 if unknown. */
-static unsigned logical_sector_of(int fd)
+/* A queue limit of the device under `fd` (a block device: the ioctl `req`; a file: the sysfs
+ * queue/`name` of its filesystem's device), 0 if unknown. */
+static unsigned queue_limit_of(int fd, unsigned long req, const char *name)
 {
 	struct stat st;
 	unsigned size = 0;
-	char path[128];
+	char path[160];
 	FILE *f;
 
 	if (fstat(fd, &st))
 		return 0;
 	if (S_ISBLK(st.st_mode))
-		return ioctl(fd, BLKSSZGET, &size) ? 0 : size;
+		return ioctl(fd, req, &size) ? 0 : size;
 	/* A file: its filesystem's device; a partition has its disk's queue one level up. */
 	for (int up = 0; up < 2 && !size; up++) {
-		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%squeue/logical_block_size", major(st.st_dev),
-			 minor(st.st_dev), up ? "../" : "");
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%squeue/%s", major(st.st_dev),
+			 minor(st.st_dev), up ? "../" : "", name);
 		f = fopen(path, "r");
 		if (f) {
 			if (fscanf(f, "%u", &size) != 1)
@@ -194,7 +199,7 @@ static void member_failed(struct shared *sh, int idx, int err, uint64_t seq, uin
 		(unsigned long long)len, (unsigned long long)off, sh->m[idx].path, (unsigned long long)seq + 1,
 		strerror(-err));
 	if (err == -EINVAL) {
-		unsigned logical = logical_sector_of(sh->m[idx].fd);
+		unsigned logical = queue_limit_of(sh->m[idx].fd, BLKSSZGET, "logical_block_size");
 		char size[48] = "";
 
 		if (logical)
@@ -551,9 +556,15 @@ int run(const struct config *cfg, struct results *res)
 	sh.m[1].path = cfg->second;
 	sh.nmembers = cfg->members == MEMBERS_ONE ? 1 : 2;
 	res->nmembers = sh.nmembers;
-	for (k = 0; k < sh.nmembers; k++)
+	for (k = 0; k < sh.nmembers; k++) {
+		unsigned unit;
+
 		if (open_member(cfg, &sh.m[k], &res->member[k]))
 			return -2;  /* a target we may not or cannot use: bad input, not a failed run */
+		unit = sh.m[k].null ? 0 : queue_limit_of(sh.m[k].fd, BLKIOMIN, "minimum_io_size");
+		if (unit > res->write_unit)
+			res->write_unit = unit;
+	}
 	if (posix_memalign((void **)&sh.buf, 4096, cfg->max_write)) {
 		fprintf(stderr, "%s: cannot allocate a %llu-byte log buffer\n", PROG, cfg->max_write);
 		return -1;

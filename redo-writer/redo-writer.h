@@ -73,6 +73,11 @@ struct latency_summary {
 struct results {
 	double elapsed_s;
 	uint64_t transactions, redo_bytes, bytes_written, wastage_bytes, writes, writes_small, wraps;
+	/* The largest minimum I/O size of the members' devices (the kernel's minimum_io_size: the
+	 * physical sector, or the write unit a device advertises above it), 0 if unknown; the log
+	 * writes smaller than it, and those not starting and ending on its boundaries (each makes
+	 * the device read-modify-write a unit). */
+	uint64_t write_unit, writes_under_unit, writes_unaligned_to_unit;
 	struct samples write_lat, sync_lat;
 	struct member_result member[2];
 	int nmembers;

@@ -56,13 +56,15 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 		fprintf(out, "{\"target\": \"%s\", \"blocksize\": %llu, \"sessions\": %llu, \"sync\": \"%s\", "
 			"\"elapsed_s\": %.3f, \"transactions\": %llu, \"tps\": %.1f, \"redo_bytes\": %llu, "
 			"\"bytes_written\": %llu, \"wastage_bytes\": %llu, \"wastage_pct\": %.2f, \"writes\": %llu, "
-			"\"writes_under_4k\": %llu, \"wraps\": %llu, \"write_mb_s\": %.3f, ",
+			"\"writes_under_4k\": %llu, \"write_unit\": %llu, \"writes_under_unit\": %llu, "
+			"\"writes_unaligned_to_unit\": %llu, \"wraps\": %llu, \"write_mb_s\": %.3f, ",
 			cfg->target, cfg->blocksize, cfg->sessions, cfg->sync == SYNC_ODSYNC ? "odsync" : "fdatasync",
 			r->elapsed_s, (unsigned long long)r->transactions, (double)r->transactions / secs,
 			(unsigned long long)r->redo_bytes, (unsigned long long)r->bytes_written,
 			(unsigned long long)r->wastage_bytes, wastage_pct, (unsigned long long)r->writes,
-			(unsigned long long)r->writes_small, (unsigned long long)r->wraps,
-			(double)r->bytes_written / secs / 1e6);
+			(unsigned long long)r->writes_small, (unsigned long long)r->write_unit,
+			(unsigned long long)r->writes_under_unit, (unsigned long long)r->writes_unaligned_to_unit,
+			(unsigned long long)r->wraps, (double)r->bytes_written / secs / 1e6);
 		event_json(out, "log_file_parallel_write", &r->write_lat);
 		fprintf(out, ", ");
 		event_json(out, "log_file_sync", &r->sync_lat);
@@ -94,6 +96,11 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 		(unsigned long long)r->bytes_written, (unsigned long long)r->writes, (unsigned long long)r->writes_small,
 		(unsigned long long)r->wastage_bytes, wastage_pct, (double)r->bytes_written / secs / 1e6,
 		(unsigned long long)r->wraps);
+	if (r->write_unit > 4096 || r->writes_under_unit || r->writes_unaligned_to_unit)
+		fprintf(out, "device write unit %llu B (minimum I/O size): %llu of %llu writes smaller than it, %llu not "
+			"aligned to it (a device that writes whole units reads and rewrites one for each)\n",
+			(unsigned long long)r->write_unit, (unsigned long long)r->writes_under_unit,
+			(unsigned long long)r->writes, (unsigned long long)r->writes_unaligned_to_unit);
 	event_text(out, "log file parallel write", &r->write_lat);
 	event_text(out, "log file sync", &r->sync_lat);
 	if (cfg->members == MEMBERS_RACE)

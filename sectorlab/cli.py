@@ -113,14 +113,20 @@ def cmd_geometries(args) -> int:
                           "read_modify_write": geometry.read_modify_write().as_dict()},
                          indent=2))
         return 0
+    width = max(len(n) for n in catalog)
     for g in catalog.values():
-        print(f"{g.name:<12} logical {g.logical_block_size:>5}  physical {g.physical_block_size:>5}  {g.description}")
+        io = (f"  minimum I/O {g.min_io_size:>5}" if g.min_io_size else "") + \
+             (f"  optimal I/O {g.opt_io_size:>6}" if g.opt_io_size else "")
+        print(f"{g.name:<{width}}  logical {g.logical_block_size:>5}  physical {g.physical_block_size:>5}{io}  "
+              f"{g.description}")
     print()
     for bus, info in geometry.buses().items():
         missing = ", ".join(g.name for g in catalog.values() if geometry.bus_refuses(bus, g))
+        nor = [what for key, what in (("physical_above_logical", "whose physical sector is larger than its logical "
+                                                                 "one"),
+                                      ("io_hints", "with a minimum or optimal I/O size of its own")) if info.get(key)]
         print(f"{bus:<9} {info['description']}; cannot present: {missing or '-'}"
-              + (" (nor any geometry whose physical sector is larger than its logical one)"
-                 if info.get("physical_above_logical") else ""))
+              + (f" (nor any geometry {' or '.join(nor)})" if nor else ""))
     print()
     for p in geometry.latency_profiles().values():
         print(f"latency = {p.name!r:<11} +{p.write_delay_ms} ms per write  {p.description}")

@@ -3,7 +3,8 @@
 FILE is what scripts/collect-host-geometry wrote on the server, or the bare JSON of
 `lsblk -J -b -d -o NAME,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,ROTA,TRAN,MODEL` (any superset of
 those columns). Each whole disk becomes a lab disk: the bus from its transport, the geometry from the
-catalog when one matches (else a [geometry.NAME] table of the lab with both sizes), the latency
+catalog when one matches (else a [geometry.NAME] table of the lab with its sector sizes and the
+minimum/optimal I/O sizes it advertises), on a bus that can present it, the latency
 profile from ROTA, a size scaled down, and the source disk's name and model in a comment. What the lab
 cannot present is listed in the file's header and returned, never dropped in silence. The result is
 checked with the lab-definition validator before it is written.
@@ -11,6 +12,7 @@ checked with the lab-definition validator before it is written.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -23,8 +25,6 @@ from .labdef import tomllib
 
 COLUMNS = ("name", "log-sec", "phy-sec", "min-io", "opt-io", "alignment", "size", "rota", "tran", "model")
 LSBLK_COMMAND = "lsblk -J -b -d -o NAME,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,ROTA,TRAN,MODEL"
-# The guest kernel's block layer takes logical sectors up to its page size.
-MAX_LOGICAL = 4096
 # Not disks a lab reproduces: loop, optical, RAM-backed, device-mapper, software RAID, network block.
 NOT_DISKS = re.compile(r"^(loop|sr|zram|ram|dm-|md|nbd|fd)\d*")
 BUS_OF_TRANSPORT = {"nvme": "nvme", "sas": "scsi", "sata": "scsi", "ata": "scsi", "scsi": "scsi", "spi": "scsi",
@@ -136,19 +136,40 @@ def _bus(d: HostDisk, g: geo.Geometry, notes: list[str]) -> str:
     else:
         bus = "virtio"
         notes.append(f"{d.name}: transport {d.transport or 'none'}: presented as a virtio disk")
-    why = geo.bus_refuses(bus, g) if bus == "nvme" else None
-    if why:  # the catalog's own rule (emulated NVMe shows no physical sector above the logical one)
-        notes.append(f"{d.name}: NVMe {d.logical}/{d.physical}: on bus nvme-tcp ({why.split(': ')[0]})")
-        bus = "nvme-tcp"
+    # The catalog's own rules: emulated NVMe shows no physical sector above the logical one and no
+    # minimum/optimal I/O size; an NVMe/TCP namespace shows the former, not the latter.
+    refused = []
+    for fallback in ("nvme-tcp", "virtio") if bus == "nvme" else ():
+        why = geo.bus_refuses(bus, g)
+        if not why:
+            break
+        refused.append(f"{bus}: {re.split(r'[.;:] [Uu]se bus', why)[0]}")
+        bus = fallback
+    if refused:
+        notes.append(f"{d.name}: NVMe {_shown(g)}: on bus {bus} ({'; '.join(refused)})")
     return bus
 
 
+def _shown(g: geo.Geometry) -> str:
+    return geo.topology(g.logical_block_size, g.physical_block_size, g.guest_min_io, g.opt_io_size)
+
+
+def _kib(n: int) -> str:
+    return f"{n >> 20}m" if n % (1 << 20) == 0 else f"{n >> 10}k" if n % 1024 == 0 else str(n)
+
+
 def _geometry(d: HostDisk, custom: dict[str, geo.Geometry]) -> geo.Geometry:
+    # What the device advertises beyond its sectors: a minimum I/O above the physical sector, an
+    # optimal I/O (an NVMe namespace with no optimal write size of its own shows one LBA: nothing).
+    min_io = d.min_io if d.min_io > d.physical else 0
+    opt_io = d.opt_io if d.opt_io and not (d.transport == "nvme" and d.opt_io == d.logical) else 0
+    sizes = (d.logical, d.physical, min_io, opt_io)
     for g in geo.geometries().values():
-        if (g.logical_block_size, g.physical_block_size) == (d.logical, d.physical):
+        if (g.logical_block_size, g.physical_block_size, g.min_io_size, g.opt_io_size) == sizes:
             return g
-    name = f"host-{d.logical}-{d.physical}"
-    custom[name] = geo.Geometry(name, d.logical, d.physical, "")
+    name = f"host-{d.logical}-{d.physical}" + (f"-min{_kib(min_io)}" if min_io else "") + \
+        (f"-opt{_kib(opt_io)}" if opt_io else "")
+    custom[name] = geo.Geometry(name, d.logical, d.physical, "", min_io, opt_io)
     return custom[name]
 
 
@@ -164,21 +185,23 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
     blocks: list[tuple[str, list[str]]] = []  # (bus, TOML lines of one disk)
     profiles = geo.latency_profiles()
     for d in disks:
-        if d.logical > MAX_LOGICAL or d.logical < 512:
+        if d.logical > geo.MAX_LOGICAL_BLOCK_SIZE or d.logical < 512:
             notes.append(f"{d.name}: logical sector {d.logical} B: not reproduced (the guest kernel takes "
-                         f"512-{MAX_LOGICAL} B); the disk is left out")
+                         f"512-{geo.MAX_LOGICAL_BLOCK_SIZE} B); the disk is left out")
             continue
         if d.physical < d.logical or d.physical > geo.MAX_BLOCK_SIZE or d.physical & (d.physical - 1):
             notes.append(f"{d.name}: physical sector {d.physical} B with logical {d.logical} B: not a geometry the "
                          f"lab can present (a power of two from the logical sector to {geo.MAX_BLOCK_SIZE}); "
                          f"left out")
             continue
+        if d.min_io and (d.min_io < d.physical or d.min_io % d.logical or d.min_io > geo.MAX_IO_SIZE) or \
+                d.opt_io and (d.opt_io % d.logical or d.opt_io > geo.MAX_IO_SIZE or d.opt_io < d.min_io):
+            notes.append(f"{d.name}: minimum I/O {d.min_io} B, optimal I/O {d.opt_io} B: not reproduced (not "
+                         f"multiples of the logical sector from the physical sector up to {geo.MAX_IO_SIZE} B); "
+                         f"the guest sees minimum I/O = physical sector, no optimal I/O")
+            d = dataclasses.replace(d, min_io=0, opt_io=0)
         g = _geometry(d, custom)
         bus = _bus(d, g, notes)
-        if d.min_io not in (0, d.physical) or d.opt_io:
-            notes.append(f"{d.name}: minimum I/O {d.min_io} B, optimal I/O {d.opt_io} B: not reproduced (the lab "
-                         f"presents logical and physical sector sizes only; the guest sees minimum I/O = "
-                         f"physical sector, optimal I/O 0)")
         if d.alignment:
             notes.append(f"{d.name}: alignment offset {d.alignment} B: not reproduced (lab disks start aligned)")
         size_gib = d.size / (1 << 30)
@@ -218,8 +241,10 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
            "#", "# Not as on the source:", *[f"# - {n}" for n in notes], "", "[lab]", f"name = {_quote(lab_name)}", ""]
     for name, g in sorted(custom.items()):
         logical, physical = g.logical_block_size, g.physical_block_size
-        out += [f"[geometry.{name}]", f"logical_block_size = {logical}", f"physical_block_size = {physical}",
-                f"description = {_quote(f'{logical}/{physical} as on {source}')}", ""]
+        out += [f"[geometry.{name}]", f"logical_block_size = {logical}", f"physical_block_size = {physical}"]
+        out += [f"min_io_size = {g.min_io_size}"] if g.min_io_size else []
+        out += [f"opt_io_size = {g.opt_io_size}"] if g.opt_io_size else []
+        out += [f"description = {_quote(f'{_shown(g)} as on {source}')}", ""]
     for i, disks_of_vm in enumerate(vms, 1):
         out += ["[[vm]]", f'name = "vm{i}"', 'guest = "debian12"', ""]
         for lines in disks_of_vm:

@@ -228,7 +228,8 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
         "boot": {g: {"kernel": p["kernel"], "initrd": p["initrd"], "cmdline": kernel_cmdline(p["cmdline"])}
                  for g, p in published.items() if p["kernel"]},
         "extra_geometries": {n: {"logical_block_size": g.logical_block_size,
-                                 "physical_block_size": g.physical_block_size, "description": g.description}
+                                 "physical_block_size": g.physical_block_size, "min_io_size": g.min_io_size,
+                                 "opt_io_size": g.opt_io_size, "description": g.description}
                              for n, g in lab.extra_geometries.items()},
         "vms": vms,
     }
@@ -715,6 +716,12 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
     with `clock`, step the guests' clocks first (after a restore); with `pristine`, fail disks that
     hold data (a fresh lab must not show a previous run's writes)."""
     rows = [["VM", "disk", "serial", "bus", "geometry", "guest device", "logical/physical seen"]]
+    # The minimum I/O size the guest must show (the advertised one, never below the physical
+    # sector), and the optimal one where the geometry advertises it.
+    def wanted(d: dict) -> str:
+        return geo.topology(d["logical_block_size"], d["physical_block_size"],
+                            max(d.get("min_io_size", 0), d["physical_block_size"]), d.get("opt_io_size", 0))
+
     problems = []
     for vm_name, guest in guests.items():
         declared = [d for d in data["disks"].values() if d["vm"] == vm_name]
@@ -731,12 +738,13 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
         seen = result["disks"]
         for d in sorted(declared, key=lambda d: d["name"]):
             dev = seen.get(d["serial"])
-            want = f"{d['logical_block_size']}/{d['physical_block_size']}"
+            want = wanted(d)
             if dev is None:
                 rows.append([vm_name, d["name"], d["serial"], d["bus"], d["geometry"], "MISSING", f"- (want {want})"])
                 problems.append(f"{vm_name}/{d['name']} (serial {d['serial']}) not in the guest")
                 continue
-            got = f"{dev.logical_block_size}/{dev.physical_block_size}"
+            got = geo.topology(dev.logical_block_size, dev.physical_block_size, dev.minimum_io_size,
+                               dev.optimal_io_size if d.get("opt_io_size") else 0)
             mark = "" if got == want else f" (want {want})"
             if mark:
                 problems.append(f"{dev.path}: {got}, expected {want} ({d['geometry']})")
@@ -748,8 +756,9 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
                     path += " -> MISSING dm-delay"
                 else:
                     seen_sizes = f"{mapper['logical_block_size']}/{mapper['physical_block_size']}"
-                    if seen_sizes != want:
-                        problems.append(f"{mapper['path']}: {seen_sizes}, expected {want} as the disk under it")
+                    sectors = f"{d['logical_block_size']}/{d['physical_block_size']}"
+                    if seen_sizes != sectors:
+                        problems.append(f"{mapper['path']}: {seen_sizes}, expected {sectors} as the disk under it")
                         got += f", {mapper['path']} {seen_sizes}"
                     effective = f", ~{geo.effective_delay_ms(d['write_delay_ms'], hz):g} ms" if hz else ""
                     path += f" -> {mapper['path']} (dm-delay {d['write_delay_ms']} ms{effective}/write)"

@@ -41,7 +41,7 @@ URI_RE = re.compile(r"^qemu(\+[a-z]+)?://[^/\s]*/(system|session)(\?\S*)?$")
 LAB_KEYS = {"name", "libvirt_uri"}
 VM_KEYS = {"name", "guest", "memory_mib", "ssh_port", "libvirt_uri", "disk"}
 DISK_KEYS = {"name", "bus", "geometry", "size_mib", "serial", "latency", "write_latency_us", "rmw"}
-GEOMETRY_KEYS = {"logical_block_size", "physical_block_size", "description"}
+GEOMETRY_KEYS = {"logical_block_size", "physical_block_size", "min_io_size", "opt_io_size", "description"}
 BUS_CODES = {"nvme": "nvme", "nvme-tcp": "ntcp", "virtio": "vblk", "scsi": "scsi"}
 
 
@@ -174,9 +174,7 @@ def validate(data: dict, path: Path | None = None) -> Lab:
         if gname in catalog:
             raise UsageError(f"{where}: {gname} is already in the geometry catalog; give it another name")
         _unknown(where, g, GEOMETRY_KEYS)
-        geo.check_block_sizes(where, g.get("logical_block_size"), g.get("physical_block_size"))
-        extra[gname] = geo.Geometry(gname, g["logical_block_size"], g["physical_block_size"],
-                                    g.get("description", "defined by the lab"))
+        extra[gname] = geo.make(where, gname, g, "defined by the lab")
     known_geometries = {**catalog, **extra}
 
     vm_tables = data.get("vm", [])

@@ -445,7 +445,7 @@ def summarize(disk: Disk, serial: str, part: str, checks: dict, owner: str, grou
     granule = max(disk.physical_block_size, disk.minimum_io_size)
     aligned = start_bytes % granule == 0
     logical, physical = rules.device_sectors(part)
-    verdict = rules.evaluate(logical, physical, file=part)
+    verdict = rules.evaluate(logical, physical, file=part, min_io=disk.minimum_io_size)
     have_owner = pwd.getpwuid(st_part.st_uid).pw_name
     have_group = grp.getgrgid(st_part.st_gid).gr_name
     result = Provisioned(
@@ -458,13 +458,14 @@ def summarize(disk: Disk, serial: str, part: str, checks: dict, owner: str, grou
     into = start_bytes % granule
     if not aligned:
         result.warnings.append(
-            f"{part} starts at byte {start_bytes}, {into} bytes into a {granule}-byte physical sector "
+            f"{part} starts at byte {start_bytes}, {into} bytes into a {granule}-byte {_unit_name(disk)} "
             f"(kernel alignment_offset {alignment_offset}): every write to it that is aligned to the partition "
             f"straddles physical sectors and costs the disk a read-modify-write")
     elif not checks["optimal"]:
         result.warnings.append(
-            f"{part} starts at byte {start_bytes}: aligned to the {granule}-byte physical sector, but not on parted's "
-            f"optimal boundary (1 MiB unless the disk reports an optimal I/O size), so 'align-check optimal' fails")
+            f"{part} starts at byte {start_bytes}: aligned to the {granule}-byte {_unit_name(disk)}, but not on "
+            f"parted's optimal boundary (1 MiB unless the disk reports an optimal I/O size), so 'align-check "
+            f"optimal' fails")
     if alignment_offset == -1:
         result.warnings.append(
             f"the kernel marks {disk.path}'s I/O limits as misaligned (alignment_offset -1), whatever the "
@@ -476,6 +477,12 @@ def summarize(disk: Disk, serial: str, part: str, checks: dict, owner: str, grou
     return result
 
 
+def _unit_name(disk) -> str:
+    """What a partition start must be a multiple of, by name: the physical sector, or the minimum I/O
+    size a device advertises above it (a QLC drive's indirection unit)."""
+    return "minimum I/O size" if disk.minimum_io_size > disk.physical_block_size else "physical sector"
+
+
 def print_provisioned(p: Provisioned) -> None:
     aligned = "aligned" if p.aligned else "NOT aligned"
     checks = ", ".join(f"{k} {'ok' if v else 'fails'}" for k, v in p.parted_align_check.items())
@@ -483,7 +490,7 @@ def print_provisioned(p: Provisioned) -> None:
           f"(logical/physical), minimum I/O {p.minimum_io_size}")
     print(f"partition   {p.partition}: starts at sector {p.start_sectors} = byte {p.start_bytes}, "
           f"{p.size_bytes} bytes")
-    print(f"alignment   {aligned} to the physical sector; kernel alignment_offset {p.alignment_offset}; "
+    print(f"alignment   {aligned} to the {_unit_name(p)}; kernel alignment_offset {p.alignment_offset}; "
           f"parted align-check: {checks}")
     print(f"owner       {p.owner}:{p.group} mode {p.mode}, by {p.udev_rule}")
     print(f"redo        BLOCKSIZE {p.redo_blocksize} (what the rules engine picks for {p.partition})")

@@ -88,9 +88,10 @@ def _plug(uri: str, domain: str, d: dict) -> None:
                                          "throttle-group": f"{dev}-reads", "file": f"{dev}-qcow2"})
     _qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-drive", "driver": "blkdebug",
                                          "align": d["physical_block_size"], "image": f"{dev}-throttle"})
+    hints = {k: d[k] for k in ("min_io_size", "opt_io_size") if d.get(k)}  # as <qemu:override> gives a cold disk
     _qmp(uri, domain, "device_add", driver="virtio-blk-pci", id=dev, drive=f"{dev}-drive", serial=d["serial"],
          logical_block_size=d["logical_block_size"], physical_block_size=d["physical_block_size"],
-         bus="pci.0", addr=d["addr"])
+         bus="pci.0", addr=d["addr"], **hints)
 
 
 def domain_log(uri: str, domain: str) -> Path:

@@ -63,7 +63,8 @@ def lab_fingerprint(lab: labdef.Lab) -> dict:
         "vms": [{"name": vm.name, "guest": vm.guest, "memory_mib": vm.memory_mib, "ssh_port": vm.ssh_port,
                  "uri": vm.libvirt_uri,
                  "disks": [{"name": d.name, "bus": d.bus, "logical": d.geometry.logical_block_size,
-                            "physical": d.geometry.physical_block_size, "size_mib": d.size_mib, "serial": d.serial}
+                            "physical": d.geometry.physical_block_size, "min_io": d.geometry.min_io_size,
+                            "opt_io": d.geometry.opt_io_size, "size_mib": d.size_mib, "serial": d.serial}
                            for d in vm.disks]}
                 for vm in lab.vms],
     }

@@ -17,6 +17,10 @@ locals {
         vm                  = vm_name
         logical_block_size  = local.geometries[d.geometry].logical_block_size
         physical_block_size = local.geometries[d.geometry].physical_block_size
+        # What the device advertises besides its sectors (0: nothing; the guest kernel then takes
+        # the physical sector as minimum I/O and has no optimal I/O).
+        min_io_size = try(local.geometries[d.geometry].min_io_size, 0)
+        opt_io_size = try(local.geometries[d.geometry].opt_io_size, 0)
         # nvme-tcp: the guest sees a virtio disk with the backing serial and serves it over NVMe/TCP.
         attach_serial = d.bus == "nvme-tcp" ? d.backing_serial : d.serial
       })
@@ -123,7 +127,8 @@ resource "libvirt_domain" "vm" {
       ssh_port    = each.value.ssh_port
       seed_volume = libvirt_volume.seed[each.key].name
       console_log = "${var.console_dir}/${each.key}-console.log"
-      # virtio, SCSI and NVMe/TCP-backing disks get <serial>/<blockio>.
+      # virtio, SCSI and NVMe/TCP-backing disks get <serial>/<blockio>, and minimum/optimal I/O
+      # sizes through <qemu:override> of their device (sectorlab.labdef refuses them on nvme-tcp).
       disks = [
         for key, d in local.disks : {
           bus      = d.bus
@@ -131,6 +136,8 @@ resource "libvirt_domain" "vm" {
           serial   = d.attach_serial
           logical  = d.logical_block_size
           physical = d.physical_block_size
+          min_io   = d.min_io_size
+          opt_io   = d.opt_io_size
         } if d.vm == each.key && d.bus != "nvme" && !d.rmw
       ]
     })

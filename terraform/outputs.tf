@@ -24,7 +24,7 @@ output "vms" {
 }
 
 output "disks" {
-  description = "Per data disk (key vm/disk): bus, geometry, the serial the guest sees, the sector sizes the guest must report, its added write latency (and the device-mapper device that adds it), and its read-modify-write cost."
+  description = "Per data disk (key vm/disk): bus, geometry, the serial the guest sees, the sector sizes the guest must report (and the minimum/optimal I/O sizes the device advertises, 0 for none), its added write latency (and the device-mapper device that adds it), and its read-modify-write cost."
   value = {
     for key, d in local.disks : key => {
       vm                  = d.vm
@@ -35,6 +35,8 @@ output "disks" {
       backing_serial      = d.backing_serial
       logical_block_size  = d.logical_block_size
       physical_block_size = d.physical_block_size
+      min_io_size         = d.min_io_size
+      opt_io_size         = d.opt_io_size
       size_bytes          = d.size_mib * 1048576
       volume              = libvirt_volume.data[key].id
       latency             = d.latency

@@ -69,10 +69,12 @@ variable "boot" {
 }
 
 variable "extra_geometries" {
-  description = "Geometries the lab definition adds to sectorlab/geometries.json."
+  description = "Geometries the lab definition adds to sectorlab/geometries.json (min_io_size/opt_io_size 0: not advertised)."
   type = map(object({
     logical_block_size  = number
     physical_block_size = number
+    min_io_size         = number
+    opt_io_size         = number
     description         = string
   }))
   default = {}

@@ -68,8 +68,56 @@ def test_serials_say_what_the_disk_is_and_fit_virtio():
 
 def test_geometry_catalog_is_the_design_table():
     g = geometry.geometries()
-    assert {n: (x.logical_block_size, x.physical_block_size) for n, x in g.items()} == {
-        "sector512n": (512, 512), "sector512e": (512, 4096), "sector4k": (4096, 4096)}
+    assert {n: (x.logical_block_size, x.physical_block_size, x.min_io_size, x.opt_io_size) for n, x in g.items()} == {
+        "sector512n": (512, 512, 0, 0), "sector512e": (512, 4096, 0, 0), "sector4k": (4096, 4096, 0, 0),
+        "sector4k-iu16k": (4096, 4096, 16384, 0), "sector4k-p16k": (4096, 16384, 0, 0)}
+    # What the guest kernel shows as minimum I/O: the advertised one, never below the physical sector.
+    assert [x.guest_min_io for x in g.values()] == [512, 4096, 4096, 16384, 16384]
+
+
+@pytest.mark.parametrize("bus, ok", [("virtio", True), ("scsi", True), ("nvme", False), ("nvme-tcp", False)])
+def test_minimum_and_optimal_io_sizes_on_the_buses_that_present_them(bus, ok):
+    """virtio-blk and scsi-hd carry QEMU's min_io_size/opt_io_size; emulated NVMe and the guest's
+    NVMe/TCP target do not, and say why (the catalog's reason)."""
+    data = lab_with(geometry={"qlc": {"logical_block_size": 4096, "physical_block_size": 4096,
+                                      "min_io_size": 16384, "opt_io_size": 131072}},
+                    vm__0__disk=[{"bus": bus, "geometry": "qlc"}])
+    if ok:
+        disk = next(d for _, d in labdef.validate(data).disks())
+        assert (disk.geometry.min_io_size, disk.geometry.opt_io_size, disk.geometry.io_hints) == (16384, 131072, True)
+    else:
+        refused(data, f"bus {bus!r} cannot present qlc (4096/4096, minimum I/O 16384, optimal I/O 131072)",
+                "NPWG", "se bus \"virtio\" or \"scsi\"")
+    catalog = lab_with(vm__0__disk=[{"bus": bus, "geometry": "sector4k-iu16k"}])
+    if ok:
+        assert next(d for _, d in labdef.validate(catalog).disks()).geometry.guest_min_io == 16384
+    else:
+        refused(catalog, f"bus {bus!r} cannot present sector4k-iu16k (4096/4096, minimum I/O 16384)")
+
+
+@pytest.mark.parametrize("sizes, says", [
+    ({"min_io_size": 6000}, "min_io_size = 6000: expected a multiple of the logical sector (4096)"),
+    ({"min_io_size": 2048}, "min_io_size = 2048: expected a multiple of the logical sector (4096)"),
+    ({"min_io_size": 4096, "physical_block_size": 16384}, "min_io_size = 4096 is below physical_block_size 16384"),
+    ({"min_io_size": 16384, "opt_io_size": 8192}, "opt_io_size = 8192 is below the minimum I/O size 16384"),
+    ({"opt_io_size": 1 << 30}, f"opt_io_size = {1 << 30}: expected a multiple of the logical sector (4096) up to"),
+    ({"min_io_size": "16k"}, "min_io_size = '16k': expected a whole number of bytes"),
+    ({"min_io_size": True}, "min_io_size = True: expected a whole number of bytes"),
+    ({"physical_block_size": 131072}, "physical_block_size = 131072: expected a power of two from 512 to 65536"),
+    ({"logical_block_size": 8192, "physical_block_size": 8192}, "logical_block_size = 8192: the guest kernel takes "
+                                                                "logical sectors up to its page size, 4096"),
+])
+def test_bad_io_sizes_are_refused_naming_the_value(sizes, says):
+    g = {"logical_block_size": 4096, "physical_block_size": 4096, **sizes}
+    refused(lab_with(geometry={"qlc": g}, vm__0__disk=[{"bus": "virtio", "geometry": "qlc"}]), says)
+
+
+def test_raid_like_optimal_io_that_is_no_power_of_two_is_accepted():
+    """A RAID 5 of four disks with 64 KiB chunks: minimum I/O 64 KiB, optimal I/O 192 KiB."""
+    data = lab_with(geometry={"raid5": {"logical_block_size": 512, "physical_block_size": 4096,
+                                        "min_io_size": 65536, "opt_io_size": 196608}},
+                    vm__0__disk=[{"bus": "scsi", "geometry": "raid5"}])
+    assert next(d for _, d in labdef.validate(data).disks()).geometry.opt_io_size == 196608
 
 
 def test_nvme_512e_refused_with_alternative():

@@ -75,10 +75,42 @@ def test_no_small_writes_at_4k(redo_writer, tmp_path):
     assert out["writes_under_4k"] == 0 and out["bytes_written"] % 4096 == 0
 
 
+def _minimum_io_of(path) -> int:
+    """The kernel's minimum_io_size of the device a file is on (its disk's, for a partition), 0 if
+    sysfs does not say (an overlay or tmpfs has no queue)."""
+    st = os.stat(path)
+    base = f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    for queue in (f"{base}/queue/minimum_io_size", f"{base}/../queue/minimum_io_size"):
+        if os.path.exists(queue):
+            return int(open(queue).read())
+    return 0
+
+
+@pytest.mark.parametrize("blocksize, redo", [(512, 700), (4096, 700), (1024, 5000)])
+def test_writes_smaller_than_the_devices_write_unit_are_counted(redo_writer, tmp_path, blocksize, redo):
+    """One session: every log write is ceil(redo / (blocksize - 16)) blocks at the next offset, so
+    whether each is smaller than the device's minimum I/O size, and whether it starts and ends on
+    its boundaries, is known before the run."""
+    log = tmp_path / "redo.log"
+    log.write_bytes(b"")
+    unit = _minimum_io_of(log)
+    if not unit:
+        pytest.skip(f"{tmp_path} is on a filesystem without a block device queue in sysfs (overlay, tmpfs)")
+    out = run_json(redo_writer, "--target", log, "--blocksize", blocksize, "--transactions", 40, "--redo-per-txn",
+                   redo, "--log-size", 1 << 20, "--max-write", 65536)
+    length = math.ceil(redo / (blocksize - 16)) * blocksize
+    offsets = [i * length % (1 << 20) for i in range(40)]
+    assert out["writes"] == 40 and out["write_unit"] == unit
+    assert out["writes_under_unit"] == (40 if length < unit else 0)
+    assert out["writes_unaligned_to_unit"] == sum(1 for off in offsets if off % unit or length % unit)
+
+
 def test_json_report_fields(redo_writer):
     out = run_json(redo_writer, "--target", "null:", "--transactions", 10)
     assert {"tps", "redo_bytes", "wastage_bytes", "wastage_pct", "writes", "writes_under_4k", "write_mb_s",
-            "log_file_parallel_write", "log_file_sync"} <= set(out)
+            "write_unit", "writes_under_unit", "writes_unaligned_to_unit", "log_file_parallel_write",
+            "log_file_sync"} <= set(out)
+    assert (out["write_unit"], out["writes_under_unit"]) == (0, 0), "the null target has no device"
     sync = out["log_file_sync"]
     assert {"count", "mean_us", "p50_us", "p95_us", "p99_us", "p99_9_us", "max_us", "over_1ms_pct",
             "over_10ms_pct", "over_20ms_pct", "histogram_micro"} <= set(sync)
@@ -143,6 +175,7 @@ def test_one_write_on_an_empty_512_device(redo_writer, loop_device):
     report = run_json(redo_writer, "--target", dev, "--blocksize", 512, "--transactions", 1, "--redo-per-txn", 1,
                       "--log-size", 1 << 20, "--max-write", 65536)
     assert (report["writes"], report["bytes_written"]) == (1, 512)
+    assert (report["write_unit"], report["writes_under_unit"], report["writes_unaligned_to_unit"]) == (512, 0, 0)
 
 
 def test_probe(redo_writer, loop_device):

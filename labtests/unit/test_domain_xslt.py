@@ -1,0 +1,82 @@
+"""terraform/domain.xsl.tftpl, rendered by the Terraform that lab-up runs and applied by xsltproc to a
+domain as the libvirt provider writes it (no VM): every virtio/SCSI data disk gets its serial and
+<blockio>, and a disk whose geometry advertises a minimum or optimal I/O size gets a user alias and
+a <qemu:override> of exactly those properties on that device (libvirt 9.0's <blockio> has none)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from labtests.conftest import require_program
+from sectorlab import tooling
+from sectorlab.paths import REPO
+
+QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
+# What the libvirt provider hands the XSLT: the seed, then the data disks by volume name.
+PROVIDER_DOMAIN = """<domain type="qemu"><name>sectorlab-t-vm1</name><uuid>x</uuid><devices>
+<disk type="volume" device="disk"><source pool="p" volume="vm1-seed-1.iso"/><target dev="vdb" bus="virtio"/></disk>
+<disk type="volume" device="disk"><source pool="p" volume="vm1-a.qcow2"/><target dev="vdc" bus="virtio"/></disk>
+<disk type="volume" device="disk"><source pool="p" volume="vm1-b.qcow2"/><target dev="sda" bus="scsi"/></disk>
+<disk type="volume" device="disk"><source pool="p" volume="vm1-c.qcow2"/><target dev="vdd" bus="virtio"/></disk>
+<console type="pty"><target type="serial" port="0"/></console></devices></domain>"""
+
+
+def _disk(volume: str, serial: str, bus: str, logical: int, physical: int, min_io: int = 0, opt_io: int = 0) -> str:
+    return (f'{{bus = "{bus}", volume = "{volume}", serial = "{serial}", logical = {logical}, '
+            f'physical = {physical}, min_io = {min_io}, opt_io = {opt_io}}}')
+
+
+def _render(tmp_path, disks: list[str]) -> ET.Element:
+    terraform = tooling.terraform_binary()
+    if terraform is None:
+        pytest.skip("no terraform or tofu (scripts/bootstrap installs it)")
+    xsltproc = require_program("xsltproc")
+    template = REPO / "terraform" / "domain.xsl.tftpl"
+    expr = (f'jsonencode(templatefile("{template}", {{uuid = "u-1", ssh_port = 40022, seed_volume = "vm1-seed-1.iso", '
+            f'console_log = "/c/vm1-console.log", disks = [{", ".join(disks)}]}}))')
+    env = {**os.environ, "TF_CLI_CONFIG_FILE": str(tooling.cli_config()), "TF_IN_AUTOMATION": "1"}
+    out = subprocess.run([str(terraform), "console"], input=expr, capture_output=True, text=True, cwd=tmp_path,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    xsl = tmp_path / "domain.xsl"
+    xsl.write_text(json.loads(json.loads(out.stdout)))
+    (tmp_path / "domain.xml").write_text(PROVIDER_DOMAIN)
+    done = subprocess.run([xsltproc, str(xsl), str(tmp_path / "domain.xml")], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return ET.fromstring(done.stdout)
+
+
+def _data_disk(domain: ET.Element, volume: str) -> ET.Element:
+    return next(d for d in domain.iter("disk") if d.find("source").get("volume") == volume)
+
+
+def test_io_sizes_go_to_the_disks_device_through_an_override(tmp_path):
+    domain = _render(tmp_path, [_disk("vm1-a.qcow2", "sa", "virtio", 512, 4096),
+                                _disk("vm1-b.qcow2", "sb", "scsi", 4096, 4096, 16384, 131072),
+                                _disk("vm1-c.qcow2", "sc", "virtio", 4096, 4096, 16384)])
+    a, b, c = (_data_disk(domain, f"vm1-{x}.qcow2") for x in "abc")
+    assert (a.findtext("serial"), a.find("blockio").attrib) == \
+        ("sa", {"logical_block_size": "512", "physical_block_size": "4096"})
+    assert a.find("alias") is None, "a disk without I/O sizes keeps libvirt's own alias"
+    assert b.find("blockio").attrib == {"logical_block_size": "4096", "physical_block_size": "4096"}
+    aliases = {b.find("alias").get("name"): "b", c.find("alias").get("name"): "c"}
+    assert all(name.startswith("ua-") for name in aliases) and len(aliases) == 2, "libvirt's user aliases start ua-"
+    overrides = domain.findall(f"{QEMU_NS}override/{QEMU_NS}device")
+    props = {aliases[dev.get("alias")]: {p.get("name"): (p.get("type"), p.get("value"))
+                                         for p in dev.iter(f"{QEMU_NS}property")} for dev in overrides}
+    assert props == {"b": {"min_io_size": ("unsigned", "16384"), "opt_io_size": ("unsigned", "131072")},
+                     "c": {"min_io_size": ("unsigned", "16384")}}
+    assert domain.findtext("uuid") == "u-1" and domain.find(f"{QEMU_NS}commandline") is not None
+
+
+def test_no_override_without_io_sizes(tmp_path):
+    domain = _render(tmp_path, [_disk("vm1-a.qcow2", "sa", "virtio", 512, 512),
+                                _disk("vm1-b.qcow2", "sb", "scsi", 4096, 4096)])
+    assert domain.find(f"{QEMU_NS}override") is None
+    assert [d.find("alias") for d in domain.iter("disk")] == [None] * 4
