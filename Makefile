@@ -141,10 +141,13 @@ test-databases:
 	$(PYTEST) -m fromhost labtests
 	@$(MAKE) --no-print-directory test-write-units
 
-# The scenarios on disks that write in units above 4 KiB (labs/write-units.toml): lab-up, the
-# scenarios, lab-down.
+# The scenarios of each disk on disks that write in units above 4 KiB (labs/write-units.toml):
+# lab-up, sector detection, BLOCKSIZE verdicts, provisioning and redo-writer, lab-down (the
+# scenarios that are not about a disk run on the default lab).
+WRITE_UNIT_SCENARIOS := labtests/test_sector_detection.py labtests/test_redo_blocksize.py \
+  labtests/test_provision_redo_disk.py labtests/test_redo_writer_lab.py
 test-write-units:
-	$(call lab-run,,-m "lab and not behaviours and not crosscheck" labtests,labs/write-units.toml)
+	$(call lab-run,,-m lab $(WRITE_UNIT_SCENARIOS),labs/write-units.toml)
 
 test-behaviours:
 	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)

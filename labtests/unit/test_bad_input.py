@@ -36,6 +36,15 @@ LAB_FILES = [
     ("bad-uri", '[lab]\nlibvirt_uri = "http://host/"\n' + VM + DISK, "http://host/"),
     ("geometry-not-power-of-two", '[geometry.odd]\nlogical_block_size = 1000\nphysical_block_size = 4096\n'
      + VM + '[[vm.disk]]\nbus = "virtio"\ngeometry = "odd"\n', "1000"),
+    ("min-io-not-a-multiple", '[geometry.qlc]\nlogical_block_size = 4096\nphysical_block_size = 4096\n'
+     'min_io_size = 6144\n' + VM + '[[vm.disk]]\nbus = "virtio"\ngeometry = "qlc"\n',
+     "min_io_size = 6144: expected a multiple of the logical sector (4096)"),
+    ("physical-above-64k", '[geometry.big]\nlogical_block_size = 4096\nphysical_block_size = 131072\n'
+     + VM + '[[vm.disk]]\nbus = "scsi"\ngeometry = "big"\n', "physical_block_size = 131072"),
+    ("logical-above-physical", '[geometry.odd]\nlogical_block_size = 4096\nphysical_block_size = 512\n'
+     + VM + '[[vm.disk]]\nbus = "scsi"\ngeometry = "odd"\n', "logical_block_size 4096 > physical_block_size 512"),
+    ("io-sizes-on-nvme", VM + '[[vm.disk]]\nbus = "nvme"\ngeometry = "sector4k-iu16k"\n',
+     "bus 'nvme' cannot present sector4k-iu16k"),
     ("unknown-latency", VM + DISK + 'latency = "ssd"\n', "latency = 'ssd'"),
     ("unknown-key", VM + DISK + "sectors = 8\n", "unknown key 'sectors'"),
     ("not-toml", "[[vm]\n", "not valid TOML"),

@@ -4,9 +4,12 @@ running QEMU; these pin the parts that need none."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
 
-from sectorlab import labdef, rmw
+from sectorlab import accel, labdef, rmw
 from sectorlab.errors import SectorlabError
 
 VOLUME = "/pool/lab1-rmw-512e.qcow2"
@@ -170,3 +173,20 @@ def test_read_trace_follows_the_log_through_a_rotation(tmp_path, monkeypatch):
         log.write_text(_read("0x500", 8192, 4096) + "\n" + _read("0x500", 12288, 4096) + "\n")
 
     assert _traced_window(tmp_path, monkeypatch, rotate_mid_window).reads(DISK).rmw == 3
+
+
+def test_a_geometrys_io_sizes_go_to_the_hot_plugged_device(monkeypatch):
+    """A read-modify-write disk whose geometry advertises I/O sizes gets QEMU's properties of those
+    names on its virtio-blk device, as <qemu:override> gives a cold-plugged disk (and QEMU's
+    virtio-blk-pci has them)."""
+    calls = []
+    monkeypatch.setattr(rmw, "_qmp", lambda uri, domain, execute, **a: calls.append((execute, a)) or [])
+    rmw.hotplug("qemu:///system", "dom", [_disk("a", min_io_size=16384, opt_io_size=65536), _disk("b", min_io_size=0)])
+    devices = [a for e, a in calls if e == "device_add"]
+    assert (devices[0]["min_io_size"], devices[0]["opt_io_size"]) == (16384, 65536)
+    assert "min_io_size" not in devices[1] and "opt_io_size" not in devices[1]
+    qemu = shutil.which(accel.QEMU)
+    if qemu is None:
+        pytest.skip(f"{accel.QEMU} is not installed (scripts/bootstrap installs it)")
+    props = subprocess.run([qemu, "-device", "virtio-blk-pci,help"], capture_output=True, text=True, timeout=60).stdout
+    assert "min_io_size=<size>" in props and "opt_io_size=<size>" in props, props
