@@ -12,7 +12,6 @@ checked with the lab-definition validator before it is written.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -158,11 +157,19 @@ def _kib(n: int) -> str:
     return f"{n >> 20}m" if n % (1 << 20) == 0 else f"{n >> 10}k" if n % 1024 == 0 else str(n)
 
 
-def _geometry(d: HostDisk, custom: dict[str, geo.Geometry]) -> geo.Geometry:
-    # What the device advertises beyond its sectors: a minimum I/O above the physical sector, an
-    # optimal I/O (an NVMe namespace with no optimal write size of its own shows one LBA: nothing).
-    min_io = d.min_io if d.min_io > d.physical else 0
-    opt_io = d.opt_io if d.opt_io and not (d.transport == "nvme" and d.opt_io == d.logical) else 0
+def _advertised(d: HostDisk) -> tuple[int, int]:
+    """What the device advertises beyond its sectors: a minimum I/O above the physical sector, an
+    optimal I/O (an NVMe namespace with no optimal write size of its own shows one LBA: nothing)."""
+    return (d.min_io if d.min_io > d.physical else 0,
+            d.opt_io if d.opt_io and not (d.transport == "nvme" and d.opt_io == d.logical) else 0)
+
+
+def _why(e: UsageError) -> str:
+    """A geometry check's reason without the disk name it starts with."""
+    return str(e).split(": ", 1)[1]
+
+
+def _geometry(d: HostDisk, min_io: int, opt_io: int, custom: dict[str, geo.Geometry]) -> geo.Geometry:
     sizes = (d.logical, d.physical, min_io, opt_io)
     for g in geo.geometries().values():
         if (g.logical_block_size, g.physical_block_size, g.min_io_size, g.opt_io_size) == sizes:
@@ -185,22 +192,21 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
     blocks: list[tuple[str, list[str]]] = []  # (bus, TOML lines of one disk)
     profiles = geo.latency_profiles()
     for d in disks:
-        if d.logical > geo.MAX_LOGICAL_BLOCK_SIZE or d.logical < 512:
-            notes.append(f"{d.name}: logical sector {d.logical} B: not reproduced (the guest kernel takes "
-                         f"512-{geo.MAX_LOGICAL_BLOCK_SIZE} B); the disk is left out")
+        # The lab definition's own checks (geometry.check_block_sizes), by what they would refuse.
+        try:
+            geo.check_block_sizes(d.name, d.logical, d.physical)
+        except UsageError as e:
+            notes.append(f"{d.name}: logical sector {d.logical} B, physical sector {d.physical} B: not "
+                         f"reproduced ({_why(e)}); the disk is left out")
             continue
-        if d.physical < d.logical or d.physical > geo.MAX_BLOCK_SIZE or d.physical & (d.physical - 1):
-            notes.append(f"{d.name}: physical sector {d.physical} B with logical {d.logical} B: not a geometry the "
-                         f"lab can present (a power of two from the logical sector to {geo.MAX_BLOCK_SIZE}); "
-                         f"left out")
-            continue
-        if d.min_io and (d.min_io < d.physical or d.min_io % d.logical or d.min_io > geo.MAX_IO_SIZE) or \
-                d.opt_io and (d.opt_io % d.logical or d.opt_io > geo.MAX_IO_SIZE or d.opt_io < d.min_io):
-            notes.append(f"{d.name}: minimum I/O {d.min_io} B, optimal I/O {d.opt_io} B: not reproduced (not "
-                         f"multiples of the logical sector from the physical sector up to {geo.MAX_IO_SIZE} B); "
-                         f"the guest sees minimum I/O = physical sector, no optimal I/O")
-            d = dataclasses.replace(d, min_io=0, opt_io=0)
-        g = _geometry(d, custom)
+        min_io, opt_io = _advertised(d)
+        try:
+            geo.check_block_sizes(d.name, d.logical, d.physical, min_io, opt_io)
+        except UsageError as e:
+            notes.append(f"{d.name}: minimum I/O {d.min_io} B, optimal I/O {d.opt_io} B: not reproduced "
+                         f"({_why(e)}); the guest sees minimum I/O = physical sector, no optimal I/O")
+            min_io = opt_io = 0
+        g = _geometry(d, min_io, opt_io, custom)
         bus = _bus(d, g, notes)
         if d.alignment:
             notes.append(f"{d.name}: alignment offset {d.alignment} B: not reproduced (lab disks start aligned)")

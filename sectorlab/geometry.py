@@ -33,8 +33,7 @@ class Geometry:
 
     @property
     def guest_min_io(self) -> int:
-        """The guest kernel's minimum_io_size: the advertised one, never below the physical sector."""
-        return max(self.min_io_size, self.physical_block_size)
+        return guest_min_io(self.physical_block_size, self.min_io_size)
 
     @property
     def io_hints(self) -> bool:
@@ -45,6 +44,11 @@ class Geometry:
         return {"name": self.name, "logical_block_size": self.logical_block_size,
                 "physical_block_size": self.physical_block_size, "min_io_size": self.min_io_size,
                 "opt_io_size": self.opt_io_size, "description": self.description}
+
+
+def guest_min_io(physical: int, min_io: int) -> int:
+    """The guest kernel's minimum_io_size: the advertised one, never below the physical sector."""
+    return max(min_io, physical)
 
 
 def topology(logical: int, physical: int, min_io: int, opt_io: int) -> str:

@@ -720,7 +720,8 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
     # sector), and the optimal one where the geometry advertises it.
     def wanted(d: dict) -> str:
         return geo.topology(d["logical_block_size"], d["physical_block_size"],
-                            max(d.get("min_io_size", 0), d["physical_block_size"]), d.get("opt_io_size", 0))
+                            geo.guest_min_io(d["physical_block_size"], d.get("min_io_size", 0)),
+                            d.get("opt_io_size", 0))
 
     problems = []
     for vm_name, guest in guests.items():

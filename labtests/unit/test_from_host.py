@@ -114,3 +114,20 @@ def test_the_collector_runs_here_and_its_file_converts(tmp_path):
         return
     plan = fromhost.plan(disks, skipped, out.name, "this-host", 64)
     assert plan.disks >= 1 and labdef.validate(labdef.tomllib.loads(plan.toml)).name == "this-host"
+
+
+def test_io_sizes_the_lab_cannot_present_are_listed_and_dropped(tmp_path):
+    """A minimum I/O that is not a multiple of the logical sector: the disk comes with its sectors
+    only, and the file says why (the lab definition's own check, by its words)."""
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"blockdevices": [
+        {"name": "sda", "log-sec": 4096, "phy-sec": 4096, "min-io": 6144, "opt-io": 0, "alignment": 0,
+         "size": 1 << 30, "rota": False, "tran": "sas", "model": "odd"}]}))
+    disks, skipped = fromhost.read(path)
+    plan = fromhost.plan(disks, skipped, path.name, "odd", 64)
+    lab = labdef.validate(labdef.tomllib.loads(plan.toml))
+    g = next(d for _, d in lab.disks()).geometry
+    assert (g.name, g.min_io_size, g.opt_io_size) == ("sector4k", 0, 0)
+    assert any(n.startswith("sda: minimum I/O 6144 B, optimal I/O 0 B: not reproduced (min_io_size = 6144: "
+                            "expected a multiple of the logical sector (4096)") for n in plan.not_reproduced), \
+        plan.not_reproduced
