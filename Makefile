@@ -33,7 +33,7 @@ BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),
               $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS))
 
 .PHONY: help bootstrap doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
-        bench-lab-up bench bench-all bench-check faults
+        bench-lab-up bench bench-all bench-check faults alone
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -55,6 +55,7 @@ help:
 	@echo "                          allowed BLOCKSIZE on each disk, lab down, results/<time>-<preset>/report.html (sectorlab bench --list)"
 	@echo "make bench-all            every preset in turn (about 20 minutes)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; and Ctrl-C"
+	@echo "make alone                with no lab up: a lab on a libvirt host over qemu+ssh (an sshd on 127.0.0.1), a Ctrl-C of make test"
 	@echo "make faults               a VM's QEMU killed, a volume deleted, the state directory lost: lab-status names each, lab-up/down heal it"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
@@ -93,13 +94,16 @@ scenarios: bootstrap
 # whatever they did. The lab is $(LAB) (the default lab when empty) unless a file is given. When
 # PYTEST_ARGS narrows the selection (the CI matrix's -k GEOMETRY) and leaves none of this lab's
 # scenarios, pytest's "no tests collected" (exit 5) is said and passes; without PYTEST_ARGS it fails.
+# A Ctrl-C stops the lab-up or the scenarios (they get the signal), and the lab is still taken down:
+# the shell traps SIGINT (its children keep the default), and make waits for it (exit 130).
 define lab-run
-@rc=0; if $(SECTORLAB) lab up $(1) $(if $(3),--lab $(3),$(LAB_ARG)); then \
+@rc=0; int=0; trap 'int=1' INT; if $(SECTORLAB) lab up $(1) $(if $(3),--lab $(3),$(LAB_ARG)); then \
   SECTORLAB_LAB_FILE=$(or $(3),$(LAB)) $(PYTEST) $(2) $(PYTEST_ARGS); s=$$?; \
   if [ $$s -eq 5 ] && [ -n "$(strip $(PYTEST_ARGS))" ]; then \
     echo "make: PYTEST_ARGS=$(PYTEST_ARGS) selects none of these scenarios ($(2))"; \
   elif [ $$s -ne 0 ]; then rc=1; fi; \
   else rc=1; fi; \
+  if [ $$int -eq 1 ]; then echo "make: interrupted; taking the lab down"; rc=130; fi; \
   $(SECTORLAB) lab down $(if $(3),--lab $(3),$(LAB_ARG)) || rc=1; \
   exit $$rc
 endef
@@ -116,10 +120,14 @@ endef
 # scenarios on disks whose write unit is above 4 KiB (labs/write-units.toml).
 # Then, with nothing else running, the device-behaviour lab (labs/behaviours.toml): its scenarios
 # compare latencies, which a second guest beside them skews (a load that ends halfway through makes
-# the later runs faster). make test fails when any of the three does; the last always runs.
+# the later runs faster). make test fails when any of the three does; the last always runs, unless
+# a Ctrl-C stopped the lanes (each lane's labs are taken down; exit 130).
 test: bootstrap image
-	@start=$$SECONDS; $(MAKE) --no-print-directory -j2 test-lane-labs test-lane-databases; rc=$$?; \
+	@start=$$SECONDS; int=0; trap 'int=1' INT; \
+	  $(MAKE) --no-print-directory -j2 test-lane-labs test-lane-databases; rc=$$?; \
 	  echo "make test: the two lanes $$([ $$rc -eq 0 ] && echo passed || echo FAILED) in $$((SECONDS - start)) s"; \
+	  if [ $$int -eq 1 ]; then echo "make test: interrupted after $$((SECONDS - start)) s; each lane's last lines" \
+	    "say where it stopped; its labs were taken down ('sectorlab lab status' names any still up)"; exit 130; fi; \
 	  $(MAKE) --no-print-directory test-behaviours || rc=1; \
 	  if [ $$rc -eq 0 ]; then echo "make test: passed in $$((SECONDS - start)) s"; \
 	  else echo "make test: FAILED after $$((SECONDS - start)) s (each lane's last line says how it ended)"; fi; exit $$rc
@@ -164,6 +172,12 @@ crosscheck: bootstrap image
 # Faults injected into a running lab (labtests/test_faults.py): lab-up, the scenarios, lab-down.
 faults: bootstrap
 	$(call lab-run,,-m faults labtests)
+
+# What needs this host to itself (no lab up): a lab on a remote libvirt host, qemu+ssh:// to an sshd
+# started on 127.0.0.1 for the test (labtests/test_remote_host.py; it re-uploads the shared guest
+# image), and a Ctrl-C of a whole make test (labtests/test_make_test_interrupt.py).
+alone: bootstrap image
+	$(PYTEST) -m alone labtests
 
 check: bootstrap
 	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh scripts/tag scripts/collect-host-geometry .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp

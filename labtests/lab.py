@@ -4,7 +4,9 @@ so test ids exist even before the lab is up) and the running lab (lab.json writt
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +173,18 @@ def replug(guest, dev, serial: str) -> str:
     """Re-plug the disk in the guest (see _REPLUG): 'DISK PARTITION OWNER:GROUP:MODE' afterwards
     (found by serial: the disk's name may change)."""
     return guest.check_output("sudo -n sh -c", _REPLUG, "replug", dev.path, serial, timeout=120)
+
+
+def qemu_processes(marker: str) -> list[str]:
+    """QEMU processes on this host whose command line has `marker` (e.g. "guest=sectorlab-NAME-"),
+    read from /proc, as 'PID: command line'."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "qemu-system" in cmdline and marker in cmdline:
+                found.append(f"{pid}: {cmdline[:160]}")
+    return found

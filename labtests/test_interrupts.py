@@ -4,6 +4,8 @@ applies and starts the VM ('start'), while the guest boots to SSH, before the st
 before the NVMe controllers are hot-plugged. Each time lab-up exits non-zero naming the phase it
 stopped in; the lab-down that follows leaves no domain, pool, volume directory, QEMU process, SSH
 forward, state directory or temporary file; and at the end a lab-up of the same lab works.
+Also libvirtd stopped and started again in the midst of a lab-up: while it waits for SSH (the lab-up
+completes) and during Terraform's apply (the lab-up stops naming its phase; the next one heals).
 
 The phases before which a run waits for its signal are chosen with $SECTORLAB_PAUSE_BEFORE
 (sectorlab/lab.py, LabUp.pause_point); Terraform's apply and the boot last long enough to be
@@ -24,6 +26,8 @@ import pytest
 from sectorlab import lab as lab_mod
 from sectorlab import labdef, rmw, virsh
 from sectorlab.paths import REPO, cache_dir
+
+from .lab import qemu_processes
 
 pytestmark = pytest.mark.faults
 
@@ -68,6 +72,17 @@ def lab_file(tmp_path_factory):
 
 
 def _interrupted_up(lab_file: Path, trigger: str, how: str, pause: str | None) -> tuple[int, str]:
+    def signal_it(proc: subprocess.Popen) -> None:
+        if how.startswith("SIGINT"):
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signal.SIGTERM)
+    return _up_and_act(lab_file, trigger, signal_it, pause)
+
+
+def _up_and_act(lab_file: Path, trigger: str, act, pause: str | None = None) -> tuple[int, str]:
+    """A cold lab-up; once it says `trigger` (and a second later, unless paused there), act(process).
+    Its exit status and whole output."""
     env = dict(os.environ)
     env.pop(lab_mod.PAUSE_ENV, None)
     if pause:
@@ -89,12 +104,9 @@ def _interrupted_up(lab_file: Path, trigger: str, how: str, pause: str | None) -
             pytest.fail(f"lab-up ended (exit {proc.wait()}) before saying {trigger!r}:\n{''.join(lines)}")
         if not pause:
             time.sleep(1.0)  # into the phase: Terraform applying, the guest booting
-        if how.startswith("SIGINT"):
-            os.killpg(proc.pid, signal.SIGINT)
-        else:
-            os.kill(proc.pid, signal.SIGTERM)
+        act(proc)
         lines.extend(proc.stdout)
-        return proc.wait(timeout=120), "".join(lines)
+        return proc.wait(timeout=900), "".join(lines)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -104,15 +116,7 @@ def _interrupted_up(lab_file: Path, trigger: str, how: str, pause: str | None) -
 def _leftovers(name: str, uri: str, port: int | None) -> list[str]:
     """What a lab-down must not leave, looked for on the host."""
     left = lab_mod.leftovers_of(name, uri)
-    domain_prefix = f"guest=sectorlab-{name}-"
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if "qemu-system" in cmdline and domain_prefix in cmdline:
-                left.append(f"QEMU process {pid}")
+    left += [f"QEMU process {p}" for p in qemu_processes(f"guest=sectorlab-{name}-")]
     if port and labdef.port_in_use(port):
         left.append(f"a listener on 127.0.0.1:{port}")
     if lab_mod.state_dir(name).exists():
@@ -131,11 +135,55 @@ def test_an_interrupted_lab_up_names_its_phase_and_lab_down_leaves_nothing(lab_f
     rc, out = _interrupted_up(lab_file, trigger, how, pause)
     assert rc != 0, out
     assert f"lab {lab.name}: lab-up stopped in its '{phase}' phase (interrupted)" in out, out
-    ports = lab_mod._load_json(lab_mod.state_dir(lab.name) / "ports.json", {})
     saved = cache_dir() / "saved" / lab.name
     assert not [p for p in saved.rglob("*") if p.name.endswith(".tmp")] if saved.is_dir() else True, \
         f"a half-written saved state after an interrupt in '{phase}'"
+    _down_leaves_nothing(lab_file)
 
+
+def _restart_libvirtd(proc: subprocess.Popen) -> None:
+    from .test_faults import _libvirtd
+    _libvirtd("stop")
+    time.sleep(2.0)  # the lab-up meets a libvirt that is gone
+    _libvirtd("start")
+
+
+def test_libvirtd_restarted_while_lab_up_waits_for_ssh_the_lab_up_completes(lab_file):
+    """The boot does not need libvirtd (QEMU runs on); the phases after it ask libvirt again once
+    it is back, and the lab comes up whole."""
+    lab = labdef.load(lab_file)
+    rc, out = _up_and_act(lab_file, "waiting for SSH", _restart_libvirtd)
+    assert rc == 0, out
+    assert f"lab {lab.name} up by the cold path" in out, out
+    _status_is_clean(lab_file)
+    _down_leaves_nothing(lab_file)
+
+
+def test_libvirtd_restarted_during_terraform_apply_the_next_lab_up_heals(lab_file):
+    """Terraform's connection to libvirt breaks mid-apply: the lab-up stops naming its phase, and
+    the next lab-up takes down what the broken one left and brings the lab up whole."""
+    lab = labdef.load(lab_file)
+    rc, out = _up_and_act(lab_file, "terraform apply", _restart_libvirtd)
+    if rc == 0:  # the apply finished before libvirtd went: then the lab must be whole
+        assert f"lab {lab.name} up by the cold path" in out, out
+    else:
+        assert f"lab {lab.name}: lab-up stopped in its 'start' phase" in out, out
+        again = subprocess.run([SECTORLAB, "lab", "up", "--lab", str(lab_file)], capture_output=True, text=True,
+                               timeout=900)
+        assert again.returncode == 0, again.stderr
+    _status_is_clean(lab_file)
+    _down_leaves_nothing(lab_file)
+
+
+def _status_is_clean(lab_file: Path) -> None:
+    status = subprocess.run([SECTORLAB, "lab", "status", "--lab", str(lab_file)], capture_output=True, text=True,
+                            timeout=300)
+    assert status.returncode == 0, status.stdout + status.stderr
+
+
+def _down_leaves_nothing(lab_file: Path) -> None:
+    lab = labdef.load(lab_file)
+    ports = lab_mod._load_json(lab_mod.state_dir(lab.name) / "ports.json", {})
     down = subprocess.run([SECTORLAB, "lab", "down", "--lab", str(lab_file)], capture_output=True, text=True,
                           timeout=300)
     assert down.returncode == 0, down.stderr

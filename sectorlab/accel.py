@@ -133,13 +133,39 @@ def _cache_key() -> str:
     return f"{boot_id}:{qemu}:{mtime}"
 
 
+def _forced() -> Accelerator | None:
+    forced = os.environ.get("SECTORLAB_ACCEL")
+    if not forced:
+        return None
+    if forced not in ("kvm", "tcg"):
+        raise UsageError(f"SECTORLAB_ACCEL={forced!r}: expected 'kvm' or 'tcg'; unset it to probe")
+    return Accelerator(forced, "forced by SECTORLAB_ACCEL")
+
+
+def detect_for(uri: str) -> Accelerator:
+    """The accelerator for VMs of the libvirt at `uri`: detect() on this host; on a remote host,
+    from its CPU flags and its /dev/kvm (read over SSH; the boot probe runs only here)."""
+    from . import remote
+    host = remote.host(uri)
+    if not host.remote:
+        return detect()
+    forced = _forced()
+    if forced:
+        return forced
+    flags = cpu_virt_flags(host.read_text("/proc/cpuinfo") or "")
+    if not flags:
+        return Accelerator("tcg", f"{host.label}'s CPU flags name neither vmx nor svm")
+    if host.missing(["/dev/kvm"]):
+        return Accelerator("tcg", f"{'+'.join(sorted(flags))} in {host.label}'s CPU flags, but it has no /dev/kvm")
+    return Accelerator("kvm", f"{'+'.join(sorted(flags))} in {host.label}'s CPU flags and /dev/kvm there (not "
+                              f"probed by a boot: that runs on this host only; SECTORLAB_ACCEL=tcg overrides)")
+
+
 def detect(kernel: Path | None = None, refresh: bool = False) -> Accelerator:
     """The accelerator to use, from SECTORLAB_ACCEL, the per-boot cache or a fresh probe."""
-    forced = os.environ.get("SECTORLAB_ACCEL")
+    forced = _forced()
     if forced:
-        if forced not in ("kvm", "tcg"):
-            raise UsageError(f"SECTORLAB_ACCEL={forced!r}: expected 'kvm' or 'tcg'; unset it to probe")
-        return Accelerator(forced, "forced by SECTORLAB_ACCEL")
+        return forced
     cache = cache_dir() / "accel.json"
     key = _cache_key()
     if not refresh and cache.exists():

@@ -8,9 +8,9 @@ never accepted: the guest's host key comes from its seed, so the host knows it i
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import shlex
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Callable
 
 import paramiko
 
+from . import remote
 from .errors import SectorlabError
 from .paths import cache_dir
 
@@ -54,13 +55,26 @@ NVME_TCP_FAILED_MARKER = "sectorlab-failed: nvme-tcp"
 BLIND_POLL_AFTER = 90.0
 
 
-def console_says_ready(console_log: Path, marker: str = READY_MARKER) -> Callable[[], bool]:
+def read_console(console_log: Path | str | None, via: str | None = None) -> str | None:
+    """A guest's console log as text, or None when there is none (yet). With `via` (a remote libvirt
+    URI) the log is on that host and is read over SSH."""
+    if console_log is None:
+        return None
+    if via:
+        try:
+            return remote.read_text(via, str(console_log))
+        except SectorlabError:
+            return None
+    try:
+        return Path(console_log).read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def console_says_ready(console_log: Path, marker: str = READY_MARKER, via: str | None = None) -> Callable[[], bool]:
     """A check for wait_until_up: whether the guest's console log has the line `marker`."""
     def ready() -> bool:
-        try:
-            return marker in console_log.read_text(errors="replace")
-        except FileNotFoundError:
-            return False
+        return marker in (read_console(console_log, via) or "")
     return ready
 
 
@@ -75,13 +89,10 @@ class GuestCrashed(GuestUnreachable):
 PANIC_LINE = "Kernel panic - not syncing"
 
 
-def console_panic(console_log: Path | None) -> str | None:
+def console_panic(console_log: Path | None, via: str | None = None) -> str | None:
     """What the guest's console says of a kernel panic (the panic line and the first BUG/Oops line
     before it), or None."""
-    try:
-        lines = console_log.read_text(errors="replace").splitlines() if console_log else []
-    except OSError:
-        return None
+    lines = (read_console(console_log, via) or "").splitlines()
     at = next((i for i, line in enumerate(lines) if PANIC_LINE in line), None)
     if at is None:
         return None
@@ -90,28 +101,28 @@ def console_panic(console_log: Path | None) -> str | None:
     return strip(lines[at]) + (f" ({strip(cause)})" if cause else "")
 
 
-def keep_console(console_log: Path) -> Path:
+def keep_console(console_log: Path, via: str | None = None) -> Path:
     """A copy of a crashed guest's console log where lab-down does not remove it (the lab's state
     directory goes with the lab): $SECTORLAB_CACHE/crashes/LAB-CONSOLE-TIME.log. The log itself when
     the copy cannot be made."""
-    try:
-        key = (console_log, console_log.stat().st_mtime_ns)
-    except OSError:
+    text = read_console(console_log, via)
+    if text is None:
         return console_log
+    key = (str(console_log), hashlib.sha256(text.encode()).hexdigest())
     if key in _KEPT:  # one copy per crash, however many commands then meet it
         return _KEPT[key]
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    kept = cache_dir() / "crashes" / f"{console_log.parent.name}-{console_log.stem}-{stamp}.log"
+    kept = cache_dir() / "crashes" / f"{Path(console_log).parent.name}-{Path(console_log).stem}-{stamp}.log"
     try:
         kept.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(console_log, kept)
+        kept.write_text(text)
     except OSError:
         return console_log
     _KEPT[key] = kept
     return kept
 
 
-_KEPT: dict[tuple[Path, int], Path] = {}
+_KEPT: dict[tuple[str, str], Path] = {}
 
 
 def host_key_from_line(line: str) -> paramiko.PKey:
@@ -135,9 +146,11 @@ def shell_join(cmd: str, args: tuple) -> str:
 
 class Guest:
     def __init__(self, name: str, host: str, port: int, user: str, key_file: Path, host_key: str,
-                 console_log: Path | None = None):
+                 console_log: Path | None = None, via: str | None = None):
+        """`via`: the remote libvirt URI whose host the guest's forward listens on (None: this host)."""
         self.name = name
         self.console_log = Path(console_log) if console_log else None
+        self.via = via
         self.host = host
         self.port = port
         self.user = user
@@ -146,14 +159,22 @@ class Guest:
         self._client: paramiko.SSHClient | None = None
 
     def __repr__(self) -> str:
-        return f"Guest({self.name} {self.user}@{self.host}:{self.port})"
+        return f"Guest({self.name} {self.user}@{self.host}:{self.port}" + \
+            (f" on libvirt host {remote.ssh_host(self.via).label})" if self.via else ")")
+
+    @property
+    def endpoint(self) -> str:
+        """Where the guest's SSH forward listens: this host's 127.0.0.1:port, or a remote libvirt host's."""
+        where = f" (on libvirt host {remote.ssh_host(self.via).label})" if self.via else ""
+        return f"{self.host}:{self.port}{where}"
 
     def _new_client(self, timeout: float, banner_timeout: float | None = None) -> paramiko.SSHClient:
         client = paramiko.SSHClient()
         known = self.host if self.port == 22 else f"[{self.host}]:{self.port}"
         client.get_host_keys().add(known, self.host_key.get_name(), self.host_key)
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        client.connect(self.host, port=self.port, username=self.user,
+        sock = remote.channel_to(self.via, self.port, timeout) if self.via else None
+        client.connect(self.host, port=self.port, username=self.user, sock=sock,
                        pkey=paramiko.PKey.from_path(self.key_file), timeout=timeout,
                        banner_timeout=banner_timeout or timeout,
                        auth_timeout=timeout, allow_agent=False, look_for_keys=False)
@@ -173,10 +194,10 @@ class Guest:
     def _unreachable(self, why: str) -> GuestUnreachable:
         """The error for a guest that does not answer: GuestCrashed, with what its console says,
         when its kernel panicked."""
-        panic = console_panic(self.console_log)
+        panic = console_panic(self.console_log, self.via)
         if panic:
             return GuestCrashed(f"{self}: {why}; the guest's kernel panicked, says its console: {panic} "
-                                f"(all of it in {keep_console(self.console_log)})")
+                                f"(all of it in {keep_console(self.console_log, self.via)})")
         return GuestUnreachable(f"{self}: {why}")
 
     def wait_until_up(self, timeout: float, progress: Callable[[str], None] | None = None,
@@ -211,7 +232,7 @@ class Guest:
             if now - start > timeout:
                 raise self._unreachable(f"no SSH login after {timeout:.0f} s (last error: {last_error})")
             if progress and now - last_report >= 10:
-                progress(f"waiting for SSH on {self.host}:{self.port}: {now - start:.0f} s ({last_error})")
+                progress(f"waiting for SSH on {self.endpoint}: {now - start:.0f} s ({last_error})")
                 last_report = now
             time.sleep(0.2 if ready is not None and not signalled else 1.0)
 

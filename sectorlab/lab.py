@@ -23,7 +23,7 @@ from typing import Callable
 
 from . import accel as accel_mod
 from . import geometry as geo
-from . import guestdisks, guestprobe, images, labdef, rmw, seed, sshkeys, tooling, virsh, warm
+from . import guestdisks, guestprobe, images, labdef, remote, rmw, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError, UsageError
 from .guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
 from .paths import REPO, cache_dir, link_or_copy, write_atomic
@@ -59,45 +59,60 @@ IMAGE_POOL_DIR = "/var/lib/libvirt/images/sectorlab-images"
 
 
 def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> dict:
-    """Make the built image a volume of the shared pool the labs' root disks are backed by. On this
-    host it is a hard link to the cached image (no copy at each lab-up), with the image's kernel and
-    initramfs beside it for direct kernel boot; on a remote libvirt host the image is uploaded once
-    and boots through GRUB. Older images of the guest that no domain uses are removed from the pool.
-    Returns the volume name and the direct-boot kernel, initrd and command line ('' for GRUB)."""
+    """Make the built image a volume of the shared pool the labs' root disks are backed by, with the
+    image's kernel and initramfs beside it for direct kernel boot. On this host each is a hard link
+    to the cached file (no copy at each lab-up); on a remote libvirt host each is uploaded once.
+    Older images of the guest that no domain uses are removed from the pool.
+    Returns the volume name, the files uploaded, and the direct-boot kernel, initrd and command line
+    ('' for GRUB)."""
     image, guest = Path(record.image), record.guest
     if IMAGE_POOL not in virsh.run(uri, "pool-list", "--all", "--name", check=False).split():
         virsh.run(uri, "pool-define-as", IMAGE_POOL, "dir", "--target", IMAGE_POOL_DIR)
         virsh.run(uri, "pool-build", IMAGE_POOL)
     if virsh.run(uri, "pool-info", IMAGE_POOL, check=False).find("running") < 0:
         virsh.run(uri, "pool-start", IMAGE_POOL)
-    name = image.name
     listing = virsh.run(uri, "vol-list", IMAGE_POOL, check=False)
     volumes = [v.split()[0] for v in listing.splitlines() if v.split()]
-    if name not in volumes:
-        if uri.startswith("qemu:///"):
-            target = Path(IMAGE_POOL_DIR) / name
-            link_or_copy(image, target)
-            os.chmod(target, 0o644)
-            virsh.run(uri, "pool-refresh", IMAGE_POOL)
-        else:
-            progress(f"uploading {name} to {uri}")
-            virsh.run(uri, "vol-create-as", IMAGE_POOL, name, str(image.stat().st_size), "--format", "qcow2")
-            virsh.run(uri, "vol-upload", "--pool", IMAGE_POOL, name, str(image), timeout=3600)
-    boot = {"kernel": "", "initrd": "", "cmdline": ""}
-    if uri.startswith("qemu:///") and record.cmdline and record.kernel and record.initrd:
-        boot["cmdline"] = record.cmdline
-        for key in ("kernel", "initrd"):
-            target = Path(IMAGE_POOL_DIR) / Path(getattr(record, key)).name
+    uploaded: list[str] = []
+
+    def put(source: Path, fmt: str) -> str:
+        """The file as a volume of the image pool; its path on the libvirt host."""
+        target = Path(IMAGE_POOL_DIR) / source.name
+        if not remote.is_remote(uri):
             if not target.exists():
-                link_or_copy(getattr(record, key), target)
+                link_or_copy(source, target)
                 os.chmod(target, 0o644)
-            boot[key] = str(target)
+                virsh.run(uri, "pool-refresh", IMAGE_POOL)
+            return str(target)
+        if source.name not in volumes:
+            size = source.stat().st_size
+            progress(f"uploading {source.name} ({size / 2**20:.0f} MiB) to {remote.ssh_host(uri).label}")
+            virsh.run(uri, "vol-create-as", IMAGE_POOL, source.name, str(size), "--format", fmt)
+            try:
+                virsh.run(uri, "vol-upload", "--pool", IMAGE_POOL, source.name, str(source), timeout=3600)
+            except BaseException:
+                virsh.run(uri, "vol-delete", "--pool", IMAGE_POOL, source.name, check=False)  # never half an image
+                raise
+            uploaded.append(source.name)
+        return virsh.run(uri, "vol-path", "--pool", IMAGE_POOL, source.name).strip()
+
+    put(image, "qcow2")
+    boot = {"kernel": "", "initrd": "", "cmdline": ""}
+    if record.cmdline and record.kernel and record.initrd:
+        boot = {"kernel": put(Path(record.kernel), "raw"), "initrd": put(Path(record.initrd), "raw"),
+                "cmdline": record.cmdline}
     in_use = " ".join(virsh.run(uri, "dumpxml", d, check=False)
                       for d in virsh.run(uri, "list", "--all", "--name", check=False).split())
     for old in volumes:
         if Path(old).stem != image.stem and old.startswith(f"{guest}-") and Path(old).stem not in in_use:
             virsh.run(uri, "vol-delete", "--pool", IMAGE_POOL, old, check=False)
-    return {"volume": name, **boot}
+    return {"volume": image.name, "uploaded": uploaded, **boot}
+
+
+def console_dir(lab_name: str, uri: str, state: Path) -> str:
+    """Where the VMs' console logs go, on the libvirt host: the lab's state directory here; on a
+    remote host a directory of its own beside QEMU's logs (lab-up makes it, lab-down removes it)."""
+    return f"/var/log/libvirt/qemu/sectorlab-{lab_name}" if remote.is_remote(uri) else str(state)
 
 
 def pool_dir(lab_name: str) -> str:
@@ -217,11 +232,13 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
     if len(uris) != 1:
         raise SectorlabError(f"lab {lab.name}: VMs on several libvirt hosts ({', '.join(sorted(uris))}) are not "
                              f"supported by one lab yet; split them into one lab definition per host")
+    uris_one = uris.pop()
     return {
         "lab_name": lab.name,
-        "libvirt_uri": uris.pop(),
+        "libvirt_uri": uris_one,
         "pool_dir": pool_dir(lab.name),
-        "console_dir": str(state),
+        "console_dir": console_dir(lab.name, uris_one, state),
+        "qemu_uid": remote.host(uris_one).qemu_uid(),
         "domain_type": domain_type,
         "image_pool": IMAGE_POOL,
         "images": {g: p["volume"] for g, p in published.items()},
@@ -271,27 +288,31 @@ def _ports(lab: labdef.Lab, state: Path) -> dict[str, int]:
     previous = _load_json(state / "ports.json", {})
     ports = {}
     taken: set[int] = set()
+    in_use = remote.host(lab.vms[0].libvirt_uri).port_in_use
     for vm in lab.vms:
         port = vm.ssh_port or previous.get(vm.name)
         if not port or (port in taken):
-            port = _free_port(taken)
+            port = _free_port(taken, in_use)
         ports[vm.name] = port
         taken.add(port)
     write_atomic(state / "ports.json", json.dumps(ports))
     return ports
 
 
-def _free_port(taken: set[int]) -> int:
+def _free_port(taken: set[int], in_use: Callable[[int], bool]) -> int:
+    """A port for a guest's SSH forward: one the kernel gives out here (free on this host), and
+    neither taken by another VM of the lab nor listened on where the forwards are (`in_use`)."""
     from .vm import free_port
     while True:
         port = free_port()
-        if port not in taken:
+        if port not in taken and not in_use(port):
             return port
 
 
 def guests_from_lab_json(data: dict) -> dict[str, Guest]:
+    via = remote.host(data["libvirt_uri"]).via
     return {name: Guest(name, vm["ssh_host"], vm["ssh_port"], vm["user"], Path(vm["key_file"]), vm["host_key"],
-                        vm.get("console_log"))
+                        vm.get("console_log"), via)
             for name, vm in data["vms"].items()}
 
 
@@ -313,11 +334,11 @@ def faults(data: dict, states: dict[str, str] | None = None) -> list[str]:
         if state != "running":
             found.append(f"{name}: domain {vm['domain']} is {state}, not running (destroyed, or its QEMU was "
                          f"killed)")
-    if uri.startswith("qemu:///"):  # a remote host's files are not ours to stat
-        volumes = [(f"{vm_name} root disk", vm.get("root_volume")) for vm_name, vm in data["vms"].items()]
-        volumes += [(f"{d['vm']} disk {d['name']}", d.get("volume")) for d in data["disks"].values()]
-        found += [f"{what}: volume {path} is gone (deleted while the lab ran)" for what, path in volumes
-                  if path and path.startswith("/") and not os.path.exists(path)]
+    volumes = [(f"{vm_name} root disk", vm.get("root_volume")) for vm_name, vm in data["vms"].items()]
+    volumes += [(f"{d['vm']} disk {d['name']}", d.get("volume")) for d in data["disks"].values()]
+    volumes = [(what, path) for what, path in volumes if path and path.startswith("/")]
+    gone = remote.host(uri).missing([path for _, path in volumes])
+    found += [f"{what}: volume {path} is gone (deleted while the lab ran)" for what, path in volumes if path in gone]
     return found
 
 
@@ -355,7 +376,7 @@ class _Route:
     def wait(self, run: LabUp, name: str, guest: Guest) -> None:
         # A running lab's console may not say it (a guest restored from a saved state booted
         # before its console log began): connect at once.
-        run.progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}")
+        run.progress(f"{name}: waiting for SSH on {guest.endpoint}")
         run.progress(f"{name}: SSH up after {guest.wait_until_up(SSH_TIMEOUT, run.progress):.0f} s")
 
     def saves(self, run: LabUp) -> bool:
@@ -371,7 +392,7 @@ class _Cold(_Route):
 
     def wait(self, run: LabUp, name: str, guest: Guest) -> None:
         ready = run.console(name, READY_MARKER)
-        run.progress(f"{name}: waiting for SSH on 127.0.0.1:{guest.port}"
+        run.progress(f"{name}: waiting for SSH on {guest.endpoint}"
                      + (" (connecting once its console says sshd listens)" if ready else ""))
         run.progress(f"{name}: SSH up after {guest.wait_until_up(SSH_TIMEOUT, run.progress, ready):.0f} s")
 
@@ -484,7 +505,7 @@ class LabUp:
         """A check that the VM's console says `marker`, or None for an image that does not write it."""
         if not self.records[self.vm_guest[name]].ready_marker:
             return None
-        return console_says_ready(self.state / f"{name}-console.log", marker)
+        return console_says_ready(self.data["vms"][name]["console_log"], marker, self.guests[name].via)
 
     def write_tfvars(self) -> None:
         variables = tfvars(self.lab, self.state, self.ports, self.found.libvirt_domain_type, self.published,
@@ -511,7 +532,7 @@ class LabUp:
 
     def phase_choose_path(self) -> None:
         lab, state = self.lab, self.state
-        self.found = accel_mod.detect()
+        self.found = accel_mod.detect_for(self.uri)
         self.key, key_parts = warm.state_key(lab, {g: r.image_sha256 for g, r in self.records.items()},
                                              self.found.libvirt_domain_type)
         self.key_parts = key_parts
@@ -540,7 +561,9 @@ class LabUp:
         elif self.cold:
             route, why = _Cold(), "asked for (--cold)"
         elif self.uri != "qemu:///system":
-            route, why = _Cold(), f"a saved state is restored only on this host's qemu:///system, not {self.uri}"
+            route, why = _Cold(), (f"a saved state is kept and restored only on this host's qemu:///system, not "
+                                   f"{self.uri}; none is saved")
+            self.save_state = False
         else:
             missing = self.saved.missing(self.vm_names)
             route, why = (_Cold(), missing) if missing else (_Warm(), f"saved state {self.key}")
@@ -558,9 +581,13 @@ class LabUp:
 
     def phase_provision(self) -> None:
         _ensure_keys(self.lab, self.state)
+        start = time.monotonic()
         with images_pool_lock():  # labs brought up at once share the pool
             self.published = {g: publish_image(self.uri, r, self.progress) for g, r in self.records.items()}
+        if any(p["uploaded"] for p in self.published.values()):
+            self.timed("image upload", time.monotonic() - start)
         self.ports = _ports(self.lab, self.state)
+        remote.host(self.uri).make_dir(console_dir(self.lab.name, self.uri, self.state))
         self.domains = {name: domain_name(self.lab.name, name) for name in self.vm_names}
         self.write_tfvars()
 
@@ -872,6 +899,7 @@ def _down(lab: labdef.Lab, progress: Progress) -> None:
         except SectorlabError as e:
             progress(f"{e}; removing what is left with virsh")
     leftovers = sweep_libvirt(lab.name, uri, progress)
+    remote.host(uri).remove_tree(console_dir(lab.name, uri, state))  # the state directory itself, here
     shutil.rmtree(state, ignore_errors=True)
     left = leftovers_of(lab.name, uri)
     if left:
@@ -886,9 +914,10 @@ def leftovers_of(lab_name: str, uri: str) -> list[str]:
                if d.startswith(prefix + "-")]
     pools = [p for p in virsh.run(uri, "pool-list", "--all", "--name", check=False).split() if p == prefix]
     left = [f"domain {d}" for d in domains] + [f"pool {p}" for p in pools]
-    if os.path.isdir(pool_dir(lab_name)) and uri.startswith("qemu:///"):
-        left.append(f"directory {pool_dir(lab_name)}")
-    return left
+    host = remote.host(uri)
+    dirs = [pool_dir(lab_name)] + ([console_dir(lab_name, uri, Path())] if host.remote else [])
+    gone = host.missing(dirs)
+    return left + [f"directory {d}" + (f" on {host.label}" if host.remote else "") for d in dirs if d not in gone]
 
 
 def sweep_libvirt(lab_name: str, uri: str, progress: Progress) -> list[str]:
@@ -908,9 +937,10 @@ def sweep_libvirt(lab_name: str, uri: str, progress: Progress) -> list[str]:
         virsh.run(uri, "pool-delete", prefix, check=False)
         virsh.run(uri, "pool-undefine", prefix, check=False)
         removed.append(f"pool {prefix}")
-    if uri.startswith("qemu:///") and os.path.isdir(pool_dir(lab_name)):
-        shutil.rmtree(pool_dir(lab_name), ignore_errors=True)
-        removed.append(f"directory {pool_dir(lab_name)}")
+    host = remote.host(uri)
+    if not host.missing([pool_dir(lab_name)]):
+        host.remove_tree(pool_dir(lab_name))
+        removed.append(f"directory {pool_dir(lab_name)}" + (f" on {host.label}" if host.remote else ""))
     if uri == "qemu:///system":  # a managed-save image left by a warm lab-up that failed
         for stale in warm.MANAGED_SAVE_DIR.glob(f"{prefix}-*.save"):
             stale.unlink(missing_ok=True)
@@ -937,9 +967,10 @@ def status(lab_file: Path, progress: Progress = _say) -> int:
         return 1
     states = domain_states(data)
     problems = faults(data, states)
+    guests = guests_from_lab_json(data)
     for name, vm in data["vms"].items():
-        print(f"{name}: domain {vm['domain']} {states[name]}, ssh 127.0.0.1:{vm['ssh_port']}")
-    running = {name: g for name, g in guests_from_lab_json(data).items() if states[name] == "running"}
+        print(f"{name}: domain {vm['domain']} {states[name]}, ssh {guests[name].endpoint}")
+    running = {name: g for name, g in guests.items() if states[name] == "running"}
     rows, seen = verify({**data, "vms": {n: data["vms"][n] for n in running}}, running, progress)
     if len(rows) > 1:  # a header alone: no VM runs to show its disks
         print_table(rows)

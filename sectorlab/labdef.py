@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -19,8 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from . import geometry as geo
-from . import images
-from .errors import UsageError
+from . import images, remote
+from .errors import SectorlabError, UsageError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -151,6 +150,10 @@ def _uri(where: str, value) -> str:
     if not isinstance(value, str) or not URI_RE.match(value):
         raise UsageError(f"{where}: libvirt_uri = {value!r}: expected a QEMU URI such as qemu:///system or "
                          f"qemu+ssh://host/system")
+    try:
+        remote.ssh_host(value)  # a remote one: qemu+ssh, a host, a port, key files that exist
+    except UsageError as e:
+        raise UsageError(f"{where}: {e}") from e
     return value
 
 
@@ -222,6 +225,10 @@ def validate(data: dict, path: Path | None = None) -> Lab:
         if rmw > MAX_RMW_PER_VM:
             raise UsageError(f"{where}: {rmw} disks with rmw = true: at most {MAX_RMW_PER_VM} per VM (one PCI slot "
                              f"each); put the others on another VM")
+        if rmw and remote.is_remote(uri):
+            raise UsageError(f"{where}: rmw = true on libvirt_uri {uri}: a read-modify-write disk's reads are "
+                             f"counted in QEMU's log and process on this host; put that disk in a lab on "
+                             f"qemu:///system")
         vms.append(vm)
     return Lab(lab_name, path, vms, extra)
 
@@ -293,39 +300,45 @@ def default_serial(bus: str, geometry_name: str, index: int) -> str:
 
 
 def port_in_use(port: int) -> bool:
-    """Whether something listens on 127.0.0.1:port. SO_REUSEADDR as QEMU's user-mode networking
-    sets it, so connections of a VM just destroyed, still in TIME_WAIT, do not count."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
+    """Whether something listens on this host's 127.0.0.1:port."""
+    return remote.LocalHost().port_in_use(port)
 
 
 def check_environment(lab: Lab, own_ports: set[int] = frozenset(),
                       holder_of: Callable[[int], str | None] = lambda port: None) -> None:
-    """Host-dependent checks: fixed SSH ports are free (or already this lab's), libvirt URIs answer.
-    `holder_of` names what holds a port (another lab's VM) when it knows."""
-    for vm in lab.vms:
-        if vm.ssh_port and vm.ssh_port not in own_ports and port_in_use(vm.ssh_port):
-            holder = holder_of(vm.ssh_port)
-            raise UsageError(f"vm {vm.name}: ssh_port {vm.ssh_port} on 127.0.0.1 is already taken"
-                             f"{f' (by {holder})' if holder else ''}; choose another port or 0 to let lab-up "
-                             f"pick one")
+    """Host-dependent checks: libvirt URIs answer, fixed SSH ports are free (or already this lab's)
+    on the libvirt host's 127.0.0.1. `holder_of` names what holds a port (another lab's VM) when it knows."""
     for uri in sorted({vm.libvirt_uri for vm in lab.vms}):
         check_uri(uri)
+    hosts = {uri: remote.host(uri) for uri in {vm.libvirt_uri for vm in lab.vms if vm.ssh_port}}
+    for vm in lab.vms:
+        where = hosts.get(vm.libvirt_uri)
+        if vm.ssh_port and vm.ssh_port not in own_ports and where.port_in_use(vm.ssh_port):
+            holder = holder_of(vm.ssh_port)
+            raise UsageError(f"vm {vm.name}: ssh_port {vm.ssh_port} on 127.0.0.1 is already taken"
+                             f"{f' on {where.label}' if where.remote else ''}"
+                             f"{f' (by {holder})' if holder else ''}; choose another port or 0 to let lab-up "
+                             f"pick one")
 
 
 def check_uri(uri: str) -> None:
+    if remote.is_remote(uri):  # the host's key and sectorlab's own SSH first: they name what is wrong
+        try:
+            remote.client(uri)
+        except SectorlabError as e:
+            raise UsageError(str(e)) from e
     try:
-        proc = subprocess.run(["virsh", "-c", uri, "uri"], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(["virsh", "-c", remote.virsh_uri(uri), "uri"], capture_output=True, text=True,
+                              timeout=30)
     except FileNotFoundError as e:
         raise UsageError("virsh is not installed; run scripts/bootstrap") from e
     except subprocess.TimeoutExpired as e:
         raise UsageError(f"libvirt URI {uri}: no answer in 30 s; check that libvirtd runs there") from e
     if proc.returncode != 0:
         detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
+        if remote.is_remote(uri):
+            raise UsageError(f"libvirt URI {uri} is unreachable ({detail}); check that SSH reaches "
+                             f"{remote.ssh_host(uri).label} with its key and known_hosts entry and that libvirtd "
+                             f"runs there, or fix libvirt_uri")
         raise UsageError(f"libvirt URI {uri} is unreachable ({detail}); start libvirtd (scripts/bootstrap does "
                          f"on this host) or fix libvirt_uri")

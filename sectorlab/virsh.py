@@ -5,11 +5,12 @@ from __future__ import annotations
 import subprocess
 
 from .errors import SectorlabError
+from .remote import virsh_uri
 
 
 def run(uri: str, *args: str, check: bool = True, timeout: float = 300) -> str:
     """virsh's standard output; with `check`, a failure raises with virsh's message."""
-    proc = subprocess.run(["virsh", "-q", "-c", uri, *args], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(["virsh", "-q", "-c", virsh_uri(uri), *args], capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise SectorlabError(f"virsh {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout

@@ -34,6 +34,9 @@ LAB_FILES = [
     ("privileged-port", VM + "ssh_port = 80\n" + DISK, "ssh_port = 80"),
     ("port-out-of-range", VM + "ssh_port = 70000\n" + DISK, "ssh_port = 70000"),
     ("bad-uri", '[lab]\nlibvirt_uri = "http://host/"\n' + VM + DISK, "http://host/"),
+    ("remote-uri-not-ssh", '[lab]\nlibvirt_uri = "qemu+tcp://labhost/system"\n' + VM + DISK, "qemu+ssh:// only"),
+    ("remote-uri-missing-key", '[lab]\nlibvirt_uri = "qemu+ssh://labhost/system?keyfile=/no/such/key"\n' + VM
+     + DISK, "keyfile='/no/such/key' is not a file"),
     ("geometry-not-power-of-two", '[geometry.odd]\nlogical_block_size = 1000\nphysical_block_size = 4096\n'
      + VM + '[[vm.disk]]\nbus = "virtio"\ngeometry = "odd"\n', "1000"),
     ("min-io-not-a-multiple", '[geometry.qlc]\nlogical_block_size = 4096\nphysical_block_size = 4096\n'
