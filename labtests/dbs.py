@@ -4,7 +4,7 @@ by hand on it (Unix socket only), PostgreSQL's pg_test_fsync and the guest's own
 counters. Everything is undone after, even when the scenario fails: the server stopped, the
 filesystem unmounted and its signature wiped, so that later scenarios find the disk blank.
 
-The guest image provides the programs (packer/scripts/debian/databases.sh): MariaDB and a data
+The guest image provides the programs (packer/scripts/common/databases.sh): MariaDB and a data
 directory template, postgresql-15's pg_test_fsync, sysbench and xfsprogs.
 """
 

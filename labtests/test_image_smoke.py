@@ -12,7 +12,7 @@ import pytest
 
 from labtests import dbs
 from labtests.conftest import selected_guest
-from sectorlab import images
+from sectorlab import images, labtools
 from sectorlab.vm import BootedVM
 
 pytestmark = pytest.mark.vm
@@ -33,6 +33,19 @@ def booted():
         raise
     yield vm, guest
     vm.stop()
+
+
+def test_every_lab_tool_of_its_family_is_there(booted):
+    """Every command and kernel module images/lab-tools.toml names for the guest's family."""
+    vm, guest = booted
+    family = images.load_guest(vm.name.removeprefix("smoke-")).os_family
+    _, tools = labtools.load()
+    for tool in tools:
+        for command in tool.commands[family]:
+            found = guest.run("sudo -n sh -c", f"command -v {command}")
+            assert found.ok and found.stdout.strip(), f"{tool.name}: {command} is not in the guest ({found.stderr})"
+        for module in tool.modules:
+            assert guest.run("sudo -n modinfo -n", module).ok, f"{tool.name}: module {module} is not in the guest"
 
 
 def test_storage_tools_answer(booted):

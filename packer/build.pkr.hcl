@@ -15,7 +15,7 @@ build {
 
   provisioner "shell" {
     scripts          = [for s in var.provision_scripts : "${path.root}/${s}"]
-    environment_vars = ["LAB_USER=${var.lab_user}", "BUILD_USER=${var.ssh_username}"]
+    environment_vars = concat(["LAB_USER=${var.lab_user}", "BUILD_USER=${var.ssh_username}"], var.lab_tools_env)
     execute_command  = "chmod +x {{ .Path }}; sudo env {{ .Vars }} {{ .Path }}"
   }
 

@@ -6,7 +6,7 @@ locals {
   netdev = ["-netdev", "user,id=user.0,restrict=${var.guest_network_restrict},hostfwd=tcp:127.0.0.1:{{ .SSHHostPort }}-:22"]
   qemuargs = concat(
     [local.netdev, ["-cdrom", var.seed_iso], ["-serial", "file:${var.output_directory}-console.log"]],
-    var.direct_kernel
+    var.direct_kernel, var.firmware_args
   )
 }
 

@@ -4,7 +4,7 @@
 
 variable "guest" {
   type        = string
-  description = "Guest name, as in vars/<guest>.pkrvars.hcl (debian12, oraclelinux9, oraclelinux8)."
+  description = "Guest name, as in vars/<guest>.pkrvars.hcl (debian12, oraclelinux10, oraclelinux9, oraclelinux8)."
 }
 
 variable "os_family" {
@@ -115,4 +115,26 @@ variable "lab_min_memory_mib" {
   type        = number
   description = "Not used by Packer: the least memory a lab VM of this guest may be given (sectorlab's lab validation reads it)."
   default     = 512
+}
+
+variable "firmware" {
+  type        = string
+  description = "How the base disk boots while Packer provisions it: 'bios' (SeaBIOS, QEMU's default) or 'uefi' (OVMF from Debian's ovmf package; sectorlab passes its pflash drives in firmware_args). Lab VMs boot Debian's kernel directly and Oracle Linux through its GRUB under SeaBIOS: lab-up refuses a 'uefi' guest (docs/oracle-linux.md)."
+  default     = "bios"
+  validation {
+    condition     = contains(["bios", "uefi"], var.firmware)
+    error_message = "The firmware must be bios or uefi."
+  }
+}
+
+variable "firmware_args" {
+  type        = list(list(string))
+  description = "QEMU arguments for the firmware (OVMF's code and a copy of its variable store as pflash drives); empty for 'bios'. Passed by sectorlab."
+  default     = []
+}
+
+variable "lab_tools_env" {
+  type        = list(string)
+  description = "The lab tools of images/lab-tools.toml for this guest's family, as KEY=value environment variables of the provisioning scripts (LAB_PACKAGES, LAB_COMMANDS, LAB_MODULES, ...). Passed by sectorlab."
+  default     = []
 }

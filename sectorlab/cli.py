@@ -43,7 +43,9 @@ def cmd_image_build(args) -> int:
 
 
 def cmd_image_validate(args) -> int:
+    from . import lab as lab_mod
     images.validate_templates(_progress)
+    lab_mod.check_seeds(_progress)
     return 0
 
 
@@ -51,7 +53,8 @@ def cmd_image_list(args) -> int:
     for name in images.guest_names():
         spec = images.load_guest(name)
         cached = images.find_cached(spec)
-        state = f"built {cached.built_at} {cached.image}" if cached else "not built"
+        state = (f"built {cached.built_at} in {cached.build_seconds:.0f} s ({cached.accelerator}) {cached.image}"
+                 if cached else "not built")
         base = spec.base_image_url or "built here with mmdebstrap from Debian's packages"
         print(f"{name:<14} {state}")
         print(f"{'':<14} base: {base}")

@@ -28,7 +28,7 @@ from typing import Callable
 import hcl2
 
 from . import accel as accel_mod
-from . import seed, sshkeys
+from . import labtools, seed, sshkeys
 from .errors import SectorlabError, UsageError
 from .guest import READY_MARKER
 from .paths import REPO, image_cache, manifest_path
@@ -57,6 +57,7 @@ class GuestSpec:
     disk_size: str
     provision_scripts: tuple[str, ...]
     lab_min_memory_mib: int = 512
+    firmware: str = "bios"  # how the base disk boots under Packer: bios or uefi (OVMF)
 
     @property
     def vars_file(self) -> Path:
@@ -83,7 +84,8 @@ def load_guest(name: str) -> GuestSpec:
     path = PACKER_DIR / "vars" / f"{name}.pkrvars.hcl"
     if not path.exists():
         raise UsageError(f"unknown guest {name!r}: expected one of {', '.join(guest_names())} "
-                         f"(the files packer/vars/<guest>.pkrvars.hcl)")
+                         f"(the files packer/vars/<guest>.pkrvars.hcl); pick one, or add "
+                         f"packer/vars/{name}.pkrvars.hcl to make it a guest")
     with open(path) as f:
         raw = {k: _unquote(v) for k, v in hcl2.load(f).items()}
     try:
@@ -92,11 +94,13 @@ def load_guest(name: str) -> GuestSpec:
             base_image_url=raw.get("base_image_url", ""), base_image_sha256=raw.get("base_image_sha256", ""),
             ssh_username=raw.get("ssh_username", "lab"), disk_size=raw.get("disk_size", "4096M"),
             provision_scripts=tuple(raw["provision_scripts"]),
-            lab_min_memory_mib=int(raw.get("lab_min_memory_mib", 512)))
+            lab_min_memory_mib=int(raw.get("lab_min_memory_mib", 512)), firmware=raw.get("firmware", "bios"))
     except KeyError as e:
         raise SectorlabError(f"{path}: missing variable {e.args[0]}") from e
     if spec.name != name:
         raise SectorlabError(f"{path}: guest = {spec.name!r}, expected {name!r} (the file name)")
+    if spec.firmware not in ("bios", "uefi"):
+        raise SectorlabError(f"{path}: firmware = {spec.firmware!r}, expected 'bios' or 'uefi'")
     if spec.base_recipe not in REQUIRED_FREE_GIB:
         raise SectorlabError(f"{path}: base_recipe = {spec.base_recipe!r}, expected 'mmdebstrap' or 'download'")
     return spec
@@ -136,7 +140,7 @@ def _files_for_hash(spec: GuestSpec) -> list[Path]:
     files = sorted(PACKER_DIR.glob("*.pkr.hcl")) + [spec.vars_file]
     files += sorted(p for p in (PACKER_DIR / "files").iterdir() if p.is_file())
     files += [PACKER_DIR / s for s in spec.provision_scripts] + [BOOT_FILES_SCRIPT]
-    files += _redo_writer_sources() + GUEST_TOOLS
+    files += _redo_writer_sources() + GUEST_TOOLS + [labtools.TOOLS_FILE]
     if spec.base_recipe == "mmdebstrap":
         files += _base_files(spec)
     return files
@@ -144,7 +148,8 @@ def _files_for_hash(spec: GuestSpec) -> list[Path]:
 
 def _base_files(spec: GuestSpec) -> list[Path]:
     recipe = REPO / "images" / spec.name
-    return [DEBIAN_BASE_SCRIPT, REPO / "scripts" / "lib.sh"] + sorted(p for p in recipe.rglob("*") if p.is_file())
+    return [DEBIAN_BASE_SCRIPT, REPO / "scripts" / "lib.sh", labtools.TOOLS_FILE] + \
+        sorted(p for p in recipe.rglob("*") if p.is_file())
 
 
 def hash_files(files: list[Path], extra: str = "", root: Path = REPO) -> str:
@@ -228,21 +233,59 @@ def check_free_space(directory: Path, need_gib: int) -> None:
                              f"space there or point SECTORLAB_CACHE at a larger disk")
 
 
+QCOW2_MAGIC = b"QFI\xfb"
+# OVMF from Debian's ovmf package (scripts/bootstrap installs it): the firmware's code, read-only,
+# and the template of its variable store, copied for each build.
+OVMF_DIR = Path("/usr/share/OVMF")
+OVMF_CODE, OVMF_VARS = "OVMF_CODE_4M.fd", "OVMF_VARS_4M.fd"
+
+
 def check_template(spec: GuestSpec, progress: Progress) -> Path:
-    """A vendor template already in the cache must match its pinned sha256 before Packer sees it."""
+    """A vendor template already in the cache must be a qcow2 file that matches its pinned sha256
+    before Packer sees it. One line naming the file, what was found, what was expected and what to
+    do; the file is left where the user put it."""
     path = spec.template_file
     assert path is not None
+    pinned = f"pinned in {spec.vars_file.relative_to(REPO)}"
     if path.exists():
+        with open(path, "rb") as f:
+            magic = f.read(4)
+        if magic != QCOW2_MAGIC:
+            raise UsageError(f"{path}: not a qcow2 image (it starts with {magic!r}, a qcow2 file with "
+                             f"{QCOW2_MAGIC!r}); {spec.name} needs Oracle's KVM template {spec.base_image_url} "
+                             f"({pinned}): remove the file or put that template there")
         progress(f"checking {path.name} against its pinned sha256")
         actual = sha256_file(path)
         if actual != spec.base_image_sha256:
-            raise SectorlabError(f"{path}: sha256 {actual}, expected {spec.base_image_sha256} "
-                                 f"(pinned in {spec.vars_file.relative_to(REPO)}); remove the file or put "
-                                 f"the right template there")
+            raise UsageError(f"{path}: sha256 {actual}, expected {spec.base_image_sha256} ({pinned}); remove "
+                             f"the file or put the right template there")
     else:
         progress(f"{path.name} is not in the cache: Packer will download it from {spec.base_image_url}")
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def check_firmware(spec: GuestSpec) -> None:
+    """A guest that boots by UEFI needs OVMF on this machine, said before anything is made."""
+    if spec.firmware != "uefi":
+        return
+    missing = [str(OVMF_DIR / f) for f in (OVMF_CODE, OVMF_VARS) if not (OVMF_DIR / f).is_file()]
+    if missing:
+        raise UsageError(f"{spec.name} boots by UEFI (firmware = \"uefi\" in {spec.vars_file.relative_to(REPO)}), "
+                         f"but OVMF is missing ({', '.join(missing)}); run scripts/bootstrap, which installs "
+                         f"Debian's ovmf package")
+
+
+def firmware_args(spec: GuestSpec, work: Path) -> list[list[str]]:
+    """QEMU arguments for the guest's firmware during the build: none for BIOS; for UEFI, OVMF's
+    code (read-only) and a copy of its variable store, as pflash drives."""
+    if spec.firmware != "uefi":
+        return []
+    check_firmware(spec)
+    variables = work / OVMF_VARS
+    shutil.copyfile(OVMF_DIR / OVMF_VARS, variables)
+    return [["-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={OVMF_DIR / OVMF_CODE}"],
+            ["-drive", f"if=pflash,format=raw,unit=1,file={variables}"]]
 
 
 def build_debian_base(spec: GuestSpec, progress: Progress) -> Path:
@@ -256,7 +299,9 @@ def build_debian_base(spec: GuestSpec, progress: Progress) -> Path:
         shutil.rmtree(stale, ignore_errors=True)
     tmp = outdir.with_name(outdir.name + f".tmp-{os.getpid()}")
     progress(f"building the {spec.name} base disk from Debian's packages into {outdir}")
-    proc = subprocess.run([str(DEBIAN_BASE_SCRIPT), str(tmp)])
+    families, tools = labtools.load()
+    env = {**os.environ, "SECTORLAB_TOOL_PACKAGES": " ".join(labtools.packages(spec.os_family, tools))}
+    proc = subprocess.run([str(DEBIAN_BASE_SCRIPT), str(tmp)], env=env)
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise SectorlabError(f"scripts/build-debian-base failed (exit {proc.returncode}); see its messages above")
@@ -301,6 +346,10 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
         return cached
     if shutil.which("packer") is None:
         raise SectorlabError("'packer' is not installed; run scripts/bootstrap")
+    # The inputs this machine must hold are checked before anything is made or booted.
+    check_firmware(spec)
+    if spec.base_recipe == "download":
+        check_template(spec, progress)
     check_free_space(image_cache(), REQUIRED_FREE_GIB[spec.base_recipe])
     start = time.monotonic()
     found = accel_mod.detect()
@@ -378,6 +427,8 @@ def _machine_vars(spec: GuestSpec, work: Path, accelerator: str, progress: Progr
         "output_directory": str(work / "out"),
         "seed_iso": str(iso),
         "ssh_private_key_file": str(key_file),
+        "firmware_args": firmware_args(spec, work),
+        "lab_tools_env": labtools.lab_env(spec.os_family),
     }
     if spec.base_recipe == "mmdebstrap":
         base = build_debian_base(spec, progress)
@@ -389,7 +440,7 @@ def _machine_vars(spec: GuestSpec, work: Path, accelerator: str, progress: Progr
                               ["-append", "root=/dev/vda1 rw console=ttyS0,115200"]],
         })
     else:
-        machine["base_image_target"] = str(check_template(spec, progress))
+        machine["base_image_target"] = str(spec.template_file)  # checked by check_template
         machine["base_image_sha256"] = spec.base_image_sha256
     return machine
 

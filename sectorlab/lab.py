@@ -200,6 +200,16 @@ def kernel_cmdline(cmdline: str) -> list[dict[str, str]]:
     return ([keyed] if keyed else []) + ([{"_": keyless}] if keyless else [])
 
 
+def seed_doc(vm: labdef.VM, login_key: str, host_key: sshkeys.KeyPair) -> dict:
+    """The cloud-init user-data a lab VM boots with: the lab user and its key, the pinned host key,
+    and the NVMe/TCP targets' configuration when the VM has such disks."""
+    doc = seed.user_data(LAB_USER, [login_key], host_key, vm.name)
+    if any(d.bus == "nvme-tcp" for d in vm.disks):
+        doc["write_files"] = [{"path": "/etc/sectorlab/nvme-tcp.conf", "permissions": "0644",
+                               "content": _nvme_tcp_conf(vm)}]
+    return doc
+
+
 def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str,
            published: dict[str, dict], root_sources: dict[str, str] | None = None) -> dict:
     """Terraform variables for the lab, plus what only the host needs (keys) kept beside them."""
@@ -208,10 +218,7 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
     for vm in lab.vms:
         host_key = sshkeys.KeyPair(private_openssh=(state / f"host-{vm.name}").read_text(),
                                    public_openssh=(state / f"host-{vm.name}.pub").read_text().strip())
-        doc = seed.user_data(LAB_USER, [(Path(str(login) + ".pub")).read_text().strip()], host_key, vm.name)
-        if any(d.bus == "nvme-tcp" for d in vm.disks):
-            doc["write_files"] = [{"path": "/etc/sectorlab/nvme-tcp.conf", "permissions": "0644",
-                                   "content": _nvme_tcp_conf(vm)}]
+        doc = seed_doc(vm, (Path(str(login) + ".pub")).read_text().strip(), host_key)
         iso, seed_id = write_seed(state, lab.name, vm.name, doc)
         vms[vm.name] = {
             "guest": vm.guest,
@@ -980,6 +987,22 @@ def status(lab_file: Path, progress: Progress = _say) -> int:
     if problems:
         print(f"'{lab_up_command(lab_file)}' takes the lab down and brings it up fresh")
     return 1 if problems else 0
+
+
+def check_seeds(progress: Progress = _say) -> None:
+    """The cloud-init user-data of every guest's build (the Oracle Linux builds hand it to cloud-init)
+    and of a lab VM (the default lab's first VM, with NVMe/TCP disks), against cloud-init's schema."""
+    key = sshkeys.generate("schema-check")
+    docs = {f"{name} build": seed.user_data(images.load_guest(name).ssh_username, [key.public_openssh], None,
+                                            f"{name}-build")
+            for name in images.guest_names()}
+    lab = labdef.load(DEFAULT_LAB_FILE)
+    docs[f"lab {lab.name} VM {lab.vms[0].name}"] = seed_doc(lab.vms[0], key.public_openssh, key)
+    failed = {name: errors for name, doc in docs.items() if (errors := seed.schema_errors(doc))}
+    if failed:
+        raise SectorlabError("user-data against cloud-init's schema: " + "; ".join(
+            f"{name}: {', '.join(errors)}" for name, errors in failed.items()))
+    progress(f"cloud-init schema ({seed.cloud_init_schema_file()}): the user-data of {', '.join(docs)}: valid")
 
 
 def terraform_check(progress: Progress = _say) -> None:

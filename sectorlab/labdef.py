@@ -199,7 +199,12 @@ def validate(data: dict, path: Path | None = None) -> Lab:
         guest = vt.get("guest", "debian12")
         if guest not in images.guest_names():
             raise UsageError(f"{where}: unknown guest {guest!r}: expected one of {', '.join(images.guest_names())}")
-        minimum = images.load_guest(guest).lab_min_memory_mib
+        spec = images.load_guest(guest)
+        if spec.firmware != "bios":
+            raise UsageError(f"{where}: guest {guest} boots by {spec.firmware.upper()} (firmware in "
+                             f"{spec.vars_file.name}); lab VMs boot it through its own boot loader under SeaBIOS, "
+                             f"so lab-up cannot run it yet; use a guest whose template boots by BIOS")
+        minimum = spec.lab_min_memory_mib
         memory = vt.get("memory_mib", max(minimum, 768))
         if isinstance(memory, int) and not isinstance(memory, bool) and memory < minimum:
             raise UsageError(f"{where}: memory_mib = {memory}: {guest} needs at least {minimum} MiB; raise memory_mib")

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import SectorlabError
+from .paths import cache_dir
 from .sshkeys import KeyPair
 
 ISO_TOOLS = ("genisoimage", "mkisofs", "xorrisofs")
@@ -63,3 +64,27 @@ def write_iso(path: Path, instance_id: str, hostname: str, doc: dict) -> Path:
         if proc.returncode != 0:
             raise SectorlabError(f"{tool} failed to write the seed ISO {path}: {proc.stderr.strip()}")
     return path
+
+
+def cloud_init_schema_file() -> Path:
+    """cloud-init's user-data schema, from Debian's cloud-init package (scripts/bootstrap puts it here)."""
+    return cache_dir() / "tools" / "cloud-init" / "schema-cloud-config-v1.json"
+
+
+def schema_errors(doc: dict, schema_file: Path | None = None) -> list[str]:
+    """Where a user-data document breaks cloud-init's schema: one line per error ('path: message'),
+    none for a valid one."""
+    schema_file = schema_file or cloud_init_schema_file()
+    try:
+        import jsonschema
+    except ImportError as e:
+        raise SectorlabError("jsonschema is not installed; run scripts/bootstrap (it installs the project's "
+                             "pinned test dependencies)") from e
+    try:
+        schema = json.loads(schema_file.read_text())
+    except (OSError, ValueError) as e:
+        raise SectorlabError(f"cloud-init's schema {schema_file}: {e}; run scripts/bootstrap (it fetches it from "
+                             f"Debian's cloud-init package)") from e
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return [f"{'/'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}"
+            for e in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]

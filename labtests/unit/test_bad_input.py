@@ -118,6 +118,7 @@ MAKE = [
     ("make-bench-preset", ["bench", "PRESET=nosuch"], "unknown preset 'nosuch'"),
     ("make-lab-up-missing-lab", ["lab-status", "LAB=/nonexistent/lab.toml"], "/nonexistent/lab.toml"),
     ("make-lab-suffix", ["lab-status", "LAB_SUFFIX=job2"], "SECTORLAB_LAB_SUFFIX='job2'"),
+    ("make-image-unknown-guest", ["image", "GUEST=oraclelinux7"], "unknown guest 'oraclelinux7'"),
 ]
 
 

@@ -13,7 +13,7 @@ from sectorlab.errors import SectorlabError, UsageError
 
 
 def test_every_vars_file_is_a_guest():
-    assert images.guest_names() == ["debian12", "oraclelinux8", "oraclelinux9"]
+    assert images.guest_names() == ["debian12", "oraclelinux10", "oraclelinux8", "oraclelinux9"]
     for name in images.guest_names():
         spec = images.load_guest(name)
         assert spec.name == name
@@ -22,12 +22,24 @@ def test_every_vars_file_is_a_guest():
             assert (images.PACKER_DIR / script).is_file(), f"{name}: {script} is missing"
 
 
+# The current templates and the sha256 published build configurations agree on (docs/oracle-linux.md).
+PINNED = {
+    "oraclelinux8": ("OL8/u10/x86_64/OL8U10_x86_64-kvm-b287.qcow2",
+                     "cf9eb243b7390311f1e2896e3e6849241e521e6592c8be9907956e3a6cee1f0c"),
+    "oraclelinux9": ("OL9/u8/x86_64/OL9U8_x86_64-kvm-b293.qcow2",
+                     "b12103391327abee8090686759c0d62dac9a7af2bf0f45fdf6b0d085a0fbb52b"),
+    "oraclelinux10": ("OL10/u1/x86_64/OL10U1_x86_64-kvm-b291.qcow2",
+                      "8e59326c4bf7cfa58a6cac404db8ed583fe3a5f4c460e2b73c64988785bb4f0f"),
+}
+
+
 def test_oracle_templates_are_pinned():
-    for name in ("oraclelinux8", "oraclelinux9"):
+    for name, (path, sha256) in PINNED.items():
         spec = images.load_guest(name)
-        assert spec.base_recipe == "download"
-        assert spec.base_image_url.startswith("https://yum.oracle.com/templates/OracleLinux/")
-        assert len(spec.base_image_sha256) == 64 and int(spec.base_image_sha256, 16) >= 0
+        assert spec.base_recipe == "download" and spec.os_family == "oraclelinux"
+        assert spec.base_image_url == "https://yum.oracle.com/templates/OracleLinux/" + path
+        assert spec.base_image_sha256 == sha256
+        assert spec.firmware == "bios"
 
 
 def test_debian_is_built_here():
@@ -39,7 +51,7 @@ def test_unknown_guest_names_value_and_choices():
     with pytest.raises(UsageError) as err:
         images.load_guest("centos7")
     msg = str(err.value)
-    assert "'centos7'" in msg and "debian12, oraclelinux8, oraclelinux9" in msg
+    assert "'centos7'" in msg and "debian12, oraclelinux10, oraclelinux8, oraclelinux9" in msg
 
 
 def test_hash_is_stable_and_sees_every_change(tmp_path):
@@ -127,8 +139,8 @@ def test_stale_image_is_not_reused(isolated_cache):
 def test_template_checksum_mismatch_is_refused(isolated_cache):
     spec = images.load_guest("oraclelinux9")
     spec.template_file.parent.mkdir(parents=True)
-    spec.template_file.write_bytes(b"not the template")
-    with pytest.raises(SectorlabError) as err:
+    spec.template_file.write_bytes(images.QCOW2_MAGIC + b"but not the template")
+    with pytest.raises(UsageError) as err:
         images.check_template(spec, progress=lambda m: None)
     msg = str(err.value)
     assert spec.base_image_sha256 in msg
@@ -139,7 +151,7 @@ def test_template_checksum_mismatch_is_refused(isolated_cache):
 def test_default_guest_is_debian_without_template(isolated_cache):
     said = []
     assert images.default_guest(said.append) == "debian12"
-    assert "OL9U5_x86_64-kvm-b259.qcow2" in said[0] and "GUEST=oraclelinux9" in said[0]
+    assert "OL9U8_x86_64-kvm-b293.qcow2" in said[0] and "GUEST=oraclelinux9" in said[0]
 
 
 def test_default_guest_is_ol9_with_template(isolated_cache):
@@ -184,3 +196,103 @@ def test_boot_time_of_another_build_needs_its_record(tmp_path, capsys):
     assert cli.main(["image", "boot-time", "--image", str(stray)]) == 2
     err = capsys.readouterr().err
     assert str(stray) in err and "no build record" in err and "sectorlab image list" in err
+
+
+def test_a_template_that_is_not_a_qcow2_is_refused(isolated_cache):
+    spec = images.load_guest("oraclelinux10")
+    spec.template_file.parent.mkdir(parents=True)
+    spec.template_file.write_text("<html>404 Not Found</html>")
+    with pytest.raises(UsageError) as err:
+        images.check_template(spec, progress=lambda m: None)
+    msg = str(err.value)
+    assert f"{spec.template_file}: not a qcow2 image" in msg and spec.base_image_url in msg and "\n" not in msg
+    assert spec.template_file.exists()
+
+
+@pytest.mark.parametrize("content", [b"<html>404</html>", images.QCOW2_MAGIC + b"wrong"], ids=["not-qcow2", "sha256"])
+def test_a_bad_template_stops_the_build_before_anything_is_made(isolated_cache, monkeypatch, content):
+    """Refused before Packer runs or a build directory exists: nothing half-built in the cache."""
+    spec = images.load_guest("oraclelinux9")
+    spec.template_file.parent.mkdir(parents=True)
+    spec.template_file.write_bytes(content)
+    monkeypatch.setattr(images.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(images.subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}: would build"))
+    with pytest.raises(UsageError, match=str(spec.template_file)):
+        images.build("oraclelinux9", progress=lambda m: None)
+    assert not list(images.image_cache().glob(".build-*")) and not list(images.image_cache().glob("*.qcow2"))
+
+
+def test_a_uefi_guest_without_ovmf_is_refused_before_anything_is_made(isolated_cache, monkeypatch, tmp_path):
+    spec = images.load_guest("oraclelinux10")
+    uefi = images.GuestSpec(**{**spec.__dict__, "firmware": "uefi"})
+    monkeypatch.setattr(images, "OVMF_DIR", tmp_path / "no-ovmf")
+    with pytest.raises(UsageError) as err:
+        images.check_firmware(uefi)
+    msg = str(err.value)
+    assert "oraclelinux10 boots by UEFI" in msg and str(tmp_path / "no-ovmf" / images.OVMF_CODE) in msg
+    assert "scripts/bootstrap" in msg and "ovmf" in msg and "\n" not in msg
+    monkeypatch.setattr(images, "load_guest", lambda name: uefi)
+    monkeypatch.setattr(images.subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}: would build"))
+    with pytest.raises(UsageError, match="boots by UEFI"):
+        images.build("oraclelinux10", progress=lambda m: None)
+    assert not list(images.image_cache().glob(".build-*"))
+
+
+def test_a_uefi_guest_boots_ovmf_from_pflash(tmp_path, monkeypatch):
+    ovmf = tmp_path / "OVMF"
+    ovmf.mkdir()
+    (ovmf / images.OVMF_CODE).write_bytes(b"code")
+    (ovmf / images.OVMF_VARS).write_bytes(b"vars")
+    monkeypatch.setattr(images, "OVMF_DIR", ovmf)
+    spec = images.load_guest("oraclelinux9")
+    assert images.firmware_args(spec, tmp_path) == []
+    uefi = images.GuestSpec(**{**spec.__dict__, "firmware": "uefi"})
+    args = images.firmware_args(uefi, tmp_path)
+    assert args == [["-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={ovmf / images.OVMF_CODE}"],
+                    ["-drive", f"if=pflash,format=raw,unit=1,file={tmp_path / images.OVMF_VARS}"]]
+    assert (tmp_path / images.OVMF_VARS).read_bytes() == b"vars"  # a copy: the build writes its variables
+
+
+def test_a_bad_firmware_value_names_the_file(tmp_path, monkeypatch):
+    vars_dir = tmp_path / "vars"
+    vars_dir.mkdir()
+    text = (images.PACKER_DIR / "vars" / "oraclelinux9.pkrvars.hcl").read_text().replace('"bios"', '"coreboot"')
+    (vars_dir / "oraclelinux9.pkrvars.hcl").write_text(text)
+    monkeypatch.setattr(images, "PACKER_DIR", tmp_path)
+    with pytest.raises(SectorlabError, match="firmware = 'coreboot', expected 'bios' or 'uefi'"):
+        images.load_guest("oraclelinux9")
+
+
+def test_a_lab_vm_of_a_uefi_guest_is_refused(monkeypatch):
+    from sectorlab import labdef
+    spec = images.load_guest("oraclelinux9")
+    uefi = images.GuestSpec(**{**spec.__dict__, "firmware": "uefi"})
+    monkeypatch.setattr(images, "load_guest", lambda name: uefi if name == "oraclelinux9" else spec)
+    data = {"lab": {"name": "t"}, "vm": [{"name": "vm1", "guest": "oraclelinux9",
+                                          "disk": [{"bus": "virtio", "geometry": "sector4k"}]}]}
+    with pytest.raises(UsageError, match="guest oraclelinux9 boots by UEFI") as err:
+        labdef.validate(data)
+    assert "\n" not in str(err.value)
+
+
+def test_packer_takes_the_uefi_firmware_and_the_lab_tools(tmp_path):
+    """The variables sectorlab passes a UEFI build (pflash drives) and every build (the lab tools'
+    environment) are what the template declares: packer validate with them set."""
+    if shutil.which("packer") is None:
+        pytest.fail("packer is not installed; run scripts/bootstrap")
+    spec = images.load_guest("oraclelinux10")
+    key = images.sshkeys.generate("validate").write(tmp_path / "key")
+    machine = {"seed_iso": str(tmp_path / "seed.iso"), "output_directory": str(tmp_path / "out"),
+               "ssh_private_key_file": str(key), "firmware": "uefi",
+               "firmware_args": [["-drive", "if=pflash,format=raw,unit=0,readonly=on,file=/x/OVMF_CODE_4M.fd"]],
+               "lab_tools_env": images.labtools.lab_env("oraclelinux")}
+    vars_json = tmp_path / "machine.pkrvars.json"
+    vars_json.write_text(json.dumps(machine))
+    proc = images.subprocess.run(["packer", "validate", f"-var-file={spec.vars_file}", f"-var-file={vars_json}",
+                                  str(images.PACKER_DIR)], capture_output=True, text=True, env=images.packer_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    bad = {**machine, "firmware": "coreboot"}
+    vars_json.write_text(json.dumps(bad))
+    proc = images.subprocess.run(["packer", "validate", f"-var-file={spec.vars_file}", f"-var-file={vars_json}",
+                                  str(images.PACKER_DIR)], capture_output=True, text=True, env=images.packer_env())
+    assert proc.returncode != 0 and "firmware must be bios or uefi" in proc.stdout + proc.stderr

@@ -97,3 +97,18 @@ def test_password_locked_reads_the_shadow_entry(guest_seed, tmp_path):
                       "ops:$y$j9T$abc$def:19000:0:99999:7:::\nlabuser:!$y$x:19000::::::\n")
     assert [guest_seed.password_locked(n, str(shadow)) for n in ("lab", "root", "ops", "labuser", "nobody")] == [
         True, True, False, True, False]
+
+
+def test_the_user_data_is_checked_against_cloud_init_s_schema():
+    """The documents the builds and the labs give cloud-init pass cloud-init's own schema (from
+    Debian's cloud-init package, fetched by scripts/bootstrap); broken ones are named."""
+    from sectorlab import lab as lab_mod
+    if not seed.cloud_init_schema_file().is_file():
+        pytest.fail(f"{seed.cloud_init_schema_file()} is missing: run scripts/bootstrap")
+    lab_mod.check_seeds(lambda msg: None)
+    doc = seed.user_data("lab", ["ssh-ed25519 AAAA test"], None, "vm1")
+    assert seed.schema_errors(doc) == []
+    broken = {**doc, "write_files": [{"content": "no path"}], "ssh_pwauth": ["yes"]}
+    errors = seed.schema_errors(broken)
+    assert any(e.startswith("write_files/0:") and "'path' is a required property" in e for e in errors), errors
+    assert any(e.startswith("ssh_pwauth:") for e in errors), errors

@@ -12,7 +12,7 @@ lab_min_memory_mib     = 384
 provision_scripts = [
   "scripts/debian/lean-boot.sh",
   "scripts/common/lab-guest.sh",
-  "scripts/debian/databases.sh",
+  "scripts/common/databases.sh",
   "scripts/debian/bootloader.sh",
   "scripts/common/cleanup.sh",
 ]

@@ -1,11 +1,17 @@
 #!/bin/sh -eu
 # Checks that the guest has everything the lab's scenarios use, and records what it is.
 # Fails with the name of what is missing. Safe to re-run.
+# The lab tools' commands and modules come from images/lab-tools.toml (LAB_COMMANDS, LAB_MODULES,
+# passed by sectorlab through Packer); the rest is what this script and the lab itself use.
+: "${LAB_COMMANDS:?LAB_COMMANDS is not set: build through 'make image' (sectorlab passes images/lab-tools.toml)}"
+: "${LAB_MODULES:?LAB_MODULES is not set: build through 'make image'}"
 missing=""
-for tool in nvme fio parted sfdisk blockdev lsblk wipefs sg_readcap python3 modprobe udevadm useradd groupadd; do
+# shellcheck disable=SC2086 # space-separated lists
+for tool in $LAB_COMMANDS modprobe udevadm useradd groupadd; do
   command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
-for module in nvmet nvmet_tcp nvme_tcp nvme virtio_scsi; do
+# shellcheck disable=SC2086
+for module in $LAB_MODULES nvme virtio_scsi; do
   modinfo "$module" >/dev/null 2>&1 || missing="$missing module:$module"
 done
 if [ -n "$missing" ]; then
