@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sectorlab import sshkeys
 from sectorlab.paths import cache_dir
+from sectorlab.vm import free_port
 
 PACKAGES = ("openssh-server", "libwrap0")
 PRIVSEP_DIR = Path("/run/sshd")
@@ -43,12 +44,6 @@ def unpacked() -> Path:
         subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)], check=True)
     tmp.rename(root)
     return root
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

@@ -26,6 +26,7 @@ import pytest
 from sectorlab import images, labdef, sshkeys, virsh
 from sectorlab import lab as lab_mod
 from sectorlab import remote as remote_mod
+from sectorlab.guest import host_key_from_line
 from sectorlab.paths import REPO
 
 from . import sshd as sshd_mod
@@ -108,9 +109,9 @@ def test_a_changed_or_unknown_host_key_is_refused_before_anything_starts(sshd, t
     changed.write_text(f"[127.0.0.1]:{sshd.port} {other_line}\n")
     unknown = tmp_path / "known_hosts-unknown"
     unknown.write_text("")
-    expected_fp = f"SHA256:{_fp(sshd.host_key_line)}"
+    expected_fp = _fp(sshd.host_key_line)
     for known_hosts, says in ((changed, ["offered host key ssh-ed25519 " + expected_fp,
-                                         f"has ssh-ed25519 SHA256:{_fp(other_line)}", "refused"]),
+                                         f"has ssh-ed25519 {_fp(other_line)}", "refused"]),
                               (unknown, [f"[127.0.0.1]:{sshd.port} is not in {unknown}", "ssh-keyscan"])):
         path = tmp_path / f"{known_hosts.name}.toml"
         path.write_text(LAB_TOML.format(uri=sshd.uri(known_hosts)).replace('"remote"', '"remote-badkey"'))
@@ -130,10 +131,7 @@ def test_a_changed_or_unknown_host_key_is_refused_before_anything_starts(sshd, t
 
 
 def _fp(line: str) -> str:
-    import base64
-    import hashlib
-    digest = hashlib.sha256(base64.b64decode(line.split()[1])).digest()
-    return base64.b64encode(digest).decode().rstrip("=")
+    return host_key_from_line(line).fingerprint  # paramiko's 'SHA256:...'
 
 
 def test_the_lab_comes_up_on_the_remote_host(sshd, image_files, lab_file):
@@ -142,8 +140,8 @@ def test_the_lab_comes_up_on_the_remote_host(sshd, image_files, lab_file):
     assert up.returncode == 0, out
     for name in image_files:
         assert f"uploading {name}" in out, out
-    assert f"path: cold (a saved state is kept and restored only on this host's qemu:///system, not {sshd.uri()}" \
-        in out, out
+    assert (f"path: cold (a saved state is kept and restored only on this host's qemu:///system, not on libvirt "
+            f"host 127.0.0.1:{sshd.port}; none is saved)") in out, out
     data = lab_mod.read_lab_json("remote")
     vm = data["vms"]["vm1"]
     assert f"waiting for SSH on 127.0.0.1:{vm['ssh_port']} (on libvirt host 127.0.0.1:{sshd.port})" in out, out
@@ -151,7 +149,7 @@ def test_the_lab_comes_up_on_the_remote_host(sshd, image_files, lab_file):
     assert "image upload" in summary, out  # timed as a phase of its own
     # The guest's console log is on the libvirt host, in a directory of its own, read over SSH.
     assert vm["console_log"] == "/var/log/libvirt/qemu/sectorlab-remote/vm1-console.log"
-    assert "sectorlab-ready: ssh" in remote_mod.read_text(sshd.uri(), vm["console_log"])
+    assert "sectorlab-ready: ssh" in remote_mod.host(sshd.uri()).read_text(vm["console_log"])
     # The clients went through the SSH server: Terraform's provider to libvirt's socket, sectorlab
     # to the guest's forward, virsh (libssh) and sectorlab running commands there.
     log = sshd.log.read_text()

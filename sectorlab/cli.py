@@ -306,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     image = sub.add_parser("image", help="guest images").add_subparsers(dest="image_command", required=True)
     p = image.add_parser("build", help="build a guest image with Packer (cached by the hash of its inputs)")
-    p.add_argument("--guest", help="debian12, oraclelinux9, oraclelinux8 (default: see 'make image')")
+    p.add_argument("--guest", help=f"{', '.join(images.guest_names())} (default: see 'make image')")
     p.add_argument("--force", action="store_true", help="rebuild even when the cached image is up to date")
     p.set_defaults(func=cmd_image_build)
     p = image.add_parser("validate", help="packer validate the template with every guest's vars")

@@ -281,8 +281,7 @@ def firmware_args(spec: GuestSpec, work: Path) -> list[list[str]]:
     code (read-only) and a copy of its variable store, as pflash drives."""
     if spec.firmware != "uefi":
         return []
-    check_firmware(spec)
-    variables = work / OVMF_VARS
+    variables = work / OVMF_VARS  # OVMF is there: check_firmware ran before the build began
     shutil.copyfile(OVMF_DIR / OVMF_VARS, variables)
     return [["-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={OVMF_DIR / OVMF_CODE}"],
             ["-drive", f"if=pflash,format=raw,unit=1,file={variables}"]]
@@ -299,7 +298,7 @@ def build_debian_base(spec: GuestSpec, progress: Progress) -> Path:
         shutil.rmtree(stale, ignore_errors=True)
     tmp = outdir.with_name(outdir.name + f".tmp-{os.getpid()}")
     progress(f"building the {spec.name} base disk from Debian's packages into {outdir}")
-    families, tools = labtools.load()
+    _, tools = labtools.load()
     env = {**os.environ, "SECTORLAB_TOOL_PACKAGES": " ".join(labtools.packages(spec.os_family, tools))}
     proc = subprocess.run([str(DEBIAN_BASE_SCRIPT), str(tmp)], env=env)
     if proc.returncode != 0:

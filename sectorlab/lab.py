@@ -569,7 +569,7 @@ class LabUp:
             route, why = _Cold(), "asked for (--cold)"
         elif self.uri != "qemu:///system":
             route, why = _Cold(), (f"a saved state is kept and restored only on this host's qemu:///system, not "
-                                   f"{self.uri}; none is saved")
+                                   f"on libvirt host {remote.host(self.uri).label}; none is saved")
             self.save_state = False
         else:
             missing = self.saved.missing(self.vm_names)

@@ -168,20 +168,6 @@ def run(uri: str, command: str, timeout: float = 120.0, check: bool = True) -> t
     return rc, stdout
 
 
-def read_text(uri: str, path: str) -> str | None:
-    """A file of the libvirt host (None when it does not exist)."""
-    rc, text = run(uri, f"cat -- {shlex.quote(path)} 2>/dev/null", check=False)
-    return text if rc == 0 else None
-
-
-def missing(uri: str, paths: list[str]) -> set[str]:
-    """Which of `paths` do not exist on the libvirt host (one round trip)."""
-    if not paths:
-        return set()
-    _, out = run(uri, "for p in " + " ".join(shlex.quote(p) for p in paths) + '; do test -e "$p" || echo "$p"; done')
-    return set(out.splitlines())
-
-
 def listening_ports(uri: str) -> set[int]:
     """TCP ports something listens on at the libvirt host's 127.0.0.1 (or any address), from its sockets."""
     _, out = run(uri, "ss -Htln")
@@ -201,17 +187,49 @@ def channel_to(uri: str, port: int, timeout: float = 10.0) -> paramiko.Channel:
     return transport.open_channel("direct-tcpip", ("127.0.0.1", port), ("127.0.0.1", 0), timeout=timeout)
 
 
-class LocalHost:
-    """This host's libvirt (qemu:///...): its files and sockets are ours to read."""
+class LibvirtHost:
+    """The machine a lab's libvirt runs on, as sectorlab reaches its files and sockets: this host
+    (LocalHost) or one reached over SSH (RemoteHost). Each operation is written once per kind."""
     remote = False
-    via = None
+    via: str | None = None  # the remote URI the guests' SSH goes through; None here
     label = "this host"
 
+    def read_text(self, path: str) -> str | None:
+        """The file's text; None when it does not exist (or cannot be read)."""
+        raise NotImplementedError
+
+    def contains(self, path: str, text: str) -> bool:
+        """Whether the file exists and has `text` in it (a console line), without fetching it whole."""
+        raise NotImplementedError
+
+    def missing(self, paths: list[str]) -> set[str]:
+        """Which of `paths` do not exist."""
+        raise NotImplementedError
+
+    def make_dir(self, path: str) -> None:
+        raise NotImplementedError
+
+    def remove_tree(self, path: str) -> None:
+        raise NotImplementedError
+
+    def port_in_use(self, port: int) -> bool:
+        """Whether something listens on the host's 127.0.0.1:port (where the guests' forwards listen)."""
+        raise NotImplementedError
+
+    def qemu_uid(self) -> int:
+        """The uid QEMU runs as under that libvirt (Debian's libvirt-qemu, Red Hat's qemu)."""
+        raise NotImplementedError
+
+
+class LocalHost(LibvirtHost):
     def read_text(self, path: str) -> str | None:
         try:
             return Path(path).read_text(errors="replace")
         except OSError:
             return None
+
+    def contains(self, path: str, text: str) -> bool:
+        return text in (self.read_text(path) or "")
 
     def missing(self, paths: list[str]) -> set[str]:
         return {p for p in paths if not os.path.exists(p)}
@@ -223,8 +241,8 @@ class LocalHost:
         shutil.rmtree(path, ignore_errors=True)
 
     def port_in_use(self, port: int) -> bool:
-        """Whether something listens on 127.0.0.1:port. SO_REUSEADDR as QEMU's user-mode networking
-        sets it, so connections of a VM just destroyed, still in TIME_WAIT, do not count."""
+        # SO_REUSEADDR as QEMU's user-mode networking sets it, so connections of a VM just
+        # destroyed, still in TIME_WAIT, do not count.
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
@@ -241,8 +259,8 @@ class LocalHost:
         return 64055
 
 
-class RemoteHost(LocalHost):
-    """A libvirt host reached over SSH: the same operations, run there."""
+class RemoteHost(LibvirtHost):
+    """The same operations, run there over sectorlab's SSH connection (one shell command each)."""
     remote = True
 
     def __init__(self, uri: str):
@@ -251,10 +269,18 @@ class RemoteHost(LocalHost):
         self._listening: set[int] | None = None
 
     def read_text(self, path: str) -> str | None:
-        return read_text(self.via, path)
+        rc, text = run(self.via, f"cat -- {shlex.quote(path)} 2>/dev/null", check=False)
+        return text if rc == 0 else None
+
+    def contains(self, path: str, text: str) -> bool:
+        return run(self.via, f"grep -qF -- {shlex.quote(text)} {shlex.quote(path)}", check=False)[0] == 0
 
     def missing(self, paths: list[str]) -> set[str]:
-        return missing(self.via, paths)
+        if not paths:
+            return set()
+        quoted = " ".join(shlex.quote(p) for p in paths)
+        _, out = run(self.via, f'for p in {quoted}; do test -e "$p" || echo "$p"; done')
+        return set(out.splitlines())
 
     def make_dir(self, path: str) -> None:
         run(self.via, f"mkdir -p -- {shlex.quote(path)}")
@@ -263,7 +289,7 @@ class RemoteHost(LocalHost):
         run(self.via, f"rm -rf -- {shlex.quote(path)}")
 
     def port_in_use(self, port: int) -> bool:
-        if self._listening is None:  # read once per lab-up: the ports its sockets listen on
+        if self._listening is None:  # read once per object: the ports its sockets listen on
             self._listening = listening_ports(self.via)
         return port in self._listening
 
@@ -272,6 +298,6 @@ class RemoteHost(LocalHost):
         return int(out.split()[0])
 
 
-def host(uri: str) -> LocalHost:
+def host(uri: str) -> LibvirtHost:
     """The libvirt host of `uri`, as sectorlab reaches its files and sockets."""
     return RemoteHost(uri) if is_remote(uri) else LocalHost()

@@ -42,6 +42,15 @@ def test_oracle_templates_are_pinned():
         assert spec.firmware == "bios"
 
 
+def test_the_oracle_linux_guests_differ_only_in_their_template():
+    """One vars file per guest is what a template bump edits; the rest of the three must not drift."""
+    specs = [images.load_guest(name) for name in PINNED]
+    for spec in specs[1:]:
+        for field in ("os_family", "base_recipe", "ssh_username", "disk_size", "provision_scripts",
+                      "lab_min_memory_mib", "firmware"):
+            assert getattr(spec, field) == getattr(specs[0], field), (spec.name, field)
+
+
 def test_debian_is_built_here():
     spec = images.load_guest("debian12")
     assert spec.base_recipe == "mmdebstrap" and spec.template_file is None
