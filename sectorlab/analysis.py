@@ -12,6 +12,7 @@ import csv
 import json
 from pathlib import Path
 
+from . import inputs
 from .errors import SectorlabError, UsageError
 
 ROWS = [  # (label, path in the report, format)
@@ -33,10 +34,8 @@ ROWS = [  # (label, path in the report, format)
 
 def load_report(path: Path) -> dict:
     try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror}; expected a redo-writer --output json report") from e
-    except ValueError as e:
+        data = json.loads(inputs.read_text(path, "redo-writer report", inputs.REPORT_JSON_MAX))
+    except (ValueError, RecursionError) as e:
         raise UsageError(f"{path}: not JSON ({e}); expected a redo-writer --output json report") from e
     if not isinstance(data, dict) or "log_file_sync" not in data or "writes" not in data:
         raise UsageError(f"{path}: no 'log_file_sync' and 'writes': not a redo-writer --output json report")
@@ -87,6 +86,7 @@ def compare(path_a: Path, path_b: Path) -> tuple[list[list[str]], dict]:
 
 def read_events(path: Path) -> dict[str, list[tuple[float, float]]]:
     out: dict[str, list[tuple[float, float]]] = {}
+    inputs.check_regular(path, "redo-writer events file", inputs.EVENTS_CSV_MAX)
     try:
         with open(path, newline="") as f:
             reader = csv.reader(f)

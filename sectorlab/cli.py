@@ -150,7 +150,7 @@ def cmd_lab_validate(args) -> int:
     from . import labdef
     lab = labdef.load(args.file)
     if not args.offline:
-        labdef.check_environment(lab, holder_of=lab_mod.port_holder)
+        lab_mod.check_host(lab, lab_mod.own_ports(lab.name))
     disks = sum(len(vm.disks) for vm in lab.vms)
     print(f"{args.file}: lab {lab.name}, {len(lab.vms)} VM(s), {disks} data disk(s): valid")
     return 0

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import guestdisks, labdef, rules
+from . import guestdisks, inputs, labdef, rules
 from .errors import SectorlabError, UsageError
 from .labdef import _int, _name, _unknown
 from .paths import REPO
@@ -133,7 +133,7 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
     `duration_s`, `warmup_s` and `repeats` override the file's (make bench DURATION=...)."""
     path = preset_path(name)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(inputs.read_text(path, "bench preset", inputs.LAB_DEFINITION_MAX))
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML ({e})") from e
     lab = labdef.with_suffix(labdef.validate(data, path))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import geometry as geo
-from . import guestdisks, labdef, redodisk
+from . import guestdisks, inputs, labdef, redodisk
 from .errors import UsageError
 from .labdef import tomllib
 
@@ -81,9 +81,7 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
     """The whole disks in FILE, and what was left out as not a disk (one line each)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror}; expected the file scripts/collect-host-geometry wrote") from e
+        data = json.loads(inputs.read_text(path, "collector file", inputs.COLLECTOR_MAX))
     except (ValueError, RecursionError) as e:
         raise _bad(path, f"not JSON ({e})") from e
     nvme = {}
@@ -233,15 +231,19 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
         raise UsageError(f"{source}: none of its disks can be reproduced: {'; '.join(notes)}")
     notes.append(f"sizes: every disk is {size_mib} MiB (--size-mib), not its own size (in the comment above it)")
 
-    # One VM until it holds as many emulated NVMe controllers as a VM can; then the next.
+    # One VM until it holds as many disks of a bus as a VM can (labdef.layout_problem); then the next.
     vms: list[list[list[str]]] = [[]]
-    nvme_in_vm = 0
+    buses: list[tuple[str, bool]] = []
     for bus, lines in blocks:
-        if bus == "nvme" and nvme_in_vm == labdef.MAX_NVME_PER_VM:
+        if labdef.layout_problem(buses + [(bus, False)]):
             vms.append([])
-            nvme_in_vm = 0
-        nvme_in_vm += bus == "nvme"
+            buses = []
+        buses.append((bus, False))
         vms[-1].append(lines)
+    if len(vms) > labdef.MAX_VMS:
+        raise UsageError(f"{source}: its {len(blocks)} disks would need {len(vms)} lab VMs, and a lab has at most "
+                         f"{labdef.MAX_VMS}; remove from the file the disks you do not need (whole entries of its "
+                         f"'blockdevices' list) and run from-host again")
 
     out = [f"# A lab whose disks reproduce those of {source}", "# (sectorlab lab from-host; edit as you like).",
            "#", "# Not as on the source:", *[f"# - {n}" for n in notes], "", "[lab]", f"name = {_quote(lab_name)}", ""]

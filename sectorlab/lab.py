@@ -17,13 +17,12 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Callable
 
 from . import accel as accel_mod
 from . import geometry as geo
-from . import guestdisks, guestprobe, images, labdef, remote, rmw, seed, sshkeys, tooling, virsh, warm
+from . import guestdisks, guestprobe, images, labdef, ownership, remote, rmw, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError, UsageError
 from .guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
 from .paths import REPO, cache_dir, link_or_copy, write_atomic
@@ -186,8 +185,7 @@ def _nvme_tcp_conf(vm: labdef.VM) -> str:
     return "\n".join(lines) + "\n"
 
 
-def domain_name(lab_name: str, vm_name: str) -> str:
-    return f"sectorlab-{lab_name}-{vm_name}"  # as terraform/main.tf names it
+domain_name = ownership.domain_name
 
 
 def kernel_cmdline(cmdline: str) -> list[dict[str, str]]:
@@ -211,7 +209,8 @@ def seed_doc(vm: labdef.VM, login_key: str, host_key: sshkeys.KeyPair) -> dict:
 
 
 def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str,
-           published: dict[str, dict], root_sources: dict[str, str] | None = None) -> dict:
+           published: dict[str, dict], owner: ownership.Identity,
+           root_sources: dict[str, str] | None = None) -> dict:
     """Terraform variables for the lab, plus what only the host needs (keys) kept beside them."""
     login = state / "id_ed25519"
     vms = {}
@@ -224,7 +223,7 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
             "guest": vm.guest,
             "memory_mib": vm.memory_mib,
             "ssh_port": ports[vm.name],
-            "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"sectorlab:{lab.name}:{vm.name}")),
+            "uuid": ownership.legacy_uuid(lab.name, vm.name),
             "seed_iso": str(iso),
             "seed_id": seed_id,
             "root_source": (root_sources or {}).get(vm.name, ""),
@@ -242,6 +241,7 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
     uris_one = uris.pop()
     return {
         "lab_name": lab.name,
+        "owner": ownership.terraform_owner(owner),
         "libvirt_uri": uris_one,
         "pool_dir": pool_dir(lab.name),
         "console_dir": console_dir(lab.name, uris_one, state),
@@ -289,6 +289,11 @@ def port_holder(port: int) -> str | None:
             if p == port:
                 return f"lab {ports_file.parent.name}'s VM {vm}"
     return None
+
+
+def own_ports(lab_name: str) -> set[int]:
+    """The SSH ports the lab's VMs were given (its ports.json), which its lab-up may take again."""
+    return set(_load_json(state_dir(lab_name) / "ports.json", {}).values())
 
 
 def _ports(lab: labdef.Lab, state: Path) -> dict[str, int]:
@@ -362,7 +367,7 @@ def _left_behind(lab: labdef.Lab, state: Path) -> list[str]:
     """What of this lab exists although it does not run: Terraform-managed resources, domains, its pool."""
     resources = _load_json(state / "terraform.tfstate", {}).get("resources", [])
     left = [f"{len(resources)} Terraform resource(s)"] if resources else []
-    return left + leftovers_of(lab.name, lab.vms[0].libvirt_uri)
+    return left + leftovers_of(lab.name, lab.vms[0].libvirt_uri, [vm.name for vm in lab.vms])
 
 
 class _Route:
@@ -516,7 +521,7 @@ class LabUp:
 
     def write_tfvars(self) -> None:
         variables = tfvars(self.lab, self.state, self.ports, self.found.libvirt_domain_type, self.published,
-                           self.route.root_sources(self))
+                           self.identity, self.route.root_sources(self))
         (self.state / "terraform.tfvars.json").write_text(json.dumps(variables, indent=2))
 
     # ---- the phases, in PIPELINE's order --------------------------------------------------------
@@ -524,13 +529,14 @@ class LabUp:
         self.lab = lab = labdef.load(self.lab_file)
         self.held.enter_context(lab_lock(lab.name, "lab up"))  # from here on, this process alone works on it
         self.state = state_dir(lab.name)
-        self.own_ports = set(_load_json(self.state / "ports.json", {}).values())
-        labdef.check_environment(lab, self.own_ports, port_holder)  # before anything of the lab is made
+        self.own_ports = own_ports(lab.name)
+        check_host(lab, self.own_ports)  # before anything of the lab is made
+        self.uri = lab.vms[0].libvirt_uri
+        self.vm_names = [vm.name for vm in lab.vms]
+        self.identity = ownership.identity(lab.name, create=True)
         self.state.mkdir(parents=True, exist_ok=True)
         self.progress(f"lab {lab.name}: {len(lab.vms)} VM(s), {sum(len(v.disks) for v in lab.vms)} data disks "
                       f"({self.lab_file})")
-        self.uri = lab.vms[0].libvirt_uri
-        self.vm_names = [vm.name for vm in lab.vms]
         self.vm_guest = {vm.name: vm.guest for vm in lab.vms}
 
     def phase_image(self) -> str:
@@ -541,7 +547,7 @@ class LabUp:
         lab, state = self.lab, self.state
         self.found = accel_mod.detect_for(self.uri)
         self.key, key_parts = warm.state_key(lab, {g: r.image_sha256 for g, r in self.records.items()},
-                                             self.found.libvirt_domain_type)
+                                             self.found.libvirt_domain_type, self.identity.id)
         self.key_parts = key_parts
         self.saved = warm.SavedState(lab.name, self.key, key_parts)
         running = _running(lab, state)
@@ -905,53 +911,90 @@ def _down(lab: labdef.Lab, progress: Progress) -> None:
                    f"-var-file={state / 'terraform.tfvars.json'}", log=state / "terraform-destroy.log")
         except SectorlabError as e:
             progress(f"{e}; removing what is left with virsh")
-    leftovers = sweep_libvirt(lab.name, uri, progress)
-    remote.host(uri).remove_tree(console_dir(lab.name, uri, state))  # the state directory itself, here
+    vm_names = [vm.name for vm in lab.vms]
+    leftovers = sweep_libvirt(lab.name, uri, progress, vm_names)
+    if remote.is_remote(uri) and _holdings(lab.name, uri).pool_holder() is None:
+        remote.host(uri).remove_tree(console_dir(lab.name, uri, state))
     shutil.rmtree(state, ignore_errors=True)
-    left = leftovers_of(lab.name, uri)
+    left = leftovers_of(lab.name, uri, vm_names)
     if left:
         raise SectorlabError(f"lab {lab.name}: still present after lab-down: {', '.join(left)}")
     progress(f"lab {lab.name} is down: no domain, pool, volume or state left" +
              (f" (virsh removed {', '.join(leftovers)})" if leftovers else ""))
 
 
-def leftovers_of(lab_name: str, uri: str) -> list[str]:
-    prefix = f"sectorlab-{lab_name}"
-    domains = [d for d in virsh.run(uri, "list", "--all", "--name", check=False).split()
-               if d.startswith(prefix + "-")]
-    pools = [p for p in virsh.run(uri, "pool-list", "--all", "--name", check=False).split() if p == prefix]
-    left = [f"domain {d}" for d in domains] + [f"pool {p}" for p in pools]
+def _holdings(lab_name: str, uri: str, vm_names=()) -> ownership.Holdings:
+    return ownership.holdings(uri, ownership.identity(lab_name), list(vm_names), pool_dir(lab_name))
+
+
+def check_host(lab: labdef.Lab, own_ports: set[int] = frozenset()) -> None:
+    """What `lab validate` and lab-up check of the libvirt host before anything of the lab is made:
+    labdef.check_environment (libvirt answers, the lab fits its disk and memory, fixed ports are
+    free), and that no domain or pool name of the lab is another's (ownership.refuse_collisions)."""
+    labdef.check_environment(lab, own_ports, port_holder, pool_dir)
+    vm_names = [vm.name for vm in lab.vms]
+    ownership.refuse_collisions(_holdings(lab.name, lab.vms[0].libvirt_uri, vm_names), vm_names)
+
+
+def leftovers_of(lab_name: str, uri: str, vm_names=()) -> list[str]:
+    """What libvirt and the libvirt host still have of the lab: its own domains (ownership: by
+    identity, never by name prefix), its pool and directories unless another's domain uses them.
+    `vm_names`: the lab's VMs, to know its domains from before they carried an identity."""
+    held = _holdings(lab_name, uri, vm_names)
+    left = [f"domain {d.name}" for d in held.own]
     host = remote.host(uri)
+    if held.pool_holder() is not None:
+        return left  # the pool and the directories of this name are another lab's
+    if held.pool in virsh.run(uri, "pool-list", "--all", "--name", check=False).split():
+        left.append(f"pool {held.pool}")
     dirs = [pool_dir(lab_name)] + ([console_dir(lab_name, uri, Path())] if host.remote else [])
     gone = host.missing(dirs)
     return left + [f"directory {d}" + (f" on {host.label}" if host.remote else "") for d in dirs if d not in gone]
 
 
-def sweep_libvirt(lab_name: str, uri: str, progress: Progress) -> list[str]:
-    """Remove what a failed apply or destroy left: domains, the pool and its volumes, the pool directory."""
+def sweep_libvirt(lab_name: str, uri: str, progress: Progress, vm_names=()) -> list[str]:
+    """Remove what a failed apply or destroy left of the lab: its own domains (with their managed
+    saves and volumes), its pool and volumes, the pool directory, and the managed-save images of
+    its domains' names that a warm lab-up armed and no domain took. Another's objects are left
+    alone, and said to be."""
     removed = []
-    prefix = f"sectorlab-{lab_name}"
-    for dom in virsh.run(uri, "list", "--all", "--name", check=False).split():
-        if dom.startswith(prefix + "-"):
-            virsh.run(uri, "destroy", dom, check=False)
-            virsh.run(uri, "undefine", dom, "--remove-all-storage", check=False)
-            removed.append(f"domain {dom}")
-    if prefix in virsh.run(uri, "pool-list", "--all", "--name", check=False).split():
-        for vol in virsh.run(uri, "vol-list", prefix, check=False).splitlines():
-            if vol.split():
-                virsh.run(uri, "vol-delete", "--pool", prefix, vol.split()[0], check=False)
-        virsh.run(uri, "pool-destroy", prefix, check=False)
-        virsh.run(uri, "pool-delete", prefix, check=False)
-        virsh.run(uri, "pool-undefine", prefix, check=False)
-        removed.append(f"pool {prefix}")
-    host = remote.host(uri)
-    if not host.missing([pool_dir(lab_name)]):
-        host.remove_tree(pool_dir(lab_name))
-        removed.append(f"directory {pool_dir(lab_name)}" + (f" on {host.label}" if host.remote else ""))
-    if uri == "qemu:///system":  # a managed-save image left by a warm lab-up that failed
-        for stale in warm.MANAGED_SAVE_DIR.glob(f"{prefix}-*.save"):
-            stale.unlink(missing_ok=True)
-            removed.append(f"managed save {stale.name}")
+    held = _holdings(lab_name, uri, vm_names)
+    for dom in held.own:
+        virsh.run(uri, "destroy", dom.uuid, check=False)
+        virsh.run(uri, "undefine", dom.uuid, "--managed-save", "--remove-all-storage", check=False)
+        removed.append(f"domain {dom.name}")
+    names = {ownership.domain_name(lab_name, vm) for vm in vm_names} | {d.name for d in held.own}
+    holder = held.pool_holder()
+    if holder is not None:
+        progress(f"left alone: pool {held.pool} and {pool_dir(lab_name)}, used by "
+                 f"{ownership.owner_text(holder, held.ours)}")
+    else:
+        pool = held.pool
+        if pool in virsh.run(uri, "pool-list", "--all", "--name", check=False).split():
+            for vol in virsh.run(uri, "vol-list", pool, check=False).splitlines():
+                if vol.split():
+                    virsh.run(uri, "vol-delete", "--pool", pool, vol.split()[0], check=False)
+            virsh.run(uri, "pool-destroy", pool, check=False)
+            virsh.run(uri, "pool-delete", pool, check=False)
+            virsh.run(uri, "pool-undefine", pool, check=False)
+            removed.append(f"pool {pool}")
+        host = remote.host(uri)
+        if not host.missing([pool_dir(lab_name)]):
+            host.remove_tree(pool_dir(lab_name))
+            removed.append(f"directory {pool_dir(lab_name)}" + (f" on {host.label}" if host.remote else ""))
+    if uri == "qemu:///system":  # a managed-save image a warm lab-up armed and no domain took
+        defined = {d.name for d in held.own + held.others}
+        for name in sorted(names - defined):
+            image = warm.managed_save_path(name)
+            if not image.exists():
+                continue
+            owner = ownership.save_image_owner(uri, image)
+            if owner is not None and owner.lab == lab_name and ownership.is_own(
+                    ownership.Domain(name, "", owner), held.ours, {}):
+                image.unlink(missing_ok=True)
+                removed.append(f"managed save {image.name}")
+            else:
+                progress(f"left alone: managed save {image} ({owner.describe() if owner else 'no sectorlab identity'})")
     return removed
 
 
@@ -964,7 +1007,7 @@ def status(lab_file: Path, progress: Progress = _say) -> int:
     try:
         data = read_lab_json(lab.name, lab_file)
     except SectorlabError as e:
-        left = leftovers_of(lab.name, lab.vms[0].libvirt_uri)
+        left = leftovers_of(lab.name, lab.vms[0].libvirt_uri, [vm.name for vm in lab.vms])
         if left:
             down_cmd = lab_up_command(lab_file).replace("lab-up", "lab-down")
             print(f"lab {lab.name} is not up (no lab.json: its state directory is gone), but libvirt still has "

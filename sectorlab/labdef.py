@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import geometry as geo
-from . import images, remote
+from . import images, inputs, remote
 from .errors import SectorlabError, UsageError
 
 if sys.version_info >= (3, 11):
@@ -33,8 +33,23 @@ SERIAL_RE = re.compile(r"^[A-Za-z0-9_-]{1,20}$")  # virtio-blk serials are at mo
 # under 300 MB; the volumes are thin qcow2, so a larger disk costs only what is written to it.
 DEFAULT_DISK_MIB = 512
 MIN_DISK_MIB = 16
+# What one VM's machine takes (QEMU's i440fx "pc" machine: one PCI bus of 32 slots, 0x00 the host
+# bridge, 0x01 the PIIX3 with IDE, USB and ACPI; docs/reliability.md has the measurements):
 MAX_NVME_PER_VM = 8  # one PCI slot each, from 0x18 up
 MAX_RMW_PER_VM = 4  # hot-plugged virtio-blk, one PCI slot each, from 0x16 down (libvirt fills slots from 0x2 up)
+# libvirt 9.0 addresses SCSI disks 7 to a controller (units 0-6) and adds an lsilogic controller,
+# in another PCI slot, for each further 7; the domain has the one virtio-scsi controller.
+MAX_SCSI_PER_VM = 7
+# Slots 0x02-0x16 are libvirt's to fill from 0x02 up (0x17 is the user-mode network's, 0x18-0x1f
+# the NVMe controllers'), and the read-modify-write disks take them from 0x16 down: the root disk,
+# the seed, the virtio-serial controller and virtio-rng the libvirt provider adds, one per
+# virtio-blk disk (virtio, and the virtio disk under each nvme-tcp namespace), the virtio-scsi
+# controller when there are SCSI disks, and the read-modify-write disks share them.
+PCI_SLOTS_SHARED = 0x16 - 0x02 + 1
+PCI_SLOTS_FIXED = 4  # root disk, seed, virtio-serial, virtio-rng
+# Not a limit of the machine: a lab of more VMs is several labs (each VM is a QEMU process with
+# one vCPU; under TCG two or three already fill this host's two cores).
+MAX_VMS = 16
 URI_RE = re.compile(r"^qemu(\+[a-z]+)?://[^/\s]*/(system|session)(\?\S*)?$")
 
 LAB_KEYS = {"name", "libvirt_uri"}
@@ -98,10 +113,7 @@ SUFFIX_ENV = "SECTORLAB_LAB_SUFFIX"
 def load(path: Path, suffix: str | None = None) -> Lab:
     """The lab definition at PATH, its name followed by `suffix` ($SECTORLAB_LAB_SUFFIX when None)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise UsageError(f"lab definition {path}: {e.strerror}; expected a TOML file such as labs/default.toml") from e
+    text = inputs.read_text(path, "lab definition", inputs.LAB_DEFINITION_MAX)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -183,6 +195,9 @@ def validate(data: dict, path: Path | None = None) -> Lab:
     vm_tables = data.get("vm", [])
     if not isinstance(vm_tables, list) or not vm_tables:
         raise UsageError(f"{src}: no [[vm]]: expected at least one VM with its [[vm.disk]] entries")
+    if len(vm_tables) > MAX_VMS:
+        raise UsageError(f"{src}: {len(vm_tables)} [[vm]] tables: a lab has at most {MAX_VMS} VMs; split it into "
+                         f"several labs")
     vms: list[VM] = []
     seen_vms: set[str] = set()
     seen_disks: dict[str, str] = {}
@@ -223,19 +238,36 @@ def validate(data: dict, path: Path | None = None) -> Lab:
             raise UsageError(f"{where}: no [[vm.disk]]: a lab VM exists to show data disks; add at least one")
         for j, dt in enumerate(disk_tables, 1):
             vm.disks.append(_disk(f"{where} disk #{j}", dt, known_geometries, seen_disks, seen_serials, name))
-        nvme = sum(1 for d in vm.disks if d.bus == "nvme")
-        if nvme > MAX_NVME_PER_VM:
-            raise UsageError(f"{where}: {nvme} nvme disks: at most {MAX_NVME_PER_VM} per VM (one PCI slot each)")
+        problem = layout_problem([(d.bus, d.rmw is not None) for d in vm.disks])
+        if problem:
+            raise UsageError(f"{where}: {problem}; put the others on another VM")
         rmw = sum(1 for d in vm.disks if d.rmw)
-        if rmw > MAX_RMW_PER_VM:
-            raise UsageError(f"{where}: {rmw} disks with rmw = true: at most {MAX_RMW_PER_VM} per VM (one PCI slot "
-                             f"each); put the others on another VM")
         if rmw and remote.is_remote(uri):
             raise UsageError(f"{where}: rmw = true on libvirt_uri {uri}: a read-modify-write disk's reads are "
                              f"counted in QEMU's log and process on this host; put that disk in a lab on "
                              f"qemu:///system")
         vms.append(vm)
     return Lab(lab_name, path, vms, extra)
+
+
+def layout_problem(disks: list[tuple[str, bool]]) -> str | None:
+    """Why one VM cannot hold these disks ((bus, rmw) pairs) in its machine's slots, or None."""
+    count = {bus: sum(1 for b, rmw in disks if b == bus and not rmw) for bus in ("nvme", "nvme-tcp", "virtio", "scsi")}
+    rmw = sum(1 for _, r in disks if r)
+    if count["nvme"] > MAX_NVME_PER_VM:
+        return f"{count['nvme']} nvme disks: at most {MAX_NVME_PER_VM} per VM (one PCI slot each, 0x18-0x1f)"
+    if rmw > MAX_RMW_PER_VM:
+        return f"{rmw} disks with rmw = true: at most {MAX_RMW_PER_VM} per VM (one PCI slot each, from 0x16 down)"
+    if count["scsi"] > MAX_SCSI_PER_VM:
+        return (f"{count['scsi']} scsi disks: at most {MAX_SCSI_PER_VM} per VM (the units of its one virtio-scsi "
+                f"controller as libvirt addresses them)")
+    slots = PCI_SLOTS_FIXED + count["virtio"] + count["nvme-tcp"] + (1 if count["scsi"] else 0) + rmw
+    if slots > PCI_SLOTS_SHARED:
+        return (f"{count['virtio']} virtio and {count['nvme-tcp']} nvme-tcp disks need {slots} PCI slots with the "
+                f"root disk, the seed, the virtio-serial and virtio-rng devices" + (", the SCSI controller" if count["scsi"] else "")
+                + (" and the read-modify-write disks" if rmw else "")
+                + f": a VM has {PCI_SLOTS_SHARED} (0x02-0x16)")
+    return None
 
 
 def _disk(where: str, dt: dict, known: dict[str, geo.Geometry], seen_disks: dict[str, str],
@@ -310,11 +342,16 @@ def port_in_use(port: int) -> bool:
 
 
 def check_environment(lab: Lab, own_ports: set[int] = frozenset(),
-                      holder_of: Callable[[int], str | None] = lambda port: None) -> None:
-    """Host-dependent checks: libvirt URIs answer, fixed SSH ports are free (or already this lab's)
-    on the libvirt host's 127.0.0.1. `holder_of` names what holds a port (another lab's VM) when it knows."""
+                      holder_of: Callable[[int], str | None] = lambda port: None,
+                      pool_dir: Callable[[str], str] | None = None) -> None:
+    """Host-dependent checks: libvirt URIs answer, the lab fits the host's disk and memory
+    (check_capacity, with `pool_dir` naming where its volumes go), fixed SSH ports are free (or
+    already this lab's) on the libvirt host's 127.0.0.1. `holder_of` names what holds a port
+    (another lab's VM) when it knows."""
     for uri in sorted({vm.libvirt_uri for vm in lab.vms}):
         check_uri(uri)
+    if pool_dir is not None:
+        check_capacity(lab, pool_dir)
     hosts = {uri: remote.host(uri) for uri in {vm.libvirt_uri for vm in lab.vms if vm.ssh_port}}
     for vm in lab.vms:
         where = hosts.get(vm.libvirt_uri)
@@ -324,6 +361,29 @@ def check_environment(lab: Lab, own_ports: set[int] = frozenset(),
                              f"{f' on {where.label}' if where.remote else ''}"
                              f"{f' (by {holder})' if holder else ''}; choose another port or 0 to let lab-up "
                              f"pick one")
+
+
+def check_capacity(lab: Lab, pool_dir: Callable[[str], str]) -> None:
+    """Before anything of the lab is made: its data volumes' full size fits the free space where
+    they go (the volumes are thin, but the scenarios and benches may write them whole), counting
+    what the lab's pool already holds as free (a running lab's own volumes), and its VMs' memory
+    fits the libvirt host's."""
+    for uri in sorted({vm.libvirt_uri for vm in lab.vms}):
+        vms = [vm for vm in lab.vms if vm.libvirt_uri == uri]
+        host = remote.host(uri)
+        where = f" on {host.label}" if host.remote else ""
+        want = sum(d.size_mib for vm in vms for d in vm.disks) << 20
+        free, own = host.space(pool_dir(lab.name))
+        if want > free + own:
+            raise UsageError(f"lab {lab.name}: its data disks add up to {want / 2**30:,.1f} GiB, and "
+                             f"{pool_dir(lab.name)}{where} has {(free + own) / 2**30:,.1f} GiB free; make "
+                             f"size_mib smaller, the lab smaller, or free space there")
+        memory = sum(vm.memory_mib for vm in vms) << 20
+        total = host.memory_bytes()
+        if memory > total:
+            raise UsageError(f"lab {lab.name}: its VMs' memory adds up to {memory >> 20} MiB, more than the "
+                             f"{total >> 20} MiB of the libvirt host{where}; make memory_mib smaller or the lab "
+                             f"smaller")
 
 
 def check_uri(uri: str) -> None:

@@ -220,6 +220,19 @@ class LibvirtHost:
         """The uid QEMU runs as under that libvirt (Debian's libvirt-qemu, Red Hat's qemu)."""
         raise NotImplementedError
 
+    def space(self, path: str) -> tuple[int, int]:
+        """(bytes free to an unprivileged writer on the filesystem that holds `path`, or would hold it,
+        through its nearest existing parent; bytes the files under `path` take now)."""
+        raise NotImplementedError
+
+    def memory_bytes(self) -> int:
+        """The host's memory (MemTotal of /proc/meminfo)."""
+        text = self.read_text("/proc/meminfo") or ""
+        for line in text.splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+        raise SectorlabError(f"cannot read MemTotal from /proc/meminfo on {self.label}")
+
 
 class LocalHost(LibvirtHost):
     def read_text(self, path: str) -> str | None:
@@ -250,6 +263,19 @@ class LocalHost(LibvirtHost):
             except OSError:
                 return True
         return False
+
+    def space(self, path: str) -> tuple[int, int]:
+        existing = Path(path)
+        while not existing.exists():
+            existing = existing.parent
+        st = os.statvfs(existing)
+        used = 0
+        if Path(path).is_dir():
+            for root, _, files in os.walk(path):
+                for f in files:
+                    with contextlib.suppress(OSError):
+                        used += os.lstat(os.path.join(root, f)).st_blocks * 512
+        return st.f_bavail * st.f_frsize, used
 
     def qemu_uid(self) -> int:
         import pwd
@@ -292,6 +318,13 @@ class RemoteHost(LibvirtHost):
         if self._listening is None:  # read once per object: the ports its sockets listen on
             self._listening = listening_ports(self.via)
         return port in self._listening
+
+    def space(self, path: str) -> tuple[int, int]:
+        q = shlex.quote(path)
+        _, out = run(self.via, f'd={q}; while [ ! -e "$d" ]; do d=$(dirname "$d"); done; '
+                               f'df -P -B1 -- "$d" | tail -n 1; du -s -B1 -- {q} 2>/dev/null || echo 0')
+        lines = out.split("\n")
+        return int(lines[0].split()[3]), int(lines[1].split()[0])
 
     def qemu_uid(self) -> int:
         _, out = run(self.via, "id -u libvirt-qemu 2>/dev/null || id -u qemu")

@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import analysis
+from . import analysis, inputs
 from .errors import SectorlabError, UsageError
 from .paths import slug
 
@@ -109,23 +109,24 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
         raise UsageError(f"{results}: no bench.json; expected a results directory written by 'sectorlab bench' "
                              f"(results/<timestamp>-<preset>/)")
     try:
-        bench = json.loads(bench_path.read_text())
-    except ValueError as e:
+        bench = json.loads(inputs.read_text(bench_path, "bench results", inputs.BENCH_JSON_MAX))
+    except (ValueError, RecursionError) as e:
         raise UsageError(f"{bench_path}: not JSON ({e})") from e
     if not isinstance(bench, dict) or not isinstance(bench.get("runs"), list) or not bench["runs"]:
         raise UsageError(f"{bench_path}: no 'runs' list; expected what 'sectorlab bench' writes")
     disks: dict[str, Disk] = {}
     for i, entry in enumerate(bench["runs"]):
         where = f"{bench_path}: runs[{i}]"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{where}: {str(entry)[:60]!r} is not a run entry; expected what 'sectorlab bench' writes")
         name = _need(entry, "disk", where)
         run = Run(name, int(_need(entry, "blocksize", where)), int(entry.get("repeat", 1)), entry)
         _need(entry, "verdict", where)
         if entry.get("report"):
-            run.report = analysis.load_report(results / entry["report"])
+            run.report = analysis.load_report(inputs.inside(results, entry["report"], f"{where}: report"))
             if entry.get("events"):
-                run.events = results / entry["events"]
-                if not run.events.is_file():
-                    raise UsageError(f"{where}: events file {run.events} does not exist")
+                run.events = inputs.inside(results, entry["events"], f"{where}: events file")
+                inputs.check_regular(run.events, f"{where}: events file", inputs.EVENTS_CSV_MAX)
         elif entry["verdict"].get("allowed", False):
             raise UsageError(f"{where}: BLOCKSIZE {run.blocksize} is allowed on {name} but no report was kept")
         disks.setdefault(name, Disk(name, entry)).runs.append(run)

@@ -46,7 +46,7 @@ VM_STATE_FILES = ("host-{vm}", "host-{vm}.pub", "seed-{vm}.iso", "seed-{vm}.id")
 
 CHANGED_NAMES = {"lab": "lab definition", "images": "guest image", "qemu": "QEMU", "libvirt": "libvirt",
                  "module": "Terraform module or seed format", "domain_type": "accelerator",
-                 "format": "saved-state format"}
+                 "format": "saved-state format", "lab_id": "lab id"}
 
 Progress = Callable[[str], None]
 
@@ -70,10 +70,12 @@ def lab_fingerprint(lab: labdef.Lab) -> dict:
     }
 
 
-def state_key(lab: labdef.Lab, image_sha256: dict[str, str], domain_type: str) -> tuple[str, dict]:
+def state_key(lab: labdef.Lab, image_sha256: dict[str, str], domain_type: str, lab_id: str) -> tuple[str, dict]:
     uri = lab.vms[0].libvirt_uri
     parts = {
         "format": FORMAT,
+        # The domain's <metadata> is saved with the guest (sectorlab/ownership.py): another id, another state.
+        "lab_id": lab_id,
         "lab": lab_fingerprint(lab),
         "images": dict(sorted(image_sha256.items())),
         "qemu": qemu_version(),

@@ -26,7 +26,6 @@ locals {
       })
     }
   ]...)
-
 }
 
 resource "libvirt_pool" "lab" {
@@ -125,6 +124,7 @@ resource "libvirt_domain" "vm" {
     xslt = templatefile("${path.module}/domain.xsl.tftpl", {
       uuid        = each.value.uuid
       ssh_port    = each.value.ssh_port
+      owner       = merge(var.owner, { lab = var.lab_name, vm = each.key })
       seed_volume = libvirt_volume.seed[each.key].name
       console_log = "${var.console_dir}/${each.key}-console.log"
       # virtio, SCSI and NVMe/TCP-backing disks get <serial>/<blockio>, and minimum/optimal I/O

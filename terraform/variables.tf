@@ -3,12 +3,32 @@
 # the module refuses bad input on its own too.
 
 variable "lab_name" {
-  description = "Name of the lab: prefix of every libvirt object it creates."
+  description = "Name of the lab: in the name of every libvirt object it creates (which names do not own: see owner)."
   type        = string
   default     = "default"
   validation {
     condition     = can(regex("^[a-z][a-z0-9-]{0,30}$", var.lab_name))
     error_message = "The lab_name must be lower-case letters, digits and '-', starting with a letter."
+  }
+}
+
+variable "owner" {
+  description = "The lab's identity, written into each domain's <metadata> (namespace urn:sectorlab:lab:1): the lab's id (made at its first lab-up), and the machine id, host name and cache directory of the sectorlab that made it. Clean-up, status and fault scans select the lab's domains by it, never by a name prefix (sectorlab/ownership.py)."
+  type = object({
+    lab_id  = string
+    machine = string
+    host    = string
+    cache   = string
+  })
+  default = {
+    lab_id  = "00000000000000000000000000000000"
+    machine = "00000000000000000000000000000000"
+    host    = "localhost"
+    cache   = "/nonexistent"
+  }
+  validation {
+    condition     = can(regex("^[0-9a-f]{32}$", var.owner.lab_id)) && can(regex("^[0-9a-f]{32}$", var.owner.machine))
+    error_message = "The owner's lab_id and machine must be 32 lower-case hex digits."
   }
 }
 

@@ -31,14 +31,19 @@ def _disk(volume: str, serial: str, bus: str, logical: int, physical: int, min_i
             f'physical = {physical}, min_io = {min_io}, opt_io = {opt_io}}}')
 
 
-def _render(tmp_path, disks: list[str]) -> ET.Element:
+OWNER = {"lab": "t", "vm": "vm1", "lab_id": "0123456789abcdef0123456789abcdef", "machine": "fe" * 16,
+         "host": "labhost", "cache": "/root/.cache/sectorlab"}
+
+
+def _render(tmp_path, disks: list[str], owner: dict | None = None) -> ET.Element:
     terraform = tooling.terraform_binary()
     if terraform is None:
         pytest.skip("no terraform or tofu (scripts/bootstrap installs it)")
     xsltproc = require_program("xsltproc")
     template = REPO / "terraform" / "domain.xsl.tftpl"
     expr = (f'jsonencode(templatefile("{template}", {{uuid = "u-1", ssh_port = 40022, seed_volume = "vm1-seed-1.iso", '
-            f'console_log = "/c/vm1-console.log", disks = [{", ".join(disks)}]}}))')
+            f'console_log = "/c/vm1-console.log", owner = jsondecode({json.dumps(json.dumps(owner or OWNER))}), '
+            f'disks = [{", ".join(disks)}]}}))')
     env = {**os.environ, "TF_CLI_CONFIG_FILE": str(tooling.cli_config()), "TF_IN_AUTOMATION": "1"}
     out = subprocess.run([str(terraform), "console"], input=expr, capture_output=True, text=True, cwd=tmp_path,
                          env=env, timeout=120)
@@ -80,3 +85,14 @@ def test_no_override_without_io_sizes(tmp_path):
                                 _disk("vm1-b.qcow2", "sb", "scsi", 4096, 4096)])
     assert domain.find(f"{QEMU_NS}override") is None
     assert [d.find("alias") for d in domain.iter("disk")] == [None] * 4
+
+
+def test_the_labs_identity_goes_into_the_domains_metadata(tmp_path):
+    """What ownership.py reads back: every attribute as given, also a cache path with the characters
+    XML and XSLT read specially."""
+    from sectorlab import ownership
+    owner = {**OWNER, "cache": "/tmp/a&b <c> \"d\" 'e' {f}"}
+    domain = _render(tmp_path, [_disk("vm1-a.qcow2", "sa", "virtio", 512, 512)], owner)
+    found = ownership.parse_domain(ET.tostring(domain, encoding="unicode"))
+    assert found.owner == ownership.Identity("t", OWNER["lab_id"], OWNER["machine"], "labhost", owner["cache"], "vm1")
+    assert len(domain.findall("metadata")) == 1

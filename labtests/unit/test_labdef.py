@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import geometry, labdef
+from sectorlab import geometry, labdef, ownership
 from sectorlab.errors import UsageError
 from sectorlab.labdef import tomllib
 from sectorlab.paths import REPO
@@ -240,6 +240,7 @@ def test_too_many_nvme_disks():
 
 PUBLISHED = {"debian12": {"volume": "img.qcow2", "kernel": "/pool/img.vmlinuz", "initrd": "/pool/img.initrd",
                           "cmdline": "root=UUID=ab-12 ro console=ttyS0,115200 quiet"}}
+OWNER = ownership.Identity("t", "0123456789abcdef0123456789abcdef", "fe" * 16, "labhost", "/cache & <more>")
 
 
 def test_kernel_cmdline_as_the_provider_reads_it_back():
@@ -256,13 +257,14 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
                                                {"bus": "scsi", "geometry": "sector4k"}]))
     sshkeys.generate("login").write(tmp_path / "id_ed25519")
     sshkeys.generate("host").write(tmp_path / "host-vm1")
-    v = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", PUBLISHED)
+    v = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", PUBLISHED, OWNER)
     vm = v["vms"]["vm1"]
     assert v["domain_type"] == "qemu" and v["images"] == {"debian12": "img.qcow2"}
+    assert v["owner"] == {"lab_id": OWNER.id, "machine": OWNER.machine, "host": OWNER.host, "cache": OWNER.cache}
     assert v["boot"]["debian12"] == {"kernel": "/pool/img.vmlinuz", "initrd": "/pool/img.initrd",
                                      "cmdline": [{"root": "UUID=ab-12", "console": "ttyS0,115200"}, {"_": "quiet ro"}]}
     grub = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu",
-                          {"debian12": {"volume": "img.qcow2", "kernel": "", "initrd": "", "cmdline": ""}})
+                          {"debian12": {"volume": "img.qcow2", "kernel": "", "initrd": "", "cmdline": ""}}, OWNER)
     assert grub["boot"] == {}, "an image without its kernel boots through GRUB"
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
@@ -283,11 +285,11 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert json.loads(iso_file("meta-data"))["instance-id"] == f"t-vm1-{vm['seed_id']}"
     # The same seed is not rewritten (a restored guest's seed must stay byte for byte); the UUID is stable.
     before = iso.read_bytes()
-    again = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", PUBLISHED)["vms"]["vm1"]
+    again = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", PUBLISHED, OWNER)["vms"]["vm1"]
     assert iso.read_bytes() == before and again["seed_id"] == vm["seed_id"] and again["uuid"] == vm["uuid"]
     # A new login key is a new seed.
     sshkeys.generate("login2").write(tmp_path / "id_ed25519")
-    changed = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", PUBLISHED)["vms"]["vm1"]
+    changed = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu", PUBLISHED, OWNER)["vms"]["vm1"]
     assert changed["seed_id"] != vm["seed_id"] and iso.read_bytes() != before
 
 
@@ -336,7 +338,7 @@ def test_rmw_on_a_512e_virtio_disk_carries_the_catalogs_read_budget(tmp_path):
     assert _disk_of("virtio", "sector512e", "rmw = false").vms[0].disks[0].rmw is None
     sshkeys.generate("login").write(tmp_path / "id_ed25519")
     sshkeys.generate("host").write(tmp_path / "host-lab1")
-    tf_disk = lab_mod.tfvars(lab, tmp_path, {"lab1": 40100}, "qemu", PUBLISHED)["vms"]["lab1"]["disks"][0]
+    tf_disk = lab_mod.tfvars(lab, tmp_path, {"lab1": 40100}, "qemu", PUBLISHED, OWNER)["vms"]["lab1"]["disks"][0]
     assert (tf_disk["rmw"], tf_disk["rmw_read_iops"]) == (True, 120)
 
 

@@ -25,8 +25,8 @@ def fake_versions(monkeypatch):
     monkeypatch.setattr(warm.virsh, "version", lambda uri: "Running against daemon: 9.0.0")
 
 
-def key_of(data, images=None, domain_type="qemu"):
-    return warm.state_key(labdef.validate(data), images or {"debian12": "aa"}, domain_type)[0]
+def key_of(data, images=None, domain_type="qemu", lab_id="ab" * 16):
+    return warm.state_key(labdef.validate(data), images or {"debian12": "aa"}, domain_type, lab_id)[0]
 
 
 def test_state_key_depends_on_what_the_saved_guest_depends_on(fake_versions, monkeypatch):
@@ -40,6 +40,7 @@ def test_state_key_depends_on_what_the_saved_guest_depends_on(fake_versions, mon
     assert key_of(more_memory) != base
     assert key_of(LAB, images={"debian12": "bb"}) != base
     assert key_of(LAB, domain_type="kvm") != base
+    assert key_of(LAB, lab_id="cd" * 16) != base  # the domain's <metadata>, saved with the guest
     monkeypatch.setattr(warm, "qemu_version", lambda: "QEMU emulator version 8.2.0")
     assert key_of(LAB) != base
 
