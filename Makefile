@@ -144,6 +144,7 @@ test-labs:
 
 test-databases:
 	$(PYTEST) labtests/unit
+	$(PYTEST) -m ownership labtests
 	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
 	@$(MAKE) --no-print-directory test-crosscheck
 	$(PYTEST) -m fromhost labtests

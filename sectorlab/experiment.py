@@ -117,7 +117,7 @@ def preset_path(name: str) -> Path:
     """A preset's file: a name from labs/bench/, or the path of a TOML file with a [bench] table."""
     if name.endswith(".toml") or "/" in name:
         path = Path(name)
-        if not path.is_file():
+        if not path.exists():  # anything else there is refused when it is read (inputs.read_text)
             raise UsageError(f"preset file {name} does not exist")
         return path
     path = PRESETS_DIR / f"{name}.toml"

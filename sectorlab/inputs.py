@@ -76,8 +76,12 @@ def read_text(path: Path | str, what: str, limit: int) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise UsageError(f"{what} {path}: {e.strerror}; expected a file") from e
-    with os.fdopen(fd, "rb") as f:
+    try:
         _checked(path, os.fstat(fd), what, limit)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise UsageError(f"{what} {path}: grew past {_size(limit)} while it was read; expected a file that "

@@ -919,7 +919,7 @@ def _down(lab: labdef.Lab, progress: Progress) -> None:
     left = leftovers_of(lab.name, uri, vm_names)
     if left:
         raise SectorlabError(f"lab {lab.name}: still present after lab-down: {', '.join(left)}")
-    progress(f"lab {lab.name} is down: no domain, pool, volume or state left" +
+    progress(f"lab {lab.name} is down: no domain, pool, volume or state of its own left" +
              (f" (virsh removed {', '.join(leftovers)})" if leftovers else ""))
 
 

@@ -263,10 +263,11 @@ def layout_problem(disks: list[tuple[str, bool]]) -> str | None:
                 f"controller as libvirt addresses them)")
     slots = PCI_SLOTS_FIXED + count["virtio"] + count["nvme-tcp"] + (1 if count["scsi"] else 0) + rmw
     if slots > PCI_SLOTS_SHARED:
+        with_them = ", the SCSI controller" if count["scsi"] else ""
+        with_them += " and the read-modify-write disks" if rmw else ""
         return (f"{count['virtio']} virtio and {count['nvme-tcp']} nvme-tcp disks need {slots} PCI slots with the "
-                f"root disk, the seed, the virtio-serial and virtio-rng devices" + (", the SCSI controller" if count["scsi"] else "")
-                + (" and the read-modify-write disks" if rmw else "")
-                + f": a VM has {PCI_SLOTS_SHARED} (0x02-0x16)")
+                f"root disk, the seed, the virtio-serial and virtio-rng devices{with_them}: a VM has "
+                f"{PCI_SLOTS_SHARED} (0x02-0x16)")
     return None
 
 

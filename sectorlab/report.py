@@ -105,7 +105,7 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
     malformed file is an error that names it."""
     results = Path(results)
     bench_path = results / "bench.json"
-    if not bench_path.is_file():
+    if not bench_path.exists() and not bench_path.is_symlink():
         raise UsageError(f"{results}: no bench.json; expected a results directory written by 'sectorlab bench' "
                              f"(results/<timestamp>-<preset>/)")
     try:

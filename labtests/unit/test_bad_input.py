@@ -5,7 +5,11 @@ and no results directory are left behind."""
 
 from __future__ import annotations
 
+import json
+import os
+import random
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +20,11 @@ from sectorlab.paths import REPO
 
 VM = '[[vm]]\nname = "lab1"\n'
 DISK = '[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512n"\n'
+
+
+def _disks(bus: str, n: int) -> str:
+    return "".join(f'[[vm.disk]]\nname = "d{i}"\nbus = "{bus}"\ngeometry = "sector512n"\n' for i in range(n))
+
 
 # (id, lab definition text, what the one line must contain)
 LAB_FILES = [
@@ -51,6 +60,12 @@ LAB_FILES = [
     ("unknown-latency", VM + DISK + 'latency = "ssd"\n', "latency = 'ssd'"),
     ("unknown-key", VM + DISK + "sectors = 8\n", "unknown key 'sectors'"),
     ("not-toml", "[[vm]\n", "not valid TOML"),
+    # What one VM's machine takes (labdef.layout_problem) and what a lab may hold.
+    ("eight-scsi-disks", VM + _disks("scsi", 8), "8 scsi disks: at most 7 per VM"),
+    ("eighteen-virtio-disks", VM + _disks("virtio", 18), "18 virtio and 0 nvme-tcp disks need 22 PCI slots"),
+    ("nine-nvme-disks", VM + _disks("nvme", 9), "9 nvme disks: at most 8"),
+    ("seventeen-vms", "".join(f'[[vm]]\nname = "v{i}"\n' + DISK for i in range(17)),
+     "17 [[vm]] tables: a lab has at most 16 VMs"),
 ]
 
 
@@ -63,7 +78,9 @@ def nothing_starts(monkeypatch, isolated_cache):
     results = sorted((REPO / "results").iterdir()) if (REPO / "results").is_dir() else []
     yield touched
     assert touched == [], f"started: {touched}"
-    assert not (isolated_cache / "labs").exists() or not any((isolated_cache / "labs").iterdir())
+    # The lab's lock file (empty; it stays by design, docs/reliability.md) is all a refusal may leave.
+    labs = isolated_cache / "labs"
+    assert not labs.exists() or not [p.name for p in labs.iterdir() if not p.name.startswith(".lock-")]
     assert (sorted((REPO / "results").iterdir()) if (REPO / "results").is_dir() else []) == results
 
 
@@ -153,6 +170,109 @@ def test_bad_redo_writer_option(tmp_path, args, says):
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
     assert not (tmp_path / "r.log").exists(), "a refused run left its log file"
+
+
+# Files that are not what they should be, handed to every command that reads one: each is refused
+# before more than its bound is read (sectorlab/inputs.py), and /dev/zero is not read without end.
+def _input_file(kind: str, tmp_path: Path) -> Path:
+    path = tmp_path / "in put" / f"{kind}.toml"
+    path.parent.mkdir()
+    if kind == "dev-zero":
+        return Path("/dev/zero")
+    if kind == "fifo":
+        os.mkfifo(path)  # nobody writes to it: reading would wait for ever
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "random-50mb":
+        path.write_bytes(random.Random(29).randbytes(50 << 20))
+    elif kind == "not-utf8":
+        path.write_bytes(b'[lab]\nname = "caf\xe9"\n')  # Latin-1
+    elif kind == "sparse-2gib":
+        with open(path, "wb") as f:
+            f.truncate(2 << 30)
+    return path
+
+
+FILE_KINDS = [("dev-zero", "a character device; expected a regular file"), ("fifo", "a FIFO; expected"),
+              ("directory", "a directory; expected"), ("not-utf8", "not UTF-8 text (byte 0xe9 at offset 17, line 2)"),
+              ("sparse-2gib", "2,048.0 MiB, over the")]
+READERS = [("lab-up", ["lab", "up", "--lab"]), ("lab-validate", ["lab", "validate", "--offline"]),
+           ("bench-preset", ["bench"]), ("from-host", ["lab", "from-host"])]
+
+
+@pytest.mark.parametrize("kind, says", FILE_KINDS, ids=[k for k, _ in FILE_KINDS])
+@pytest.mark.parametrize("argv", [r for _, r in READERS], ids=[n for n, _ in READERS])
+def test_a_file_that_is_not_a_bounded_text_file(tmp_path, nothing_starts, capsys, kind, says, argv):
+    path = _input_file(kind, tmp_path)
+    assert cli.main([*argv, str(path)]) == 2
+    line = _one_line(capsys)
+    assert str(path) in line and says in line, line
+
+
+def test_a_lab_definition_of_50_mb_of_random_bytes(tmp_path, nothing_starts, capsys):
+    path = _input_file("random-50mb", tmp_path)
+    assert cli.main(["lab", "validate", "--offline", str(path)]) == 2
+    assert "50.0 MiB, over the 1.0 MiB such a file can be" in _one_line(capsys)
+    # A collector file may be larger (64 MiB): these bytes are read, and are not UTF-8.
+    assert cli.main(["lab", "from-host", str(path)]) == 2
+    assert "not UTF-8 text" in _one_line(capsys)
+
+
+def test_a_collector_file_of_10000_disks_writes_no_lab(tmp_path, nothing_starts, capsys):
+    disk = {"name": "sda", "log-sec": 512, "phy-sec": 4096, "min-io": 4096, "opt-io": 0, "alignment": 0,
+            "size": 1 << 40, "rota": False, "tran": "sas", "model": "X"}
+    collector = tmp_path / "big.json"
+    collector.write_text(json.dumps({"blockdevices": [{**disk, "name": f"sd{i}"} for i in range(10000)]}))
+    out = tmp_path / "big-lab.toml"
+    assert cli.main(["lab", "from-host", str(collector), "-o", str(out)]) == 2
+    line = _one_line(capsys)
+    assert "its 10000 disks would need 1429 lab VMs, and a lab has at most 16" in line, line
+    assert not out.exists()
+
+
+def test_a_report_reads_only_its_own_results_directory(tmp_path, nothing_starts, capsys):
+    results = tmp_path / "results" / "r1"
+    results.mkdir(parents=True)
+    run = {"disk": "d", "blocksize": 512, "verdict": {"allowed": True}}
+    for i, (field, name, says) in enumerate([("report", "../../../../../etc/passwd", "leads out of"),
+                                             ("report", "/etc/passwd", "expected a file name relative to"),
+                                             ("events", "../outside.csv", "leads out of")]):
+        entry = {**run, "report": "ok.json"} if field == "events" else {**run, field: name}
+        if field == "events":
+            entry["events"] = name
+            (results / "ok.json").write_text(json.dumps({"log_file_sync": {}, "writes": {}}))
+        (results / "bench.json").write_text(json.dumps({"runs": [entry]}))
+        assert cli.main(["report", str(results)]) == 2, i
+        line = _one_line(capsys)
+        assert says in line and name in line, line
+    (results / "bench.json").unlink()
+    os.mkfifo(results / "bench.json")
+    assert cli.main(["report", str(results)]) == 2
+    assert "a FIFO; expected a regular file" in _one_line(capsys)
+
+
+# What depends on the libvirt host, checked before anything of the lab is made (this host made
+# small: 10 GiB free where the volumes go, 8 GiB of memory).
+HOST_BOUNDS = [
+    ("disks-beyond-free-space", VM + _disks("virtio", 3).replace('geometry = "sector512n"\n',
+                                                                   'geometry = "sector512n"\nsize_mib = 4096\n'),
+     "its data disks add up to 12.0 GiB, and /var/lib/libvirt/images/sectorlab-default has 10.0 GiB free"),
+    ("memory-beyond-the-host", VM + "memory_mib = 9216\n" + DISK,
+     "its VMs' memory adds up to 9216 MiB, more than the 8192 MiB of the libvirt host"),
+]
+
+
+@pytest.mark.parametrize("text, says", [c[1:] for c in HOST_BOUNDS], ids=[c[0] for c in HOST_BOUNDS])
+def test_a_lab_the_host_cannot_hold(tmp_path, nothing_starts, capsys, monkeypatch, text, says):
+    from sectorlab import labdef, remote
+    monkeypatch.setattr(labdef, "check_uri", lambda uri: None)
+    monkeypatch.setattr(remote.LocalHost, "space", lambda self, path: (10 << 30, 0))
+    monkeypatch.setattr(remote.LocalHost, "memory_bytes", lambda self: 8 << 30)
+    path = tmp_path / "lab.toml"
+    path.write_text(text)
+    assert cli.main(["lab", "up", "--lab", str(path)]) == 2
+    line = _one_line(capsys)
+    assert says in line, line
 
 
 def test_the_campaign_has_at_least_25_inputs():
