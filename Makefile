@@ -40,7 +40,8 @@ help:
 	@echo "make test                 two lanes at once, each line prefixed by its lane:"
 	@echo "                            labs: lab-up, the scenarios, lab-down (also on failure), then a warm lab-up"
 	@echo "                                  from the saved state and the sector-detection and restart scenarios again"
-	@echo "                            databases: unit tests, the image smoke test, the cross-checks on a lab of their"
+	@echo "                            databases: unit tests, two labs whose names share a prefix (ownership), the"
+	@echo "                                  image smoke test, the cross-checks on a lab of their"
 	@echo "                                  own (default-db), a lab made by 'sectorlab lab from-host' from a saved file,"
 	@echo "                                  the scenarios on labs/write-units.toml (write units above 4 KiB)"
 	@echo "                          then, alone, the device-behaviour lab (labs/behaviours.toml) and its scenarios"
@@ -114,7 +115,8 @@ endef
 # Lane "labs": lab-up, the scenarios, lab-down; a second lab-up restores the state the first one
 # saved: the sector-detection scenarios must pass after it as after a cold boot; then the lab is
 # stopped as a host restart stops it, and a lab-up must bring it back with fresh disks.
-# Lane "databases": the unit tests, the image smoke test, the real-database cross-checks on a lab of
+# Lane "databases": the unit tests, two labs whose names share a prefix (labtests/test_ownership.py:
+# a command touches only its own lab), the image smoke test, the real-database cross-checks on a lab of
 # their own with the same disks (the lab's name with -db appended), then a lab made by
 # `sectorlab lab from-host` from a saved collector file (its own lab-up and lab-down), then the
 # scenarios on disks whose write unit is above 4 KiB (labs/write-units.toml).

@@ -14,6 +14,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -294,8 +295,12 @@ def build_debian_base(spec: GuestSpec, progress: Progress) -> Path:
     if (outdir / "base.qcow2").exists():
         progress(f"base disk cached: {outdir}")
         return outdir
-    for stale in outdir.parent.glob(f"{spec.name}-*.tmp-*"):  # left by an interrupted build
-        shutil.rmtree(stale, ignore_errors=True)
+    # Left by an interrupted build of this guest's base: the exact shape of `tmp` below (a guest
+    # whose name starts with this one's is not touched).
+    stale_re = re.compile(rf"^{re.escape(spec.name)}-[0-9a-f]{{16}}\.tmp-\d+$")
+    for stale in outdir.parent.glob(f"{spec.name}-*.tmp-*"):
+        if stale_re.match(stale.name):
+            shutil.rmtree(stale, ignore_errors=True)
     tmp = outdir.with_name(outdir.name + f".tmp-{os.getpid()}")
     progress(f"building the {spec.name} base disk from Debian's packages into {outdir}")
     _, tools = labtools.load()
@@ -354,8 +359,11 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
     found = accel_mod.detect()
     progress(f"{name}: building with Packer under {found.name} ({found.reason})")
 
-    for stale in image_cache().glob(f".build-{name}-*"):  # left by an interrupted build (we hold the lock)
-        shutil.rmtree(stale, ignore_errors=True)
+    # Left by an interrupted build of this guest (we hold its lock): the exact shape of `work` below.
+    stale_re = re.compile(rf"^\.build-{re.escape(name)}-[0-9a-f]{{16}}-\d+$")
+    for stale in image_cache().glob(f".build-{name}-*"):
+        if stale_re.match(stale.name):
+            shutil.rmtree(stale, ignore_errors=True)
     work = image_cache() / f".build-{name}-{key[:16]}-{os.getpid()}"
     work.mkdir(parents=True)
     (work / "out-boot").mkdir()  # where Packer downloads the kernel, initramfs and command line

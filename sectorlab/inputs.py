@@ -6,13 +6,14 @@ then pick a running guest instead of sectorlab).
 
 The bounds, and why each is what it is (docs/reliability.md lists them):
 - a lab definition or bench preset: 1 MiB. The largest in the project is under 2 KiB; a lab at
-  every bound of labdef (16 VMs of 32 disks, each disk with its comment) is under 100 KiB.
+  every bound of labdef (16 VMs of 31 disks, 496 disks, each with from-host's comment line) is
+  108 KiB.
 - a collector file (scripts/collect-host-geometry): 64 MiB. Its size grows with the server:
-  lsblk's entry of a disk is about 0.5 KiB and `nvme id-ns -o json` of a namespace about 6 KiB
-  (its LBA formats and vendor fields), so 64 MiB holds some 10,000 NVMe namespaces, more than
-  any one server has.
-- bench.json: 16 MiB; about 2 KiB per run, and `sectorlab bench` at its bounds (every disk of a
-  lab, three block sizes, 10 repeats) writes a few MiB at most.
+  lsblk's entry of a disk is about 0.2 KiB and `nvme id-ns -o json` of a namespace 1 KiB (QEMU's,
+  8 LBA formats) to about 3 KiB (64 LBA formats), so 64 MiB holds over 20,000 NVMe namespaces,
+  more than any one server has.
+- bench.json: 16 MiB; one entry per run (its verdict, file names and counters), and a bench at
+  its bounds (every disk of a lab, every allowed block size, 10 repeats) writes far less.
 - a redo-writer JSON report: 16 MiB (its latency histograms are a few KiB).
 - a redo-writer events CSV: 2 GiB (one line of ~30 bytes per commit and per log write: a
   10-minute run at 100,000 commits/s); it is read line by line, never whole.

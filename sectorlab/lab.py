@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -102,8 +103,9 @@ def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> d
                 "cmdline": record.cmdline}
     in_use = " ".join(virsh.run(uri, "dumpxml", d, check=False)
                       for d in virsh.run(uri, "list", "--all", "--name", check=False).split())
+    built = re.compile(rf"^{re.escape(guest)}-[0-9a-f]{{16}}\.(qcow2|kernel|initrd)$")  # images.build's names
     for old in volumes:
-        if Path(old).stem != image.stem and old.startswith(f"{guest}-") and Path(old).stem not in in_use:
+        if Path(old).stem != image.stem and built.match(old) and Path(old).stem not in in_use:
             virsh.run(uri, "vol-delete", "--pool", IMAGE_POOL, old, check=False)
     return {"volume": image.name, "uploaded": uploaded, **boot}
 
