@@ -11,6 +11,7 @@ make (the issue's reproduction, no VM booted). Runs in make test's databases lan
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -45,12 +46,13 @@ def _domains() -> dict[str, str]:
 
 @pytest.fixture
 def labs(tmp_path):
-    """Lab `own` with VM db-lab1 (never brought up here) and lab `own-db` with VM lab1, both with
-    the caller's LAB_SUFFIX; their domain names are the same."""
-    own = _lab_file(tmp_path, "own", "db-lab1", "a")
-    own_db = _lab_file(tmp_path, "own-db", "lab1", "b")
-    # The suffix goes after the lab's name, so with it the two still collide only if the VM
-    # names are arranged so: "own-db<sfx>-lab1" against "own<sfx>-db-lab1". Checked here.
+    """Lab `own` with VM db-lab1 (never brought up here) and lab `own-db` with VM lab1; their domain
+    names are the same. With the caller's LAB_SUFFIX S (appended to every lab's name), lab own-db is
+    written `own-S-db`, which the suffix makes `ownS-dbS`, and lab own's VM `dbS-lab1`: the two still
+    meet at sectorlab-ownS-dbS-lab1."""
+    suffix = os.environ.get(labdef.SUFFIX_ENV, "")
+    own = _lab_file(tmp_path, "own", f"db{suffix}-lab1", "a")
+    own_db = _lab_file(tmp_path, f"own{suffix}-db", "lab1", "b")
     names = [lab_mod.domain_name(labdef.load(p).name, labdef.load(p).vms[0].name) for p in (own, own_db)]
     return own, own_db, names
 
@@ -58,7 +60,8 @@ def labs(tmp_path):
 def test_a_bare_domain_named_like_another_labs_is_left_alone(labs, tmp_path):
     own, _, _ = labs
     lab = labdef.load(own)
-    bare = f"sectorlab-{lab.name}-db-lab1"  # lab own's VM db-lab1 would have this name
+    vm = lab.vms[0].name
+    bare = lab_mod.domain_name(lab.name, vm)  # lab own's VM would have this name
     xml = tmp_path / "bare.xml"
     xml.write_text(f"<domain type='qemu'><name>{bare}</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>"
                    f"<os><type arch='x86_64' machine='pc'>hvm</type></os></domain>")
@@ -73,10 +76,11 @@ def test_a_bare_domain_named_like_another_labs_is_left_alone(labs, tmp_path):
         assert status.returncode == 1 and bare not in status.stdout + status.stderr, status.stdout + status.stderr
         up = _sectorlab("lab", "up", "--lab", str(own))
         assert up.returncode == 2, up.stderr
-        assert (f"VM db-lab1 would be domain {bare}, but libvirt has domain {bare} (UUID {uuid}), which carries no "
+        assert (f"VM {vm} would be domain {bare}, but libvirt has domain {bare} (UUID {uuid}), which carries no "
                 f"sectorlab identity") in up.stderr, up.stderr
         assert len(up.stderr.strip().splitlines()) == 1, up.stderr
         assert not lab_mod.state_dir(lab.name).exists() and _domains()[bare] == "shut off"
+        assert not lab_mod.ownership.id_file(lab.name).exists(), "a refused lab-up made the lab's id"
         validate = _sectorlab("lab", "validate", str(own))
         assert validate.returncode == 2 and f"libvirt has domain {bare}" in validate.stderr, validate.stderr
     finally:
@@ -101,12 +105,12 @@ def test_a_lab_down_or_status_of_one_lab_leaves_the_other_running_and_whole(labs
         refused = _sectorlab("lab", "up", "--lab", str(own))
         assert refused.returncode == 2, refused.stderr
         lab_own_db = labdef.load(own_db).name
-        assert (f"VM db-lab1 would be domain {name_own_db}, but libvirt has domain {name_own_db} of lab "
-                f"{lab_own_db} (its VM lab1)") in refused.stderr, refused.stderr
+        assert (f"VM {labdef.load(own).vms[0].name} would be domain {name_own_db}, but libvirt has domain "
+                f"{name_own_db} of lab {lab_own_db} (its VM lab1)") in refused.stderr, refused.stderr
         whole = _sectorlab("lab", "status", "--lab", str(own_db))
         assert whole.returncode == 0, whole.stdout + whole.stderr
     finally:
         gone = _sectorlab("lab", "down", "--lab", str(own_db))
     assert gone.returncode == 0, gone.stderr
-    assert lab_mod.leftovers_of(labdef.load(own_db).name, URI, ["lab1"]) == []
+    assert lab_mod.leftovers_of(labdef.load(own_db).name, URI) == []
     assert name_own_db not in _domains()

@@ -85,19 +85,27 @@ def compare(path_a: Path, path_b: Path) -> tuple[list[list[str]], dict]:
 
 
 def read_events(path: Path) -> dict[str, list[tuple[float, float]]]:
+    """A redo-writer --events CSV file: per event, (end_us, latency_us) of each; a file that is not
+    one is one UsageError line naming the line that is wrong."""
     out: dict[str, list[tuple[float, float]]] = {}
     inputs.check_regular(path, "redo-writer events file", inputs.EVENTS_CSV_MAX)
+    reader = None
     try:
-        with open(path, newline="") as f:
+        with open(path, newline="", encoding="utf-8") as f:
             reader = csv.reader(f)
             header = next(reader, None)
             if header != ["event", "end_us", "latency_us"]:
                 raise UsageError(f"{path}: header {header}, expected event,end_us,latency_us "
-                                     f"(a redo-writer --events file)")
+                                 f"(a redo-writer --events file)")
             for row in reader:
-                out.setdefault(row[0], []).append((float(row[1]), float(row[2])))
+                event, end_us, latency_us = row
+                out.setdefault(event, []).append((float(end_us), float(latency_us)))
     except OSError as e:
         raise UsageError(f"{path}: {e.strerror}; expected a redo-writer --events CSV file") from e
+    except (ValueError, csv.Error) as e:  # a row of another shape, not a number, not UTF-8
+        line = reader.line_num if reader is not None else 1
+        raise UsageError(f"{path}: line {line}: {str(e)[:120]}; expected event,end_us,latency_us "
+                         f"(a redo-writer --events file)") from e
     return out
 
 

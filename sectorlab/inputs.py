@@ -15,8 +15,9 @@ The bounds, and why each is what it is (docs/reliability.md lists them):
 - bench.json: 16 MiB; one entry per run (its verdict, file names and counters), and a bench at
   its bounds (every disk of a lab, every allowed block size, 10 repeats) writes far less.
 - a redo-writer JSON report: 16 MiB (its latency histograms are a few KiB).
-- a redo-writer events CSV: 2 GiB (one line of ~30 bytes per commit and per log write: a
-  10-minute run at 100,000 commits/s); it is read line by line, never whole.
+- a redo-writer events CSV: 256 MiB, about 9 million events at ~30 bytes a line (a 15 s bench
+  run writes some 100,000); the report and `sectorlab plot` hold every event in memory, about
+  110 bytes each, so about 1 GiB at the bound.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ LAB_DEFINITION_MAX = 1 * MIB
 COLLECTOR_MAX = 64 * MIB
 BENCH_JSON_MAX = 16 * MIB
 REPORT_JSON_MAX = 16 * MIB
-EVENTS_CSV_MAX = 2 << 30
+EVENTS_CSV_MAX = 256 * MIB
 
 
 def _size(n: int) -> str:
@@ -42,14 +43,20 @@ def _size(n: int) -> str:
     return f"{n / KIB:,.1f} KiB" if n >= KIB else f"{n} bytes"
 
 
+def _open(path: Path, what: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise UsageError(f"{what} {path}: {e.strerror}; expected a file") from e
+    except ValueError as e:  # a NUL byte in the name
+        raise UsageError(f"{what} {str(path)!r}: {e}; expected a file name") from e
+
+
 def check_regular(path: Path | str, what: str, limit: int) -> int:
     """The size of `path` after checking that it is a regular file of at most `limit` bytes.
     Opened without blocking, so that a FIFO nobody writes to is refused instead of waited on."""
     path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        raise UsageError(f"{what} {path}: {e.strerror}; expected a file") from e
+    fd = _open(path, what)
     try:
         st = os.fstat(fd)
     finally:
@@ -73,10 +80,7 @@ def read_text(path: Path | str, what: str, limit: int) -> str:
     """The text of `path`, read within `limit` bytes: one UsageError line for a file that is not
     regular, is larger (also one that grows while it is read) or is not UTF-8."""
     path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        raise UsageError(f"{what} {path}: {e.strerror}; expected a file") from e
+    fd = _open(path, what)
     try:
         _checked(path, os.fstat(fd), what, limit)
     except BaseException:
@@ -99,7 +103,7 @@ def inside(directory: Path | str, relative: str, what: str) -> Path:
     """`directory`/`relative`, which must stay inside `directory` once every symbolic link and
     '..' is resolved: a results directory names its own files, never others."""
     base = Path(directory).resolve()
-    if not isinstance(relative, str) or not relative or Path(relative).is_absolute():
+    if not isinstance(relative, str) or not relative or "\0" in relative or Path(relative).is_absolute():
         raise UsageError(f"{what} {relative!r}: expected a file name relative to {directory}")
     target = (base / relative).resolve()
     if target != base and base not in target.parents:

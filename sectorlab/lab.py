@@ -331,9 +331,10 @@ def guests_from_lab_json(data: dict) -> dict[str, Guest]:
 
 
 def domain_states(data: dict) -> dict[str, str]:
-    """Each VM's domain state as libvirt says it ("running", "shut off", ...; "absent" when undefined)."""
-    return {name: virsh.run(data["libvirt_uri"], "domstate", vm["domain"], check=False).strip() or "absent"
-            for name, vm in data["vms"].items()}
+    """Each VM's domain state as libvirt says it ("running", "shut off", ...; "absent" when undefined),
+    asked by the UUID the lab recorded: a domain of the same name that is not the lab's is absent."""
+    return {name: virsh.run(data["libvirt_uri"], "domstate", vm.get("uuid") or vm["domain"], check=False).strip()
+            or "absent" for name, vm in data["vms"].items()}
 
 
 def faults(data: dict, states: dict[str, str] | None = None) -> list[str]:
@@ -369,7 +370,7 @@ def _left_behind(lab: labdef.Lab, state: Path) -> list[str]:
     """What of this lab exists although it does not run: Terraform-managed resources, domains, its pool."""
     resources = _load_json(state / "terraform.tfstate", {}).get("resources", [])
     left = [f"{len(resources)} Terraform resource(s)"] if resources else []
-    return left + leftovers_of(lab.name, lab.vms[0].libvirt_uri, [vm.name for vm in lab.vms])
+    return left + leftovers_of(lab.name, lab.vms[0].libvirt_uri)
 
 
 class _Route:
@@ -532,10 +533,10 @@ class LabUp:
         self.held.enter_context(lab_lock(lab.name, "lab up"))  # from here on, this process alone works on it
         self.state = state_dir(lab.name)
         self.own_ports = own_ports(lab.name)
-        check_host(lab, self.own_ports)  # before anything of the lab is made
+        held = check_host(lab, self.own_ports)  # before anything of the lab is made
         self.uri = lab.vms[0].libvirt_uri
         self.vm_names = [vm.name for vm in lab.vms]
-        self.identity = ownership.identity(lab.name, create=True)
+        self.identity = ownership.identity(lab.name, create=True, adopt=held.adoptable_id())
         self.state.mkdir(parents=True, exist_ok=True)
         self.progress(f"lab {lab.name}: {len(lab.vms)} VM(s), {sum(len(v.disks) for v in lab.vms)} data disks "
                       f"({self.lab_file})")
@@ -613,6 +614,9 @@ class LabUp:
                       f"{self.found.reason})")
         self.apply_args = ["apply", "-input=false", "-auto-approve", "-no-color",
                            f"-var-file={self.state / 'terraform.tfvars.json'}"]
+        # Again, just before Terraform defines the domains: another lab-up may have taken one of the
+        # names since 'validate' (libvirt would refuse the second definition anyway; this names the owner).
+        ownership.refuse_collisions(_holdings(self.lab.name, self.uri), self.vm_names)
         self.route.apply(self)  # the warm route may fall back to the cold one
         summary_line = next((line for line in (self.state / "terraform-apply.log").read_text().splitlines()
                              if line.startswith("Apply complete!")), "apply complete")
@@ -913,90 +917,103 @@ def _down(lab: labdef.Lab, progress: Progress) -> None:
                    f"-var-file={state / 'terraform.tfvars.json'}", log=state / "terraform-destroy.log")
         except SectorlabError as e:
             progress(f"{e}; removing what is left with virsh")
-    vm_names = [vm.name for vm in lab.vms]
-    leftovers = sweep_libvirt(lab.name, uri, progress, vm_names)
-    if remote.is_remote(uri) and _holdings(lab.name, uri).pool_holder() is None:
+    leftovers = sweep_libvirt(lab.name, uri, progress, [vm.name for vm in lab.vms])
+    if remote.is_remote(uri) and _holdings(lab.name, uri).holder_of(console_dir(lab.name, uri, state)) is None:
         remote.host(uri).remove_tree(console_dir(lab.name, uri, state))
     shutil.rmtree(state, ignore_errors=True)
-    left = leftovers_of(lab.name, uri, vm_names)
+    left = leftovers_of(lab.name, uri)
     if left:
         raise SectorlabError(f"lab {lab.name}: still present after lab-down: {', '.join(left)}")
     progress(f"lab {lab.name} is down: no domain, pool, volume or state of its own left" +
              (f" (virsh removed {', '.join(leftovers)})" if leftovers else ""))
 
 
-def _holdings(lab_name: str, uri: str, vm_names=()) -> ownership.Holdings:
-    return ownership.holdings(uri, ownership.identity(lab_name), list(vm_names), pool_dir(lab_name))
+def _holdings(lab_name: str, uri: str) -> ownership.Holdings:
+    return ownership.holdings(uri, ownership.identity(lab_name), pool_dir(lab_name))
 
 
-def check_host(lab: labdef.Lab, own_ports: set[int] = frozenset()) -> None:
+def check_host(lab: labdef.Lab, own_ports: set[int] = frozenset()) -> ownership.Holdings:
     """What `lab validate` and lab-up check of the libvirt host before anything of the lab is made:
     labdef.check_environment (libvirt answers, the lab fits its disk and memory, fixed ports are
-    free), and that no domain or pool name of the lab is another's (ownership.refuse_collisions)."""
+    free), and that no domain or pool name of the lab is another's (ownership.refuse_collisions).
+    Returns what libvirt holds of the lab's names."""
     labdef.check_environment(lab, own_ports, port_holder, pool_dir)
-    vm_names = [vm.name for vm in lab.vms]
-    ownership.refuse_collisions(_holdings(lab.name, lab.vms[0].libvirt_uri, vm_names), vm_names)
+    held = _holdings(lab.name, lab.vms[0].libvirt_uri)
+    ownership.refuse_collisions(held, [vm.name for vm in lab.vms])
+    return held
 
 
-def leftovers_of(lab_name: str, uri: str, vm_names=()) -> list[str]:
+def leftovers_of(lab_name: str, uri: str) -> list[str]:
     """What libvirt and the libvirt host still have of the lab: its own domains (ownership: by
-    identity, never by name prefix), its pool and directories unless another's domain uses them.
-    `vm_names`: the lab's VMs, to know its domains from before they carried an identity."""
-    held = _holdings(lab_name, uri, vm_names)
+    identity, never by name prefix), its pool and directories unless they are another's."""
+    held = _holdings(lab_name, uri)
     left = [f"domain {d.name}" for d in held.own]
     host = remote.host(uri)
-    if held.pool_holder() is not None:
-        return left  # the pool and the directories of this name are another lab's
-    if held.pool in virsh.run(uri, "pool-list", "--all", "--name", check=False).split():
+    if held.pool_target is not None and held.pool_is_own():
         left.append(f"pool {held.pool}")
     dirs = [pool_dir(lab_name)] + ([console_dir(lab_name, uri, Path())] if host.remote else [])
     gone = host.missing(dirs)
-    return left + [f"directory {d}" + (f" on {host.label}" if host.remote else "") for d in dirs if d not in gone]
+    return left + [f"directory {d}" + (f" on {host.label}" if host.remote else "") for d in dirs
+                   if d not in gone and held.holder_of(d) is None]
 
 
 def sweep_libvirt(lab_name: str, uri: str, progress: Progress, vm_names=()) -> list[str]:
     """Remove what a failed apply or destroy left of the lab: its own domains (with their managed
     saves and volumes), its pool and volumes, the pool directory, and the managed-save images of
-    its domains' names that a warm lab-up armed and no domain took. Another's objects are left
-    alone, and said to be."""
+    its domains' names (`vm_names`, and its domains') that a warm lab-up armed and no domain took.
+    Another's objects are left alone, and said to be."""
     removed = []
-    held = _holdings(lab_name, uri, vm_names)
+    held = _holdings(lab_name, uri)
     for dom in held.own:
         virsh.run(uri, "destroy", dom.uuid, check=False)
         virsh.run(uri, "undefine", dom.uuid, "--managed-save", "--remove-all-storage", check=False)
         removed.append(f"domain {dom.name}")
-    names = {ownership.domain_name(lab_name, vm) for vm in vm_names} | {d.name for d in held.own}
-    holder = held.pool_holder()
-    if holder is not None:
-        progress(f"left alone: pool {held.pool} and {pool_dir(lab_name)}, used by "
-                 f"{ownership.owner_text(holder, held.ours)}")
-    else:
-        pool = held.pool
-        if pool in virsh.run(uri, "pool-list", "--all", "--name", check=False).split():
-            for vol in virsh.run(uri, "vol-list", pool, check=False).splitlines():
-                if vol.split():
-                    virsh.run(uri, "vol-delete", "--pool", pool, vol.split()[0], check=False)
-            virsh.run(uri, "pool-destroy", pool, check=False)
-            virsh.run(uri, "pool-delete", pool, check=False)
-            virsh.run(uri, "pool-undefine", pool, check=False)
-            removed.append(f"pool {pool}")
-        host = remote.host(uri)
-        if not host.missing([pool_dir(lab_name)]):
-            host.remove_tree(pool_dir(lab_name))
-            removed.append(f"directory {pool_dir(lab_name)}" + (f" on {host.label}" if host.remote else ""))
-    if uri == "qemu:///system":  # a managed-save image a warm lab-up armed and no domain took
-        defined = {d.name for d in held.own + held.others}
-        for name in sorted(names - defined):
-            image = warm.managed_save_path(name)
+    pool, directory = held.pool, pool_dir(lab_name)
+    if held.pool_target is not None and not held.pool_is_own():
+        holder = held.pool_holder()
+        progress(f"left alone: pool {pool} at {held.pool_target}, " + (
+            f"used by {ownership.owner_text(holder, held.ours)}" if holder else "not at the lab's pool directory"))
+    elif held.pool_target is not None:
+        for vol in virsh.run(uri, "vol-list", pool, check=False).splitlines():
+            if vol.split():
+                virsh.run(uri, "vol-delete", "--pool", pool, vol.split()[0], check=False)
+        virsh.run(uri, "pool-destroy", pool, check=False)
+        virsh.run(uri, "pool-delete", pool, check=False)
+        virsh.run(uri, "pool-undefine", pool, check=False)
+        removed.append(f"pool {pool}")
+    host = remote.host(uri)
+    if not host.missing([directory]):
+        holder = held.holder_of(directory)
+        if holder is None:
+            host.remove_tree(directory)
+            removed.append(f"directory {directory}" + (f" on {host.label}" if host.remote else ""))
+        else:
+            progress(f"left alone: {directory}, used by {ownership.owner_text(holder, held.ours)}")
+    if uri == "qemu:///system":
+        removed += _sweep_managed_saves(uri, held, {ownership.domain_name(lab_name, vm) for vm in vm_names}, progress)
+    return removed
+
+
+def _sweep_managed_saves(uri: str, held: ownership.Holdings, names: set[str], progress: Progress) -> list[str]:
+    """The managed-save images a warm lab-up armed for the lab's domain names and no domain took:
+    removed when the saved domain is the lab's own (ownership.is_own of the XML in the image)."""
+    removed = []
+    defined = {d.name for d in held.own + held.others}
+    for name in sorted((names | {d.name for d in held.own}) - defined):
+        image = warm.managed_save_path(name)
+        try:
             if not image.exists():
                 continue
-            owner = ownership.save_image_owner(uri, image)
-            if owner is not None and owner.lab == lab_name and ownership.is_own(
-                    ownership.Domain(name, "", owner), held.ours, {}):
-                image.unlink(missing_ok=True)
-                removed.append(f"managed save {image.name}")
-            else:
-                progress(f"left alone: managed save {image} ({owner.describe() if owner else 'no sectorlab identity'})")
+        except OSError as e:  # not readable by this user: nothing of it can be told
+            progress(f"cannot look for a managed save of {name} ({e.strerror}); left as it is")
+            continue
+        saved = ownership.save_image_domain(uri, image)
+        if saved is not None and ownership.is_own(saved, held.ours):
+            image.unlink(missing_ok=True)
+            removed.append(f"managed save {image.name}")
+        else:
+            progress(f"left alone: managed save {image} (" + (
+                ownership.owner_text(saved, held.ours) if saved else "libvirt cannot read it") + ")")
     return removed
 
 
@@ -1009,7 +1026,7 @@ def status(lab_file: Path, progress: Progress = _say) -> int:
     try:
         data = read_lab_json(lab.name, lab_file)
     except SectorlabError as e:
-        left = leftovers_of(lab.name, lab.vms[0].libvirt_uri, [vm.name for vm in lab.vms])
+        left = leftovers_of(lab.name, lab.vms[0].libvirt_uri)
         if left:
             down_cmd = lab_up_command(lab_file).replace("lab-up", "lab-down")
             print(f"lab {lab.name} is not up (no lab.json: its state directory is gone), but libvirt still has "

@@ -9,10 +9,12 @@ own anything: domains are named sectorlab-<lab>-<vm>, so lab `default` with VM `
 
 A domain is the lab's own when its metadata names this lab and
 - this lab's id, or
-- this machine and this cache directory (the lab's id file was lost with the cache's `labs`
-  directory: what that cache made is still its own), or,
-- without sectorlab metadata, when its name and UUID are exactly those a lab of this name gave
-  that VM before domains carried an identity (uuid5 of "sectorlab:<lab>:<vm>").
+- when this cache has no id for the lab (its `labs` directory was lost), this machine, host name
+  and cache directory: what that cache made is still its own, and the lab-up that follows takes
+  the id it finds there again (`identity(..., adopt=...)`); or,
+- without sectorlab metadata, when its UUID is exactly the one lab-up gave that lab and VM before
+  domains carried an identity (uuid5 of "sectorlab:<lab>:<vm>", the VM's name read from the
+  domain's name): an exact identity, whatever the lab definition says now.
 Anything else is another's: another lab, the same lab name in another checkout's cache or on
 another machine, or a domain sectorlab did not make. Nothing of those is touched; a lab-up whose
 domain or pool name another's object holds is refused before anything starts, naming the owner.
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import virsh
-from .errors import UsageError
+from .errors import SectorlabError, UsageError
 from .paths import cache_dir, write_atomic
 
 NAMESPACE = "urn:sectorlab:lab:1"
@@ -88,8 +90,9 @@ def id_file(lab_name: str) -> Path:
     return cache_dir() / "labs" / f".id-{lab_name}"
 
 
-def identity(lab_name: str, create: bool = False) -> Identity:
-    """This cache's identity of the lab; with `create`, its id is made when it has none (lab-up)."""
+def identity(lab_name: str, create: bool = False, adopt: str = "") -> Identity:
+    """This cache's identity of the lab; with `create`, its id is made when it has none (lab-up):
+    `adopt`, the id this cache's own domains of the lab carry, if they carry one, else a new one."""
     path = id_file(lab_name)
     try:
         lab_id = path.read_text().strip()
@@ -98,7 +101,7 @@ def identity(lab_name: str, create: bool = False) -> Identity:
     if not ID_RE.match(lab_id):
         lab_id = ""
         if create:
-            lab_id = uuid.uuid4().hex
+            lab_id = adopt if ID_RE.match(adopt) else uuid.uuid4().hex
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, lab_id + "\n")
     return Identity(lab_name, lab_id, _machine_id(), socket.gethostname(), str(cache_dir()))
@@ -136,7 +139,7 @@ def parse_domain(text: str) -> Domain:
 
 def scan(uri: str) -> list[Domain]:
     """Every domain libvirt has at `uri` (defined or running), with its owner; two virsh calls."""
-    uuids = virsh.run(uri, "list", "--all", "--uuid", check=False).split()
+    uuids = virsh.run(uri, "list", "--all", "--uuid").split()
     if not uuids:
         return []
     # One virsh process for all of them: its command string runs one command after the other (a
@@ -149,18 +152,29 @@ def scan(uri: str) -> list[Domain]:
                 domains.append(parse_domain(chunk.strip()))
             except ET.ParseError:
                 continue  # not a domain's XML (virsh said something else)
+    # A domain that is still there but was not described cannot be told apart: stop rather than
+    # take it for absent (a pool it uses would look free).
+    unread = set(uuids) - {d.uuid for d in domains}
+    still = set(virsh.run(uri, "list", "--all", "--uuid").split()) & unread
+    if still:
+        raise SectorlabError(f"libvirt at {uri} did not describe domain(s) {', '.join(sorted(still))} "
+                             f"(virsh dumpxml); cannot tell which are this lab's: nothing was touched")
     return domains
 
 
-def is_own(domain: Domain, ours: Identity, legacy: dict[str, str]) -> bool:
-    """Whether `domain` is the lab's own (the module's docstring); `legacy`: domain name -> UUID of
-    the lab's VMs as lab-up named them before domains carried an identity."""
+def is_own(domain: Domain, ours: Identity) -> bool:
+    """Whether `domain` is the lab's own (the module's docstring)."""
     o = domain.owner
     if o is None:
-        return legacy.get(domain.name) == domain.uuid
+        # Made before domains carried an identity: its UUID is uuid5 of exactly this lab and VM.
+        prefix = domain_name(ours.lab, "")
+        return domain.name.startswith(prefix) and domain.uuid == legacy_uuid(ours.lab, domain.name[len(prefix):])
     if o.lab != ours.lab:
         return False
-    return bool(ours.id and o.id == ours.id) or (o.machine == ours.machine and o.cache == ours.cache)
+    if ours.id:
+        return o.id == ours.id
+    # This cache has no id for the lab (its labs directory was lost): what this cache made, here.
+    return (o.machine, o.host, o.cache) == (ours.machine, ours.host, ours.cache)
 
 
 def owner_text(domain: Domain, ours: Identity) -> str:
@@ -189,26 +203,53 @@ class Holdings:
     others: list[Domain]  # not the lab's own
     pool: str
     pool_dir: str
+    pool_target: str | None = None  # where the pool of that name points, None without one
+
+    def pool_foreign(self) -> bool:
+        """A pool of the lab's pool name exists but points elsewhere than the lab's pool directory:
+        not made by a lab of this name."""
+        return self.pool_target is not None and self.pool_target.rstrip("/") != self.pool_dir.rstrip("/")
+
+    def holder_of(self, directory: str) -> Domain | None:
+        """A domain, not the lab's own, that uses a file in `directory` (then it is not the lab's to remove)."""
+        inside = directory.rstrip("/") + "/"
+        return next((d for d in self.others if any(s.startswith(inside) for s in d.sources)), None)
 
     def pool_holder(self) -> Domain | None:
         """A domain, not the lab's own, that uses a volume of the lab's pool (then the pool is not the lab's)."""
-        inside = self.pool_dir.rstrip("/") + "/"
-        for d in self.others:
-            if any(s == f"pool:{self.pool}" or s.startswith(inside) for s in d.sources):
-                return d
-        return None
+        by_name = next((d for d in self.others if f"pool:{self.pool}" in d.sources), None)
+        return by_name or self.holder_of(self.pool_target or self.pool_dir)
+
+    def pool_is_own(self) -> bool:
+        """Whether the pool and directory of the lab's pool name are the lab's to remove."""
+        return not self.pool_foreign() and self.pool_holder() is None
+
+    def adoptable_id(self) -> str:
+        """The id the lab's own domains carry, when they were made by this cache without one known
+        here now (its id file was lost): a lab-up takes it again instead of making a new one."""
+        ids = {d.owner.id for d in self.own if d.owner is not None and d.owner.id}
+        return ids.pop() if len(ids) == 1 else ""
 
     def named(self, names: list[str]) -> list[Domain]:
         """Another's domains that hold one of `names`."""
         return [d for d in self.others if d.name in names]
 
 
-def holdings(uri: str, ours: Identity, vm_names: list[str], pool_dir: str) -> Holdings:
-    legacy = {domain_name(ours.lab, vm): legacy_uuid(ours.lab, vm) for vm in vm_names}
+def pool_target(uri: str, pool: str) -> str | None:
+    """The target directory of the pool named `pool`, None when libvirt has no pool of that name."""
+    if pool not in virsh.run(uri, "pool-list", "--all", "--name").split():
+        return None
+    try:
+        return ET.fromstring(virsh.run(uri, "pool-dumpxml", pool)).findtext("target/path", "")
+    except ET.ParseError as e:
+        raise SectorlabError(f"virsh pool-dumpxml {pool}: not XML ({e})") from e
+
+
+def holdings(uri: str, ours: Identity, pool_dir: str) -> Holdings:
     own, others = [], []
     for d in scan(uri):
-        (own if is_own(d, ours, legacy) else others).append(d)
-    return Holdings(ours, own, others, pool_name(ours.lab), pool_dir)
+        (own if is_own(d, ours) else others).append(d)
+    return Holdings(ours, own, others, pool_name(ours.lab), pool_dir, pool_target(uri, pool_name(ours.lab)))
 
 
 def refuse_collisions(h: Holdings, vm_names: list[str]) -> None:
@@ -217,18 +258,23 @@ def refuse_collisions(h: Holdings, vm_names: list[str]) -> None:
         for d in h.named([domain_name(h.ours.lab, vm)]):
             raise UsageError(f"lab {h.ours.lab}: VM {vm} would be domain {d.name}, but libvirt has "
                              f"{owner_text(d, h.ours)}; rename VM {vm} or this lab (LAB_SUFFIX=...), {remedy(d)}")
+    if h.pool_foreign():
+        raise UsageError(f"lab {h.ours.lab}: libvirt has a pool named {h.pool} at {h.pool_target}, not at the "
+                         f"lab's {h.pool_dir}: not made by a lab of this name; rename this lab (LAB_SUFFIX=...) or, "
+                         f"if that pool is yours to remove, 'virsh pool-undefine {h.pool}'")
     holder = h.pool_holder()
     if holder is not None:
         raise UsageError(f"lab {h.ours.lab}: its pool {h.pool} ({h.pool_dir}) is used by "
                          f"{owner_text(holder, h.ours)}; rename this lab (LAB_SUFFIX=...), {remedy(holder)}")
 
 
-def save_image_owner(uri: str, path: Path) -> Identity | None:
-    """The identity in a saved domain image's XML (a managed save), None without one."""
+def save_image_domain(uri: str, path: Path) -> Domain | None:
+    """The domain a saved image (a managed save) was taken of, from its XML; None when libvirt
+    cannot read it."""
     text = virsh.run(uri, "save-image-dumpxml", str(path), check=False)
     if not text.strip():
         return None
     try:
-        return parse_domain(text).owner
+        return parse_domain(text)
     except ET.ParseError:
         return None

@@ -323,8 +323,12 @@ class RemoteHost(LibvirtHost):
         q = shlex.quote(path)
         _, out = run(self.via, f'd={q}; while [ ! -e "$d" ]; do d=$(dirname "$d"); done; '
                                f'df -P -B1 -- "$d" | tail -n 1; du -s -B1 -- {q} 2>/dev/null || echo 0')
-        lines = out.split("\n")
-        return int(lines[0].split()[3]), int(lines[1].split()[0])
+        try:
+            lines = out.split("\n")
+            return int(lines[0].split()[3]), int(lines[1].split()[0])
+        except (IndexError, ValueError) as e:
+            raise SectorlabError(f"{self.label}: cannot read the free space of {path} from df and du "
+                                 f"(got {out.strip()[:120]!r})") from e
 
     def qemu_uid(self) -> int:
         _, out = run(self.via, "id -u libvirt-qemu 2>/dev/null || id -u qemu")

@@ -105,6 +105,8 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
     malformed file is an error that names it."""
     results = Path(results)
     bench_path = results / "bench.json"
+    if bench_path.is_symlink():
+        inputs.inside(results, "bench.json", "bench results")  # a link is followed only within the directory
     if not bench_path.exists() and not bench_path.is_symlink():
         raise UsageError(f"{results}: no bench.json; expected a results directory written by 'sectorlab bench' "
                              f"(results/<timestamp>-<preset>/)")
@@ -120,8 +122,14 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
         if not isinstance(entry, dict):
             raise UsageError(f"{where}: {str(entry)[:60]!r} is not a run entry; expected what 'sectorlab bench' writes")
         name = _need(entry, "disk", where)
-        run = Run(name, int(_need(entry, "blocksize", where)), int(entry.get("repeat", 1)), entry)
-        _need(entry, "verdict", where)
+        blocksize, verdict = _need(entry, "blocksize", where), _need(entry, "verdict", where)
+        repeat = entry.get("repeat", 1)
+        if not isinstance(name, str) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                for v in (blocksize, repeat)) or not isinstance(verdict, dict):
+            raise UsageError(f"{where}: disk {name!r}, blocksize {blocksize!r}, repeat {repeat!r}, verdict "
+                             f"{str(verdict)[:40]!r}: expected a name, two whole numbers and a table, as 'sectorlab "
+                             f"bench' writes them")
+        run = Run(name, blocksize, repeat, entry)
         if entry.get("report"):
             run.report = analysis.load_report(inputs.inside(results, entry["report"], f"{where}: report"))
             if entry.get("events"):
@@ -586,11 +594,15 @@ def html(md_text: str, results: Path) -> str:
     body = md_lib.markdown(md_text, extensions=["tables", "fenced_code"])
 
     def inline(m: re.Match) -> str:
+        # Only the pictures write() drew, in the results directory: a src="..." that came with
+        # bench.json's text (a title, a disk name) is not a file to read.
         path = results / m.group(1)
+        if path.is_symlink() or not path.is_file():
+            return m.group(0)
         data = base64.b64encode(path.read_bytes()).decode()
         return f'src="data:image/png;base64,{data}"'
 
-    body = re.sub(r'src="([^"]+\.png)"', inline, body)
+    body = re.sub(r'src="(report-[A-Za-z0-9._-]+\.png)"', inline, body)
     title = re.search(r"<h1>(.*?)</h1>", body)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

@@ -275,5 +275,42 @@ def test_a_lab_the_host_cannot_hold(tmp_path, nothing_starts, capsys, monkeypatc
     assert says in line, line
 
 
+EVENTS = [("not-a-number", b"event,end_us,latency_us\nlog_file_sync,1.0,fast\n", "line 2: could not convert"),
+          ("short-row", b"event,end_us,latency_us\nlog_file_sync,1.0\n", "line 2: not enough values"),
+          ("latin-1", b"event,end_us,latency_us\nlog_file_sync,1.0,2.0\ncaf\xe9,1,2\n", "'utf-8' codec")]
+
+
+@pytest.mark.parametrize("text, says", [c[1:] for c in EVENTS], ids=[c[0] for c in EVENTS])
+def test_an_events_file_that_is_not_one(tmp_path, nothing_starts, capsys, text, says):
+    path = tmp_path / "lat.csv"
+    path.write_bytes(text)
+    assert cli.main(["plot", str(path)]) == 2
+    line = _one_line(capsys)
+    assert str(path) in line and says in line and "expected event,end_us,latency_us" in line, line
+
+
+def test_a_bench_json_of_other_shapes(tmp_path, nothing_starts, capsys):
+    results = tmp_path / "r"
+    results.mkdir()
+    run = {"disk": "d", "blocksize": 512, "verdict": {"allowed": False}}
+    for entry, says in [({**run, "report": "a\0b.json"}, "expected a file name relative to"),
+                        ({**run, "blocksize": "x"}, "blocksize 'x'"), ({**run, "verdict": "no"}, "verdict 'no'")]:
+        (results / "bench.json").write_text(json.dumps({"runs": [entry]}))
+        assert cli.main(["report", str(results)]) == 2
+        line = _one_line(capsys)
+        assert says in line, line
+
+
+def test_a_report_inlines_only_its_own_pictures(tmp_path):
+    from sectorlab import report
+    results = tmp_path / "r"
+    results.mkdir()
+    (tmp_path / "secret.png").write_bytes(b"not for the report")
+    (results / "report-d.png").write_bytes(b"\x89PNG drawn")
+    page = report.html('# t\n\n<img src="../secret.png"> <img src="/etc/passwd.png"> ![d](report-d.png)\n', results)
+    assert 'src="../secret.png"' in page and 'src="/etc/passwd.png"' in page  # left as text, not read
+    assert "data:image/png;base64,iVBORyBkcmF3bg==" in page
+
+
 def test_the_campaign_has_at_least_25_inputs():
     assert len(LAB_FILES) + len(COMMANDS) + len(MAKE) + len(REDO_WRITER) >= 25

@@ -35,7 +35,8 @@ OWNER = {"lab": "t", "vm": "vm1", "lab_id": "0123456789abcdef0123456789abcdef", 
          "host": "labhost", "cache": "/root/.cache/sectorlab"}
 
 
-def _render(tmp_path, disks: list[str], owner: dict | None = None) -> ET.Element:
+def _render(tmp_path, disks: list[str], owner: dict | None = None,
+            provider_domain: str = PROVIDER_DOMAIN) -> ET.Element:
     terraform = tooling.terraform_binary()
     if terraform is None:
         pytest.skip("no terraform or tofu (scripts/bootstrap installs it)")
@@ -50,7 +51,7 @@ def _render(tmp_path, disks: list[str], owner: dict | None = None) -> ET.Element
     assert out.returncode == 0, out.stderr
     xsl = tmp_path / "domain.xsl"
     xsl.write_text(json.loads(json.loads(out.stdout)))
-    (tmp_path / "domain.xml").write_text(PROVIDER_DOMAIN)
+    (tmp_path / "domain.xml").write_text(provider_domain)
     done = subprocess.run([xsltproc, str(xsl), str(tmp_path / "domain.xml")], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
@@ -96,3 +97,8 @@ def test_the_labs_identity_goes_into_the_domains_metadata(tmp_path):
     found = ownership.parse_domain(ET.tostring(domain, encoding="unicode"))
     assert found.owner == ownership.Identity("t", OWNER["lab_id"], OWNER["machine"], "labhost", owner["cache"], "vm1")
     assert len(domain.findall("metadata")) == 1
+    # Metadata the provider wrote itself is kept beside the lab's.
+    with_own = PROVIDER_DOMAIN.replace("<uuid>x</uuid>", '<uuid>x</uuid><metadata><p:x xmlns:p="urn:p"/></metadata>')
+    domain = _render(tmp_path, [_disk("vm1-a.qcow2", "sa", "virtio", 512, 512)], owner, with_own)
+    (metadata,) = domain.findall("metadata")
+    assert [child.tag for child in metadata] == ["{urn:p}x", "{urn:sectorlab:lab:1}lab"]

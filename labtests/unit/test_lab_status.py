@@ -80,3 +80,20 @@ def test_faults_names_a_stopped_vm_and_a_gone_volume(tmp_path, monkeypatch):
     states["sectorlab-x-lab2"] = "running\n"
     (tmp_path / "gone.qcow2").write_bytes(b"")
     assert lab.faults(data) == []
+
+
+def test_domain_states_are_asked_by_the_recorded_uuid(monkeypatch):
+    """A domain of the lab's name that is not the lab's (its own gone, another's defined since) is
+    not taken for the lab's: libvirt is asked by the UUID lab.json recorded."""
+    asked = []
+    by_uuid = {"8ca2c1dd-6825-5522-a72d-9fe1a492dfa7": ""}  # the lab's domain: undefined now
+
+    def run(uri, verb, domain, check=True):
+        asked.append(domain)
+        return by_uuid.get(domain, "running\n")
+
+    monkeypatch.setattr(lab.virsh, "run", run)
+    data = {"libvirt_uri": "qemu:///system",
+            "vms": {"lab1": {"domain": "sectorlab-x-lab1", "uuid": "8ca2c1dd-6825-5522-a72d-9fe1a492dfa7"}}}
+    assert lab.domain_states(data) == {"lab1": "absent"}
+    assert asked == ["8ca2c1dd-6825-5522-a72d-9fe1a492dfa7"]
