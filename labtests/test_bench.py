@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import experiment, lab, rules
+from sectorlab import experiment, lab
+from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.bench

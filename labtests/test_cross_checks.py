@@ -40,7 +40,8 @@ import pytest
 
 from labtests import dbs
 from labtests.lab import covering, declared_disks, disk_params, geometry, resolve_disk
-from sectorlab import analysis, rules
+from sectorlab import analysis
+from sectorlab.inguest import rules
 
 pytestmark = [pytest.mark.lab, pytest.mark.crosscheck]
 

@@ -4,7 +4,7 @@ to oracle:dba 0660), then the redo BLOCKSIZE the rules engine picks for it; and 
 at sector 63 (-k misalign), which is misaligned only where the physical sector is larger than the
 logical one.
 
-Guards sectorlab/redodisk.py against the guest's real parted, kernel and udev: the start is the
+Guards sectorlab/inguest/redodisk.py against the guest's real parted, kernel and udev: the start is the
 sector asked for, its byte offset a multiple of the physical sector (or of a larger minimum I/O
 size the device advertises), the kernel's alignment_offset
 what the geometry predicts, the owner holds after `udevadm trigger` and a re-plug (the rule matches
@@ -32,7 +32,7 @@ from labtests.lab import (
     replug,
     resolve_disk,
 )
-from sectorlab import rules
+from sectorlab.inguest import rules
 
 pytestmark = pytest.mark.lab
 OWNER, GROUP, MODE = "oracle", "dba", "0660"

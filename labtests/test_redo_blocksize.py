@@ -6,7 +6,7 @@ For every declared disk and every redo block size: rules.py's command line (`DEV
 sector is confirmed by an O_DIRECT write of B bytes failing with EINVAL, and every acceptance by
 an O_DIRECT+O_DSYNC write of B bytes succeeding (one redo-writer transaction: one B-byte block).
 A refusal because B is above the media sector is the database's policy, not the disk's: there the
-write succeeds. Guards sectorlab/rules.py (the ORA-01378 model, docs/redo-blocksize.md) against the
+write succeeds. Guards sectorlab/inguest/rules.py (the ORA-01378 model, docs/redo-blocksize.md) against the
 kernel's real behaviour.
 These tests write to the lab's data disks (never the root disk).
 """
@@ -19,11 +19,11 @@ import re
 import pytest
 
 from labtests.lab import disk_params, resolve_disk
-from sectorlab import rules
+from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.lab
-HELPERS = {"rules.py": REPO / "sectorlab" / "rules.py"}
+HELPERS = {"rules.py": REPO / "sectorlab" / "inguest" / "rules.py"}
 REMOTE_DIR = "/tmp/sectorlab"
 
 

@@ -8,7 +8,7 @@ sectors). A redo log written with 512-byte blocks before the switch to 4 KiB is 
 (ORA-01378: its blocks are smaller than the sector the disk now has). Formatting back restores all
 of it. QEMU forgets a format when it creates the controller anew, as at every lab-up (the saved
 guest state never holds NVMe): after a hot re-plug from the host the namespace is back at its
-declared geometry. Guards sectorlab/redodisk.py and warm.hotplug_nvme.
+declared geometry. Guards sectorlab/inguest/redodisk.py and warm.hotplug_nvme.
 These tests erase the NVMe data disks (QEMU zeroes a namespace on format).
 """
 
@@ -19,8 +19,9 @@ import json
 import pytest
 
 from labtests.lab import disk_params, guest_tool, one_block_write, resolve_disk
-from sectorlab import guestdisks, rules, warm
+from sectorlab import guestdisks, warm
 from sectorlab import lab as lab_mod
+from sectorlab.inguest import rules
 
 pytestmark = pytest.mark.lab
 

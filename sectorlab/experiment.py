@@ -25,8 +25,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import guestdisks, inputs, labdef, rules
+from . import guestdisks, inputs, labdef
 from .errors import SectorlabError, UsageError
+from .inguest import rules
 from .labdef import _int, _name, _unknown
 from .paths import REPO
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import geometry as geo
-from . import guestdisks, inputs, labdef, redodisk
+from . import guestdisks, inputs, labdef
 from .errors import UsageError
+from .inguest import redodisk
 from .labdef import tomllib
 
 COLUMNS = ("name", "log-sec", "phy-sec", "min-io", "opt-io", "alignment", "size", "rota", "tran", "model")

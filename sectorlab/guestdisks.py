@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from . import redodisk
 from .errors import SectorlabError
+from .inguest import redodisk
 
 LSBLK_COLUMNS = "NAME,KNAME,TYPE,SERIAL,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,TRAN,MODEL"
 LSBLK_COMMAND = f"lsblk -J -b -d -o {LSBLK_COLUMNS}"
@@ -106,7 +106,7 @@ def parse_blockdev_sizes(text: str, command: str) -> tuple[int, int]:
 
 def parse_nvme_id_ns(text: str, command: str) -> dict:
     """`nvme id-ns DEV -o json`: the LBA format in use and its data size in bytes (parsed by the
-    guest tools' parser, sectorlab/redodisk.py, which runs on both sides)."""
+    guest tools' parser, sectorlab/inguest/redodisk.py, which runs on both sides)."""
     try:
         in_use, formats = redodisk.parse_lba_formats(text, command)
     except redodisk.UnexpectedOutput as e:

@@ -127,7 +127,7 @@ REDO_WRITER_DIR = REPO / "redo-writer"
 # The DBA's tools every guest gets, standard-library Python run from /usr/local/lib/sectorlab/ (the
 # rules engine as redo-check; redodisk.py as provision-redo-disk and reformat-nvme): installed by
 # packer/scripts/common/lab-guest.sh.
-GUEST_TOOLS = [REPO / "sectorlab" / "rules.py", REPO / "sectorlab" / "redodisk.py"]
+GUEST_TOOLS = [REPO / "sectorlab" / "inguest" / "rules.py", REPO / "sectorlab" / "inguest" / "redodisk.py"]
 
 
 BOOT_FILES_SCRIPT = PACKER_DIR / "scripts" / "common" / "boot-files.sh"

@@ -23,9 +23,10 @@ from typing import Callable
 
 from . import accel as accel_mod
 from . import geometry as geo
-from . import guestdisks, guestprobe, images, labdef, ownership, remote, rmw, seed, sshkeys, tooling, virsh, warm
+from . import guestdisks, images, labdef, ownership, remote, rmw, seed, sshkeys, tooling, virsh, warm
 from .errors import SectorlabError, UsageError
 from .guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
+from .inguest import guestprobe
 from .paths import REPO, cache_dir, link_or_copy, write_atomic
 
 TERRAFORM_DIR = REPO / "terraform"
@@ -727,13 +728,13 @@ def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:
             "disks": disks}
 
 
-PROBE = Path(__file__).with_name("guestprobe.py")
+PROBE = Path(guestprobe.__file__)
 PRISTINE_BYTES = 65536
 
 
 def probe(guest: Guest, declared: list[dict], wait: float = 0.0, clock: bool = False,
           pristine: bool = False) -> dict:
-    """One round trip to the guest (sectorlab/guestprobe.py as root): optionally step its clock,
+    """One round trip to the guest (sectorlab/inguest/guestprobe.py as root): optionally step its clock,
     start its NVMe/TCP targets if their namespaces are not visible, wait up to `wait` s for the
     declared serials, list its disks, and with `pristine` name the declared disks whose first or
     last 64 KiB are not zeros (where partition tables, signatures and the scenarios' first redo

@@ -7,7 +7,7 @@ target is up) saves each guest's memory and copies its root disk as it was at th
 libvirt cannot). Later lab-ups give Terraform the saved root disk as the
 VM's root volume and put the saved state where libvirt keeps a domain's managed-save image, so
 the domain's first start (in Terraform's apply) restores the guest instead of booting it; then
-the guest's clock is stepped (sectorlab/guestprobe.py).
+the guest's clock is stepped (sectorlab/inguest/guestprobe.py).
 
 A saved state is only valid for the exact same guest image, lab definition, QEMU, libvirt and
 Terraform module: those make up its key (`state_key`). The data disks are not saved: the state

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from labtests import dbs
-from sectorlab import analysis, rules
+from sectorlab import analysis
+from sectorlab.inguest import rules
 
 DATA = Path(__file__).parent / "data"
 

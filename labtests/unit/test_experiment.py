@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from sectorlab import experiment, rules
+from sectorlab import experiment
 from sectorlab.errors import UsageError
+from sectorlab.inguest import rules
 
 
 def _plan(preset: experiment.Preset) -> list[tuple[str, int, int]]:

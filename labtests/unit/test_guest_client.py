@@ -141,7 +141,7 @@ def test_check_output_answers_when_asked(keys, tmp_path):
 def test_guest_probe_steps_to_the_host_time_plus_half_the_round_trip():
     import io
 
-    from sectorlab import guestprobe
+    from sectorlab.inguest import guestprobe
 
     class SlowAnswer(io.StringIO):
         def readline(self, *args):

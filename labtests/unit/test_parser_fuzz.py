@@ -1,7 +1,7 @@
 """The host's guest-output parsers fuzzed with hypothesis (bounded: 300 examples each): whatever a
 guest prints, lsblk's, blockdev's and nvme id-ns's parsers return a result or raise their own error
 naming the command, never anything else (a KeyError or TypeError would be a traceback for the user
-instead of a line). The nvme id-ns parser is the guest tools' own (sectorlab/redodisk.py, in the
+instead of a line). The nvme id-ns parser is the guest tools' own (sectorlab/inguest/redodisk.py, in the
 image: reformat-nvme reads nvme-cli's output with it), fuzzed on its own too."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sectorlab import guestdisks, redodisk
+from sectorlab import guestdisks
+from sectorlab.inguest import redodisk
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,4 +1,4 @@
-"""provision-redo-disk and reformat-nvme (sectorlab/redodisk.py) without a VM: argument parsing,
+"""provision-redo-disk and reformat-nvme (sectorlab/inguest/redodisk.py) without a VM: argument parsing,
 the udev rule it writes, the LBA formats it reads from saved `nvme id-ns` outputs, and refusals
 that need no disk or only a loop device. The lab scenarios (labtests/test_provision_redo_disk.py,
 test_reformat_nvme.py, test_redo_disk_bad_input.py) run the tools on real guest disks.
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sectorlab import redodisk
+from sectorlab.inguest import redodisk
 from sectorlab.paths import REPO
 
 DATA = REPO / "labtests" / "unit" / "data"
@@ -128,7 +128,7 @@ def test_reformat_lbads_is_checked_by_its_parser(lbads, message, capsys):
 
 
 def test_dispatch_by_first_argument_when_run_as_the_module_file():
-    script = REPO / "sectorlab" / "redodisk.py"
+    script = REPO / "sectorlab" / "inguest" / "redodisk.py"
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert out.returncode == 2 and "{provision-redo-disk,reformat-nvme}" in out.stderr
     out = subprocess.run([sys.executable, str(script), "reformat-nvme", "--help"], capture_output=True, text=True)

@@ -12,8 +12,9 @@ import subprocess
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab import analysis, experiment, report, rules
+from sectorlab import analysis, experiment, report
 from sectorlab.errors import SectorlabError
+from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
 SRC = REPO / "redo-writer"

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from sectorlab import rules
+from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
-RULES_FILE = REPO / "sectorlab" / "rules.py"
+RULES_FILE = REPO / "sectorlab" / "inguest" / "rules.py"
 GEOMETRIES = {"sector512n": (512, 512), "sector512e": (512, 4096), "sector4k": (4096, 4096)}
 
 

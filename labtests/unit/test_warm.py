@@ -147,7 +147,7 @@ def test_qmp_error_is_reported_with_the_command(monkeypatch):
 
 
 def test_probe_finds_writes_at_either_end(tmp_path):
-    from sectorlab import guestprobe
+    from sectorlab.inguest import guestprobe
     clean, head, tail = (tmp_path / n for n in ("clean", "head", "tail"))
     for f in (clean, head, tail):
         f.write_bytes(bytes(4 << 20))

@@ -28,7 +28,7 @@ fi
 # The lab's guest-side helpers, uploaded by Packer's file provisioner.
 install -m 0755 /tmp/sectorlab-files/redo-writer /usr/local/bin/redo-writer
 install -m 0755 /tmp/sectorlab-files/sectorlab-nvme-tcp /usr/local/sbin/sectorlab-nvme-tcp
-# The DBA's procedures (sectorlab/redodisk.py) and the rules engine they ask for the redo BLOCKSIZE,
+# The DBA's procedures (sectorlab/inguest/redodisk.py) and the rules engine they ask for the redo BLOCKSIZE,
 # as commands: provision-redo-disk, reformat-nvme, redo-check.
 # Each command is a launcher that imports its module, byte-compiled here: Python compiles a script
 # it runs directly at every start (0.23 s of redodisk.py's 0.71 s import under TCG).

@@ -5,7 +5,7 @@ partition at sector 2048, check its alignment with `parted align-check`, and han
 the database's owner with a udev rule matched by the disk's serial (`provision-redo-disk`). Both end
 with what the guest now sees and the redo BLOCKSIZE the rules engine (rules.py) picks for it.
 
-Standard library only: installed into the lab's guest images as /usr/local/lib/sectorlab/redodisk.py
+Standard library only: installed into the lab's guest images as /usr/local/lib/sectorlab/inguest/redodisk.py
 beside rules.py, byte-compiled, and run by the launchers /usr/local/sbin/provision-redo-disk and
 /usr/local/sbin/reformat-nvme (main() dispatches on the name it was run by; `python3 redodisk.py
 COMMAND ...` works too). It also runs on a database server with python3, parted, util-linux and
