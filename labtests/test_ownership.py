@@ -1,4 +1,4 @@
-"""Two labs whose names share a prefix: a command touches only what it owns (sectorlab/ownership.py).
+"""Two labs whose names share a prefix: a command touches only what it owns (sectorlab/lab/ownership.py).
 
 Guards the defect that failed `make test` on a fresh machine: the labs lane's lab-down of lab
 `default` destroyed lab `default-db`'s running VM, because clean-up matched domains named

@@ -74,7 +74,7 @@ def state_key(lab: labdef.Lab, image_sha256: dict[str, str], domain_type: str, l
     uri = lab.vms[0].libvirt_uri
     parts = {
         "format": FORMAT,
-        # The domain's <metadata> is saved with the guest (sectorlab/ownership.py): another id, another state.
+        # The domain's <metadata> is saved with the guest (sectorlab/lab/ownership.py): another id, another state.
         "lab_id": lab_id,
         "lab": lab_fingerprint(lab),
         "images": dict(sorted(image_sha256.items())),

@@ -13,7 +13,7 @@ variable "lab_name" {
 }
 
 variable "owner" {
-  description = "The lab's identity, written into each domain's <metadata> (namespace urn:sectorlab:lab:1): the lab's id (made at its first lab-up), and the machine id, host name and cache directory of the sectorlab that made it. Clean-up, status and fault scans select the lab's domains by it, never by a name prefix (sectorlab/ownership.py)."
+  description = "The lab's identity, written into each domain's <metadata> (namespace urn:sectorlab:lab:1): the lab's id (made at its first lab-up), and the machine id, host name and cache directory of the sectorlab that made it. Clean-up, status and fault scans select the lab's domains by it, never by a name prefix (sectorlab/lab/ownership.py)."
   type = object({
     lab_id  = string
     machine = string

@@ -91,7 +91,7 @@ def test_no_override_without_io_sizes(tmp_path):
 def test_the_labs_identity_goes_into_the_domains_metadata(tmp_path):
     """What ownership.py reads back: every attribute as given, also a cache path with the characters
     XML and XSLT read specially."""
-    from sectorlab import ownership
+    from sectorlab.lab import ownership
     owner = {**OWNER, "cache": "/tmp/a&b <c> \"d\" 'e' {f}"}
     domain = _render(tmp_path, [_disk("vm1-a.qcow2", "sa", "virtio", 512, 512)], owner)
     found = ownership.parse_domain(ET.tostring(domain, encoding="unicode"))

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import geometry, labdef, ownership
+from sectorlab import geometry, labdef
 from sectorlab.errors import UsageError
+from sectorlab.lab import ownership
 from sectorlab.labdef import tomllib
 from sectorlab.paths import REPO
 

@@ -1,4 +1,4 @@
-"""Ownership by identity (sectorlab/ownership.py), without libvirt: which domains a lab takes for
+"""Ownership by identity (sectorlab/lab/ownership.py), without libvirt: which domains a lab takes for
 its own, and what a lab-up refuses. The case that made a lab-down destroy another lab: lab
 `default` and lab `default-db` share a prefix, and lab default's VM `db-lab1` and lab default-db's
 VM `lab1` share the domain name sectorlab-default-db-lab1."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from sectorlab import ownership
 from sectorlab.errors import SectorlabError, UsageError
+from sectorlab.lab import ownership
 
 MACHINE, OTHER_MACHINE = "aa" * 16, "bb" * 16
 OURS = ownership.Identity("default", "11" * 16, MACHINE, "here", "/root/.cache/sectorlab")

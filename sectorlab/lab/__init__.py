@@ -21,13 +21,14 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import accel as accel_mod
-from . import geometry as geo
-from . import guestdisks, images, labdef, ownership, remote, rmw, seed, sshkeys, tooling, virsh, warm
-from .errors import SectorlabError, UsageError
-from .guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
-from .inguest import guestprobe
-from .paths import REPO, cache_dir, link_or_copy, write_atomic
+from .. import accel as accel_mod
+from .. import geometry as geo
+from .. import guestdisks, images, labdef, remote, rmw, seed, sshkeys, tooling, virsh, warm
+from ..errors import SectorlabError, UsageError
+from ..guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
+from ..inguest import guestprobe
+from ..paths import REPO, cache_dir, link_or_copy, write_atomic
+from . import ownership
 
 TERRAFORM_DIR = REPO / "terraform"
 DEFAULT_LAB_FILE = REPO / "labs" / "default.toml"
@@ -317,7 +318,7 @@ def _ports(lab: labdef.Lab, state: Path) -> dict[str, int]:
 def _free_port(taken: set[int], in_use: Callable[[int], bool]) -> int:
     """A port for a guest's SSH forward: one the kernel gives out here (free on this host), and
     neither taken by another VM of the lab nor listened on where the forwards are (`in_use`)."""
-    from .vm import free_port
+    from ..vm import free_port
     while True:
         port = free_port()
         if port not in taken and not in_use(port):

@@ -35,9 +35,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import virsh
-from .errors import SectorlabError, UsageError
-from .paths import cache_dir, write_atomic
+from .. import virsh
+from ..errors import SectorlabError, UsageError
+from ..paths import cache_dir, write_atomic
 
 NAMESPACE = "urn:sectorlab:lab:1"
 _MARK = "@@sectorlab-domain@@"
