@@ -28,7 +28,7 @@ from ..errors import SectorlabError, UsageError
 from ..guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
 from ..inguest import guestprobe
 from ..paths import REPO, cache_dir, link_or_copy, write_atomic
-from . import ownership
+from . import ownership, record
 
 TERRAFORM_DIR = REPO / "terraform"
 DEFAULT_LAB_FILE = REPO / "labs" / "default.toml"
@@ -362,10 +362,19 @@ def faults(data: dict, states: dict[str, str] | None = None) -> list[str]:
 def _running(lab: labdef.Lab, state: Path) -> bool:
     """Whether this lab is up now and whole: its lab.json exists and has every VM, and nothing in
     it is faulty (faults())."""
-    data = _load_json(state / "lab.json", None)
-    if not data or set(data.get("vms", {})) != {vm.name for vm in lab.vms}:
+    data = _record_or_none(state)
+    if not data or set(data["vms"]) != {vm.name for vm in lab.vms}:
         return False
     return not faults(data)
+
+
+def _record_or_none(state: Path) -> dict | None:
+    """The lab's lab.json if it is there and readable by this sectorlab (record.load), else None:
+    lab-up then treats the lab as not up, and takes down what is left of it first."""
+    try:
+        return record.load(state / "lab.json") if (state / "lab.json").exists() else None
+    except UsageError:
+        return None
 
 
 def _left_behind(lab: labdef.Lab, state: Path) -> list[str]:
@@ -557,7 +566,7 @@ class LabUp:
         self.saved = warm.SavedState(lab.name, self.key, key_parts)
         running = _running(lab, state)
         if not running:
-            data = _load_json(state / "lab.json", None)
+            data = _record_or_none(state)
             broken = faults(data) if data else []
             left = _left_behind(lab, state)
             if broken:
@@ -725,8 +734,8 @@ def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:
     for key, old in _load_json(state / "lab.json", {}).get("disks", {}).items():
         if key in disks and old.get("rmw_nodes") and disks[key].get("rmw"):
             disks[key]["rmw_nodes"] = old["rmw_nodes"]
-    return {"lab": lab.name, "lab_file": str(lab.path), "libvirt_uri": outputs["libvirt_uri"], "vms": vms,
-            "disks": disks}
+    return record.check({"format": record.FORMAT, "lab": lab.name, "lab_file": str(lab.path),
+                         "libvirt_uri": outputs["libvirt_uri"], "vms": vms, "disks": disks}, "lab.json")
 
 
 PROBE = Path(guestprobe.__file__)
@@ -839,7 +848,7 @@ def read_lab_json(lab_name: str, lab_file: Path | None = None) -> dict:
     path = state_dir(lab_name) / "lab.json"
     if not path.exists():
         raise SectorlabError(f"no lab {lab_name!r} is up ({path} does not exist): run '{lab_up_command(lab_file)}'")
-    return json.loads(path.read_text())
+    return record.load(path)
 
 
 @contextlib.contextmanager
