@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab import cli, images
+from sectorlab import cli, images, virsh
 from sectorlab import lab as lab_mod
 from sectorlab.paths import REPO
 
@@ -73,7 +73,7 @@ LAB_FILES = [
 def nothing_starts(monkeypatch, isolated_cache):
     """Whatever would start a lab records that it was called; the test asserts nothing was."""
     touched: list[str] = []
-    for module, name in ((lab_mod, "Terraform"), (lab_mod.virsh, "run"), (images, "build")):
+    for module, name in ((lab_mod.terraform, "Terraform"), (virsh, "run"), (images, "build")):
         monkeypatch.setattr(module, name, lambda *a, _n=name, **k: touched.append(_n))
     results = sorted((REPO / "results").iterdir()) if (REPO / "results").is_dir() else []
     yield touched

@@ -180,6 +180,7 @@ def _xml(name: str, uuid: str, owner: ownership.Identity | None, source: str) ->
 
 def test_lab_down_removes_its_own_domains_and_nothing_of_anothers(monkeypatch, tmp_path):
     from sectorlab import lab as lab_mod
+    from sectorlab import remote
     monkeypatch.setenv("SECTORLAB_CACHE", str(tmp_path))
     ours = ownership.identity("default", create=True)
     other_cache = ownership.Identity("default-db", "22" * 16, ours.machine, ours.host, ours.cache, "lab1")
@@ -191,7 +192,7 @@ def test_lab_down_removes_its_own_domains_and_nothing_of_anothers(monkeypatch, t
         "u-bare": _xml("sectorlab-default-x", "u-bare", None, "/srv/x.qcow2"),
     }, {"sectorlab-default": OWN_DIR, "sectorlab-default-db": "/var/lib/libvirt/images/sectorlab-default-db"})
     monkeypatch.setattr(ownership.virsh, "run", fake.run)
-    monkeypatch.setattr(lab_mod.remote.LocalHost, "missing", lambda self, paths: set(paths))
+    monkeypatch.setattr(remote.LocalHost, "missing", lambda self, paths: set(paths))
     said = []
     removed = lab_mod.sweep_libvirt("default", "qemu+unix:///system", said.append, ["lab1", "db-lab1"])
     assert removed == ["domain sectorlab-default-lab1", "pool sectorlab-default"]

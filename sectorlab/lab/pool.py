@@ -1,0 +1,68 @@
+"""The shared image pool: the built guest image, kernel and initramfs as volumes the labs' root
+disks are backed by.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .. import images, remote, virsh
+from ..paths import link_or_copy
+from .state import Progress
+
+IMAGE_POOL = "sectorlab-images"
+IMAGE_POOL_DIR = "/var/lib/libvirt/images/sectorlab-images"
+
+
+def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> dict:
+    """Make the built image a volume of the shared pool the labs' root disks are backed by, with the
+    image's kernel and initramfs beside it for direct kernel boot. On this host each is a hard link
+    to the cached file (no copy at each lab-up); on a remote libvirt host each is uploaded once.
+    Older images of the guest that no domain uses are removed from the pool.
+    Returns the volume name, the files uploaded, and the direct-boot kernel, initrd and command line
+    ('' for GRUB)."""
+    image, guest = Path(record.image), record.guest
+    if IMAGE_POOL not in virsh.run(uri, "pool-list", "--all", "--name", check=False).split():
+        virsh.run(uri, "pool-define-as", IMAGE_POOL, "dir", "--target", IMAGE_POOL_DIR)
+        virsh.run(uri, "pool-build", IMAGE_POOL)
+    if virsh.run(uri, "pool-info", IMAGE_POOL, check=False).find("running") < 0:
+        virsh.run(uri, "pool-start", IMAGE_POOL)
+    listing = virsh.run(uri, "vol-list", IMAGE_POOL, check=False)
+    volumes = [v.split()[0] for v in listing.splitlines() if v.split()]
+    uploaded: list[str] = []
+
+    def put(source: Path, fmt: str) -> str:
+        """The file as a volume of the image pool; its path on the libvirt host."""
+        target = Path(IMAGE_POOL_DIR) / source.name
+        if not remote.is_remote(uri):
+            if not target.exists():
+                link_or_copy(source, target)
+                os.chmod(target, 0o644)
+                virsh.run(uri, "pool-refresh", IMAGE_POOL)
+            return str(target)
+        if source.name not in volumes:
+            size = source.stat().st_size
+            progress(f"uploading {source.name} ({size / 2**20:.0f} MiB) to {remote.ssh_host(uri).label}")
+            virsh.run(uri, "vol-create-as", IMAGE_POOL, source.name, str(size), "--format", fmt)
+            try:
+                virsh.run(uri, "vol-upload", "--pool", IMAGE_POOL, source.name, str(source), timeout=3600)
+            except BaseException:
+                virsh.run(uri, "vol-delete", "--pool", IMAGE_POOL, source.name, check=False)  # never half an image
+                raise
+            uploaded.append(source.name)
+        return virsh.run(uri, "vol-path", "--pool", IMAGE_POOL, source.name).strip()
+
+    put(image, "qcow2")
+    boot = {"kernel": "", "initrd": "", "cmdline": ""}
+    if record.cmdline and record.kernel and record.initrd:
+        boot = {"kernel": put(Path(record.kernel), "raw"), "initrd": put(Path(record.initrd), "raw"),
+                "cmdline": record.cmdline}
+    in_use = " ".join(virsh.run(uri, "dumpxml", d, check=False)
+                      for d in virsh.run(uri, "list", "--all", "--name", check=False).split())
+    built = re.compile(rf"^{re.escape(guest)}-[0-9a-f]{{16}}\.(qcow2|kernel|initrd)$")  # images.build's names
+    for old in volumes:
+        if Path(old).stem != image.stem and built.match(old) and Path(old).stem not in in_use:
+            virsh.run(uri, "vol-delete", "--pool", IMAGE_POOL, old, check=False)
+    return {"volume": image.name, "uploaded": uploaded, **boot}
