@@ -8,7 +8,7 @@ Also libvirtd stopped and started again in the midst of a lab-up: while it waits
 completes) and during Terraform's apply (the lab-up stops naming its phase; the next one heals).
 
 The phases before which a run waits for its signal are chosen with $SECTORLAB_PAUSE_BEFORE
-(sectorlab/lab/up.py, LabUp.pause_point); Terraform's apply and the boot last long enough to be
+(sectorlab/lab/pipeline.py, LabUp.pause_point); Terraform's apply and the boot last long enough to be
 interrupted in their midst. The lab is a small one of its own (one VM, a virtio disk and an NVMe
 disk), brought up cold each time, beside whatever lab `make faults` runs.
 """

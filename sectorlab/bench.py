@@ -93,9 +93,10 @@ def bench_writer(directory: Path, rounds: int = 3, seconds: int = 10, size: int 
     return result
 
 
-def bench_lab_up(lab_file: Path, rounds: int, progress) -> dict:
+def bench_lab_up(lab_file, rounds: int, progress) -> dict:
     """Cold and warm lab-up side by side: each round brings the lab up cold (booting, and saving
-    a fresh state), down, up warm (restoring that state), down. Times are to every disk verified."""
+    a fresh state), down, up warm (restoring that state), down. Times are to every disk verified.
+    `lab_file`: the lab (a labdef.Lab, read once by the CLI) or its path."""
     from . import lab
     if rounds < 1:
         raise SectorlabError(f"--rounds {rounds}: expected at least 1")

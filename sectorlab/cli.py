@@ -145,6 +145,13 @@ def _lab_file(args):
     return args.lab or lab.lab_file_from_env()
 
 
+def _lab(args):
+    """The lab definition the command names (--lab, $SECTORLAB_LAB_FILE or the default lab), read
+    here once: the lab commands are given the Lab, not its path."""
+    from . import labdef
+    return labdef.load(_lab_file(args))
+
+
 def cmd_lab_validate(args) -> int:
     from . import lab as lab_mod
     from . import labdef
@@ -176,7 +183,7 @@ def cmd_lab_from_host(args) -> int:
 
 def cmd_lab_up(args) -> int:
     from . import lab
-    lab.up(_lab_file(args), _progress, cold=args.cold, save_state=not args.no_save_state,
+    lab.up(_lab(args), _progress, cold=args.cold, save_state=not args.no_save_state,
            require_warm=args.require_warm)
     return 0
 
@@ -192,7 +199,7 @@ def cmd_lab_forget(args) -> int:
 
 def cmd_lab_down(args) -> int:
     from . import lab
-    lab.down(_lab_file(args), _progress)
+    lab.down(_lab(args), _progress)
     return 0
 
 
@@ -242,7 +249,7 @@ def cmd_bench(args) -> int:
 
 def cmd_bench_lab_up(args) -> int:
     from . import bench
-    r = bench.bench_lab_up(_lab_file(args), args.rounds, _progress)
+    r = bench.bench_lab_up(_lab(args), args.rounds, _progress)
     if args.json:
         print(json.dumps(r, indent=2))
         return 0
@@ -279,7 +286,7 @@ def cmd_terraform_check(args) -> int:
 
 def cmd_lab_status(args) -> int:
     from . import lab
-    return lab.status(_lab_file(args), _progress)
+    return lab.status(_lab(args), _progress)
 
 
 class _Parser(argparse.ArgumentParser):

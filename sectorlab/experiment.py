@@ -424,7 +424,7 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
     t0 = time.monotonic()
     bench = None
     try:
-        data = lab_mod.up(preset.path, progress)
+        data = lab_mod.up(preset.lab, progress)
         (results / "lab.json").write_text(json.dumps(data, indent=2) + "\n")
         bench = Bench(preset, results, data, progress)
         bench.bench["commands"][:0] = [f"sectorlab bench {preset.name}  # lab-up, these runs, lab-down",
@@ -435,7 +435,7 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
         raise
     finally:
         try:
-            lab_mod.down(preset.path, progress)
+            lab_mod.down(preset.lab, progress)
         finally:
             if bench is not None:
                 bench.bench["wall_s"] = round(time.monotonic() - t0, 1)

@@ -5,13 +5,39 @@ key, each VM's host key (so a re-run converges instead of replacing VMs) and lab
 file the tests read (SSH endpoints, keys, pinned host keys, every declared disk).
 
 The package, one module per concept: state.py (state directory, keys, ports, locks), pool.py
-(the image pool), terraform.py, seeds.py (Terraform's variables and the VMs' seeds), up.py (the
-lab-up pipeline and its routes), verify.py (what the guests show), teardown.py (down, status,
+(the image pool), terraform.py, seeds.py (Terraform's variables and the VMs' seeds), pipeline.py
+(the lab-up pipeline and its routes), diskcheck.py (what the guests show), teardown.py (down, status,
 faults, leftovers), ownership.py (what is the lab's own), record.py (lab.json). The names below
 are the package's interface, as the CLI, the bench and the scenarios use it.
 """
 
 from . import ownership, record  # noqa: F401
+from .diskcheck import (  # noqa: F401
+    PRISTINE_BYTES,
+    PROBE,
+    guests_from_lab_json,
+    print_table,
+    probe,
+    verify,
+    wait_for,
+)
+from .pipeline import (  # noqa: F401
+    NVME_APPEAR_TIMEOUT,
+    NVME_TCP_CONSOLE_TIMEOUT,
+    PAUSE_ENV,
+    SSH_TIMEOUT,
+    LabUp,
+    _Cold,
+    _Converge,
+    _lab_json,
+    _left_behind,
+    _record_or_none,
+    _Route,
+    _running,
+    _Warm,
+    domain_name,
+    up,
+)
 from .pool import (  # noqa: F401
     IMAGE_POOL,
     IMAGE_POOL_DIR,
@@ -35,6 +61,7 @@ from .state import (  # noqa: F401
     _load_json,
     _ports,
     _say,
+    as_lab,
     console_dir,
     images_pool_lock,
     lab_file_from_env,
@@ -63,30 +90,4 @@ from .terraform import (  # noqa: F401
     TERRAFORM_DIR,
     Terraform,
     terraform_check,
-)
-from .up import (  # noqa: F401
-    NVME_APPEAR_TIMEOUT,
-    NVME_TCP_CONSOLE_TIMEOUT,
-    PAUSE_ENV,
-    SSH_TIMEOUT,
-    LabUp,
-    _Cold,
-    _Converge,
-    _lab_json,
-    _left_behind,
-    _record_or_none,
-    _Route,
-    _running,
-    _Warm,
-    domain_name,
-    up,
-)
-from .verify import (  # noqa: F401
-    PRISTINE_BYTES,
-    PROBE,
-    guests_from_lab_json,
-    print_table,
-    probe,
-    verify,
-    wait_for,
 )

@@ -104,6 +104,11 @@ def _free_port(taken: set[int], in_use: Callable[[int], bool]) -> int:
             return port
 
 
+def as_lab(lab: labdef.Lab | Path | str) -> labdef.Lab:
+    """A lab definition given as one already read (the CLI and the bench read it once) or as a path."""
+    return lab if isinstance(lab, labdef.Lab) else labdef.load(Path(lab))
+
+
 def lab_up_command(lab_file: Path | None = None) -> str:
     """The command that brings up the lab of `lab_file` (make's LAB= for any but the default lab,
     and LAB_SUFFIX= when the lab names have one)."""

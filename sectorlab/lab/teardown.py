@@ -10,9 +10,11 @@ from pathlib import Path
 from .. import labdef, remote, virsh, warm
 from ..errors import SectorlabError
 from . import ownership, terraform
+from .diskcheck import guests_from_lab_json, print_table, verify
 from .state import (
     Progress,
     _say,
+    as_lab,
     console_dir,
     lab_lock,
     lab_up_command,
@@ -21,7 +23,6 @@ from .state import (
     read_lab_json,
     state_dir,
 )
-from .verify import guests_from_lab_json, print_table, verify
 
 
 def domain_states(data: dict) -> dict[str, str]:
@@ -59,8 +60,8 @@ def check_libvirt(lab: labdef.Lab) -> None:
         labdef.check_uri(uri)
 
 
-def down(lab_file: Path, progress: Progress = _say) -> None:
-    lab = labdef.load(lab_file)
+def down(lab: labdef.Lab | Path, progress: Progress = _say) -> None:
+    lab = as_lab(lab)
     check_libvirt(lab)
     with lab_lock(lab.name, "lab down"):
         _down(lab, progress)
@@ -178,11 +179,12 @@ def _sweep_managed_saves(uri: str, held: ownership.Holdings, names: set[str], pr
     return removed
 
 
-def status(lab_file: Path, progress: Progress = _say) -> int:
+def status(lab: labdef.Lab | Path, progress: Progress = _say) -> int:
     """The lab's VMs and what each guest shows; what is wrong, one line each, and exit status 1:
     a lab that is not up but left libvirt objects behind, VMs that do not run, volumes that are
     gone, disks not as declared."""
-    lab = labdef.load(lab_file)
+    lab = as_lab(lab)
+    lab_file = lab.path
     check_libvirt(lab)
     try:
         data = read_lab_json(lab.name, lab_file)

@@ -16,6 +16,7 @@ from ..errors import SectorlabError, UsageError
 from ..guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
 from ..paths import write_atomic
 from . import ownership, record, terraform
+from .diskcheck import guests_from_lab_json, print_table, probe, verify, wait_for
 from .pool import publish_image
 from .seeds import tfvars
 from .state import (
@@ -25,6 +26,7 @@ from .state import (
     _load_json,
     _ports,
     _say,
+    as_lab,
     console_dir,
     images_pool_lock,
     lab_lock,
@@ -32,7 +34,6 @@ from .state import (
     state_dir,
 )
 from .teardown import _holdings, check_host, down, faults, leftovers_of
-from .verify import guests_from_lab_json, print_table, probe, verify, wait_for
 
 PAUSE_ENV = "SECTORLAB_PAUSE_BEFORE"  # a lab-up phase to wait before (LabUp.pause_point)
 SSH_TIMEOUT = 900.0
@@ -175,9 +176,9 @@ class LabUp:
 
     PIPELINE = ("validate", "image", "choose path", "provision", "start", "wait", "save", "hot-plug", "verify")
 
-    def __init__(self, lab_file: Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
+    def __init__(self, lab: labdef.Lab | Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
                  require_warm: bool = False):
-        self.lab_file, self.progress = lab_file, progress
+        self.given, self.progress = lab, progress
         self.cold, self.save_state, self.require_warm = cold, save_state, require_warm
         self.timings: list[list] = []
         self.route: _Route = _Cold()
@@ -229,7 +230,8 @@ class LabUp:
 
     # ---- the phases, in PIPELINE's order --------------------------------------------------------
     def phase_validate(self) -> None:
-        self.lab = lab = labdef.load(self.lab_file)
+        self.lab = lab = as_lab(self.given)  # read once: a Lab from the CLI or the bench is not read again
+        self.lab_file = lab.path
         self.held.enter_context(lab_lock(lab.name, "lab up"))  # from here on, this process alone works on it
         self.state = state_dir(lab.name)
         self.own_ports = own_ports(lab.name)
@@ -262,7 +264,7 @@ class LabUp:
                 # Part of the lab is gone or stopped: what remains is replaced, never mixed with new parts.
                 self.progress(f"lab {lab.name} is not whole: {'; '.join(broken)}: taking the lab down first and "
                               f"bringing all of it up fresh")
-                down(self.lab_file, self.progress)
+                down(self.lab, self.progress)
                 state.mkdir(parents=True, exist_ok=True)
             elif left:
                 # A run that was interrupted, or a host restart, leaves the lab defined but stopped; its
@@ -270,7 +272,7 @@ class LabUp:
                 self.progress(f"lab {lab.name} does not run, but {', '.join(left)} remain (an interrupted run or "
                               f"a host restart); their data disks may hold that run's writes: taking the lab down "
                               f"first")
-                down(self.lab_file, self.progress)
+                down(self.lab, self.progress)
                 state.mkdir(parents=True, exist_ok=True)
         if running:
             route, why = _Converge(), "the lab is running"
@@ -395,12 +397,12 @@ class LabUp:
         return data
 
 
-def up(lab_file: Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
+def up(lab: labdef.Lab | Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
        require_warm: bool = False) -> dict:
     """Bring the lab up and verify every disk (LabUp's phases). Three paths, named in the output:
     converge (the lab runs: Terraform finds nothing or little to change), warm (a saved state
     matches: restore it) and cold (boot, then save a state for the next lab-up)."""
-    return LabUp(lab_file, progress, cold, save_state, require_warm).run()
+    return LabUp(lab, progress, cold, save_state, require_warm).run()
 
 
 def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:
