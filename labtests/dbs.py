@@ -286,7 +286,7 @@ def traced_write_sizes(trace: str, major: int, minor: int) -> list[int]:
 
 def latency_summary(samples_us: list[float]) -> dict:
     """count, mean, stddev, p50 and p99 in the shape of redo-writer's report (so that
-    sectorlab.analysis.welch compares the two)."""
+    sectorlab.stats.welch compares the two)."""
     ordered = sorted(samples_us)
     n = len(ordered)
     if n < 2:

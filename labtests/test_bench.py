@@ -19,17 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import experiment, lab
+from sectorlab import bench, lab
 from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.bench
 
-PRESET = experiment.DEFAULT_PRESET
+PRESET = bench.DEFAULT_PRESET
 SHORT = {"DURATION": "3", "WARMUP": "1", "REPEATS": "1"}
 
 
-def _lab_is_gone(preset: experiment.Preset) -> list[str]:
+def _lab_is_gone(preset: bench.Preset) -> list[str]:
     left = lab.leftovers_of(preset.lab.name, preset.lab.vms[0].libvirt_uri)
     if lab.state_dir(preset.lab.name).exists():
         left.append(str(lab.state_dir(preset.lab.name)))
@@ -50,13 +50,13 @@ def bench(tmp_path_factory):
 
 
 def test_the_lab_is_down_after_the_bench(bench):
-    assert _lab_is_gone(experiment.load_preset(PRESET)) == []
+    assert _lab_is_gone(bench.load_preset(PRESET)) == []
 
 
 def test_every_allowed_blocksize_ran_and_every_refused_one_is_recorded(bench):
     results, stderr = bench
     data = json.loads((results / "bench.json").read_text())
-    preset = experiment.load_preset(PRESET, repeats=1)
+    preset = bench.load_preset(PRESET, repeats=1)
     assert data["workload"]["duration_s"] == 3 and data["workload"]["warmup_s"] == 1
     declared = {d.name: d for d in preset.lab.vms[0].disks}
     seen = {(r["disk"], r["blocksize"]) for r in data["runs"]}
@@ -106,7 +106,7 @@ def test_the_report_is_written_from_the_runs(bench):
             if run["allowed"]:
                 rep = json.loads((results / run["report"]).read_text())
                 assert run["metrics"]["transactions/s"] == rep["tps"]
-    assert [c["title"] for c in summary["comparisons"]] == [c["title"] for c in experiment.load_preset(PRESET).compares]
+    assert [c["title"] for c in summary["comparisons"]] == [c["title"] for c in bench.load_preset(PRESET).compares]
     assert {(v["blocksize"], v["override"]): v["verdict"]["allowed"] for v in summary["rules"]} == {
         (512, False): True, (512, True): True, (4096, False): False, (4096, True): True}
     html = (results / "report.html").read_text()
@@ -116,7 +116,7 @@ def test_the_report_is_written_from_the_runs(bench):
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_an_interrupted_bench_brings_the_lab_down_and_keeps_its_runs(tmp_path, signum):
-    preset = experiment.load_preset(PRESET)
+    preset = bench.load_preset(PRESET)
     # SIGINT as a terminal's Ctrl-C delivers it: a shell that started this run in the background
     # (CI scripts do) makes its children ignore SIGINT, and Python then never raises KeyboardInterrupt.
     proc = subprocess.Popen([str(REPO / ".venv/bin/sectorlab"), "bench", PRESET, "--duration", "20", "--warmup", "1",

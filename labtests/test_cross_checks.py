@@ -40,7 +40,7 @@ import pytest
 
 from labtests import dbs
 from labtests.lab import covering, declared_disks, disk_params, geometry, resolve_disk
-from sectorlab import analysis
+from sectorlab.bench import stats
 from sectorlab.inguest import rules
 
 pytestmark = [pytest.mark.lab, pytest.mark.crosscheck]
@@ -228,14 +228,14 @@ def test_mariadb_commit_load(server, record_property):
                    "--log-size", 8 << 20, "--output", "json", timeout=LOAD_SECONDS + 120)
     assert rw.ok, f"{server.where}: redo-writer exited {rw.rc}: {rw.stderr.strip()}"
     redo_writer = json.loads(rw.stdout)["log_file_sync"]
-    test = analysis.welch({"log_file_sync": mariadb}, {"log_file_sync": redo_writer}, "log_file_sync")
+    test = stats.welch({"log_file_sync": mariadb}, {"log_file_sync": redo_writer}, "log_file_sync")
     said = (f"{server.where}: MariaDB {commits} commits of {redo_per_commit} B redo in {LOAD_SECONDS} s with "
             f"{SESSIONS} sessions; the disk counted {writes} writes of {written} B ({writes / commits:.2f} per "
             f"commit, {written / max(writes, 1):.0f} B on average, empty flushes included); {len(sizes)} write "
             f"bios of {sum(sizes)} B traced, the smallest {min(sizes, default=0)} B. Commit latency: "
             f"{_dist('MariaDB', mariadb)} vs {_dist(f'redo-writer (BLOCKSIZE {blocksize})', redo_writer)}; "
-            f"Welch {analysis.p_text(test['p'])}, "
-            f"n = {test['n'][0]} + {test['n'][1]} ({analysis.verdict(test['p'], ALPHA)})")
+            f"Welch {stats.p_text(test['p'])}, "
+            f"n = {test['n'][0]} + {test['n'][1]} ({stats.verdict(test['p'], ALPHA)})")
     record_property("mariadb_commit_load", said)
     print(said)
     assert writes > 0 and sizes, f"no write reached the disk during the load: {said}"

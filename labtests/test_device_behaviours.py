@@ -16,7 +16,7 @@ import shlex
 import pytest
 
 from labtests.lab import declared_disks
-from sectorlab import analysis
+from sectorlab.bench import stats
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 
@@ -86,7 +86,7 @@ def _said(a_name: str, a: dict, b_name: str, b: dict, event: str, test: dict) ->
     def one(name: str, r: dict) -> str:
         return (f"{name} p50 {_p50_ms(r, event):.3f} ms, mean {r[event]['mean_us'] / 1000:.3f} ms "
                 f"(n={r[event]['count']})")
-    return f"{event}: {one(a_name, a)} vs {one(b_name, b)}, Welch {analysis.p_text(test['p'])}"
+    return f"{event}: {one(a_name, a)} vs {one(b_name, b)}, Welch {stats.p_text(test['p'])}"
 
 
 @needs_behaviours
@@ -96,7 +96,7 @@ def test_latency_profiles_are_told_apart(runs, record_property):
     f, s = fast[0].name, slow[0].name
     a, b = runs.run(f), runs.run(s)
     low, high = slow[0].latency.expected_write_p50_ms
-    test = analysis.welch(a, b, "log_file_parallel_write", alternative="less")
+    test = stats.welch(a, b, "log_file_parallel_write", alternative="less")
     said = _said(f, a, s, b, "log_file_parallel_write", test)
     record_property("latency", said)
     print(said)
@@ -114,8 +114,8 @@ def test_race_the_fast_member_wins(runs, record_property):
     wins = {m["path"]: m["wins"] for m in race["members"]}
     share = wins[runs.paths[f]] / race["writes"]
     alone_fast, alone_slow = runs.run(f), runs.run(s)
-    vs_slow = analysis.welch(race, alone_slow, "log_file_sync", alternative="less")
-    vs_fast = analysis.welch(race, alone_fast, "log_file_sync")
+    vs_slow = stats.welch(race, alone_slow, "log_file_sync", alternative="less")
+    vs_fast = stats.welch(race, alone_fast, "log_file_sync")
     said = (f"{f} won {wins[runs.paths[f]]} of {race['writes']} log writes ({100 * share:.1f} %); "
             f"{_said('race', race, s + ' alone', alone_slow, 'log_file_sync', vs_slow)}; "
             f"{_said('race', race, f + ' alone', alone_fast, 'log_file_sync', vs_fast)}")
@@ -152,7 +152,7 @@ def test_mirror_completes_at_the_slow_members_pace(runs, record_property):
     _, fast, slow = FOUND
     f, s = fast[0].name, slow[0].name
     mirror, alone_slow = runs.run(f, "--mirror", s), runs.run(s)
-    below = analysis.welch(mirror, alone_slow, "log_file_sync", alternative="less")
+    below = stats.welch(mirror, alone_slow, "log_file_sync", alternative="less")
     said = _said("mirror", mirror, s + " alone", alone_slow, "log_file_sync", below)
     record_property("mirror", said)
     print(said)

@@ -17,7 +17,8 @@ import json
 import pytest
 
 from labtests.lab import declared_disks
-from sectorlab import analysis, rmw
+from sectorlab import rmw
+from sectorlab.bench import stats
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 
@@ -131,10 +132,10 @@ def test_rmw_penalty_on_512_byte_redo(pair, record_property):
     disk = pair.rmw_disk.name
     small, small_reads = pair.run(disk, 512)
     big, big_reads = pair.run(disk, 4096)
-    test = analysis.welch(big, small, "log_file_parallel_write", alternative="less")
+    test = stats.welch(big, small, "log_file_parallel_write", alternative="less")
     gain = 100.0 * (big["tps"] - small["tps"]) / small["tps"]
     said = (f"{disk}: log file parallel write at 4096 {_ms(big)} vs at 512 {_ms(small)}, "
-            f"Welch {analysis.p_text(test['p'])}; "
+            f"Welch {stats.p_text(test['p'])}; "
             f"{big['tps']:.1f} vs {small['tps']:.1f} txn/s ({gain:+.0f} % at 4096; seed 003: "
             f"+{SEED_003_TPS_GAIN_PCT} %); read-modify-write reads: {small_reads.rmw} for {small['writes']} log "
             f"writes at 512 ({small['writes_under_4k']} under 4 KiB), {big_reads.rmw} for {big['writes']} at 4096")
@@ -158,12 +159,12 @@ def test_rmw_control_same_geometry_without_it(pair, record_property):
     disk, twin = pair.rmw_disk.name, pair.twin.name
     small, big = pair.run(twin, 512)[0], pair.run(twin, 4096)[0]
     rmw_small, rmw_big = pair.run(disk, 512)[0], pair.run(disk, 4096)[0]
-    plain = analysis.welch(small, big, "log_file_parallel_write")
-    versus = analysis.welch(small, rmw_small, "log_file_parallel_write", alternative="less")
+    plain = stats.welch(small, big, "log_file_parallel_write")
+    versus = stats.welch(small, rmw_small, "log_file_parallel_write", alternative="less")
     said = (f"{twin}: log file parallel write at 512 {_ms(small)} vs at 4096 {_ms(big)}, Welch two-sided "
-            f"{analysis.p_text(plain['p'])}: {analysis.verdict(plain['p'], ALPHA)} within this run, not claimed; "
+            f"{stats.p_text(plain['p'])}: {stats.verdict(plain['p'], ALPHA)} within this run, not claimed; "
             f"{small['tps']:.1f} vs {big['tps']:.1f} txn/s. At 512, {twin} vs {disk}: "
-            f"Welch {analysis.p_text(versus['p'])}")
+            f"Welch {stats.p_text(versus['p'])}")
     record_property("rmw_control", said)
     print(said)
     assert versus["p"] < ALPHA, said

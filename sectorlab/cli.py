@@ -204,24 +204,25 @@ def cmd_lab_down(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from . import analysis, lab
-    rows, test = analysis.compare(args.a, args.b)
+    from . import lab
+    from .bench import stats
+    rows, test = stats.compare(args.a, args.b)
     lab.print_table(rows)
     n_a, n_b = test["n"]
-    print(f"log file sync, Welch t-test: t = {test['t']:.3f}, {analysis.p_text(test['p'])}, n = {n_a} + {n_b} "
-          f"({analysis.verdict(test['p'], args.alpha)} at alpha {args.alpha})")
+    print(f"log file sync, Welch t-test: t = {test['t']:.3f}, {stats.p_text(test['p'])}, n = {n_a} + {n_b} "
+          f"({stats.verdict(test['p'], args.alpha)} at alpha {args.alpha})")
     return 0
 
 
 def cmd_plot(args) -> int:
-    from . import analysis
-    out = analysis.plot(args.events, args.output, args.title)
+    from .bench import stats
+    out = stats.plot(args.events, args.output, args.title)
     print(out)
     return 0
 
 
 def cmd_report(args) -> int:
-    from . import report
+    from .bench import report
     written = report.write(args.results)
     if args.png:
         written.update(report.render_png(written["html"]))
@@ -231,15 +232,16 @@ def cmd_report(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from . import experiment, report
+    from . import bench
+    from .bench import report
     if args.list:
-        for name in experiment.preset_names():
-            p = experiment.load_preset(name)
-            print(f"{name:<18} seed {p.seed or '-':<4} {len(p.plan()):>2} runs, ~{experiment._clock(p.estimate_s())} "
+        for name in bench.preset_names():
+            p = bench.load_preset(name)
+            print(f"{name:<18} seed {p.seed or '-':<4} {len(p.plan()):>2} runs, ~{bench._clock(p.estimate_s())} "
                   f"of runs  {p.title}")
         return 0
-    preset = experiment.load_preset(args.preset, args.duration, args.warmup, args.repeats)
-    results = experiment.run(preset, _progress, args.results)
+    preset = bench.load_preset(args.preset, args.duration, args.warmup, args.repeats)
+    results = bench.run(preset, _progress, args.results)
     if args.png:
         for path in report.render_png(results / "report.html").values():
             _progress(f"drawn: {path}")
@@ -248,8 +250,8 @@ def cmd_bench(args) -> int:
 
 
 def cmd_bench_lab_up(args) -> int:
-    from . import bench
-    r = bench.bench_lab_up(_lab(args), args.rounds, _progress)
+    from .bench import tools
+    r = tools.bench_lab_up(_lab(args), args.rounds, _progress)
     if args.json:
         print(json.dumps(r, indent=2))
         return 0
@@ -263,8 +265,8 @@ def cmd_bench_lab_up(args) -> int:
 
 
 def cmd_bench_writer(args) -> int:
-    from . import bench
-    r = bench.bench_writer(args.dir, args.rounds, args.seconds, spin_us=args.spin_us)
+    from .bench import tools
+    r = tools.bench_writer(args.dir, args.rounds, args.seconds, spin_us=args.spin_us)
     if args.json:
         print(json.dumps(r, indent=2))
         return 0
@@ -298,7 +300,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import experiment
+    from . import bench
     parser = _Parser(prog="sectorlab", description=__doc__)
     parser.add_argument("--version", action="version", version=f"sectorlab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -358,13 +360,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="a seed's experiment (labs/bench/PRESET.toml): its own lab up, redo-writer at "
                                      "every BLOCKSIZE the rules engine allows on each disk, lab down, the report")
-    p.add_argument("preset", nargs="?", default=experiment.DEFAULT_PRESET,
-                   help=f"a preset of labs/bench/ (default {experiment.DEFAULT_PRESET}; --list shows them) or the "
+    p.add_argument("preset", nargs="?", default=bench.DEFAULT_PRESET,
+                   help=f"a preset of labs/bench/ (default {bench.DEFAULT_PRESET}; --list shows them) or the "
                         f"path of a lab definition with a [bench] table")
     p.add_argument("--duration", type=int, help="seconds of each measured run (default: the preset's)")
     p.add_argument("--warmup", type=int, help="seconds of the warm-up before each run (default: the preset's)")
     p.add_argument("--repeats", type=int, help="runs of every configuration (default: the preset's)")
-    p.add_argument("--results", type=Path, default=experiment.RESULTS_DIR,
+    p.add_argument("--results", type=Path, default=bench.RESULTS_DIR,
                    help="where <timestamp>-<preset>/ goes (default: results/ in the project, not committed)")
     p.add_argument("--png", action="store_true", help="also draw report.html as on a desktop and a phone")
     p.add_argument("--list", action="store_true", help="the presets, their runs and estimated run time")

@@ -171,7 +171,7 @@ def _uri(where: str, value) -> str:
 
 def validate(data: dict, path: Path | None = None) -> Lab:
     src = str(path) if path else "lab definition"
-    # [bench] makes a lab definition a bench preset (labs/bench/); sectorlab/experiment.py reads it.
+    # [bench] makes a lab definition a bench preset (labs/bench/); sectorlab/bench/preset.py reads it.
     _unknown(src, data, {"lab", "vm", "geometry", "bench"})
     lab_table = data.get("lab", {})
     _unknown(f"{src} [lab]", lab_table, LAB_KEYS)

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab import analysis
+from sectorlab.bench import stats
 from sectorlab.errors import SectorlabError
 from sectorlab.paths import REPO
 
@@ -32,15 +32,15 @@ def runs(tmp_path_factory):
 
 
 def test_compare_table_and_welch(runs):
-    rows, test = analysis.compare(runs["fast"][0], runs["file"][0])
+    rows, test = stats.compare(runs["fast"][0], runs["file"][0])
     labels = [r[0] for r in rows[1:]]
     assert "log file sync p99 us" in labels and "redo wastage %" in labels
     writes = next(r for r in rows if r[0] == "writes")
     assert writes[1] != "" and writes[3].endswith("%")
     a = json.loads(runs["fast"][0].read_text())["log_file_sync"]
     b = json.loads(runs["file"][0].read_text())["log_file_sync"]
-    from scipy import stats
-    t, p = stats.ttest_ind_from_stats(a["mean_us"], a["stddev_us"], a["count"], b["mean_us"], b["stddev_us"],
+    from scipy import stats as scipy_stats
+    t, p = scipy_stats.ttest_ind_from_stats(a["mean_us"], a["stddev_us"], a["count"], b["mean_us"], b["stddev_us"],
                                       b["count"], equal_var=False)
     assert test["t"] == pytest.approx(t) and 0 <= test["p"] <= 1
 
@@ -49,11 +49,11 @@ def test_compare_rejects_other_json(tmp_path):
     other = tmp_path / "x.json"
     other.write_text('{"jobs": []}')
     with pytest.raises(SectorlabError, match="not a redo-writer --output json report"):
-        analysis.compare(other, other)
+        stats.compare(other, other)
 
 
 def test_plot_writes_a_png(runs, tmp_path):
-    png = analysis.plot(runs["file"][1], tmp_path / "lat.png")
+    png = stats.plot(runs["file"][1], tmp_path / "lat.png")
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10000
 
@@ -62,12 +62,12 @@ def test_plot_rejects_other_csv(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(SectorlabError, match="expected event,end_us,latency_us"):
-        analysis.plot(bad, tmp_path / "x.png")
+        stats.plot(bad, tmp_path / "x.png")
 
 
 def test_p_values_are_printed_and_named_one_way():
-    assert analysis.p_text(0.0) == "p < 1e-16" and analysis.p_text(0.0123) == "p = 0.0123"
-    assert analysis.verdict(0.009, 0.01) == "significant" and analysis.verdict(0.01, 0.01) == "within noise"
+    assert stats.p_text(0.0) == "p < 1e-16" and stats.p_text(0.0123) == "p = 0.0123"
+    assert stats.verdict(0.009, 0.01) == "significant" and stats.verdict(0.01, 0.01) == "within noise"
 
 
 def test_compare_says_a_difference_it_does_not_claim_is_within_noise(runs, capsys):

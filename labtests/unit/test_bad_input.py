@@ -302,7 +302,7 @@ def test_a_bench_json_of_other_shapes(tmp_path, nothing_starts, capsys):
 
 
 def test_a_report_inlines_only_its_own_pictures(tmp_path):
-    from sectorlab import report
+    from sectorlab.bench import report
     results = tmp_path / "r"
     results.mkdir()
     (tmp_path / "secret.png").write_bytes(b"not for the report")

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from labtests import dbs
-from sectorlab import analysis
+from sectorlab.bench import stats
 from sectorlab.inguest import rules
 
 DATA = Path(__file__).parent / "data"
@@ -70,7 +70,7 @@ def test_latency_summary_feeds_welch():
     a = dbs.latency_summary([1000.0, 1100.0, 900.0, 1050.0])
     b = dbs.latency_summary([2000.0, 2100.0, 1900.0, 2050.0])
     assert a["count"] == 4 and a["p50_us"] == 1025.0 and a["max_us"] == 1100.0
-    test = analysis.welch({"log_file_sync": a}, {"log_file_sync": b}, "log_file_sync")
+    test = stats.welch({"log_file_sync": a}, {"log_file_sync": b}, "log_file_sync")
     assert test["n"] == [4, 4] and test["p"] < 1e-4
     with pytest.raises(dbs.CrossCheckError, match="at least 2"):
         dbs.latency_summary([5.0])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sectorlab import cli, experiment, labdef
+from sectorlab import cli, labdef
 from sectorlab import lab as lab_mod
 from sectorlab.errors import UsageError
 
@@ -38,4 +38,3 @@ def test_a_bench_reads_its_preset_once(reads, capsys, tmp_path):
     assert cli.main(["bench", "--duration", "1", "--results", str(tmp_path)]) == 2
     assert "stopped at the host's checks" in capsys.readouterr().err
     assert len(reads) == 1, "load_preset reads it; lab-up and lab-down are given the Lab it holds"
-    assert experiment  # the bench's own module, imported by the CLI

@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab import analysis, experiment, report
+from sectorlab import bench
+from sectorlab.bench import report, stats
 from sectorlab.errors import SectorlabError
 from sectorlab.inguest import rules
 from sectorlab.paths import REPO
@@ -62,13 +63,13 @@ def results(tmp_path_factory):
                     "b": {"disk": "file-sector512e", "blocksize": 512}},
                    {"title": "a refused side", "a": {"disk": "file-sector512n", "blocksize": 4096},
                     "b": {"disk": "file-sector512e", "blocksize": 4096}}]
-    preset = experiment.Preset("unit", out, None, "", "", None, [512, 4096], [],
+    preset = bench.Preset("unit", out, None, "", "", None, [512, 4096], [],
                                asm=[{"target": "file-sector512e", "sector_size": 512}])
-    bench = {"preset": "unit", "lab": "none", "started": "2026-11-23T00:00:00Z", "image": "none",
+    bench_json = {"preset": "unit", "lab": "none", "started": "2026-11-23T00:00:00Z", "image": "none",
              "workload": {"sessions": 2, "redo_per_txn": 700, "rate": 0, "warmup_s": 0, "duration_s": 0},
              "commands": ["pytest labtests/unit/test_report.py"], "runs": runs, "comparisons": comparisons,
-             "rules": experiment.asm_verdicts(preset, {"file-sector512e": (512, 4096)})}
-    (out / "bench.json").write_text(json.dumps(bench))
+             "rules": bench.asm_verdicts(preset, {"file-sector512e": (512, 4096)})}
+    (out / "bench.json").write_text(json.dumps(bench_json))
     return out
 
 
@@ -122,7 +123,7 @@ def test_comparison_is_welch_from_the_reports_with_its_verdict(results, written)
     a = json.loads((results / "runs/file-sector512e-bs512-1.json").read_text())
     b = json.loads((results / "runs/file-sector512e-bs4096-1.json").read_text())
     for t in d["comparison"]["tests"]:
-        want = analysis.welch(a, b, t["event"])
+        want = stats.welch(a, b, t["event"])
         assert (t["t"], t["p"]) == pytest.approx((want["t"], want["p"])) and t["n"] == want["n"]
         assert t["verdict"] == ("significant" if want["p"] < report.ALPHA else "within noise")
     # Both sides repeated (2 and 3 runs): the change is of the medians.
@@ -133,7 +134,7 @@ def test_comparison_is_welch_from_the_reports_with_its_verdict(results, written)
     md = written["md"].read_text()
     for t in d["comparison"]["tests"]:
         line = next(x for x in md.splitlines() if f"first run of each, {t['event'].replace('_', ' ')}: mean" in x)
-        assert analysis.p_text(t["p"]) in line and f"**{t['verdict']}**" in line
+        assert stats.p_text(t["p"]) in line and f"**{t['verdict']}**" in line
         assert f"n = {t['n'][0]:,} + {t['n'][1]:,}" in line
 
 
@@ -163,9 +164,9 @@ def test_a_directory_without_bench_json_is_refused_by_name(tmp_path):
 
 
 def test_an_allowed_run_without_its_report_is_an_error(results, tmp_path):
-    bench = json.loads((results / "bench.json").read_text())
-    del bench["runs"][0]["report"]
-    (tmp_path / "bench.json").write_text(json.dumps(bench))
+    bench_json = json.loads((results / "bench.json").read_text())
+    del bench_json["runs"][0]["report"]
+    (tmp_path / "bench.json").write_text(json.dumps(bench_json))
     with pytest.raises(SectorlabError, match=r"runs\[0\]: BLOCKSIZE 512 is allowed on file-sector512e but no report"):
         report.load(tmp_path)
 
@@ -176,7 +177,7 @@ def test_comparison_across_disks_is_welch_from_both_reports(results, written):
     a = json.loads((results / "runs/file-sector512n-bs512-1.json").read_text())
     b = json.loads((results / "runs/file-sector512e-bs512-1.json").read_text())
     for t in c["tests"]:
-        want = analysis.welch(a, b, t["event"])
+        want = stats.welch(a, b, t["event"])
         assert (t["t"], t["p"]) == pytest.approx((want["t"], want["p"])) and t["n"] == want["n"]
     # 512n ran once at 512: the change is of the first runs.
     assert c["change_of"] == "the first run of each"

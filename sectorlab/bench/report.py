@@ -26,9 +26,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import analysis, inputs
-from .errors import SectorlabError, UsageError
-from .paths import slug
+from .. import inputs
+from ..errors import SectorlabError, UsageError
+from ..paths import slug
+from . import stats
 
 ALPHA = 0.01
 SUMMARY_VERSION = 1
@@ -131,7 +132,7 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
                              f"bench' writes them")
         run = Run(name, blocksize, repeat, entry)
         if entry.get("report"):
-            run.report = analysis.load_report(inputs.inside(results, entry["report"], f"{where}: report"))
+            run.report = stats.load_report(inputs.inside(results, entry["report"], f"{where}: report"))
             if entry.get("events"):
                 run.events = inputs.inside(results, entry["events"], f"{where}: events file")
                 inputs.check_regular(run.events, f"{where}: events file", inputs.EVENTS_CSV_MAX)
@@ -144,10 +145,10 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
 # ---- the numbers ------------------------------------------------------------------------------
 
 def _welch(a: dict, b: dict, event: str) -> dict:
-    test = analysis.welch(a, b, event)
+    test = stats.welch(a, b, event)
     return {"event": event, "t": test["t"], "p": test["p"], "n": test["n"],
             "mean_ms": [a[event]["mean_us"] / 1000, b[event]["mean_us"] / 1000],
-            "verdict": analysis.verdict(test["p"], ALPHA)}
+            "verdict": stats.verdict(test["p"], ALPHA)}
 
 
 # What the between-runs test compares: one value per run.
@@ -162,16 +163,16 @@ def between_runs(a: list[dict], b: list[dict]) -> list[dict] | None:
     sides ran at least twice."""
     if len(a) < 2 or len(b) < 2:
         return None
-    from scipy import stats
+    from scipy import stats as scipy_stats
     out = []
     for label, get, _ in _PER_RUN:
         va, vb = [get(r) for r in a], [get(r) for r in b]
-        t, p = stats.ttest_ind(va, vb, equal_var=False)
+        t, p = scipy_stats.ttest_ind(va, vb, equal_var=False)
         tested = p == p  # NaN when neither side varies
         out.append({"metric": label, "a": va, "b": vb, "n": [len(va), len(vb)],
                     "median": [statistics.median(va), statistics.median(vb)],
                     "t": float(t) if tested else None, "p": float(p) if tested else None,
-                    "verdict": analysis.verdict(float(p), ALPHA) if tested else "not testable (no spread)"})
+                    "verdict": stats.verdict(float(p), ALPHA) if tested else "not testable (no spread)"})
     return out
 
 
@@ -309,7 +310,7 @@ def summary(bench: dict, disks: list[Disk]) -> dict:
 def _sync_ms(events_path: Path):
     """A run's log file sync latencies (ms, clipped at 1 us for the log scale) and its log writes."""
     import numpy as np
-    events = analysis.read_events(events_path)
+    events = stats.read_events(events_path)
     return (np.clip(np.array([p[1] for p in events.get(_LFS, [])]) / 1000, 1e-3, None),
             events.get(_LFPW, []))
 
@@ -427,7 +428,7 @@ def _test_text(t: dict, low, high) -> str:
     low, high = (f"at {x}" if isinstance(x, int) else x for x in (low, high))
     return (f"Per {'commit' if t['event'] == _LFS else 'log write'}, first run of each, {event}: mean {a:.3f} ms "
             f"{low} against {b:.3f} ms {high} ({100 * (b - a) / a:+.1f} %), "
-            f"Welch t = {t['t']:.2f}, {analysis.p_text(t['p'])}, n = {t['n'][0]:,} + {t['n'][1]:,}: "
+            f"Welch t = {t['t']:.2f}, {stats.p_text(t['p'])}, n = {t['n'][0]:,} + {t['n'][1]:,}: "
             f"**{t['verdict']}** at alpha {ALPHA}")
 
 
@@ -440,7 +441,7 @@ def _between_text(tests: list[dict] | None, low, high) -> list[str]:
     fmt = {label: f for label, _, f in _PER_RUN}
     for t in tests:
         a, b = t["median"]
-        p = analysis.p_text(t["p"]) + f", Welch t = {t['t']:.2f}" if t["p"] is not None else "no spread to test"
+        p = stats.p_text(t["p"]) + f", Welch t = {t['t']:.2f}" if t["p"] is not None else "no spread to test"
         out.append(f"- Between runs, {t['metric']}: median {fmt[t['metric']].format(a)} {low} against "
                    f"{fmt[t['metric']].format(b)} {high} "
                    f"({100 * (b - a) / a:+.1f} %), {p}, n = {t['n'][0]} + {t['n'][1]} runs: **{t['verdict']}**"

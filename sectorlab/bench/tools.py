@@ -18,8 +18,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .errors import SectorlabError
-from .paths import REPO
+from ..errors import SectorlabError
+from ..paths import REPO
 
 REDO_WRITER = REPO / "redo-writer" / "redo-writer"
 
@@ -97,7 +97,7 @@ def bench_lab_up(lab_file, rounds: int, progress) -> dict:
     """Cold and warm lab-up side by side: each round brings the lab up cold (booting, and saving
     a fresh state), down, up warm (restoring that state), down. Times are to every disk verified.
     `lab_file`: the lab (a labdef.Lab, read once by the CLI) or its path."""
-    from . import lab
+    from .. import lab
     if rounds < 1:
         raise SectorlabError(f"--rounds {rounds}: expected at least 1")
     runs: dict[str, list[dict]] = {"cold": [], "warm": []}

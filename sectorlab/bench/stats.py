@@ -12,8 +12,8 @@ import csv
 import json
 from pathlib import Path
 
-from . import inputs
-from .errors import SectorlabError, UsageError
+from .. import inputs
+from ..errors import SectorlabError, UsageError
 
 ROWS = [  # (label, path in the report, format)
     ("transactions/s", ("tps",), "{:.1f}"),
