@@ -134,7 +134,7 @@ def with_suffix(lab: Lab, suffix: str | None = None) -> Lab:
     return dataclasses.replace(lab, name=name)
 
 
-def _unknown(where: str, table: dict, allowed: set[str]) -> None:
+def known_keys(where: str, table: dict, allowed: set[str]) -> None:
     if not isinstance(table, dict):
         raise UsageError(f"{where}: expected a table, got {table!r}")
     extra = sorted(set(table) - allowed)
@@ -142,7 +142,7 @@ def _unknown(where: str, table: dict, allowed: set[str]) -> None:
         raise UsageError(f"{where}: unknown key {extra[0]!r}: expected one of {', '.join(sorted(allowed))}")
 
 
-def _int(where: str, key: str, value, minimum: int, maximum: int | None = None) -> int:
+def whole_number(where: str, key: str, value, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise UsageError(f"{where}: {key} = {value!r}: expected a whole number")
     if value < minimum or (maximum is not None and value > maximum):
@@ -151,7 +151,7 @@ def _int(where: str, key: str, value, minimum: int, maximum: int | None = None) 
     return value
 
 
-def _name(where: str, key: str, value) -> str:
+def name_field(where: str, key: str, value) -> str:
     if not isinstance(value, str) or not NAME_RE.match(value):
         raise UsageError(f"{where}: {key} = {value!r}: expected lower-case letters, digits and '-', "
                          f"starting with a letter, at most 31 characters")
@@ -172,10 +172,10 @@ def _uri(where: str, value) -> str:
 def validate(data: dict, path: Path | None = None) -> Lab:
     src = str(path) if path else "lab definition"
     # [bench] makes a lab definition a bench preset (labs/bench/); sectorlab/bench/preset.py reads it.
-    _unknown(src, data, {"lab", "vm", "geometry", "bench"})
+    known_keys(src, data, {"lab", "vm", "geometry", "bench"})
     lab_table = data.get("lab", {})
-    _unknown(f"{src} [lab]", lab_table, LAB_KEYS)
-    lab_name = _name(f"{src} [lab]", "name", lab_table.get("name", "default"))
+    known_keys(f"{src} [lab]", lab_table, LAB_KEYS)
+    lab_name = name_field(f"{src} [lab]", "name", lab_table.get("name", "default"))
     if lab_name == "images":
         raise UsageError(f"{src} [lab]: name = 'images' is taken by the pool that holds the guest images "
                          f"(sectorlab-images); choose another name")
@@ -185,10 +185,10 @@ def validate(data: dict, path: Path | None = None) -> Lab:
     extra: dict[str, geo.Geometry] = {}
     for gname, g in data.get("geometry", {}).items():
         where = f"{src} [geometry.{gname}]"
-        _name(where, "name", gname)
+        name_field(where, "name", gname)
         if gname in catalog:
             raise UsageError(f"{where}: {gname} is already in the geometry catalog; give it another name")
-        _unknown(where, g, GEOMETRY_KEYS)
+        known_keys(where, g, GEOMETRY_KEYS)
         extra[gname] = geo.make(where, gname, g, "defined by the lab")
     known_geometries = {**catalog, **extra}
 
@@ -205,8 +205,8 @@ def validate(data: dict, path: Path | None = None) -> Lab:
     seen_ports: dict[int, str] = {}
     for i, vt in enumerate(vm_tables, 1):
         where = f"{src} [[vm]] #{i}"
-        _unknown(where, vt, VM_KEYS)
-        name = _name(where, "name", vt.get("name", f"vm{i}"))
+        known_keys(where, vt, VM_KEYS)
+        name = name_field(where, "name", vt.get("name", f"vm{i}"))
         where = f"{src} vm {name}"
         if name in seen_vms:
             raise UsageError(f"{where}: duplicate VM name {name!r}: VM names must be unique in a lab")
@@ -223,8 +223,8 @@ def validate(data: dict, path: Path | None = None) -> Lab:
         memory = vt.get("memory_mib", max(minimum, 768))
         if isinstance(memory, int) and not isinstance(memory, bool) and memory < minimum:
             raise UsageError(f"{where}: memory_mib = {memory}: {guest} needs at least {minimum} MiB; raise memory_mib")
-        memory = _int(where, "memory_mib", memory, minimum, 65536)
-        port = _int(where, "ssh_port", vt.get("ssh_port", 0), 0, 65535)
+        memory = whole_number(where, "memory_mib", memory, minimum, 65536)
+        port = whole_number(where, "ssh_port", vt.get("ssh_port", 0), 0, 65535)
         if 0 < port < 1024:
             raise UsageError(f"{where}: ssh_port = {port}: expected 0 (chosen at lab-up) or 1024-65535")
         if port and port in seen_ports:
@@ -273,7 +273,7 @@ def layout_problem(disks: list[tuple[str, bool]]) -> str | None:
 
 def _disk(where: str, dt: dict, known: dict[str, geo.Geometry], seen_disks: dict[str, str],
           seen_serials: dict[str, str], vm_name: str) -> Disk:
-    _unknown(where, dt, DISK_KEYS)
+    known_keys(where, dt, DISK_KEYS)
     bus = dt.get("bus")
     gname = dt.get("geometry")
     if bus not in geo.buses():
@@ -293,7 +293,7 @@ def _disk(where: str, dt: dict, known: dict[str, geo.Geometry], seen_disks: dict
         raise UsageError(f"{where}: duplicate disk name {name!r} (also in VM {seen_disks[name]}): disk names "
                          f"are test ids and must be unique in the lab")
     seen_disks[name] = vm_name
-    size = _int(where, "size_mib", dt.get("size_mib", DEFAULT_DISK_MIB), MIN_DISK_MIB, 1 << 20)
+    size = whole_number(where, "size_mib", dt.get("size_mib", DEFAULT_DISK_MIB), MIN_DISK_MIB, 1 << 20)
     serial = dt.get("serial", default_serial(bus, gname, len(seen_serials)))
     if not isinstance(serial, str) or not SERIAL_RE.match(serial):
         raise UsageError(f"{where}: serial = {serial!r}: expected 1-20 characters of letters, digits, '-' and '_'")

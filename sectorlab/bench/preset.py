@@ -12,7 +12,7 @@ from typing import Callable
 from .. import inputs, labdef
 from ..errors import UsageError
 from ..inguest import rules
-from ..labdef import _int, _name, _unknown
+from ..labdef import known_keys, name_field, whole_number
 from ..paths import REPO
 
 if sys.version_info >= (3, 11):
@@ -135,26 +135,26 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
     if b is None:
         raise UsageError(f"{path}: no [bench] table: a preset is a lab definition with a [bench] table "
                          f"(see labs/bench/)")
-    _unknown(where, b, BENCH_KEYS)
+    known_keys(where, b, BENCH_KEYS)
     if duration_s is not None:
         b = {**b, "duration_s": duration_s}
     if warmup_s is not None:
         b = {**b, "warmup_s": warmup_s}
     workload = Workload(
-        sessions=_int(where, "sessions", b.get("sessions", 4), 1, 256),
-        redo_per_txn=_int(where, "redo_per_txn", b.get("redo_per_txn", 512), 1, 64 << 20),
-        rate=_int(where, "rate", b.get("rate", 0), 0, 10_000_000),
-        warmup_s=_int(where, "warmup_s", b.get("warmup_s", 3), 1, 3600),
-        duration_s=_int(where, "duration_s (DURATION)", b.get("duration_s", 15), 1, 3600),
-        log_size=_int(where, "log_size_mib", b.get("log_size_mib", 64), 1, 1 << 20) << 20)
+        sessions=whole_number(where, "sessions", b.get("sessions", 4), 1, 256),
+        redo_per_txn=whole_number(where, "redo_per_txn", b.get("redo_per_txn", 512), 1, 64 << 20),
+        rate=whole_number(where, "rate", b.get("rate", 0), 0, 10_000_000),
+        warmup_s=whole_number(where, "warmup_s", b.get("warmup_s", 3), 1, 3600),
+        duration_s=whole_number(where, "duration_s (DURATION)", b.get("duration_s", 15), 1, 3600),
+        log_size=whole_number(where, "log_size_mib", b.get("log_size_mib", 64), 1, 1 << 20) << 20)
     blocksizes = b.get("blocksizes", list(rules.VALID_BLOCKSIZES))
     if (not isinstance(blocksizes, list) or not blocksizes
             or any(bs not in rules.VALID_BLOCKSIZES for bs in blocksizes) or len(set(blocksizes)) != len(blocksizes)):
         raise UsageError(f"{where}: blocksizes = {blocksizes!r}: expected a list of distinct redo BLOCKSIZEs from "
                          f"{', '.join(map(str, rules.VALID_BLOCKSIZES))}")
-    default_repeats = _int(where, "repeats", b.get("repeats", 1), 1, 20)
+    default_repeats = whole_number(where, "repeats", b.get("repeats", 1), 1, 20)
     if repeats is not None:
-        default_repeats = _int("REPEATS", "repeats", repeats, 1, 20)
+        default_repeats = whole_number("REPEATS", "repeats", repeats, 1, 20)
     disks = {d.name: d for vm in lab.vms for d in vm.disks}
     if len(lab.vms) != 1:
         raise UsageError(f"{path}: {len(lab.vms)} VMs: a bench preset runs on one VM (two TCG guests beside each "
@@ -169,8 +169,8 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
     targets: list[Target] = []
     for i, t in enumerate(b.get("target") or [{"name": n, "disk": n} for n in disks], 1):
         wt = f"{where} [[bench.target]] #{i}"
-        _unknown(wt, t, TARGET_KEYS)
-        tname = _name(wt, "name", t.get("name", t.get("disk")))
+        known_keys(wt, t, TARGET_KEYS)
+        tname = name_field(wt, "name", t.get("name", t.get("disk")))
         if any(x.name == tname for x in targets):
             raise UsageError(f"{wt}: duplicate target name {tname!r}")
         d = disk(wt, "disk", t.get("disk"))
@@ -188,7 +188,9 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
             if lbads not in (512, 4096):
                 raise UsageError(f"{wt}: reformat_lbads = {lbads!r}: expected 512 or 4096 (the LBA formats "
                                  f"QEMU's NVMe namespace offers)")
-        reps = _int(wt, "repeats", t["repeats"], 1, 20) if "repeats" in t and repeats is None else default_repeats
+        reps = default_repeats
+        if "repeats" in t and repeats is None:
+            reps = whole_number(wt, "repeats", t["repeats"], 1, 20)
         targets.append(Target(tname, d, race, lbads, reps))
     names = {t.name for t in targets}
 
@@ -202,13 +204,13 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
     compares = []
     for i, c in enumerate(b.get("compare", []), 1):
         wc = f"{where} [[bench.compare]] #{i}"
-        _unknown(wc, c, COMPARE_KEYS)
+        known_keys(wc, c, COMPARE_KEYS)
         compares.append({"title": str(c.get("title", f"{c.get('a')} against {c.get('b')}")),
                          "a": selector(wc, "a", c.get("a")), "b": selector(wc, "b", c.get("b"))})
     asm = []
     for i, a in enumerate(b.get("asm", []), 1):
         wa = f"{where} [[bench.asm]] #{i}"
-        _unknown(wa, a, ASM_KEYS)
+        known_keys(wa, a, ASM_KEYS)
         if a.get("target") not in names:
             raise UsageError(f"{wa}: target = {a.get('target')!r}: expected one of {', '.join(sorted(names))}")
         size = a.get("sector_size")
