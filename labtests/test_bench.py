@@ -37,7 +37,8 @@ def _lab_is_gone(preset: bench.Preset) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def bench(tmp_path_factory):
+def made(tmp_path_factory):
+    """One `make bench` of the default preset: its results directory and what it printed."""
     results = tmp_path_factory.mktemp("results")
     proc = subprocess.run(["make", "--no-print-directory", "bench", f"PRESET={PRESET}", f"RESULTS={results}",
                            *(f"{k}={v}" for k, v in SHORT.items())], cwd=REPO, capture_output=True, text=True,
@@ -49,12 +50,12 @@ def bench(tmp_path_factory):
     return dirs[0], proc.stderr
 
 
-def test_the_lab_is_down_after_the_bench(bench):
+def test_the_lab_is_down_after_the_bench(made):
     assert _lab_is_gone(bench.load_preset(PRESET)) == []
 
 
-def test_every_allowed_blocksize_ran_and_every_refused_one_is_recorded(bench):
-    results, stderr = bench
+def test_every_allowed_blocksize_ran_and_every_refused_one_is_recorded(made):
+    results, stderr = made
     data = json.loads((results / "bench.json").read_text())
     preset = bench.load_preset(PRESET, repeats=1)
     assert data["workload"]["duration_s"] == 3 and data["workload"]["warmup_s"] == 1
@@ -71,8 +72,8 @@ def test_every_allowed_blocksize_ran_and_every_refused_one_is_recorded(bench):
     assert (results / "lab.json").is_file() and json.loads((results / "lab.json").read_text())["lab"] == preset.lab.name
 
 
-def test_each_run_is_the_workload_and_its_files_agree(bench):
-    results, _ = bench
+def test_each_run_is_the_workload_and_its_files_agree(made):
+    results, _ = made
     data = json.loads((results / "bench.json").read_text())
     w = data["workload"]
     for r in (r for r in data["runs"] if r.get("report")):
@@ -90,16 +91,16 @@ def test_each_run_is_the_workload_and_its_files_agree(bench):
         assert r["command"] in data["commands"]
 
 
-def test_read_modify_write_reads_only_where_the_drive_must(bench):
-    results, _ = bench
+def test_read_modify_write_reads_only_where_the_drive_must(made):
+    results, _ = made
     data = json.loads((results / "bench.json").read_text())
     rmw = {r["blocksize"]: r["rmw"] for r in data["runs"] if r["disk"] == "rmw-512e" and r.get("report")}
     assert rmw[512]["rmw_reads"] > 0 and rmw[4096]["rmw_reads"] == 0, rmw
     assert not any("rmw" in r for r in data["runs"] if r["disk"] == "plain-512e")
 
 
-def test_the_report_is_written_from_the_runs(bench):
-    results, _ = bench
+def test_the_report_is_written_from_the_runs(made):
+    results, _ = made
     summary = json.loads((results / "summary.json").read_text())
     for d in summary["disks"]:
         for run in d["runs"]:

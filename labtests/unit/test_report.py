@@ -215,12 +215,12 @@ def test_asm_verdicts_need_the_override_above_the_disk_group_sector(written):
 
 
 def test_between_runs_is_welch_on_one_value_per_run(results, written):
-    from scipy import stats
+    from scipy import stats as scipy_stats
     d = next(d for d in json.loads(written["summary"].read_text())["disks"] if d["disk"] == "file-sector512e")
     raw = {bs: [json.loads((results / f"runs/file-sector512e-bs{bs}-{k}.json").read_text()) for k in range(1, n + 1)]
            for bs, n in ((512, 2), (4096, 3))}
     tps = next(t for t in d["comparison"]["between_runs"] if t["metric"] == "transactions/s")
-    want = stats.ttest_ind([r["tps"] for r in raw[512]], [r["tps"] for r in raw[4096]], equal_var=False)
+    want = scipy_stats.ttest_ind([r["tps"] for r in raw[512]], [r["tps"] for r in raw[4096]], equal_var=False)
     assert tps["n"] == [2, 3] and (tps["t"], tps["p"]) == pytest.approx((want.statistic, want.pvalue))
     assert tps["verdict"] == ("significant" if want.pvalue < report.ALPHA else "within noise")
     assert "Between runs, transactions/s: median" in written["md"].read_text()

@@ -110,7 +110,7 @@ class Bench:
 
     def measured(self, target: Target, path: str, race: str | None, bs: int, repeat: int) -> dict:
         """A warm-up run, then the measured one with its events; both files fetched into runs/."""
-        from . import rmw
+        from .. import rmw
         w = self.preset.workload
         rid = f"{target.name}-bs{bs}-{repeat}"
         remote = f"{GUEST_DIR}/{rid}"
@@ -145,7 +145,7 @@ class Bench:
         (self.results / "bench.json").write_text(json.dumps(self.bench, indent=2) + "\n")
 
     def run_all(self) -> None:
-        from . import images
+        from .. import images
         preset, w = self.preset, self.preset.workload
         record = images.find_cached(images.load_guest(preset.lab.vms[0].guest))
         self.bench["image"] = Path(record.image).stem if record else None
