@@ -175,9 +175,22 @@ def replug(guest, dev, serial: str) -> str:
     return guest.check_output("sudo -n sh -c", _REPLUG, "replug", dev.path, serial, timeout=120)
 
 
+def project_domains(uri: str = "qemu:///system") -> list[str]:
+    """The domains libvirt has that a lab of this cache made, by their sectorlab identity
+    (sectorlab/lab/ownership.py), not by a name prefix."""
+    from sectorlab.lab import ownership
+    from sectorlab.paths import cache_dir
+    return [d.name for d in ownership.scan(uri) if d.owner is not None and d.owner.cache == str(cache_dir())]
+
+
+def qemu_guest(domain: str) -> str:
+    """The exact mark of `domain`'s QEMU on its command line (libvirt's -name guest=NAME,...)."""
+    return f"guest={domain},"
+
+
 def qemu_processes(marker: str) -> list[str]:
-    """QEMU processes on this host whose command line has `marker` (e.g. "guest=sectorlab-NAME-"),
-    read from /proc, as 'PID: command line'."""
+    """QEMU processes on this host whose command line has `marker` (qemu_guest(domain)), read from
+    /proc, as 'PID: command line'."""
     found = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():

@@ -27,7 +27,7 @@ from sectorlab import lab as lab_mod
 from sectorlab import labdef, rmw, virsh
 from sectorlab.paths import REPO, cache_dir
 
-from .lab import qemu_processes
+from .lab import qemu_guest, qemu_processes
 
 pytestmark = pytest.mark.faults
 
@@ -116,7 +116,7 @@ def _up_and_act(lab_file: Path, trigger: str, act, pause: str | None = None) -> 
 def _leftovers(name: str, uri: str, port: int | None) -> list[str]:
     """What a lab-down must not leave, looked for on the host."""
     left = lab_mod.leftovers_of(name, uri)
-    left += [f"QEMU process {p}" for p in qemu_processes(f"guest=sectorlab-{name}-")]
+    left += [f"QEMU process {p}" for p in qemu_processes(qemu_guest(lab_mod.domain_name(name, "vm1")))]
     if port and labdef.port_in_use(port):
         left.append(f"a listener on 127.0.0.1:{port}")
     if lab_mod.state_dir(name).exists():
@@ -125,7 +125,9 @@ def _leftovers(name: str, uri: str, port: int | None) -> list[str]:
         if root.is_dir():
             left += [f"temporary {p}" for p in root.rglob("*") if p.name.endswith(".tmp")]
     mounts = Path("/proc/mounts").read_text()
-    left += [f"mount {line.split()[1]}" for line in mounts.splitlines() if f"sectorlab-{name}" in line]
+    pool = lab_mod.pool_dir(name)
+    left += [f"mount {m}" for m in (line.split()[1] for line in mounts.splitlines())
+             if m == pool or m.startswith(pool + "/")]
     return left
 
 

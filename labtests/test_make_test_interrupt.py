@@ -16,10 +16,9 @@ import time
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import virsh
 from sectorlab.paths import REPO, cache_dir
 
-from .lab import qemu_processes
+from .lab import project_domains, qemu_guest, qemu_processes
 
 pytestmark = pytest.mark.alone
 
@@ -27,7 +26,7 @@ LOCAL = "qemu:///system"
 
 
 def _domains() -> list[str]:
-    return [d for d in virsh.run(LOCAL, "list", "--all", "--name").split() if d.startswith("sectorlab-")]
+    return project_domains(LOCAL)
 
 
 def test_ctrl_c_of_make_test_takes_its_labs_down():
@@ -67,7 +66,7 @@ def test_ctrl_c_of_make_test_takes_its_labs_down():
     assert up_at_signal, "no lab was up when the signal was sent: the test interrupted nothing"
     # Nothing of make test is left on the host.
     assert _domains() == [], out[-5000:]
-    assert qemu_processes("sectorlab") == [], out[-5000:]
+    assert [p for d in up_at_signal for p in qemu_processes(qemu_guest(d))] == [], out[-5000:]
     labs = cache_dir() / "labs"
     assert not [p for p in labs.glob("*/lab.json")], [str(p) for p in labs.glob("*/lab.json")]
     assert not [p for p in labs.rglob("*.tmp")]

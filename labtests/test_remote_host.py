@@ -30,7 +30,7 @@ from sectorlab.guest import host_key_from_line
 from sectorlab.paths import REPO
 
 from . import sshd as sshd_mod
-from .lab import qemu_processes
+from .lab import project_domains, qemu_guest, qemu_processes
 
 pytestmark = pytest.mark.alone
 
@@ -76,7 +76,7 @@ def sshd(tmp_path_factory):
 def image_files():
     """The guest's image, kernel and initramfs names, absent from the shared pool while the test
     runs (so lab-up must upload them) and after it (the next local lab-up links the cached files)."""
-    others = [d for d in virsh.run(LOCAL, "list", "--all", "--name").split() if d.startswith("sectorlab-")]
+    others = project_domains(LOCAL)
     if others:
         pytest.fail(f"make alone re-uploads the shared guest image and needs no other lab up; domains "
                     f"{', '.join(others)} exist: take their labs down first (make lab-down LAB=...)")
@@ -127,7 +127,7 @@ def test_a_changed_or_unknown_host_key_is_refused_before_anything_starts(sshd, t
         proc = subprocess.run(["virsh", "-c", remote_mod.virsh_uri(sshd.uri(known_hosts)), "uri"],
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode != 0 and "host key" in proc.stderr.lower(), proc.stderr
-    assert not [d for d in virsh.run(LOCAL, "list", "--all", "--name").split() if "remote-badkey" in d]
+    assert lab_mod.domain_name("remote-badkey", "vm1") not in virsh.run(LOCAL, "list", "--all", "--name").split()
 
 
 def _fp(line: str) -> str:
@@ -189,4 +189,4 @@ def test_lab_down_leaves_nothing_there(sshd, lab_file):
     assert not Path(lab_mod.pool_dir("remote")).exists()
     assert not lab_mod.state_dir("remote").exists()
     assert not labdef.port_in_use(port)
-    assert qemu_processes("guest=sectorlab-remote-") == []
+    assert qemu_processes(qemu_guest(lab_mod.domain_name("remote", "vm1"))) == []

@@ -9,15 +9,16 @@ The bounds, and why each is what it is (docs/reliability.md lists them):
   every bound of labdef (16 VMs of 31 disks, 496 disks, each with from-host's comment line) is
   108 KiB.
 - a collector file (scripts/collect-host-geometry): 64 MiB. Its size grows with the server:
-  lsblk's entry of a disk is about 0.2 KiB and `nvme id-ns -o json` of a namespace 1 KiB (QEMU's,
-  8 LBA formats) to about 3 KiB (64 LBA formats), so 64 MiB holds over 20,000 NVMe namespaces,
-  more than any one server has.
-- bench.json: 16 MiB; one entry per run (its verdict, file names and counters), and a bench at
-  its bounds (every disk of a lab, every allowed block size, 10 repeats) writes far less.
-- a redo-writer JSON report: 16 MiB (its latency histograms are a few KiB).
-- a redo-writer events CSV: 256 MiB, about 9 million events at ~30 bytes a line (a 15 s bench
-  run writes some 100,000); the report and `sectorlab plot` hold every event in memory, about
-  110 bytes each, so about 1 GiB at the bound.
+  lsblk's entry of a disk is 177 bytes (labtests/unit/data/from-host/collector-db-server.json)
+  and `nvme id-ns -o json` of a namespace 1,048 bytes indented (QEMU's, 8 LBA formats), 4,297 with
+  its LBA formats grown to NVMe's 64, so 64 MiB holds over 15,000 NVMe namespaces, more than any
+  one server has.
+- bench.json: 16 MiB; one entry per run: a bench of the default preset with 4 runs wrote
+  8,828 bytes (about 2.2 KiB a run), so the bound holds some 7,000 runs.
+- a redo-writer JSON report: 16 MiB (its latency summaries are a few KiB).
+- a redo-writer events CSV: 256 MiB, about 7.5 million events at the 36 bytes a line measured
+  (one 15 s run of the default preset wrote 90,790 lines, 3.3 MB); the report and `sectorlab
+  plot` hold every event in memory, 112 bytes each (tracemalloc), so about 0.8 GiB at the bound.
 """
 
 from __future__ import annotations

@@ -268,14 +268,13 @@ class LocalHost(LibvirtHost):
         existing = Path(path)
         while not existing.exists():
             existing = existing.parent
-        st = os.statvfs(existing)
         used = 0
         if Path(path).is_dir():
             for root, _, files in os.walk(path):
                 for f in files:
                     with contextlib.suppress(OSError):
                         used += os.lstat(os.path.join(root, f)).st_blocks * 512
-        return st.f_bavail * st.f_frsize, used
+        return shutil.disk_usage(existing).free, used  # free to an unprivileged writer (f_bavail)
 
     def qemu_uid(self) -> int:
         import pwd

@@ -138,7 +138,8 @@ def parse_domain(text: str) -> Domain:
 
 
 def scan(uri: str) -> list[Domain]:
-    """Every domain libvirt has at `uri` (defined or running), with its owner; two virsh calls."""
+    """Every domain libvirt has at `uri` (defined or running), with its owner: two virsh calls, a
+    third only when a listed domain was not described (gone since, or not readable)."""
     uuids = virsh.run(uri, "list", "--all", "--uuid").split()
     if not uuids:
         return []
@@ -155,7 +156,7 @@ def scan(uri: str) -> list[Domain]:
     # A domain that is still there but was not described cannot be told apart: stop rather than
     # take it for absent (a pool it uses would look free).
     unread = set(uuids) - {d.uuid for d in domains}
-    still = set(virsh.run(uri, "list", "--all", "--uuid").split()) & unread
+    still = set(virsh.run(uri, "list", "--all", "--uuid").split()) & unread if unread else set()
     if still:
         raise SectorlabError(f"libvirt at {uri} did not describe domain(s) {', '.join(sorted(still))} "
                              f"(virsh dumpxml); cannot tell which are this lab's: nothing was touched")
