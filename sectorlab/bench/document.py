@@ -1,0 +1,303 @@
+"""The report's text: report.md from a bench's numbers (markdown, one function per section: the
+heading, the disks as the guest showed them, each disk, the comparisons across disks, the rules
+engine inside ASM, the cross-checks) and report.html from report.md (html: one file, the pictures
+inline, no network).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+from . import stats
+from .metrics import (
+    _LFS,
+    _PER_RUN,
+    ALPHA,
+    ROWS,
+    Disk,
+    Run,
+    _value,
+    _verdict_text,
+    comparison,
+    cross_comparisons,
+    race_wins,
+    row_value,
+    spread,
+)
+
+
+def _fmt(fmt: str, value) -> str:
+    if value is None:
+        return "-"
+    return fmt.format(*value) if isinstance(value, tuple) else fmt.format(value)
+
+
+def _table(rows: list[list[str]], numbers: bool = True) -> list[str]:
+    """A markdown table; with `numbers`, every column but the first is right-aligned."""
+    head, *body = rows
+    align = [":---", *(("---:" if numbers else ":---") for _ in head[1:])]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
+    return lines + [""]
+
+
+def _change_text(label: str, pct: float | None, a, b) -> str:
+    """A row's change from one side to the other: in points for a percentage, as a ratio when it is
+    more than tenfold (4 -> 4,116 writes reads as x1,029, not +102800.0 %), else in percent."""
+    if label.endswith("%"):
+        return "-" if a is None or b is None else f"{b - a:+.2f} points"
+    if pct is not None and pct >= 900:
+        return f"x{1 + pct / 100:,.0f}"
+    return "-" if pct is None else f"{pct:+.1f} %"
+
+
+def _test_text(t: dict, low, high) -> str:
+    """One Welch test in words; `low` and `high` name the two sides (a BLOCKSIZE or 'at' a run)."""
+    event = t["event"].replace("_", " ")
+    a, b = t["mean_ms"]
+    low, high = (f"at {x}" if isinstance(x, int) else x for x in (low, high))
+    return (f"Per {'commit' if t['event'] == _LFS else 'log write'}, first run of each, {event}: mean {a:.3f} ms "
+            f"{low} against {b:.3f} ms {high} ({100 * (b - a) / a:+.1f} %), "
+            f"Welch t = {t['t']:.2f}, {stats.p_text(t['p'])}, n = {t['n'][0]:,} + {t['n'][1]:,}: "
+            f"**{t['verdict']}** at alpha {ALPHA}")
+
+
+def _between_text(tests: list[dict] | None, low, high) -> list[str]:
+    if not tests:
+        return ["- Not repeated on both sides: whether the difference exceeds the run-to-run noise is not tested "
+                "(the per-commit tests above take every sample from one run each)"]
+    low, high = (f"at {x}" if isinstance(x, int) else x for x in (low, high))
+    out = []
+    fmt = {label: f for label, _, f in _PER_RUN}
+    for t in tests:
+        a, b = t["median"]
+        p = stats.p_text(t["p"]) + f", Welch t = {t['t']:.2f}" if t["p"] is not None else "no spread to test"
+        out.append(f"- Between runs, {t['metric']}: median {fmt[t['metric']].format(a)} {low} against "
+                   f"{fmt[t['metric']].format(b)} {high} "
+                   f"({100 * (b - a) / a:+.1f} %), {p}, n = {t['n'][0]} + {t['n'][1]} runs: **{t['verdict']}**"
+                   + (f" at alpha {ALPHA}" if t["p"] is not None else ""))
+    return out
+
+
+def _heading(bench: dict) -> list[str]:
+    """The preset, its title, the lab and the workload every run ran, and when a difference is called
+    significant."""
+    w = bench.get("workload", {})
+    out = [f"# sectorlab bench: {bench.get('preset', '?')}", ""]
+    if bench.get("title"):
+        out += [f"**{bench['title']}**" + (f" (seed {bench['seed']})" if bench.get("seed") else ""), ""]
+    out += [f"Lab `{bench.get('lab', '?')}`, started {bench.get('started', '?')}, image "
+            f"`{bench.get('image', '?')}`. Each run: {w.get('sessions', '?')} session(s), "
+            f"{w.get('redo_per_txn', '?')} B of redo per commit, rate {w.get('rate') or 'as fast as possible'}"
+            f"{' commits/s' if w.get('rate') else ''}, a {w.get('warmup_s', '?')} s warm-up then "
+            f"{w.get('duration_s', '?')} s measured. A difference is called significant only when Welch's "
+            f"t-test gives p < {ALPHA}; otherwise it is within noise.", ""]
+    return out
+
+
+def _disks_table(disks: list[Disk]) -> list[str]:
+    """The disks' bus, device and sectors, and the rules engine's verdict on each BLOCKSIZE."""
+    return ["## The disks as the guest showed them", ""] + _table(
+        [["disk", "bus", "device", "logical/physical (B)", "BLOCKSIZE verdicts (rules engine)"]] + [
+            [d.name, str(d.entry.get("bus")), f"`{d.entry.get('device')}`",
+             f"{d.entry.get('logical')}/{d.entry.get('physical')}",
+             "; ".join(f"{bs}: {_verdict_text(runs[0].entry['verdict'], short=True)}"
+                       for bs, runs in d.by_blocksize().items())]
+            for d in disks], numbers=False)
+
+
+def _disk_table(by_bs: dict[int, list[Run]], c: dict | None) -> list[str]:
+    """A disk's rows: one column per BLOCKSIZE (the median of its runs when repeated) and the change."""
+    header = ["BLOCKSIZE", *(f"{bs}" + (f" (median of {len(runs)})" if len(runs) > 1 else "")
+                             for bs, runs in by_bs.items())]
+    if c:
+        header.append(f"{c['low']} → {c['high']}" + (" (medians)" if "medians" in c["change_of"] else ""))
+    rows = [header]
+    for label, get, fmt in ROWS:
+        row = [label]
+        for runs in by_bs.values():
+            reports = [r.report for r in runs if r.report]
+            row.append(_fmt(fmt, row_value(reports, get)) if reports else "refused")
+        if c:
+            a, b = (row_value(v, get) for v in c["values"])
+            row.append(_change_text(label, c["change_pct"].get(label), a, b) if not isinstance(a, tuple) else "")
+        rows.append(row)
+    return _table(rows)
+
+
+def _every_run_table(by_bs: dict[int, list[Run]]) -> list[str]:
+    """A disk's rows, one column per run that ran."""
+    cols = [(bs, r) for bs, runs in by_bs.items() for r in runs]
+    every = [["BLOCKSIZE", *(f"{bs} #{r.repeat}" for bs, r in cols if r.report)]]
+    every += [[label, *(_fmt(fmt, _value(r.report, get)) for _, r in cols if r.report)]
+              for label, get, fmt in ROWS]
+    return ["Every run:", ""] + _table(every)
+
+
+def _disk_tests(by_bs: dict[int, list[Run]], c: dict | None) -> list[str]:
+    """The BLOCKSIZEs the rules engine refused, then the tests of the low against the high BLOCKSIZE."""
+    refused = [r for runs in by_bs.values() for r in runs[:1] if not r.report]
+    out = [f"- BLOCKSIZE {r.blocksize} not run: {_verdict_text(r.entry['verdict'])}" for r in refused]
+    if c:
+        out += [f"- {_test_text(t, c['low'], c['high'])}" for t in c["tests"]]
+        out += _between_text(c["between_runs"], c["low"], c["high"])
+        out += [f"- The last column compares {c['change_of']} at {c['low']} and {c['high']}. The per-commit "
+                f"tests take all their samples from one run on each side, so they cannot see the drift from "
+                f"run to run; the between-runs tests can"
+                + (" (the spread is below)." if any(spread(r) for r in by_bs.values())
+                   else ", and this bench has no repeats for them.")]
+    return out
+
+
+def _race_and_rmw(bs: int, runs: list[Run]) -> list[str]:
+    """At one BLOCKSIZE: who won a raced run's log writes, and the read-modify-write reads traced from
+    the host."""
+    out = []
+    ran = [r for r in runs if r.report]
+    wins = [race_wins(r.report) for r in ran if race_wins(r.report)]
+    if wins:
+        members = [m["path"] for m in wins[0]]
+        out += [f"- BLOCKSIZE {bs}: the race's log writes won by "
+                + ", ".join(f"`{path}` " + ", ".join(f"{w[i]['wins']:,} ({w[i]['share_pct']:.1f} %)"
+                                                     for w in wins) for i, path in enumerate(members))
+                + (f" in runs {', '.join(str(r.repeat) for r in ran)}" if len(ran) > 1 else "")]
+    traced = [r for r in ran if r.entry.get("rmw")]
+    if traced:
+        reads = ", ".join(f"{r.entry['rmw']['rmw_reads']:,}" for r in traced)
+        writes = ", ".join(f"{r.report['writes']:,}" for r in traced)
+        which = f" (runs {', '.join(str(r.repeat) for r in traced)})" if len(traced) > 1 else ""
+        out += [f"- BLOCKSIZE {bs}: QEMU made {reads} read-modify-write reads below the guest while "
+                f"redo-writer made {writes} log writes{which}; traced from the host"]
+    return out
+
+
+def _spread_text(bs: int, runs: list[Run]) -> list[str]:
+    """The spread of a BLOCKSIZE's repeats; nothing when it ran once."""
+    s = spread(runs)
+    if not s:
+        return []
+    return [f"- BLOCKSIZE {bs} repeated {s['runs']} times: transactions/s min {s['tps'][0]:,.1f}, "
+            f"median {s['tps'][1]:,.1f}, max {s['tps'][2]:,.1f} (coefficient of variation "
+            f"{s['tps_cv_pct']:.1f} %); log file sync p50 {s['log_file_sync_p50_ms'][0]:.3f} to "
+            f"{s['log_file_sync_p50_ms'][2]:.3f} ms"]
+
+
+def _disk_section(d: Disk, pictures: dict, results: Path) -> list[str]:
+    """One disk: its rows, the refusals and the tests, the race and the read-modify-writes, the
+    repeats' spread and the pictures."""
+    by_bs = d.by_blocksize()
+    c = comparison(d)
+    # Every run in a table of its own below the medians when something was repeated, so that the
+    # change stays on screen.
+    out = [f"## {d.name}", ""] + _disk_table(by_bs, c)
+    if any(len(runs) > 1 for runs in by_bs.values()):
+        out += _every_run_table(by_bs)
+    out += _disk_tests(by_bs, c)
+    for bs, runs in by_bs.items():
+        out += _race_and_rmw(bs, runs)
+    for bs, runs in by_bs.items():
+        out += _spread_text(bs, runs)
+    if pictures.get(d.name):
+        alt = {True: "commit latency histogram", False: "log write latency over time"}
+        out += ["", " ".join(f"![{d.name}: {alt['histogram' in png.name]}]({png.relative_to(results)})"
+                             for png in pictures[d.name])]
+    return out + [""]
+
+
+def _comparison_section(c: dict, pictures: dict, results: Path) -> list[str]:
+    """One comparison across disks: both sides' rows and the change, the tests and the picture; or
+    which side did not run."""
+    a, b = (f"{c[k]['disk']} at {c[k]['blocksize']}" for k in ("a", "b"))
+    out = [f"### {c['title']}", ""]
+    if c.get("not_compared"):
+        return out + [f"Not compared: {', '.join(c['not_compared'])} did not run.", ""]
+    medians = "medians" in c["change_of"]
+    rows = [["", *(f"{x} ({'median of ' + str(len(v)) + ' runs' if medians else 'one run'})"
+                   for x, v in zip((a, b), c["values"])), "change"]]
+    for label, get, fmt in ROWS:
+        va, vb = (row_value(v, get) for v in c["values"])
+        rows.append([label, _fmt(fmt, va), _fmt(fmt, vb),
+                     "" if isinstance(va, tuple) else _change_text(label, c["change_pct"].get(label), va, vb)])
+    out += _table(rows)
+    out += [f"- {_test_text(t, a, b)}" for t in c["tests"]]
+    out += _between_text(c["between_runs"], a, b) + [""]
+    picture = pictures.get(("comparison", c["title"]))
+    if picture:
+        out += [f"![{c['title']}: commit latency histogram]({picture.relative_to(results)})", ""]
+    return out
+
+
+def _rules_section(bench: dict) -> list[str]:
+    """The rules engine's verdicts inside an ASM disk group, when the preset asked for them."""
+    if not bench.get("rules"):
+        return []
+    out = ["## The rules engine inside an ASM disk group", "",
+           "Inside ASM the database sees the disk group's SECTOR_SIZE, not the disk's; "
+           "`_disk_sector_size_override=TRUE` lets a BLOCKSIZE above it through (rules.evaluate on the "
+           "sectors the guest showed; not run).", ""]
+    rows = [["disk", "disk group SECTOR_SIZE", "BLOCKSIZE", "_disk_sector_size_override", "verdict"]]
+    for v in bench["rules"]:
+        rows.append([v["target"], str(v["asm_sector_size"]), str(v["blocksize"]),
+                     "TRUE" if v["override"] else "FALSE", _verdict_text(v["verdict"])])
+    return out + _table(rows, numbers=False)
+
+
+def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path) -> str:
+    """report.md: `pictures` are plot_disk's per disk name and plot_comparison's per ("comparison",
+    title), files in `results`."""
+    out = _heading(bench) + _disks_table(disks)
+    for d in disks:
+        out += _disk_section(d, pictures, results)
+    comparisons = cross_comparisons(bench, disks)
+    if comparisons:
+        out += ["## Comparisons across disks", ""]
+        for c in comparisons:
+            out += _comparison_section(c, pictures, results)
+    out += _rules_section(bench)
+    crosschecks = bench.get("crosschecks")
+    if crosschecks:
+        out += ["## Real-database cross-checks", ""]
+        out += [f"- {line}" for line in crosschecks] + [""]
+    out += ["## How to run it again", "", "```", *bench.get("commands", []), "```", ""]
+    return "\n".join(out)
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:0 auto;padding:0 12px;line-height:1.45;color:#222}
+table{border-collapse:collapse;font-size:.9em;display:block;overflow-x:auto;max-width:100%}
+th,td{border:1px solid #ccc;padding:3px 8px;vertical-align:top}
+td:first-child{min-width:12em}
+tr:nth-child(even){background:#f6f6f6}
+td[style*="right"],th[style*="right"]{white-space:nowrap}
+img{width:49%;height:auto}
+@media (max-width:700px){img{width:100%}}
+code{font-size:.9em}
+pre{overflow-x:auto;background:#f4f4f4;padding:8px}
+"""
+
+
+def html(md_text: str, results: Path) -> str:
+    """report.md as one HTML file: the pictures inline (data: URIs), no network."""
+    # Imported here only: the markdown package comes with the optional 'analysis' extra
+    # (pyproject.toml), which reading a results directory (or refusing one) does not need.
+    import markdown as md_lib
+
+    body = md_lib.markdown(md_text, extensions=["tables", "fenced_code"])
+
+    def inline(m: re.Match) -> str:
+        # Only the pictures report.write() drew, in the results directory: a src="..." that came with
+        # bench.json's text (a title, a disk name) is not a file to read.
+        path = results / m.group(1)
+        if path.is_symlink() or not path.is_file():
+            return m.group(0)
+        data = base64.b64encode(path.read_bytes()).decode()
+        return f'src="data:image/png;base64,{data}"'
+
+    body = re.sub(r'src="(report-[A-Za-z0-9._-]+\.png)"', inline, body)
+    title = re.search(r"<h1>(.*?)</h1>", body)
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{title.group(1) if title else 'sectorlab report'}</title><style>{_CSS}</style></head>"
+            f"<body>\n{body}\n</body></html>\n")
