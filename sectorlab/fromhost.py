@@ -191,48 +191,80 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
     blocks: list[tuple[str, list[str]]] = []  # (bus, TOML lines of one disk)
     profiles = geo.latency_profiles()
     for d in disks:
-        # The lab definition's own checks (geometry.check_block_sizes), by what they would refuse.
-        try:
-            geo.check_block_sizes(d.name, d.logical, d.physical)
-        except UsageError as e:
-            notes.append(f"{d.name}: logical sector {d.logical} B, physical sector {d.physical} B: not "
-                         f"reproduced ({_why(e)}); the disk is left out")
-            continue
-        min_io, opt_io = _advertised(d)
-        try:
-            geo.check_block_sizes(d.name, d.logical, d.physical, min_io, opt_io)
-        except UsageError as e:
-            notes.append(f"{d.name}: minimum I/O {d.min_io} B, optimal I/O {d.opt_io} B: not reproduced "
-                         f"({_why(e)}); the guest sees minimum I/O = physical sector, no optimal I/O")
-            min_io = opt_io = 0
-        g = _geometry(d, min_io, opt_io, custom)
-        bus = _bus(d, g, notes)
-        if d.alignment:
-            notes.append(f"{d.name}: alignment offset {d.alignment} B: not reproduced (lab disks start aligned)")
-        size_gib = d.size / (1 << 30)
-        lines = [f"# {d.name}: {d.model or 'model unknown'}, {d.transport or 'no transport'}, "
-                 f"{d.logical}/{d.physical} B sectors, minimum/optimal I/O {d.min_io}/{d.opt_io} B, "
-                 f"{size_gib:,.1f} GiB, {'rotational' if d.rotational else 'non-rotational'}"
-                 + (f"; its LBA formats offer {' and '.join(map(str, d.lba_formats))} B data (in use: "
-                    f"{d.lba_in_use} B)" if d.lba_formats else ""),
-                 "[[vm.disk]]",
-                 f"name = {_quote(re.sub(r'[^a-z0-9-]', '-', f'{bus}-{d.name}'.lower())[:31])}",
-                 f"bus = {_quote(bus)}",
-                 f"geometry = {_quote(g.name)}",
-                 f"size_mib = {size_mib}"]
-        if d.rotational and bus == "virtio":
-            notes.append(f"{d.name}: ROTA=1 on a virtual disk says nothing of what backs it: no latency profile")
-        elif d.rotational:
-            if "hdd-7200" in profiles:
-                lines.append('latency = "hdd-7200"  # ROTA=1: the lab\'s spinning-disk profile')
-            else:
-                notes.append(f"{d.name}: rotational, but the lab has no spinning-disk latency profile")
-        blocks.append((bus, lines))
+        block = _disk_block(d, size_mib, custom, profiles, notes)
+        if block is not None:
+            blocks.append(block)
     if not blocks:
         raise UsageError(f"{source}: none of its disks can be reproduced: {'; '.join(notes)}")
     notes.append(f"sizes: every disk is {size_mib} MiB (--size-mib), not its own size (in the comment above it)")
+    vms = _vms(blocks, source)
+    text = _lab_toml(source, lab_name, notes, custom, vms)
+    labdef.validate(tomllib.loads(text), Path(f"{lab_name}.toml"))  # what lab-up will read must load
+    return Plan(text, len(blocks), notes)
 
-    # One VM until it holds as many disks of a bus as a VM can (labdef.layout_problem); then the next.
+
+def _disk_block(d: HostDisk, size_mib: int, custom: dict[str, geo.Geometry],
+                profiles: dict[str, geo.LatencyProfile], notes: list[str]) -> tuple[str, list[str]] | None:
+    """One host disk as a lab disk: its bus and TOML lines, or None (and why in `notes`) when the
+    lab cannot present its sectors."""
+    # The lab definition's own checks (geometry.check_block_sizes), by what they would refuse.
+    try:
+        geo.check_block_sizes(d.name, d.logical, d.physical)
+    except UsageError as e:
+        notes.append(f"{d.name}: logical sector {d.logical} B, physical sector {d.physical} B: not "
+                     f"reproduced ({_why(e)}); the disk is left out")
+        return None
+    min_io, opt_io = _io_sizes(d, notes)
+    g = _geometry(d, min_io, opt_io, custom)
+    bus = _bus(d, g, notes)
+    if d.alignment:
+        notes.append(f"{d.name}: alignment offset {d.alignment} B: not reproduced (lab disks start aligned)")
+    lines = _disk_lines(d, bus, g, size_mib) + _latency_lines(d, bus, profiles, notes)
+    return bus, lines
+
+
+def _io_sizes(d: HostDisk, notes: list[str]) -> tuple[int, int]:
+    """The minimum and optimal I/O sizes the lab disk advertises: the host disk's, or none when the
+    lab definition's checks would refuse them."""
+    min_io, opt_io = _advertised(d)
+    try:
+        geo.check_block_sizes(d.name, d.logical, d.physical, min_io, opt_io)
+    except UsageError as e:
+        notes.append(f"{d.name}: minimum I/O {d.min_io} B, optimal I/O {d.opt_io} B: not reproduced "
+                     f"({_why(e)}); the guest sees minimum I/O = physical sector, no optimal I/O")
+        return 0, 0
+    return min_io, opt_io
+
+
+def _disk_lines(d: HostDisk, bus: str, g: geo.Geometry, size_mib: int) -> list[str]:
+    """The disk's [[vm.disk]] table, after a comment that describes the source disk."""
+    size_gib = d.size / (1 << 30)
+    return [f"# {d.name}: {d.model or 'model unknown'}, {d.transport or 'no transport'}, "
+            f"{d.logical}/{d.physical} B sectors, minimum/optimal I/O {d.min_io}/{d.opt_io} B, "
+            f"{size_gib:,.1f} GiB, {'rotational' if d.rotational else 'non-rotational'}"
+            + (f"; its LBA formats offer {' and '.join(map(str, d.lba_formats))} B data (in use: "
+               f"{d.lba_in_use} B)" if d.lba_formats else ""),
+            "[[vm.disk]]",
+            f"name = {_quote(re.sub(r'[^a-z0-9-]', '-', f'{bus}-{d.name}'.lower())[:31])}",
+            f"bus = {_quote(bus)}",
+            f"geometry = {_quote(g.name)}",
+            f"size_mib = {size_mib}"]
+
+
+def _latency_lines(d: HostDisk, bus: str, profiles: dict[str, geo.LatencyProfile], notes: list[str]) -> list[str]:
+    """The spinning-disk latency profile for a rotational disk, when it means something and the lab has it."""
+    if d.rotational and bus == "virtio":
+        notes.append(f"{d.name}: ROTA=1 on a virtual disk says nothing of what backs it: no latency profile")
+    elif d.rotational:
+        if "hdd-7200" in profiles:
+            return ['latency = "hdd-7200"  # ROTA=1: the lab\'s spinning-disk profile']
+        notes.append(f"{d.name}: rotational, but the lab has no spinning-disk latency profile")
+    return []
+
+
+def _vms(blocks: list[tuple[str, list[str]]], source: str) -> list[list[list[str]]]:
+    """The disks' TOML lines by lab VM: one VM until it holds as many disks of a bus as a VM can
+    (labdef.layout_problem); then the next."""
     vms: list[list[list[str]]] = [[]]
     buses: list[tuple[str, bool]] = []
     for bus, lines in blocks:
@@ -245,7 +277,13 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
         raise UsageError(f"{source}: its {len(blocks)} disks would need {len(vms)} lab VMs, and a lab has at most "
                          f"{labdef.MAX_VMS}; remove from the file the disks you do not need (whole entries of its "
                          f"'blockdevices' list) and run from-host again")
+    return vms
 
+
+def _lab_toml(source: str, lab_name: str, notes: list[str], custom: dict[str, geo.Geometry],
+              vms: list[list[list[str]]]) -> str:
+    """The lab definition: a header with what is not as on the source, [lab], the host's own
+    geometries and the VMs with their disks."""
     out = [f"# A lab whose disks reproduce those of {source}", "# (sectorlab lab from-host; edit as you like).",
            "#", "# Not as on the source:", *[f"# - {n}" for n in notes], "", "[lab]", f"name = {_quote(lab_name)}", ""]
     for name, g in sorted(custom.items()):
@@ -258,9 +296,7 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
         out += ["[[vm]]", f'name = "vm{i}"', 'guest = "debian12"', ""]
         for lines in disks_of_vm:
             out += lines + [""]
-    text = "\n".join(out).rstrip("\n") + "\n"
-    labdef.validate(tomllib.loads(text), Path(f"{lab_name}.toml"))  # what lab-up will read must load
-    return Plan(text, len(blocks), notes)
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
 def lab_name_for(output: Path | None) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from sectorlab import images, paths
+from sectorlab import images, labtools, paths, sshkeys
 from sectorlab.errors import SectorlabError, UsageError
 
 
@@ -114,8 +115,8 @@ def _fake_cached(spec, cache: Path) -> Path:
 
 def test_cached_image_returns_at_once(isolated_cache, tmp_path, monkeypatch):
     manifest = tmp_path / "manifest.json"
-    monkeypatch.setattr(images, "manifest_path", lambda: manifest)
-    monkeypatch.setattr(images.shutil, "which", lambda name: pytest.fail(f"looked for {name}: would build"))
+    monkeypatch.setattr(images.cache, "manifest_path", lambda: manifest)
+    monkeypatch.setattr(shutil, "which", lambda name: pytest.fail(f"looked for {name}: would build"))
     spec = images.load_guest("debian12")
     image = _fake_cached(spec, isolated_cache)
     said = []
@@ -130,7 +131,7 @@ def test_cached_image_returns_at_once(isolated_cache, tmp_path, monkeypatch):
 def test_manifest_keeps_other_guests(tmp_path, monkeypatch):
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"oraclelinux9": {"guest": "oraclelinux9"}}))
-    monkeypatch.setattr(images, "manifest_path", lambda: manifest)
+    monkeypatch.setattr(images.cache, "manifest_path", lambda: manifest)
     record = images.ImageRecord("debian12", "/x.qcow2", "0" * 64, "1" * 64, "u", "2" * 64, "t", 1.0, "tcg", 1)
     images.update_manifest(record)
     assert set(json.loads(manifest.read_text())) == {"oraclelinux9", "debian12"}
@@ -138,7 +139,7 @@ def test_manifest_keeps_other_guests(tmp_path, monkeypatch):
 
 def test_stale_image_is_not_reused(isolated_cache):
     spec = images.load_guest("debian12")
-    stale = images.image_cache() / f"debian12-{'0' * 16}.qcow2"
+    stale = paths.image_cache() / f"debian12-{'0' * 16}.qcow2"
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"old")
     stale.with_suffix(".json").write_text("{}")
@@ -224,27 +225,27 @@ def test_a_bad_template_stops_the_build_before_anything_is_made(isolated_cache, 
     spec = images.load_guest("oraclelinux9")
     spec.template_file.parent.mkdir(parents=True)
     spec.template_file.write_bytes(content)
-    monkeypatch.setattr(images.shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(images.subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}: would build"))
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}: would build"))
     with pytest.raises(UsageError, match=str(spec.template_file)):
         images.build("oraclelinux9", progress=lambda m: None)
-    assert not list(images.image_cache().glob(".build-*")) and not list(images.image_cache().glob("*.qcow2"))
+    assert not list(paths.image_cache().glob(".build-*")) and not list(paths.image_cache().glob("*.qcow2"))
 
 
 def test_a_uefi_guest_without_ovmf_is_refused_before_anything_is_made(isolated_cache, monkeypatch, tmp_path):
     spec = images.load_guest("oraclelinux10")
     uefi = images.GuestSpec(**{**spec.__dict__, "firmware": "uefi"})
-    monkeypatch.setattr(images, "OVMF_DIR", tmp_path / "no-ovmf")
+    monkeypatch.setattr(images.packer, "OVMF_DIR", tmp_path / "no-ovmf")
     with pytest.raises(UsageError) as err:
         images.check_firmware(uefi)
     msg = str(err.value)
     assert "oraclelinux10 boots by UEFI" in msg and str(tmp_path / "no-ovmf" / images.OVMF_CODE) in msg
     assert "scripts/bootstrap" in msg and "ovmf" in msg and "\n" not in msg
-    monkeypatch.setattr(images, "load_guest", lambda name: uefi)
-    monkeypatch.setattr(images.subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}: would build"))
+    monkeypatch.setattr(images.packer, "load_guest", lambda name: uefi)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}: would build"))
     with pytest.raises(UsageError, match="boots by UEFI"):
         images.build("oraclelinux10", progress=lambda m: None)
-    assert not list(images.image_cache().glob(".build-*"))
+    assert not list(paths.image_cache().glob(".build-*"))
 
 
 def test_a_uefi_guest_boots_ovmf_from_pflash(tmp_path, monkeypatch):
@@ -252,7 +253,7 @@ def test_a_uefi_guest_boots_ovmf_from_pflash(tmp_path, monkeypatch):
     ovmf.mkdir()
     (ovmf / images.OVMF_CODE).write_bytes(b"code")
     (ovmf / images.OVMF_VARS).write_bytes(b"vars")
-    monkeypatch.setattr(images, "OVMF_DIR", ovmf)
+    monkeypatch.setattr(images.packer, "OVMF_DIR", ovmf)
     spec = images.load_guest("oraclelinux9")
     assert images.firmware_args(spec, tmp_path) == []
     uefi = images.GuestSpec(**{**spec.__dict__, "firmware": "uefi"})
@@ -267,7 +268,7 @@ def test_a_bad_firmware_value_names_the_file(tmp_path, monkeypatch):
     vars_dir.mkdir()
     text = (images.PACKER_DIR / "vars" / "oraclelinux9.pkrvars.hcl").read_text().replace('"bios"', '"coreboot"')
     (vars_dir / "oraclelinux9.pkrvars.hcl").write_text(text)
-    monkeypatch.setattr(images, "PACKER_DIR", tmp_path)
+    monkeypatch.setattr(images.guests, "PACKER_DIR", tmp_path)
     with pytest.raises(SectorlabError, match="firmware = 'coreboot', expected 'bios' or 'uefi'"):
         images.load_guest("oraclelinux9")
 
@@ -290,18 +291,18 @@ def test_packer_takes_the_uefi_firmware_and_the_lab_tools(tmp_path):
     if shutil.which("packer") is None:
         pytest.fail("packer is not installed; run scripts/bootstrap")
     spec = images.load_guest("oraclelinux10")
-    key = images.sshkeys.generate("validate").write(tmp_path / "key")
+    key = sshkeys.generate("validate").write(tmp_path / "key")
     machine = {"seed_iso": str(tmp_path / "seed.iso"), "output_directory": str(tmp_path / "out"),
                "ssh_private_key_file": str(key), "firmware": "uefi",
                "firmware_args": [["-drive", "if=pflash,format=raw,unit=0,readonly=on,file=/x/OVMF_CODE_4M.fd"]],
-               "lab_tools_env": images.labtools.lab_env("oraclelinux")}
+               "lab_tools_env": labtools.lab_env("oraclelinux")}
     vars_json = tmp_path / "machine.pkrvars.json"
     vars_json.write_text(json.dumps(machine))
-    proc = images.subprocess.run(["packer", "validate", f"-var-file={spec.vars_file}", f"-var-file={vars_json}",
-                                  str(images.PACKER_DIR)], capture_output=True, text=True, env=images.packer_env())
+    proc = subprocess.run(["packer", "validate", f"-var-file={spec.vars_file}", f"-var-file={vars_json}",
+                           str(images.PACKER_DIR)], capture_output=True, text=True, env=images.packer_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     bad = {**machine, "firmware": "coreboot"}
     vars_json.write_text(json.dumps(bad))
-    proc = images.subprocess.run(["packer", "validate", f"-var-file={spec.vars_file}", f"-var-file={vars_json}",
-                                  str(images.PACKER_DIR)], capture_output=True, text=True, env=images.packer_env())
+    proc = subprocess.run(["packer", "validate", f"-var-file={spec.vars_file}", f"-var-file={vars_json}",
+                           str(images.PACKER_DIR)], capture_output=True, text=True, env=images.packer_env())
     assert proc.returncode != 0 and "firmware must be bios or uefi" in proc.stdout + proc.stderr

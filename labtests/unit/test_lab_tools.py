@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sectorlab import images, labtools
+from sectorlab import images, labtools, paths
 from sectorlab.errors import SectorlabError
 
 # What the lab uses in its guests, by the issue that asked for each: the storage tools, python3,
@@ -57,7 +57,7 @@ def test_the_environment_the_builds_get():
 
 def test_the_debian_base_list_leaves_the_tools_to_the_map():
     """A tool is written once: not also in the Debian base list (which holds the base system)."""
-    base = {line.split("#")[0].strip() for line in (images.REPO / "images/debian12/packages").read_text().splitlines()}
+    base = {line.split("#")[0].strip() for line in (paths.REPO / "images/debian12/packages").read_text().splitlines()}
     _, tools = labtools.load()
     tool_packages = {p for t in tools for p in t.packages["debian"]} - {"linux-image-amd64"}
     assert not base & tool_packages, base & tool_packages
