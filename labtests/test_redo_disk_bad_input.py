@@ -3,11 +3,12 @@ that names the value, what was expected and what to do, exit status 2, and nothi
 disk's first and last MiB, its partition table and the udev rules are as they were, and no user or
 group was created.
 
-Guards sectorlab/inguest/redodisk.py's checks against the guest's real devices (missing device, a
-partition, the root disk, a mounted disk, a partition table without --force, a filesystem put into
-the redo partition since it was provisioned, an unknown owner with --no-create-user, a bad start;
-reformat: a non-NVMe disk, an NVMe/TCP namespace, a data size the namespace does not list). Where a
-case needs a disk prepared (mounted, partitioned), that disk is blanked afterwards.
+Guards the checks of sectorlab/inguest/redodisk.py, nvmeformat.py and blockdev.py against the
+guest's real devices (missing device, a partition, the root disk, a mounted disk, a partition table
+without --force, a filesystem put into the redo partition since it was provisioned, an unknown owner
+with --no-create-user, a bad start; reformat: a non-NVMe disk, an NVMe/TCP namespace, a data size
+the namespace does not list). Where a case needs a disk prepared (mounted, partitioned), that disk
+is blanked afterwards.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ sectors). A redo log written with 512-byte blocks before the switch to 4 KiB is 
 (ORA-01378: its blocks are smaller than the sector the disk now has). Formatting back restores all
 of it. QEMU forgets a format when it creates the controller anew, as at every lab-up (the saved
 guest state never holds NVMe): after a hot re-plug from the host the namespace is back at its
-declared geometry. Guards sectorlab/inguest/redodisk.py and warm.hotplug_nvme.
+declared geometry. Guards sectorlab/inguest/nvmeformat.py and warm.hotplug_nvme.
 These tests erase the NVMe data disks (QEMU zeroes a namespace on format).
 """
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from . import geometry as geo
 from . import guestdisks, inputs, labdef
 from .errors import UsageError
-from .inguest import redodisk
+from .inguest import nvmeformat
 from .labdef import tomllib
 
 COLUMNS = ("name", "log-sec", "phy-sec", "min-io", "opt-io", "alignment", "size", "rota", "tran", "model")
@@ -110,8 +110,8 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
         ns = nvme.get(name) if isinstance(nvme, dict) else None
         if ns is not None:
             try:  # the guest tools' parser of nvme id-ns, which checks every field
-                index, parsed = redodisk.parse_lba_formats(json.dumps(ns), f"nvme id-ns /dev/{name} -o json")
-            except redodisk.UnexpectedOutput as e:
+                index, parsed = nvmeformat.parse_lba_formats(json.dumps(ns), f"nvme id-ns /dev/{name} -o json")
+            except nvmeformat.UnexpectedOutput as e:
                 raise _bad(path, f"nvme_id_ns of {name}: {e.why}") from e
             formats = sorted({f["data_size"] for f in parsed if f["data_size"] >= 512})
             in_use = parsed[index]["data_size"]

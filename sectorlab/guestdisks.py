@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 from .errors import SectorlabError
-from .inguest import redodisk
+from .inguest import nvmeformat
 
 LSBLK_COLUMNS = "NAME,KNAME,TYPE,SERIAL,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,TRAN,MODEL"
 LSBLK_COMMAND = f"lsblk -J -b -d -o {LSBLK_COLUMNS}"
@@ -106,10 +106,10 @@ def parse_blockdev_sizes(text: str, command: str) -> tuple[int, int]:
 
 def parse_nvme_id_ns(text: str, command: str) -> dict:
     """`nvme id-ns DEV -o json`: the LBA format in use and its data size in bytes (parsed by the
-    guest tools' parser, sectorlab/inguest/redodisk.py, which runs on both sides)."""
+    guest tools' parser, sectorlab/inguest/nvmeformat.py, which runs on both sides)."""
     try:
-        in_use, formats = redodisk.parse_lba_formats(text, command)
-    except redodisk.UnexpectedOutput as e:
+        in_use, formats = nvmeformat.parse_lba_formats(text, command)
+    except nvmeformat.UnexpectedOutput as e:
         raise GuestOutputError(command, e.why, text) from e
     return {"lba_format": in_use, "data_size": formats[in_use]["data_size"],
             "metadata_size": formats[in_use]["metadata_size"], "formats": [f["data_size"] for f in formats],

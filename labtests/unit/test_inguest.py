@@ -1,11 +1,13 @@
 """The guest-side code (sectorlab/inguest/) imports the standard library only: each file loads in
 a Python started with -I -S (no site-packages, no user site, no PYTHONPATH) with only its own folder
 on the path, as it runs inside a guest; and every import in it, read from its syntax tree, is a
-standard-library module, a sibling file of the folder, or relative within it."""
+standard-library module, a sibling file of the folder, or relative within it. The files the
+images get (images.GUEST_TOOLS) import only each other, and lab-guest.sh installs all of them."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 
@@ -20,8 +22,38 @@ FILES = sorted(p for p in INGUEST.glob("*.py") if p.name != "__init__.py")
 def test_the_guest_side_files_are_the_ones_copied_or_sent_to_guests():
     from sectorlab import images
     from sectorlab.lab import PROBE
-    assert {p.name for p in FILES} == {"guestprobe.py", "redodisk.py", "rules.py"}
+    assert {p.name for p in FILES} == {"blockdev.py", "guestprobe.py", "nvmeformat.py", "redodisk.py", "rules.py"}
     assert set(images.GUEST_TOOLS) | {PROBE} == set(FILES)
+
+
+def _sibling_imports(path) -> set[str]:
+    """The files of the folder `path` imports, relatively or (as in a guest) flat."""
+    siblings = {p.stem for p in FILES}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names} & siblings
+        elif isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None:
+            found |= {alias.name for alias in node.names}
+    return found
+
+
+def test_the_image_holds_every_file_its_tools_import():
+    """The guest tools lie flat in /usr/local/lib/sectorlab/ (packer/scripts/common/lab-guest.sh): each
+    file one of them imports is a guest tool too, installed there, and each launcher's module is one."""
+    from sectorlab import images
+    tools = {p.stem for p in images.GUEST_TOOLS}
+    for path in images.GUEST_TOOLS:
+        assert _sibling_imports(path) <= tools, f"{path.name} imports {_sibling_imports(path) - tools}"
+    script = (REPO / "packer" / "scripts" / "common" / "lab-guest.sh").read_text()
+    installed = set(re.findall(r"/tmp/sectorlab-files/(\w+)\.py\b", script))
+    assert installed == tools
+    launched = dict(re.findall(r"^launcher (\S+) (\w+)$", script, re.M))
+    assert launched == {"/usr/local/sbin/provision-redo-disk": "redodisk",
+                        "/usr/local/sbin/reformat-nvme": "nvmeformat", "/usr/local/bin/redo-check": "rules"}
+    for module in launched.values():
+        tree = ast.parse((INGUEST / f"{module}.py").read_text())
+        assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), module
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])

@@ -1,7 +1,7 @@
 """The host's guest-output parsers fuzzed with hypothesis (bounded: 300 examples each): whatever a
 guest prints, lsblk's, blockdev's and nvme id-ns's parsers return a result or raise their own error
 naming the command, never anything else (a KeyError or TypeError would be a traceback for the user
-instead of a line). The nvme id-ns parser is the guest tools' own (sectorlab/inguest/redodisk.py, in the
+instead of a line). The nvme id-ns parser is the guest tools' own (sectorlab/inguest/nvmeformat.py, in the
 image: reformat-nvme reads nvme-cli's output with it), fuzzed on its own too."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sectorlab import guestdisks
-from sectorlab.inguest import redodisk
+from sectorlab.inguest import nvmeformat
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -60,7 +60,7 @@ def test_nvme_id_ns(text):
 @FUZZ
 @given(st.text(max_size=200) | JSONISH.map(json.dumps) | NVME.map(json.dumps))
 def test_the_guest_tools_nvme_id_ns(text):
-    _only_own_error(redodisk.parse_lba_formats, text, redodisk.UnexpectedOutput)
+    _only_own_error(nvmeformat.parse_lba_formats, text, nvmeformat.UnexpectedOutput)
 
 
 @pytest.mark.parametrize("parse, text", [
@@ -84,6 +84,6 @@ def test_what_the_fuzzing_found_is_the_parsers_own_error(parse, text):
     "[" * 100000,
 ], ids=["huge-ds", "flbas-bool", "nlbaf-null", "ds-fraction", "format-not-object", "ms-text", "deep-nesting"])
 def test_the_guest_tools_parser_refuses_fields_of_the_wrong_type(text):
-    with pytest.raises(redodisk.UnexpectedOutput) as e:
-        redodisk.parse_lba_formats(text, "nvme id-ns /dev/nvme0n1 -o json")
+    with pytest.raises(nvmeformat.UnexpectedOutput) as e:
+        nvmeformat.parse_lba_formats(text, "nvme id-ns /dev/nvme0n1 -o json")
     assert str(e.value).startswith("unexpected output of 'nvme id-ns /dev/nvme0n1 -o json': ")

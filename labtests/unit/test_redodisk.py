@@ -1,7 +1,8 @@
-"""provision-redo-disk and reformat-nvme (sectorlab/inguest/redodisk.py) without a VM: argument parsing,
-the udev rule it writes, the LBA formats it reads from saved `nvme id-ns` outputs, and refusals
-that need no disk or only a loop device. The lab scenarios (labtests/test_provision_redo_disk.py,
-test_reformat_nvme.py, test_redo_disk_bad_input.py) run the tools on real guest disks.
+"""provision-redo-disk and reformat-nvme (sectorlab/inguest/redodisk.py and nvmeformat.py, on
+blockdev.py) without a VM: argument parsing, the udev rule it writes, the LBA formats it reads from
+saved `nvme id-ns` outputs, and refusals that need no disk or only a loop device. The lab scenarios
+(labtests/test_provision_redo_disk.py, test_reformat_nvme.py, test_redo_disk_bad_input.py) run the
+tools on real guest disks.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sectorlab.inguest import redodisk
+from sectorlab.inguest import blockdev, nvmeformat, redodisk
 from sectorlab.paths import REPO
 
 DATA = REPO / "labtests" / "unit" / "data"
@@ -34,7 +35,7 @@ def test_parse_start(text, logical, sectors):
     ("2KiB", 4096, "give a multiple of 4096 B"),
 ])
 def test_parse_start_refuses(text, logical, message):
-    with pytest.raises(redodisk.Refused, match=None) as e:
+    with pytest.raises(blockdev.Refused, match=None) as e:
         redodisk.parse_start(text, logical)
     assert message in str(e.value)
 
@@ -43,7 +44,7 @@ def test_parse_mode():
     assert redodisk.parse_mode("0660") == 0o660
     assert redodisk.parse_mode("640") == 0o640
     for bad in ("0968", "rw", "66", "106600"):
-        with pytest.raises(redodisk.Refused, match="expected an octal mode"):
+        with pytest.raises(blockdev.Refused, match="expected an octal mode"):
             redodisk.parse_mode(bad)
 
 
@@ -76,27 +77,30 @@ def test_wanted_layout_is_exactly_one_redo_partition_at_the_start():
 
 
 def test_lba_formats_of_an_emulated_namespace():
-    in_use, formats = redodisk.parse_lba_formats((DATA / "nvme-id-ns-sector4k.json").read_text(), "nvme id-ns")
+    in_use, formats = nvmeformat.parse_lba_formats((DATA / "nvme-id-ns-sector4k.json").read_text(), "nvme id-ns")
     assert in_use == 4
     assert [(f["data_size"], f["metadata_size"]) for f in formats] == [
         (512, 0), (512, 8), (512, 16), (512, 64), (4096, 0), (4096, 8), (4096, 16), (4096, 64)]
-    assert redodisk.describe_formats(formats[:2]) == "0: 512 B, 1: 512 B + 8 B metadata"
+    assert nvmeformat.describe_formats(formats[:2]) == "0: 512 B, 1: 512 B + 8 B metadata"
 
 
 def test_lba_formats_of_an_nvme_tcp_namespace():
-    in_use, formats = redodisk.parse_lba_formats((DATA / "nvme-id-ns-tcp-sector512e.json").read_text(), "x")
+    in_use, formats = nvmeformat.parse_lba_formats((DATA / "nvme-id-ns-tcp-sector512e.json").read_text(), "x")
     assert (in_use, formats) == (0, [{"index": 0, "data_size": 512, "metadata_size": 0}])
 
 
 def test_lba_formats_bad_output():
-    with pytest.raises(redodisk.Failed, match="unexpected output of 'nvme id-ns /dev/nvme0n1'"):
-        redodisk.parse_lba_formats('{"nsze": 1}', "nvme id-ns /dev/nvme0n1")
+    with pytest.raises(blockdev.Failed, match="unexpected output of 'nvme id-ns /dev/nvme0n1'"):
+        nvmeformat.parse_lba_formats('{"nsze": 1}', "nvme id-ns /dev/nvme0n1")
+
+
+COMMANDS = {"provision-redo-disk": redodisk, "reformat-nvme": nvmeformat}
 
 
 def _main(argv, capsys, root=True, monkeypatch=None):
     if monkeypatch is not None:
-        monkeypatch.setattr(redodisk.os, "geteuid", lambda: 0 if root else 1000)
-    rc = redodisk.main(argv[1:], prog=argv[0])
+        monkeypatch.setattr(blockdev.os, "geteuid", lambda: 0 if root else 1000)  # run_tool's root check
+    rc = COMMANDS[argv[0]].main(argv[1:])
     out = capsys.readouterr()
     return rc, out.out, out.err
 
@@ -123,16 +127,20 @@ def test_needs_root(capsys, monkeypatch):
 @pytest.mark.parametrize("lbads, message", [("1000", "1000 is not a power of two"), ("4k", "'4k' is not a number")])
 def test_reformat_lbads_is_checked_by_its_parser(lbads, message, capsys):
     with pytest.raises(SystemExit) as e:
-        redodisk.main(["/dev/nvme0n1", "--lbads", lbads], prog="reformat-nvme")
+        nvmeformat.main(["/dev/nvme0n1", "--lbads", lbads])
     assert e.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_dispatch_by_first_argument_when_run_as_the_module_file():
-    script = REPO / "sectorlab" / "inguest" / "redodisk.py"
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
-    assert out.returncode == 2 and "{provision-redo-disk,reformat-nvme}" in out.stderr
-    out = subprocess.run([sys.executable, str(script), "reformat-nvme", "--help"], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.startswith("usage: reformat-nvme")
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_module_file_runs_its_command(command):
+    """`python3 redodisk.py ARGS` is provision-redo-disk, `python3 nvmeformat.py ARGS` reformat-nvme,
+    whatever name the file is run by (the launchers import the module and call main())."""
+    script = COMMANDS[command].__file__
+    out = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith(f"usage: {command}"), out.stderr
+    out = subprocess.run([sys.executable, script], capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.startswith(f"usage: {command}")
+    assert "the following arguments are required: device" in out.stderr
 
 
 def test_loop_device_is_refused_by_reformat_and_a_gpt_by_provision(loop_device, capsys, monkeypatch):
@@ -145,9 +153,9 @@ def test_loop_device_is_refused_by_reformat_and_a_gpt_by_provision(loop_device, 
                    capture_output=True)
     with open(dev, "rb") as f:
         before = f.read(1 << 20)
-    disk = redodisk.whole_disk(dev)
+    disk = blockdev.whole_disk(dev)
     layout = redodisk.read_layout(disk)
     assert layout.label == "gpt" and layout.partitions[0]["start"] == 2048
-    assert [s["type"] for s in redodisk.signatures(dev)] == ["gpt", "gpt", "PMBR"]
+    assert [s["type"] for s in blockdev.signatures(dev)] == ["gpt", "gpt", "PMBR"]
     with open(dev, "rb") as f:
         assert f.read(1 << 20) == before
