@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from . import fields, images, inputs, remote
 from . import geometry as geo
-from . import images, inputs, remote
 from .errors import SectorlabError, UsageError
+from .fields import known_keys, whole_number  # noqa: F401 (bench/preset reads them from here)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -33,6 +34,10 @@ SERIAL_RE = re.compile(r"^[A-Za-z0-9_-]{1,20}$")  # virtio-blk serials are at mo
 # under 300 MB; the volumes are thin qcow2, so a larger disk costs only what is written to it.
 DEFAULT_DISK_MIB = 512
 MIN_DISK_MIB = 16
+MAX_DISK_MIB = 1 << 20
+DEFAULT_MEMORY_MIB = 768
+MAX_MEMORY_MIB = 65536
+DISK_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 # What one VM's machine takes (QEMU's i440fx "pc" machine: one PCI bus of 32 slots, 0x00 the host
 # bridge, 0x01 the PIIX3 with IDE, USB and ACPI; docs/reliability.md has the measurements):
 MAX_NVME_PER_VM = 8  # one PCI slot each, from 0x18 up
@@ -52,10 +57,6 @@ PCI_SLOTS_FIXED = 4  # root disk, seed, virtio-serial, virtio-rng
 MAX_VMS = 16
 URI_RE = re.compile(r"^qemu(\+[a-z]+)?://[^/\s]*/(system|session)(\?\S*)?$")
 
-LAB_KEYS = {"name", "libvirt_uri"}
-VM_KEYS = {"name", "guest", "memory_mib", "ssh_port", "libvirt_uri", "disk"}
-DISK_KEYS = {"name", "bus", "geometry", "size_mib", "serial", "latency", "write_latency_us", "rmw"}
-GEOMETRY_KEYS = {"logical_block_size", "physical_block_size", "min_io_size", "opt_io_size", "description"}
 BUS_CODES = {"nvme": "nvme", "nvme-tcp": "ntcp", "virtio": "vblk", "scsi": "scsi"}
 
 
@@ -134,31 +135,22 @@ def with_suffix(lab: Lab, suffix: str | None = None) -> Lab:
     return dataclasses.replace(lab, name=name)
 
 
-def known_keys(where: str, table: dict, allowed: set[str]) -> None:
-    if not isinstance(table, dict):
-        raise UsageError(f"{where}: expected a table, got {table!r}")
-    extra = sorted(set(table) - allowed)
-    if extra:
-        raise UsageError(f"{where}: unknown key {extra[0]!r}: expected one of {', '.join(sorted(allowed))}")
-
-
-def whole_number(where: str, key: str, value, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise UsageError(f"{where}: {key} = {value!r}: expected a whole number")
-    if value < minimum or (maximum is not None and value > maximum):
-        upper = f" and at most {maximum}" if maximum is not None else ""
-        raise UsageError(f"{where}: {key} = {value}: expected at least {minimum}{upper}")
-    return value
-
-
-def name_field(where: str, key: str, value) -> str:
+def name_field(where: str, key: str, value, got: dict | None = None) -> str:
     if not isinstance(value, str) or not NAME_RE.match(value):
         raise UsageError(f"{where}: {key} = {value!r}: expected lower-case letters, digits and '-', "
                          f"starting with a letter, at most 31 characters")
     return value
 
 
-def _uri(where: str, value) -> str:
+def _lab_name(where: str, key: str, value, got: dict) -> str:
+    name_field(where, key, value)
+    if value == "images":
+        raise UsageError(f"{where}: name = 'images' is taken by the pool that holds the guest images "
+                         f"(sectorlab-images); choose another name")
+    return value
+
+
+def _uri(where: str, key: str, value, got: dict) -> str:
     if not isinstance(value, str) or not URI_RE.match(value):
         raise UsageError(f"{where}: libvirt_uri = {value!r}: expected a QEMU URI such as qemu:///system or "
                          f"qemu+ssh://host/system")
@@ -169,85 +161,212 @@ def _uri(where: str, value) -> str:
     return value
 
 
+def _guest(where: str, key: str, value, got: dict) -> str:
+    if value not in images.guest_names():
+        raise UsageError(f"{where}: unknown guest {value!r}: expected one of {', '.join(images.guest_names())}")
+    spec = images.load_guest(value)
+    if spec.firmware != "bios":
+        raise UsageError(f"{where}: guest {value} boots by {spec.firmware.upper()} (firmware in "
+                         f"{spec.vars_file.name}); lab VMs boot it through its own boot loader under SeaBIOS, "
+                         f"so lab-up cannot run it yet; use a guest whose template boots by BIOS")
+    return value
+
+
+def _memory(where: str, key: str, value, got: dict) -> int:
+    guest = got["guest"]
+    minimum = images.load_guest(guest).lab_min_memory_mib
+    if isinstance(value, int) and not isinstance(value, bool) and value < minimum:
+        raise UsageError(f"{where}: memory_mib = {value}: {guest} needs at least {minimum} MiB; raise memory_mib")
+    return whole_number(where, key, value, minimum, MAX_MEMORY_MIB)
+
+
+def _port(where: str, key: str, value, got: dict) -> int:
+    port = whole_number(where, key, value, 0, 65535)
+    if 0 < port < 1024:
+        raise UsageError(f"{where}: ssh_port = {port}: expected 0 (chosen at lab-up) or 1024-65535")
+    return port
+
+
+def _bus(where: str, key: str, value, got: dict) -> str:
+    if value not in geo.buses():
+        raise UsageError(f"{where}: unknown bus {value!r}: expected one of {', '.join(geo.buses())}")
+    return value
+
+
+def _geometry(where: str, key: str, value, got: dict) -> geo.Geometry:
+    known = got["geometries"]
+    if value not in known:
+        raise UsageError(f"{where}: unknown geometry {value!r}: expected one of {', '.join(known)} "
+                         f"(or define it in a [geometry.NAME] table)")
+    g = known[value]
+    geo.check_bus(got["bus"], g, where)
+    return g
+
+
+def _latency_name(where: str, key: str, value, got: dict) -> str:
+    profiles = geo.latency_profiles()
+    if value not in profiles:
+        raise UsageError(f"{where}: latency = {value!r}: unknown latency profile; expected one of "
+                         f"{', '.join(profiles)} (sectorlab geometries lists them), or write_latency_us = N")
+    return value
+
+
+def _disk_name(where: str, key: str, value, got: dict) -> str:
+    if not isinstance(value, str) or not DISK_NAME_RE.match(value):
+        raise UsageError(f"{where}: name = {value!r}: expected lower-case letters, digits, '-', '_' and '.'")
+    return value
+
+
+def _serial(where: str, key: str, value, got: dict) -> str:
+    if not isinstance(value, str) or not SERIAL_RE.match(value):
+        raise UsageError(f"{where}: serial = {value!r}: expected 1-20 characters of letters, digits, '-' and '_'")
+    return value
+
+
+def _block_size(where: str, key: str, value, got: dict) -> int:
+    return value  # geometry.check_block_sizes checks the four together, as it checks the catalog's
+
+
+def _write_latency(where: str, key: str, value, got: dict) -> geo.LatencyProfile:
+    if got["latency"] is not None:
+        raise UsageError(f"{where}: latency = {got['latency']!r} and write_latency_us = {value!r}: give a named "
+                         f"profile or a custom latency, not both")
+    return geo.custom_latency(where, value)
+
+
+NAME = fields.custom("name: a-z, 0-9, '-', at most 31", name_field)
+LAB_FIELDS = fields.Table("[lab]", "The lab as a whole (the table may be left out).", (
+    fields.Field("name", fields.custom("name: a-z, 0-9, '-', at most 31", _lab_name),
+                 "prefix of the lab's libvirt objects; its state is in ~/.cache/sectorlab/labs/NAME/",
+                 default="default"),
+    fields.Field("libvirt_uri", fields.custom("QEMU URI", _uri),
+                 "where the VMs run: qemu:///system, or qemu+ssh://[user@]host[:port]/system[?keyfile=..."
+                 "&knownhosts=...]", default=DEFAULT_URI),
+))
+VM_FIELDS = fields.Table("[[vm]]", f"One VM of the lab (at least one, at most {MAX_VMS}).", (
+    fields.Field("name", NAME, "the VM's name, unique in the lab; its domain is sectorlab-LAB-NAME",
+                 default=lambda got: f"vm{got['index']}", default_text="vm1, vm2, ... by position"),
+    fields.Field("guest", fields.custom("a guest of packer/vars/", _guest),
+                 "the guest image: packer/vars/GUEST.pkrvars.hcl", default="debian12"),
+    fields.Field("memory_mib", fields.custom(f"integer, the guest's minimum-{MAX_MEMORY_MIB}", _memory),
+                 "the VM's memory in MiB",
+                 default=lambda got: max(images.load_guest(got["guest"]).lab_min_memory_mib, DEFAULT_MEMORY_MIB),
+                 default_text=f"{DEFAULT_MEMORY_MIB}, or the guest's minimum if higher"),
+    fields.Field("ssh_port", fields.custom("integer, 0 or 1024-65535", _port),
+                 "the SSH forward on the libvirt host's 127.0.0.1; 0: one free port chosen at the first "
+                 "lab-up, then kept", default=0),
+    fields.Field("libvirt_uri", fields.custom("QEMU URI", _uri), "where this VM runs",
+                 default=lambda got: got["lab_uri"], default_text="[lab]'s"),
+    fields.Field("disk", fields.TABLES, "the VM's data disks, [[vm.disk]] (at least one)",
+                 default=lambda got: [], default_text="required"),
+))
+DISK_FIELDS = fields.Table("[[vm.disk]]", "One data disk of a VM.", (
+    fields.Field("bus", fields.custom("nvme, nvme-tcp, virtio or scsi", _bus),
+                 "how the guest sees it (sectorlab/geometries.json: buses)", default=fields.REQUIRED),
+    fields.Field("geometry", fields.custom("a geometry of the catalog or the lab", _geometry),
+                 "its sectors and I/O sizes: sectorlab/geometries.json, or a [geometry.NAME] of the lab",
+                 default=fields.REQUIRED),
+    fields.Field("latency", fields.custom("a latency profile", _latency_name),
+                 "a latency profile of the catalog added to every write (sectorlab geometries lists them)",
+                 default_text='"none"'),
+    fields.Field("write_latency_us", fields.custom(f"integer, 1000-{geo.MAX_WRITE_LATENCY_US}, a multiple of 1000",
+                                                   _write_latency),
+                 "a latency of its own added to every write, in whole milliseconds (not with latency)"),
+    fields.Field("rmw", fields.BOOLEAN, "unaligned writes read the physical sector first (512e-like "
+                 "geometries on virtio only)", default=False),
+    fields.Field("name", fields.custom("a-z, 0-9, '-', '_', '.', at most 63", _disk_name),
+                 "the disk's name, unique in the lab: the scenarios' test id",
+                 default_text="BUS-GEOMETRY[-LATENCY][-rmw]"),
+    fields.Field("size_mib", fields.number(MIN_DISK_MIB, MAX_DISK_MIB), "its size in MiB (a thin qcow2 volume)",
+                 default=DEFAULT_DISK_MIB),
+    fields.Field("serial", fields.custom("1-20 of A-Z, a-z, 0-9, '-', '_'", _serial),
+                 "the serial the guest finds it by, unique in the lab", default_text="slNN-BUS-GEOMETRY"),
+))
+_POWER = f"integer, a power of two, {geo.MIN_BLOCK_SIZE}"
+_MULTIPLE = "integer, a multiple of logical"
+GEOMETRY_FIELDS = fields.Table("[geometry.NAME]", "A geometry of the lab's own, beside the catalog's.", (
+    fields.Field("logical_block_size", fields.custom(f"{_POWER}-{geo.MAX_LOGICAL_BLOCK_SIZE}", _block_size),
+                 "the logical sector in bytes", default=fields.REQUIRED),
+    fields.Field("physical_block_size", fields.custom(f"{_POWER}-{geo.MAX_BLOCK_SIZE}, at least logical",
+                                                      _block_size),
+                 "the physical sector in bytes", default=fields.REQUIRED),
+    fields.Field("min_io_size", fields.custom(f"{_MULTIPLE}, at least physical, at most {geo.MAX_IO_SIZE}",
+                                              _block_size),
+                 "the minimum I/O size advertised (0: none; the kernel takes the physical sector)", default=0),
+    fields.Field("opt_io_size", fields.custom(f"{_MULTIPLE}, at least min_io_size, at most {geo.MAX_IO_SIZE}",
+                                              _block_size),
+                 "the optimal I/O size advertised (0: none)", default=0),
+    fields.Field("description", fields.TEXT, "what it models", default="defined by the lab"),
+))
+TABLES = (LAB_FIELDS, VM_FIELDS, DISK_FIELDS, GEOMETRY_FIELDS)
+
+
 def validate(data: dict, path: Path | None = None) -> Lab:
     src = str(path) if path else "lab definition"
     # [bench] makes a lab definition a bench preset (labs/bench/); sectorlab/bench/preset.py reads it.
-    known_keys(src, data, {"lab", "vm", "geometry", "bench"})
-    lab_table = data.get("lab", {})
-    known_keys(f"{src} [lab]", lab_table, LAB_KEYS)
-    lab_name = name_field(f"{src} [lab]", "name", lab_table.get("name", "default"))
-    if lab_name == "images":
-        raise UsageError(f"{src} [lab]: name = 'images' is taken by the pool that holds the guest images "
-                         f"(sectorlab-images); choose another name")
-    default_uri = _uri(f"{src} [lab]", lab_table.get("libvirt_uri", DEFAULT_URI))
-
-    catalog = geo.geometries()
-    extra: dict[str, geo.Geometry] = {}
-    for gname, g in data.get("geometry", {}).items():
-        where = f"{src} [geometry.{gname}]"
-        name_field(where, "name", gname)
-        if gname in catalog:
-            raise UsageError(f"{where}: {gname} is already in the geometry catalog; give it another name")
-        known_keys(where, g, GEOMETRY_KEYS)
-        extra[gname] = geo.make(where, gname, g, "defined by the lab")
-    known_geometries = {**catalog, **extra}
-
+    fields.known_keys(src, data, {"lab", "vm", "geometry", "bench"})
+    lab = LAB_FIELDS.read(f"{src} [lab]", data.get("lab", {}))
+    extra = _geometries(src, data.get("geometry", {}))
     vm_tables = data.get("vm", [])
     if not isinstance(vm_tables, list) or not vm_tables:
         raise UsageError(f"{src}: no [[vm]]: expected at least one VM with its [[vm.disk]] entries")
     if len(vm_tables) > MAX_VMS:
         raise UsageError(f"{src}: {len(vm_tables)} [[vm]] tables: a lab has at most {MAX_VMS} VMs; split it into "
                          f"several labs")
-    vms: list[VM] = []
-    seen_vms: set[str] = set()
-    seen_disks: dict[str, str] = {}
-    seen_serials: dict[str, str] = {}
-    seen_ports: dict[int, str] = {}
-    for i, vt in enumerate(vm_tables, 1):
-        where = f"{src} [[vm]] #{i}"
-        known_keys(where, vt, VM_KEYS)
-        name = name_field(where, "name", vt.get("name", f"vm{i}"))
-        where = f"{src} vm {name}"
-        if name in seen_vms:
-            raise UsageError(f"{where}: duplicate VM name {name!r}: VM names must be unique in a lab")
-        seen_vms.add(name)
-        guest = vt.get("guest", "debian12")
-        if guest not in images.guest_names():
-            raise UsageError(f"{where}: unknown guest {guest!r}: expected one of {', '.join(images.guest_names())}")
-        spec = images.load_guest(guest)
-        if spec.firmware != "bios":
-            raise UsageError(f"{where}: guest {guest} boots by {spec.firmware.upper()} (firmware in "
-                             f"{spec.vars_file.name}); lab VMs boot it through its own boot loader under SeaBIOS, "
-                             f"so lab-up cannot run it yet; use a guest whose template boots by BIOS")
-        minimum = spec.lab_min_memory_mib
-        memory = vt.get("memory_mib", max(minimum, 768))
-        if isinstance(memory, int) and not isinstance(memory, bool) and memory < minimum:
-            raise UsageError(f"{where}: memory_mib = {memory}: {guest} needs at least {minimum} MiB; raise memory_mib")
-        memory = whole_number(where, "memory_mib", memory, minimum, 65536)
-        port = whole_number(where, "ssh_port", vt.get("ssh_port", 0), 0, 65535)
-        if 0 < port < 1024:
-            raise UsageError(f"{where}: ssh_port = {port}: expected 0 (chosen at lab-up) or 1024-65535")
-        if port and port in seen_ports:
-            raise UsageError(f"{where}: ssh_port {port} is also the port of VM {seen_ports[port]}")
-        if port:
-            seen_ports[port] = name
-        uri = _uri(where, vt.get("libvirt_uri", default_uri))
-        vm = VM(name, guest, memory, port, uri)
-        disk_tables = vt.get("disk", [])
-        if not disk_tables:
-            raise UsageError(f"{where}: no [[vm.disk]]: a lab VM exists to show data disks; add at least one")
-        for j, dt in enumerate(disk_tables, 1):
-            vm.disks.append(_disk(f"{where} disk #{j}", dt, known_geometries, seen_disks, seen_serials, name))
-        problem = layout_problem([(d.bus, d.rmw is not None) for d in vm.disks])
-        if problem:
-            raise UsageError(f"{where}: {problem}; put the others on another VM")
-        rmw = sum(1 for d in vm.disks if d.rmw)
-        if rmw and remote.is_remote(uri):
-            raise UsageError(f"{where}: rmw = true on libvirt_uri {uri}: a read-modify-write disk's reads are "
-                             f"counted in QEMU's log and process on this host; put that disk in a lab on "
-                             f"qemu:///system")
-        vms.append(vm)
-    return Lab(lab_name, path, vms, extra)
+    seen = _Seen()
+    context = {"lab_uri": lab["libvirt_uri"], "geometries": {**geo.geometries(), **extra}}
+    vms = [_vm(src, i, vt, context, seen) for i, vt in enumerate(vm_tables, 1)]
+    return Lab(lab["name"], path, vms, extra)
+
+
+def _geometries(src: str, tables) -> dict[str, geo.Geometry]:
+    if not isinstance(tables, dict):
+        raise UsageError(f"{src}: geometry = {tables!r}: expected [geometry.NAME] tables")
+    catalog = geo.geometries()
+    extra: dict[str, geo.Geometry] = {}
+    for gname, g in tables.items():
+        where = f"{src} [geometry.{gname}]"
+        name_field(where, "name", gname)
+        if gname in catalog:
+            raise UsageError(f"{where}: {gname} is already in the geometry catalog; give it another name")
+        extra[gname] = geo.make(where, gname, GEOMETRY_FIELDS.read(where, g))
+    return extra
+
+
+@dataclass
+class _Seen:
+    """What earlier VMs and disks of the lab took: names, serials, ports must be unique."""
+    vms: set[str] = field(default_factory=set)
+    disks: dict[str, str] = field(default_factory=dict)
+    serials: dict[str, str] = field(default_factory=dict)
+    ports: dict[int, str] = field(default_factory=dict)
+
+
+def _vm(src: str, i: int, vt, context: dict, seen: _Seen) -> VM:
+    name = VM_FIELDS.field("name").read(f"{src} [[vm]] #{i}", vt if isinstance(vt, dict) else {}, {"index": i})
+    where = f"{src} vm {name}"
+    if name in seen.vms:
+        raise UsageError(f"{where}: duplicate VM name {name!r}: VM names must be unique in a lab")
+    seen.vms.add(name)
+    v = VM_FIELDS.read(where if isinstance(vt, dict) else f"{src} [[vm]] #{i}", vt, index=i, **context)
+    port = v["ssh_port"]
+    if port and port in seen.ports:
+        raise UsageError(f"{where}: ssh_port {port} is also the port of VM {seen.ports[port]}")
+    if port:
+        seen.ports[port] = name
+    vm = VM(name, v["guest"], v["memory_mib"], port, v["libvirt_uri"])
+    if not v["disk"]:
+        raise UsageError(f"{where}: no [[vm.disk]]: a lab VM exists to show data disks; add at least one")
+    for j, dt in enumerate(v["disk"], 1):
+        vm.disks.append(_disk(f"{where} disk #{j}", dt, context, seen, name))
+    problem = layout_problem([(d.bus, d.rmw is not None) for d in vm.disks])
+    if problem:
+        raise UsageError(f"{where}: {problem}; put the others on another VM")
+    if any(d.rmw for d in vm.disks) and remote.is_remote(vm.libvirt_uri):
+        raise UsageError(f"{where}: rmw = true on libvirt_uri {vm.libvirt_uri}: a read-modify-write disk's reads "
+                         f"are counted in QEMU's log and process on this host; put that disk in a lab on "
+                         f"qemu:///system")
+    return vm
 
 
 def layout_problem(disks: list[tuple[str, bool]]) -> str | None:
@@ -271,63 +390,40 @@ def layout_problem(disks: list[tuple[str, bool]]) -> str | None:
     return None
 
 
-def _disk(where: str, dt: dict, known: dict[str, geo.Geometry], seen_disks: dict[str, str],
-          seen_serials: dict[str, str], vm_name: str) -> Disk:
-    known_keys(where, dt, DISK_KEYS)
-    bus = dt.get("bus")
-    gname = dt.get("geometry")
-    if bus not in geo.buses():
-        raise UsageError(f"{where}: unknown bus {bus!r}: expected one of {', '.join(geo.buses())}")
-    if gname not in known:
-        raise UsageError(f"{where}: unknown geometry {gname!r}: expected one of {', '.join(known)} "
-                         f"(or define it in a [geometry.NAME] table)")
-    g = known[gname]
-    geo.check_bus(bus, g, where)
-    latency = _latency(where, dt)
-    rmw = _rmw(where, dt, bus, g)
-    name = dt.get("name", f"{bus}-{gname}" + (f"-{latency.name}" if latency else "") + ("-rmw" if rmw else ""))
-    if not isinstance(name, str) or not re.match(r"^[a-z0-9][a-z0-9_.-]{0,62}$", name):
-        raise UsageError(f"{where}: name = {name!r}: expected lower-case letters, digits, '-', '_' and '.'")
+def _disk(where: str, dt, context: dict, seen: _Seen, vm_name: str) -> Disk:
+    d = DISK_FIELDS.read(where, dt, **context)
+    g, bus = d["geometry"], d["bus"]
+    latency = _latency(where, d)
+    rmw = _rmw(where, d["rmw"], bus, g)
+    name = d["name"] or _disk_name(where, "name", f"{bus}-{g.name}" + (f"-{latency.name}" if latency else "")
+                                   + ("-rmw" if rmw else ""), d)
     where = f"{where} ({name})"
-    if name in seen_disks:
-        raise UsageError(f"{where}: duplicate disk name {name!r} (also in VM {seen_disks[name]}): disk names "
+    if name in seen.disks:
+        raise UsageError(f"{where}: duplicate disk name {name!r} (also in VM {seen.disks[name]}): disk names "
                          f"are test ids and must be unique in the lab")
-    seen_disks[name] = vm_name
-    size = whole_number(where, "size_mib", dt.get("size_mib", DEFAULT_DISK_MIB), MIN_DISK_MIB, 1 << 20)
-    serial = dt.get("serial", default_serial(bus, gname, len(seen_serials)))
-    if not isinstance(serial, str) or not SERIAL_RE.match(serial):
-        raise UsageError(f"{where}: serial = {serial!r}: expected 1-20 characters of letters, digits, '-' and '_'")
-    if serial in seen_serials:
-        raise UsageError(f"{where}: duplicate serial {serial!r} (also disk {seen_serials[serial]}): the guest "
+    seen.disks[name] = vm_name
+    serial = d["serial"] or default_serial(bus, g.name, len(seen.serials))
+    if serial in seen.serials:
+        raise UsageError(f"{where}: duplicate serial {serial!r} (also disk {seen.serials[serial]}): the guest "
                          f"finds disks by serial, so serials must be unique in the lab")
-    seen_serials[serial] = name
-    return Disk(name, bus, g, size, serial, latency, rmw)
+    seen.serials[serial] = name
+    return Disk(name, bus, g, d["size_mib"], serial, latency, rmw)
 
 
-def _rmw(where: str, dt: dict, bus: str, g: geo.Geometry) -> geo.ReadModifyWrite | None:
+def _rmw(where: str, rmw: bool, bus: str, g: geo.Geometry) -> geo.ReadModifyWrite | None:
     """The disk's read-modify-write cost (`rmw = true`), None without one."""
-    value = dt.get("rmw", False)
-    if not isinstance(value, bool):
-        raise UsageError(f"{where}: rmw = {value!r}: expected true or false")
-    if not value:
+    if not rmw:
         return None
     geo.check_rmw(where, bus, g)
     return geo.read_modify_write()
 
 
-def _latency(where: str, dt: dict) -> geo.LatencyProfile | None:
+def _latency(where: str, d: dict) -> geo.LatencyProfile | None:
     """The disk's latency profile (`latency = "hdd-7200"` or `write_latency_us = N`), None for none."""
-    if "latency" in dt and "write_latency_us" in dt:
-        raise UsageError(f"{where}: latency = {dt['latency']!r} and write_latency_us = {dt['write_latency_us']!r}: "
-                         f"give a named profile or a custom latency, not both")
-    if "write_latency_us" in dt:
-        return geo.custom_latency(where, dt["write_latency_us"])
-    name = dt.get("latency", "none")
-    profiles = geo.latency_profiles()
-    if name not in profiles:
-        raise UsageError(f"{where}: latency = {name!r}: unknown latency profile; expected one of "
-                         f"{', '.join(profiles)} (sectorlab geometries lists them), or write_latency_us = N")
-    return profiles[name] if profiles[name].write_delay_ms else None
+    if d["write_latency_us"] is not None:
+        return d["write_latency_us"]
+    profile = geo.latency_profiles()[d["latency"] or "none"]
+    return profile if profile.write_delay_ms else None
 
 
 def default_serial(bus: str, geometry_name: str, index: int) -> str:

@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import inputs, labdef
+from .. import fields, inputs, labdef
 from ..errors import UsageError
 from ..inguest import rules
-from ..labdef import known_keys, name_field, whole_number
 from ..paths import REPO
 
 if sys.version_info >= (3, 11):
@@ -29,15 +28,6 @@ RESULTS_DIR = REPO / "results"
 
 
 DEFAULT_PRESET = "vsphere-512e"
-BENCH_KEYS = {"seed", "title", "sessions", "redo_per_txn", "rate", "warmup_s", "duration_s", "log_size_mib",
-              "blocksizes", "repeats", "target", "compare", "asm"}
-
-
-TARGET_KEYS = {"name", "disk", "race", "reformat_lbads", "repeats"}
-COMPARE_KEYS = {"title", "a", "b"}
-
-
-ASM_KEYS = {"target", "sector_size"}
 # Seconds a run costs beyond its warm-up and measured time (two SSH round trips, fetching its
 # files): the estimate before the first run has finished, replaced by what the runs take.
 RUN_OVERHEAD_S = 4.0
@@ -120,8 +110,102 @@ def preset_path(name: str) -> Path:
     return path
 
 
+def _blocksizes(where: str, key: str, value, got: dict) -> list[int]:
+    if (not isinstance(value, list) or not value or any(bs not in rules.VALID_BLOCKSIZES for bs in value)
+            or len(set(value)) != len(value)):
+        raise UsageError(f"{where}: blocksizes = {value!r}: expected a list of distinct redo BLOCKSIZEs from "
+                         f"{', '.join(map(str, rules.VALID_BLOCKSIZES))}")
+    return value
+
+
+def _disk(where: str, key: str, value, got: dict) -> labdef.Disk:
+    disks = got["disks"]
+    if value not in disks:
+        raise UsageError(f"{where}: {key} = {value!r}: no such disk in this lab; expected one of {', '.join(disks)}")
+    return disks[value]
+
+
+def _lbads(where: str, key: str, value, got: dict) -> int:
+    d = got["disk"]
+    if d.bus != "nvme":
+        raise UsageError(f"{where}: reformat_lbads on disk {d.name} (bus {d.bus}): only an emulated NVMe "
+                         f"namespace can be formatted to another LBA size (bus = \"nvme\")")
+    if value not in (512, 4096):
+        raise UsageError(f"{where}: reformat_lbads = {value!r}: expected 512 or 4096 (the LBA formats "
+                         f"QEMU's NVMe namespace offers)")
+    return value
+
+
+def _selector(where: str, key: str, value, got: dict) -> dict:
+    names, blocksizes = got["targets"], got["blocksizes"]
+    tname, _, bs = str(value).partition("@")
+    if tname not in names or not bs.isdigit() or int(bs) not in blocksizes:
+        raise UsageError(f"{where}: {key} = {value!r}: expected TARGET@BLOCKSIZE with a target of "
+                         f"{', '.join(sorted(names))} and a BLOCKSIZE of {blocksizes}")
+    return {"disk": tname, "blocksize": int(bs)}
+
+
+def _target_name(where: str, key: str, value, got: dict) -> str:
+    if value not in got["targets"]:
+        raise UsageError(f"{where}: target = {value!r}: expected one of {', '.join(sorted(got['targets']))}")
+    return value
+
+
+def _asm_sector(where: str, key: str, value, got: dict) -> int:
+    if value not in (512, 4096):
+        raise UsageError(f"{where}: sector_size = {value!r}: expected an ASM disk group SECTOR_SIZE of 512 or 4096")
+    return value
+
+
+REPEATS = fields.number(1, 20)
+BENCH_FIELDS = fields.Table("[bench]", "What a bench preset runs: the workload of redo-writer and its runs.", (
+    fields.Field("seed", fields.TEXT, "the seed the preset reproduces (shared/seeds/NNN)", default=""),
+    fields.Field("title", fields.TEXT, "the report's title", default=lambda got: got["stem"],
+                 default_text="the file's name"),
+    fields.Field("sessions", fields.number(1, 256), "redo-writer's sessions (committing threads)", default=4),
+    fields.Field("redo_per_txn", fields.number(1, 64 << 20), "bytes of redo per commit", default=512),
+    fields.Field("rate", fields.number(0, 10_000_000), "commits per second in all (0: as fast as it goes)",
+                 default=0),
+    fields.Field("warmup_s", fields.number(1, 3600), "seconds run before measuring", default=3),
+    fields.Field("duration_s", fields.number(1, 3600), "seconds measured (make bench DURATION=)", default=15,
+                 label="duration_s (DURATION)"),
+    fields.Field("log_size_mib", fields.number(1, 1 << 20), "the redo log's size in MiB", default=64),
+    fields.Field("blocksizes", fields.custom("list of " + ", ".join(map(str, rules.VALID_BLOCKSIZES)), _blocksizes),
+                 "the redo BLOCKSIZEs to run (those the rules engine refuses for a target are left out)",
+                 default=lambda got: list(rules.VALID_BLOCKSIZES),
+                 default_text=", ".join(map(str, rules.VALID_BLOCKSIZES))),
+    fields.Field("repeats", REPEATS, "runs of each target and BLOCKSIZE (make bench REPEATS=)", default=1),
+    fields.Field("target", fields.TABLES, "[[bench.target]]: what to run on", default_text="every disk"),
+    fields.Field("compare", fields.TABLES, "[[bench.compare]]: pairs of runs the report compares",
+                 default=lambda got: [], default_text="none"),
+    fields.Field("asm", fields.TABLES, "[[bench.asm]]: ASM disk groups to evaluate",
+                 default=lambda got: [], default_text="none"),
+))
+TARGET_FIELDS = fields.Table("[[bench.target]]", "One target: a disk of the lab, run as a redo log.", (
+    fields.Field("disk", fields.custom("a disk of the lab", _disk), "the disk", default=fields.REQUIRED),
+    fields.Field("name", fields.custom("name", labdef.name_field), "the target's name in the report",
+                 default=lambda got: got["disk"].name, default_text="the disk's name"),
+    fields.Field("race", fields.custom("a disk of the lab", _disk),
+                 "a second disk of the same geometry written as the log group's other member"),
+    fields.Field("reformat_lbads", fields.custom("512 or 4096", _lbads),
+                 "format the NVMe namespace to this LBA size first (bus nvme only)"),
+    fields.Field("repeats", REPEATS, "runs of each BLOCKSIZE on this target", default_text="[bench]'s"),
+))
+COMPARE_FIELDS = fields.Table("[[bench.compare]]", "Two runs the report compares.", (
+    fields.Field("a", fields.custom("TARGET@BLOCKSIZE", _selector), "the first", default=fields.REQUIRED),
+    fields.Field("b", fields.custom("TARGET@BLOCKSIZE", _selector), "the second", default=fields.REQUIRED),
+    fields.Field("title", fields.TEXT, "the comparison's title", default_text='"A against B"'),
+))
+ASM_FIELDS = fields.Table("[[bench.asm]]", "An ASM disk group on a target, checked by the rules engine.", (
+    fields.Field("target", fields.custom("a target's name", _target_name), "the target", default=fields.REQUIRED),
+    fields.Field("sector_size", fields.custom("512 or 4096", _asm_sector), "the disk group's SECTOR_SIZE",
+                 default=fields.REQUIRED),
+))
+TABLES = (BENCH_FIELDS, TARGET_FIELDS, COMPARE_FIELDS, ASM_FIELDS)
+
+
 def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None = None,
-                repeats: int | None = None) -> Preset:
+                repeats: int | None = None, suffix: str | None = None) -> Preset:
     """The preset `name` (labs/bench/NAME.toml or a path), checked before anything starts;
     `duration_s`, `warmup_s` and `repeats` override the file's (make bench DURATION=...)."""
     path = preset_path(name)
@@ -129,96 +213,51 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
         data = tomllib.loads(inputs.read_text(path, "bench preset", inputs.LAB_DEFINITION_MAX))
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML ({e})") from e
-    lab = labdef.with_suffix(labdef.validate(data, path))
+    lab = labdef.with_suffix(labdef.validate(data, path), suffix)
     where = f"{path} [bench]"
     b = data.get("bench")
     if b is None:
         raise UsageError(f"{path}: no [bench] table: a preset is a lab definition with a [bench] table "
                          f"(see labs/bench/)")
-    known_keys(where, b, BENCH_KEYS)
-    if duration_s is not None:
-        b = {**b, "duration_s": duration_s}
-    if warmup_s is not None:
-        b = {**b, "warmup_s": warmup_s}
-    workload = Workload(
-        sessions=whole_number(where, "sessions", b.get("sessions", 4), 1, 256),
-        redo_per_txn=whole_number(where, "redo_per_txn", b.get("redo_per_txn", 512), 1, 64 << 20),
-        rate=whole_number(where, "rate", b.get("rate", 0), 0, 10_000_000),
-        warmup_s=whole_number(where, "warmup_s", b.get("warmup_s", 3), 1, 3600),
-        duration_s=whole_number(where, "duration_s (DURATION)", b.get("duration_s", 15), 1, 3600),
-        log_size=whole_number(where, "log_size_mib", b.get("log_size_mib", 64), 1, 1 << 20) << 20)
-    blocksizes = b.get("blocksizes", list(rules.VALID_BLOCKSIZES))
-    if (not isinstance(blocksizes, list) or not blocksizes
-            or any(bs not in rules.VALID_BLOCKSIZES for bs in blocksizes) or len(set(blocksizes)) != len(blocksizes)):
-        raise UsageError(f"{where}: blocksizes = {blocksizes!r}: expected a list of distinct redo BLOCKSIZEs from "
-                         f"{', '.join(map(str, rules.VALID_BLOCKSIZES))}")
-    default_repeats = whole_number(where, "repeats", b.get("repeats", 1), 1, 20)
+    fields.known_keys(where, b, BENCH_FIELDS.keys())
+    overrides = {"duration_s": duration_s, "warmup_s": warmup_s}
+    b = BENCH_FIELDS.read(where, {**b, **{k: v for k, v in overrides.items() if v is not None}}, stem=path.stem)
+    workload = Workload(b["sessions"], b["redo_per_txn"], b["rate"], b["warmup_s"], b["duration_s"],
+                        b["log_size_mib"] << 20)
     if repeats is not None:
-        default_repeats = whole_number("REPEATS", "repeats", repeats, 1, 20)
-    disks = {d.name: d for vm in lab.vms for d in vm.disks}
+        b["repeats"] = fields.whole_number("REPEATS", "repeats", repeats, 1, 20)
     if len(lab.vms) != 1:
         raise UsageError(f"{path}: {len(lab.vms)} VMs: a bench preset runs on one VM (two TCG guests beside each "
                          f"other on this host's cores would measure each other)")
+    disks = {d.name: d for vm in lab.vms for d in vm.disks}
+    targets = _targets(where, b, disks, repeats is not None)
+    context = {"targets": {t.name for t in targets}, "blocksizes": b["blocksizes"]}
+    compares = []
+    for i, c in enumerate(b["compare"], 1):
+        c = COMPARE_FIELDS.read(f"{where} [[bench.compare]] #{i}", c, **context)
+        c["title"] = c["title"] or (f"{c['a']['disk']}@{c['a']['blocksize']} against "
+                                    f"{c['b']['disk']}@{c['b']['blocksize']}")
+        compares.append({"title": c["title"], "a": c["a"], "b": c["b"]})
+    asm = [ASM_FIELDS.read(f"{where} [[bench.asm]] #{i}", a, **context) for i, a in enumerate(b["asm"], 1)]
+    return Preset(path.stem, path, lab, b["seed"], b["title"], workload, b["blocksizes"], targets, compares, asm)
 
-    def disk(where_t: str, key: str, value) -> labdef.Disk:
-        if value not in disks:
-            raise UsageError(f"{where_t}: {key} = {value!r}: no such disk in this lab; expected one of "
-                             f"{', '.join(disks)}")
-        return disks[value]
 
+def _targets(where: str, b: dict, disks: dict, repeats_given: bool) -> list[Target]:
     targets: list[Target] = []
-    for i, t in enumerate(b.get("target") or [{"name": n, "disk": n} for n in disks], 1):
+    for i, t in enumerate(b["target"] or [{"name": n, "disk": n} for n in disks], 1):
         wt = f"{where} [[bench.target]] #{i}"
-        known_keys(wt, t, TARGET_KEYS)
-        tname = name_field(wt, "name", t.get("name", t.get("disk")))
-        if any(x.name == tname for x in targets):
-            raise UsageError(f"{wt}: duplicate target name {tname!r}")
-        d = disk(wt, "disk", t.get("disk"))
-        race = disk(wt, "race", t["race"]) if "race" in t else None
+        t = TARGET_FIELDS.read(wt, t, disks=disks)
+        d, race = t["disk"], t["race"]
+        if any(x.name == t["name"] for x in targets):
+            raise UsageError(f"{wt}: duplicate target name {t['name']!r}")
         if race is not None and race.name == d.name:
             raise UsageError(f"{wt}: race = {race.name!r} is the target's own disk: race a second disk")
         if race is not None and race.geometry != d.geometry:
             raise UsageError(f"{wt}: race = {race.name!r} has geometry {race.geometry.name}, the disk "
                              f"{d.geometry.name}: the members of a log group need one sector size")
-        lbads = t.get("reformat_lbads")
-        if lbads is not None:
-            if d.bus != "nvme":
-                raise UsageError(f"{wt}: reformat_lbads on disk {d.name} (bus {d.bus}): only an emulated NVMe "
-                                 f"namespace can be formatted to another LBA size (bus = \"nvme\")")
-            if lbads not in (512, 4096):
-                raise UsageError(f"{wt}: reformat_lbads = {lbads!r}: expected 512 or 4096 (the LBA formats "
-                                 f"QEMU's NVMe namespace offers)")
-        reps = default_repeats
-        if "repeats" in t and repeats is None:
-            reps = whole_number(wt, "repeats", t["repeats"], 1, 20)
-        targets.append(Target(tname, d, race, lbads, reps))
-    names = {t.name for t in targets}
-
-    def selector(wc: str, key: str, value) -> dict:
-        tname, _, bs = str(value).partition("@")
-        if tname not in names or not bs.isdigit() or int(bs) not in blocksizes:
-            raise UsageError(f"{wc}: {key} = {value!r}: expected TARGET@BLOCKSIZE with a target of "
-                             f"{', '.join(sorted(names))} and a BLOCKSIZE of {blocksizes}")
-        return {"disk": tname, "blocksize": int(bs)}
-
-    compares = []
-    for i, c in enumerate(b.get("compare", []), 1):
-        wc = f"{where} [[bench.compare]] #{i}"
-        known_keys(wc, c, COMPARE_KEYS)
-        compares.append({"title": str(c.get("title", f"{c.get('a')} against {c.get('b')}")),
-                         "a": selector(wc, "a", c.get("a")), "b": selector(wc, "b", c.get("b"))})
-    asm = []
-    for i, a in enumerate(b.get("asm", []), 1):
-        wa = f"{where} [[bench.asm]] #{i}"
-        known_keys(wa, a, ASM_KEYS)
-        if a.get("target") not in names:
-            raise UsageError(f"{wa}: target = {a.get('target')!r}: expected one of {', '.join(sorted(names))}")
-        size = a.get("sector_size")
-        if size not in (512, 4096):
-            raise UsageError(f"{wa}: sector_size = {size!r}: expected an ASM disk group SECTOR_SIZE of 512 or 4096")
-        asm.append({"target": a["target"], "sector_size": size})
-    return Preset(path.stem, path, lab, str(b.get("seed", "")), str(b.get("title", path.stem)), workload,
-                  blocksizes, targets, compares, asm)
+        reps = b["repeats"] if repeats_given or t["repeats"] is None else t["repeats"]
+        targets.append(Target(t["name"], d, race, t["reformat_lbads"], reps))
+    return targets
 
 
 def _clock(seconds: float) -> str:

@@ -24,9 +24,10 @@ from .guests import PACKER_DIR, GuestSpec
 DEBIAN_BASE_SCRIPT = REPO / "scripts" / "build-debian-base"
 REDO_WRITER_DIR = REPO / "redo-writer"
 # The DBA's tools every guest gets, standard-library Python run from /usr/local/lib/sectorlab/ (the
-# rules engine as redo-check; redodisk.py as provision-redo-disk and reformat-nvme): installed by
-# packer/scripts/common/lab-guest.sh.
-GUEST_TOOLS = [REPO / "sectorlab" / "inguest" / "rules.py", REPO / "sectorlab" / "inguest" / "redodisk.py"]
+# rules engine as redo-check; redodisk.py as provision-redo-disk, nvmeformat.py as reformat-nvme,
+# both on blockdev.py): installed by packer/scripts/common/lab-guest.sh.
+GUEST_TOOLS = [REPO / "sectorlab" / "inguest" / name for name in ("rules.py", "blockdev.py", "redodisk.py",
+                                                                   "nvmeformat.py")]
 BOOT_FILES_SCRIPT = PACKER_DIR / "scripts" / "common" / "boot-files.sh"
 
 
