@@ -1,0 +1,84 @@
+"""Redo-writer's results and the benches: compare, plot, report, bench, bench-writer, bench-lab-up.
+
+stats and report (with the modules report.py uses) import scipy, numpy, matplotlib and markdown only
+inside the functions that need them: those come with the optional analysis extra, and importing
+this module, as the CLI does for every command, must not need it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import bench
+from .. import lab as lab_mod
+from ..bench import report, stats, tools
+from .common import load_lab, progress
+
+
+def cmd_compare(args) -> int:
+    rows, test = stats.compare(args.a, args.b)
+    lab_mod.print_table(rows)
+    n_a, n_b = test["n"]
+    print(f"log file sync, Welch t-test: t = {test['t']:.3f}, {stats.p_text(test['p'])}, n = {n_a} + {n_b} "
+          f"({stats.verdict(test['p'], args.alpha)} at alpha {args.alpha})")
+    return 0
+
+
+def cmd_plot(args) -> int:
+    out = stats.plot(args.events, args.output, args.title)
+    print(out)
+    return 0
+
+
+def cmd_report(args) -> int:
+    written = report.write(args.results)
+    if args.png:
+        written.update(report.render_png(written["html"]))
+    for path in written.values():
+        print(path)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    if args.list:
+        for name in bench.preset_names():
+            p = bench.load_preset(name)
+            print(f"{name:<18} seed {p.seed or '-':<4} {len(p.plan()):>2} runs, ~{bench._clock(p.estimate_s())} "
+                  f"of runs  {p.title}")
+        return 0
+    preset = bench.load_preset(args.preset, args.duration, args.warmup, args.repeats)
+    results = bench.run(preset, progress, args.results)
+    if args.png:
+        for path in report.render_png(results / "report.html").values():
+            progress(f"drawn: {path}")
+    print(results)
+    return 0
+
+
+def cmd_bench_writer(args) -> int:
+    r = tools.bench_writer(args.dir, args.rounds, args.seconds, spin_us=args.spin_us)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    for name in ("redo_writer", "fio"):
+        s = r[name]
+        print(f"{name:<12} write IOPS median {s['iops_median']:8.0f} (min {s['iops_min']:.0f}, "
+              f"max {s['iops_max']:.0f}), CPU {s['cpu_us_per_write_median']:.1f} us/write, "
+              f"p99 {s['p99_us_median']:.0f} us")
+    print(f"redo-writer / fio: IOPS {r['iops_ratio']:.3f}x, CPU per write {r['cpu_ratio']:.3f}x "
+          f"({r['rounds']} alternating rounds of {r['seconds']} s on {r['directory']})")
+    return 0
+
+
+def cmd_bench_lab_up(args) -> int:
+    r = tools.bench_lab_up(load_lab(args), args.rounds, progress)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    for path in ("cold", "warm"):
+        s = r[path]
+        phases = ", ".join(f"{p} {v:.1f}" for p, v in s["phase_medians_s"].items())
+        print(f"{path:<5} lab-up to every disk verified: median {s['median_s']:.1f} s "
+              f"(runs {', '.join(f'{t:.1f}' for t in s['totals_s'])}); phase medians (s): {phases}")
+    print(f"warm/cold: {r['warm_over_cold']:.2f}x")
+    return 0

@@ -1,0 +1,64 @@
+"""The lab: terraform-check and lab validate, from-host, up, down, status and forget."""
+
+from __future__ import annotations
+
+import sys
+
+from .. import fromhost, labdef, warm
+from .. import lab as lab_mod
+from ..errors import UsageError
+from ..paths import write_atomic
+from .common import load_lab, progress
+
+
+def cmd_terraform_check(args) -> int:
+    lab_mod.terraform_check(progress)
+    return 0
+
+
+def cmd_lab_validate(args) -> int:
+    lab = labdef.load(args.file)
+    if not args.offline:
+        lab_mod.check_host(lab, lab_mod.own_ports(lab.name))
+    disks = sum(len(vm.disks) for vm in lab.vms)
+    print(f"{args.file}: lab {lab.name}, {len(lab.vms)} VM(s), {disks} data disk(s): valid")
+    return 0
+
+
+def cmd_lab_from_host(args) -> int:
+    if args.output is not None and args.output.exists() and not args.force:
+        raise UsageError(f"-o {args.output}: the file exists; choose another name or add --force to replace it")
+    disks, skipped = fromhost.read(args.file)
+    plan = fromhost.plan(disks, skipped, args.file.name, fromhost.lab_name_for(args.output), args.size_mib)
+    for note in plan.not_reproduced:
+        print(f"sectorlab: not as on the source: {note}", file=sys.stderr)
+    if args.output is None:
+        sys.stdout.write(plan.toml)
+        return 0
+    write_atomic(args.output, plan.toml)
+    print(f"sectorlab: {args.output}: {plan.disks} disk(s) of {args.file}; bring it up with "
+          f"'make lab-up LAB={args.output}'", file=sys.stderr)
+    return 0
+
+
+def cmd_lab_up(args) -> int:
+    lab_mod.up(load_lab(args), progress, cold=args.cold, save_state=not args.no_save_state,
+               require_warm=args.require_warm)
+    return 0
+
+
+def cmd_lab_down(args) -> int:
+    lab_mod.down(load_lab(args), progress)
+    return 0
+
+
+def cmd_lab_status(args) -> int:
+    return lab_mod.status(load_lab(args), progress)
+
+
+def cmd_lab_forget(args) -> int:
+    lab = load_lab(args)
+    removed = warm.clear(lab.name)
+    print(f"lab {lab.name}: removed saved state(s) {', '.join(removed)}" if removed
+          else f"lab {lab.name}: no saved state")
+    return 0
