@@ -23,6 +23,7 @@ from .commands.image import (
 )
 from .commands.lab import (
     cmd_lab_down,
+    cmd_lab_fields,
     cmd_lab_forget,
     cmd_lab_from_host,
     cmd_lab_status,
@@ -167,6 +168,9 @@ def _add_lab_commands(sub) -> None:
     p.add_argument("--size-mib", type=int, default=256, help="the size of every lab disk (default 256)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.set_defaults(func=cmd_lab_from_host)
+    p = lab.add_parser("fields", help="every key of a lab definition and a bench preset: type, bounds, default "
+                                      "(Markdown, as docs/lab-definition.md shows it)")
+    p.set_defaults(func=cmd_lab_fields)
     for verb, func, text in (("up", cmd_lab_up, "build the image if needed, create or converge the VMs, verify disks"),
                              ("down", cmd_lab_down, "destroy the lab's VMs, volumes, pool and state"),
                              ("status", cmd_lab_status, "the lab's VMs and what the guests see"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from .. import images, labdef
@@ -16,7 +17,12 @@ def guest_arg(value: str | None) -> str:
     return value or images.default_guest(progress)
 
 
+def lab_suffix() -> str:
+    """$SECTORLAB_LAB_SUFFIX (make's LAB_SUFFIX): appended to the name of every lab a command reads."""
+    return os.environ.get(labdef.SUFFIX_ENV, "")
+
+
 def load_lab(args) -> labdef.Lab:
     """The lab definition the command names (--lab, $SECTORLAB_LAB_FILE or the default lab), read
     here once: the lab commands are given the Lab, not its path."""
-    return labdef.load(args.lab or lab_mod.lab_file_from_env())
+    return labdef.load(args.lab or lab_mod.lab_file_from_env(), lab_suffix())

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from .. import fromhost, labdef, warm
+from .. import fields, fromhost, labdef, warm
 from .. import lab as lab_mod
+from ..bench import preset
 from ..errors import UsageError
 from ..paths import write_atomic
-from .common import load_lab, progress
+from .common import lab_suffix, load_lab, progress
 
 
 def cmd_terraform_check(args) -> int:
@@ -17,7 +18,7 @@ def cmd_terraform_check(args) -> int:
 
 
 def cmd_lab_validate(args) -> int:
-    lab = labdef.load(args.file)
+    lab = labdef.load(args.file, lab_suffix())
     if not args.offline:
         lab_mod.check_host(lab, lab_mod.own_ports(lab.name))
     disks = sum(len(vm.disks) for vm in lab.vms)
@@ -38,6 +39,16 @@ def cmd_lab_from_host(args) -> int:
     write_atomic(args.output, plan.toml)
     print(f"sectorlab: {args.output}: {plan.disks} disk(s) of {args.file}; bring it up with "
           f"'make lab-up LAB={args.output}'", file=sys.stderr)
+    return 0
+
+
+def file_tables() -> str:
+    """The field tables of a lab definition and a bench preset, as Markdown."""
+    return fields.markdown(list(labdef.TABLES) + list(preset.TABLES))
+
+
+def cmd_lab_fields(args) -> int:
+    sys.stdout.write(file_tables())
     return 0
 
 
