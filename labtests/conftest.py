@@ -115,5 +115,4 @@ def lab_guests(lab_state):
 def guest_devices(lab_state, lab_guests):
     """serial -> BlockDevice as each guest reports it (lsblk), after its NVMe/TCP targets are up."""
     from sectorlab import lab as lab_mod
-    return {name: lab_mod.probe(guest, [d for d in lab_state["disks"].values() if d["vm"] == name])["disks"]
-            for name, guest in lab_guests.items()}
+    return {name: lab_mod.probe(guest, lab_state.disks_of(name))["disks"] for name, guest in lab_guests.items()}

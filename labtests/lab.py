@@ -12,6 +12,7 @@ import pytest
 
 from sectorlab import lab as lab_mod
 from sectorlab import labdef
+from sectorlab.lab.record import LabRecord
 
 
 @cache
@@ -54,7 +55,7 @@ def geometry(disk) -> str:
     return disk.geometry.name
 
 
-def resolve_disk(param, lab_state: dict, lab_guests: dict, guest_devices: dict):
+def resolve_disk(param, lab_state: LabRecord, lab_guests: dict, guest_devices: dict):
     """(guest, declared disk, the guest's BlockDevice) for a disk_params() param; a declared disk the
     guest does not show is a failure that names what the guest has and where its console log is."""
     vm_name, declared = param
@@ -63,7 +64,7 @@ def resolve_disk(param, lab_state: dict, lab_guests: dict, guest_devices: dict):
         seen = ", ".join(f"{d.path}={s}" for s, d in sorted(guest_devices[vm_name].items())) or "none"
         pytest.fail(f"{vm_name}: declared disk {declared.name} (bus {declared.bus}, serial {declared.serial}) is "
                     f"not in the guest; disks with serials there: {seen}; console log: "
-                    f"{lab_state['vms'][vm_name].get('console_log')}", pytrace=False)
+                    f"{lab_state.vm(vm_name).console_log}", pytrace=False)
     return lab_guests[vm_name], declared, dev
 
 

@@ -69,7 +69,7 @@ def test_every_allowed_blocksize_ran_and_every_refused_one_is_recorded(made):
         assert bool(r.get("report")) == r["verdict"]["allowed"]
     runs = len(preset.plan())
     assert f"run {runs}/{runs}:" in stderr and "0 left after it" in stderr
-    assert (results / "lab.json").is_file() and json.loads((results / "lab.json").read_text())["lab"] == preset.lab.name
+    assert lab.record.LabRecord.load(results / "lab.json").lab == preset.lab.name  # lab.json, as lab-up wrote it
 
 
 def test_each_run_is_the_workload_and_its_files_agree(made):

@@ -65,37 +65,37 @@ def data():
 
 
 def test_a_killed_qemu_is_named_and_the_lab_comes_back_whole(data):
-    vm, entry = next(iter(data["vms"].items()))
-    os.kill(rmw.qemu_pid(entry["domain"]), signal.SIGKILL)
-    assert lab_mod.wait_for(lambda: virsh.run(data["libvirt_uri"], "domstate", entry["domain"],
+    vm, entry = next(iter(data.vms.items()))
+    os.kill(rmw.qemu_pid(entry.domain), signal.SIGKILL)
+    assert lab_mod.wait_for(lambda: virsh.run(data.libvirt_uri, "domstate", entry.domain,
                                               check=False).strip() != "running", 30)
     rc, out = _status()
-    assert rc == 1 and re.search(rf"problem: {vm}: domain {entry['domain']} is [a-z ]+, not running", out), out
+    assert rc == 1 and re.search(rf"problem: {vm}: domain {entry.domain} is [a-z ]+, not running", out), out
     assert "takes the lab down and brings it up fresh" in out
     said = _up()
-    assert any("is not whole" in line and entry["domain"] in line for line in said), "\n".join(said)
+    assert any("is not whole" in line and entry.domain in line for line in said), "\n".join(said)
     assert _status()[0] == 0
 
 
 def test_a_deleted_volume_is_named_and_the_lab_comes_back_whole(data):
-    disk = next(d for d in data["disks"].values() if d.get("volume"))
-    os.unlink(disk["volume"])
+    disk = next(d for d in data.disks.values() if d.volume)
+    os.unlink(disk.volume)
     rc, out = _status()
-    assert rc == 1 and f"problem: {disk['vm']} disk {disk['name']}: volume {disk['volume']} is gone" in out, out
+    assert rc == 1 and f"problem: {disk.vm} disk {disk.name}: volume {disk.volume} is gone" in out, out
     said = _up()
-    assert any("is not whole" in line and disk["volume"] in line for line in said), "\n".join(said)
-    assert os.path.exists(disk["volume"]) and _status()[0] == 0
+    assert any("is not whole" in line and disk.volume in line for line in said), "\n".join(said)
+    assert os.path.exists(disk.volume) and _status()[0] == 0
 
 
 def test_a_lost_state_directory_is_named_and_lab_down_cleans_up(data):
     name = labdef.load(LAB).name
     shutil.rmtree(lab_mod.state_dir(name))
     rc, out = _status()
-    domains = [vm["domain"] for vm in data["vms"].values()]
+    domains = [vm.domain for vm in data.vms.values()]
     assert rc == 1 and "is not up (no lab.json: its state directory is gone), but libvirt still has" in out, out
     assert all(f"domain {d}" in out for d in domains) and "removes them" in out, out
     lab_mod.down(LAB, progress=lambda msg: None)
-    assert lab_mod.leftovers_of(name, data["libvirt_uri"]) == []
+    assert lab_mod.leftovers_of(name, data.libvirt_uri) == []
     _up()
     assert _status()[0] == 0
 
@@ -117,7 +117,7 @@ def _libvirtd(action: str) -> None:
 
 
 def test_libvirtd_stopped_and_restarted_while_the_lab_runs(data, lab_guests_fresh):
-    uri = data["libvirt_uri"]
+    uri = data.libvirt_uri
     _libvirtd("stop")
     try:
         rc, out = _status()
@@ -141,21 +141,21 @@ def test_libvirtd_stopped_and_restarted_while_the_lab_runs(data, lab_guests_fres
     assert rc == 0, out
     said = _up()
     assert any("converge" in line or "already up" in line for line in said), "\n".join(said)
-    assert lab_mod.read_lab_json(labdef.load(LAB).name)["timing"]["path"] == "converge"
+    assert lab_mod.read_lab_json(labdef.load(LAB).name).timing.path == "converge"
 
 
 def test_a_lab_that_would_take_a_running_labs_port_is_refused_before_anything_starts(data, tmp_path):
-    vm, entry = next(iter(data["vms"].items()))
+    vm, entry = next(iter(data.vms.items()))
     other = tmp_path / "port taken.toml"
     other.write_text(f'[lab]\nname = "port-taken"\n\n[[vm]]\nname = "vm1"\nguest = "debian12"\n'
-                     f'ssh_port = {entry["ssh_port"]}\n\n[[vm.disk]]\nname = "d1"\nbus = "virtio"\n'
+                     f'ssh_port = {entry.ssh_port}\n\n[[vm.disk]]\nname = "d1"\nbus = "virtio"\n'
                      f'geometry = "sector512n"\n')
     name = labdef.load(other).name
     proc = subprocess.run([SECTORLAB, "lab", "up", "--lab", str(other)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == (f"sectorlab: error: vm vm1: ssh_port {entry['ssh_port']} on 127.0.0.1 is "
+    assert proc.stderr.strip() == (f"sectorlab: error: vm vm1: ssh_port {entry.ssh_port} on 127.0.0.1 is "
                                    f"already taken (by lab {labdef.load(LAB).name}'s VM {vm}); choose another "
                                    f"port or 0 to let lab-up pick one"), proc.stderr
     assert not lab_mod.state_dir(name).exists()
-    assert lab_mod.leftovers_of(name, data["libvirt_uri"]) == []
+    assert lab_mod.leftovers_of(name, data.libvirt_uri) == []
     assert _status()[0] == 0

@@ -54,24 +54,24 @@ def seen(lab):
 
 def test_every_disk_of_the_server_shows_its_sector_sizes_in_the_guest(lab, seen):
     definition, state = lab
-    for disk in state["disks"].values():
-        dev = seen[disk["vm"]][1].get(disk["serial"])
-        assert dev is not None, f"{disk['name']} (serial {disk['serial']}) is not in the guest: {seen[disk['vm']][1]}"
+    for disk in state.disks.values():
+        dev = seen[disk.vm][1].get(disk.serial)
+        assert dev is not None, f"{disk.name} (serial {disk.serial}) is not in the guest: {seen[disk.vm][1]}"
         assert (dev.logical_block_size, dev.physical_block_size) == \
-            (disk["logical_block_size"], disk["physical_block_size"]), (disk["name"], dev)
-        if disk["min_io_size"] or disk["opt_io_size"]:  # the QLC namespace: on virtio, with its I/O sizes
-            assert (dev.minimum_io_size, dev.optimal_io_size) == (disk["min_io_size"], disk["opt_io_size"]), \
-                (disk["name"], dev)
-    assert {d["name"] for d in state["disks"].values()} == {d.name for _, d in definition.disks()}
-    assert [(d["bus"], d["min_io_size"], d["opt_io_size"]) for d in state["disks"].values() if d["min_io_size"]] == \
+            (disk.logical_block_size, disk.physical_block_size), (disk.name, dev)
+        if disk.min_io_size or disk.opt_io_size:  # the QLC namespace: on virtio, with its I/O sizes
+            assert (dev.minimum_io_size, dev.optimal_io_size) == (disk.min_io_size, disk.opt_io_size), \
+                (disk.name, dev)
+    assert {d.name for d in state.disks.values()} == {d.name for _, d in definition.disks()}
+    assert [(d.bus, d.min_io_size, d.opt_io_size) for d in state.disks.values() if d.min_io_size] == \
         [("virtio", 16384, 131072)]
 
 
 def test_on_the_16k_disk_the_guests_rules_engine_warns_of_writes_below_the_unit(lab, seen):
     _, state = lab
-    disk = next(d for d in state["disks"].values() if d["physical_block_size"] == 16384)
-    guest, devices = seen[disk["vm"]]
-    result = guest.run("sudo -n redo-check", f"/dev/{devices[disk['serial']].name}")
+    disk = next(d for d in state.disks.values() if d.physical_block_size == 16384)
+    guest, devices = seen[disk.vm]
+    result = guest.run("sudo -n redo-check", f"/dev/{devices[disk.serial].name}")
     assert result.rc == 0, result.stderr
     assert result.stdout.startswith("BLOCKSIZE 4096: allowed (default 4096; host sector 4096, media sector 16384)")
     assert "the device writes in units of 16384 bytes (its physical sector)" in result.stderr, result.stderr

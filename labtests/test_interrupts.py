@@ -200,6 +200,6 @@ def test_after_the_interrupts_the_lab_comes_up(lab_file):
     status = subprocess.run([SECTORLAB, "lab", "status", "--lab", str(lab_file)], capture_output=True, text=True,
                             timeout=300)
     assert status.returncode == 0, status.stdout + status.stderr
-    domain = lab_mod.read_lab_json(lab.name)["vms"]["vm1"]["domain"]
+    domain = lab_mod.read_lab_json(lab.name).vm("vm1").domain
     assert virsh.run(lab.vms[0].libvirt_uri, "domstate", domain).strip() == "running"
     assert rmw.qemu_pid(domain) > 0

@@ -40,9 +40,9 @@ def _listening(port: int) -> list[str]:
 
 
 def test_ssh_forwards_listen_on_loopback_only(lab_state):
-    for name, vm in lab_state["vms"].items():
-        seen = _listening(vm["ssh_port"])
-        assert seen and set(seen) == {"127.0.0.1"}, f"{name}: port {vm['ssh_port']} listens on {seen}"
+    for name, vm in lab_state.vms.items():
+        seen = _listening(vm.ssh_port)
+        assert seen and set(seen) == {"127.0.0.1"}, f"{name}: port {vm.ssh_port} listens on {seen}"
 
 
 def test_a_guest_cannot_reach_the_hosts_loopback(lab_guests):
@@ -64,35 +64,35 @@ def test_a_guest_cannot_reach_the_hosts_loopback(lab_guests):
 
 
 def test_the_guests_sshd_takes_no_password(lab_state):
-    for name, vm in lab_state["vms"].items():
-        with socket.create_connection((vm["ssh_host"], vm["ssh_port"]), timeout=15) as sock:
+    for name, vm in lab_state.vms.items():
+        with socket.create_connection((vm.ssh_host, vm.ssh_port), timeout=15) as sock:
             transport = paramiko.Transport(sock)
             try:
                 transport.start_client(timeout=15)
                 with pytest.raises(paramiko.BadAuthenticationType) as e:
-                    transport.auth_none(vm["user"])
+                    transport.auth_none(vm.user)
                 offered = e.value.allowed_types
                 assert "password" not in offered and "keyboard-interactive" not in offered, \
                     f"{name}: sshd offers {offered}"
                 with pytest.raises(paramiko.SSHException):
-                    transport.auth_password(vm["user"], vm["user"])
+                    transport.auth_password(vm.user, vm.user)
             finally:
                 transport.close()
 
 
 def test_a_guest_with_another_host_key_is_refused_naming_both(lab_state):
-    name, vm = next(iter(lab_state["vms"].items()))
+    name, vm = next(iter(lab_state.vms.items()))
     other = sshkeys.generate("not-the-guest").public_openssh
-    guest = Guest(name, vm["ssh_host"], vm["ssh_port"], vm["user"], Path(vm["key_file"]), other)
+    guest = Guest(name, vm.ssh_host, vm.ssh_port, vm.user, Path(vm.key_file), other)
     with pytest.raises(GuestUnreachable) as e:
         guest.connect(timeout=15)
     said = str(e.value)
-    expected, offered = other.split()[1], vm["host_key"].split()[1]
+    expected, offered = other.split()[1], vm.host_key.split()[1]
     assert f"does not match: got '{offered}', expected '{expected}'" in said, said
 
 
 def test_the_lab_key_is_the_owners_only(lab_state):
-    for vm in lab_state["vms"].values():
-        key = Path(vm["key_file"])
+    for vm in lab_state.vms.values():
+        key = Path(vm.key_file)
         mode = stat.S_IMODE(key.stat().st_mode)
         assert mode == 0o600 and key.stat().st_uid == os.getuid(), f"{key}: mode {mode:o}"

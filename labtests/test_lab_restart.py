@@ -21,24 +21,24 @@ def test_lab_up_after_a_host_restart_brings_back_fresh_disks(lab_state, lab_gues
     # What a run leaves on its disks: a few bytes at the start of every declared data disk.
     for vm_name, guest in lab_guests.items():
         for serial, dev in guest_devices[vm_name].items():
-            if any(d["serial"] == serial for d in lab_state["disks"].values()):
+            if any(d.serial == serial for d in lab_state.disks.values()):
                 guest.check_output(f"printf {MARK} | sudo -n dd of={dev.path} bs={dev.logical_block_size} "
                                    "conv=sync oflag=direct status=none")
-    declared = {name: [d for d in lab_state["disks"].values() if d["vm"] == name] for name in lab_guests}
+    declared = {name: lab_state.disks_of(name) for name in lab_guests}
     for name, guest in lab_guests.items():  # the check lab-up makes sees them
         dirty = lab_mod.probe(guest, declared[name], pristine=True)["dirty"]
         assert len(dirty) == len(declared[name]), f"{name}: written disks not seen as written: {dirty}"
         guest.close()
 
     # The host restarts: the VMs stop; their definitions, volumes and the lab's state stay.
-    for vm in lab_state["vms"].values():
-        virsh.run(lab_state["libvirt_uri"], "destroy", vm["domain"])
+    for vm in lab_state.vms.values():
+        virsh.run(lab_state.libvirt_uri, "destroy", vm.domain)
 
     said: list[str] = []
     data = lab_mod.up(lab_mod.lab_file_from_env(), progress=said.append, require_warm=True)
 
     assert any("taking the lab down first" in line for line in said), "\n".join(said)
-    assert data["timing"]["path"] == "warm"
+    assert data.timing.path == "warm"
     for name, guest in lab_mod.guests_from_lab_json(data).items():
         try:
             assert lab_mod.probe(guest, declared[name], pristine=True)["dirty"] == []
@@ -51,6 +51,6 @@ def test_lab_up_of_a_running_lab_converges_without_waiting_for_its_console(lab_s
     state (this run's is) never wrote the console line a booting one does, so SSH is tried at once."""
     said: list[str] = []
     data = lab_mod.up(lab_mod.lab_file_from_env(), progress=said.append)
-    assert data["timing"]["path"] == "converge", "\n".join(said)
+    assert data.timing.path == "converge", "\n".join(said)
     assert not [line for line in said if "console" in line], "\n".join(said)
-    assert data["vms"].keys() == lab_state["vms"].keys()
+    assert data.vms.keys() == lab_state.vms.keys()

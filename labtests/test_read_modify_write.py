@@ -62,9 +62,9 @@ class Lab:
 
     def __init__(self, lab_state, guest, devices):
         vm, self.rmw_disk, self.twin = PAIR
-        self.guest, self.uri, self.domain = guest, lab_state["libvirt_uri"], lab_state["vms"][vm]["domain"]
-        self.entry = {d.name: lab_state["disks"][f"{vm}/{d.name}"] for d in (self.rmw_disk, self.twin)}
-        self.vm_disks = [d for d in lab_state["disks"].values() if d["vm"] == vm]
+        self.guest, self.uri, self.domain = guest, lab_state.libvirt_uri, lab_state.vm(vm).domain
+        self.entry = {d.name: lab_state.disk(vm, d.name) for d in (self.rmw_disk, self.twin)}
+        self.vm_disks = lab_state.disks_of(vm)
         self.path = {}
         for d in (self.rmw_disk, self.twin):
             dev = devices.get(d.serial)
@@ -80,7 +80,7 @@ class Lab:
                 result = self.guest.run("sudo -n redo-writer run --target", self.path[disk], "--duration", RUN_S,
                                         "--blocksize", blocksize, *COMMON, timeout=RUN_S + 120)
             assert result.rc == 0, f"redo-writer on {disk} at {blocksize}: exit {result.rc}: {result.stderr.strip()}"
-            reads = trace.reads(self.entry[disk]) if self.entry[disk].get("rmw") else None
+            reads = trace.reads(self.entry[disk]) if self.entry[disk].rmw else None
             self.done[(disk, blocksize)] = (json.loads(result.stdout), reads)
         return self.done[(disk, blocksize)]
 
@@ -105,7 +105,7 @@ def test_rmw_reads_counted_by_qemu(pair, size, record_property):
     one 4 KiB read each; whole sectors cost none. QEMU's block statistics give the writes."""
     disk = pair.rmw_disk.name
     entry = pair.entry[disk]
-    dev_id = next(d["id"] for d in rmw.plan(pair.vm_disks) if d["name"] == disk)
+    dev_id = next(dev for dev, _, d in rmw.plan(pair.vm_disks) if d.name == disk)
     before = rmw.query_device_stats(pair.uri, pair.domain, dev_id)
     with rmw.ReadTrace(pair.uri, pair.domain) as trace:
         # from 1 MiB on: past the partition table's sectors, which udev reads after the writes
@@ -118,7 +118,7 @@ def test_rmw_reads_counted_by_qemu(pair, size, record_property):
     record_property(f"rmw_probe_{size}", said)
     print(said)
     assert writes == PROBE_WRITES, said
-    physical = entry["physical_block_size"]
+    physical = entry.physical_block_size
     if size < physical:
         assert reads.rmw == PROBE_WRITES and dict(reads.sizes) == {physical: PROBE_WRITES}, said
         assert reads.unaligned == 0, said

@@ -22,6 +22,7 @@ from labtests.lab import disk_params, guest_tool, one_block_write, resolve_disk
 from sectorlab import guestdisks, warm
 from sectorlab import lab as lab_mod
 from sectorlab.inguest import rules
+from sectorlab.lab.record import LabRecord
 
 pytestmark = pytest.mark.lab
 
@@ -31,17 +32,17 @@ def _other_size(declared) -> int:
     return 4096 if declared.geometry.logical_block_size == 512 else 512
 
 
-def _recreate_controller(guest, lab_state: dict, serial: str) -> str:
+def _recreate_controller(guest, lab_state: LabRecord, serial: str) -> str:
     """Hot-unplug the NVMe controller from the host and add it again as every lab-up does
     (warm.hotplug_nvme); wait, as lab-up does (the guest probe), until the guest shows the serial;
     its device path."""
-    declared = next(d for d in lab_state["disks"].values() if d["serial"] == serial)
-    vm = lab_state["vms"][declared["vm"]]
-    disks = [d for d in lab_state["disks"].values() if d["vm"] == declared["vm"]]
-    warm.unplug_nvme(lab_state["libvirt_uri"], vm["domain"], disks, serial)
+    declared = lab_state.disk_with_serial(serial)
+    vm = lab_state.vm(declared.vm)
+    disks = lab_state.disks_of(declared.vm)
+    warm.unplug_nvme(lab_state.libvirt_uri, vm.domain, disks, serial)
     assert serial not in guest.check_output("lsblk -d -n -o SERIAL").split(), \
         f"serial {serial} still in the guest after device_del"
-    assert warm.hotplug_nvme(lab_state["libvirt_uri"], vm["domain"], disks) == [warm.nvme_controller_id(disks, serial)]
+    assert warm.hotplug_nvme(lab_state.libvirt_uri, vm.domain, disks) == [warm.nvme_controller_id(disks, serial)]
     seen = lab_mod.probe(guest, [declared], wait=lab_mod.NVME_APPEAR_TIMEOUT)["disks"]
     assert serial in seen, f"serial {serial} not back {lab_mod.NVME_APPEAR_TIMEOUT:.0f} s after the hot-plug"
     return seen[serial].path

@@ -143,18 +143,18 @@ def test_the_lab_comes_up_on_the_remote_host(sshd, image_files, lab_file):
     assert (f"path: cold (a saved state is kept and restored only on this host's qemu:///system, not on libvirt "
             f"host 127.0.0.1:{sshd.port}; none is saved)") in out, out
     data = lab_mod.read_lab_json("remote")
-    vm = data["vms"]["vm1"]
-    assert f"waiting for SSH on 127.0.0.1:{vm['ssh_port']} (on libvirt host 127.0.0.1:{sshd.port})" in out, out
+    vm = data.vm("vm1")
+    assert f"waiting for SSH on 127.0.0.1:{vm.ssh_port} (on libvirt host 127.0.0.1:{sshd.port})" in out, out
     summary = next((line for line in out.splitlines() if "up by the cold path" in line), "")
     assert "image upload" in summary, out  # timed as a phase of its own
     # The guest's console log is on the libvirt host, in a directory of its own, read over SSH.
-    assert vm["console_log"] == "/var/log/libvirt/qemu/sectorlab-remote/vm1-console.log"
-    assert "sectorlab-ready: ssh" in remote_mod.host(sshd.uri()).read_text(vm["console_log"])
+    assert vm.console_log == "/var/log/libvirt/qemu/sectorlab-remote/vm1-console.log"
+    assert "sectorlab-ready: ssh" in remote_mod.host(sshd.uri()).read_text(vm.console_log)
     # The clients went through the SSH server: Terraform's provider to libvirt's socket, sectorlab
     # to the guest's forward, virsh (libssh) and sectorlab running commands there.
     log = sshd.log.read_text()
     assert "direct-streamlocal" in log and "libvirt-sock" in log, log[-3000:]
-    assert f"target 127.0.0.1 port {vm['ssh_port']}" in log, log[-3000:]
+    assert f"target 127.0.0.1 port {vm.ssh_port}" in log, log[-3000:]
     assert "req exec" in log, log[-3000:]  # virsh's libssh sessions (virt-ssh-helper) and sectorlab's commands
     # The uploaded files are volumes of the remote host's image pool.
     listed = virsh.run(sshd.uri(), "vol-list", lab_mod.IMAGE_POOL).split()
@@ -172,13 +172,13 @@ def test_its_disks_pass_the_sector_detection_scenarios(lab_file):
 def test_lab_status_is_clean(sshd, lab_file):
     proc = sectorlab("lab", "status", "--lab", str(lab_file), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    port = lab_mod.read_lab_json("remote")["vms"]["vm1"]["ssh_port"]
+    port = lab_mod.read_lab_json("remote").vm("vm1").ssh_port
     assert f"ssh 127.0.0.1:{port} (on libvirt host 127.0.0.1:{sshd.port})" in proc.stdout, proc.stdout
 
 
 def test_lab_down_leaves_nothing_there(sshd, lab_file):
     data = lab_mod.read_lab_json("remote")
-    port = data["vms"]["vm1"]["ssh_port"]
+    port = data.vm("vm1").ssh_port
     down = sectorlab("lab", "down", "--lab", str(lab_file), timeout=600)
     assert down.returncode == 0, down.stdout + down.stderr
     lab = labdef.load(lab_file)

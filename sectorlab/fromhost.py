@@ -144,12 +144,8 @@ def _bus(d: HostDisk, g: geo.Geometry, notes: list[str]) -> str:
         refused.append(f"{bus}: {re.split(r'[.;:] [Uu]se bus', why)[0]}")
         bus = fallback
     if refused:
-        notes.append(f"{d.name}: NVMe {_shown(g)}: on bus {bus} ({'; '.join(refused)})")
+        notes.append(f"{d.name}: NVMe {g.topology}: on bus {bus} ({'; '.join(refused)})")
     return bus
-
-
-def _shown(g: geo.Geometry) -> str:
-    return geo.topology(g.logical_block_size, g.physical_block_size, g.guest_min_io, g.opt_io_size)
 
 
 def _kib(n: int) -> str:
@@ -291,7 +287,7 @@ def _lab_toml(source: str, lab_name: str, notes: list[str], custom: dict[str, ge
         out += [f"[geometry.{name}]", f"logical_block_size = {logical}", f"physical_block_size = {physical}"]
         out += [f"min_io_size = {g.min_io_size}"] if g.min_io_size else []
         out += [f"opt_io_size = {g.opt_io_size}"] if g.opt_io_size else []
-        out += [f"description = {_quote(f'{_shown(g)} as on {source}')}", ""]
+        out += [f"description = {_quote(f'{g.topology} as on {source}')}", ""]
     for i, disks_of_vm in enumerate(vms, 1):
         out += ["[[vm]]", f'name = "vm{i}"', 'guest = "debian12"', ""]
         for lines in disks_of_vm:

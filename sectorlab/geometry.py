@@ -33,7 +33,14 @@ class Geometry:
 
     @property
     def guest_min_io(self) -> int:
+        """The minimum I/O size the guest must show (guest_min_io()): for a disk of the lab
+        definition and for its entry in lab.json alike (DiskRecord.sizes)."""
         return guest_min_io(self.physical_block_size, self.min_io_size)
+
+    @property
+    def topology(self) -> str:
+        """What the guest must show of a disk of these sizes, as lab-up's table shows it (topology())."""
+        return topology(self.logical_block_size, self.physical_block_size, self.guest_min_io, self.opt_io_size)
 
     @property
     def io_hints(self) -> bool:
@@ -138,8 +145,7 @@ def check_bus(bus: str, g: Geometry, where: str) -> None:
         raise UsageError(f"{where}: unknown bus {bus!r}: expected one of {', '.join(known)}")
     why = bus_refuses(bus, g)
     if why:
-        shown = topology(g.logical_block_size, g.physical_block_size, g.guest_min_io, g.opt_io_size)
-        raise UsageError(f"{where}: bus {bus!r} cannot present {g.name} ({shown}): {why}")
+        raise UsageError(f"{where}: bus {bus!r} cannot present {g.name} ({g.topology}): {why}")
 
 
 @dataclass(frozen=True)

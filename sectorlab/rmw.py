@@ -32,6 +32,7 @@ from pathlib import Path
 
 from . import labdef, warm
 from .errors import SectorlabError
+from .lab.record import DiskRecord, RmwNodes
 
 FIRST_SLOT = 0x16  # downwards: libvirt fills slots from 0x2 up; virtio-net sits at 0x17, NVMe from 0x18
 LOG_DIR = Path("/var/log/libvirt/qemu")
@@ -48,50 +49,50 @@ def _qmp(uri: str, domain: str, execute: str, **arguments):
     return warm.qmp(uri, domain, execute, **arguments)
 
 
-def plan(disks: list[dict]) -> list[dict]:
-    """The VM's read-modify-write disks in a fixed order, each with its device id and PCI slot."""
-    rmw = sorted((d for d in disks if d.get("rmw")), key=lambda d: d["name"])
+def plan(disks: list[DiskRecord]) -> list[tuple[str, str, DiskRecord]]:
+    """The VM's read-modify-write disks in a fixed order, each as (its device id, its PCI slot, the disk)."""
+    rmw = sorted((d for d in disks if d.rmw), key=lambda d: d.name)
     if len(rmw) > labdef.MAX_RMW_PER_VM:
         raise SectorlabError(f"{len(rmw)} disks with rmw = true on one VM; at most {labdef.MAX_RMW_PER_VM} fit "
                              f"its PCI slots")
-    return [{**d, "id": f"rmw{i}", "addr": f"0x{FIRST_SLOT - i:x}"} for i, d in enumerate(rmw)]
+    return [(f"rmw{i}", f"0x{FIRST_SLOT - i:x}", d) for i, d in enumerate(rmw)]
 
 
-def hotplug(uri: str, domain: str, disks: list[dict]) -> list[str]:
+def hotplug(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:
     """Add the read-modify-write disks the running domain lacks; returns the device ids added."""
     planned = plan(disks)
     if not planned:  # most labs: no monitor round trip on their lab-up
         return []
     present = {p["name"] for p in _qmp(uri, domain, "qom-list", path="/machine/peripheral") or []}
-    todo = [d for d in planned if d["id"] not in present]
+    todo = [(dev, addr, d) for dev, addr, d in planned if dev not in present]
     if not todo:
         return []
     _qmp(uri, domain, "trace-event-set-state", name=OPEN_EVENT, enable=True)
     try:
-        for d in todo:
-            _plug(uri, domain, d)
+        for dev, addr, d in todo:
+            _plug(uri, domain, dev, addr, d)
     finally:
         _qmp(uri, domain, "trace-event-set-state", name=OPEN_EVENT, enable=False)
-    return [d["id"] for d in todo]
+    return [dev for dev, _, _ in todo]
 
 
-def _plug(uri: str, domain: str, d: dict) -> None:
-    """The nodes and the device of one disk, into a QEMU that has none of them (nothing unplugs one:
-    the device goes with its QEMU process)."""
-    dev = d["id"]
+def _plug(uri: str, domain: str, dev: str, addr: str, d: DiskRecord) -> None:
+    """The nodes and the device `dev` (at PCI slot `addr`) of one disk, into a QEMU that has none of
+    them (nothing unplugs one: the device goes with its QEMU process)."""
     _qmp(uri, domain, "object-add", **{"qom-type": "throttle-group", "id": f"{dev}-reads",
-                                       "limits": {"iops-read": d["rmw_read_iops"]}})
+                                       "limits": {"iops-read": d.rmw_read_iops}})
     _qmp(uri, domain, "blockdev-add", **{
         "node-name": f"{dev}-qcow2", "driver": "qcow2", "cache": {"direct": True},
-        "file": {"driver": "file", "filename": d["volume"], "aio": "threads", "cache": {"direct": True}}})
+        "file": {"driver": "file", "filename": d.volume, "aio": "threads", "cache": {"direct": True}}})
     _qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-throttle", "driver": "throttle",
                                          "throttle-group": f"{dev}-reads", "file": f"{dev}-qcow2"})
     _qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-drive", "driver": "blkdebug",
-                                         "align": d["physical_block_size"], "image": f"{dev}-throttle"})
-    hints = {k: d[k] for k in ("min_io_size", "opt_io_size") if d.get(k)}  # as <qemu:override> gives a cold disk
-    _qmp(uri, domain, "device_add", driver="virtio-blk-pci", id=dev, drive=f"{dev}-drive", serial=d["serial"],
-         logical_block_size=d["logical_block_size"], physical_block_size=d["physical_block_size"],
-         bus="pci.0", addr=d["addr"], **hints)
+                                         "align": d.physical_block_size, "image": f"{dev}-throttle"})
+    # as <qemu:override> gives a cold disk
+    hints = {k: v for k, v in (("min_io_size", d.min_io_size), ("opt_io_size", d.opt_io_size)) if v}
+    _qmp(uri, domain, "device_add", driver="virtio-blk-pci", id=dev, drive=f"{dev}-drive", serial=d.serial,
+         logical_block_size=d.logical_block_size, physical_block_size=d.physical_block_size,
+         bus="pci.0", addr=addr, **hints)
 
 
 def domain_log(uri: str, domain: str) -> Path:
@@ -143,7 +144,7 @@ def node_addresses(log_text: str, volume: str) -> dict[str, str]:
     return found
 
 
-def trace_nodes(uri: str, domain: str, disks: list[dict], timeout: float = 10.0) -> dict[str, dict]:
+def trace_nodes(uri: str, domain: str, disks: list[DiskRecord], timeout: float = 10.0) -> dict[str, RmwNodes]:
     """Per read-modify-write disk of the domain (by name), its nodes' addresses and the QEMU process
     they belong to, for lab.json. A disk whose entry in `disks` already names the running process
     keeps it (a converging lab-up plugs nothing); the others are read from the log, which virtlogd
@@ -152,15 +153,15 @@ def trace_nodes(uri: str, domain: str, disks: list[dict], timeout: float = 10.0)
     if not todo:
         return {}
     pid = qemu_pid(domain)
-    out = {d["name"]: d["rmw_nodes"] for d in todo if (d.get("rmw_nodes") or {}).get("qemu_pid") == pid}
+    out = {d.name: d.rmw_nodes for _, _, d in todo if d.rmw_nodes and d.rmw_nodes.qemu_pid == pid}
     log = domain_log(uri, domain)
     deadline = time.monotonic() + timeout
     while True:
         text = "".join(f.read_text(errors="replace") for f in _log_files(log))
         try:
-            for d in todo:
-                if d["name"] not in out:
-                    out[d["name"]] = {"qemu_pid": pid, **node_addresses(text, d["volume"])}
+            for _, _, d in todo:
+                if d.name not in out:
+                    out[d.name] = RmwNodes(qemu_pid=pid, **node_addresses(text, d.volume))
             return out
         except SectorlabError:
             if time.monotonic() > deadline:
@@ -245,15 +246,16 @@ class ReadTrace:
                 text.append(fh.read().decode(errors="replace"))
         self.lines = "".join(text).splitlines()
 
-    def reads(self, disk: dict) -> Reads:
-        nodes = disk.get("rmw_nodes")
+    def reads(self, disk: DiskRecord) -> Reads:
+        nodes = disk.rmw_nodes
         if not nodes:
-            raise SectorlabError(f"disk {disk.get('name')} has no read-modify-write nodes in lab.json "
+            raise SectorlabError(f"disk {disk.name} has no read-modify-write nodes in lab.json "
                                  f"(rmw = true, brought up by this version of sectorlab?)")
-        if nodes["qemu_pid"] != qemu_pid(self.domain):
-            raise SectorlabError(f"{self.domain}: its QEMU is not the one lab-up plugged disk {disk['name']} into "
-                                 f"(process {nodes['qemu_pid']}); run 'make lab-up' again")
-        return count_reads(self.lines, nodes, disk["physical_block_size"])
+        if nodes.qemu_pid != qemu_pid(self.domain):
+            raise SectorlabError(f"{self.domain}: its QEMU is not the one lab-up plugged disk {disk.name} into "
+                                 f"(process {nodes.qemu_pid}); run 'make lab-up' again")
+        return count_reads(self.lines, {"throttle": nodes.throttle, "blkdebug": nodes.blkdebug},
+                           disk.physical_block_size)
 
 
 def query_device_stats(uri: str, domain: str, dev_id: str) -> dict:
@@ -264,7 +266,7 @@ def query_device_stats(uri: str, domain: str, dev_id: str) -> dict:
     raise SectorlabError(f"{domain}: no block statistics for device {dev_id} (is it plugged?)")
 
 
-def describe(d: dict) -> str:
+def describe(d: DiskRecord) -> str:
     """How lab-up's table says what is under a read-modify-write disk."""
-    return (f"read-modify-write to {d['physical_block_size']} B, reads paced at {d['rmw_read_iops']}/s "
-            f"({1000 / d['rmw_read_iops']:.1f} ms each)")
+    return (f"read-modify-write to {d.physical_block_size} B, reads paced at {d.rmw_read_iops}/s "
+            f"({1000 / d.rmw_read_iops:.1f} ms each)")

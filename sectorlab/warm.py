@@ -27,12 +27,15 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import accel as accel_mod
 from . import images, labdef, virsh
 from .errors import SectorlabError
 from .paths import REPO, cache_dir, link_or_copy
+
+if TYPE_CHECKING:
+    from .lab.record import DiskRecord, VMRecord
 
 FORMAT = 1
 NVME_FIRST_SLOT = 0x18
@@ -173,7 +176,7 @@ def save_running(uri: str, domain: str, save_file: Path, root_volume: str, root_
         xml.unlink()
 
 
-def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, dict], state: Path,
+def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, VMRecord], state: Path,
          progress: Progress) -> list[str]:
     """Save every guest's memory and root disk; returns the VMs that were stopped and restored
     to do so (their SSH sessions are gone), the others kept running.
@@ -189,13 +192,13 @@ def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, dict], state: 
             save_file = tmp / f"{name}.save"
             root_copy = tmp / f"{name}-root.qcow2"
             try:
-                save_running(uri, vm["domain"], save_file, vm["root_volume"], root_copy)
+                save_running(uri, vm.domain, save_file, vm.root_volume, root_copy)
                 how = "while it kept running"
             except SectorlabError as e:
                 progress(f"{name}: could not save its state while it runs ({e}); stopping and restoring it")
                 save_file.unlink(missing_ok=True)
-                virsh.run(uri, "save", vm["domain"], str(save_file))
-                shutil.copyfile(vm["root_volume"], root_copy)
+                virsh.run(uri, "save", vm.domain, str(save_file))
+                shutil.copyfile(vm.root_volume, root_copy)
                 virsh.run(uri, "restore", str(save_file))
                 restored.append(name)
                 how = "and restored it"
@@ -241,42 +244,42 @@ def qmp(uri: str, domain: str, execute: str, **arguments) -> object:
     return reply.get("return")
 
 
-def nvme_plan(disks: list[dict]) -> list[dict]:
-    """The VM's NVMe controllers in a fixed order, each with its PCI slot (0x18 up)."""
-    nvme = sorted((d for d in disks if d["bus"] == "nvme"), key=lambda d: d["name"])
+def nvme_plan(disks: list[DiskRecord]) -> list[tuple[str, str, DiskRecord]]:
+    """The VM's NVMe controllers in a fixed order, each as (its id, its PCI slot (0x18 up), the disk)."""
+    nvme = sorted((d for d in disks if d.bus == "nvme"), key=lambda d: d.name)
     if len(nvme) > labdef.MAX_NVME_PER_VM:
         raise SectorlabError(f"{len(nvme)} NVMe disks on one VM; at most {labdef.MAX_NVME_PER_VM} fit its PCI slots")
-    return [{**d, "id": f"nvme{i}", "addr": f"0x{NVME_FIRST_SLOT + i:x}"} for i, d in enumerate(nvme)]
+    return [(f"nvme{i}", f"0x{NVME_FIRST_SLOT + i:x}", d) for i, d in enumerate(nvme)]
 
 
-def hotplug_nvme(uri: str, domain: str, disks: list[dict]) -> list[str]:
+def hotplug_nvme(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:
     """Add the NVMe controllers the running domain lacks; returns the ids added."""
     present = peripherals(uri, domain)
     added = []
-    for d in nvme_plan(disks):
-        if d["id"] in present:
+    for dev, addr, d in nvme_plan(disks):
+        if dev in present:
             continue
-        node = f"{d['id']}-drive"
+        node = f"{dev}-drive"
         qmp(uri, domain, "blockdev-add", **{
             "node-name": node, "driver": "qcow2", "cache": {"direct": True},
-            "file": {"driver": "file", "filename": d["volume"], "aio": "threads", "cache": {"direct": True}}})
-        qmp(uri, domain, "device_add", driver="nvme", id=d["id"], drive=node, serial=d["serial"],
-            logical_block_size=d["logical_block_size"], physical_block_size=d["physical_block_size"],
-            bus="pci.0", addr=d["addr"])
-        added.append(d["id"])
+            "file": {"driver": "file", "filename": d.volume, "aio": "threads", "cache": {"direct": True}}})
+        qmp(uri, domain, "device_add", driver="nvme", id=dev, drive=node, serial=d.serial,
+            logical_block_size=d.logical_block_size, physical_block_size=d.physical_block_size,
+            bus="pci.0", addr=addr)
+        added.append(dev)
     return added
 
 
-def nvme_controller_id(disks: list[dict], serial: str) -> str:
+def nvme_controller_id(disks: list[DiskRecord], serial: str) -> str:
     """The QEMU device id of the NVMe controller of the disk with `serial` (nvme_plan's order)."""
-    plan = {d["serial"]: d["id"] for d in nvme_plan(disks)}
+    plan = {d.serial: dev for dev, _, d in nvme_plan(disks)}
     if serial not in plan:
         raise SectorlabError(f"no emulated NVMe disk has serial {serial!r} (they are: "
                              f"{', '.join(sorted(plan)) or 'none'})")
     return plan[serial]
 
 
-def unplug_nvme(uri: str, domain: str, disks: list[dict], serial: str, timeout: float = 60.0) -> str:
+def unplug_nvme(uri: str, domain: str, disks: list[DiskRecord], serial: str, timeout: float = 60.0) -> str:
     """Hot-unplug the NVMe controller of the disk with `serial` (the guest ejects it through ACPI
     PCI hot-plug) and drop its block node; returns its id. `hotplug_nvme` then adds it anew, as
     QEMU creates it at the declared sector sizes: a format done in the guest is gone, as after a

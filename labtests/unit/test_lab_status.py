@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from labtests.unit import records
 from sectorlab import cli, lab, labdef, virsh
 from sectorlab.paths import REPO
 
@@ -67,13 +68,13 @@ def test_faults_names_a_stopped_vm_and_a_gone_volume(tmp_path, monkeypatch):
     """What `lab status` and lab-up find from the host alone: one line per fault."""
     here = tmp_path / "here.qcow2"
     here.write_bytes(b"")
-    data = {"libvirt_uri": "qemu:///system",
-            "vms": {"lab1": {"domain": "sectorlab-x-lab1", "root_volume": str(here)},
-                    "lab2": {"domain": "sectorlab-x-lab2", "root_volume": str(here)}},
-            "disks": {"lab1/a": {"vm": "lab1", "name": "a", "volume": str(tmp_path / "gone.qcow2")},
-                      "lab2/b": {"vm": "lab2", "name": "b", "volume": str(here)}}}
+    data = records.lab({"lab1": records.vm(domain="sectorlab-x-lab1", uuid="u1", root_volume=str(here)),
+                        "lab2": records.vm(domain="sectorlab-x-lab2", uuid="u2", root_volume=str(here))},
+                       [records.disk(vm="lab1", name="a", volume=str(tmp_path / "gone.qcow2")),
+                        records.disk(vm="lab2", name="b", volume=str(here))])
     states = {"sectorlab-x-lab1": "running\n", "sectorlab-x-lab2": "shut off\n"}
-    monkeypatch.setattr(virsh, "run", lambda uri, verb, domain, check=True: states[domain])  # domstate
+    by_uuid = {"u1": "sectorlab-x-lab1", "u2": "sectorlab-x-lab2"}
+    monkeypatch.setattr(virsh, "run", lambda uri, verb, uuid, check=True: states[by_uuid[uuid]])  # domstate
     assert lab.faults(data) == [
         "lab2: domain sectorlab-x-lab2 is shut off, not running (destroyed, or its QEMU was killed)",
         f"lab1 disk a: volume {tmp_path / 'gone.qcow2'} is gone (deleted while the lab ran)"]
@@ -93,7 +94,7 @@ def test_domain_states_are_asked_by_the_recorded_uuid(monkeypatch):
         return by_uuid.get(domain, "running\n")
 
     monkeypatch.setattr(virsh, "run", run)
-    data = {"libvirt_uri": "qemu:///system",
-            "vms": {"lab1": {"domain": "sectorlab-x-lab1", "uuid": "8ca2c1dd-6825-5522-a72d-9fe1a492dfa7"}}}
+    data = records.lab({"lab1": records.vm(domain="sectorlab-x-lab1", uuid="8ca2c1dd-6825-5522-a72d-9fe1a492dfa7")},
+                       [])
     assert lab.domain_states(data) == {"lab1": "absent"}
     assert asked == ["8ca2c1dd-6825-5522-a72d-9fe1a492dfa7"]

@@ -4,25 +4,29 @@ running QEMU; these pin the parts that need none."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 
 import pytest
 
+from labtests.unit import records
 from sectorlab import accel, labdef, rmw
 from sectorlab.errors import SectorlabError
+from sectorlab.lab.record import DiskRecord, RmwNodes
 
 VOLUME = "/pool/lab1-rmw-512e.qcow2"
 
 
-def _disk(name: str, **extra) -> dict:
-    return {"name": name, "bus": "virtio", "serial": f"s-{name}", "volume": f"/pool/{name}.qcow2",
-            "logical_block_size": 512, "physical_block_size": 4096, "rmw": True, "rmw_read_iops": 120, **extra}
+def _disk(name: str, **extra) -> DiskRecord:
+    return records.disk(**{"name": name, "bus": "virtio", "serial": f"s-{name}", "volume": f"/pool/{name}.qcow2",
+                           "logical_block_size": 512, "physical_block_size": 4096, "rmw": True, "rmw_read_iops": 120,
+                           **extra})
 
 
 def test_plan_takes_slots_down_from_0x16_in_name_order():
-    disks = [_disk("b"), _disk("plain", rmw=False), _disk("a"), {"name": "n", "bus": "nvme"}]
-    assert [(d["name"], d["id"], d["addr"]) for d in rmw.plan(disks)] == [("a", "rmw0", "0x16"), ("b", "rmw1", "0x15")]
+    disks = [_disk("b"), _disk("plain", rmw=False), _disk("a"), _disk("n", bus="nvme", rmw=False)]
+    assert [(d.name, dev, addr) for dev, addr, d in rmw.plan(disks)] == [("a", "rmw0", "0x16"), ("b", "rmw1", "0x15")]
     with pytest.raises(SectorlabError, match="at most"):
         rmw.plan([_disk(f"r{i}") for i in range(labdef.MAX_RMW_PER_VM + 1)])
 
@@ -123,10 +127,10 @@ def test_trace_nodes_keeps_what_names_the_running_qemu_and_reads_the_rest(tmp_pa
     disks = [_disk("a", volume=VOLUME), _disk("b", rmw_nodes={"qemu_pid": 4242, "throttle": "0x1", "blkdebug": "0x2"}),
              _disk("plain", rmw=False)]
     assert rmw.trace_nodes("qemu:///system", "dom", disks) == {
-        "a": {"qemu_pid": 4242, "throttle": "0x500", "blkdebug": "0x600"},
-        "b": {"qemu_pid": 4242, "throttle": "0x1", "blkdebug": "0x2"}}
+        "a": RmwNodes(qemu_pid=4242, throttle="0x500", blkdebug="0x600"),
+        "b": RmwNodes(qemu_pid=4242, throttle="0x1", blkdebug="0x2")}
     stale = [_disk("a", volume=VOLUME, rmw_nodes={"qemu_pid": 1, "throttle": "0x1", "blkdebug": "0x2"})]
-    assert rmw.trace_nodes("qemu:///system", "dom", stale)["a"]["throttle"] == "0x500"
+    assert rmw.trace_nodes("qemu:///system", "dom", stale)["a"].throttle == "0x500"
     with pytest.raises(SectorlabError, match="no trace of the read-modify-write nodes"):
         rmw.trace_nodes("qemu:///system", "dom", [_disk("c")], timeout=0)
 
@@ -148,8 +152,7 @@ def _traced_window(tmp_path, monkeypatch, written_during):
     return trace
 
 
-DISK = {"name": "rmw-512e", "volume": VOLUME, "physical_block_size": 4096,
-        "rmw_nodes": {"qemu_pid": 4242, "throttle": "0x500", "blkdebug": "0x600"}}
+DISK = _disk("rmw-512e", volume=VOLUME, rmw_nodes={"qemu_pid": 4242, "throttle": "0x500", "blkdebug": "0x600"})
 
 
 def test_read_trace_reads_only_the_window(tmp_path, monkeypatch):
@@ -160,9 +163,9 @@ def test_read_trace_reads_only_the_window(tmp_path, monkeypatch):
     trace = _traced_window(tmp_path, monkeypatch, two_reads)
     assert trace.reads(DISK).rmw == 2
     with pytest.raises(SectorlabError, match="its QEMU is not the one lab-up plugged disk rmw-512e into"):
-        trace.reads({**DISK, "rmw_nodes": {**DISK["rmw_nodes"], "qemu_pid": 1}})
+        trace.reads(dataclasses.replace(DISK, rmw_nodes=dataclasses.replace(DISK.rmw_nodes, qemu_pid=1)))
     with pytest.raises(SectorlabError, match="disk plain has no read-modify-write nodes in lab.json"):
-        trace.reads({"name": "plain", "physical_block_size": 4096})
+        trace.reads(_disk("plain", rmw=False))
 
 
 def test_read_trace_follows_the_log_through_a_rotation(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from labtests.unit import records
 from sectorlab import labdef, warm
 from sectorlab.errors import SectorlabError
 
@@ -66,11 +67,15 @@ def test_saved_state_says_why_it_cannot_be_used(tmp_path, monkeypatch):
     assert sorted(warm.clear("t")) == ["k0", "k1"] and not saved.root.exists()
 
 
+def _nvme(name: str, **extra):
+    return records.disk(**{"name": name, "bus": "nvme", "serial": f"s-{name}", **extra})
+
+
 def test_nvme_plan_gives_fixed_slots_in_name_order():
-    disks = [{"name": "b", "bus": "nvme"}, {"name": "x", "bus": "virtio"}, {"name": "a", "bus": "nvme"}]
+    disks = [_nvme("b"), _nvme("x", bus="virtio"), _nvme("a")]
     plan = warm.nvme_plan(disks)
-    assert [(d["name"], d["id"], d["addr"]) for d in plan] == [("a", "nvme0", "0x18"), ("b", "nvme1", "0x19")]
-    too_many = [{"name": f"n{i}", "bus": "nvme"} for i in range(labdef.MAX_NVME_PER_VM + 1)]
+    assert [(d.name, dev, addr) for dev, addr, d in plan] == [("a", "nvme0", "0x18"), ("b", "nvme1", "0x19")]
+    too_many = [_nvme(f"n{i}") for i in range(labdef.MAX_NVME_PER_VM + 1)]
     with pytest.raises(SectorlabError, match="at most"):
         warm.nvme_plan(too_many)
 
@@ -84,8 +89,8 @@ def test_hotplug_adds_only_missing_controllers_with_their_geometry(monkeypatch):
         return present if execute == "qom-list" else {}
 
     monkeypatch.setattr(warm, "qmp", fake_qmp)
-    disks = [{"name": n, "bus": "nvme", "serial": f"s-{n}", "volume": f"/pool/{n}.qcow2",
-              "logical_block_size": lbs, "physical_block_size": lbs} for n, lbs in (("a", 512), ("b", 4096))]
+    disks = [_nvme(n, volume=f"/pool/{n}.qcow2", logical_block_size=lbs, physical_block_size=lbs)
+             for n, lbs in (("a", 512), ("b", 4096))]
     assert warm.hotplug_nvme("qemu:///system", "dom", disks) == ["nvme1"]
     blockdev, device = calls[1][1], calls[2][1]
     assert blockdev["node-name"] == "nvme1-drive" and blockdev["file"]["filename"] == "/pool/b.qcow2"
@@ -117,7 +122,7 @@ def test_unplug_waits_until_qemu_releases_the_block_node(monkeypatch):
 
     monkeypatch.setattr(warm, "qmp", fake_qmp)
     monkeypatch.setattr(warm.time, "sleep", lambda s: None)
-    disks = [{"name": "a", "bus": "nvme", "serial": "s-a"}]
+    disks = [_nvme("a")]
     assert warm.unplug_nvme("qemu:///system", "dom", disks, "s-a") == "nvme0"
     assert calls.count("device_del") == 1 and calls.count("blockdev-del") == 3 and not state["node"]
     calls.clear()
@@ -136,7 +141,7 @@ def test_unplug_names_the_node_it_could_not_drop(monkeypatch):
     monkeypatch.setattr(warm, "qmp", fake_qmp)
     monkeypatch.setattr(warm.time, "sleep", lambda s: None)
     with pytest.raises(SectorlabError, match="nvme0 is gone but its block node could not be dropped within 0 s"):
-        warm.unplug_nvme("qemu:///system", "dom", [{"name": "a", "bus": "nvme", "serial": "s-a"}], "s-a", timeout=0)
+        warm.unplug_nvme("qemu:///system", "dom", [_nvme("a")], "s-a", timeout=0)
 
 
 def test_qmp_error_is_reported_with_the_command(monkeypatch):
@@ -270,7 +275,7 @@ def saved_state_setup(tmp_path, monkeypatch, fake):
         (state / name).write_text(name)
     root = tmp_path / "vm1-root.qcow2"
     root.write_bytes(b"root disk")
-    return warm.SavedState("t", "k1"), state, {"vm1": {"domain": "dom1", "root_volume": str(root)}}
+    return warm.SavedState("t", "k1"), state, {"vm1": records.vm(domain="dom1", root_volume=str(root))}
 
 
 def test_save_keeps_the_guest_running_with_a_memory_only_snapshot(tmp_path, monkeypatch):

@@ -22,10 +22,14 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import guestdisks
 from ..errors import SectorlabError
 from ..inguest import rules
+
+if TYPE_CHECKING:
+    from ..lab.record import LabRecord
 
 if sys.version_info >= (3, 11):
     pass
@@ -65,13 +69,13 @@ def asm_verdicts(preset: Preset, sectors: dict[str, tuple[int, int]]) -> list[di
 class Bench:
     """One bench: the preset's lab is up; `run_all()` makes every run and keeps bench.json current."""
 
-    def __init__(self, preset: Preset, results: Path, data: dict, progress: Progress):
+    def __init__(self, preset: Preset, results: Path, data: LabRecord, progress: Progress):
         from .. import lab as lab_mod
         self.preset, self.results, self.data, self.progress = preset, results, data, progress
         self.vm = preset.lab.vms[0].name
         self.guest = lab_mod.guests_from_lab_json(data)[self.vm]
-        self.entries = {d["name"]: d for d in data["disks"].values() if d["vm"] == self.vm}
-        self.domain = data["vms"][self.vm]["domain"]
+        self.entries = {d.name: d for d in data.disks_of(self.vm)}
+        self.domain = data.vm(self.vm).domain
         self.runs: list[dict] = []
         self.commands: list[str] = []
         self.sectors: dict[str, tuple[int, int]] = {}
@@ -89,10 +93,10 @@ class Bench:
         seen = lab_mod.probe(self.guest, declared)["disks"]
         out = {}
         for name, d in self.entries.items():
-            dev = seen.get(d["serial"])
+            dev = seen.get(d.serial)
             if dev is None:
-                raise SectorlabError(f"{self.vm}: declared disk {name} (serial {d['serial']}) is not in the guest")
-            out[name] = d.get("mapper") or dev.path
+                raise SectorlabError(f"{self.vm}: declared disk {name} (serial {d.serial}) is not in the guest")
+            out[name] = d.mapper or dev.path
         return out
 
     def sectors_of(self, path: str) -> tuple[int, int]:
@@ -123,9 +127,9 @@ class Bench:
             raise SectorlabError(f"{rid}: the warm-up '{shlex.join(warmup)}' exited {result.rc}: "
                                  f"{result.stderr.strip()[-400:]}")
         entry = self.entries[target.disk.name]
-        traced = bool(entry.get("rmw"))
+        traced = entry.rmw
         # On a read-modify-write disk QEMU's reads are traced from the host for the measured run.
-        with (rmw.ReadTrace(self.data["libvirt_uri"], self.domain) if traced else contextlib.nullcontext()) as trace:
+        with (rmw.ReadTrace(self.data.libvirt_uri, self.domain) if traced else contextlib.nullcontext()) as trace:
             result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json",
                                     timeout=w.duration_s + 300)
         if not result.ok:
@@ -173,7 +177,7 @@ class Bench:
             device = path + (f" raced with {race}" if race else "")
             for bs in preset.blocksizes:
                 verdict = rules.evaluate(logical, physical, bs, file=path).as_json()
-                base = {"disk": target.name, "vm": self.vm, "bus": e["bus"], "geometry": e["geometry"],
+                base = {"disk": target.name, "vm": self.vm, "bus": e.bus, "geometry": e.geometry,
                         "declared_disk": target.disk.name, "race": target.race.name if target.race else None,
                         "device": device, "logical": logical, "physical": physical, "blocksize": bs,
                         "verdict": verdict}
@@ -227,7 +231,7 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
     bench = None
     try:
         data = lab_mod.up(preset.lab, progress)
-        (results / "lab.json").write_text(json.dumps(data, indent=2) + "\n")
+        (results / "lab.json").write_text(data.text() + "\n")
         bench = Bench(preset, results, data, progress)
         bench.bench["commands"][:0] = [f"sectorlab bench {preset.name}  # lab-up, these runs, lab-down",
                                        f"# in the guest ({bench.vm}), as root:"]

@@ -17,9 +17,13 @@ import statistics
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import SectorlabError
 from ..paths import REPO
+
+if TYPE_CHECKING:
+    from ..lab.record import Timing
 
 REDO_WRITER = REPO / "redo-writer" / "redo-writer"
 
@@ -100,25 +104,25 @@ def bench_lab_up(lab_file, rounds: int, progress) -> dict:
     from .. import lab
     if rounds < 1:
         raise SectorlabError(f"--rounds {rounds}: expected at least 1")
-    runs: dict[str, list[dict]] = {"cold": [], "warm": []}
+    runs: dict[str, list[Timing]] = {"cold": [], "warm": []}
     lab.down(lab_file, progress)
     try:
         for r in range(rounds):
             for path in ("cold", "warm"):
                 progress(f"round {r + 1}/{rounds}: {path} lab-up")
                 data = lab.up(lab_file, progress, cold=(path == "cold"), require_warm=(path == "warm"))
-                runs[path].append(data["timing"])
+                runs[path].append(data.timing)
                 lab.down(lab_file, progress)
     except BaseException:
         lab.down(lab_file, progress)  # a failed lab-up leaves the lab up
         raise
     result = {}
     for path, timings in runs.items():
-        totals = [t["total_s"] for t in timings]
-        phases = sorted({p for t in timings for p in t["phases"]})
+        totals = [t.total_s for t in timings]
+        phases = sorted({p for t in timings for p in t.phases})
         result[path] = {"totals_s": totals, "median_s": statistics.median(totals),
                         "min_s": min(totals), "max_s": max(totals),
-                        "phase_medians_s": {p: statistics.median(t["phases"].get(p, 0.0) for t in timings)
+                        "phase_medians_s": {p: statistics.median(t.phases.get(p, 0.0) for t in timings)
                                             for p in phases}}
     result["warm_over_cold"] = result["warm"]["median_s"] / result["cold"]["median_s"]
     return result

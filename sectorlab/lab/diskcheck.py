@@ -14,14 +14,14 @@ from .. import geometry as geo
 from .. import guestdisks, remote, rmw
 from ..guest import Guest
 from ..inguest import guestprobe
+from .record import DiskRecord, LabRecord
 from .state import Progress
 
 
-def guests_from_lab_json(data: dict) -> dict[str, Guest]:
-    via = remote.host(data["libvirt_uri"]).via
-    return {name: Guest(name, vm["ssh_host"], vm["ssh_port"], vm["user"], Path(vm["key_file"]), vm["host_key"],
-                        vm.get("console_log"), via)
-            for name, vm in data["vms"].items()}
+def guests_from_lab_json(data: LabRecord) -> dict[str, Guest]:
+    via = remote.host(data.libvirt_uri).via
+    return {name: Guest(name, vm.ssh_host, vm.ssh_port, vm.user, Path(vm.key_file), vm.host_key, vm.console_log, via)
+            for name, vm in data.vms.items()}
 
 
 def wait_for(check: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
@@ -38,7 +38,7 @@ PROBE = Path(guestprobe.__file__)
 PRISTINE_BYTES = 65536
 
 
-def probe(guest: Guest, declared: list[dict], wait: float = 0.0, clock: bool = False,
+def probe(guest: Guest, declared: list[DiskRecord], wait: float = 0.0, clock: bool = False,
           pristine: bool = False) -> dict:
     """One round trip to the guest (sectorlab/inguest/guestprobe.py as root): optionally step its clock,
     start its NVMe/TCP targets if their namespaces are not visible, wait up to `wait` s for the
@@ -46,11 +46,11 @@ def probe(guest: Guest, declared: list[dict], wait: float = 0.0, clock: bool = F
     last 64 KiB are not zeros (where partition tables, signatures and the scenarios' first redo
     blocks go). Disks with added latency get their dm-delay device (created or corrected)."""
     request = {"clock": clock,
-               "nvme_tcp": sorted(d["serial"] for d in declared if d["bus"] == "nvme-tcp"),
-               "serials": sorted(d["serial"] for d in declared), "wait": wait,
+               "nvme_tcp": sorted(d.serial for d in declared if d.bus == "nvme-tcp"),
+               "serials": sorted(d.serial for d in declared), "wait": wait,
                "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split(),
-               "delays": [{"serial": d["serial"], "name": Path(d["mapper"]).name, "delay_ms": d["write_delay_ms"]}
-                          for d in declared if d.get("mapper")]}
+               "delays": [{"serial": d.serial, "name": Path(d.mapper).name, "delay_ms": d.write_delay_ms}
+                          for d in declared if d.mapper]}
     command = f"sudo -n python3 -c {shlex.quote(PROBE.read_text())} {shlex.quote(json.dumps(request))}"
     text = guest.check_output(command, timeout=wait + 120,
                               answer=(guestprobe.CLOCK_QUESTION, lambda: repr(time.time())))
@@ -62,23 +62,16 @@ def probe(guest: Guest, declared: list[dict], wait: float = 0.0, clock: bool = F
     return result
 
 
-def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float = 0.0, clock: bool = False,
+def verify(data: LabRecord, guests: dict[str, Guest], progress: Progress, wait: float = 0.0, clock: bool = False,
            pristine: bool = False) -> tuple[list[list[str]], list[str]]:
     """Every declared disk, by serial, at its declared sector sizes. With `wait`, give disks that
     are still appearing (hot-plugged NVMe) up to that many seconds before calling them missing;
     with `clock`, step the guests' clocks first (after a restore); with `pristine`, fail disks that
     hold data (a fresh lab must not show a previous run's writes)."""
     rows = [["VM", "disk", "serial", "bus", "geometry", "guest device", "logical/physical seen"]]
-    # The minimum I/O size the guest must show (the advertised one, never below the physical
-    # sector), and the optimal one where the geometry advertises it.
-    def wanted(d: dict) -> str:
-        return geo.topology(d["logical_block_size"], d["physical_block_size"],
-                            geo.guest_min_io(d["physical_block_size"], d.get("min_io_size", 0)),
-                            d.get("opt_io_size", 0))
-
     problems = []
     for vm_name, guest in guests.items():
-        declared = [d for d in data["disks"].values() if d["vm"] == vm_name]
+        declared = data.disks_of(vm_name)
         result = probe(guest, declared, wait, clock, pristine)
         if result["behind_s"] is not None:
             behind = result["behind_s"]
@@ -90,35 +83,37 @@ def verify(data: dict, guests: dict[str, Guest], progress: Progress, wait: float
             progress(f"{vm_name}: dm-delay's delays are served in the guest kernel's timer ticks of {1000 / hz:g} ms "
                      f"(CONFIG_HZ={hz}), one tick after the one asked for")
         seen = result["disks"]
-        for d in sorted(declared, key=lambda d: d["name"]):
-            dev = seen.get(d["serial"])
-            want = wanted(d)
+        for d in sorted(declared, key=lambda d: d.name):
+            dev = seen.get(d.serial)
+            # The minimum I/O size the guest must show (the advertised one, never below the physical
+            # sector), and the optimal one where the geometry advertises it.
+            want = d.sizes.topology
             if dev is None:
-                rows.append([vm_name, d["name"], d["serial"], d["bus"], d["geometry"], "MISSING", f"- (want {want})"])
-                problems.append(f"{vm_name}/{d['name']} (serial {d['serial']}) not in the guest")
+                rows.append([vm_name, d.name, d.serial, d.bus, d.geometry, "MISSING", f"- (want {want})"])
+                problems.append(f"{vm_name}/{d.name} (serial {d.serial}) not in the guest")
                 continue
             got = geo.topology(dev.logical_block_size, dev.physical_block_size, dev.minimum_io_size,
-                               dev.optimal_io_size if d.get("opt_io_size") else 0)
+                               dev.optimal_io_size if d.opt_io_size else 0)
             mark = "" if got == want else f" (want {want})"
             if mark:
-                problems.append(f"{dev.path}: {got}, expected {want} ({d['geometry']})")
+                problems.append(f"{dev.path}: {got}, expected {want} ({d.geometry})")
             path = dev.path
-            if d.get("mapper"):
-                mapper = result["mappers"].get(Path(d["mapper"]).name)
+            if d.mapper:
+                mapper = result["mappers"].get(Path(d.mapper).name)
                 if mapper is None:
-                    problems.append(f"{vm_name}/{d['name']}: no dm-delay device over {dev.path}")
+                    problems.append(f"{vm_name}/{d.name}: no dm-delay device over {dev.path}")
                     path += " -> MISSING dm-delay"
                 else:
                     seen_sizes = f"{mapper['logical_block_size']}/{mapper['physical_block_size']}"
-                    sectors = f"{d['logical_block_size']}/{d['physical_block_size']}"
+                    sectors = f"{d.logical_block_size}/{d.physical_block_size}"
                     if seen_sizes != sectors:
                         problems.append(f"{mapper['path']}: {seen_sizes}, expected {sectors} as the disk under it")
                         got += f", {mapper['path']} {seen_sizes}"
-                    effective = f", ~{geo.effective_delay_ms(d['write_delay_ms'], hz):g} ms" if hz else ""
-                    path += f" -> {mapper['path']} (dm-delay {d['write_delay_ms']} ms{effective}/write)"
-            if d.get("rmw"):
+                    effective = f", ~{geo.effective_delay_ms(d.write_delay_ms, hz):g} ms" if hz else ""
+                    path += f" -> {mapper['path']} (dm-delay {d.write_delay_ms} ms{effective}/write)"
+            if d.rmw:
                 path += f" ({rmw.describe(d)})"
-            rows.append([vm_name, d["name"], d["serial"], d["bus"], d["geometry"], path, got + mark])
+            rows.append([vm_name, d.name, d.serial, d.bus, d.geometry, path, got + mark])
         problems += [f"{path}: not empty at lab-up (expected a fresh volume)" for path in result["dirty"]]
     return rows, problems
 

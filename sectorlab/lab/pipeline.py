@@ -5,6 +5,7 @@ warm, converge) and lab.json as it writes it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -53,16 +54,16 @@ def _running(lab: labdef.Lab, state: Path) -> bool:
     """Whether this lab is up now and whole: its lab.json exists and has every VM, and nothing in
     it is faulty (faults())."""
     data = _record_or_none(state)
-    if not data or set(data["vms"]) != {vm.name for vm in lab.vms}:
+    if not data or set(data.vms) != {vm.name for vm in lab.vms}:
         return False
     return not faults(data)
 
 
-def _record_or_none(state: Path) -> dict | None:
-    """The lab's lab.json if it is there and readable by this sectorlab (record.load), else None:
+def _record_or_none(state: Path) -> record.LabRecord | None:
+    """The lab's lab.json if it is there and readable by this sectorlab (LabRecord.load), else None:
     lab-up then treats the lab as not up, and takes down what is left of it first."""
     try:
-        return record.load(state / "lab.json") if (state / "lab.json").exists() else None
+        return record.LabRecord.load(state / "lab.json") if (state / "lab.json").exists() else None
     except UsageError:
         return None
 
@@ -183,7 +184,7 @@ class LabUp:
         self.timings: list[list] = []
         self.route: _Route = _Cold()
 
-    def run(self) -> dict:
+    def run(self) -> record.LabRecord:
         t0 = time.monotonic()
         with contextlib.ExitStack() as self.held:  # the lab's lock, from 'validate' on
             for phase in self.PIPELINE:
@@ -221,7 +222,7 @@ class LabUp:
         """A check that the VM's console says `marker`, or None for an image that does not write it."""
         if not self.records[self.vm_guest[name]].ready_marker:
             return None
-        return console_says_ready(self.data["vms"][name]["console_log"], marker, self.guests[name].via)
+        return console_says_ready(self.data.vm(name).console_log, marker, self.guests[name].via)
 
     def write_tfvars(self) -> None:
         variables = tfvars(self.lab, self.state, self.ports, self.found.libvirt_domain_type, self.published,
@@ -325,7 +326,7 @@ class LabUp:
         self.progress(summary_line + (" (guests restored from their saved state)" if self.route.name == "warm"
                                       else ""))
         self.data = _lab_json(self.lab, self.state, self.tf.outputs())
-        write_atomic(self.state / "lab.json", json.dumps(self.data, indent=2))
+        write_atomic(self.state / "lab.json", self.data.text())
         self.guests = guests_from_lab_json(self.data)
         return self.route.apply_label
 
@@ -340,8 +341,8 @@ class LabUp:
             return
         start = time.monotonic()
         for name, guest in self.guests.items():  # the state is saved with the NVMe/TCP targets up
-            declared = [d for d in self.data["disks"].values() if d["vm"] == name]
-            if not any(d["bus"] == "nvme-tcp" for d in declared):
+            declared = self.data.disks_of(name)
+            if not any(d.bus == "nvme-tcp" for d in declared):
                 continue
             up, failed = self.console(name, NVME_TCP_READY_MARKER), self.console(name, NVME_TCP_FAILED_MARKER)
             if up is None or failed is None:
@@ -358,23 +359,23 @@ class LabUp:
             probe(guest, declared)
         self.timed("NVMe/TCP targets", time.monotonic() - start)
         start = time.monotonic()
-        for name in warm.save(self.saved, self.key_parts, self.uri, self.data["vms"], self.state, self.progress):
+        for name in warm.save(self.saved, self.key_parts, self.uri, self.data.vms, self.state, self.progress):
             self.guests[name].close()
             self.guests[name].wait_until_up(60, self.progress)
         self.timed("save state", time.monotonic() - start)
 
     def phase_hotplug(self) -> str:
         for name in self.vm_names:
-            domain = self.data["vms"][name]["domain"]
-            disks = [d for d in self.data["disks"].values() if d["vm"] == name]
+            domain = self.data.vm(name).domain
+            disks = self.data.disks_of(name)
             added = warm.hotplug_nvme(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
             added = rmw.hotplug(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged read-modify-write disk(s) {', '.join(added)}")
-            for disk_name, nodes in rmw.trace_nodes(self.uri, domain, disks).items():
-                self.data["disks"][f"{name}/{disk_name}"]["rmw_nodes"] = nodes
+            learnt = rmw.trace_nodes(self.uri, domain, disks)
+            self.data = self.data.with_rmw_nodes({f"{name}/{disk}": nodes for disk, nodes in learnt.items()})
         return "disk check"
 
     def phase_verify(self) -> str:
@@ -382,13 +383,14 @@ class LabUp:
                                           clock=self.route.steps_clock(self), pristine=self.route.pristine)
         return "disk check"
 
-    def finish(self, total: float) -> dict:
-        lab, data = self.lab, self.data
+    def finish(self, total: float) -> record.LabRecord:
+        lab = self.lab
         print_table(self.rows)
         summary = ", ".join(f"{n} {s:.1f} s" for n, s in self.timings)
-        data["timing"] = {"path": self.route.name, "total_s": round(total, 2),
-                          "phases": {n: round(v, 2) for n, v in self.timings}}
-        write_atomic(self.state / "lab.json", json.dumps(data, indent=2))
+        timing = record.Timing(path=self.route.name, total_s=round(total, 2),
+                               phases={n: round(v, 2) for n, v in self.timings})
+        self.data = data = dataclasses.replace(self.data, timing=timing)
+        write_atomic(self.state / "lab.json", data.text())
         self.progress(f"lab {lab.name} up by the {self.route.name} path in {total:.1f} s ({summary}); "
                       f"state in {self.state}")
         if self.problems:
@@ -398,22 +400,24 @@ class LabUp:
 
 
 def up(lab: labdef.Lab | Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
-       require_warm: bool = False) -> dict:
+       require_warm: bool = False) -> record.LabRecord:
     """Bring the lab up and verify every disk (LabUp's phases). Three paths, named in the output:
     converge (the lab runs: Terraform finds nothing or little to change), warm (a saved state
     matches: restore it) and cold (boot, then save a state for the next lab-up)."""
     return LabUp(lab, progress, cold, save_state, require_warm).run()
 
 
-def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> dict:
+def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> record.LabRecord:
+    """The record of the lab Terraform made (its outputs), with the login, checked as load() checks it."""
     vms = {}
     for name, vm in outputs["vms"].items():
         vms[name] = {**vm, "user": LAB_USER, "key_file": str(state / "id_ed25519"),
                      "host_key": (state / f"host-{name}.pub").read_text().strip()}
-    disks = outputs["disks"]
+    made = record.LabRecord.from_json({"format": record.FORMAT, "lab": lab.name, "lab_file": str(lab.path),
+                                       "libvirt_uri": outputs["libvirt_uri"], "vms": vms, "disks": outputs["disks"]},
+                                      "lab.json")
     # What hot-plug learnt of a running QEMU stays until that QEMU goes (rmw.trace_nodes checks it).
-    for key, old in _load_json(state / "lab.json", {}).get("disks", {}).items():
-        if key in disks and old.get("rmw_nodes") and disks[key].get("rmw"):
-            disks[key]["rmw_nodes"] = old["rmw_nodes"]
-    return record.check({"format": record.FORMAT, "lab": lab.name, "lab_file": str(lab.path),
-                         "libvirt_uri": outputs["libvirt_uri"], "vms": vms, "disks": disks}, "lab.json")
+    old = _record_or_none(state)
+    kept = {} if old is None else {key: d.rmw_nodes for key, d in old.disks.items()
+                                   if d.rmw_nodes and key in made.disks and made.disks[key].rmw}
+    return made.with_rmw_nodes(kept)

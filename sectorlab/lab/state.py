@@ -120,11 +120,11 @@ def lab_up_command(lab_file: Path | None = None) -> str:
     return " ".join(words)
 
 
-def read_lab_json(lab_name: str, lab_file: Path | None = None) -> dict:
+def read_lab_json(lab_name: str, lab_file: Path | None = None) -> record.LabRecord:
     path = state_dir(lab_name) / "lab.json"
     if not path.exists():
         raise SectorlabError(f"no lab {lab_name!r} is up ({path} does not exist): run '{lab_up_command(lab_file)}'")
-    return record.load(path)
+    return record.LabRecord.load(path)
 
 
 @contextlib.contextmanager

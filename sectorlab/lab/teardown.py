@@ -11,6 +11,7 @@ from .. import labdef, remote, virsh, warm
 from ..errors import SectorlabError
 from . import ownership, terraform
 from .diskcheck import guests_from_lab_json, print_table, verify
+from .record import LabRecord
 from .state import (
     Progress,
     _say,
@@ -25,27 +26,27 @@ from .state import (
 )
 
 
-def domain_states(data: dict) -> dict[str, str]:
+def domain_states(data: LabRecord) -> dict[str, str]:
     """Each VM's domain state as libvirt says it ("running", "shut off", ...; "absent" when undefined),
     asked by the UUID the lab recorded: a domain of the same name that is not the lab's is absent."""
-    return {name: virsh.run(data["libvirt_uri"], "domstate", vm.get("uuid") or vm["domain"], check=False).strip()
-            or "absent" for name, vm in data["vms"].items()}
+    return {name: virsh.run(data.libvirt_uri, "domstate", vm.uuid or vm.domain, check=False).strip()
+            or "absent" for name, vm in data.vms.items()}
 
 
-def faults(data: dict, states: dict[str, str] | None = None) -> list[str]:
+def faults(data: LabRecord, states: dict[str, str] | None = None) -> list[str]:
     """What is wrong with a lab that lab.json says is up, found from the host without asking the
     guests: a VM whose domain does not run (destroyed, or its QEMU killed) and volumes that are gone
     (deleted while the lab ran). Empty for a healthy lab. `states`: domain_states(), if known."""
     found = []
-    uri = data["libvirt_uri"]
+    uri = data.libvirt_uri
     states = states or domain_states(data)
-    for name, vm in data["vms"].items():
+    for name, vm in data.vms.items():
         state = states[name]
         if state != "running":
-            found.append(f"{name}: domain {vm['domain']} is {state}, not running (destroyed, or its QEMU was "
+            found.append(f"{name}: domain {vm.domain} is {state}, not running (destroyed, or its QEMU was "
                          f"killed)")
-    volumes = [(f"{vm_name} root disk", vm.get("root_volume")) for vm_name, vm in data["vms"].items()]
-    volumes += [(f"{d['vm']} disk {d['name']}", d.get("volume")) for d in data["disks"].values()]
+    volumes = [(f"{vm_name} root disk", vm.root_volume) for vm_name, vm in data.vms.items()]
+    volumes += [(f"{d.vm} disk {d.name}", d.volume) for d in data.disks.values()]
     volumes = [(what, path) for what, path in volumes if path and path.startswith("/")]
     gone = remote.host(uri).missing([path for _, path in volumes])
     found += [f"{what}: volume {path} is gone (deleted while the lab ran)" for what, path in volumes if path in gone]
@@ -200,10 +201,10 @@ def status(lab: labdef.Lab | Path, progress: Progress = _say) -> int:
     states = domain_states(data)
     problems = faults(data, states)
     guests = guests_from_lab_json(data)
-    for name, vm in data["vms"].items():
-        print(f"{name}: domain {vm['domain']} {states[name]}, ssh {guests[name].endpoint}")
+    for name, vm in data.vms.items():
+        print(f"{name}: domain {vm.domain} {states[name]}, ssh {guests[name].endpoint}")
     running = {name: g for name, g in guests.items() if states[name] == "running"}
-    rows, seen = verify({**data, "vms": {n: data["vms"][n] for n in running}}, running, progress)
+    rows, seen = verify(data, running, progress)  # the disks of the running VMs
     if len(rows) > 1:  # a header alone: no VM runs to show its disks
         print_table(rows)
     problems += seen
