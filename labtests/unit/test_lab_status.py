@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sectorlab import cli, lab, labdef, virsh
+from sectorlab import cli, lab, labdef, libvirt
 from sectorlab.paths import REPO
 
 
@@ -42,7 +42,7 @@ def test_a_second_lab_up_or_down_of_the_same_lab_is_refused_at_once(isolated_cac
 
     from sectorlab import images
     touched = []
-    for module, name in ((virsh, "run"), (images, "build"), (lab.terraform, "Terraform")):
+    for module, name in ((libvirt.LibvirtHost, "virsh"), (images, "build"), (lab.terraform, "Terraform")):
         monkeypatch.setattr(module, name, lambda *a, _n=name, **k: touched.append(_n))
     holder = subprocess.Popen([sys.executable, "-c", HOLD, "default"], stdout=subprocess.PIPE, text=True,
                               cwd=REPO)
@@ -73,7 +73,7 @@ def test_faults_names_a_stopped_vm_and_a_gone_volume(tmp_path, monkeypatch):
             "disks": {"lab1/a": {"vm": "lab1", "name": "a", "volume": str(tmp_path / "gone.qcow2")},
                       "lab2/b": {"vm": "lab2", "name": "b", "volume": str(here)}}}
     states = {"sectorlab-x-lab1": "running\n", "sectorlab-x-lab2": "shut off\n"}
-    monkeypatch.setattr(virsh, "run", lambda uri, verb, domain, check=True: states[domain])  # domstate
+    monkeypatch.setattr(libvirt.LibvirtHost, "virsh", lambda host, verb, domain, check=True: states[domain])  # domstate
     assert lab.faults(data) == [
         "lab2: domain sectorlab-x-lab2 is shut off, not running (destroyed, or its QEMU was killed)",
         f"lab1 disk a: volume {tmp_path / 'gone.qcow2'} is gone (deleted while the lab ran)"]
@@ -88,11 +88,11 @@ def test_domain_states_are_asked_by_the_recorded_uuid(monkeypatch):
     asked = []
     by_uuid = {"8ca2c1dd-6825-5522-a72d-9fe1a492dfa7": ""}  # the lab's domain: undefined now
 
-    def run(uri, verb, domain, check=True):
+    def run(host, verb, domain, check=True):
         asked.append(domain)
         return by_uuid.get(domain, "running\n")
 
-    monkeypatch.setattr(virsh, "run", run)
+    monkeypatch.setattr(libvirt.LibvirtHost, "virsh", run)
     data = {"libvirt_uri": "qemu:///system",
             "vms": {"lab1": {"domain": "sectorlab-x-lab1", "uuid": "8ca2c1dd-6825-5522-a72d-9fe1a492dfa7"}}}
     assert lab.domain_states(data) == {"lab1": "absent"}

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Callable
 
 from .. import geometry as geo
-from .. import guestdisks, remote, rmw
+from .. import guestdisks, libvirt, rmw
 from ..guest import Guest
 from ..inguest import guestprobe
 from .state import Progress
 
 
 def guests_from_lab_json(data: dict) -> dict[str, Guest]:
-    via = remote.host(data["libvirt_uri"]).via
+    via = libvirt.get_host(data["libvirt_uri"]).via
     return {name: Guest(name, vm["ssh_host"], vm["ssh_port"], vm["user"], Path(vm["key_file"]), vm["host_key"],
                         vm.get("console_log"), via)
             for name, vm in data["vms"].items()}
