@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import labdef, rmw, virsh
+from sectorlab import labdef, libvirt, rmw
 from sectorlab.errors import SectorlabError
 from sectorlab.paths import REPO
 
@@ -67,8 +67,8 @@ def data():
 def test_a_killed_qemu_is_named_and_the_lab_comes_back_whole(data):
     vm, entry = next(iter(data.vms.items()))
     os.kill(rmw.qemu_pid(entry.domain), signal.SIGKILL)
-    assert lab_mod.wait_for(lambda: virsh.run(data.libvirt_uri, "domstate", entry.domain,
-                                              check=False).strip() != "running", 30)
+    host = libvirt.get_host(data.libvirt_uri)
+    assert lab_mod.wait_for(lambda: host.virsh("domstate", entry.domain, check=False).strip() != "running", 30)
     rc, out = _status()
     assert rc == 1 and re.search(rf"problem: {vm}: domain {entry.domain} is [a-z ]+, not running", out), out
     assert "takes the lab down and brings it up fresh" in out

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import labdef, rmw, virsh
+from sectorlab import labdef, libvirt, rmw
 from sectorlab.paths import REPO, cache_dir
 
 from .lab import qemu_guest, qemu_processes
@@ -201,5 +201,5 @@ def test_after_the_interrupts_the_lab_comes_up(lab_file):
                             timeout=300)
     assert status.returncode == 0, status.stdout + status.stderr
     domain = lab_mod.read_lab_json(lab.name).vm("vm1").domain
-    assert virsh.run(lab.vms[0].libvirt_uri, "domstate", domain).strip() == "running"
+    assert libvirt.get_host(lab.vms[0].libvirt_uri).virsh("domstate", domain).strip() == "running"
     assert rmw.qemu_pid(domain) > 0

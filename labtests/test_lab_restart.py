@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import virsh
+from sectorlab import libvirt
 
 pytestmark = pytest.mark.lifecycle
 
@@ -32,7 +32,7 @@ def test_lab_up_after_a_host_restart_brings_back_fresh_disks(lab_state, lab_gues
 
     # The host restarts: the VMs stop; their definitions, volumes and the lab's state stay.
     for vm in lab_state.vms.values():
-        virsh.run(lab_state.libvirt_uri, "destroy", vm.domain)
+        libvirt.get_host(lab_state.libvirt_uri).virsh("destroy", vm.domain)
 
     said: list[str] = []
     data = lab_mod.up(lab_mod.lab_file_from_env(), progress=said.append, require_warm=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import labdef, virsh
+from sectorlab import labdef, libvirt
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.ownership
@@ -40,8 +40,9 @@ def _sectorlab(*args: str) -> subprocess.CompletedProcess:
 
 def _domains() -> dict[str, str]:
     """Every domain libvirt has, by name, with its state."""
-    names = virsh.run(URI, "list", "--all", "--name").split()
-    return {n: virsh.run(URI, "domstate", n, check=False).strip() for n in names}
+    host = libvirt.get_host(URI)
+    names = host.virsh("list", "--all", "--name").split()
+    return {n: host.virsh("domstate", n, check=False).strip() for n in names}
 
 
 @pytest.fixture
@@ -65,8 +66,9 @@ def test_a_bare_domain_named_like_another_labs_is_left_alone(labs, tmp_path):
     xml = tmp_path / "bare.xml"
     xml.write_text(f"<domain type='qemu'><name>{bare}</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>"
                    f"<os><type arch='x86_64' machine='pc'>hvm</type></os></domain>")
-    virsh.run(URI, "define", str(xml))
-    uuid = virsh.run(URI, "domuuid", bare).strip()
+    host = libvirt.get_host(URI)
+    host.virsh("define", str(xml))
+    uuid = host.virsh("domuuid", bare).strip()
     try:
         other = _lab_file(tmp_path, "own", "lab1", "c")  # lab own with a VM whose domain is another name
         down = _sectorlab("lab", "down", "--lab", str(other))
@@ -84,7 +86,7 @@ def test_a_bare_domain_named_like_another_labs_is_left_alone(labs, tmp_path):
         validate = _sectorlab("lab", "validate", str(own))
         assert validate.returncode == 2 and f"libvirt has domain {bare}" in validate.stderr, validate.stderr
     finally:
-        virsh.run(URI, "undefine", uuid, check=False)
+        host.virsh("undefine", uuid, check=False)
 
 
 def test_a_lab_down_or_status_of_one_lab_leaves_the_other_running_and_whole(labs):

@@ -8,7 +8,7 @@ sectors). A redo log written with 512-byte blocks before the switch to 4 KiB is 
 (ORA-01378: its blocks are smaller than the sector the disk now has). Formatting back restores all
 of it. QEMU forgets a format when it creates the controller anew, as at every lab-up (the saved
 guest state never holds NVMe): after a hot re-plug from the host the namespace is back at its
-declared geometry. Guards sectorlab/inguest/nvmeformat.py and warm.hotplug_nvme.
+declared geometry. Guards sectorlab/inguest/nvmeformat.py and sectorlab/lab/hotplug.py.
 These tests erase the NVMe data disks (QEMU zeroes a namespace on format).
 """
 
@@ -19,9 +19,10 @@ import json
 import pytest
 
 from labtests.lab import disk_params, guest_tool, one_block_write, resolve_disk
-from sectorlab import guestdisks, warm
+from sectorlab import guestdisks
 from sectorlab import lab as lab_mod
 from sectorlab.inguest import rules
+from sectorlab.lab import hotplug
 from sectorlab.lab.record import LabRecord
 
 pytestmark = pytest.mark.lab
@@ -34,15 +35,15 @@ def _other_size(declared) -> int:
 
 def _recreate_controller(guest, lab_state: LabRecord, serial: str) -> str:
     """Hot-unplug the NVMe controller from the host and add it again as every lab-up does
-    (warm.hotplug_nvme); wait, as lab-up does (the guest probe), until the guest shows the serial;
+    (hotplug.hotplug_nvme); wait, as lab-up does (the guest probe), until the guest shows the serial;
     its device path."""
     declared = lab_state.disk_with_serial(serial)
     vm = lab_state.vm(declared.vm)
     disks = lab_state.disks_of(declared.vm)
-    warm.unplug_nvme(lab_state.libvirt_uri, vm.domain, disks, serial)
+    hotplug.unplug_nvme(lab_state.libvirt_uri, vm.domain, disks, serial)
     assert serial not in guest.check_output("lsblk -d -n -o SERIAL").split(), \
         f"serial {serial} still in the guest after device_del"
-    assert warm.hotplug_nvme(lab_state.libvirt_uri, vm.domain, disks) == [warm.nvme_controller_id(disks, serial)]
+    assert hotplug.hotplug_nvme(lab_state.libvirt_uri, vm.domain, disks) == [hotplug.nvme_controller_id(disks, serial)]
     seen = lab_mod.probe(guest, [declared], wait=lab_mod.NVME_APPEAR_TIMEOUT)["disks"]
     assert serial in seen, f"serial {serial} not back {lab_mod.NVME_APPEAR_TIMEOUT:.0f} s after the hot-plug"
     return seen[serial].path

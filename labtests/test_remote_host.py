@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import images, labdef, sshkeys, virsh
+from sectorlab import images, labdef, libvirt, sshkeys
 from sectorlab import lab as lab_mod
 from sectorlab import remote as remote_mod
 from sectorlab.guest import host_key_from_line
@@ -70,6 +70,7 @@ def sshd(tmp_path_factory):
     with sshd_mod.running(tmp_path_factory.mktemp("sshd")) as server:
         yield server
     remote_mod.close_all()
+    libvirt.clear_hosts()
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +85,10 @@ def image_files():
     names = [Path(p).name for p in (record.image, record.kernel, record.initrd) if p]
 
     def remove():
-        listed = virsh.run(LOCAL, "vol-list", lab_mod.IMAGE_POOL, check=False).split()
+        listed = libvirt.get_host(LOCAL).virsh("vol-list", lab_mod.IMAGE_POOL, check=False).split()
         for name in names:
             if name in listed:
-                virsh.run(LOCAL, "vol-delete", "--pool", lab_mod.IMAGE_POOL, name)
+                libvirt.get_host(LOCAL).virsh("vol-delete", "--pool", lab_mod.IMAGE_POOL, name)
 
     remove()
     yield names
@@ -127,7 +128,8 @@ def test_a_changed_or_unknown_host_key_is_refused_before_anything_starts(sshd, t
         proc = subprocess.run(["virsh", "-c", remote_mod.virsh_uri(sshd.uri(known_hosts)), "uri"],
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode != 0 and "host key" in proc.stderr.lower(), proc.stderr
-    assert lab_mod.domain_name("remote-badkey", "vm1") not in virsh.run(LOCAL, "list", "--all", "--name").split()
+    listed = libvirt.get_host(LOCAL).virsh("list", "--all", "--name").split()
+    assert lab_mod.domain_name("remote-badkey", "vm1") not in listed
 
 
 def _fp(line: str) -> str:
@@ -149,7 +151,7 @@ def test_the_lab_comes_up_on_the_remote_host(sshd, image_files, lab_file):
     assert "image upload" in summary, out  # timed as a phase of its own
     # The guest's console log is on the libvirt host, in a directory of its own, read over SSH.
     assert vm.console_log == "/var/log/libvirt/qemu/sectorlab-remote/vm1-console.log"
-    assert "sectorlab-ready: ssh" in remote_mod.host(sshd.uri()).read_text(vm.console_log)
+    assert "sectorlab-ready: ssh" in libvirt.get_host(sshd.uri()).read_text(vm.console_log)
     # The clients went through the SSH server: Terraform's provider to libvirt's socket, sectorlab
     # to the guest's forward, virsh (libssh) and sectorlab running commands there.
     log = sshd.log.read_text()
@@ -157,7 +159,7 @@ def test_the_lab_comes_up_on_the_remote_host(sshd, image_files, lab_file):
     assert f"target 127.0.0.1 port {vm.ssh_port}" in log, log[-3000:]
     assert "req exec" in log, log[-3000:]  # virsh's libssh sessions (virt-ssh-helper) and sectorlab's commands
     # The uploaded files are volumes of the remote host's image pool.
-    listed = virsh.run(sshd.uri(), "vol-list", lab_mod.IMAGE_POOL).split()
+    listed = libvirt.get_host(sshd.uri()).virsh("vol-list", lab_mod.IMAGE_POOL).split()
     assert all(name in listed for name in image_files), listed
 
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import remote
+from . import libvirt
 from .errors import UsageError
 from .paths import cache_dir, write_atomic
 
@@ -146,7 +146,7 @@ def _forced() -> Accelerator | None:
 def detect_for(uri: str) -> Accelerator:
     """The accelerator for VMs of the libvirt at `uri`: detect() on this host; on a remote host,
     from its CPU flags and its /dev/kvm (read over SSH; the boot probe runs only here)."""
-    host = remote.host(uri)
+    host = libvirt.get_host(uri)
     if not host.remote:
         return detect()
     forced = _forced()

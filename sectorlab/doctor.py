@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import accel, tooling, virsh
+from . import accel, libvirt, tooling
 from .paths import cache_dir
 
 MIN_FREE_GIB = 10
@@ -42,10 +42,10 @@ def checks() -> list[tuple[str, bool, str]]:
     rc = tooling.cli_config()
     rows.append(("terraform CLI config", rc.exists(),
                  f"{rc} (make exports TF_CLI_CONFIG_FILE)" if rc.exists() else f"{rc} missing: run scripts/bootstrap"))
-    versions = virsh.version("qemu:///system")
-    libvirt = next((v for v in versions.split("; ") if "daemon" in v), versions) if versions else None
-    rows.append(("libvirt", libvirt is not None,
-                 " ".join(libvirt.split()) if libvirt else "qemu:///system does not answer: run scripts/bootstrap "
+    versions = libvirt.get_host("qemu:///system").version()
+    daemon = next((v for v in versions.split("; ") if "daemon" in v), versions) if versions else None
+    rows.append(("libvirt", daemon is not None,
+                 " ".join(daemon.split()) if daemon else "qemu:///system does not answer: run scripts/bootstrap "
                  "(starts virtlogd and libvirtd when there is no systemd)"))
     for tool in ("mmdebstrap", "xsltproc", "genisoimage", "fio"):
         path = shutil.which(tool)

@@ -18,7 +18,7 @@ from typing import Callable
 
 import paramiko
 
-from . import remote
+from . import libvirt
 from .errors import SectorlabError
 from .paths import cache_dir
 
@@ -61,7 +61,7 @@ def read_console(console_log: Path | str | None, via: str | None = None) -> str 
     if console_log is None:
         return None
     try:
-        return remote.host(via or "qemu:///system").read_text(str(console_log))
+        return libvirt.get_host(via or "qemu:///system").read_text(str(console_log))
     except SectorlabError:  # the remote host does not answer: no console to read
         return None
 
@@ -69,7 +69,7 @@ def read_console(console_log: Path | str | None, via: str | None = None) -> str 
 def console_says_ready(console_log: Path, marker: str = READY_MARKER, via: str | None = None) -> Callable[[], bool]:
     """A check for wait_until_up: whether the guest's console log has the line `marker` (on a remote
     host, asked with grep there: the log is not fetched at every poll)."""
-    where = remote.host(via or "qemu:///system")
+    where = libvirt.get_host(via or "qemu:///system")
 
     def ready() -> bool:
         try:
@@ -161,12 +161,12 @@ class Guest:
 
     def __repr__(self) -> str:
         return f"Guest({self.name} {self.user}@{self.host}:{self.port}" + \
-            (f" on libvirt host {remote.ssh_host(self.via).label})" if self.via else ")")
+            (f" on libvirt host {libvirt.get_host(self.via).label})" if self.via else ")")
 
     @property
     def endpoint(self) -> str:
         """Where the guest's SSH forward listens: this host's 127.0.0.1:port, or a remote libvirt host's."""
-        where = f" (on libvirt host {remote.ssh_host(self.via).label})" if self.via else ""
+        where = f" (on libvirt host {libvirt.get_host(self.via).label})" if self.via else ""
         return f"{self.host}:{self.port}{where}"
 
     def _new_client(self, timeout: float, banner_timeout: float | None = None) -> paramiko.SSHClient:
@@ -174,7 +174,7 @@ class Guest:
         known = self.host if self.port == 22 else f"[{self.host}]:{self.port}"
         client.get_host_keys().add(known, self.host_key.get_name(), self.host_key)
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        sock = remote.channel_to(self.via, self.port, timeout) if self.via else None
+        sock = libvirt.get_host(self.via).channel_to(self.port, timeout) if self.via else None
         client.connect(self.host, port=self.port, username=self.user, sock=sock,
                        pkey=paramiko.PKey.from_path(self.key_file), timeout=timeout,
                        banner_timeout=banner_timeout or timeout,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import fields, images, inputs, remote
+from . import fields, images, inputs, libvirt, remote
 from . import geometry as geo
 from .errors import SectorlabError, UsageError
 from .fields import known_keys, whole_number  # noqa: F401 (bench/preset reads them from here)
@@ -435,7 +435,7 @@ def default_serial(bus: str, geometry_name: str, index: int) -> str:
 
 def port_in_use(port: int) -> bool:
     """Whether something listens on this host's 127.0.0.1:port."""
-    return remote.LocalHost().port_in_use(port)
+    return libvirt.get_host("qemu:///system").port_in_use(port)
 
 
 def check_environment(lab: Lab, own_ports: set[int] = frozenset(),
@@ -449,7 +449,7 @@ def check_environment(lab: Lab, own_ports: set[int] = frozenset(),
         check_uri(uri)
     if pool_dir is not None:
         check_capacity(lab, pool_dir)
-    hosts = {uri: remote.host(uri) for uri in {vm.libvirt_uri for vm in lab.vms if vm.ssh_port}}
+    hosts = {uri: libvirt.get_host(uri) for uri in {vm.libvirt_uri for vm in lab.vms if vm.ssh_port}}
     for vm in lab.vms:
         where = hosts.get(vm.libvirt_uri)
         if vm.ssh_port and vm.ssh_port not in own_ports and where.port_in_use(vm.ssh_port):
@@ -467,7 +467,7 @@ def check_capacity(lab: Lab, pool_dir: Callable[[str], str]) -> None:
     fits the libvirt host's."""
     for uri in sorted({vm.libvirt_uri for vm in lab.vms}):
         vms = [vm for vm in lab.vms if vm.libvirt_uri == uri]
-        host = remote.host(uri)
+        host = libvirt.get_host(uri)
         where = f" on {host.label}" if host.remote else ""
         want = sum(d.size_mib for vm in vms for d in vm.disks) << 20
         free, own = host.space(pool_dir(lab.name))

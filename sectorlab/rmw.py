@@ -2,8 +2,9 @@
 physical sectors costs a real read first, as on a drive whose firmware must read-modify-write.
 
 QEMU does it below the guest, in three block nodes that libvirt 9.0 cannot express, so the disk
-is not in the domain: lab-up hot-plugs it over QEMU's monitor (like the NVMe controllers, on the
-cold and the warm path alike), as a virtio-blk device with the disk's serial and sector sizes:
+is not in the domain: lab-up hot-plugs it over QEMU's monitor (sectorlab/lab/hotplug.py, like the
+NVMe controllers, on the cold and the warm path alike), as a virtio-blk device with the disk's
+serial and sector sizes, in the slot and with the device id plan() gives it:
 
     virtio-blk (logical/physical from the geometry)
       blkdebug, align = the physical sector: a write that does not start and end on it is padded,
@@ -30,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import labdef, warm
+from . import labdef, libvirt
 from .errors import SectorlabError
 from .lab.record import DiskRecord, RmwNodes
 
@@ -39,14 +40,10 @@ LOG_DIR = Path("/var/log/libvirt/qemu")
 RUN_DIR = Path("/run/libvirt/qemu")  # <domain>.pid: the domain's QEMU process
 LOG_BACKUPS = 3  # virtlogd's max_backups: <domain>.log.0 (newest) .. .log.2
 READ_EVENT = "bdrv_co_preadv_part"
-OPEN_EVENT = "bdrv_open_common"
+OPEN_EVENT = "bdrv_open_common"  # traced while lab/hotplug.py opens the nodes
 _OPEN_RE = re.compile(r':bdrv_open_common bs (0x[0-9a-f]+) filename "(.*)" flags 0x[0-9a-f]+ format_name "([^"]*)"$')
 _READ_RE = re.compile(r":bdrv_co_preadv_part bs (0x[0-9a-f]+) offset (\d+) bytes (\d+) flags 0x[0-9a-f]+$")
 START_LINE = "starting up"  # libvirt writes it to the domain's log at each QEMU start
-
-
-def _qmp(uri: str, domain: str, execute: str, **arguments):
-    return warm.qmp(uri, domain, execute, **arguments)
 
 
 def plan(disks: list[DiskRecord]) -> list[tuple[str, str, DiskRecord]]:
@@ -56,43 +53,6 @@ def plan(disks: list[DiskRecord]) -> list[tuple[str, str, DiskRecord]]:
         raise SectorlabError(f"{len(rmw)} disks with rmw = true on one VM; at most {labdef.MAX_RMW_PER_VM} fit "
                              f"its PCI slots")
     return [(f"rmw{i}", f"0x{FIRST_SLOT - i:x}", d) for i, d in enumerate(rmw)]
-
-
-def hotplug(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:
-    """Add the read-modify-write disks the running domain lacks; returns the device ids added."""
-    planned = plan(disks)
-    if not planned:  # most labs: no monitor round trip on their lab-up
-        return []
-    present = {p["name"] for p in _qmp(uri, domain, "qom-list", path="/machine/peripheral") or []}
-    todo = [(dev, addr, d) for dev, addr, d in planned if dev not in present]
-    if not todo:
-        return []
-    _qmp(uri, domain, "trace-event-set-state", name=OPEN_EVENT, enable=True)
-    try:
-        for dev, addr, d in todo:
-            _plug(uri, domain, dev, addr, d)
-    finally:
-        _qmp(uri, domain, "trace-event-set-state", name=OPEN_EVENT, enable=False)
-    return [dev for dev, _, _ in todo]
-
-
-def _plug(uri: str, domain: str, dev: str, addr: str, d: DiskRecord) -> None:
-    """The nodes and the device `dev` (at PCI slot `addr`) of one disk, into a QEMU that has none of
-    them (nothing unplugs one: the device goes with its QEMU process)."""
-    _qmp(uri, domain, "object-add", **{"qom-type": "throttle-group", "id": f"{dev}-reads",
-                                       "limits": {"iops-read": d.rmw_read_iops}})
-    _qmp(uri, domain, "blockdev-add", **{
-        "node-name": f"{dev}-qcow2", "driver": "qcow2", "cache": {"direct": True},
-        "file": {"driver": "file", "filename": d.volume, "aio": "threads", "cache": {"direct": True}}})
-    _qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-throttle", "driver": "throttle",
-                                         "throttle-group": f"{dev}-reads", "file": f"{dev}-qcow2"})
-    _qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-drive", "driver": "blkdebug",
-                                         "align": d.physical_block_size, "image": f"{dev}-throttle"})
-    # as <qemu:override> gives a cold disk
-    hints = {k: v for k, v in (("min_io_size", d.min_io_size), ("opt_io_size", d.opt_io_size)) if v}
-    _qmp(uri, domain, "device_add", driver="virtio-blk-pci", id=dev, drive=f"{dev}-drive", serial=d.serial,
-         logical_block_size=d.logical_block_size, physical_block_size=d.physical_block_size,
-         bus="pci.0", addr=addr, **hints)
 
 
 def domain_log(uri: str, domain: str) -> Path:
@@ -219,11 +179,11 @@ class ReadTrace:
     def __enter__(self) -> ReadTrace:
         st = self.log.stat()
         self.start = (st.st_ino, st.st_size)
-        _qmp(self.uri, self.domain, "trace-event-set-state", name=READ_EVENT, enable=True)
+        libvirt.get_host(self.uri).qmp(self.domain, "trace-event-set-state", name=READ_EVENT, enable=True)
         return self
 
     def __exit__(self, *exc) -> None:
-        _qmp(self.uri, self.domain, "trace-event-set-state", name=READ_EVENT, enable=False)
+        libvirt.get_host(self.uri).qmp(self.domain, "trace-event-set-state", name=READ_EVENT, enable=False)
         # virtlogd copies QEMU's stderr into the log: wait until it stops growing.
         size, deadline = -1, time.monotonic() + self.timeout
         while time.monotonic() < deadline:
@@ -260,7 +220,7 @@ class ReadTrace:
 
 def query_device_stats(uri: str, domain: str, dev_id: str) -> dict:
     """QEMU's block statistics of the device `dev_id` (the guest's own requests)."""
-    for entry in _qmp(uri, domain, "query-blockstats") or []:
+    for entry in libvirt.get_host(uri).qmp(domain, "query-blockstats") or []:
         if entry.get("qdev", "").split("/")[3:4] == [dev_id]:
             return entry["stats"]
     raise SectorlabError(f"{domain}: no block statistics for device {dev_id} (is it plugged?)")

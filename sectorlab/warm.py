@@ -15,8 +15,8 @@ is taken before anything writes to them, so the fresh, empty volumes each lab-up
 it, and no run sees a previous run's writes.
 
 QEMU 7.2's emulated NVMe controller cannot be saved ("non-migratable device"), so it is never in
-the domain: `hotplug_nvme` adds each controller, with its sector sizes, over QEMU's monitor after
-the guest is up, on the cold and the warm path alike (the guest's ACPI PCI hot-plug finds it).
+the domain: sectorlab/lab/hotplug.py adds each controller over QEMU's monitor after the guest is
+up, on the cold and the warm path alike.
 """
 
 from __future__ import annotations
@@ -30,15 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from . import accel as accel_mod
-from . import images, labdef, virsh
+from . import images, labdef, libvirt
 from .errors import SectorlabError
 from .paths import REPO, cache_dir, link_or_copy
 
 if TYPE_CHECKING:
-    from .lab.record import DiskRecord, VMRecord
+    from .lab.record import VMRecord
 
 FORMAT = 1
-NVME_FIRST_SLOT = 0x18
 # What a saved guest state depends on besides the image and the lab definition.
 MODULE_FILES = sorted((REPO / "terraform").glob("*.tf")) + sorted((REPO / "terraform").glob("*.tftpl")) + [
     REPO / "sectorlab" / "seed.py"]
@@ -82,7 +81,7 @@ def state_key(lab: labdef.Lab, image_sha256: dict[str, str], domain_type: str, l
         "lab": lab_fingerprint(lab),
         "images": dict(sorted(image_sha256.items())),
         "qemu": qemu_version(),
-        "libvirt": virsh.version(uri) or "unknown",
+        "libvirt": libvirt.get_host(uri).version() or "unknown",
         "module": images.hash_files(MODULE_FILES),
         "domain_type": domain_type,
     }
@@ -159,19 +158,20 @@ def save_running(uri: str, domain: str, save_file: Path, root_volume: str, root_
 
     The image is marked as running (it was taken paused, so that the root disk copy matches it).
     Raises SectorlabError when libvirt refuses; the domain runs again either way."""
-    disks = [line.split()[0] for line in virsh.run(uri, "domblklist", domain).splitlines() if line.split()]
-    virsh.run(uri, "suspend", domain)
+    host = libvirt.get_host(uri)
+    disks = [line.split()[0] for line in host.virsh("domblklist", domain).splitlines() if line.split()]
+    host.virsh("suspend", domain)
     try:
-        virsh.run(uri, "snapshot-create-as", domain, "--no-metadata",
-                  "--memspec", f"file={_virsh_path(save_file)},snapshot=external",
-                  *[arg for d in disks for arg in ("--diskspec", f"{d},snapshot=no")])
+        host.virsh("snapshot-create-as", domain, "--no-metadata",
+                   "--memspec", f"file={_virsh_path(save_file)},snapshot=external",
+                   *[arg for d in disks for arg in ("--diskspec", f"{d},snapshot=no")])
         shutil.copyfile(root_volume, root_copy)
     finally:
-        virsh.run(uri, "resume", domain)
+        host.virsh("resume", domain)
     xml = save_file.with_suffix(".xml")
-    xml.write_text(virsh.run(uri, "save-image-dumpxml", str(save_file)))
+    xml.write_text(host.virsh("save-image-dumpxml", str(save_file)))
     try:
-        virsh.run(uri, "save-image-define", str(save_file), str(xml), "--running")
+        host.virsh("save-image-define", str(save_file), str(xml), "--running")
     finally:
         xml.unlink()
 
@@ -182,6 +182,7 @@ def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, VMRecord], sta
     to do so (their SSH sessions are gone), the others kept running.
 
     Written to a temporary directory renamed when complete, so a failure leaves no half state."""
+    host = libvirt.get_host(uri)
     saved.root.mkdir(parents=True, exist_ok=True)
     tmp = saved.root / f".{saved.key}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -197,9 +198,9 @@ def save(saved: SavedState, parts: dict, uri: str, vms: dict[str, VMRecord], sta
             except SectorlabError as e:
                 progress(f"{name}: could not save its state while it runs ({e}); stopping and restoring it")
                 save_file.unlink(missing_ok=True)
-                virsh.run(uri, "save", vm.domain, str(save_file))
+                host.virsh("save", vm.domain, str(save_file))
                 shutil.copyfile(vm.root_volume, root_copy)
-                virsh.run(uri, "restore", str(save_file))
+                host.virsh("restore", str(save_file))
                 restored.append(name)
                 how = "and restored it"
             for f in VM_STATE_FILES:
@@ -234,89 +235,6 @@ def arm(saved: SavedState, vm: str, domain: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.unlink(missing_ok=True)
     link_or_copy(saved.save_file(vm), target)
-
-
-def qmp(uri: str, domain: str, execute: str, **arguments) -> object:
-    command = {"execute": execute, **({"arguments": arguments} if arguments else {})}
-    reply = json.loads(virsh.run(uri, "qemu-monitor-command", domain, json.dumps(command)))
-    if "error" in reply:
-        raise SectorlabError(f"QEMU {execute} on {domain}: {reply['error'].get('desc', reply['error'])}")
-    return reply.get("return")
-
-
-def nvme_plan(disks: list[DiskRecord]) -> list[tuple[str, str, DiskRecord]]:
-    """The VM's NVMe controllers in a fixed order, each as (its id, its PCI slot (0x18 up), the disk)."""
-    nvme = sorted((d for d in disks if d.bus == "nvme"), key=lambda d: d.name)
-    if len(nvme) > labdef.MAX_NVME_PER_VM:
-        raise SectorlabError(f"{len(nvme)} NVMe disks on one VM; at most {labdef.MAX_NVME_PER_VM} fit its PCI slots")
-    return [(f"nvme{i}", f"0x{NVME_FIRST_SLOT + i:x}", d) for i, d in enumerate(nvme)]
-
-
-def hotplug_nvme(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:
-    """Add the NVMe controllers the running domain lacks; returns the ids added."""
-    present = peripherals(uri, domain)
-    added = []
-    for dev, addr, d in nvme_plan(disks):
-        if dev in present:
-            continue
-        node = f"{dev}-drive"
-        qmp(uri, domain, "blockdev-add", **{
-            "node-name": node, "driver": "qcow2", "cache": {"direct": True},
-            "file": {"driver": "file", "filename": d.volume, "aio": "threads", "cache": {"direct": True}}})
-        qmp(uri, domain, "device_add", driver="nvme", id=dev, drive=node, serial=d.serial,
-            logical_block_size=d.logical_block_size, physical_block_size=d.physical_block_size,
-            bus="pci.0", addr=addr)
-        added.append(dev)
-    return added
-
-
-def nvme_controller_id(disks: list[DiskRecord], serial: str) -> str:
-    """The QEMU device id of the NVMe controller of the disk with `serial` (nvme_plan's order)."""
-    plan = {d.serial: dev for dev, _, d in nvme_plan(disks)}
-    if serial not in plan:
-        raise SectorlabError(f"no emulated NVMe disk has serial {serial!r} (they are: "
-                             f"{', '.join(sorted(plan)) or 'none'})")
-    return plan[serial]
-
-
-def unplug_nvme(uri: str, domain: str, disks: list[DiskRecord], serial: str, timeout: float = 60.0) -> str:
-    """Hot-unplug the NVMe controller of the disk with `serial` (the guest ejects it through ACPI
-    PCI hot-plug) and drop its block node; returns its id. `hotplug_nvme` then adds it anew, as
-    QEMU creates it at the declared sector sizes: a format done in the guest is gone, as after a
-    QEMU restart.
-
-    Safe to call again after a failure part-way: a controller already gone is not deleted twice,
-    and a node already dropped is not looked for. The controller can leave the device tree before
-    QEMU lets go of its block node (a CI run on a busy host got "Node nvme0-drive is in use" right
-    after it): blockdev-del is tried again until the node is gone or the timeout runs out."""
-    dev_id = nvme_controller_id(disks, serial)
-    node = f"{dev_id}-drive"
-    if dev_id in peripherals(uri, domain):
-        qmp(uri, domain, "device_del", id=dev_id)
-    deadline = time.monotonic() + timeout
-    while dev_id in peripherals(uri, domain):
-        if time.monotonic() > deadline:
-            raise SectorlabError(f"{domain}: the guest did not release NVMe controller {dev_id} within {timeout:.0f} s "
-                                 f"of device_del")
-        time.sleep(0.2)
-    while node in _block_nodes(uri, domain):
-        try:
-            qmp(uri, domain, "blockdev-del", **{"node-name": node})
-        except SectorlabError as e:
-            if time.monotonic() > deadline:
-                raise SectorlabError(f"{domain}: NVMe controller {dev_id} is gone but its block node could not be "
-                                     f"dropped within {timeout:.0f} s: {e}") from e
-            time.sleep(0.2)
-    return dev_id
-
-
-def peripherals(uri: str, domain: str) -> set[str]:
-    """The ids of the devices added with an id (-device or device_add) the domain has now."""
-    return {p["name"] for p in qmp(uri, domain, "qom-list", path="/machine/peripheral") or []}
-
-
-def _block_nodes(uri: str, domain: str) -> set[str]:
-    return {n["node-name"] for n in qmp(uri, domain, "query-named-block-nodes", flat=True) or []}
 
 
 def clear(lab_name: str) -> list[str]:

@@ -1,13 +1,21 @@
 """The unit tests see no lab-name suffix from the caller's environment (make test LAB_SUFFIX=-job2
-sets one for the labs): a test that wants one sets it."""
+sets one for the labs): a test that wants one sets it. Each test starts without libvirt host
+objects (libvirt.get_host keeps one per URI for the process) and leaves none behind."""
 
 from __future__ import annotations
 
 import pytest
 
-from sectorlab import labdef
+from sectorlab import labdef, libvirt
 
 
 @pytest.fixture(autouse=True)
 def _no_lab_suffix(monkeypatch):
     monkeypatch.delenv(labdef.SUFFIX_ENV, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_libvirt_hosts():
+    libvirt.clear_hosts()
+    yield
+    libvirt.clear_hosts()

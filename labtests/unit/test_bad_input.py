@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab import cli, images, virsh
+from sectorlab import cli, images, libvirt
 from sectorlab import lab as lab_mod
 from sectorlab.paths import REPO
 
@@ -78,7 +78,7 @@ class _Touched(list):
 def nothing_starts(monkeypatch, isolated_cache):
     """Whatever would start a lab records that it was called; the test asserts nothing was."""
     touched = _Touched()
-    for module, name in ((lab_mod.terraform, "Terraform"), (virsh, "run"), (images, "build")):
+    for module, name in ((lab_mod.terraform, "Terraform"), (libvirt.LibvirtHost, "virsh"), (images, "build")):
         monkeypatch.setattr(module, name, lambda *a, _n=name, **k: touched.append(_n))
     results = sorted((REPO / "results").iterdir()) if (REPO / "results").is_dir() else []
     yield touched
@@ -271,11 +271,11 @@ HOST_BOUNDS = [
 
 @pytest.mark.parametrize("text, says", [c[1:] for c in HOST_BOUNDS], ids=[c[0] for c in HOST_BOUNDS])
 def test_a_lab_the_host_cannot_hold(tmp_path, nothing_starts, capsys, monkeypatch, text, says):
-    from sectorlab import labdef, remote
+    from sectorlab import labdef
     nothing_starts.allowed = (".lock-default",)  # these checks run under the lab's lock
     monkeypatch.setattr(labdef, "check_uri", lambda uri: None)
-    monkeypatch.setattr(remote.LocalHost, "space", lambda self, path: (10 << 30, 0))
-    monkeypatch.setattr(remote.LocalHost, "memory_bytes", lambda self: 8 << 30)
+    monkeypatch.setattr(libvirt.LocalHost, "space", lambda self, path: (10 << 30, 0))
+    monkeypatch.setattr(libvirt.LocalHost, "memory_bytes", lambda self: 8 << 30)
     path = tmp_path / "lab.toml"
     path.write_text(text)
     assert cli.main(["lab", "up", "--lab", str(path)]) == 2

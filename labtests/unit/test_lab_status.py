@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from labtests.unit import records
-from sectorlab import cli, lab, labdef, virsh
+from sectorlab import cli, lab, labdef, libvirt
 from sectorlab.paths import REPO
 
 
@@ -43,7 +43,7 @@ def test_a_second_lab_up_or_down_of_the_same_lab_is_refused_at_once(isolated_cac
 
     from sectorlab import images
     touched = []
-    for module, name in ((virsh, "run"), (images, "build"), (lab.terraform, "Terraform")):
+    for module, name in ((libvirt.LibvirtHost, "virsh"), (images, "build"), (lab.terraform, "Terraform")):
         monkeypatch.setattr(module, name, lambda *a, _n=name, **k: touched.append(_n))
     holder = subprocess.Popen([sys.executable, "-c", HOLD, "default"], stdout=subprocess.PIPE, text=True,
                               cwd=REPO)
@@ -74,7 +74,7 @@ def test_faults_names_a_stopped_vm_and_a_gone_volume(tmp_path, monkeypatch):
                         records.disk(vm="lab2", name="b", volume=str(here))])
     states = {"sectorlab-x-lab1": "running\n", "sectorlab-x-lab2": "shut off\n"}
     by_uuid = {"u1": "sectorlab-x-lab1", "u2": "sectorlab-x-lab2"}
-    monkeypatch.setattr(virsh, "run", lambda uri, verb, uuid, check=True: states[by_uuid[uuid]])  # domstate
+    monkeypatch.setattr(libvirt.LibvirtHost, "virsh", lambda host, verb, uuid, check=True: states[by_uuid[uuid]])
     assert lab.faults(data) == [
         "lab2: domain sectorlab-x-lab2 is shut off, not running (destroyed, or its QEMU was killed)",
         f"lab1 disk a: volume {tmp_path / 'gone.qcow2'} is gone (deleted while the lab ran)"]
@@ -89,11 +89,11 @@ def test_domain_states_are_asked_by_the_recorded_uuid(monkeypatch):
     asked = []
     by_uuid = {"8ca2c1dd-6825-5522-a72d-9fe1a492dfa7": ""}  # the lab's domain: undefined now
 
-    def run(uri, verb, domain, check=True):
+    def run(host, verb, domain, check=True):
         asked.append(domain)
         return by_uuid.get(domain, "running\n")
 
-    monkeypatch.setattr(virsh, "run", run)
+    monkeypatch.setattr(libvirt.LibvirtHost, "virsh", run)
     data = records.lab({"lab1": records.vm(domain="sectorlab-x-lab1", uuid="8ca2c1dd-6825-5522-a72d-9fe1a492dfa7")},
                        [])
     assert lab.domain_states(data) == {"lab1": "absent"}

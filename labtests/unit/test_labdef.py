@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import geometry, labdef, virsh
+from sectorlab import geometry, labdef, libvirt
 from sectorlab.errors import UsageError
 from sectorlab.lab import ownership
 from sectorlab.labdef import tomllib
@@ -386,7 +386,7 @@ def test_lab_up_with_a_bad_behaviour_exits_2_and_starts_nothing(disk, tmp_path, 
     from sectorlab import cli, images
     from sectorlab import lab as lab_mod
     touched = []
-    for module, name in ((lab_mod.terraform, "Terraform"), (virsh, "run"), (images, "build")):
+    for module, name in ((lab_mod.terraform, "Terraform"), (libvirt.LibvirtHost, "virsh"), (images, "build")):
         monkeypatch.setattr(module, name, lambda *a, _n=name, **k: touched.append(_n))
     path = tmp_path / "bad.toml"
     path.write_text(f'[lab]\nname = "bad"\n[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "virtio"\n'

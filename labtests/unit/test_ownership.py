@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from sectorlab import libvirt
 from sectorlab.errors import SectorlabError, UsageError
 from sectorlab.lab import ownership
 
@@ -123,13 +124,13 @@ def test_scan_reads_every_domain_in_one_virsh_call(monkeypatch):
     a = "<domain><name>a</name><uuid>1</uuid></domain>"
     listed = ["1\n2\n", "1\n"]  # the second domain went away between the two calls
 
-    def run(uri, *args, check=True, timeout=300):
+    def run(host, *args, check=True, timeout=300):
         calls.append(args)
         if args[0] == "list":
             return listed.pop(0) if listed else "1\n2\n"
         return f"{ownership._MARK}{a}\n{ownership._MARK}"  # virsh said nothing for the second
 
-    monkeypatch.setattr(ownership.virsh, "run", run)
+    monkeypatch.setattr(libvirt.LibvirtHost, "virsh", run)
     assert [d.name for d in ownership.scan("qemu:///system")] == ["a"]
     assert len(calls) == 3 and calls[1][0].count("dumpxml") == 2
     # A domain still there that libvirt did not describe: no guess, nothing touched.
@@ -154,7 +155,7 @@ class FakeLibvirt:
     def __init__(self, domains: dict[str, str], pools: dict[str, str]):
         self.domains, self.pools, self.changed = domains, pools, []  # uuid -> XML; name -> target
 
-    def run(self, uri, *args, check=True, timeout=300):
+    def virsh(self, *args, check=True, timeout=300):
         verb = args[0]
         if verb == "list":
             return "\n".join(self.domains) + "\n"
@@ -180,7 +181,6 @@ def _xml(name: str, uuid: str, owner: ownership.Identity | None, source: str) ->
 
 def test_lab_down_removes_its_own_domains_and_nothing_of_anothers(monkeypatch, tmp_path):
     from sectorlab import lab as lab_mod
-    from sectorlab import remote
     monkeypatch.setenv("SECTORLAB_CACHE", str(tmp_path))
     ours = ownership.identity("default", create=True)
     other_cache = ownership.Identity("default-db", "22" * 16, ours.machine, ours.host, ours.cache, "lab1")
@@ -191,8 +191,8 @@ def test_lab_down_removes_its_own_domains_and_nothing_of_anothers(monkeypatch, t
                      "/var/lib/libvirt/images/sectorlab-default-db/lab1-root.qcow2"),
         "u-bare": _xml("sectorlab-default-x", "u-bare", None, "/srv/x.qcow2"),
     }, {"sectorlab-default": OWN_DIR, "sectorlab-default-db": "/var/lib/libvirt/images/sectorlab-default-db"})
-    monkeypatch.setattr(ownership.virsh, "run", fake.run)
-    monkeypatch.setattr(remote.LocalHost, "missing", lambda self, paths: set(paths))
+    monkeypatch.setattr(libvirt.LibvirtHost, "virsh", lambda host, *args, **kwargs: fake.virsh(*args, **kwargs))
+    monkeypatch.setattr(libvirt.LocalHost, "missing", lambda self, paths: set(paths))
     said = []
     removed = lab_mod.sweep_libvirt("default", "qemu+unix:///system", said.append, ["lab1", "db-lab1"])
     assert removed == ["domain sectorlab-default-lab1", "pool sectorlab-default"]

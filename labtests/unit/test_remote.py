@@ -1,13 +1,12 @@
-"""Remote libvirt URIs (sectorlab/remote.py): parsed and refused in one line, the URI virsh gets,
-this host's operations; the SSH side is exercised by labtests/test_remote_host.py (make alone)."""
+"""Remote libvirt URIs (sectorlab/remote.py): parsed and refused in one line, the URI virsh gets;
+the SSH side is exercised by labtests/test_remote_host.py (make alone), the host objects made from
+the URIs by test_libvirt.py."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
-from sectorlab import labdef, remote
+from sectorlab import libvirt, remote
 from sectorlab.errors import UsageError
 
 from .test_labdef import lab_with, refused
@@ -17,7 +16,7 @@ def test_local_uris_are_not_remote():
     for uri in ("qemu:///system", "qemu:///session", "qemu+unix:///system?socket=/x.sock"):
         assert not remote.is_remote(uri) and remote.ssh_host(uri) is None
         assert remote.virsh_uri(uri) == uri
-        assert isinstance(remote.host(uri), remote.LocalHost) and not remote.host(uri).remote
+        assert isinstance(libvirt.get_host(uri), libvirt.LocalHost) and not libvirt.get_host(uri).remote
 
 
 def test_an_ssh_uri_is_parsed(tmp_path):
@@ -60,21 +59,6 @@ def test_a_read_modify_write_disk_is_refused_on_a_remote_host(tmp_path):
     data = lab_with(lab={"name": "t", "libvirt_uri": "qemu+ssh://root@box/system"})
     data["vm"][0]["disk"] = [{"bus": "virtio", "geometry": "sector512e", "rmw": True}]
     refused(data, "rmw = true on libvirt_uri qemu+ssh://root@box/system", "qemu:///system")
-
-
-def test_this_hosts_operations(tmp_path):
-    host = remote.host("qemu:///system")
-    (tmp_path / "f").write_text("x")
-    assert host.read_text(str(tmp_path / "f")) == "x" and host.read_text(str(tmp_path / "absent")) is None
-    assert host.missing([str(tmp_path / "f"), str(tmp_path / "absent")]) == {str(tmp_path / "absent")}
-    host.make_dir(str(tmp_path / "a" / "b"))
-    host.remove_tree(str(tmp_path / "a"))
-    assert not (tmp_path / "a").exists()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(1)
-        assert host.port_in_use(s.getsockname()[1]) and labdef.port_in_use(s.getsockname()[1])
-    assert host.qemu_uid() > 0
 
 
 def test_no_ssh_connection_is_made_for_this_host():

@@ -1,17 +1,15 @@
-"""Read-modify-write disks on the host side (sectorlab/rmw.py): their hot-plug over QMP and the
-reading of QEMU's trace. The lab scenario (labtests/test_read_modify_write.py) checks them on a
-running QEMU; these pin the parts that need none."""
+"""Read-modify-write disks on the host side (sectorlab/rmw.py): their plan and the reading of QEMU's
+trace (their hot-plug over QMP: test_hotplug.py). The lab scenario (labtests/test_read_modify_write.py)
+checks them on a running QEMU; these pin the parts that need none."""
 
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import subprocess
 
 import pytest
 
 from labtests.unit import records
-from sectorlab import accel, labdef, rmw
+from sectorlab import labdef, libvirt, rmw
 from sectorlab.errors import SectorlabError
 from sectorlab.lab.record import DiskRecord, RmwNodes
 
@@ -29,39 +27,6 @@ def test_plan_takes_slots_down_from_0x16_in_name_order():
     assert [(d.name, dev, addr) for dev, addr, d in rmw.plan(disks)] == [("a", "rmw0", "0x16"), ("b", "rmw1", "0x15")]
     with pytest.raises(SectorlabError, match="at most"):
         rmw.plan([_disk(f"r{i}") for i in range(labdef.MAX_RMW_PER_VM + 1)])
-
-
-def test_hotplug_builds_the_node_chain_and_traces_its_opening(monkeypatch):
-    calls = []
-    present = [{"name": "rmw0", "type": "child<virtio-blk-pci>"}]
-
-    def fake_qmp(uri, domain, execute, **arguments):
-        calls.append((execute, arguments))
-        return present if execute == "qom-list" else []
-
-    monkeypatch.setattr(rmw, "_qmp", fake_qmp)
-    assert rmw.hotplug("qemu:///system", "dom", [_disk("a"), _disk("b")]) == ["rmw1"]
-    executed = [c[0] for c in calls]
-    assert executed == ["qom-list", "trace-event-set-state", "object-add",
-                        "blockdev-add", "blockdev-add", "blockdev-add", "device_add", "trace-event-set-state"]
-    assert calls[1][1] == {"name": "bdrv_open_common", "enable": True} and calls[-1][1]["enable"] is False
-    assert calls[2][1] == {"qom-type": "throttle-group", "id": "rmw1-reads", "limits": {"iops-read": 120}}
-    qcow2, throttle, blkdebug = (c[1] for c in calls[3:6])
-    assert qcow2["file"]["filename"] == "/pool/b.qcow2" and qcow2["cache"] == {"direct": True}
-    assert throttle == {"node-name": "rmw1-throttle", "driver": "throttle", "throttle-group": "rmw1-reads",
-                        "file": "rmw1-qcow2"}
-    assert blkdebug == {"node-name": "rmw1-drive", "driver": "blkdebug", "align": 4096, "image": "rmw1-throttle"}
-    assert calls[6][1] == {"driver": "virtio-blk-pci", "id": "rmw1", "drive": "rmw1-drive", "serial": "s-b",
-                           "logical_block_size": 512, "physical_block_size": 4096, "bus": "pci.0", "addr": "0x15"}
-
-
-def test_hotplug_adds_nothing_when_every_disk_is_there(monkeypatch):
-    calls = []
-    monkeypatch.setattr(rmw, "_qmp", lambda uri, domain, execute, **a: calls.append(execute) or [{"name": "rmw0"}])
-    assert rmw.hotplug("qemu:///system", "dom", [_disk("a")]) == [] and calls == ["qom-list"]
-    calls.clear()
-    assert rmw.hotplug("qemu:///system", "dom", [_disk("plain", rmw=False)]) == [] and calls == [], \
-        "a VM without read-modify-write disks costs its lab-up no monitor call"
 
 
 def _open(addr: str, filename: str, driver: str) -> str:
@@ -140,12 +105,12 @@ def _traced_window(tmp_path, monkeypatch, written_during):
     log = _domain_files(tmp_path, monkeypatch, LOG + "\n" + _read("0x500", 0, 4096) + "\n")  # before the window
     states = []
 
-    def fake_qmp(uri, domain, execute, **arguments):
+    def fake_qmp(host, domain, execute, **arguments):
         states.append(arguments["enable"])
         if not arguments["enable"]:
             written_during(log)
 
-    monkeypatch.setattr(rmw, "_qmp", fake_qmp)
+    monkeypatch.setattr(libvirt.LibvirtHost, "qmp", fake_qmp)
     with rmw.ReadTrace("qemu:///system", "dom", settle_s=0.01) as trace:
         pass
     assert states == [True, False]
@@ -176,20 +141,3 @@ def test_read_trace_follows_the_log_through_a_rotation(tmp_path, monkeypatch):
         log.write_text(_read("0x500", 8192, 4096) + "\n" + _read("0x500", 12288, 4096) + "\n")
 
     assert _traced_window(tmp_path, monkeypatch, rotate_mid_window).reads(DISK).rmw == 3
-
-
-def test_a_geometrys_io_sizes_go_to_the_hot_plugged_device(monkeypatch):
-    """A read-modify-write disk whose geometry advertises I/O sizes gets QEMU's properties of those
-    names on its virtio-blk device, as <qemu:override> gives a cold-plugged disk (and QEMU's
-    virtio-blk-pci has them)."""
-    calls = []
-    monkeypatch.setattr(rmw, "_qmp", lambda uri, domain, execute, **a: calls.append((execute, a)) or [])
-    rmw.hotplug("qemu:///system", "dom", [_disk("a", min_io_size=16384, opt_io_size=65536), _disk("b", min_io_size=0)])
-    devices = [a for e, a in calls if e == "device_add"]
-    assert (devices[0]["min_io_size"], devices[0]["opt_io_size"]) == (16384, 65536)
-    assert "min_io_size" not in devices[1] and "opt_io_size" not in devices[1]
-    qemu = shutil.which(accel.QEMU)
-    if qemu is None:
-        pytest.skip(f"{accel.QEMU} is not installed (scripts/bootstrap installs it)")
-    props = subprocess.run([qemu, "-device", "virtio-blk-pci,help"], capture_output=True, text=True, timeout=60).stdout
-    assert "min_io_size=<size>" in props and "opt_io_size=<size>" in props, props

@@ -1,4 +1,5 @@
-"""The saved-state cache and NVMe hot-plug plan (no VM: virsh and QEMU's monitor are faked)."""
+"""The saved-state cache, the save of a running guest and the guest probe lab-up runs after a
+restore (no VM: virsh is faked)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import pytest
 
 from labtests.unit import records
-from sectorlab import labdef, warm
+from sectorlab import labdef, libvirt, warm
 from sectorlab.errors import SectorlabError
 
 LAB = {
@@ -23,7 +24,7 @@ LAB = {
 @pytest.fixture
 def fake_versions(monkeypatch):
     monkeypatch.setattr(warm, "qemu_version", lambda: "QEMU emulator version 7.2.22")
-    monkeypatch.setattr(warm.virsh, "version", lambda uri: "Running against daemon: 9.0.0")
+    monkeypatch.setattr(libvirt.LibvirtHost, "version", lambda host: "Running against daemon: 9.0.0")
 
 
 def key_of(data, images=None, domain_type="qemu", lab_id="ab" * 16):
@@ -65,90 +66,6 @@ def test_saved_state_says_why_it_cannot_be_used(tmp_path, monkeypatch):
     saved.install(state, ["vm1"])
     assert (state / "id_ed25519").exists() and (state / "seed-vm1.iso").exists() and (state / "host-vm1.pub").exists()
     assert sorted(warm.clear("t")) == ["k0", "k1"] and not saved.root.exists()
-
-
-def _nvme(name: str, **extra):
-    return records.disk(**{"name": name, "bus": "nvme", "serial": f"s-{name}", **extra})
-
-
-def test_nvme_plan_gives_fixed_slots_in_name_order():
-    disks = [_nvme("b"), _nvme("x", bus="virtio"), _nvme("a")]
-    plan = warm.nvme_plan(disks)
-    assert [(d.name, dev, addr) for dev, addr, d in plan] == [("a", "nvme0", "0x18"), ("b", "nvme1", "0x19")]
-    too_many = [_nvme(f"n{i}") for i in range(labdef.MAX_NVME_PER_VM + 1)]
-    with pytest.raises(SectorlabError, match="at most"):
-        warm.nvme_plan(too_many)
-
-
-def test_hotplug_adds_only_missing_controllers_with_their_geometry(monkeypatch):
-    calls = []
-    present = [{"name": "nvme0", "type": "child<nvme>"}]
-
-    def fake_qmp(uri, domain, execute, **arguments):
-        calls.append((execute, arguments))
-        return present if execute == "qom-list" else {}
-
-    monkeypatch.setattr(warm, "qmp", fake_qmp)
-    disks = [_nvme(n, volume=f"/pool/{n}.qcow2", logical_block_size=lbs, physical_block_size=lbs)
-             for n, lbs in (("a", 512), ("b", 4096))]
-    assert warm.hotplug_nvme("qemu:///system", "dom", disks) == ["nvme1"]
-    blockdev, device = calls[1][1], calls[2][1]
-    assert blockdev["node-name"] == "nvme1-drive" and blockdev["file"]["filename"] == "/pool/b.qcow2"
-    assert device == {"driver": "nvme", "id": "nvme1", "drive": "nvme1-drive", "serial": "s-b",
-                      "logical_block_size": 4096, "physical_block_size": 4096, "bus": "pci.0", "addr": "0x19"}
-
-
-def test_unplug_waits_until_qemu_releases_the_block_node(monkeypatch):
-    """The controller leaves the device tree before QEMU frees it and its node: blockdev-del is
-    tried again while the node is in use; a second call after a part-way failure deletes nothing twice."""
-    state = {"present": True, "node": True, "busy": 2, "polls": 0}
-    calls = []
-
-    def fake_qmp(uri, domain, execute, **arguments):
-        calls.append(execute)
-        if execute == "qom-list":
-            state["polls"] += 1
-            if state["polls"] > 2:
-                state["present"] = False
-            return [{"name": "nvme0"}] if state["present"] else []
-        if execute == "query-named-block-nodes":
-            return [{"node-name": "nvme0-drive"}] if state["node"] else []
-        if execute == "blockdev-del":
-            if state["busy"]:
-                state["busy"] -= 1
-                raise SectorlabError("QEMU blockdev-del on dom: Node nvme0-drive is in use")
-            state["node"] = False
-        return {}
-
-    monkeypatch.setattr(warm, "qmp", fake_qmp)
-    monkeypatch.setattr(warm.time, "sleep", lambda s: None)
-    disks = [_nvme("a")]
-    assert warm.unplug_nvme("qemu:///system", "dom", disks, "s-a") == "nvme0"
-    assert calls.count("device_del") == 1 and calls.count("blockdev-del") == 3 and not state["node"]
-    calls.clear()
-    assert warm.unplug_nvme("qemu:///system", "dom", disks, "s-a") == "nvme0"
-    assert "device_del" not in calls and "blockdev-del" not in calls
-
-
-def test_unplug_names_the_node_it_could_not_drop(monkeypatch):
-    def fake_qmp(uri, domain, execute, **arguments):
-        if execute == "query-named-block-nodes":
-            return [{"node-name": "nvme0-drive"}]
-        if execute == "blockdev-del":
-            raise SectorlabError("QEMU blockdev-del on dom: Node nvme0-drive is in use")
-        return []
-
-    monkeypatch.setattr(warm, "qmp", fake_qmp)
-    monkeypatch.setattr(warm.time, "sleep", lambda s: None)
-    with pytest.raises(SectorlabError, match="nvme0 is gone but its block node could not be dropped within 0 s"):
-        warm.unplug_nvme("qemu:///system", "dom", [_nvme("a")], "s-a", timeout=0)
-
-
-def test_qmp_error_is_reported_with_the_command(monkeypatch):
-    monkeypatch.setattr(warm.virsh, "run", lambda *a, **k: json.dumps({"error": {"class": "GenericError",
-                                                                             "desc": "Duplicate ID 'nvme0'"}}))
-    with pytest.raises(SectorlabError, match="QEMU device_add on dom: Duplicate ID 'nvme0'"):
-        warm.qmp("qemu:///system", "dom", "device_add", id="nvme0")
 
 
 def test_probe_finds_writes_at_either_end(tmp_path):
@@ -250,7 +167,7 @@ class FakeVirsh:
         self.calls: list[tuple[str, ...]] = []
         self.refuse = refuse
 
-    def __call__(self, uri, *args, **kwargs):
+    def __call__(self, *args, **kwargs):
         self.calls.append(args)
         if args[0] == "domblklist":
             return "vda  /pool/vm1-root.qcow2\nvdb  /pool/vm1-seed.iso\nsda  /pool/vm1-d.qcow2\n"
@@ -268,7 +185,7 @@ class FakeVirsh:
 
 def saved_state_setup(tmp_path, monkeypatch, fake):
     monkeypatch.setenv("SECTORLAB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(warm.virsh, "run", fake)
+    monkeypatch.setattr(libvirt.LibvirtHost, "virsh", lambda host, *args, **kwargs: fake(*args, **kwargs))
     state = tmp_path / "state"
     state.mkdir()
     for name in list(warm.STATE_FILES) + [f.format(vm="vm1") for f in warm.VM_STATE_FILES]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import geometry as geo
-from .. import guestdisks, remote, rmw
+from .. import guestdisks, libvirt, rmw
 from ..guest import Guest
 from ..inguest import guestprobe
 from .record import DiskRecord, LabRecord
@@ -19,7 +19,7 @@ from .state import Progress
 
 
 def guests_from_lab_json(data: LabRecord) -> dict[str, Guest]:
-    via = remote.host(data.libvirt_uri).via
+    via = libvirt.get_host(data.libvirt_uri).via
     return {name: Guest(name, vm.ssh_host, vm.ssh_port, vm.user, Path(vm.key_file), vm.host_key, vm.console_log, via)
             for name, vm in data.vms.items()}
 

@@ -35,7 +35,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import virsh
+from .. import libvirt
 from ..errors import SectorlabError, UsageError
 from ..paths import cache_dir, write_atomic
 
@@ -140,12 +140,13 @@ def parse_domain(text: str) -> Domain:
 def scan(uri: str) -> list[Domain]:
     """Every domain libvirt has at `uri` (defined or running), with its owner: two virsh calls, a
     third only when a listed domain was not described (gone since, or not readable)."""
-    uuids = virsh.run(uri, "list", "--all", "--uuid").split()
+    host = libvirt.get_host(uri)
+    uuids = host.virsh("list", "--all", "--uuid").split()
     if not uuids:
         return []
     # One virsh process for all of them: its command string runs one command after the other (a
     # domain gone in between only fails its own dumpxml).
-    out = virsh.run(uri, "; ".join(f"echo {_MARK}; dumpxml {u}" for u in uuids), check=False)
+    out = host.virsh("; ".join(f"echo {_MARK}; dumpxml {u}" for u in uuids), check=False)
     domains = []
     for chunk in out.split(_MARK):
         if chunk.strip():
@@ -156,7 +157,7 @@ def scan(uri: str) -> list[Domain]:
     # A domain that is still there but was not described cannot be told apart: stop rather than
     # take it for absent (a pool it uses would look free).
     unread = set(uuids) - {d.uuid for d in domains}
-    still = set(virsh.run(uri, "list", "--all", "--uuid").split()) & unread if unread else set()
+    still = set(host.virsh("list", "--all", "--uuid").split()) & unread if unread else set()
     if still:
         raise SectorlabError(f"libvirt at {uri} did not describe domain(s) {', '.join(sorted(still))} "
                              f"(virsh dumpxml); cannot tell which are this lab's: nothing was touched")
@@ -238,10 +239,11 @@ class Holdings:
 
 def pool_target(uri: str, pool: str) -> str | None:
     """The target directory of the pool named `pool`, None when libvirt has no pool of that name."""
-    if pool not in virsh.run(uri, "pool-list", "--all", "--name").split():
+    host = libvirt.get_host(uri)
+    if pool not in host.virsh("pool-list", "--all", "--name").split():
         return None
     try:
-        return ET.fromstring(virsh.run(uri, "pool-dumpxml", pool)).findtext("target/path", "")
+        return ET.fromstring(host.virsh("pool-dumpxml", pool)).findtext("target/path", "")
     except ET.ParseError as e:
         raise SectorlabError(f"virsh pool-dumpxml {pool}: not XML ({e})") from e
 
@@ -272,7 +274,7 @@ def refuse_collisions(h: Holdings, vm_names: list[str]) -> None:
 def save_image_domain(uri: str, path: Path) -> Domain | None:
     """The domain a saved image (a managed save) was taken of, from its XML; None when libvirt
     cannot read it."""
-    text = virsh.run(uri, "save-image-dumpxml", str(path), check=False)
+    text = libvirt.get_host(uri).virsh("save-image-dumpxml", str(path), check=False)
     if not text.strip():
         return None
     try:

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 from .. import accel as accel_mod
-from .. import images, labdef, remote, rmw, warm
+from .. import images, labdef, libvirt, rmw, warm
 from ..errors import SectorlabError, UsageError
 from ..guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
 from ..paths import write_atomic
-from . import ownership, record, terraform
+from . import hotplug, ownership, record, terraform
 from .diskcheck import guests_from_lab_json, print_table, probe, verify, wait_for
 from .pool import publish_image
 from .seeds import tfvars
@@ -281,7 +281,7 @@ class LabUp:
             route, why = _Cold(), "asked for (--cold)"
         elif self.uri != "qemu:///system":
             route, why = _Cold(), (f"a saved state is kept and restored only on this host's qemu:///system, not "
-                                   f"on libvirt host {remote.host(self.uri).label}; none is saved")
+                                   f"on libvirt host {libvirt.get_host(self.uri).label}; none is saved")
             self.save_state = False
         else:
             missing = self.saved.missing(self.vm_names)
@@ -306,7 +306,7 @@ class LabUp:
         if any(p["uploaded"] for p in self.published.values()):
             self.timed("image upload", time.monotonic() - start)
         self.ports = _ports(self.lab, self.state)
-        remote.host(self.uri).make_dir(console_dir(self.lab.name, self.uri, self.state))
+        libvirt.get_host(self.uri).make_dir(console_dir(self.lab.name, self.uri, self.state))
         self.domains = {name: domain_name(self.lab.name, name) for name in self.vm_names}
         self.write_tfvars()
 
@@ -368,10 +368,10 @@ class LabUp:
         for name in self.vm_names:
             domain = self.data.vm(name).domain
             disks = self.data.disks_of(name)
-            added = warm.hotplug_nvme(self.uri, domain, disks)
+            added = hotplug.hotplug_nvme(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
-            added = rmw.hotplug(self.uri, domain, disks)
+            added = hotplug.hotplug_rmw(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged read-modify-write disk(s) {', '.join(added)}")
             learnt = rmw.trace_nodes(self.uri, domain, disks)

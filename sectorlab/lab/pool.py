@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-from .. import images, remote, virsh
+from .. import images, libvirt
 from ..paths import link_or_copy
 from .state import Progress
 
@@ -24,45 +24,46 @@ def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> d
     Returns the volume name, the files uploaded, and the direct-boot kernel, initrd and command line
     ('' for GRUB)."""
     image, guest = Path(record.image), record.guest
-    if IMAGE_POOL not in virsh.run(uri, "pool-list", "--all", "--name", check=False).split():
-        virsh.run(uri, "pool-define-as", IMAGE_POOL, "dir", "--target", IMAGE_POOL_DIR)
-        virsh.run(uri, "pool-build", IMAGE_POOL)
-    if virsh.run(uri, "pool-info", IMAGE_POOL, check=False).find("running") < 0:
-        virsh.run(uri, "pool-start", IMAGE_POOL)
-    listing = virsh.run(uri, "vol-list", IMAGE_POOL, check=False)
+    host = libvirt.get_host(uri)
+    if IMAGE_POOL not in host.virsh("pool-list", "--all", "--name", check=False).split():
+        host.virsh("pool-define-as", IMAGE_POOL, "dir", "--target", IMAGE_POOL_DIR)
+        host.virsh("pool-build", IMAGE_POOL)
+    if host.virsh("pool-info", IMAGE_POOL, check=False).find("running") < 0:
+        host.virsh("pool-start", IMAGE_POOL)
+    listing = host.virsh("vol-list", IMAGE_POOL, check=False)
     volumes = [v.split()[0] for v in listing.splitlines() if v.split()]
     uploaded: list[str] = []
 
     def put(source: Path, fmt: str) -> str:
         """The file as a volume of the image pool; its path on the libvirt host."""
         target = Path(IMAGE_POOL_DIR) / source.name
-        if not remote.is_remote(uri):
+        if not host.remote:
             if not target.exists():
                 link_or_copy(source, target)
                 os.chmod(target, 0o644)
-                virsh.run(uri, "pool-refresh", IMAGE_POOL)
+                host.virsh("pool-refresh", IMAGE_POOL)
             return str(target)
         if source.name not in volumes:
             size = source.stat().st_size
-            progress(f"uploading {source.name} ({size / 2**20:.0f} MiB) to {remote.ssh_host(uri).label}")
-            virsh.run(uri, "vol-create-as", IMAGE_POOL, source.name, str(size), "--format", fmt)
+            progress(f"uploading {source.name} ({size / 2**20:.0f} MiB) to {host.label}")
+            host.virsh("vol-create-as", IMAGE_POOL, source.name, str(size), "--format", fmt)
             try:
-                virsh.run(uri, "vol-upload", "--pool", IMAGE_POOL, source.name, str(source), timeout=3600)
+                host.virsh("vol-upload", "--pool", IMAGE_POOL, source.name, str(source), timeout=3600)
             except BaseException:
-                virsh.run(uri, "vol-delete", "--pool", IMAGE_POOL, source.name, check=False)  # never half an image
+                host.virsh("vol-delete", "--pool", IMAGE_POOL, source.name, check=False)  # never half an image
                 raise
             uploaded.append(source.name)
-        return virsh.run(uri, "vol-path", "--pool", IMAGE_POOL, source.name).strip()
+        return host.virsh("vol-path", "--pool", IMAGE_POOL, source.name).strip()
 
     put(image, "qcow2")
     boot = {"kernel": "", "initrd": "", "cmdline": ""}
     if record.cmdline and record.kernel and record.initrd:
         boot = {"kernel": put(Path(record.kernel), "raw"), "initrd": put(Path(record.initrd), "raw"),
                 "cmdline": record.cmdline}
-    in_use = " ".join(virsh.run(uri, "dumpxml", d, check=False)
-                      for d in virsh.run(uri, "list", "--all", "--name", check=False).split())
+    in_use = " ".join(host.virsh("dumpxml", d, check=False)
+                      for d in host.virsh("list", "--all", "--name", check=False).split())
     built = re.compile(rf"^{re.escape(guest)}-[0-9a-f]{{16}}\.(qcow2|kernel|initrd)$")  # images.build's names
     for old in volumes:
         if Path(old).stem != image.stem and built.match(old) and Path(old).stem not in in_use:
-            virsh.run(uri, "vol-delete", "--pool", IMAGE_POOL, old, check=False)
+            host.virsh("vol-delete", "--pool", IMAGE_POOL, old, check=False)
     return {"volume": image.name, "uploaded": uploaded, **boot}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .. import images, labdef, remote, seed, sshkeys
+from .. import images, labdef, libvirt, seed, sshkeys
 from ..errors import SectorlabError
 from . import ownership
 from .pool import IMAGE_POOL
@@ -76,7 +76,7 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
         "libvirt_uri": uris_one,
         "pool_dir": pool_dir(lab.name),
         "console_dir": console_dir(lab.name, uris_one, state),
-        "qemu_uid": remote.host(uris_one).qemu_uid(),
+        "qemu_uid": libvirt.get_host(uris_one).qemu_uid(),
         "domain_type": domain_type,
         "image_pool": IMAGE_POOL,
         "images": {g: p["volume"] for g, p in published.items()},

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .. import labdef, remote, sshkeys
+from .. import labdef, libvirt, remote, sshkeys
 from ..errors import SectorlabError
 from ..paths import REPO, cache_dir, write_atomic
 from . import record
@@ -83,7 +83,7 @@ def _ports(lab: labdef.Lab, state: Path) -> dict[str, int]:
     previous = _load_json(state / "ports.json", {})
     ports = {}
     taken: set[int] = set()
-    in_use = remote.host(lab.vms[0].libvirt_uri).port_in_use
+    in_use = libvirt.get_host(lab.vms[0].libvirt_uri).port_in_use
     for vm in lab.vms:
         port = vm.ssh_port or previous.get(vm.name)
         if not port or (port in taken):

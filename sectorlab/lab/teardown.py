@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .. import labdef, remote, virsh, warm
+from .. import labdef, libvirt, warm
 from ..errors import SectorlabError
 from . import ownership, terraform
 from .diskcheck import guests_from_lab_json, print_table, verify
@@ -29,8 +29,9 @@ from .state import (
 def domain_states(data: LabRecord) -> dict[str, str]:
     """Each VM's domain state as libvirt says it ("running", "shut off", ...; "absent" when undefined),
     asked by the UUID the lab recorded: a domain of the same name that is not the lab's is absent."""
-    return {name: virsh.run(data.libvirt_uri, "domstate", vm.uuid or vm.domain, check=False).strip()
-            or "absent" for name, vm in data.vms.items()}
+    host = libvirt.get_host(data.libvirt_uri)
+    return {name: host.virsh("domstate", vm.uuid or vm.domain, check=False).strip() or "absent"
+            for name, vm in data.vms.items()}
 
 
 def faults(data: LabRecord, states: dict[str, str] | None = None) -> list[str]:
@@ -48,7 +49,7 @@ def faults(data: LabRecord, states: dict[str, str] | None = None) -> list[str]:
     volumes = [(f"{vm_name} root disk", vm.root_volume) for vm_name, vm in data.vms.items()]
     volumes += [(f"{d.vm} disk {d.name}", d.volume) for d in data.disks.values()]
     volumes = [(what, path) for what, path in volumes if path and path.startswith("/")]
-    gone = remote.host(uri).missing([path for _, path in volumes])
+    gone = libvirt.get_host(uri).missing([path for _, path in volumes])
     found += [f"{what}: volume {path} is gone (deleted while the lab ran)" for what, path in volumes if path in gone]
     return found
 
@@ -81,8 +82,9 @@ def _down(lab: labdef.Lab, progress: Progress) -> None:
         except SectorlabError as e:
             progress(f"{e}; removing what is left with virsh")
     leftovers = sweep_libvirt(lab.name, uri, progress, [vm.name for vm in lab.vms])
-    if remote.is_remote(uri) and _holdings(lab.name, uri).holder_of(console_dir(lab.name, uri, state)) is None:
-        remote.host(uri).remove_tree(console_dir(lab.name, uri, state))
+    host = libvirt.get_host(uri)
+    if host.remote and _holdings(lab.name, uri).holder_of(console_dir(lab.name, uri, state)) is None:
+        host.remove_tree(console_dir(lab.name, uri, state))
     shutil.rmtree(state, ignore_errors=True)
     left = leftovers_of(lab.name, uri)
     if left:
@@ -111,7 +113,7 @@ def leftovers_of(lab_name: str, uri: str) -> list[str]:
     identity, never by name prefix), its pool and directories unless they are another's."""
     held = _holdings(lab_name, uri)
     left = [f"domain {d.name}" for d in held.own]
-    host = remote.host(uri)
+    host = libvirt.get_host(uri)
     if held.pool_target is not None and held.pool_is_own():
         left.append(f"pool {held.pool}")
     dirs = [pool_dir(lab_name)] + ([console_dir(lab_name, uri, Path())] if host.remote else [])
@@ -127,9 +129,10 @@ def sweep_libvirt(lab_name: str, uri: str, progress: Progress, vm_names=()) -> l
     Another's objects are left alone, and said to be."""
     removed = []
     held = _holdings(lab_name, uri)
+    host = libvirt.get_host(uri)
     for dom in held.own:
-        virsh.run(uri, "destroy", dom.uuid, check=False)
-        virsh.run(uri, "undefine", dom.uuid, "--managed-save", "--remove-all-storage", check=False)
+        host.virsh("destroy", dom.uuid, check=False)
+        host.virsh("undefine", dom.uuid, "--managed-save", "--remove-all-storage", check=False)
         removed.append(f"domain {dom.name}")
     pool, directory = held.pool, pool_dir(lab_name)
     if held.pool_target is not None and not held.pool_is_own():
@@ -137,14 +140,13 @@ def sweep_libvirt(lab_name: str, uri: str, progress: Progress, vm_names=()) -> l
         progress(f"left alone: pool {pool} at {held.pool_target}, " + (
             f"used by {ownership.owner_text(holder, held.ours)}" if holder else "not at the lab's pool directory"))
     elif held.pool_target is not None:
-        for vol in virsh.run(uri, "vol-list", pool, check=False).splitlines():
+        for vol in host.virsh("vol-list", pool, check=False).splitlines():
             if vol.split():
-                virsh.run(uri, "vol-delete", "--pool", pool, vol.split()[0], check=False)
-        virsh.run(uri, "pool-destroy", pool, check=False)
-        virsh.run(uri, "pool-delete", pool, check=False)
-        virsh.run(uri, "pool-undefine", pool, check=False)
+                host.virsh("vol-delete", "--pool", pool, vol.split()[0], check=False)
+        host.virsh("pool-destroy", pool, check=False)
+        host.virsh("pool-delete", pool, check=False)
+        host.virsh("pool-undefine", pool, check=False)
         removed.append(f"pool {pool}")
-    host = remote.host(uri)
     if not host.missing([directory]):
         holder = held.holder_of(directory)
         if holder is None:
