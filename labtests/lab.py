@@ -17,7 +17,7 @@ from sectorlab.lab.record import LabRecord
 
 @cache
 def definition() -> labdef.Lab:
-    return labdef.load(lab_mod.lab_file_from_env())
+    return lab_mod.load_lab(lab_mod.lab_file_from_env())
 
 
 def declared_disks() -> list[tuple[labdef.VM, labdef.Disk]]:

@@ -26,6 +26,11 @@ from sectorlab.paths import REPO
 pytestmark = pytest.mark.bench
 
 PRESET = bench.DEFAULT_PRESET
+
+
+def _preset(**overrides) -> bench.Preset:
+    """The preset as make bench-check reads it (with make's LAB_SUFFIX)."""
+    return bench.load_preset(PRESET, suffix=lab.suffix_from_env(), **overrides)
 SHORT = {"DURATION": "3", "WARMUP": "1", "REPEATS": "1"}
 
 
@@ -51,13 +56,13 @@ def made(tmp_path_factory):
 
 
 def test_the_lab_is_down_after_the_bench(made):
-    assert _lab_is_gone(bench.load_preset(PRESET)) == []
+    assert _lab_is_gone(_preset()) == []
 
 
 def test_every_allowed_blocksize_ran_and_every_refused_one_is_recorded(made):
     results, stderr = made
     data = json.loads((results / "bench.json").read_text())
-    preset = bench.load_preset(PRESET, repeats=1)
+    preset = _preset(repeats=1)
     assert data["workload"]["duration_s"] == 3 and data["workload"]["warmup_s"] == 1
     declared = {d.name: d for d in preset.lab.vms[0].disks}
     seen = {(r["disk"], r["blocksize"]) for r in data["runs"]}
@@ -107,7 +112,7 @@ def test_the_report_is_written_from_the_runs(made):
             if run["allowed"]:
                 rep = json.loads((results / run["report"]).read_text())
                 assert run["metrics"]["transactions/s"] == rep["tps"]
-    assert [c["title"] for c in summary["comparisons"]] == [c["title"] for c in bench.load_preset(PRESET).compares]
+    assert [c["title"] for c in summary["comparisons"]] == [c["title"] for c in _preset().compares]
     assert {(v["blocksize"], v["override"]): v["verdict"]["allowed"] for v in summary["rules"]} == {
         (512, False): True, (512, True): True, (4096, False): False, (4096, True): True}
     html = (results / "report.html").read_text()
@@ -117,7 +122,7 @@ def test_the_report_is_written_from_the_runs(made):
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_an_interrupted_bench_brings_the_lab_down_and_keeps_its_runs(tmp_path, signum):
-    preset = bench.load_preset(PRESET)
+    preset = _preset()
     # SIGINT as a terminal's Ctrl-C delivers it: a shell that started this run in the background
     # (CI scripts do) makes its children ignore SIGINT, and Python then never raises KeyboardInterrupt.
     proc = subprocess.Popen([str(REPO / ".venv/bin/sectorlab"), "bench", PRESET, "--duration", "20", "--warmup", "1",

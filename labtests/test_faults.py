@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import labdef, libvirt, rmw
+from sectorlab import libvirt, rmw
 from sectorlab.errors import SectorlabError
 from sectorlab.paths import REPO
 
@@ -39,7 +39,7 @@ def _status() -> tuple[int, str]:
 @pytest.fixture
 def lab_guests_fresh():
     """The lab's guests, connected anew (after a fault the session's connections may be gone)."""
-    return lambda: lab_mod.guests_from_lab_json(lab_mod.read_lab_json(labdef.load(LAB).name))
+    return lambda: lab_mod.guests_from_lab_json(lab_mod.read_lab_json(lab_mod.load_lab(LAB).name))
 
 
 def _up() -> list[str]:
@@ -51,7 +51,7 @@ def _up() -> list[str]:
 @pytest.fixture
 def data():
     """The lab, up and whole (brought up if it is not), as lab.json has it."""
-    name = labdef.load(LAB).name
+    name = lab_mod.load_lab(LAB).name
     try:
         state = lab_mod.read_lab_json(name)
     except SectorlabError:
@@ -88,7 +88,7 @@ def test_a_deleted_volume_is_named_and_the_lab_comes_back_whole(data):
 
 
 def test_a_lost_state_directory_is_named_and_lab_down_cleans_up(data):
-    name = labdef.load(LAB).name
+    name = lab_mod.load_lab(LAB).name
     shutil.rmtree(lab_mod.state_dir(name))
     rc, out = _status()
     domains = [vm.domain for vm in data.vms.values()]
@@ -133,7 +133,7 @@ def test_libvirtd_stopped_and_restarted_while_the_lab_runs(data, lab_guests_fres
             proc = subprocess.run([SECTORLAB, "lab", verb, "--lab", str(LAB)], capture_output=True, text=True,
                                   timeout=600)
             assert proc.returncode == 2 and f"libvirt URI {uri} is unreachable" in proc.stderr, (verb, proc.stderr)
-        assert (lab_mod.state_dir(labdef.load(LAB).name) / "lab.json").exists()
+        assert (lab_mod.state_dir(lab_mod.load_lab(LAB).name) / "lab.json").exists()
     finally:
         _libvirtd("start")
     # libvirtd finds its running domains again: the lab is whole, and lab-up changes nothing.
@@ -141,7 +141,7 @@ def test_libvirtd_stopped_and_restarted_while_the_lab_runs(data, lab_guests_fres
     assert rc == 0, out
     said = _up()
     assert any("converge" in line or "already up" in line for line in said), "\n".join(said)
-    assert lab_mod.read_lab_json(labdef.load(LAB).name).timing.path == "converge"
+    assert lab_mod.read_lab_json(lab_mod.load_lab(LAB).name).timing.path == "converge"
 
 
 def test_a_lab_that_would_take_a_running_labs_port_is_refused_before_anything_starts(data, tmp_path):
@@ -150,11 +150,11 @@ def test_a_lab_that_would_take_a_running_labs_port_is_refused_before_anything_st
     other.write_text(f'[lab]\nname = "port-taken"\n\n[[vm]]\nname = "vm1"\nguest = "debian12"\n'
                      f'ssh_port = {entry.ssh_port}\n\n[[vm.disk]]\nname = "d1"\nbus = "virtio"\n'
                      f'geometry = "sector512n"\n')
-    name = labdef.load(other).name
+    name = lab_mod.load_lab(other).name
     proc = subprocess.run([SECTORLAB, "lab", "up", "--lab", str(other)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == (f"sectorlab: error: vm vm1: ssh_port {entry.ssh_port} on 127.0.0.1 is "
-                                   f"already taken (by lab {labdef.load(LAB).name}'s VM {vm}); choose another "
+                                   f"already taken (by lab {lab_mod.load_lab(LAB).name}'s VM {vm}); choose another "
                                    f"port or 0 to let lab-up pick one"), proc.stderr
     assert not lab_mod.state_dir(name).exists()
     assert lab_mod.leftovers_of(name, data.libvirt_uri) == []

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from sectorlab import guestdisks, labdef
+from sectorlab import guestdisks
 from sectorlab import lab as lab_mod
 from sectorlab.paths import REPO
 
@@ -31,7 +31,7 @@ def lab(tmp_path_factory):
     up = subprocess.run([SECTORLAB, "lab", "up", "--lab", str(path)], capture_output=True, text=True, timeout=900)
     try:
         assert up.returncode == 0, up.stderr[-3000:]
-        lab = labdef.load(path)
+        lab = lab_mod.load_lab(path)
         yield lab, lab_mod.read_lab_json(lab.name)
     finally:
         down = subprocess.run([SECTORLAB, "lab", "down", "--lab", str(path)], capture_output=True, text=True,

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import labdef, libvirt, rmw
+from sectorlab import libvirt, rmw
+from sectorlab.lab import hostcheck
 from sectorlab.paths import REPO, cache_dir
 
 from .lab import qemu_guest, qemu_processes
@@ -64,7 +65,7 @@ CASES = [
 def lab_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("interrupts") / "interrupts.toml"
     path.write_text(LAB_TOML)
-    lab = labdef.load(path)
+    lab = lab_mod.load_lab(path)
     subprocess.run([SECTORLAB, "lab", "down", "--lab", str(path)], capture_output=True, timeout=300)
     yield path
     subprocess.run([SECTORLAB, "lab", "down", "--lab", str(path)], capture_output=True, timeout=300)
@@ -117,7 +118,7 @@ def _leftovers(name: str, uri: str, port: int | None) -> list[str]:
     """What a lab-down must not leave, looked for on the host."""
     left = lab_mod.leftovers_of(name, uri)
     left += [f"QEMU process {p}" for p in qemu_processes(qemu_guest(lab_mod.domain_name(name, "vm1")))]
-    if port and labdef.port_in_use(port):
+    if port and hostcheck.port_in_use(port):
         left.append(f"a listener on 127.0.0.1:{port}")
     if lab_mod.state_dir(name).exists():
         left.append(f"state directory {lab_mod.state_dir(name)}")
@@ -133,7 +134,7 @@ def _leftovers(name: str, uri: str, port: int | None) -> list[str]:
 
 @pytest.mark.parametrize("phase, how, trigger, pause", CASES, ids=[c[0] for c in CASES])
 def test_an_interrupted_lab_up_names_its_phase_and_lab_down_leaves_nothing(lab_file, phase, how, trigger, pause):
-    lab = labdef.load(lab_file)
+    lab = lab_mod.load_lab(lab_file)
     rc, out = _interrupted_up(lab_file, trigger, how, pause)
     assert rc != 0, out
     assert f"lab {lab.name}: lab-up stopped in its '{phase}' phase (interrupted)" in out, out
@@ -153,7 +154,7 @@ def _restart_libvirtd(proc: subprocess.Popen) -> None:
 def test_libvirtd_restarted_while_lab_up_waits_for_ssh_the_lab_up_completes(lab_file):
     """The boot does not need libvirtd (QEMU runs on); the phases after it ask libvirt again once
     it is back, and the lab comes up whole."""
-    lab = labdef.load(lab_file)
+    lab = lab_mod.load_lab(lab_file)
     rc, out = _up_and_act(lab_file, "waiting for SSH", _restart_libvirtd)
     assert rc == 0, out
     assert f"lab {lab.name} up by the cold path" in out, out
@@ -164,7 +165,7 @@ def test_libvirtd_restarted_while_lab_up_waits_for_ssh_the_lab_up_completes(lab_
 def test_libvirtd_restarted_during_terraform_apply_the_next_lab_up_heals(lab_file):
     """Terraform's connection to libvirt breaks mid-apply: the lab-up stops naming its phase, and
     the next lab-up takes down what the broken one left and brings the lab up whole."""
-    lab = labdef.load(lab_file)
+    lab = lab_mod.load_lab(lab_file)
     rc, out = _up_and_act(lab_file, "terraform apply", _restart_libvirtd)
     if rc == 0:  # the apply finished before libvirtd went: then the lab must be whole
         assert f"lab {lab.name} up by the cold path" in out, out
@@ -184,7 +185,7 @@ def _status_is_clean(lab_file: Path) -> None:
 
 
 def _down_leaves_nothing(lab_file: Path) -> None:
-    lab = labdef.load(lab_file)
+    lab = lab_mod.load_lab(lab_file)
     ports = lab_mod._load_json(lab_mod.state_dir(lab.name) / "ports.json", {})
     down = subprocess.run([SECTORLAB, "lab", "down", "--lab", str(lab_file)], capture_output=True, text=True,
                           timeout=300)
@@ -193,7 +194,7 @@ def _down_leaves_nothing(lab_file: Path) -> None:
 
 
 def test_after_the_interrupts_the_lab_comes_up(lab_file):
-    lab = labdef.load(lab_file)
+    lab = lab_mod.load_lab(lab_file)
     up = subprocess.run([SECTORLAB, "lab", "up", "--lab", str(lab_file)], capture_output=True, text=True,
                         timeout=600)
     assert up.returncode == 0, up.stderr

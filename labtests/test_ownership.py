@@ -54,13 +54,13 @@ def labs(tmp_path):
     suffix = os.environ.get(labdef.SUFFIX_ENV, "")
     own = _lab_file(tmp_path, "own", f"db{suffix}-lab1", "a")
     own_db = _lab_file(tmp_path, f"own{suffix}-db", "lab1", "b")
-    names = [lab_mod.domain_name(labdef.load(p).name, labdef.load(p).vms[0].name) for p in (own, own_db)]
+    names = [lab_mod.domain_name(lab_mod.load_lab(p).name, lab_mod.load_lab(p).vms[0].name) for p in (own, own_db)]
     return own, own_db, names
 
 
 def test_a_bare_domain_named_like_another_labs_is_left_alone(labs, tmp_path):
     own, _, _ = labs
-    lab = labdef.load(own)
+    lab = lab_mod.load_lab(own)
     vm = lab.vms[0].name
     bare = lab_mod.domain_name(lab.name, vm)  # lab own's VM would have this name
     xml = tmp_path / "bare.xml"
@@ -106,13 +106,13 @@ def test_a_lab_down_or_status_of_one_lab_leaves_the_other_running_and_whole(labs
         assert "libvirt still has" not in status.stdout and name_own_db not in status.stdout, status.stdout
         refused = _sectorlab("lab", "up", "--lab", str(own))
         assert refused.returncode == 2, refused.stderr
-        lab_own_db = labdef.load(own_db).name
-        assert (f"VM {labdef.load(own).vms[0].name} would be domain {name_own_db}, but libvirt has domain "
+        lab_own_db = lab_mod.load_lab(own_db).name
+        assert (f"VM {lab_mod.load_lab(own).vms[0].name} would be domain {name_own_db}, but libvirt has domain "
                 f"{name_own_db} of lab {lab_own_db} (its VM lab1)") in refused.stderr, refused.stderr
         whole = _sectorlab("lab", "status", "--lab", str(own_db))
         assert whole.returncode == 0, whole.stdout + whole.stderr
     finally:
         gone = _sectorlab("lab", "down", "--lab", str(own_db))
     assert gone.returncode == 0, gone.stderr
-    assert lab_mod.leftovers_of(labdef.load(own_db).name, URI) == []
+    assert lab_mod.leftovers_of(lab_mod.load_lab(own_db).name, URI) == []
     assert name_own_db not in _domains()

@@ -23,10 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import images, labdef, libvirt, sshkeys
+from sectorlab import images, libvirt, sshkeys
 from sectorlab import lab as lab_mod
 from sectorlab import remote as remote_mod
 from sectorlab.guest import host_key_from_line
+from sectorlab.lab import hostcheck
 from sectorlab.paths import REPO
 
 from . import sshd as sshd_mod
@@ -183,12 +184,12 @@ def test_lab_down_leaves_nothing_there(sshd, lab_file):
     port = data.vm("vm1").ssh_port
     down = sectorlab("lab", "down", "--lab", str(lab_file), timeout=600)
     assert down.returncode == 0, down.stdout + down.stderr
-    lab = labdef.load(lab_file)
+    lab = lab_mod.load_lab(lab_file)
     assert lab_mod.leftovers_of("remote", lab.vms[0].libvirt_uri) == []
     # Looked for behind SSH's back, on the machine itself.
     assert lab_mod.leftovers_of("remote", LOCAL) == []
     assert not Path("/var/log/libvirt/qemu/sectorlab-remote").exists()
     assert not Path(lab_mod.pool_dir("remote")).exists()
     assert not lab_mod.state_dir("remote").exists()
-    assert not labdef.port_in_use(port)
+    assert not hostcheck.port_in_use(port)
     assert qemu_processes(qemu_guest(lab_mod.domain_name("remote", "vm1"))) == []

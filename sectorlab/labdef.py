@@ -2,42 +2,39 @@
 
 A lab definition is a TOML file (labs/default.toml is the default lab). `validate()` checks
 everything that can be checked before a VM starts and raises a UsageError whose one line names
-the value, what was expected and what to do. `check_environment()` adds what depends on this
-host: free SSH ports and a reachable libvirt URI.
+the value, what was expected and what to do; its tables (sectorlab/labtables.py) are printed
+by `sectorlab lab fields`. What depends on the libvirt hosts (their URIs answer, free SSH ports,
+disk space and memory) is sectorlab/lab/hostcheck.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from . import fields, images, inputs, libvirt, remote
+from . import fields, inputs, remote
 from . import geometry as geo
-from .errors import SectorlabError, UsageError
-from .fields import known_keys, whole_number  # noqa: F401 (bench/preset reads them from here)
+from .errors import UsageError
+from .labtables import (  # noqa: F401 (the constants and name_field are read as labdef's)
+    DEFAULT_DISK_MIB,
+    DEFAULT_URI,
+    DISK_FIELDS,
+    GEOMETRY_FIELDS,
+    LAB_FIELDS,
+    MAX_VMS,
+    NAME_RE,
+    TABLES,
+    VM_FIELDS,
+    name_field,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-DEFAULT_URI = "qemu:///system"
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
-SERIAL_RE = re.compile(r"^[A-Za-z0-9_-]{1,20}$")  # virtio-blk serials are at most 20 bytes
-# XFS is a cross-check filesystem (labtests/test_xfs.py) and xfsprogs 5.19+ refuses filesystems
-# under 300 MB; the volumes are thin qcow2, so a larger disk costs only what is written to it.
-DEFAULT_DISK_MIB = 512
-MIN_DISK_MIB = 16
-MAX_DISK_MIB = 1 << 20
-DEFAULT_MEMORY_MIB = 768
-MAX_MEMORY_MIB = 65536
-DISK_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 # What one VM's machine takes (QEMU's i440fx "pc" machine: one PCI bus of 32 slots, 0x00 the host
 # bridge, 0x01 the PIIX3 with IDE, USB and ACPI; docs/reliability.md has the measurements):
 MAX_NVME_PER_VM = 8  # one PCI slot each, from 0x18 up
@@ -52,10 +49,6 @@ MAX_SCSI_PER_VM = 7
 # controller when there are SCSI disks, and the read-modify-write disks share them.
 PCI_SLOTS_SHARED = 0x16 - 0x02 + 1
 PCI_SLOTS_FIXED = 4  # root disk, seed, virtio-serial, virtio-rng
-# Not a limit of the machine: a lab of more VMs is several labs (each VM is a QEMU process with
-# one vCPU; under TCG two or three already fill this host's two cores).
-MAX_VMS = 16
-URI_RE = re.compile(r"^qemu(\+[a-z]+)?://[^/\s]*/(system|session)(\?\S*)?$")
 
 BUS_CODES = {"nvme": "nvme", "nvme-tcp": "ntcp", "virtio": "vblk", "scsi": "scsi"}
 
@@ -111,8 +104,9 @@ class Lab:
 SUFFIX_ENV = "SECTORLAB_LAB_SUFFIX"
 
 
-def load(path: Path, suffix: str | None = None) -> Lab:
-    """The lab definition at PATH, its name followed by `suffix` ($SECTORLAB_LAB_SUFFIX when None)."""
+def load(path: Path, suffix: str = "") -> Lab:
+    """The lab definition at PATH, its name followed by `suffix` (make's LAB_SUFFIX, which the
+    caller reads: lab.state.suffix_from_env)."""
     path = Path(path)
     text = inputs.read_text(path, "lab definition", inputs.LAB_DEFINITION_MAX)
     try:
@@ -122,9 +116,8 @@ def load(path: Path, suffix: str | None = None) -> Lab:
     return with_suffix(validate(data, path), suffix)
 
 
-def with_suffix(lab: Lab, suffix: str | None = None) -> Lab:
-    """The lab named with `suffix` ($SECTORLAB_LAB_SUFFIX when None)."""
-    suffix = os.environ.get(SUFFIX_ENV, "") if suffix is None else suffix
+def with_suffix(lab: Lab, suffix: str) -> Lab:
+    """The lab named with `suffix` ('' for none)."""
     if not suffix:
         return lab
     name = lab.name + suffix
@@ -133,172 +126,6 @@ def with_suffix(lab: Lab, suffix: str | None = None) -> Lab:
                          f"lower-case letters, digits and '-', the whole name at most 31 characters "
                          f"(for example LAB_SUFFIX=-job2)")
     return dataclasses.replace(lab, name=name)
-
-
-def name_field(where: str, key: str, value, got: dict | None = None) -> str:
-    if not isinstance(value, str) or not NAME_RE.match(value):
-        raise UsageError(f"{where}: {key} = {value!r}: expected lower-case letters, digits and '-', "
-                         f"starting with a letter, at most 31 characters")
-    return value
-
-
-def _lab_name(where: str, key: str, value, got: dict) -> str:
-    name_field(where, key, value)
-    if value == "images":
-        raise UsageError(f"{where}: name = 'images' is taken by the pool that holds the guest images "
-                         f"(sectorlab-images); choose another name")
-    return value
-
-
-def _uri(where: str, key: str, value, got: dict) -> str:
-    if not isinstance(value, str) or not URI_RE.match(value):
-        raise UsageError(f"{where}: libvirt_uri = {value!r}: expected a QEMU URI such as qemu:///system or "
-                         f"qemu+ssh://host/system")
-    try:
-        remote.ssh_host(value)  # a remote one: qemu+ssh, a host, a port, key files that exist
-    except UsageError as e:
-        raise UsageError(f"{where}: {e}") from e
-    return value
-
-
-def _guest(where: str, key: str, value, got: dict) -> str:
-    if value not in images.guest_names():
-        raise UsageError(f"{where}: unknown guest {value!r}: expected one of {', '.join(images.guest_names())}")
-    spec = images.load_guest(value)
-    if spec.firmware != "bios":
-        raise UsageError(f"{where}: guest {value} boots by {spec.firmware.upper()} (firmware in "
-                         f"{spec.vars_file.name}); lab VMs boot it through its own boot loader under SeaBIOS, "
-                         f"so lab-up cannot run it yet; use a guest whose template boots by BIOS")
-    return value
-
-
-def _memory(where: str, key: str, value, got: dict) -> int:
-    guest = got["guest"]
-    minimum = images.load_guest(guest).lab_min_memory_mib
-    if isinstance(value, int) and not isinstance(value, bool) and value < minimum:
-        raise UsageError(f"{where}: memory_mib = {value}: {guest} needs at least {minimum} MiB; raise memory_mib")
-    return whole_number(where, key, value, minimum, MAX_MEMORY_MIB)
-
-
-def _port(where: str, key: str, value, got: dict) -> int:
-    port = whole_number(where, key, value, 0, 65535)
-    if 0 < port < 1024:
-        raise UsageError(f"{where}: ssh_port = {port}: expected 0 (chosen at lab-up) or 1024-65535")
-    return port
-
-
-def _bus(where: str, key: str, value, got: dict) -> str:
-    if value not in geo.buses():
-        raise UsageError(f"{where}: unknown bus {value!r}: expected one of {', '.join(geo.buses())}")
-    return value
-
-
-def _geometry(where: str, key: str, value, got: dict) -> geo.Geometry:
-    known = got["geometries"]
-    if value not in known:
-        raise UsageError(f"{where}: unknown geometry {value!r}: expected one of {', '.join(known)} "
-                         f"(or define it in a [geometry.NAME] table)")
-    g = known[value]
-    geo.check_bus(got["bus"], g, where)
-    return g
-
-
-def _latency_name(where: str, key: str, value, got: dict) -> str:
-    profiles = geo.latency_profiles()
-    if value not in profiles:
-        raise UsageError(f"{where}: latency = {value!r}: unknown latency profile; expected one of "
-                         f"{', '.join(profiles)} (sectorlab geometries lists them), or write_latency_us = N")
-    return value
-
-
-def _disk_name(where: str, key: str, value, got: dict) -> str:
-    if not isinstance(value, str) or not DISK_NAME_RE.match(value):
-        raise UsageError(f"{where}: name = {value!r}: expected lower-case letters, digits, '-', '_' and '.'")
-    return value
-
-
-def _serial(where: str, key: str, value, got: dict) -> str:
-    if not isinstance(value, str) or not SERIAL_RE.match(value):
-        raise UsageError(f"{where}: serial = {value!r}: expected 1-20 characters of letters, digits, '-' and '_'")
-    return value
-
-
-def _block_size(where: str, key: str, value, got: dict) -> int:
-    return value  # geometry.check_block_sizes checks the four together, as it checks the catalog's
-
-
-def _write_latency(where: str, key: str, value, got: dict) -> geo.LatencyProfile:
-    if got["latency"] is not None:
-        raise UsageError(f"{where}: latency = {got['latency']!r} and write_latency_us = {value!r}: give a named "
-                         f"profile or a custom latency, not both")
-    return geo.custom_latency(where, value)
-
-
-NAME = fields.custom("name: a-z, 0-9, '-', at most 31", name_field)
-LAB_FIELDS = fields.Table("[lab]", "The lab as a whole (the table may be left out).", (
-    fields.Field("name", fields.custom("name: a-z, 0-9, '-', at most 31", _lab_name),
-                 "prefix of the lab's libvirt objects; its state is in ~/.cache/sectorlab/labs/NAME/",
-                 default="default"),
-    fields.Field("libvirt_uri", fields.custom("QEMU URI", _uri),
-                 "where the VMs run: qemu:///system, or qemu+ssh://[user@]host[:port]/system[?keyfile=..."
-                 "&knownhosts=...]", default=DEFAULT_URI),
-))
-VM_FIELDS = fields.Table("[[vm]]", f"One VM of the lab (at least one, at most {MAX_VMS}).", (
-    fields.Field("name", NAME, "the VM's name, unique in the lab; its domain is sectorlab-LAB-NAME",
-                 default=lambda got: f"vm{got['index']}", default_text="vm1, vm2, ... by position"),
-    fields.Field("guest", fields.custom("a guest of packer/vars/", _guest),
-                 "the guest image: packer/vars/GUEST.pkrvars.hcl", default="debian12"),
-    fields.Field("memory_mib", fields.custom(f"integer, the guest's minimum-{MAX_MEMORY_MIB}", _memory),
-                 "the VM's memory in MiB",
-                 default=lambda got: max(images.load_guest(got["guest"]).lab_min_memory_mib, DEFAULT_MEMORY_MIB),
-                 default_text=f"{DEFAULT_MEMORY_MIB}, or the guest's minimum if higher"),
-    fields.Field("ssh_port", fields.custom("integer, 0 or 1024-65535", _port),
-                 "the SSH forward on the libvirt host's 127.0.0.1; 0: one free port chosen at the first "
-                 "lab-up, then kept", default=0),
-    fields.Field("libvirt_uri", fields.custom("QEMU URI", _uri), "where this VM runs",
-                 default=lambda got: got["lab_uri"], default_text="[lab]'s"),
-    fields.Field("disk", fields.TABLES, "the VM's data disks, [[vm.disk]] (at least one)",
-                 default=lambda got: [], default_text="required"),
-))
-DISK_FIELDS = fields.Table("[[vm.disk]]", "One data disk of a VM.", (
-    fields.Field("bus", fields.custom("nvme, nvme-tcp, virtio or scsi", _bus),
-                 "how the guest sees it (sectorlab/geometries.json: buses)", default=fields.REQUIRED),
-    fields.Field("geometry", fields.custom("a geometry of the catalog or the lab", _geometry),
-                 "its sectors and I/O sizes: sectorlab/geometries.json, or a [geometry.NAME] of the lab",
-                 default=fields.REQUIRED),
-    fields.Field("latency", fields.custom("a latency profile", _latency_name),
-                 "a latency profile of the catalog added to every write (sectorlab geometries lists them)",
-                 default_text='"none"'),
-    fields.Field("write_latency_us", fields.custom(f"integer, 1000-{geo.MAX_WRITE_LATENCY_US}, a multiple of 1000",
-                                                   _write_latency),
-                 "a latency of its own added to every write, in whole milliseconds (not with latency)"),
-    fields.Field("rmw", fields.BOOLEAN, "unaligned writes read the physical sector first (512e-like "
-                 "geometries on virtio only)", default=False),
-    fields.Field("name", fields.custom("a-z, 0-9, '-', '_', '.', at most 63", _disk_name),
-                 "the disk's name, unique in the lab: the scenarios' test id",
-                 default_text="BUS-GEOMETRY[-LATENCY][-rmw]"),
-    fields.Field("size_mib", fields.number(MIN_DISK_MIB, MAX_DISK_MIB), "its size in MiB (a thin qcow2 volume)",
-                 default=DEFAULT_DISK_MIB),
-    fields.Field("serial", fields.custom("1-20 of A-Z, a-z, 0-9, '-', '_'", _serial),
-                 "the serial the guest finds it by, unique in the lab", default_text="slNN-BUS-GEOMETRY"),
-))
-_POWER = f"integer, a power of two, {geo.MIN_BLOCK_SIZE}"
-_MULTIPLE = "integer, a multiple of logical"
-GEOMETRY_FIELDS = fields.Table("[geometry.NAME]", "A geometry of the lab's own, beside the catalog's.", (
-    fields.Field("logical_block_size", fields.custom(f"{_POWER}-{geo.MAX_LOGICAL_BLOCK_SIZE}", _block_size),
-                 "the logical sector in bytes", default=fields.REQUIRED),
-    fields.Field("physical_block_size", fields.custom(f"{_POWER}-{geo.MAX_BLOCK_SIZE}, at least logical",
-                                                      _block_size),
-                 "the physical sector in bytes", default=fields.REQUIRED),
-    fields.Field("min_io_size", fields.custom(f"{_MULTIPLE}, at least physical, at most {geo.MAX_IO_SIZE}",
-                                              _block_size),
-                 "the minimum I/O size advertised (0: none; the kernel takes the physical sector)", default=0),
-    fields.Field("opt_io_size", fields.custom(f"{_MULTIPLE}, at least min_io_size, at most {geo.MAX_IO_SIZE}",
-                                              _block_size),
-                 "the optimal I/O size advertised (0: none)", default=0),
-    fields.Field("description", fields.TEXT, "what it models", default="defined by the lab"),
-))
-TABLES = (LAB_FIELDS, VM_FIELDS, DISK_FIELDS, GEOMETRY_FIELDS)
 
 
 def validate(data: dict, path: Path | None = None) -> Lab:
@@ -395,8 +222,8 @@ def _disk(where: str, dt, context: dict, seen: _Seen, vm_name: str) -> Disk:
     g, bus = d["geometry"], d["bus"]
     latency = _latency(where, d)
     rmw = _rmw(where, d["rmw"], bus, g)
-    name = d["name"] or _disk_name(where, "name", f"{bus}-{g.name}" + (f"-{latency.name}" if latency else "")
-                                   + ("-rmw" if rmw else ""), d)
+    name = d["name"] or DISK_FIELDS.field("name").check(  # the default, checked as a given name is
+        where, "name", f"{bus}-{g.name}" + (f"-{latency.name}" if latency else "") + ("-rmw" if rmw else ""), d)
     where = f"{where} ({name})"
     if name in seen.disks:
         raise UsageError(f"{where}: duplicate disk name {name!r} (also in VM {seen.disks[name]}): disk names "
@@ -431,76 +258,3 @@ def default_serial(bus: str, geometry_name: str, index: int) -> str:
     backing disk of an nvme-tcp namespace can be '<serial>-bk' within virtio's 20."""
     short = geometry_name[len("sector"):] if geometry_name.startswith("sector") else geometry_name
     return f"sl{index:02d}-{BUS_CODES[bus]}-{short}"[:17]
-
-
-def port_in_use(port: int) -> bool:
-    """Whether something listens on this host's 127.0.0.1:port."""
-    return libvirt.get_host("qemu:///system").port_in_use(port)
-
-
-def check_environment(lab: Lab, own_ports: set[int] = frozenset(),
-                      holder_of: Callable[[int], str | None] = lambda port: None,
-                      pool_dir: Callable[[str], str] | None = None) -> None:
-    """Host-dependent checks: libvirt URIs answer, the lab fits the host's disk and memory
-    (check_capacity, with `pool_dir` naming where its volumes go), fixed SSH ports are free (or
-    already this lab's) on the libvirt host's 127.0.0.1. `holder_of` names what holds a port
-    (another lab's VM) when it knows."""
-    for uri in sorted({vm.libvirt_uri for vm in lab.vms}):
-        check_uri(uri)
-    if pool_dir is not None:
-        check_capacity(lab, pool_dir)
-    hosts = {uri: libvirt.get_host(uri) for uri in {vm.libvirt_uri for vm in lab.vms if vm.ssh_port}}
-    for vm in lab.vms:
-        where = hosts.get(vm.libvirt_uri)
-        if vm.ssh_port and vm.ssh_port not in own_ports and where.port_in_use(vm.ssh_port):
-            holder = holder_of(vm.ssh_port)
-            raise UsageError(f"vm {vm.name}: ssh_port {vm.ssh_port} on 127.0.0.1 is already taken"
-                             f"{f' on {where.label}' if where.remote else ''}"
-                             f"{f' (by {holder})' if holder else ''}; choose another port or 0 to let lab-up "
-                             f"pick one")
-
-
-def check_capacity(lab: Lab, pool_dir: Callable[[str], str]) -> None:
-    """Before anything of the lab is made: its data volumes' full size fits the free space where
-    they go (the volumes are thin, but the scenarios and benches may write them whole), counting
-    what the lab's pool already holds as free (a running lab's own volumes), and its VMs' memory
-    fits the libvirt host's."""
-    for uri in sorted({vm.libvirt_uri for vm in lab.vms}):
-        vms = [vm for vm in lab.vms if vm.libvirt_uri == uri]
-        host = libvirt.get_host(uri)
-        where = f" on {host.label}" if host.remote else ""
-        want = sum(d.size_mib for vm in vms for d in vm.disks) << 20
-        free, own = host.space(pool_dir(lab.name))
-        if want > free + own:
-            raise UsageError(f"lab {lab.name}: its data disks add up to {want / 2**30:,.1f} GiB, and "
-                             f"{pool_dir(lab.name)}{where} has {(free + own) / 2**30:,.1f} GiB free; make "
-                             f"size_mib smaller, the lab smaller, or free space there")
-        memory = sum(vm.memory_mib for vm in vms) << 20
-        total = host.memory_bytes()
-        if memory > total:
-            raise UsageError(f"lab {lab.name}: its VMs' memory adds up to {memory >> 20} MiB, more than the "
-                             f"{total >> 20} MiB of the libvirt host{where}; make memory_mib smaller or the lab "
-                             f"smaller")
-
-
-def check_uri(uri: str) -> None:
-    if remote.is_remote(uri):  # the host's key and sectorlab's own SSH first: they name what is wrong
-        try:
-            remote.client(uri)
-        except SectorlabError as e:
-            raise UsageError(str(e)) from e
-    try:
-        proc = subprocess.run(["virsh", "-c", remote.virsh_uri(uri), "uri"], capture_output=True, text=True,
-                              timeout=30)
-    except FileNotFoundError as e:
-        raise UsageError("virsh is not installed; run scripts/bootstrap") from e
-    except subprocess.TimeoutExpired as e:
-        raise UsageError(f"libvirt URI {uri}: no answer in 30 s; check that libvirtd runs there") from e
-    if proc.returncode != 0:
-        detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
-        if remote.is_remote(uri):
-            raise UsageError(f"libvirt URI {uri} is unreachable ({detail}); check that SSH reaches "
-                             f"{remote.ssh_host(uri).label} with its key and known_hosts entry and that libvirtd "
-                             f"runs there, or fix libvirt_uri")
-        raise UsageError(f"libvirt URI {uri} is unreachable ({detail}); start libvirtd (scripts/bootstrap does "
-                         f"on this host) or fix libvirt_uri")

@@ -16,6 +16,7 @@ import pytest
 from labtests.conftest import require_program
 from sectorlab import cli, images, libvirt
 from sectorlab import lab as lab_mod
+from sectorlab.lab import hostcheck
 from sectorlab.paths import REPO
 
 VM = '[[vm]]\nname = "lab1"\n'
@@ -271,9 +272,8 @@ HOST_BOUNDS = [
 
 @pytest.mark.parametrize("text, says", [c[1:] for c in HOST_BOUNDS], ids=[c[0] for c in HOST_BOUNDS])
 def test_a_lab_the_host_cannot_hold(tmp_path, nothing_starts, capsys, monkeypatch, text, says):
-    from sectorlab import labdef
     nothing_starts.allowed = (".lock-default",)  # these checks run under the lab's lock
-    monkeypatch.setattr(labdef, "check_uri", lambda uri: None)
+    monkeypatch.setattr(hostcheck, "check_uri", lambda uri: None)
     monkeypatch.setattr(libvirt.LocalHost, "space", lambda self, path: (10 << 30, 0))
     monkeypatch.setattr(libvirt.LocalHost, "memory_bytes", lambda self: 8 << 30)
     path = tmp_path / "lab.toml"

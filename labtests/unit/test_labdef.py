@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import geometry, labdef, libvirt
+from sectorlab import cli, geometry, labdef, libvirt
+from sectorlab import lab as lab_mod
 from sectorlab.errors import UsageError
-from sectorlab.lab import ownership
+from sectorlab.lab import hostcheck, ownership
 from sectorlab.labdef import tomllib
 from sectorlab.paths import REPO
 
@@ -192,24 +193,24 @@ def test_ports():
 
 
 def test_port_already_taken(monkeypatch):
-    monkeypatch.setattr(labdef, "check_uri", lambda uri: None)
+    monkeypatch.setattr(hostcheck, "check_uri", lambda uri: None)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(1)
         port = s.getsockname()[1]
         lab = labdef.validate(lab_with(vm__0__ssh_port=port))
         with pytest.raises(UsageError, match=f"ssh_port {port} on 127.0.0.1 is already taken"):
-            labdef.check_environment(lab)
+            hostcheck.check_environment(lab)
 
 
 def test_own_port_is_not_a_conflict(monkeypatch):
-    monkeypatch.setattr(labdef, "check_uri", lambda uri: None)
+    monkeypatch.setattr(hostcheck, "check_uri", lambda uri: None)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(1)
         port = s.getsockname()[1]
         lab = labdef.validate(lab_with(vm__0__ssh_port=port))
-        labdef.check_environment(lab, own_ports={port})
+        hostcheck.check_environment(lab, own_ports={port})
 
 
 def test_bad_uri_syntax():
@@ -222,7 +223,7 @@ def test_unreachable_uri(tmp_path):
         pytest.skip("host program 'virsh' is not installed (scripts/bootstrap installs it)")
     uri = f"qemu+unix:///system?socket={tmp_path}/nothing.sock"
     with pytest.raises(UsageError, match="is unreachable"):
-        labdef.check_uri(uri)
+        hostcheck.check_uri(uri)
 
 
 def test_bad_toml_names_the_file(tmp_path):
@@ -397,10 +398,13 @@ def test_lab_up_with_a_bad_behaviour_exits_2_and_starts_nothing(disk, tmp_path, 
     assert touched == [] and not (isolated_cache / "labs").exists()
 
 
-def test_a_suffix_names_the_lab_apart(monkeypatch):
+def test_a_suffix_names_the_lab_apart(monkeypatch, capsys):
+    """The parser takes the suffix it is given; the CLI and the scenarios read make's LAB_SUFFIX."""
     monkeypatch.setenv(labdef.SUFFIX_ENV, "-job2")
-    lab = labdef.load(REPO / "labs" / "default.toml")
-    assert lab.name == "default-job2"
+    assert labdef.load(REPO / "labs" / "default.toml").name == "default", "the parser reads no environment"
+    assert lab_mod.load_lab(REPO / "labs" / "default.toml").name == "default-job2"
+    assert cli.main(["lab", "validate", "--offline", str(REPO / "labs" / "default.toml")]) == 0
+    assert "lab default-job2," in capsys.readouterr().out
     assert labdef.load(REPO / "labs" / "default.toml", suffix="").name == "default"
     assert labdef.load(REPO / "labs" / "default.toml", suffix="-db").name == "default-db"
 

@@ -10,8 +10,9 @@ import subprocess
 
 import pytest
 
-from sectorlab import labdef, libvirt, remote
+from sectorlab import libvirt, remote
 from sectorlab.errors import SectorlabError, UsageError
+from sectorlab.lab import hostcheck
 
 
 @pytest.fixture
@@ -150,7 +151,7 @@ def test_this_hosts_operations(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(1)
-        assert host.port_in_use(s.getsockname()[1]) and labdef.port_in_use(s.getsockname()[1])
+        assert host.port_in_use(s.getsockname()[1]) and hostcheck.port_in_use(s.getsockname()[1])
     assert host.qemu_uid() > 0
     assert host.memory_bytes() > 0
 

@@ -205,9 +205,10 @@ TABLES = (BENCH_FIELDS, TARGET_FIELDS, COMPARE_FIELDS, ASM_FIELDS)
 
 
 def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None = None,
-                repeats: int | None = None, suffix: str | None = None) -> Preset:
+                repeats: int | None = None, suffix: str = "") -> Preset:
     """The preset `name` (labs/bench/NAME.toml or a path), checked before anything starts;
-    `duration_s`, `warmup_s` and `repeats` override the file's (make bench DURATION=...)."""
+    `duration_s`, `warmup_s` and `repeats` override the file's (make bench DURATION=...); `suffix`
+    follows the lab's name (make's LAB_SUFFIX)."""
     path = preset_path(name)
     try:
         data = tomllib.loads(inputs.read_text(path, "bench preset", inputs.LAB_DEFINITION_MAX))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from .. import images, labdef
@@ -18,8 +17,8 @@ def guest_arg(value: str | None) -> str:
 
 
 def lab_suffix() -> str:
-    """$SECTORLAB_LAB_SUFFIX (make's LAB_SUFFIX): appended to the name of every lab a command reads."""
-    return os.environ.get(labdef.SUFFIX_ENV, "")
+    """make's LAB_SUFFIX: appended to the name of every lab a command reads."""
+    return lab_mod.suffix_from_env()
 
 
 def load_lab(args) -> labdef.Lab:

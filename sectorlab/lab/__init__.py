@@ -68,11 +68,13 @@ from .state import (  # noqa: F401
     lab_file_from_env,
     lab_lock,
     lab_up_command,
+    load_lab,
     own_ports,
     pool_dir,
     port_holder,
     read_lab_json,
     state_dir,
+    suffix_from_env,
 )
 from .teardown import (  # noqa: F401
     _down,

@@ -16,7 +16,7 @@ from .. import images, labdef, libvirt, rmw, warm
 from ..errors import SectorlabError, UsageError
 from ..guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, READY_MARKER, Guest, console_says_ready
 from ..paths import write_atomic
-from . import hotplug, ownership, record, terraform
+from . import hostcheck, hotplug, ownership, record, terraform
 from .diskcheck import guests_from_lab_json, print_table, probe, verify, wait_for
 from .pool import publish_image
 from .seeds import tfvars
@@ -288,7 +288,7 @@ class LabUp:
             route, why = (_Cold(), missing) if missing else (_Warm(), f"saved state {self.key}")
             if not missing:
                 taken = [p for p in _load_json(self.saved.dir / "ports.json", {}).values()
-                         if p not in self.own_ports and labdef.port_in_use(p)]
+                         if p not in self.own_ports and hostcheck.port_in_use(p)]
                 if taken:
                     route, why = _Cold(), f"the saved state's SSH port {taken[0]} is in use"
         self.route = route

@@ -104,9 +104,20 @@ def _free_port(taken: set[int], in_use: Callable[[int], bool]) -> int:
             return port
 
 
+def suffix_from_env() -> str:
+    """make's LAB_SUFFIX ($SECTORLAB_LAB_SUFFIX): appended to the name of every lab read from a path
+    the user named (the CLI, the scenarios), never by the parser itself."""
+    return os.environ.get(labdef.SUFFIX_ENV, "")
+
+
+def load_lab(path: Path | str) -> labdef.Lab:
+    """The lab definition at `path`, named with make's LAB_SUFFIX."""
+    return labdef.load(Path(path), suffix_from_env())
+
+
 def as_lab(lab: labdef.Lab | Path | str) -> labdef.Lab:
     """A lab definition given as one already read (the CLI and the bench read it once) or as a path."""
-    return lab if isinstance(lab, labdef.Lab) else labdef.load(Path(lab))
+    return lab if isinstance(lab, labdef.Lab) else load_lab(lab)
 
 
 def lab_up_command(lab_file: Path | None = None) -> str:
@@ -115,8 +126,8 @@ def lab_up_command(lab_file: Path | None = None) -> str:
     words = ["make", "lab-up"]
     if lab_file is not None and Path(lab_file).resolve() != DEFAULT_LAB_FILE.resolve():
         words.append(f"LAB={shlex.quote(str(lab_file))}")
-    if os.environ.get(labdef.SUFFIX_ENV):
-        words.append(f"LAB_SUFFIX={shlex.quote(os.environ[labdef.SUFFIX_ENV])}")
+    if suffix_from_env():
+        words.append(f"LAB_SUFFIX={shlex.quote(suffix_from_env())}")
     return " ".join(words)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import labdef, libvirt, warm
 from ..errors import SectorlabError
-from . import ownership, terraform
+from . import hostcheck, ownership, terraform
 from .diskcheck import guests_from_lab_json, print_table, verify
 from .record import LabRecord
 from .state import (
@@ -59,7 +59,7 @@ def check_libvirt(lab: labdef.Lab) -> None:
     lab-status ask first: without libvirt, a lab's domains look absent while their QEMU runs on,
     and a lab-down would remove the state that still describes them."""
     for uri in sorted({vm.libvirt_uri for vm in lab.vms}):
-        labdef.check_uri(uri)
+        hostcheck.check_uri(uri)
 
 
 def down(lab: labdef.Lab | Path, progress: Progress = _say) -> None:
@@ -99,10 +99,10 @@ def _holdings(lab_name: str, uri: str) -> ownership.Holdings:
 
 def check_host(lab: labdef.Lab, own_ports: set[int] = frozenset()) -> ownership.Holdings:
     """What `lab validate` and lab-up check of the libvirt host before anything of the lab is made:
-    labdef.check_environment (libvirt answers, the lab fits its disk and memory, fixed ports are
+    hostcheck.check_environment (libvirt answers, the lab fits its disk and memory, fixed ports are
     free), and that no domain or pool name of the lab is another's (ownership.refuse_collisions).
     Returns what libvirt holds of the lab's names."""
-    labdef.check_environment(lab, own_ports, port_holder, pool_dir)
+    hostcheck.check_environment(lab, own_ports, port_holder, pool_dir)
     held = _holdings(lab.name, lab.vms[0].libvirt_uri)
     ownership.refuse_collisions(held, [vm.name for vm in lab.vms])
     return held
