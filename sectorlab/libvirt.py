@@ -19,6 +19,7 @@ import contextlib
 import functools
 import json
 import os
+import pwd
 import shlex
 import shutil
 import socket
@@ -154,7 +155,6 @@ class LocalHost(LibvirtHost):
         return shutil.disk_usage(existing).free, used  # free to an unprivileged writer (f_bavail)
 
     def qemu_uid(self) -> int:
-        import pwd
         for user in ("libvirt-qemu", "qemu"):
             with contextlib.suppress(KeyError):
                 return pwd.getpwnam(user).pw_uid

@@ -75,7 +75,7 @@ def schema_errors(doc: dict, schema_file: Path | None = None) -> list[str]:
     """Where a user-data document breaks cloud-init's schema: one line per error ('path: message'),
     none for a valid one."""
     schema_file = schema_file or cloud_init_schema_file()
-    try:
+    try:  # make check's dependency (the test extra), not the lab's: said in one line when missing
         import jsonschema
     except ImportError as e:
         raise SectorlabError("jsonschema is not installed; run scripts/bootstrap (it installs the project's "

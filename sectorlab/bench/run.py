@@ -18,23 +18,16 @@ import contextlib
 import json
 import shlex
 import statistics
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .. import guestdisks
+from .. import guestdisks, images, rmw
+from .. import lab as lab_mod
 from ..errors import SectorlabError
 from ..inguest import rules
-
-if TYPE_CHECKING:
-    from ..lab.record import LabRecord
-
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass
+from ..lab.record import LabRecord
+from . import report
 from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Target, Workload, _clock
 
 GUEST_DIR = "/var/tmp/sectorlab-bench"
@@ -70,7 +63,6 @@ class Bench:
     """One bench: the preset's lab is up; `run_all()` makes every run and keeps bench.json current."""
 
     def __init__(self, preset: Preset, results: Path, data: LabRecord, progress: Progress):
-        from .. import lab as lab_mod
         self.preset, self.results, self.data, self.progress = preset, results, data, progress
         self.vm = preset.lab.vms[0].name
         self.guest = lab_mod.guests_from_lab_json(data)[self.vm]
@@ -88,7 +80,6 @@ class Bench:
     # -- the guest --------------------------------------------------------------------------------
     def paths(self) -> dict[str, str]:
         """Each declared disk's device in the guest (its dm-delay device for a disk with latency)."""
-        from .. import lab as lab_mod
         declared = list(self.entries.values())
         seen = lab_mod.probe(self.guest, declared)["disks"]
         out = {}
@@ -114,7 +105,6 @@ class Bench:
 
     def measured(self, target: Target, path: str, race: str | None, bs: int, repeat: int) -> dict:
         """A warm-up run, then the measured one with its events; both files fetched into runs/."""
-        from .. import rmw
         w = self.preset.workload
         rid = f"{target.name}-bs{bs}-{repeat}"
         remote = f"{GUEST_DIR}/{rid}"
@@ -149,7 +139,6 @@ class Bench:
         (self.results / "bench.json").write_text(json.dumps(self.bench, indent=2) + "\n")
 
     def run_all(self) -> None:
-        from .. import images
         preset, w = self.preset, self.preset.workload
         record = images.find_cached(images.load_guest(preset.lab.vms[0].guest))
         self.bench["image"] = Path(record.image).stem if record else None
@@ -207,7 +196,6 @@ class Bench:
 
 
 def _other_labs_up(own: str) -> list[str]:
-    from .. import lab as lab_mod
     base = lab_mod.state_dir(own).parent
     return sorted(p.parent.name for p in base.glob("*/lab.json") if p.parent.name != own)
 
@@ -215,8 +203,6 @@ def _other_labs_up(own: str) -> list[str]:
 def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) -> Path:
     """The whole bench: lab-up, every run, lab-down (whatever happened), the report. The results
     directory; after an error or Ctrl-C it holds what was done, and the error is raised."""
-    from .. import lab as lab_mod
-    from . import report
     others = _other_labs_up(preset.lab.name)
     if others:
         progress(f"warning: lab(s) {', '.join(others)} also up: their guests share this host's cores with the "

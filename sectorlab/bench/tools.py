@@ -17,13 +17,11 @@ import statistics
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from .. import lab
 from ..errors import SectorlabError
+from ..lab.record import Timing
 from ..paths import REPO
-
-if TYPE_CHECKING:
-    from ..lab.record import Timing
 
 REDO_WRITER = REPO / "redo-writer" / "redo-writer"
 
@@ -101,7 +99,6 @@ def bench_lab_up(lab_file, rounds: int, progress) -> dict:
     """Cold and warm lab-up side by side: each round brings the lab up cold (booting, and saving
     a fresh state), down, up warm (restoring that state), down. Times are to every disk verified.
     `lab_file`: the lab (a labdef.Lab, read once by the CLI) or its path."""
-    from .. import lab
     if rounds < 1:
         raise SectorlabError(f"--rounds {rounds}: expected at least 1")
     runs: dict[str, list[Timing]] = {"cold": [], "warm": []}

@@ -16,6 +16,7 @@ from typing import Callable
 from .. import labdef, libvirt, remote, sshkeys
 from ..errors import SectorlabError
 from ..paths import REPO, cache_dir, write_atomic
+from ..vm import free_port
 from . import record
 
 DEFAULT_LAB_FILE = REPO / "labs" / "default.toml"
@@ -97,7 +98,6 @@ def _ports(lab: labdef.Lab, state: Path) -> dict[str, int]:
 def _free_port(taken: set[int], in_use: Callable[[int], bool]) -> int:
     """A port for a guest's SSH forward: one the kernel gives out here (free on this host), and
     neither taken by another VM of the lab nor listened on where the forwards are (`in_use`)."""
-    from ..vm import free_port
     while True:
         port = free_port()
         if port not in taken and not in_use(port):

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .. import tooling
@@ -72,7 +73,6 @@ class Terraform:
 
 def terraform_check(progress: Progress = _say) -> None:
     """terraform fmt -check and validate of terraform/ (init against the local provider mirror)."""
-    import tempfile
     with tempfile.TemporaryDirectory(prefix="sectorlab-tfcheck-") as tmp:
         tf = Terraform(Path(tmp), progress)
         tf.run("fmt", "-check", "-diff", capture=True)
