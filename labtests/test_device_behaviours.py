@@ -1,7 +1,7 @@
 """Device behaviours (labs/behaviours.toml): disks that write at different speeds, raced and
 mirrored log members, and a member that fails mid-run (seeds 001 and 002).
 
-The disks come from the lab definition: the fast ones have no added latency, the slow one a
+The disks come from the running lab's record (labtests/requires.py): the fast ones have no added latency, the slow one a
 latency profile from the catalog (dm-delay in the guest, used through /dev/mapper/<disk name>).
 Every run is one redo-writer process of one session, 512 redo bytes a commit, 512-byte redo
 blocks: each commit is one log write of 1 KiB. Differences are claimed with Welch's t-test on the
@@ -15,7 +15,7 @@ import shlex
 
 import pytest
 
-from labtests.lab import declared_disks
+from labtests.requires import BEHAVIOURS, behaviour_disks_of, require
 from sectorlab.bench import stats
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
@@ -25,23 +25,10 @@ ALPHA = 0.01
 COMMON = ("--sessions", 1, "--blocksize", 512, "--redo-per-txn", 512, "--log-size", 64 << 20, "--output", "json")
 
 
-def _behaviour_disks():
-    """(vm, fast disks with no added latency, slow disks with a profile that has a documented
-    range), from the lab definition; the fast ones share the slow ones' geometry and bus."""
-    for vm_name in sorted({vm.name for vm, _ in declared_disks()}):
-        disks = [d for vm, d in declared_disks() if vm.name == vm_name]
-        slow = [d for d in disks if d.latency and d.latency.expected_write_p50_ms]
-        fast = [d for d in disks if d.latency is None and slow and d.bus == slow[0].bus
-                and d.geometry == slow[0].geometry]
-        if slow and len(fast) >= 2:
-            return vm_name, fast, slow
-    return None
-
-
-FOUND = _behaviour_disks()
-needs_behaviours = pytest.mark.skipif(
-    FOUND is None, reason="this lab declares no two plain disks and one with a latency profile of the same "
-                          "bus and geometry (labs/behaviours.toml does)")
+@pytest.fixture(scope="module")
+def found(lab_state):
+    """(vm, plain disks, disks with a latency profile) the scenarios compare, or a skip naming what is missing."""
+    return require(behaviour_disks_of(lab_state), BEHAVIOURS)
 
 
 class Runs:
@@ -63,8 +50,8 @@ class Runs:
 
 
 @pytest.fixture(scope="module")
-def runs(lab_state, lab_guests, guest_devices):
-    vm_name, fast, slow = FOUND
+def runs(found, lab_guests, guest_devices):
+    vm_name, fast, slow = found
     paths = {}
     for d in fast:
         dev = guest_devices[vm_name].get(d.serial)
@@ -89,26 +76,24 @@ def _said(a_name: str, a: dict, b_name: str, b: dict, event: str, test: dict) ->
     return f"{event}: {one(a_name, a)} vs {one(b_name, b)}, Welch {stats.p_text(test['p'])}"
 
 
-@needs_behaviours
-def test_latency_profiles_are_told_apart(runs, record_property):
+def test_latency_profiles_are_told_apart(found, runs, record_property):
     """Seed 001: redo on a slow (spinning) disk against redo on a fast one, same geometry."""
-    _, fast, slow = FOUND
+    _, fast, slow = found
     f, s = fast[0].name, slow[0].name
     a, b = runs.run(f), runs.run(s)
-    low, high = slow[0].latency.expected_write_p50_ms
+    low, high = slow[0].latency_profile.expected_write_p50_ms
     test = stats.welch(a, b, "log_file_parallel_write", alternative="less")
     said = _said(f, a, s, b, "log_file_parallel_write", test)
     record_property("latency", said)
     print(said)
     assert low <= _p50_ms(b) <= high, \
-        f"{s} ({slow[0].latency.name}): p50 outside its documented {low}-{high} ms: {said}"
+        f"{s} ({slow[0].latency}): p50 outside its documented {low}-{high} ms: {said}"
     assert _p50_ms(a) < _p50_ms(b) and test["p"] < ALPHA, said
 
 
-@needs_behaviours
-def test_race_the_fast_member_wins(runs, record_property):
+def test_race_the_fast_member_wins(found, runs, record_property):
     """Seed 002 (smart flash logging): flash and disk raced, the first write to finish wins."""
-    _, fast, slow = FOUND
+    _, fast, slow = found
     f, s = fast[0].name, slow[0].name
     race = runs.run(s, "--race", f)
     wins = {m["path"]: m["wins"] for m in race["members"]}
@@ -134,9 +119,8 @@ def test_race_the_fast_member_wins(runs, record_property):
     assert _p50_ms(race, "log_file_sync") - _p50_ms(alone_fast, "log_file_sync") < 0.25 * gap, said
 
 
-@needs_behaviours
-def test_race_of_equal_members_splits_the_wins(runs, record_property):
-    _, fast, _ = FOUND
+def test_race_of_equal_members_splits_the_wins(found, runs, record_property):
+    _, fast, _ = found
     a, b = fast[0].name, fast[1].name
     race = runs.run(a, "--race", b)
     wins = [m["wins"] for m in race["members"]]
@@ -147,9 +131,8 @@ def test_race_of_equal_members_splits_the_wins(runs, record_property):
     assert min(wins) > 0, f"one of two equal members never won: {said}"
 
 
-@needs_behaviours
-def test_mirror_completes_at_the_slow_members_pace(runs, record_property):
-    _, fast, slow = FOUND
+def test_mirror_completes_at_the_slow_members_pace(found, runs, record_property):
+    _, fast, slow = found
     f, s = fast[0].name, slow[0].name
     mirror, alone_slow = runs.run(f, "--mirror", s), runs.run(s)
     below = stats.welch(mirror, alone_slow, "log_file_sync", alternative="less")
@@ -170,9 +153,8 @@ def _fault_script(mapper: str, after_s: float, command: str) -> str:
             f"{command}; rc=$?; wait; dmsetup reload \"$dev\" --table \"$table\"; dmsetup resume \"$dev\"; exit $rc")
 
 
-@needs_behaviours
-def test_member_fault_mirror_goes_on_with_the_other_member(runs, record_property):
-    _, fast, slow = FOUND
+def test_member_fault_mirror_goes_on_with_the_other_member(found, runs, record_property):
+    _, fast, slow = found
     f, s = fast[0].name, slow[0].name
     command = shlex.join(["redo-writer", "run", "--target", runs.paths[f], "--mirror", runs.paths[s],
                           "--duration", "6", *map(str, COMMON), "--force"])
@@ -190,9 +172,8 @@ def test_member_fault_mirror_goes_on_with_the_other_member(runs, record_property
     assert f"member {runs.paths[s]} dropped; going on with {runs.paths[f]}" in result.stderr
 
 
-@needs_behaviours
-def test_member_fault_single_member_stops_with_an_error(runs):
-    _, _, slow = FOUND
+def test_member_fault_single_member_stops_with_an_error(found, runs):
+    _, _, slow = found
     s = slow[0].name
     command = shlex.join(["redo-writer", "run", "--target", runs.paths[s], "--duration", "6", *map(str, COMMON),
                           "--force"])
@@ -202,9 +183,8 @@ def test_member_fault_single_member_stops_with_an_error(runs):
     assert "pwrite: Input/output error" in result.stderr
 
 
-@needs_behaviours
-def test_a_member_that_is_the_target_under_another_name_is_refused(runs):
-    _, _, slow = FOUND
+def test_a_member_that_is_the_target_under_another_name_is_refused(found, runs):
+    _, _, slow = found
     path = runs.paths[slow[0].name]
     dm = runs.guest.check_output("readlink -f", path).strip()
     result = runs.guest.run("sudo -n redo-writer run --target", path, "--race", dm, "--duration", 1)

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from labtests.lab import declared_disks
+from labtests.requires import RMW_PAIR, require, rmw_pair_of
 from sectorlab import rmw
 from sectorlab.bench import stats
 
@@ -40,30 +40,14 @@ os.close(fd)
 """
 
 
-def _pair():
-    """(vm, the rmw disk, a disk of the same bus and geometry without it), from the lab definition."""
-    for vm, d in declared_disks():
-        if d.rmw:
-            twin = next((t for v, t in declared_disks() if v.name == vm.name and not t.rmw and t.latency is None
-                         and t.bus == d.bus and t.geometry == d.geometry), None)
-            if twin:
-                return vm.name, d, twin
-    return None
-
-
-PAIR = _pair()
-needs_rmw = pytest.mark.skipif(PAIR is None, reason="this lab declares no disk with rmw = true beside one of the "
-                                                    "same bus and geometry without it (labs/behaviours.toml does)")
-
-
 class Lab:
     """The pair's devices in the guest, their entries in lab.json, and redo-writer runs shared by
     the tests (each run once, traced)."""
 
-    def __init__(self, lab_state, guest, devices):
-        vm, self.rmw_disk, self.twin = PAIR
+    def __init__(self, lab_state, found, guest, devices):
+        vm, self.rmw_disk, self.twin = found
         self.guest, self.uri, self.domain = guest, lab_state.libvirt_uri, lab_state.vm(vm).domain
-        self.entry = {d.name: lab_state.disk(vm, d.name) for d in (self.rmw_disk, self.twin)}
+        self.entry = {d.name: d for d in (self.rmw_disk, self.twin)}
         self.vm_disks = lab_state.disks_of(vm)
         self.path = {}
         for d in (self.rmw_disk, self.twin):
@@ -87,8 +71,9 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def pair(lab_state, lab_guests, guest_devices):
-    vm = PAIR[0]
-    return Lab(lab_state, lab_guests[vm], guest_devices[vm])
+    """The rmw disk and its twin in the guest, or a skip naming what the lab lacks."""
+    found = require(rmw_pair_of(lab_state), RMW_PAIR)
+    return Lab(lab_state, found, lab_guests[found[0]], guest_devices[found[0]])
 
 
 def _ms(report: dict, event: str = "log_file_parallel_write") -> str:
@@ -98,7 +83,6 @@ def _ms(report: dict, event: str = "log_file_parallel_write") -> str:
 
 
 
-@needs_rmw
 @pytest.mark.parametrize("size", [512, 4096], ids=["unaligned-512", "aligned-4k"])
 def test_rmw_reads_counted_by_qemu(pair, size, record_property):
     """64 synchronous direct writes, each in its own physical sector: 512 bytes not at its start cost
@@ -126,7 +110,6 @@ def test_rmw_reads_counted_by_qemu(pair, size, record_property):
         assert reads.rmw == 0, said
 
 
-@needs_rmw
 def test_rmw_penalty_on_512_byte_redo(pair, record_property):
     """Seed 003: redo blocks of 512 bytes on a 512e disk that must read-modify-write, against 4096."""
     disk = pair.rmw_disk.name
@@ -150,7 +133,6 @@ def test_rmw_penalty_on_512_byte_redo(pair, record_property):
     assert test["p"] < ALPHA, said
 
 
-@needs_rmw
 def test_rmw_control_same_geometry_without_it(pair, record_property):
     """The same runs on the same geometry without rmw: the 512/4096 difference is reported with its
     p-value and not claimed; what is asserted is that the penalty above is the read-modify-write's:

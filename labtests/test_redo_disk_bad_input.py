@@ -15,27 +15,26 @@ from __future__ import annotations
 
 import pytest
 
-from labtests.lab import blank_disk, declared_disks, guest_tool
+from labtests.lab import blank_disk, guest_tool
+from labtests.requires import first_disk_of, require
 
 pytestmark = pytest.mark.lab
 
 
-def _first_disk(guest_devices, lab_guests, bus: str):
-    """(guest, declared disk, device) of the first declared disk on `bus`."""
-    for vm, declared in declared_disks():
-        if declared.bus == bus:
-            dev = guest_devices[vm.name].get(declared.serial)
-            if dev is None:
-                pytest.fail(f"{vm.name}: declared disk {declared.name} (serial {declared.serial}) is not in the guest",
-                            pytrace=False)
-            return lab_guests[vm.name], declared, dev
-    pytest.skip(f"the lab declares no {bus} disk")
+def _first_disk(lab_state, guest_devices, lab_guests, bus: str):
+    """(guest, declared disk, device) of the lab's first plain disk on `bus`, or a skip saying the lab has none."""
+    declared = require(first_disk_of(lab_state, bus), f"the lab has no {bus} disk without added latency or rmw")
+    dev = guest_devices[declared.vm].get(declared.serial)
+    if dev is None:
+        pytest.fail(f"{declared.vm}: declared disk {declared.name} (serial {declared.serial}) is not in the guest",
+                    pytrace=False)
+    return lab_guests[declared.vm], declared, dev
 
 
 @pytest.fixture
-def virtio(guest_devices, lab_guests):
+def virtio(lab_state, guest_devices, lab_guests):
     """The first virtio disk, for a refusal: the test's fingerprints show it unchanged."""
-    return _first_disk(guest_devices, lab_guests, "virtio")
+    return _first_disk(lab_state, guest_devices, lab_guests, "virtio")
 
 
 @pytest.fixture
@@ -171,19 +170,19 @@ def test_reformat_refuses_a_disk_that_is_not_nvme(virtio):
              expect=[dev.path, "is not an NVMe namespace (virtio disk)", "expected /dev/nvmeXnY"])
 
 
-def test_reformat_refuses_an_nvme_tcp_namespace(guest_devices, lab_guests):
-    guest, _, dev = _first_disk(guest_devices, lab_guests, "nvme-tcp")
+def test_reformat_refuses_an_nvme_tcp_namespace(lab_state, guest_devices, lab_guests):
+    guest, _, dev = _first_disk(lab_state, guest_devices, lab_guests, "nvme-tcp")
     _refused(guest, dev.path, "reformat-nvme", dev.path, "--lbads", 4096,
              expect=[dev.path, "NVMe/TCP namespace", "target's backing disk"])
 
 
-def test_reformat_refuses_an_unlisted_data_size(guest_devices, lab_guests):
-    guest, _, dev = _first_disk(guest_devices, lab_guests, "nvme")
+def test_reformat_refuses_an_unlisted_data_size(lab_state, guest_devices, lab_guests):
+    guest, _, dev = _first_disk(lab_state, guest_devices, lab_guests, "nvme")
     _refused(guest, dev.path, "reformat-nvme", dev.path, "--lbads", 16384,
              expect=[dev.path, "no LBA format with 16384-byte data", "it lists 0: 512 B", "4096 B"])
 
 
-def test_reformat_refuses_a_missing_device(guest_devices, lab_guests):
-    guest, _, dev = _first_disk(guest_devices, lab_guests, "nvme")
+def test_reformat_refuses_a_missing_device(lab_state, guest_devices, lab_guests):
+    guest, _, dev = _first_disk(lab_state, guest_devices, lab_guests, "nvme")
     _refused(guest, dev.path, "reformat-nvme", "/dev/nvme99n1", "--lbads", 4096,
              expect=["/dev/nvme99n1", "No such file or directory"])

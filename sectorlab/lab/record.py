@@ -189,6 +189,12 @@ class DiskRecord(_Record):
         """The minimum I/O size the guest must show (Geometry.guest_min_io)."""
         return self.sizes.guest_min_io
 
+    @property
+    def latency_profile(self) -> geo.LatencyProfile | None:
+        """The catalog's latency profile of the disk (its documented range), None without added
+        latency or for a custom one (write_latency_us), which has no such range."""
+        return geo.latency_profiles().get(self.latency) if self.write_delay_ms else None
+
 
 @dataclass(frozen=True)
 class LabRecord(_Record):
