@@ -26,16 +26,11 @@ from .pipeline import (  # noqa: F401
     NVME_APPEAR_TIMEOUT,
     NVME_TCP_CONSOLE_TIMEOUT,
     PAUSE_ENV,
-    SSH_TIMEOUT,
     LabUp,
-    _Cold,
-    _Converge,
     _lab_json,
     _left_behind,
     _record_or_none,
-    _Route,
     _running,
-    _Warm,
     domain_name,
     up,
 )
@@ -43,6 +38,13 @@ from .pool import (  # noqa: F401
     IMAGE_POOL,
     IMAGE_POOL_DIR,
     publish_image,
+)
+from .routes import (  # noqa: F401
+    SSH_TIMEOUT,
+    _Cold,
+    _Converge,
+    _Route,
+    _Warm,
 )
 from .seeds import (  # noqa: F401
     _nvme_tcp_conf,
