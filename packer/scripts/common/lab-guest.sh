@@ -31,7 +31,7 @@ install -m 0755 /tmp/sectorlab-files/sectorlab-nvme-tcp /usr/local/sbin/sectorla
 # The DBA's procedures (sectorlab/inguest/: redodisk.py, nvmeformat.py and the block-device helpers
 # they share, blockdev.py) and the rules engine they ask for the redo BLOCKSIZE, as commands:
 # provision-redo-disk, reformat-nvme, redo-check. The files lie flat in /usr/local/lib/sectorlab/
-# (sectorlab/images.py's GUEST_TOOLS: the build adds them to Packer's files/, which it uploads).
+# (sectorlab/images/cache.py's GUEST_TOOLS: the build adds them to Packer's files/, which it uploads).
 # Each command is a launcher that imports its module, byte-compiled here: Python compiles a script
 # it runs directly at every start (0.23 s of redodisk.py's 0.71 s import under TCG, before the split).
 install -d /usr/local/lib/sectorlab
