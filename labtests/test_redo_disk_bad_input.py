@@ -159,7 +159,7 @@ def test_provision_refuses_an_unknown_owner_with_no_create_user(virtio):
 ], ids=["unparsable", "inside-gpt"])
 def test_provision_refuses_a_bad_start(virtio, start, expect):
     guest, declared, dev = virtio
-    if declared.geometry.logical_block_size != 512:
+    if declared.logical_block_size != 512:
         expect = [e.replace("sectors 34 to", "sectors 6 to") for e in expect]
     _refused(guest, dev.path, "provision-redo-disk", dev.path, "--start", start, expect=expect)
 
