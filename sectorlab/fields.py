@@ -69,13 +69,13 @@ BOOLEAN = Kind("boolean", _boolean)
 TEXT = Kind("string", _text)  # a number or boolean is taken as written (titles)
 
 
-def _tables(where: str, key: str, value, got: dict) -> list:
-    if not isinstance(value, list):
-        raise UsageError(f"{where}: {key} = {value!r}: expected an array of tables ([[...{key}]])")
-    return value
-
-
-TABLES = Kind("array of tables", _tables)
+def tables(title: str) -> Kind:
+    """An array of TOML tables, written [[TITLE]] in the file."""
+    def check(where: str, key: str, value, got: dict) -> list:
+        if not isinstance(value, list):
+            raise UsageError(f"{where}: {key} = {value!r}: expected {title} tables")
+        return value
+    return Kind(f"{title} tables", check)
 
 
 def custom(doc: str, check: Check) -> Kind:

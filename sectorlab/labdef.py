@@ -170,12 +170,14 @@ class _Seen:
 
 
 def _vm(src: str, i: int, vt, context: dict, seen: _Seen) -> VM:
-    name = VM_FIELDS.field("name").read(f"{src} [[vm]] #{i}", vt if isinstance(vt, dict) else {}, {"index": i})
+    fields.known_keys(f"{src} [[vm]] #{i}", vt, VM_FIELDS.keys())
+    # Read by position until its name is known, by name after it.
+    name = VM_FIELDS.field("name").read(f"{src} [[vm]] #{i}", vt, {"index": i})
     where = f"{src} vm {name}"
     if name in seen.vms:
         raise UsageError(f"{where}: duplicate VM name {name!r}: VM names must be unique in a lab")
     seen.vms.add(name)
-    v = VM_FIELDS.read(where if isinstance(vt, dict) else f"{src} [[vm]] #{i}", vt, index=i, **context)
+    v = VM_FIELDS.read(where, vt, index=i, **context)
     port = v["ssh_port"]
     if port and port in seen.ports:
         raise UsageError(f"{where}: ssh_port {port} is also the port of VM {seen.ports[port]}")

@@ -152,7 +152,7 @@ VM_FIELDS = fields.Table("[[vm]]", f"One VM of the lab (at least one, at most {M
                  "lab-up, then kept", default=0),
     fields.Field("libvirt_uri", fields.custom("QEMU URI", _uri), "where this VM runs",
                  default=lambda got: got["lab_uri"], default_text="[lab]'s"),
-    fields.Field("disk", fields.TABLES, "the VM's data disks, [[vm.disk]] (at least one)",
+    fields.Field("disk", fields.tables("[[vm.disk]]"), "the VM's data disks, [[vm.disk]] (at least one)",
                  default=lambda got: [], default_text="required"),
 ))
 DISK_FIELDS = fields.Table("[[vm.disk]]", "One data disk of a VM.", (

@@ -175,10 +175,11 @@ BENCH_FIELDS = fields.Table("[bench]", "What a bench preset runs: the workload o
                  default=lambda got: list(rules.VALID_BLOCKSIZES),
                  default_text=", ".join(map(str, rules.VALID_BLOCKSIZES))),
     fields.Field("repeats", REPEATS, "runs of each target and BLOCKSIZE (make bench REPEATS=)", default=1),
-    fields.Field("target", fields.TABLES, "[[bench.target]]: what to run on", default_text="every disk"),
-    fields.Field("compare", fields.TABLES, "[[bench.compare]]: pairs of runs the report compares",
+    fields.Field("target", fields.tables("[[bench.target]]"), "[[bench.target]]: what to run on",
+                 default_text="every disk"),
+    fields.Field("compare", fields.tables("[[bench.compare]]"), "[[bench.compare]]: pairs of runs the report compares",
                  default=lambda got: [], default_text="none"),
-    fields.Field("asm", fields.TABLES, "[[bench.asm]]: ASM disk groups to evaluate",
+    fields.Field("asm", fields.tables("[[bench.asm]]"), "[[bench.asm]]: ASM disk groups to evaluate",
                  default=lambda got: [], default_text="none"),
 ))
 TARGET_FIELDS = fields.Table("[[bench.target]]", "One target: a disk of the lab, run as a redo log.", (

@@ -12,7 +12,7 @@ import json
 from .. import bench
 from .. import lab as lab_mod
 from ..bench import report, stats, tools
-from .common import lab_suffix, load_lab, progress
+from .common import load_lab, progress
 
 
 def cmd_compare(args) -> int:
@@ -42,11 +42,11 @@ def cmd_report(args) -> int:
 def cmd_bench(args) -> int:
     if args.list:
         for name in bench.preset_names():
-            p = bench.load_preset(name, suffix=lab_suffix())
+            p = bench.load_preset(name, suffix=lab_mod.suffix_from_env())
             print(f"{name:<18} seed {p.seed or '-':<4} {len(p.plan()):>2} runs, ~{bench._clock(p.estimate_s())} "
                   f"of runs  {p.title}")
         return 0
-    preset = bench.load_preset(args.preset, args.duration, args.warmup, args.repeats, lab_suffix())
+    preset = bench.load_preset(args.preset, args.duration, args.warmup, args.repeats, lab_mod.suffix_from_env())
     results = bench.run(preset, progress, args.results)
     if args.png:
         for path in report.render_png(results / "report.html").values():

@@ -9,7 +9,7 @@ from .. import lab as lab_mod
 from ..bench import preset
 from ..errors import UsageError
 from ..paths import write_atomic
-from .common import lab_suffix, load_lab, progress
+from .common import load_lab, progress
 
 
 def cmd_terraform_check(args) -> int:
@@ -18,7 +18,7 @@ def cmd_terraform_check(args) -> int:
 
 
 def cmd_lab_validate(args) -> int:
-    lab = labdef.load(args.file, lab_suffix())
+    lab = labdef.load(args.file, lab_mod.suffix_from_env())
     if not args.offline:
         lab_mod.check_host(lab, lab_mod.own_ports(lab.name))
     disks = sum(len(vm.disks) for vm in lab.vms)
