@@ -29,8 +29,11 @@ DURATION  ?=
 WARMUP    ?=
 REPEATS   ?=
 RESULTS   ?=
+# The seed of the run order (a bench's report prints the one it drew: ORDER_SEED=n repeats its order).
+ORDER_SEED ?=
 BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),--warmup $(WARMUP)) \
-              $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS))
+              $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS)) \
+              $(if $(ORDER_SEED),--seed $(ORDER_SEED))
 
 .PHONY: help bootstrap doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench bench-all bench-check faults alone
@@ -52,7 +55,7 @@ help:
 	@echo "make image GUEST=...      build one guest image with Packer (cached by the hash of its inputs)"
 	@echo "make doctor               what this host has: accelerator, libvirt, provider, packer, terraform, disk"
 	@echo "make check                shellcheck, ruff, packer/terraform fmt + validate, redo-writer with -Werror"
-	@echo "make bench [PRESET=p3700-4k] [DURATION=s] [REPEATS=n]  a seed's experiment: its own lab up, redo-writer at every"
+	@echo "make bench [PRESET=p3700-4k] [DURATION=s] [REPEATS=n] [ORDER_SEED=n]  a seed's experiment: its own lab up, redo-writer at every"
 	@echo "                          allowed BLOCKSIZE on each disk, lab down, results/<time>-<preset>/report.html (sectorlab bench --list)"
 	@echo "make bench-all            every preset in turn (about 20 minutes)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; and Ctrl-C"

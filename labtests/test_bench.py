@@ -31,7 +31,7 @@ PRESET = bench.DEFAULT_PRESET
 def _preset(**overrides) -> bench.Preset:
     """The preset as make bench-check reads it (with make's LAB_SUFFIX)."""
     return bench.load_preset(PRESET, suffix=lab.suffix_from_env(), **overrides)
-SHORT = {"DURATION": "3", "WARMUP": "1", "REPEATS": "1"}
+SHORT = {"DURATION": "3", "WARMUP": "1", "REPEATS": "2", "ORDER_SEED": "5"}
 
 
 def _lab_is_gone(preset: bench.Preset) -> list[str]:
@@ -59,41 +59,71 @@ def test_the_lab_is_down_after_the_bench(made):
     assert _lab_is_gone(_preset()) == []
 
 
-def test_every_allowed_blocksize_ran_and_every_refused_one_is_recorded(made):
+def test_every_allowed_configuration_ran_and_every_refused_one_is_recorded(made):
     results, stderr = made
     data = json.loads((results / "bench.json").read_text())
-    preset = _preset(repeats=1)
+    preset = _preset(repeats=2)
     assert data["workload"]["duration_s"] == 3 and data["workload"]["warmup_s"] == 1
-    declared = {d.name: d for d in preset.lab.vms[0].disks}
-    seen = {(r["disk"], r["blocksize"]) for r in data["runs"]}
-    assert seen == {(t.name, bs) for t in preset.targets for bs in preset.blocksizes}
+    targets = {t.name: t for t in preset.targets}
+    ran = sorted((r["disk"], r["blocksize"], r["repeat"]) for r in data["runs"] if r.get("report"))
+    assert ran == sorted((t.name, bs, rep) for t, bs, rep in preset.plan())
+    refused = {(r["disk"], r["blocksize"]) for r in data["runs"] if not r["verdict"]["allowed"]}
+    assert refused == {(t.name, bs) for t, bs in preset.refused()}
     for r in data["runs"]:
-        g = declared[r["declared_disk"]].geometry
-        assert (r["logical"], r["physical"]) == (g.logical_block_size, g.physical_block_size), r
-        assert r["verdict"] == rules.evaluate(r["logical"], r["physical"], r["blocksize"], file=r["device"]).as_json()
+        t = targets[r["disk"]]
+        if t.is_null:
+            assert r["device"] == "null:" and r["control"] and r["logical"] is None
+            continue
+        assert (r["logical"], r["physical"]) == t.expected_sectors(), r
+        v = t.verdict(r["blocksize"], (r["logical"], r["physical"]), file=r["device"])
+        assert r["verdict"] == v.as_json() and r["override"] == (t.override and t.needs_override(r["blocksize"]))
         assert bool(r.get("report")) == r["verdict"]["allowed"]
     runs = len(preset.plan())
     assert f"run {runs}/{runs}:" in stderr and "0 left after it" in stderr
     assert lab.record.LabRecord.load(results / "lab.json").lab == preset.lab.name  # lab.json, as lab-up wrote it
 
 
-def test_each_run_is_the_workload_and_its_files_agree(made):
+def test_the_runs_ran_in_the_recorded_random_interleaved_order(made):
+    results, stderr = made
+    data = json.loads((results / "bench.json").read_text())
+    preset = _preset(repeats=2)
+    design = data["design"]
+    assert design["seed"] == 5 and design["randomized"] and "--seed 5 repeats it" in stderr
+    assert design["order"] == [s.run_id for s in preset.order(5)]
+    ran = [r for r in data["runs"] if r.get("report")]
+    assert [r["slot"] for r in ran] == list(range(1, len(ran) + 1))
+    assert [f"{r['disk']}-bs{r['blocksize']}-{r['repeat']}" for r in ran] == design["order"]
+    configs = len(preset.configs())
+    first, second = ran[:configs], ran[configs:]
+    assert {r["repeat"] for r in first} == {1} and {r["repeat"] for r in second} == {2}  # interleaved rounds
+
+
+def test_the_control_ran_at_the_same_load(made):
     results, _ = made
     data = json.loads((results / "bench.json").read_text())
+    controls = [r for r in data["runs"] if r.get("control") and r.get("report")]
+    assert controls and data["controls"] == ["null"]
     w = data["workload"]
-    for r in (r for r in data["runs"] if r.get("report")):
+    for r in controls:
         rep = json.loads((results / r["report"]).read_text())
-        assert f"--blocksize {r['blocksize']} --sessions {w['sessions']} --redo-per-txn {w['redo_per_txn']}" \
-               in r["command"]
-        assert rep["transactions"] > 0 and rep["bytes_written"] % r["blocksize"] == 0
-        assert rep["redo_bytes"] == rep["transactions"] * w["redo_per_txn"]
-        if r["blocksize"] == 4096:
-            assert rep["writes_under_4k"] == 0
-        with (results / r["events"]).open() as f:
-            kinds = [row[0] for row in csv.reader(f)]
-        assert kinds.count("log_file_parallel_write") == rep["writes"]
-        assert kinds.count("log_file_sync") == rep["log_file_sync"]["count"] == rep["transactions"]
-        assert r["command"] in data["commands"]
+        assert "--target null:" in r["command"] and f"--rate {w['rate']}" in r["command"]
+        assert rep["transactions"] > 0 and rep["members"][0]["path"] == "null:"
+
+
+def test_the_device_counts_the_bytes_of_redo_writers_own_writes(made):
+    """avg_request_bytes from /sys/block/X/stat equals redo-writer's bytes per write within 1 %:
+    the empty flush requests that O_DSYNC adds on a write-back cache are not counted as writes."""
+    results, _ = made
+    data = json.loads((results / "bench.json").read_text())
+    checked = 0
+    for r in (r for r in data["runs"] if r.get("report") and not r.get("control")):
+        rep = json.loads((results / r["report"]).read_text())
+        m = rep["members"][0]
+        assert m["device"], f"{r['disk']}: no device counters ({m.get('device_note')})"
+        own = rep["bytes_written"] / m["writes"]
+        assert abs(m["device"]["avg_request_bytes"] - own) <= 0.01 * own, (r["disk"], m["device"], own)
+        checked += 1
+    assert checked
 
 
 def test_read_modify_write_reads_only_where_the_drive_must(made):

@@ -130,6 +130,8 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("--duration", type=int, help="seconds of each measured run (default: the preset's)")
     p.add_argument("--warmup", type=int, help="seconds of the warm-up before each run (default: the preset's)")
     p.add_argument("--repeats", type=int, help="runs of every configuration (default: the preset's)")
+    p.add_argument("--seed", type=int, help="the seed of the run order (default: the preset's order_seed, else a "
+                                            "new one, printed and recorded in bench.json)")
     p.add_argument("--results", type=Path, default=bench.RESULTS_DIR,
                    help="where <timestamp>-<preset>/ goes (default: results/ in the project, not committed)")
     p.add_argument("--png", action="store_true", help="also draw report.html as on a desktop and a phone")

@@ -21,9 +21,22 @@ def test_every_preset_loads_and_plans_what_the_rules_engine_allows(name):
     assert p.lab.name == f"bench-{name}" and len(p.lab.vms) == 1 and p.seed and p.title
     assert p.plan(), f"{name}: no run allowed"
     for t in p.targets:
+        if t.is_null:
+            assert [bs for tn, bs, r in _plan(p) if tn == t.name and r == 1] == list(t.blocksizes)
+            continue
         logical, physical = t.expected_sectors()
-        allowed = [bs for bs in p.blocksizes if rules.evaluate(logical, physical, bs).allowed]
+        allowed = [bs for bs in t.blocksizes
+                   if rules.evaluate(logical, physical, bs, override=t.needs_override(bs) and t.override).allowed]
         assert [bs for tn, bs, r in _plan(p) if tn == t.name and r == 1] == allowed
+
+
+@pytest.mark.parametrize("name", bench.preset_names())
+def test_every_preset_has_a_control_and_compares_at_equal_offered_load(name):
+    p = bench.load_preset(name)
+    assert any(t.control for t in p.targets), f"{name}: no control target"
+    assert p.workload.mode == "open" and p.workload.rate > 0
+    assert all(t.repeats >= 8 for t in p.targets)
+    assert p.estimate_s() <= 600, f"{name}: {p.estimate_s():.0f} s of runs"
 
 
 def test_the_presets_are_the_four_seeds():
@@ -31,30 +44,46 @@ def test_the_presets_are_the_four_seeds():
     assert bench.DEFAULT_PRESET in bench.preset_names()
 
 
-def test_p3700_runs_512_before_the_format_and_4096_after():
+def test_p3700_runs_both_of_the_seeds_options():
     p = bench.load_preset("p3700-4k")
-    first = {(t, bs) for t, bs, _ in _plan(p)}
-    assert first == {("p3700-512n", 512), ("p3700-4kn", 4096)}
-    assert [t.expected_sectors() for t in p.targets] == [(512, 512), (4096, 4096)]
+    configs = {(c.target.name, c.blocksize, c.override) for c in p.configs()}
+    assert configs == {("p3700-512n", 512, False), ("p3700-512n", 4096, True), ("p3700-4kn", 4096, False),
+                       ("null", 4096, False)}
+    assert [(t.name, bs) for t, bs in p.refused()] == [("p3700-4kn", 512)]
+    assert [t.expected_sectors() for t in p.targets] == [(512, 512), (4096, 4096), None]
 
 
-def test_vsphere_runs_both_blocksizes_on_both_512e_disks_three_times():
+def test_the_order_is_complete_rounds_each_in_a_random_order_repeatable_by_its_seed():
     p = bench.load_preset("vsphere-512e")
-    assert sorted(_plan(p)) == sorted((d, bs, r) for d in ("rmw-512e", "plain-512e") for bs in (512, 4096)
-                                      for r in (1, 2, 3))
+    order = p.order(11)
+    keys = [s.config.key for s in order]
+    configs = [c.key for c in p.configs()]
+    assert [s.slot for s in order] == list(range(1, len(order) + 1))
+    rounds = [keys[i:i + len(configs)] for i in range(0, len(keys), len(configs))]
+    assert len(rounds) == 8 and all(sorted(r) == sorted(configs) for r in rounds)
+    assert [s.repeat for s in order[:len(configs)]] == [1] * len(configs)
+    assert len({tuple(r) for r in rounds}) > 1, "every round in the same order"
+    assert [s.run_id for s in p.order(11)] == [s.run_id for s in order]
+    assert [s.run_id for s in p.order(12)] != [s.run_id for s in order]
 
 
 def test_command_line_overrides_flow_into_the_workload_and_the_plan():
-    p = bench.load_preset("vsphere-512e", duration_s=5, warmup_s=2, repeats=1)
-    assert (p.workload.duration_s, p.workload.warmup_s) == (5, 2)
-    assert len(p.plan()) == 4 and p.estimate_s() == 4 * (5 + 2 + bench.RUN_OVERHEAD_S)
+    p = bench.load_preset("vsphere-512e", duration_s=5, warmup_s=2, repeats=2, order_seed=3)
+    assert (p.workload.duration_s, p.workload.warmup_s, p.order_seed) == (5, 2, 3)
+    assert len(p.plan()) == 10 and p.estimate_s() == 10 * (5 + 2 + bench.RUN_OVERHEAD_S)
 
 
 def test_redo_writer_arguments_are_the_workload():
-    w = bench.Workload(sessions=4, redo_per_txn=700, rate=0, warmup_s=1, duration_s=9, log_size=1 << 26)
-    assert bench.redo_writer_args(w, "/dev/vdc", 4096, 9, race="/dev/vdd") == [
+    w = bench.Workload(sessions=4, redo_per_txn=700, rate=300, arrival="poisson", cpu_us_per_txn=50, warmup_s=1,
+                       duration_s=9, log_size=1 << 26)
+    assert bench.redo_writer_args(w, "/dev/vdc", 4096, 9, race="/dev/vdd", seed=5) == [
         "redo-writer", "run", "--target", "/dev/vdc", "--race", "/dev/vdd", "--blocksize", "4096", "--sessions",
-        "4", "--redo-per-txn", "700", "--rate", "0", "--log-size", str(1 << 26), "--duration", "9"]
+        "4", "--redo-per-txn", "700", "--arrival", "poisson", "--rate", "300", "--seed", "5", "--cpu-us-per-txn",
+        "50", "--log-size", str(1 << 26), "--duration", "9"]
+    closed = bench.Workload(4, 512, 0, "closed", 0, 1, 9, 1 << 26)
+    assert bench.redo_writer_args(closed, "null:", 512, 9)[4:] == [
+        "--blocksize", "512", "--sessions", "4", "--redo-per-txn", "512", "--arrival", "closed", "--rate", "0",
+        "--log-size", str(1 << 26), "--duration", "9"]
 
 
 def test_asm_verdicts_on_512e_in_a_disk_group_of_512():
@@ -86,7 +115,7 @@ geometry = "sector512n"
     ("[bench]\nduration = 5", r"unknown key 'duration': expected one of .*duration_s"),
     ("[bench]\nblocksizes = [512, 2048]", r"blocksizes = \[512, 2048\]: expected a list of distinct redo BLOCKSIZEs"),
     ("[bench]\n[[bench.target]]\nname = 't'\ndisk = 'c'",
-     r"disk = 'c': no such disk in this lab; expected one of a, b"),
+     r"disk = 'c': no such disk in this lab; expected one of a, b, or null:"),
     ("[bench]\n[[bench.target]]\nname = 't'\ndisk = 'a'\nrace = 'a'", r"race = 'a' is the target's own disk"),
     ("[bench]\n[[bench.target]]\nname = 't'\ndisk = 'a'\nrace = 'b'",
      r"race = 'b' has geometry sector512n, the disk sector512e: the members of a log group need one sector size"),
@@ -94,6 +123,20 @@ geometry = "sector512n"
      r"reformat_lbads on disk a \(bus virtio\): only an emulated NVMe namespace"),
     ("[bench]\n[[bench.compare]]\na = 'a@512'\nb = 'c@512'",
      r"b = 'c@512': expected TARGET@BLOCKSIZE with a target of a, b"),
+    ("[bench]\nrepeats = 1\n[[bench.compare]]\na = 'a@512'\nb = 'b@512'",
+     r"a = 'a@512' runs 1 time\(s\): a comparison tests run against run and needs repeats >= 2"),
+    ("[bench]\nrate = 100\narrival = 'closed'", r"arrival = 'closed' with rate = 100: a closed loop has no rate"),
+    ("[bench]\narrival = 'poisson'", r"arrival = 'poisson' with rate = 0: .* an open loop .* needs one"),
+    ("[bench]\nrate = 50000", r"rate = 50000: expected at least 0 and at most 20000"),
+    ("[bench]\n[[bench.target]]\ndisk = 'b'\noverride = true\nblocksizes = [512]",
+     r"override = true on 'b' \(512/512 B sectors\): none of its BLOCKSIZEs \[512\] needs _disk_sector_size_override"),
+    ("[bench]\n[[bench.target]]\ndisk = 'a'\n[[bench.compare]]\na = 'a@512'\nb = 'a@4096'\nprimary = 'speed'",
+     r"primary = 'speed': not a metric the report gives; expected one of .*log_file_sync_p50_ms"),
+    ("[bench]\n[[bench.target]]\ndisk = 'null:'\nrace = 'a'", r"race on 'null', a null: target"),
+    ("[bench]\n[[bench.seed_figure]]\nwhat = 'x'\nseed_value = 1.0\nquote = 'q'\nwhere = 'w'\nlab = 'none'",
+     r"lab = \"none\" without a reason"),
+    ("[bench]\n[[bench.seed_figure]]\nwhat = 'x'\nseed_value = 1.0\nquote = 'q'\nwhere = 'w'\nlab = 'ratio'\n"
+     "metric = 'tps'\na = 'a@512'", r"lab = 'ratio' without b: a ratio needs metric, a, b"),
     ("[bench]\n[[bench.asm]]\ntarget = 'a'\nsector_size = 1024", r"sector_size = 1024: expected an ASM disk group"),
 ])
 def test_a_bad_preset_is_refused_by_name(tmp_path, table, message):

@@ -1,9 +1,13 @@
 """A bench preset (labs/bench/*.toml, or any lab definition with a [bench] table): read and
-checked before anything starts (load_preset).
+checked before anything starts (load_preset), and the design of its runs: every configuration (a
+target at a BLOCKSIZE the rules engine allows, with the override where the target asks for it)
+repeated, in a random order of complete rounds (order), so that the host's drift over the bench
+falls on every configuration alike.
 """
 
 from __future__ import annotations
 
+import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +17,15 @@ from .. import fields, inputs, labdef
 from ..errors import UsageError
 from ..inguest import rules
 from ..paths import REPO
+from .presetfields import (
+    ASM_FIELDS,
+    BENCH_FIELDS,
+    COMPARE_FIELDS,
+    NULL_TARGET,
+    SEED_FIGURE_FIELDS,
+    TABLES,  # noqa: F401 (sectorlab lab fields prints them from here)
+    TARGET_FIELDS,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -37,30 +50,99 @@ RUN_OVERHEAD_S = 4.0
 class Workload:
     sessions: int
     redo_per_txn: int
-    rate: int
+    rate: int                 # commits/s offered in all; 0: closed loop
+    arrival: str              # closed, fixed or poisson
+    cpu_us_per_txn: int
     warmup_s: int
     duration_s: int
     log_size: int
 
+    @property
+    def mode(self) -> str:
+        return "closed" if self.arrival == "closed" else "open"
+
+    def describe(self) -> str:
+        load = ("closed loop (each session commits as soon as its last commit is written)" if self.mode == "closed"
+                else f"open loop, {self.rate:,} commits/s offered ({self.arrival} arrivals)")
+        cpu = f", {self.cpu_us_per_txn} us of CPU per transaction" if self.cpu_us_per_txn else ""
+        return f"{self.sessions} sessions, {self.redo_per_txn:,} B of redo per commit, {load}{cpu}"
+
     def as_json(self) -> dict:
         return {"sessions": self.sessions, "redo_per_txn": self.redo_per_txn, "rate": self.rate,
+                "arrival": self.arrival, "mode": self.mode, "cpu_us_per_txn": self.cpu_us_per_txn,
                 "warmup_s": self.warmup_s, "duration_s": self.duration_s, "log_size": self.log_size}
 
 
 @dataclass(frozen=True)
 class Target:
     name: str
-    disk: labdef.Disk
+    disk: labdef.Disk | None          # None: null: (writes nothing)
     race: labdef.Disk | None = None
+    race_null: bool = False           # race = "null:"
     reformat_lbads: int | None = None
+    override: bool = False
+    control: bool = False
+    blocksizes: tuple[int, ...] = ()
     repeats: int = 1
 
-    def expected_sectors(self) -> tuple[int, int]:
-        """(logical, physical) the guest should show when this target runs."""
+    @property
+    def is_null(self) -> bool:
+        return self.disk is None
+
+    def lbads(self) -> int | None:
+        """The LBA size this target's NVMe namespace must have when it runs (None: not reformatted)."""
+        return self.reformat_lbads
+
+    def expected_sectors(self) -> tuple[int, int] | None:
+        """(logical, physical) the guest should show when this target runs; None for null:."""
+        if self.disk is None:
+            return None
         g = self.disk.geometry
         if self.reformat_lbads:
             return self.reformat_lbads, max(self.reformat_lbads, g.logical_block_size)
         return g.logical_block_size, g.physical_block_size
+
+    def verdict(self, bs: int, sectors: tuple[int, int] | None = None,
+                file: str = "redo01.log") -> rules.Verdict | None:
+        """The rules engine on these sectors (the expected ones by default), with the override when
+        the target asks for it and only the override allows `bs`; None for null: (no device)."""
+        sectors = sectors or self.expected_sectors()
+        if sectors is None:
+            return None
+        plain = rules.evaluate(*sectors, bs, file=file)
+        if plain.allowed or not self.override:
+            return plain
+        return rules.evaluate(*sectors, bs, override=True, file=file)
+
+    def needs_override(self, bs: int, sectors: tuple[int, int] | None = None) -> bool:
+        """Whether only _disk_sector_size_override allows `bs` on these sectors (the expected ones)."""
+        sectors = sectors or self.expected_sectors()
+        return (sectors is not None and not rules.evaluate(*sectors, bs).allowed
+                and rules.evaluate(*sectors, bs, override=True).allowed)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration: a target at a BLOCKSIZE (with the override when only it allows that)."""
+    target: Target
+    blocksize: int
+    override: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.target.name}@{self.blocksize}"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One run of the bench's order: a configuration's `repeat`-th run, `slot`-th in time."""
+    config: Config
+    repeat: int
+    slot: int
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.config.target.name}-bs{self.config.blocksize}-{self.repeat}"
 
 
 @dataclass
@@ -75,17 +157,40 @@ class Preset:
     targets: list[Target]
     compares: list[dict] = field(default_factory=list)
     asm: list[dict] = field(default_factory=list)
+    seed_figures: list[dict] = field(default_factory=list)
+    order_seed: int | None = None
 
-    def plan(self) -> list[tuple[Target, int, int]]:
-        """(target, BLOCKSIZE, repeat) of every run the rules engine will allow on the sectors the
-        targets should show; what the guest really shows decides at run time."""
+    def configs(self) -> list[Config]:
+        """Every configuration the rules engine allows on the sectors the targets should show
+        (null: at each of its BLOCKSIZEs); what the guest really shows decides at run time."""
         out = []
         for t in self.targets:
-            logical, physical = t.expected_sectors()
-            for bs in self.blocksizes:
-                if rules.evaluate(logical, physical, bs).allowed:
-                    out += [(t, bs, r) for r in range(1, t.repeats + 1)]
+            for bs in t.blocksizes:
+                v = t.verdict(bs)
+                if v is None or v.allowed:
+                    out.append(Config(t, bs, t.override and t.needs_override(bs)))
         return out
+
+    def refused(self) -> list[tuple[Target, int]]:
+        return [(t, bs) for t in self.targets for bs in t.blocksizes
+                if (v := t.verdict(bs)) is not None and not v.allowed]
+
+    def order(self, seed: int) -> list[Slot]:
+        """Every run, in complete rounds (each configuration once per round, while it has repeats
+        left), each round in its own random order drawn from `seed`: the order is interleaved,
+        random and the same for the same seed."""
+        rng = random.Random(seed)
+        configs = self.configs()
+        out: list[Slot] = []
+        for r in range(1, max((c.target.repeats for c in configs), default=0) + 1):
+            round_ = [c for c in configs if c.target.repeats >= r]
+            rng.shuffle(round_)
+            out += [Slot(c, r, len(out) + i + 1) for i, c in enumerate(round_)]
+        return out
+
+    def plan(self) -> list[tuple[Target, int, int]]:
+        """(target, BLOCKSIZE, repeat) of every run, configuration by configuration."""
+        return [(c.target, c.blocksize, r) for c in self.configs() for r in range(1, c.target.repeats + 1)]
 
     def estimate_s(self) -> float:
         w = self.workload
@@ -110,106 +215,11 @@ def preset_path(name: str) -> Path:
     return path
 
 
-def _blocksizes(where: str, key: str, value, got: dict) -> list[int]:
-    if (not isinstance(value, list) or not value or any(bs not in rules.VALID_BLOCKSIZES for bs in value)
-            or len(set(value)) != len(value)):
-        raise UsageError(f"{where}: blocksizes = {value!r}: expected a list of distinct redo BLOCKSIZEs from "
-                         f"{', '.join(map(str, rules.VALID_BLOCKSIZES))}")
-    return value
-
-
-def _disk(where: str, key: str, value, got: dict) -> labdef.Disk:
-    disks = got["disks"]
-    if value not in disks:
-        raise UsageError(f"{where}: {key} = {value!r}: no such disk in this lab; expected one of {', '.join(disks)}")
-    return disks[value]
-
-
-def _lbads(where: str, key: str, value, got: dict) -> int:
-    d = got["disk"]
-    if d.bus != "nvme":
-        raise UsageError(f"{where}: reformat_lbads on disk {d.name} (bus {d.bus}): only an emulated NVMe "
-                         f"namespace can be formatted to another LBA size (bus = \"nvme\")")
-    if value not in (512, 4096):
-        raise UsageError(f"{where}: reformat_lbads = {value!r}: expected 512 or 4096 (the LBA formats "
-                         f"QEMU's NVMe namespace offers)")
-    return value
-
-
-def _selector(where: str, key: str, value, got: dict) -> dict:
-    names, blocksizes = got["targets"], got["blocksizes"]
-    tname, _, bs = str(value).partition("@")
-    if tname not in names or not bs.isdigit() or int(bs) not in blocksizes:
-        raise UsageError(f"{where}: {key} = {value!r}: expected TARGET@BLOCKSIZE with a target of "
-                         f"{', '.join(sorted(names))} and a BLOCKSIZE of {blocksizes}")
-    return {"disk": tname, "blocksize": int(bs)}
-
-
-def _target_name(where: str, key: str, value, got: dict) -> str:
-    if value not in got["targets"]:
-        raise UsageError(f"{where}: target = {value!r}: expected one of {', '.join(sorted(got['targets']))}")
-    return value
-
-
-def _asm_sector(where: str, key: str, value, got: dict) -> int:
-    if value not in (512, 4096):
-        raise UsageError(f"{where}: sector_size = {value!r}: expected an ASM disk group SECTOR_SIZE of 512 or 4096")
-    return value
-
-
-REPEATS = fields.number(1, 20)
-BENCH_FIELDS = fields.Table("[bench]", "What a bench preset runs: the workload of redo-writer and its runs.", (
-    fields.Field("seed", fields.TEXT, "the seed the preset reproduces (shared/seeds/NNN)", default=""),
-    fields.Field("title", fields.TEXT, "the report's title", default=lambda got: got["stem"],
-                 default_text="the file's name"),
-    fields.Field("sessions", fields.number(1, 256), "redo-writer's sessions (committing threads)", default=4),
-    fields.Field("redo_per_txn", fields.number(1, 64 << 20), "bytes of redo per commit", default=512),
-    fields.Field("rate", fields.number(0, 10_000_000), "commits per second in all (0: as fast as it goes)",
-                 default=0),
-    fields.Field("warmup_s", fields.number(1, 3600), "seconds run before measuring", default=3),
-    fields.Field("duration_s", fields.number(1, 3600), "seconds measured (make bench DURATION=)", default=15,
-                 label="duration_s (DURATION)"),
-    fields.Field("log_size_mib", fields.number(1, 1 << 20), "the redo log's size in MiB", default=64),
-    fields.Field("blocksizes", fields.custom("list of " + ", ".join(map(str, rules.VALID_BLOCKSIZES)), _blocksizes),
-                 "the redo BLOCKSIZEs to run (those the rules engine refuses for a target are left out)",
-                 default=lambda got: list(rules.VALID_BLOCKSIZES),
-                 default_text=", ".join(map(str, rules.VALID_BLOCKSIZES))),
-    fields.Field("repeats", REPEATS, "runs of each target and BLOCKSIZE (make bench REPEATS=)", default=1),
-    fields.Field("target", fields.tables("[[bench.target]]"), "[[bench.target]]: what to run on",
-                 default_text="every disk"),
-    fields.Field("compare", fields.tables("[[bench.compare]]"), "[[bench.compare]]: pairs of runs the report compares",
-                 default=lambda got: [], default_text="none"),
-    fields.Field("asm", fields.tables("[[bench.asm]]"), "[[bench.asm]]: ASM disk groups to evaluate",
-                 default=lambda got: [], default_text="none"),
-))
-TARGET_FIELDS = fields.Table("[[bench.target]]", "One target: a disk of the lab, run as a redo log.", (
-    fields.Field("disk", fields.custom("a disk of the lab", _disk), "the disk", default=fields.REQUIRED),
-    fields.Field("name", fields.custom("name", labdef.name_field), "the target's name in the report",
-                 default=lambda got: got["disk"].name, default_text="the disk's name"),
-    fields.Field("race", fields.custom("a disk of the lab", _disk),
-                 "a second disk of the same geometry written as the log group's other member"),
-    fields.Field("reformat_lbads", fields.custom("512 or 4096", _lbads),
-                 "format the NVMe namespace to this LBA size first (bus nvme only)"),
-    fields.Field("repeats", REPEATS, "runs of each BLOCKSIZE on this target", default_text="[bench]'s"),
-))
-COMPARE_FIELDS = fields.Table("[[bench.compare]]", "Two runs the report compares.", (
-    fields.Field("a", fields.custom("TARGET@BLOCKSIZE", _selector), "the first", default=fields.REQUIRED),
-    fields.Field("b", fields.custom("TARGET@BLOCKSIZE", _selector), "the second", default=fields.REQUIRED),
-    fields.Field("title", fields.TEXT, "the comparison's title", default_text='"A against B"'),
-))
-ASM_FIELDS = fields.Table("[[bench.asm]]", "An ASM disk group on a target, checked by the rules engine.", (
-    fields.Field("target", fields.custom("a target's name", _target_name), "the target", default=fields.REQUIRED),
-    fields.Field("sector_size", fields.custom("512 or 4096", _asm_sector), "the disk group's SECTOR_SIZE",
-                 default=fields.REQUIRED),
-))
-TABLES = (BENCH_FIELDS, TARGET_FIELDS, COMPARE_FIELDS, ASM_FIELDS)
-
-
 def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None = None,
-                repeats: int | None = None, suffix: str = "") -> Preset:
+                repeats: int | None = None, suffix: str = "", order_seed: int | None = None) -> Preset:
     """The preset `name` (labs/bench/NAME.toml or a path), checked before anything starts;
-    `duration_s`, `warmup_s` and `repeats` override the file's (make bench DURATION=...); `suffix`
-    follows the lab's name (make's LAB_SUFFIX)."""
+    `duration_s`, `warmup_s`, `repeats` and `order_seed` override the file's (make bench
+    DURATION=...); `suffix` follows the lab's name (make's LAB_SUFFIX)."""
     path = preset_path(name)
     try:
         data = tomllib.loads(inputs.read_text(path, "bench preset", inputs.LAB_DEFINITION_MAX))
@@ -222,44 +232,85 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
         raise UsageError(f"{path}: no [bench] table: a preset is a lab definition with a [bench] table "
                          f"(see labs/bench/)")
     fields.known_keys(where, b, BENCH_FIELDS.keys())
-    overrides = {"duration_s": duration_s, "warmup_s": warmup_s}
-    b = BENCH_FIELDS.read(where, {**b, **{k: v for k, v in overrides.items() if v is not None}}, stem=path.stem)
-    workload = Workload(b["sessions"], b["redo_per_txn"], b["rate"], b["warmup_s"], b["duration_s"],
-                        b["log_size_mib"] << 20)
+    given = {"duration_s": duration_s, "warmup_s": warmup_s, "order_seed": order_seed}
+    b = BENCH_FIELDS.read(where, {**b, **{k: v for k, v in given.items() if v is not None}}, stem=path.stem)
+    workload = Workload(b["sessions"], b["redo_per_txn"], b["rate"], b["arrival"], b["cpu_us_per_txn"],
+                        b["warmup_s"], b["duration_s"], b["log_size_mib"] << 20)
     if repeats is not None:
-        b["repeats"] = fields.whole_number("REPEATS", "repeats", repeats, 1, 20)
+        b["repeats"] = fields.whole_number("REPEATS", "repeats", repeats, 1, 50)
     if len(lab.vms) != 1:
         raise UsageError(f"{path}: {len(lab.vms)} VMs: a bench preset runs on one VM (two TCG guests beside each "
                          f"other on this host's cores would measure each other)")
     disks = {d.name: d for vm in lab.vms for d in vm.disks}
     targets = _targets(where, b, disks, repeats is not None)
-    context = {"targets": {t.name for t in targets}, "blocksizes": b["blocksizes"]}
-    compares = []
-    for i, c in enumerate(b["compare"], 1):
-        c = COMPARE_FIELDS.read(f"{where} [[bench.compare]] #{i}", c, **context)
-        c["title"] = c["title"] or (f"{c['a']['disk']}@{c['a']['blocksize']} against "
-                                    f"{c['b']['disk']}@{c['b']['blocksize']}")
-        compares.append({"title": c["title"], "a": c["a"], "b": c["b"]})
+    context = {"targets": {t.name for t in targets}, "blocksizes": {t.name: t.blocksizes for t in targets}}
+    compares = [_compare(f"{where} [[bench.compare]] #{i}", c, context, targets)
+                for i, c in enumerate(b["compare"], 1)]
     asm = [ASM_FIELDS.read(f"{where} [[bench.asm]] #{i}", a, **context) for i, a in enumerate(b["asm"], 1)]
-    return Preset(path.stem, path, lab, b["seed"], b["title"], workload, b["blocksizes"], targets, compares, asm)
+    figures = [_seed_figure(f"{where} [[bench.seed_figure]] #{i}", f, context)
+               for i, f in enumerate(b["seed_figure"], 1)]
+    return Preset(path.stem, path, lab, b["seed"], b["title"], workload, b["blocksizes"], targets, compares, asm,
+                  figures, b["order_seed"])
+
+
+def _target(wt: str, t: dict, raw: dict, b: dict, repeats_given: bool) -> Target:
+    d, race = t["disk"], t["race"]
+    race_null = raw.get("race") == NULL_TARGET
+    if d is None and (race is not None or race_null):
+        raise UsageError(f"{wt}: race on {t['name']!r}, a null: target: race two disks, or a disk and null:")
+    if race is not None and d is not None and race.name == d.name:
+        raise UsageError(f"{wt}: race = {race.name!r} is the target's own disk: race a second disk")
+    if race is not None and race.geometry != d.geometry:
+        raise UsageError(f"{wt}: race = {race.name!r} has geometry {race.geometry.name}, the disk "
+                         f"{d.geometry.name}: the members of a log group need one sector size")
+    blocksizes = tuple(t["blocksizes"] or b["blocksizes"])
+    target = Target(t["name"], d, race, race_null, t["reformat_lbads"], t["override"], t["control"], blocksizes,
+                    b["repeats"] if repeats_given or t["repeats"] is None else t["repeats"])
+    if target.override and not any(target.needs_override(bs) for bs in blocksizes):
+        sectors = target.expected_sectors()
+        shown = f"{sectors[0]}/{sectors[1]} B sectors" if sectors else "no device (null:)"
+        raise UsageError(f"{wt}: override = true on {target.name!r} ({shown}): none of its BLOCKSIZEs "
+                         f"{list(blocksizes)} needs _disk_sector_size_override; remove it, or add a BLOCKSIZE "
+                         f"above the disk's physical sector")
+    return target
 
 
 def _targets(where: str, b: dict, disks: dict, repeats_given: bool) -> list[Target]:
     targets: list[Target] = []
-    for i, t in enumerate(b["target"] or [{"name": n, "disk": n} for n in disks], 1):
+    for i, raw in enumerate(b["target"] or [{"name": n, "disk": n} for n in disks], 1):
         wt = f"{where} [[bench.target]] #{i}"
-        t = TARGET_FIELDS.read(wt, t, disks=disks)
-        d, race = t["disk"], t["race"]
+        t = TARGET_FIELDS.read(wt, raw, disks=disks)
         if any(x.name == t["name"] for x in targets):
             raise UsageError(f"{wt}: duplicate target name {t['name']!r}")
-        if race is not None and race.name == d.name:
-            raise UsageError(f"{wt}: race = {race.name!r} is the target's own disk: race a second disk")
-        if race is not None and race.geometry != d.geometry:
-            raise UsageError(f"{wt}: race = {race.name!r} has geometry {race.geometry.name}, the disk "
-                             f"{d.geometry.name}: the members of a log group need one sector size")
-        reps = b["repeats"] if repeats_given or t["repeats"] is None else t["repeats"]
-        targets.append(Target(t["name"], d, race, t["reformat_lbads"], reps))
+        targets.append(_target(wt, t, raw, b, repeats_given))
     return targets
+
+
+def _compare(where: str, c: dict, context: dict, targets: list[Target]) -> dict:
+    c = COMPARE_FIELDS.read(where, c, **context)
+    by_name = {t.name: t for t in targets}
+    for side in ("a", "b"):
+        t = by_name[c[side]["disk"]]
+        if t.repeats < 2:
+            raise UsageError(f"{where}: {side} = '{t.name}@{c[side]['blocksize']}' runs {t.repeats} time(s): a "
+                             f"comparison tests run against run and needs repeats >= 2 on both sides (make bench "
+                             f"REPEATS=)")
+    title = c["title"] or f"{c['a']['disk']}@{c['a']['blocksize']} against {c['b']['disk']}@{c['b']['blocksize']}"
+    return {"title": title, "a": c["a"], "b": c["b"], "primary": c["primary"]}
+
+
+def _seed_figure(where: str, f: dict, context: dict) -> dict:
+    f = SEED_FIGURE_FIELDS.read(where, f, **context)
+    if f["lab"] == "none":
+        if not f["reason"]:
+            raise UsageError(f"{where}: lab = \"none\" without a reason: say why the lab cannot give this number")
+        return f
+    need = ("metric", "a", "b") if f["lab"] == "ratio" else ("metric", "a")
+    missing = [k for k in need if f[k] is None]
+    if missing:
+        raise UsageError(f"{where}: lab = {f['lab']!r} without {missing[0]}: a {f['lab']} needs "
+                         f"{', '.join(need)}")
+    return f
 
 
 def _clock(seconds: float) -> str:

@@ -1,12 +1,15 @@
 """`sectorlab bench PRESET` (`make bench PRESET=...`): a seed's experiment from one command.
 
 A preset is a lab definition under labs/bench/ with a [bench] table: the workload (sessions, redo
-per commit, rate: the same for every run of the preset), the redo BLOCKSIZEs to try, and the
-targets, each a declared disk (optionally formatted to another LBA size first, or raced against a
-second disk as smart flash logging does). `run()` brings the preset's own lab up (never the
-default lab), and for each target and each BLOCKSIZE the rules engine allows on the sectors the
-guest shows runs redo-writer twice: a warm-up, then the measured run with its events file. A
-refused BLOCKSIZE is recorded with its verdict (ORA-01378) and not run. Everything goes under
+per commit, a closed loop or an open loop at an offered rate, CPU per transaction: the same for
+every run of the preset), the redo BLOCKSIZEs to try, and the targets: declared disks (formatted
+to another LBA size first, raced against a second disk as smart flash logging does, run with
+_disk_sector_size_override where asked) and controls (null:, which writes nothing, or a race of
+equal members): what the harness costs by itself. `run()` brings the preset's own lab up (never
+the default lab) and makes every run of the preset's order (preset.order: each configuration
+`repeats` times, in complete rounds, each round in a random order drawn from a seed recorded in
+bench.json): a warm-up, then the measured run with its events file. A refused BLOCKSIZE is
+recorded with its verdict (ORA-01378) and not run. Everything goes under
 results/<timestamp>-<preset>/: bench.json (written after every run, so that an interrupted bench
 leaves what it did), lab.json, the exact commands, and the runs' JSON and events; then
 report.write() makes the report. The lab comes down at the end, also on an error or Ctrl-C.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import secrets
 import shlex
 import statistics
 import time
@@ -28,18 +32,24 @@ from ..errors import SectorlabError
 from ..inguest import rules
 from ..lab.record import LabRecord
 from . import report
-from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Target, Workload, _clock
+from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Slot, Target, Workload, _clock
+from .presetfields import NULL_TARGET
 
 GUEST_DIR = "/var/tmp/sectorlab-bench"
 
 
-def redo_writer_args(w: Workload, target: str, blocksize: int, seconds: int, race: str | None = None) -> list[str]:
+def redo_writer_args(w: Workload, target: str, blocksize: int, seconds: int, race: str | None = None,
+                     seed: int = 1) -> list[str]:
     args = ["redo-writer", "run", "--target", target]
     if race:
         args += ["--race", race]
-    return args + ["--blocksize", str(blocksize), "--sessions", str(w.sessions), "--redo-per-txn",
-                   str(w.redo_per_txn), "--rate", str(w.rate), "--log-size", str(w.log_size),
-                   "--duration", str(seconds)]
+    args += ["--blocksize", str(blocksize), "--sessions", str(w.sessions), "--redo-per-txn", str(w.redo_per_txn),
+             "--arrival", w.arrival, "--rate", str(w.rate)]
+    if w.arrival == "poisson":
+        args += ["--seed", str(seed)]
+    if w.cpu_us_per_txn:
+        args += ["--cpu-us-per-txn", str(w.cpu_us_per_txn)]
+    return args + ["--log-size", str(w.log_size), "--duration", str(seconds)]
 
 
 def asm_verdicts(preset: Preset, sectors: dict[str, tuple[int, int]]) -> list[dict]:
@@ -60,21 +70,31 @@ def asm_verdicts(preset: Preset, sectors: dict[str, tuple[int, int]]) -> list[di
 
 
 class Bench:
-    """One bench: the preset's lab is up; `run_all()` makes every run and keeps bench.json current."""
+    """One bench: the preset's lab is up; `run_all()` makes every run of the order and keeps
+    bench.json current."""
 
-    def __init__(self, preset: Preset, results: Path, data: LabRecord, progress: Progress):
+    def __init__(self, preset: Preset, results: Path, data: LabRecord, progress: Progress, order_seed: int):
         self.preset, self.results, self.data, self.progress = preset, results, data, progress
         self.vm = preset.lab.vms[0].name
         self.guest = lab_mod.guests_from_lab_json(data)[self.vm]
         self.entries = {d.name: d for d in data.disks_of(self.vm)}
         self.domain = data.vm(self.vm).domain
+        self.order = preset.order(order_seed)
+        self.order_seed = order_seed
         self.runs: list[dict] = []
         self.commands: list[str] = []
         self.sectors: dict[str, tuple[int, int]] = {}
+        self.lbads: dict[str, int] = {}       # an NVMe disk's LBA size now, once a target reformatted it
+        self.paths_now: dict[str, str] = {}
         self.durations: list[float] = []
         self.bench = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "lab": preset.lab.name,
                       "lab_file": str(preset.path), "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                      "image": None, "workload": preset.workload.as_json(), "comparisons": preset.compares,
+                      "image": None, "workload": {**preset.workload.as_json(), "describe": preset.workload.describe()},
+                      "design": {"seed": order_seed, "randomized": True, "interleaved": "complete rounds",
+                                 "repeats": {t.name: t.repeats for t in preset.targets},
+                                 "order": [s.run_id for s in self.order]},
+                      "controls": [t.name for t in preset.targets if t.control],
+                      "comparisons": preset.compares, "seed_figures": preset.seed_figures,
                       "rules": [], "commands": self.commands, "runs": self.runs}
 
     # -- the guest --------------------------------------------------------------------------------
@@ -94,30 +114,57 @@ class Bench:
         command = f"sudo -n blockdev --getss --getpbsz {shlex.quote(path)}"
         return guestdisks.parse_blockdev_sizes(self.guest.check_output(command), command)
 
-    def reformat(self, target: Target, path: str) -> None:
-        self.progress(f"{target.name}: formatting {path} to {target.reformat_lbads}-byte LBAs (reformat-nvme)")
-        command = ["reformat-nvme", path, "--lbads", str(target.reformat_lbads), "--force"]
+    def reformat(self, target: Target, disk: str, lbads: int) -> None:
+        path = self.paths_now[disk]
+        self.progress(f"{target.name}: formatting {path} to {lbads}-byte LBAs (reformat-nvme)")
+        command = ["reformat-nvme", path, "--lbads", str(lbads), "--force"]
         result = self.guest.run("sudo -n", *command, timeout=300)
         if not result.ok:
             raise SectorlabError(f"{target.name}: '{shlex.join(command)}' exited {result.rc}: "
                                  f"{result.stderr.strip()[-400:]}")
         self.commands.append(shlex.join(command))
+        self.lbads[disk] = lbads
+        self.paths_now = self.paths()
 
-    def measured(self, target: Target, path: str, race: str | None, bs: int, repeat: int) -> dict:
+    def ready(self, target: Target) -> tuple[str, str | None]:
+        """The target's device (formatted as it needs: a namespace another target reformatted is
+        formatted back) and its race member's, after checking the sectors the guest shows."""
+        if target.is_null:
+            return NULL_TARGET, None
+        disk = target.disk.name
+        want = target.reformat_lbads or target.disk.geometry.logical_block_size
+        if self.lbads.get(disk, target.disk.geometry.logical_block_size) != want:
+            self.reformat(target, disk, want)
+        path = self.paths_now[disk]
+        race = NULL_TARGET if target.race_null else self.paths_now[target.race.name] if target.race else None
+        logical, physical = self.sectors_of(path)
+        if (logical, physical) != target.expected_sectors():
+            want_l, want_p = target.expected_sectors()
+            raise SectorlabError(f"{target.name}: {path} shows {logical}/{physical} B sectors, the preset "
+                                 f"expects {want_l}/{want_p} (lab-up verified the declared geometry: what "
+                                 f"changed it?)")
+        if race and race != NULL_TARGET and self.sectors_of(race) != (logical, physical):
+            raise SectorlabError(f"{target.name}: the race member {race} shows other sectors than {path} "
+                                 f"({logical}/{physical} B)")
+        self.sectors[target.name] = (logical, physical)
+        return path, race
+
+    def measured(self, slot: Slot, path: str, race: str | None) -> dict:
         """A warm-up run, then the measured one with its events; both files fetched into runs/."""
-        w = self.preset.workload
-        rid = f"{target.name}-bs{bs}-{repeat}"
+        w, target, bs = self.preset.workload, slot.config.target, slot.config.blocksize
+        rid = slot.run_id
         remote = f"{GUEST_DIR}/{rid}"
-        warmup = redo_writer_args(w, path, bs, w.warmup_s, race) + ["--output", "json"]
-        command = redo_writer_args(w, path, bs, w.duration_s, race) + ["--events", f"{remote}.csv", "--output",
-                                                                         "json"]
+        seed = (self.order_seed * 1009 + slot.slot) % 2**31
+        warmup = redo_writer_args(w, path, bs, w.warmup_s, race, seed) + ["--output", "json"]
+        command = redo_writer_args(w, path, bs, w.duration_s, race, seed) + ["--events", f"{remote}.csv",
+                                                                             "--output", "json"]
         script = f"mkdir -p {GUEST_DIR} && {shlex.join(warmup)} >/dev/null"
         result = self.guest.run("sudo -n sh -c", script, timeout=w.warmup_s + 300)
         if not result.ok:
             raise SectorlabError(f"{rid}: the warm-up '{shlex.join(warmup)}' exited {result.rc}: "
                                  f"{result.stderr.strip()[-400:]}")
-        entry = self.entries[target.disk.name]
-        traced = entry.rmw
+        entry = self.entries[target.disk.name] if target.disk else None
+        traced = entry is not None and entry.rmw
         # On a read-modify-write disk QEMU's reads are traced from the host for the measured run.
         with (rmw.ReadTrace(self.data.libvirt_uri, self.domain) if traced else contextlib.nullcontext()) as trace:
             result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json",
@@ -138,61 +185,69 @@ class Bench:
     def save(self) -> None:
         (self.results / "bench.json").write_text(json.dumps(self.bench, indent=2) + "\n")
 
+    def base(self, target: Target, bs: int, path: str, race: str | None, override: bool) -> dict:
+        """What a run's entry says besides its results: the target, its device and the verdict."""
+        w = self.preset.workload
+        e = self.entries[target.disk.name] if target.disk else None
+        logical, physical = self.sectors.get(target.name, (None, None))
+        verdict = target.verdict(bs, (logical, physical), file=path) if e else None
+        return {"disk": target.name, "vm": self.vm, "bus": e.bus if e else None,
+                "geometry": e.geometry if e else None, "declared_disk": target.disk.name if e else None,
+                "race": NULL_TARGET if target.race_null else target.race.name if target.race else None,
+                "device": path + (f" raced with {race}" if race else ""), "logical": logical, "physical": physical,
+                "blocksize": bs, "override": override, "control": target.control, "mode": w.mode, "rate": w.rate,
+                "arrival": w.arrival, "cpu_us_per_txn": w.cpu_us_per_txn,
+                "verdict": verdict.as_json() if verdict else _null_verdict(bs)}
+
+    def record_refusals(self) -> None:
+        """A BLOCKSIZE the rules engine refuses on a target is recorded once with its ORA- error."""
+        for target, bs in self.preset.refused():
+            path = self.paths_now[target.disk.name]
+            self.sectors.setdefault(target.name, target.expected_sectors())
+            base = self.base(target, bs, path, None, False)
+            self.progress(f"{target.name} BLOCKSIZE {bs}: refused by the rules engine, not run: "
+                          f"{base['verdict']['error']}")
+            self.runs.append({**base, "repeat": 1})
+        self.save()
+
+    def one(self, slot: Slot) -> None:
+        w, target, bs = self.preset.workload, slot.config.target, slot.config.blocksize
+        total = len(self.order)
+        path, race = self.ready(target)
+        base = self.base(target, bs, path, race, slot.config.override)
+        if not base["verdict"]["allowed"]:
+            raise SectorlabError(f"{slot.run_id}: the guest shows {base['logical']}/{base['physical']} B sectors, "
+                                 f"on which BLOCKSIZE {bs} is refused: {base['verdict']['error']}")
+        left = total - slot.slot + 1
+        per_run = statistics.median(self.durations) if self.durations else w.warmup_s + w.duration_s + RUN_OVERHEAD_S
+        self.progress(f"run {slot.slot}/{total}: {target.name} BLOCKSIZE {bs}"
+                      + (" (override)" if slot.config.override else "") + f" #{slot.repeat}"
+                      + f" ({w.warmup_s} s warm-up + {w.duration_s} s); {left - 1} left after it, "
+                        f"about {_clock(per_run * left)} to go")
+        t0 = time.monotonic()
+        files = self.measured(slot, path, race)
+        self.durations.append(time.monotonic() - t0)
+        self.runs.append({**base, "repeat": slot.repeat, "slot": slot.slot, **files})
+        self.save()
+
     def run_all(self) -> None:
-        preset, w = self.preset, self.preset.workload
-        record = images.find_cached(images.load_guest(preset.lab.vms[0].guest))
+        record = images.find_cached(images.load_guest(self.preset.lab.vms[0].guest))
         self.bench["image"] = Path(record.image).stem if record else None
-        paths = self.paths()
-        total = len(preset.plan())
-        done = 0
-        for target in preset.targets:
-            path = paths[target.disk.name]
-            if target.reformat_lbads:
-                self.reformat(target, path)
-                path = self.paths()[target.disk.name]
-            race = paths[target.race.name] if target.race else None
-            logical, physical = self.sectors_of(path)
-            want = target.expected_sectors()
-            if (logical, physical) != want:
-                raise SectorlabError(f"{target.name}: {path} shows {logical}/{physical} B sectors, the preset "
-                                     f"expects {want[0]}/{want[1]} (lab-up verified the declared geometry: what "
-                                     f"changed it?)")
-            race_sectors = self.sectors_of(race) if race else (logical, physical)
-            if race_sectors != (logical, physical):
-                raise SectorlabError(f"{target.name}: the race member {race} shows {race_sectors[0]}/{race_sectors[1]} "
-                                     f"B sectors, the target {logical}/{physical}")
-            self.sectors[target.name] = (logical, physical)
-            e = self.entries[target.disk.name]
-            device = path + (f" raced with {race}" if race else "")
-            for bs in preset.blocksizes:
-                verdict = rules.evaluate(logical, physical, bs, file=path).as_json()
-                base = {"disk": target.name, "vm": self.vm, "bus": e.bus, "geometry": e.geometry,
-                        "declared_disk": target.disk.name, "race": target.race.name if target.race else None,
-                        "device": device, "logical": logical, "physical": physical, "blocksize": bs,
-                        "verdict": verdict}
-                if not verdict["allowed"]:
-                    self.progress(f"{target.name} BLOCKSIZE {bs}: refused by the rules engine, not run: "
-                                  f"{verdict['error']}")
-                    self.runs.append({**base, "repeat": 1})
-                    self.save()
-                    continue
-                for repeat in range(1, target.repeats + 1):
-                    left = total - done
-                    per_run = (statistics.median(self.durations) if self.durations
-                               else w.warmup_s + w.duration_s + RUN_OVERHEAD_S)
-                    self.progress(f"run {done + 1}/{total}: {target.name} BLOCKSIZE {bs}"
-                                  + (f" #{repeat}" if target.repeats > 1 else "")
-                                  + f" ({w.warmup_s} s warm-up + {w.duration_s} s); {left - 1} left after it, "
-                                    f"about {_clock(per_run * left)} to go")
-                    t0 = time.monotonic()
-                    files = self.measured(target, path, race, bs, repeat)
-                    self.durations.append(time.monotonic() - t0)
-                    self.runs.append({**base, "repeat": repeat, **files})
-                    done += 1
-                    self.save()
-        self.bench["rules"] = asm_verdicts(preset, self.sectors)
+        self.paths_now = self.paths()
+        self.progress(f"run order: {len(self.order)} runs in {max(s.repeat for s in self.order)} rounds, each "
+                      f"round in a random order (--seed {self.order_seed} repeats it)")
+        self.record_refusals()
+        for slot in self.order:
+            self.one(slot)
+        self.bench["rules"] = asm_verdicts(self.preset, self.sectors)
         self.bench["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.save()
+
+
+def _null_verdict(bs: int) -> dict:
+    return {"allowed": True, "blocksize": bs, "default_blocksize": None, "error": None,
+            "warnings": ["null: writes nothing: no device, no rule applies (a control)"], "host_sector": 0,
+            "media_sector": 0}
 
 
 def _other_labs_up(own: str) -> list[str]:
@@ -211,14 +266,15 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
     results = results_root / f"{stamp}-{preset.name}"
     results.mkdir(parents=True, exist_ok=False)
     runs = len(preset.plan())
-    progress(f"bench {preset.name} (seed {preset.seed or '-'}): {runs} runs, about "
+    order_seed = preset.order_seed if preset.order_seed is not None else secrets.randbelow(2**31)
+    progress(f"bench {preset.name} (seed {preset.seed or '-'}): {runs} runs of {preset.workload.describe()}, about "
              f"{_clock(preset.estimate_s())} of runs after lab-up; results in {results}")
     t0 = time.monotonic()
     bench = None
     try:
         data = lab_mod.up(preset.lab, progress)
         (results / "lab.json").write_text(data.text() + "\n")
-        bench = Bench(preset, results, data, progress)
+        bench = Bench(preset, results, data, progress, order_seed)
         bench.bench["commands"][:0] = [f"sectorlab bench {preset.name}  # lab-up, these runs, lab-down",
                                        f"# in the guest ({bench.vm}), as root:"]
         bench.run_all()

@@ -46,7 +46,8 @@ def cmd_bench(args) -> int:
             print(f"{name:<18} seed {p.seed or '-':<4} {len(p.plan()):>2} runs, ~{bench._clock(p.estimate_s())} "
                   f"of runs  {p.title}")
         return 0
-    preset = bench.load_preset(args.preset, args.duration, args.warmup, args.repeats, lab_mod.suffix_from_env())
+    preset = bench.load_preset(args.preset, args.duration, args.warmup, args.repeats, lab_mod.suffix_from_env(),
+                               args.seed)
     results = bench.run(preset, progress, args.results)
     if args.png:
         for path in report.render_png(results / "report.html").values():
