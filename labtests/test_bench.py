@@ -147,7 +147,10 @@ def test_the_report_is_written_from_the_runs(made):
         (512, False): True, (512, True): True, (4096, False): False, (4096, True): True}
     html = (results / "report.html").read_text()
     compared = sum("tests" in c for c in summary["comparisons"])
-    assert html.count('src="data:image/png;base64,') == 2 * len(summary["disks"]) + compared
+    # A shift function wherever both sides of a comparison ran at least twice with events.
+    every = [d["comparison"] for d in summary["disks"]] + summary["comparisons"]
+    shifts = sum(bool(c and c.get("shift")) for c in every)
+    assert html.count('src="data:image/png;base64,') == 2 * len(summary["disks"]) + compared + shifts
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])

@@ -103,7 +103,8 @@ def _add_geometry_commands(sub) -> None:
 
 
 def _add_results_commands(sub) -> None:
-    p = sub.add_parser("compare", help="two redo-writer JSON reports side by side, Welch t-test on commit latency")
+    p = sub.add_parser("compare", help="two single redo-writer runs side by side, Welch t-test over their commits "
+                       "(not a between-run test)")
     p.add_argument("a", type=Path)
     p.add_argument("b", type=Path)
     p.add_argument("--alpha", type=float, default=0.05)

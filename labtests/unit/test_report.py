@@ -81,13 +81,15 @@ def written(results):
 def test_writes_markdown_html_summary_and_pictures(results, written):
     assert set(written) == {"md", "html", "summary"} and all(p.is_file() for p in written.values())
     pngs = sorted(results.glob("report-*.png"))
-    # Per disk two pictures; one for the comparison across disks that ran (the other has a refused side).
+    # Per disk two pictures, and the shift function where both BLOCKSIZEs ran at least twice (512e);
+    # one for the comparison across disks that ran (the other has a refused side; 512n ran once, so
+    # no shift function).
     assert [p.name for p in pngs] == ["report-comparison-1.png"] + [
         f"report-{d}-{k}.png" for d in ("file-sector512e", "file-sector512n", "race")
-        for k in ("histogram", "over-time")]
+        for k in ("histogram", "over-time", "shift") if k != "shift" or d == "file-sector512e"]
     html = written["html"].read_text()
     # Self-contained: every picture inline, nothing fetched.
-    assert html.count('src="data:image/png;base64,') == 7
+    assert html.count('src="data:image/png;base64,') == 8
     assert not re.search(r'(src|href)="(https?:)?//', html)
     assert '<meta name="viewport"' in html
 
@@ -117,25 +119,39 @@ def test_numbers_come_from_the_runs_json(results, written):
     assert runs[(4096, 1)]["metrics"]["redo wastage %"] > runs[(512, 1)]["metrics"]["redo wastage %"]
 
 
-def test_comparison_is_welch_from_the_reports_with_its_verdict(results, written):
+def test_comparison_tests_one_value_per_run_with_its_verdict(results, written):
+    from sectorlab.bench import compare
     s = json.loads(written["summary"].read_text())
     d = next(d for d in s["disks"] if d["disk"] == "file-sector512e")
-    a = json.loads((results / "runs/file-sector512e-bs512-1.json").read_text())
-    b = json.loads((results / "runs/file-sector512e-bs4096-1.json").read_text())
-    for t in d["comparison"]["tests"]:
-        want = stats.welch(a, b, t["event"])
-        assert (t["t"], t["p"]) == pytest.approx((want["t"], want["p"])) and t["n"] == want["n"]
-        assert t["verdict"] == ("significant" if want["p"] < report.ALPHA else "within noise")
+    raw = {bs: [json.loads((results / f"runs/file-sector512e-bs{bs}-{k}.json").read_text()) for k in range(1, n + 1)]
+           for bs, n in ((512, 2), (4096, 3))}
+    c = d["comparison"]
+    assert c["primary"] == "log_file_sync_p50_ms" and c["tests"][0]["metric"] == c["primary"]
+    for t in c["tests"]:
+        a, b = ([bench.metrics.metric(r, t["metric"]) for r in raw[bs]] for bs in (512, 4096))
+        assert t["n"] == [2, 3] and t["p"] == pytest.approx(stats.mann_whitney(a, b))
+        assert t["medians"] == pytest.approx([statistics.median(a), statistics.median(b)])
+        assert t["ci"] == pytest.approx(list(stats.median_shift_ci(a, b)))
+        assert t["verdict"] == compare.verdict(t["p"], t["ci"])[0]
+    assert c["verdict"] == c["tests"][0]["verdict"] == "within noise"  # 2 + 3 runs cannot reach p < 0.01
+    assert c["min_p"] == pytest.approx(0.2) and "cannot show a difference at p < 0.01" in c["min_p_note"]
     # Both sides repeated (2 and 3 runs): the change is of the medians.
-    med = {bs: statistics.median(json.loads((results / f"runs/file-sector512e-bs{bs}-{k}.json").read_text())["tps"]
-                                 for k in range(1, n + 1)) for bs, n in ((512, 2), (4096, 3))}
-    assert d["comparison"]["change_of"] == "the medians of 2 and 3 runs"
-    assert d["comparison"]["change_pct"]["transactions/s"] == pytest.approx(100 * (med[4096] - med[512]) / med[512])
+    med = {bs: statistics.median(r["tps"] for r in raw[bs]) for bs in (512, 4096)}
+    assert c["change_of"] == "the medians of 2 and 3 runs"
+    assert c["change_pct"]["transactions/s"] == pytest.approx(100 * (med[4096] - med[512]) / med[512])
     md = written["md"].read_text()
-    for t in d["comparison"]["tests"]:
-        line = next(x for x in md.splitlines() if f"first run of each, {t['event'].replace('_', ' ')}: mean" in x)
-        assert stats.p_text(t["p"]) in line and f"**{t['verdict']}**" in line
-        assert f"n = {t['n'][0]:,} + {t['n'][1]:,}" in line
+    assert "Primary metric, log file sync p50 (`log_file_sync_p50_ms`): median" in md
+    assert "these runs cannot show a difference at p < 0.01" in md and "Welch" not in md
+
+
+def test_every_tested_metric_has_p_n_and_ci(written):
+    s = json.loads(written["summary"].read_text())
+    assert s["version"] == report.SUMMARY_VERSION >= 2
+    compared = [d["comparison"] for d in s["disks"] if d["comparison"]] + [c for c in s["comparisons"] if "tests" in c]
+    assert compared
+    for c in compared:
+        for t in c["tests"]:
+            assert isinstance(t["p"], float) and len(t["n"]) == 2 and len(t["ci"]) == 2, t
 
 
 def test_refused_blocksize_is_shown_with_ora_01378_and_not_run(written):
@@ -171,21 +187,21 @@ def test_an_allowed_run_without_its_report_is_an_error(results, tmp_path):
         report.load(tmp_path)
 
 
-def test_comparison_across_disks_is_welch_from_both_reports(results, written):
+def test_a_comparison_of_single_runs_is_not_tested(results, written):
     s = json.loads(written["summary"].read_text())
     c = s["comparisons"][0]
     a = json.loads((results / "runs/file-sector512n-bs512-1.json").read_text())
     b = json.loads((results / "runs/file-sector512e-bs512-1.json").read_text())
-    for t in c["tests"]:
-        want = stats.welch(a, b, t["event"])
-        assert (t["t"], t["p"]) == pytest.approx((want["t"], want["p"])) and t["n"] == want["n"]
-    # 512n ran once at 512: the change is of the first runs.
+    # 512n ran once at 512: no test, no p-value; the change is of the first runs.
+    assert c["tests"] == [] and c["verdict"] == c["not_tested"] == (
+        "not tested: n = 1 + 2 runs; a comparison needs >= 2 runs per side")
     assert c["change_of"] == "the first run of each"
     assert c["change_pct"]["redo writes"] == pytest.approx(100 * (b["writes"] - a["writes"]) / a["writes"])
     md = written["md"].read_text()
     assert "### 512n against 512e at 512" in md
     assert f"| redo writes | {a['writes']:,} | {b['writes']:,} |" in md
-    assert "values" not in c  # summary.json names the runs' files; it does not copy them
+    assert "Not tested: n = 1 + 2 runs; a comparison needs >= 2 runs per side (no p-value is given)." in md
+    assert "values" not in c and "runs" not in c  # summary.json names the runs' files; it does not copy them
 
 
 def test_a_comparison_with_a_refused_side_says_so_and_compares_nothing(written):
@@ -214,17 +230,17 @@ def test_asm_verdicts_need_the_override_above_the_disk_group_sector(written):
     assert "| file-sector512e | 512 | 4096 | FALSE | refused: ORA-01378" in md
 
 
-def test_between_runs_is_welch_on_one_value_per_run(results, written):
-    from scipy import stats as scipy_stats
-    d = next(d for d in json.loads(written["summary"].read_text())["disks"] if d["disk"] == "file-sector512e")
-    raw = {bs: [json.loads((results / f"runs/file-sector512e-bs{bs}-{k}.json").read_text()) for k in range(1, n + 1)]
-           for bs, n in ((512, 2), (4096, 3))}
-    tps = next(t for t in d["comparison"]["between_runs"] if t["metric"] == "transactions/s")
-    want = scipy_stats.ttest_ind([r["tps"] for r in raw[512]], [r["tps"] for r in raw[4096]], equal_var=False)
-    assert tps["n"] == [2, 3] and (tps["t"], tps["p"]) == pytest.approx((want.statistic, want.pvalue))
-    assert tps["verdict"] == ("significant" if want.pvalue < report.ALPHA else "within noise")
-    assert "Between runs, transactions/s: median" in written["md"].read_text()
-    assert "n = 2 + 3 runs" in written["md"].read_text()
+def test_run_metrics_by_name(results, written):
+    s = json.loads(written["summary"].read_text())
+    run = next(d for d in s["disks"] if d["disk"] == "race")["runs"][0]
+    raw = json.loads((results / run["report"]).read_text())
+    m = run["run_metrics"]
+    assert list(m) == bench.metrics.metric_names()
+    assert m["tps"] == raw["tps"] and m["log_file_sync_p99_ms"] == pytest.approx(raw["log_file_sync"]["p99_us"] / 1000)
+    assert m["writes_under_4k_pct"] == pytest.approx(100 * raw["writes_under_4k"] / raw["writes"])
+    assert m["race_win_pct"] == pytest.approx(100 * raw["members"][0]["wins"] / raw["writes"])
+    # Closed-loop runs have no commit response and no rates.
+    assert m["commit_response_p50_ms"] is None and m["achieved_rate"] is None and m["kept_up"] is None
 
 
 def test_a_change_over_tenfold_reads_as_a_ratio():

@@ -1,7 +1,8 @@
 """The report's text: report.md from a bench's numbers (markdown, one function per section: the
-heading, the disks as the guest showed them, each disk, the comparisons across disks, the rules
-engine inside ASM, the cross-checks) and report.html from report.md (html: one file, the pictures
-inline, no network).
+heading and the run order, the disks as the guest showed them, each disk, the comparisons across
+disks, the controls, the seed's figures beside the lab's, the rules engine inside ASM, the
+cross-checks) and report.html from report.md (html: one file, the pictures inline, no network).
+The tests' text, the shapes, the controls and the seed table are worded in findings.py.
 """
 
 from __future__ import annotations
@@ -10,22 +11,9 @@ import base64
 import re
 from pathlib import Path
 
-from . import stats
-from .metrics import (
-    _LFS,
-    _PER_RUN,
-    ALPHA,
-    ROWS,
-    Disk,
-    Run,
-    _value,
-    _verdict_text,
-    comparison,
-    cross_comparisons,
-    race_wins,
-    row_value,
-    spread,
-)
+from . import findings
+from .compare import comparison, controls, cross_comparisons, seed_table, shape
+from .metrics import ALPHA, ROWS, Disk, Run, _value, _verdict_text, race_wins, row_value, spread
 
 
 def _fmt(fmt: str, value) -> str:
@@ -53,35 +41,7 @@ def _change_text(label: str, pct: float | None, a, b) -> str:
     return "-" if pct is None else f"{pct:+.1f} %"
 
 
-def _test_text(t: dict, low, high) -> str:
-    """One Welch test in words; `low` and `high` name the two sides (a BLOCKSIZE or 'at' a run)."""
-    event = t["event"].replace("_", " ")
-    a, b = t["mean_ms"]
-    low, high = (f"at {x}" if isinstance(x, int) else x for x in (low, high))
-    return (f"Per {'commit' if t['event'] == _LFS else 'log write'}, first run of each, {event}: mean {a:.3f} ms "
-            f"{low} against {b:.3f} ms {high} ({100 * (b - a) / a:+.1f} %), "
-            f"Welch t = {t['t']:.2f}, {stats.p_text(t['p'])}, n = {t['n'][0]:,} + {t['n'][1]:,}: "
-            f"**{t['verdict']}** at alpha {ALPHA}")
-
-
-def _between_text(tests: list[dict] | None, low, high) -> list[str]:
-    if not tests:
-        return ["- Not repeated on both sides: whether the difference exceeds the run-to-run noise is not tested "
-                "(the per-commit tests above take every sample from one run each)"]
-    low, high = (f"at {x}" if isinstance(x, int) else x for x in (low, high))
-    out = []
-    fmt = {label: f for label, _, f in _PER_RUN}
-    for t in tests:
-        a, b = t["median"]
-        p = stats.p_text(t["p"]) + f", Welch t = {t['t']:.2f}" if t["p"] is not None else "no spread to test"
-        out.append(f"- Between runs, {t['metric']}: median {fmt[t['metric']].format(a)} {low} against "
-                   f"{fmt[t['metric']].format(b)} {high} "
-                   f"({100 * (b - a) / a:+.1f} %), {p}, n = {t['n'][0]} + {t['n'][1]} runs: **{t['verdict']}**"
-                   + (f" at alpha {ALPHA}" if t["p"] is not None else ""))
-    return out
-
-
-def _heading(bench: dict) -> list[str]:
+def _heading(bench: dict, disks: list[Disk]) -> list[str]:
     """The preset, its title, the lab and the workload every run ran, and when a difference is called
     significant."""
     w = bench.get("workload", {})
@@ -92,8 +52,12 @@ def _heading(bench: dict) -> list[str]:
             f"`{bench.get('image', '?')}`. Each run: {w.get('sessions', '?')} session(s), "
             f"{w.get('redo_per_txn', '?')} B of redo per commit, rate {w.get('rate') or 'as fast as possible'}"
             f"{' commits/s' if w.get('rate') else ''}, a {w.get('warmup_s', '?')} s warm-up then "
-            f"{w.get('duration_s', '?')} s measured. A difference is called significant only when Welch's "
-            f"t-test gives p < {ALPHA}; otherwise it is within noise.", ""]
+            f"{w.get('duration_s', '?')} s measured.", "",
+            f"Configurations are compared on one value per run (the run, not the commit, is the unit): "
+            f"Mann-Whitney U (two-sided) and a 95 % bootstrap CI of the difference of the medians. A difference "
+            f"is **significant** only when p < {ALPHA} and the CI excludes 0, **within noise** when p >= {ALPHA}, "
+            f"**unclear** when p < {ALPHA} but the CI spans 0; each comparison's headline is its primary metric "
+            f"(docs/bench-statistics.md).", ""]
     return out
 
 
@@ -108,46 +72,58 @@ def _disks_table(disks: list[Disk]) -> list[str]:
             for d in disks], numbers=False)
 
 
+def _rows_present(columns: list[list[dict]]) -> list[tuple]:
+    """ROWS that at least one report of these columns has (commit response and the rates only
+    for open-loop runs)."""
+    return [row for row in ROWS if any(_value(r, row[1]) is not None for reports in columns for r in reports)]
+
+
+def _bs_header(bs: int, runs: list[Run]) -> str:
+    ran = [r for r in runs if r.report]
+    marks = "".join(sorted({m for r in runs for m in [r.marks()] if m}))
+    return f"{bs}{marks}" + (f" (median of {len(ran)})" if len(ran) > 1 else "")
+
+
 def _disk_table(by_bs: dict[int, list[Run]], c: dict | None) -> list[str]:
     """A disk's rows: one column per BLOCKSIZE (the median of its runs when repeated) and the change."""
-    header = ["BLOCKSIZE", *(f"{bs}" + (f" (median of {len(runs)})" if len(runs) > 1 else "")
-                             for bs, runs in by_bs.items())]
+    header = ["BLOCKSIZE", *(_bs_header(bs, runs) for bs, runs in by_bs.items())]
     if c:
         header.append(f"{c['low']} → {c['high']}" + (" (medians)" if "medians" in c["change_of"] else ""))
     rows = [header]
-    for label, get, fmt in ROWS:
+    columns = [[r.report for r in runs if r.report] for runs in by_bs.values()]
+    for label, get, fmt in _rows_present(columns):
         row = [label]
-        for runs in by_bs.values():
-            reports = [r.report for r in runs if r.report]
+        for reports in columns:
             row.append(_fmt(fmt, row_value(reports, get)) if reports else "refused")
         if c:
-            a, b = (row_value(v, get) for v in c["values"])
+            a, b = (row_value([r.report for r in v], get) for v in c["runs"])
             row.append(_change_text(label, c["change_pct"].get(label), a, b) if not isinstance(a, tuple) else "")
         rows.append(row)
     return _table(rows)
 
 
+def _run_name(r: Run) -> str:
+    slot = r.entry.get("slot")
+    return f"{r.blocksize} #{r.repeat}" + (f" (slot {slot})" if slot is not None else "") + r.marks()
+
+
 def _every_run_table(by_bs: dict[int, list[Run]]) -> list[str]:
     """A disk's rows, one column per run that ran."""
-    cols = [(bs, r) for bs, runs in by_bs.items() for r in runs]
-    every = [["BLOCKSIZE", *(f"{bs} #{r.repeat}" for bs, r in cols if r.report)]]
-    every += [[label, *(_fmt(fmt, _value(r.report, get)) for _, r in cols if r.report)]
-              for label, get, fmt in ROWS]
+    ran = [r for runs in by_bs.values() for r in runs if r.report]
+    every = [["BLOCKSIZE", *(_run_name(r) for r in ran)]]
+    every += [[label, *(_fmt(fmt, _value(r.report, get)) for r in ran)]
+              for label, get, fmt in _rows_present([[r.report for r in ran]])]
     return ["Every run:", ""] + _table(every)
 
 
 def _disk_tests(by_bs: dict[int, list[Run]], c: dict | None) -> list[str]:
-    """The BLOCKSIZEs the rules engine refused, then the tests of the low against the high BLOCKSIZE."""
+    """The BLOCKSIZEs the rules engine refused, then the low BLOCKSIZE tested against the high one."""
     refused = [r for runs in by_bs.values() for r in runs[:1] if not r.report]
     out = [f"- BLOCKSIZE {r.blocksize} not run: {_verdict_text(r.entry['verdict'])}" for r in refused]
     if c:
-        out += [f"- {_test_text(t, c['low'], c['high'])}" for t in c["tests"]]
-        out += _between_text(c["between_runs"], c["low"], c["high"])
-        out += [f"- The last column compares {c['change_of']} at {c['low']} and {c['high']}. The per-commit "
-                f"tests take all their samples from one run on each side, so they cannot see the drift from "
-                f"run to run; the between-runs tests can"
-                + (" (the spread is below)." if any(spread(r) for r in by_bs.values())
-                   else ", and this bench has no repeats for them.")]
+        out += [f"- {c['low']} against {c['high']}: **{c['verdict']}** on `{c['primary']}` "
+                f"(the last column compares {c['change_of']})"]
+        out += findings.tests_lines(c, f"{c['low']}", f"{c['high']}")
     return out
 
 
@@ -184,9 +160,13 @@ def _spread_text(bs: int, runs: list[Run]) -> list[str]:
             f"{s['log_file_sync_p50_ms'][2]:.3f} ms"]
 
 
+def _pictures(pngs: list[Path], alt: str, results: Path) -> list[str]:
+    return ["", " ".join(f"![{alt}: {png.stem.rsplit('-', 1)[-1]}]({png.relative_to(results)})" for png in pngs), ""]
+
+
 def _disk_section(d: Disk, pictures: dict, results: Path) -> list[str]:
-    """One disk: its rows, the refusals and the tests, the race and the read-modify-writes, the
-    repeats' spread and the pictures."""
+    """One disk: its rows, the refusals and the tests, the shape of each BLOCKSIZE's commit latencies,
+    the race and the read-modify-writes, the repeats' spread and the pictures."""
     by_bs = d.by_blocksize()
     c = comparison(d)
     # Every run in a table of its own below the medians when something was repeated, so that the
@@ -196,37 +176,42 @@ def _disk_section(d: Disk, pictures: dict, results: Path) -> list[str]:
         out += _every_run_table(by_bs)
     out += _disk_tests(by_bs, c)
     for bs, runs in by_bs.items():
+        out += findings.shape_line(f"BLOCKSIZE {bs}", shape(runs))
+    for bs, runs in by_bs.items():
         out += _race_and_rmw(bs, runs)
     for bs, runs in by_bs.items():
         out += _spread_text(bs, runs)
-    if pictures.get(d.name):
-        alt = {True: "commit latency histogram", False: "log write latency over time"}
-        out += ["", " ".join(f"![{d.name}: {alt['histogram' in png.name]}]({png.relative_to(results)})"
-                             for png in pictures[d.name])]
+    pngs = [*pictures.get(d.name, []), *([pictures[("shift", d.name)]] if pictures.get(("shift", d.name)) else [])]
+    if pngs:
+        out += _pictures(pngs, d.name, results)
     return out + [""]
 
 
 def _comparison_section(c: dict, pictures: dict, results: Path) -> list[str]:
-    """One comparison across disks: both sides' rows and the change, the tests and the picture; or
-    which side did not run."""
+    """One comparison across disks: its headline, both sides' rows and the change, the tests and the
+    pictures; or which side did not run."""
     a, b = (f"{c[k]['disk']} at {c[k]['blocksize']}" for k in ("a", "b"))
     out = [f"### {c['title']}", ""]
     if c.get("not_compared"):
         return out + [f"Not compared: {', '.join(c['not_compared'])} did not run.", ""]
+    out += [f"**{c['verdict']}** on the primary metric `{c['primary']}`.", ""]
     medians = "medians" in c["change_of"]
-    rows = [["", *(f"{x} ({'median of ' + str(len(v)) + ' runs' if medians else 'one run'})"
-                   for x, v in zip((a, b), c["values"])), "change"]]
-    for label, get, fmt in ROWS:
-        va, vb = (row_value(v, get) for v in c["values"])
+    rows = [["", *(f"{x}{''.join(sorted({r.marks() for r in runs}))} "
+                   f"({'median of ' + str(len(runs)) + ' runs' if medians else 'one run'})"
+                   for x, runs in zip((a, b), c["runs"])), "change"]]
+    reports = [[r.report for r in runs] if medians else [runs[0].report] for runs in c["runs"]]
+    for label, get, fmt in _rows_present(reports):
+        va, vb = (row_value(v, get) for v in reports)
         rows.append([label, _fmt(fmt, va), _fmt(fmt, vb),
                      "" if isinstance(va, tuple) else _change_text(label, c["change_pct"].get(label), va, vb)])
     out += _table(rows)
-    out += [f"- {_test_text(t, a, b)}" for t in c["tests"]]
-    out += _between_text(c["between_runs"], a, b) + [""]
-    picture = pictures.get(("comparison", c["title"]))
-    if picture:
-        out += [f"![{c['title']}: commit latency histogram]({picture.relative_to(results)})", ""]
-    return out
+    out += findings.tests_lines(c, a, b)
+    for k, x in (("a", a), ("b", b)):
+        out += findings.shape_line(x, shape(c["runs"][0 if k == "a" else 1]))
+    pngs = [p for p in (pictures.get(("comparison", c["title"])), pictures.get(("shift", c["title"]))) if p]
+    if pngs:
+        out += _pictures(pngs, c["title"], results)
+    return out + [""]
 
 
 def _rules_section(bench: dict) -> list[str]:
@@ -245,9 +230,9 @@ def _rules_section(bench: dict) -> list[str]:
 
 
 def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path) -> str:
-    """report.md: `pictures` are plot_disk's per disk name and plot_comparison's per ("comparison",
-    title), files in `results`."""
-    out = _heading(bench) + _disks_table(disks)
+    """report.md: `pictures` are plot_disk's per disk name, plot_comparison's per ("comparison",
+    title) and plot_shift's per ("shift", disk name or title), files in `results`."""
+    out = _heading(bench, disks) + findings.design_lines(bench, disks) + _disks_table(disks)
     for d in disks:
         out += _disk_section(d, pictures, results)
     comparisons = cross_comparisons(bench, disks)
@@ -255,6 +240,8 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path) -> s
         out += ["## Comparisons across disks", ""]
         for c in comparisons:
             out += _comparison_section(c, pictures, results)
+    out += findings.controls_section(controls(disks))
+    out += findings.seed_section(seed_table(bench, disks))
     out += _rules_section(bench)
     crosschecks = bench.get("crosschecks")
     if crosschecks:

@@ -1,9 +1,8 @@
-"""The numbers of a bench's report, which summary.json (report.summary) and report.md
-(document.markdown) both state: the AWR-like rows of a run (ROWS), the runs grouped by disk (Run,
-Disk), and what is computed from them: per disk the runs at 512 against those at 4096, the
-preset's comparisons across disks (the change in percent, Welch's t-test per commit and per log
-write and between runs, each called significant or within noise at ALPHA), the spread of a
-configuration's repeats and the wins of a raced run.
+"""The numbers of one run, which summary.json (report.summary) and report.md (document.markdown)
+both state: the run-level metrics by name (METRICS, metric_names, run_metrics: one value per run,
+what comparisons test and seed figures name), the AWR-like rows of the tables (ROWS), the runs
+grouped by disk (Run, Disk), the median of a configuration's repeats (row_value), their spread
+and the wins of a raced run. compare.py compares configurations on these values.
 """
 
 from __future__ import annotations
@@ -13,11 +12,9 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import stats
-
 ALPHA = 0.01
 
-_LFPW, _LFS = "log_file_parallel_write", "log_file_sync"
+_LFPW, _LFS, _CR = "log_file_parallel_write", "log_file_sync", "commit_response"
 
 
 def _per_s(r: dict, key: str) -> float:
@@ -29,9 +26,91 @@ def _avg_request(r: dict) -> float | None:
     return devices[0]["avg_request_bytes"] if devices else None
 
 
-# (label, function of a redo-writer report, format): the AWR-like rows, in the order a DBA reads them.
+def _ms(event: str, key: str):
+    return lambda r: r[event][key] / 1000
+
+
+def _over(event: str):
+    return lambda r: tuple(r[event][f"over_{k}ms_pct"] for k in (1, 10, 20))
+
+
+def _race_win_pct(r: dict) -> float | None:
+    """The first member's share of the log writes won in a raced run (redo-writer --race)."""
+    members = r.get("members") or []
+    total = sum(m.get("wins", 0) for m in members)
+    return 100.0 * members[0].get("wins", 0) / total if len(members) > 1 and total else None
+
+
+def _number(key: str):
+    return lambda r: r[key] if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool) else None
+
+
+# name -> (label, function of a redo-writer report, unit, format): one value per run. The names are
+# the public vocabulary: a preset's comparison names its `primary` metric and a seed figure its
+# `metric` from them. A function gives None where the report has no such number (a run that was
+# not raced, a closed-loop run without commit_response or rates).
+METRICS = {
+    "tps": ("transactions/s", lambda r: r["tps"], "1/s", "{:,.1f}"),
+    "log_file_sync_p50_ms": ("log file sync p50", _ms(_LFS, "p50_us"), "ms", "{:.3f}"),
+    "log_file_sync_p99_ms": ("log file sync p99", _ms(_LFS, "p99_us"), "ms", "{:.3f}"),
+    "lfs_over_1ms_pct": ("log file sync > 1 ms", lambda r: r[_LFS]["over_1ms_pct"], "%", "{:.2f}"),
+    "lfs_over_10ms_pct": ("log file sync > 10 ms", lambda r: r[_LFS]["over_10ms_pct"], "%", "{:.2f}"),
+    "lfs_over_20ms_pct": ("log file sync > 20 ms", lambda r: r[_LFS]["over_20ms_pct"], "%", "{:.2f}"),
+    "log_file_sync_mean_ms": ("log file sync mean", _ms(_LFS, "mean_us"), "ms", "{:.3f}"),
+    "log_file_parallel_write_p50_ms": ("log file parallel write p50", _ms(_LFPW, "p50_us"), "ms", "{:.3f}"),
+    "log_file_parallel_write_p99_ms": ("log file parallel write p99", _ms(_LFPW, "p99_us"), "ms", "{:.3f}"),
+    "log_file_parallel_write_mean_ms": ("log file parallel write mean", _ms(_LFPW, "mean_us"), "ms", "{:.3f}"),
+    "commit_response_p50_ms": ("commit response p50", _ms(_CR, "p50_us"), "ms", "{:.3f}"),
+    "commit_response_p99_ms": ("commit response p99", _ms(_CR, "p99_us"), "ms", "{:.3f}"),
+    "redo_wastage_pct": ("redo wastage", lambda r: r["wastage_pct"], "%", "{:.2f}"),
+    "redo_per_txn_bytes": ("redo size per transaction", lambda r: r["redo_bytes"] / r["transactions"], "B",
+                           "{:,.0f}"),
+    "writes_under_4k_pct": ("redo writes under 4 KiB", lambda r: 100.0 * r["writes_under_4k"] / r["writes"], "%",
+                            "{:.2f}"),
+    "write_mb_s": ("redo write rate", lambda r: r["write_mb_s"], "MB/s", "{:.3f}"),
+    "race_win_pct": ("first race member's wins", _race_win_pct, "%", "{:.1f}"),
+    "offered_rate": ("offered rate", _number("offered_rate"), "commits/s", "{:,.1f}"),
+    "achieved_rate": ("achieved rate", _number("achieved_rate"), "commits/s", "{:,.1f}"),
+    "kept_up": ("kept up with the offered rate", lambda r: r.get("kept_up"), "", "{}"),
+}
+DEFAULT_PRIMARY = "log_file_sync_p50_ms"
+
+
+def metric_names() -> list[str]:
+    """The names a preset may give a comparison's `primary` and a seed figure's `metric`."""
+    return list(METRICS)
+
+
+def metric(report: dict, name: str):
+    """One run's value of a metric (METRICS), None where its report has none."""
+    return _value(report, METRICS[name][1])
+
+
+def run_metrics(report: dict) -> dict:
+    """Every metric of one run (one redo-writer report), by name."""
+    return {name: metric(report, name) for name in METRICS}
+
+
+# (label, function of a redo-writer report, format): the AWR-like rows, in the order a DBA reads them;
+# for each event the median, the tail and the shares over 1/10/20 ms first, the mean after (the shape
+# of a latency distribution matters more than its mean). Rows that no run has (commit response and
+# the rates, for closed-loop runs) are left out of the tables.
 ROWS = [
     ("transactions/s", lambda r: r["tps"], "{:,.1f}"),
+    ("offered rate (commits/s)", _number("offered_rate"), "{:,.1f}"),
+    ("achieved rate (commits/s)", _number("achieved_rate"), "{:,.1f}"),
+    ("log file sync p50 (ms)", _ms(_LFS, "p50_us"), "{:.3f}"),
+    ("log file sync p99 (ms)", _ms(_LFS, "p99_us"), "{:.3f}"),
+    ("log file sync > 1 / 10 / 20 ms %", _over(_LFS), "{:.2f} / {:.2f} / {:.2f}"),
+    ("log file sync mean (ms)", _ms(_LFS, "mean_us"), "{:.3f}"),
+    ("log file sync max (ms)", _ms(_LFS, "max_us"), "{:.3f}"),
+    ("commit response p50 (ms)", _ms(_CR, "p50_us"), "{:.3f}"),
+    ("commit response p99 (ms)", _ms(_CR, "p99_us"), "{:.3f}"),
+    ("log file parallel write p50 (ms)", _ms(_LFPW, "p50_us"), "{:.3f}"),
+    ("log file parallel write p99 (ms)", _ms(_LFPW, "p99_us"), "{:.3f}"),
+    ("log file parallel write > 1 / 10 / 20 ms %", _over(_LFPW), "{:.2f} / {:.2f} / {:.2f}"),
+    ("log file parallel write mean (ms)", _ms(_LFPW, "mean_us"), "{:.3f}"),
+    ("log file parallel write max (ms)", _ms(_LFPW, "max_us"), "{:.3f}"),
     ("redo size per second (B)", lambda r: _per_s(r, "redo_bytes"), "{:,.0f}"),
     ("redo size per transaction (B)", lambda r: r["redo_bytes"] / r["transactions"] if r["transactions"] else 0,
      "{:,.0f}"),
@@ -39,19 +118,8 @@ ROWS = [
     ("redo writes", lambda r: r["writes"], "{:,.0f}"),
     ("redo writes under 4 KiB", lambda r: r["writes_under_4k"], "{:,.0f}"),
     ("device average request size (B)", _avg_request, "{:,.0f}"),
-    ("log file parallel write mean (ms)", lambda r: r[_LFPW]["mean_us"] / 1000, "{:.3f}"),
-    ("log file parallel write p99 (ms)", lambda r: r[_LFPW]["p99_us"] / 1000, "{:.3f}"),
-    ("log file parallel write max (ms)", lambda r: r[_LFPW]["max_us"] / 1000, "{:.3f}"),
-    ("log file parallel write > 1 / 10 / 20 ms %",
-     lambda r: tuple(r[_LFPW][f"over_{k}ms_pct"] for k in (1, 10, 20)), "{:.2f} / {:.2f} / {:.2f}"),
-    ("log file sync mean (ms)", lambda r: r[_LFS]["mean_us"] / 1000, "{:.3f}"),
-    ("log file sync p50 (ms)", lambda r: r[_LFS]["p50_us"] / 1000, "{:.3f}"),
-    ("log file sync p99 (ms)", lambda r: r[_LFS]["p99_us"] / 1000, "{:.3f}"),
-    ("log file sync max (ms)", lambda r: r[_LFS]["max_us"] / 1000, "{:.3f}"),
-    ("log file sync > 1 / 10 / 20 ms %",
-     lambda r: tuple(r[_LFS][f"over_{k}ms_pct"] for k in (1, 10, 20)), "{:.2f} / {:.2f} / {:.2f}"),
 ]
-# The rows whose change from 512 to 4096 is shown in percent (single numbers).
+# The rows whose change from one configuration to the other is shown in percent (single numbers).
 _CHANGE_ROWS = [row for row in ROWS if not row[2].count("/")]
 
 
@@ -63,6 +131,14 @@ class Run:
     entry: dict                   # the run's entry in bench.json
     report: dict | None = None    # redo-writer's JSON; None for a refused BLOCKSIZE
     events: Path | None = None
+
+    def marks(self) -> str:
+        """What a table says beside the run's name: a control target, a BLOCKSIZE let through by
+        _disk_sector_size_override, an open-loop run that did not keep up with its offered rate."""
+        out = [m for m, key in (("control", "control"), ("override", "override")) if self.entry.get(key)]
+        if (self.report or {}).get("kept_up") is False or self.entry.get("kept_up") is False:
+            out.append("did not keep up")
+        return "".join(f" ({m})" for m in out)
 
 
 @dataclass
@@ -78,40 +154,6 @@ class Disk:
         return out
 
 
-def _welch(a: dict, b: dict, event: str) -> dict:
-    test = stats.welch(a, b, event)
-    return {"event": event, "t": test["t"], "p": test["p"], "n": test["n"],
-            "mean_ms": [a[event]["mean_us"] / 1000, b[event]["mean_us"] / 1000],
-            "verdict": stats.verdict(test["p"], ALPHA)}
-
-
-# What the between-runs test compares: one value per run.
-_PER_RUN = [("transactions/s", lambda r: r["tps"], "{:,.1f}"),
-            ("log file sync mean (ms)", lambda r: r[_LFS]["mean_us"] / 1000, "{:.3f}")]
-
-
-def between_runs(a: list[dict], b: list[dict]) -> list[dict] | None:
-    """Welch's t-test on one value per run (transactions/s, the mean log file sync) over the
-    repeats of two configurations: whether a difference is larger than the run-to-run noise,
-    which the per-commit test cannot see (its samples all come from one run). None unless both
-    sides ran at least twice."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    # Imported where it is used, as in stats.py: scipy is slow to import and comes with the optional
-    # 'analysis' extra (pyproject.toml), which reading a results directory (or refusing one) does not need.
-    from scipy import stats as scipy_stats
-    out = []
-    for label, get, _ in _PER_RUN:
-        va, vb = [get(r) for r in a], [get(r) for r in b]
-        t, p = scipy_stats.ttest_ind(va, vb, equal_var=False)
-        tested = p == p  # NaN when neither side varies
-        out.append({"metric": label, "a": va, "b": vb, "n": [len(va), len(vb)],
-                    "median": [statistics.median(va), statistics.median(vb)],
-                    "t": float(t) if tested else None, "p": float(p) if tested else None,
-                    "verdict": stats.verdict(float(p), ALPHA) if tested else "not testable (no spread)"})
-    return out
-
-
 def row_value(reports: list[dict], get):
     """A row's value over the repeats of one configuration: the median of the runs (element by
     element for the shares over 1/10/20 ms); one run's own value when it ran once."""
@@ -123,32 +165,6 @@ def row_value(reports: list[dict], get):
     return statistics.median(values)
 
 
-def compare_reports(a: list[dict], b: list[dict]) -> dict:
-    """Two configurations, each its runs' reports: every single-number row's change in percent
-    (of the medians when both sides were repeated, else of the first runs), Welch's t-test per
-    commit and per log write in the first run of each, and the test between runs."""
-    if len(a) < 2 or len(b) < 2:
-        a, b, of = a[:1], b[:1], "the first run of each"
-    else:
-        of = f"the medians of {len(a)} and {len(b)} runs"
-    changes = {}
-    for label, get, _ in _CHANGE_ROWS:
-        va, vb = row_value(a, get), row_value(b, get)
-        changes[label] = None if va in (None, 0) or vb is None else 100.0 * (vb - va) / va
-    return {"change_of": of, "change_pct": changes, "values": [a, b],
-            "tests": [_welch(a[0], b[0], _LFS), _welch(a[0], b[0], _LFPW)]}
-
-
-def comparison(disk: Disk, low: int = 512, high: int = 4096) -> dict | None:
-    """The runs at `low` against those at `high` on one disk; None unless both ran."""
-    runs = disk.by_blocksize()
-    a = [r.report for r in runs.get(low, []) if r.report]
-    b = [r.report for r in runs.get(high, []) if r.report]
-    if not a or not b:
-        return None
-    return {"low": low, "high": high, **compare_reports(a, b), "between_runs": between_runs(a, b)}
-
-
 def _reports(disks: list[Disk], name: str, blocksize: int) -> list[dict]:
     return [r.report for d in disks if d.name == name for r in sorted(d.runs, key=lambda r: r.repeat)
             if r.blocksize == blocksize and r.report]
@@ -157,26 +173,6 @@ def _reports(disks: list[Disk], name: str, blocksize: int) -> list[dict]:
 def _first_run(disks: list[Disk], name: str, blocksize: int) -> Run | None:
     return next((r for d in disks if d.name == name for r in sorted(d.runs, key=lambda r: r.repeat)
                  if r.blocksize == blocksize), None)
-
-
-def cross_comparisons(bench: dict, disks: list[Disk]) -> list[dict]:
-    """The preset's comparisons across disks (bench.json "comparisons": a and b each a disk and a
-    BLOCKSIZE), as compare_reports; a side that did not run is said, not compared."""
-    out = []
-    for c in bench.get("comparisons") or []:
-        item = {"title": c.get("title"), "a": c["a"], "b": c["b"]}
-        ra, rb = (_first_run(disks, c[k]["disk"], int(c[k]["blocksize"])) for k in ("a", "b"))
-        missing = [f"{x['disk']}@{x['blocksize']}" + (f" ({_verdict_text(r.entry['verdict'], short=True)})" if r
-                                                       else " (not in this bench)")
-                   for x, r in ((c["a"], ra), (c["b"], rb)) if r is None or r.report is None]
-        if missing:
-            item["not_compared"] = missing
-        else:
-            a, b = (_reports(disks, c[k]["disk"], int(c[k]["blocksize"])) for k in ("a", "b"))
-            item.update(compare_reports(a, b))
-            item["between_runs"] = between_runs(a, b)
-        out.append(item)
-    return out
 
 
 def spread(runs: list[Run]) -> dict | None:

@@ -1,6 +1,7 @@
 """The report's pictures, drawn with matplotlib from the runs' events files: per disk a log-scale
 histogram of log file sync and log file parallel write over time (plot_disk), and per comparison
-across disks one histogram of both sides (plot_comparison).
+across disks one histogram of both sides (plot_comparison) and the shift function of log file sync
+(plot_shift: per quantile of a, the difference b - a of the run medians with its 95 % CI).
 
 matplotlib and numpy are imported inside the functions that draw, as stats.plot does: they are
 slow to import and come with the optional 'analysis' extra (pyproject.toml), which reading a
@@ -91,3 +92,32 @@ def plot_comparison(c: dict, disks: list[Disk], path: Path) -> Path | None:
         series.append((f"{c[k]['disk']} at {c[k]['blocksize']}", _sync_ms(run.events)[0]))
     return _histogram(series, "commit latency", path)
 
+
+
+def plot_shift(c: dict, path: Path) -> Path | None:
+    """The shift function of a comparison (compare.shift): x the quantile of a's log file sync (the
+    median of its runs, ms, log scale), y the difference b - a in ms with its 95 % bootstrap CI as
+    bars, a line at 0. None when the comparison has no shift function (fewer than 2 runs a side
+    with events)."""
+    s = c.get("shift")
+    if not s:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    x, diff, ci = np.array(s["a_ms"]), np.array(s["diff_ms"]), np.array(s["ci_ms"])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.axhline(0, color="grey", linewidth=1)
+    ax.errorbar(np.clip(x, 1e-3, None), diff, yerr=[diff - ci[:, 0], ci[:, 1] - diff], fmt="o-", capsize=3)
+    for q, xi, yi in zip(s["quantiles"], x, diff):
+        ax.annotate(f"p{round(q * 100)}", (max(xi, 1e-3), yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xscale("log")
+    a, b = (f"{c[k]['disk']}@{c[k]['blocksize']}" if isinstance(c[k], dict) else str(c[k]) for k in ("a", "b"))
+    ax.set(xlabel=f"log file sync quantile of {a} (ms, log scale)", ylabel=f"{b} - {a} (ms)",
+           title=f"shift function, {s['n'][0]} + {s['n'][1]} runs, 95 % CI")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

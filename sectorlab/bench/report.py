@@ -7,15 +7,18 @@ redo-writer's --output json report and --events file), the lab's lab.json, and t
 under runs/. A BLOCKSIZE the rules engine refuses has a verdict and no run: the report shows the
 refusal (ORA-01378) where the numbers would be.
 
-Per disk: the AWR-like rows of each run, 512 against 4096 side by side with the change in percent
-and Welch's t-test on "log file sync" and "log file parallel write" (from each run's count, mean and
-standard deviation), each difference called significant or within noise by its p-value; when a
-configuration was repeated, the spread of its repeats; a log-scale latency histogram and the latency
-over time. The report never states a difference without its p-value and sample sizes.
+Per disk: the AWR-like rows of each run (medians, tails and shares over 1/10/20 ms before means),
+512 against 4096 side by side, every run-level metric compared on one value per run (Mann-Whitney
+and a bootstrap CI of the difference of medians, compare.py), the shape of each configuration's
+commit latencies (bimodal or not), the spread of the repeats, a log-scale latency histogram, the
+latency over time and the shift function. Then the preset's comparisons across disks, the control
+runs beside what they control, and the seed's figures beside the lab's. The report never states a
+difference without its p-value, its runs and its CI; with fewer than 2 runs a side it tests nothing.
 
 The module reads the results directory (load), states its numbers for machines (summary) and
-writes the report (write; render_png draws report.html as a reader sees it); metrics.py computes
-the numbers, plots.py draws the pictures and document.py writes the text.
+writes the report (write; render_png draws report.html as a reader sees it); metrics.py and
+compare.py compute the numbers, plots.py draws the pictures, document.py and findings.py write the
+text.
 """
 
 from __future__ import annotations
@@ -30,11 +33,14 @@ from .. import inputs
 from ..errors import SectorlabError, UsageError
 from ..paths import slug
 from . import stats
+from .compare import comparison, controls, cross_comparisons, seed_table, shape
 from .document import _change_text, html, markdown  # noqa: F401 (_change_text: the unit tests read it here)
-from .metrics import ALPHA, ROWS, Disk, Run, _value, comparison, cross_comparisons, race_wins, spread
-from .plots import plot_comparison, plot_disk
+from .metrics import ALPHA, ROWS, Disk, Run, _value, race_wins, run_metrics, spread
+from .plots import plot_comparison, plot_disk, plot_shift
 
-SUMMARY_VERSION = 1
+# 2: comparisons test one value per run (Mann-Whitney, bootstrap CI, a primary metric) instead of
+# Welch's t-test per commit; runs carry run_metrics; design, controls, seed_figures and shapes added.
+SUMMARY_VERSION = 2
 
 
 def _need(entry: dict, key: str, where: str):
@@ -86,32 +92,44 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
 
 def _public(c: dict | None) -> dict | None:
     """A comparison without the runs' reports it was made from (summary.json names those files)."""
-    return None if c is None else {k: v for k, v in c.items() if k != "values"}
+    return None if c is None else {k: v for k, v in c.items() if k not in ("values", "runs")}
+
+
+_RUN_KEYS = ("slot", "control", "override", "mode", "rate", "arrival", "cpu_us_per_txn")
+
+
+def _run_row(r: Run) -> dict:
+    """One run in summary.json: what it was, its design facts, its rows and metrics."""
+    row = {"blocksize": r.blocksize, "repeat": r.repeat, "allowed": r.entry["verdict"].get("allowed"),
+           "verdict_error": r.entry["verdict"].get("error") or None, "report": r.entry.get("report"),
+           **{k: r.entry[k] for k in _RUN_KEYS if k in r.entry}}
+    if r.report:
+        row["metrics"] = {label: _value(r.report, get) for label, get, _ in ROWS}
+        row["run_metrics"] = run_metrics(r.report)
+        if race_wins(r.report):
+            row["race_wins"] = race_wins(r.report)
+    if r.entry.get("rmw"):
+        row["rmw"] = r.entry["rmw"]
+    return row
 
 
 def summary(bench: dict, disks: list[Disk]) -> dict:
     """What report.md says, for machines (summary.json)."""
     out = {"version": SUMMARY_VERSION, "preset": bench.get("preset"), "lab": bench.get("lab"),
-           "started": bench.get("started"), "workload": bench.get("workload"), "alpha": ALPHA, "disks": []}
+           "started": bench.get("started"), "workload": bench.get("workload"), "alpha": ALPHA,
+           "design": bench.get("design"), "disks": []}
     for d in disks:
         e = d.entry
         item = {"disk": d.name, "bus": e.get("bus"), "geometry": e.get("geometry"), "device": e.get("device"),
                 "logical_block_size": e.get("logical"), "physical_block_size": e.get("physical"), "runs": []}
-        for r in sorted(d.runs, key=lambda r: (r.blocksize, r.repeat)):
-            row = {"blocksize": r.blocksize, "repeat": r.repeat, "allowed": r.entry["verdict"].get("allowed"),
-                   "verdict_error": r.entry["verdict"].get("error") or None, "report": r.entry.get("report")}
-            if r.report:
-                row["metrics"] = {label: _value(r.report, get) for label, get, _ in ROWS}
-            item["runs"].append(row)
-        for row, r in zip(item["runs"], sorted(d.runs, key=lambda r: (r.blocksize, r.repeat))):
-            if r.report and race_wins(r.report):
-                row["race_wins"] = race_wins(r.report)
-            if r.entry.get("rmw"):
-                row["rmw"] = r.entry["rmw"]
+        item["runs"] = [_run_row(r) for r in sorted(d.runs, key=lambda r: (r.blocksize, r.repeat))]
         item["comparison"] = _public(comparison(d))
         item["spread"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := spread(runs))}
+        item["shape"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := shape(runs))}
         out["disks"].append(item)
     out["comparisons"] = [_public(c) for c in cross_comparisons(bench, disks)]
+    out["controls"] = controls(disks)
+    out["seed_figures"] = seed_table(bench, disks)
     out["rules"] = bench.get("rules") or []
     return out
 
@@ -123,9 +141,14 @@ def write(results: Path) -> dict[str, Path]:
     pictures = {}
     for d in disks:
         pictures[d.name] = plot_disk(d, results / f"report-{slug(d.name)}")
+        c = comparison(d)
+        if c and c.get("shift"):
+            c.update(a={"disk": d.name, "blocksize": c["low"]}, b={"disk": d.name, "blocksize": c["high"]})
+            pictures[("shift", d.name)] = plot_shift(c, results / f"report-{slug(d.name)}-shift.png")
     for i, c in enumerate(cross_comparisons(bench, disks), 1):
         if "tests" in c:
             pictures[("comparison", c["title"])] = plot_comparison(c, disks, results / f"report-comparison-{i}.png")
+            pictures[("shift", c["title"])] = plot_shift(c, results / f"report-comparison-{i}-shift.png")
     text = markdown(bench, disks, pictures, results)
     out = {"md": results / "report.md", "html": results / "report.html", "summary": results / "summary.json"}
     out["md"].write_text(text)

@@ -18,6 +18,8 @@ from .common import load_lab, progress
 def cmd_compare(args) -> int:
     rows, test = stats.compare(args.a, args.b)
     lab_mod.print_table(rows)
+    print("Two single runs: the Welch t-test below takes each commit as a sample; it describes these two runs "
+          "and is not a test between configurations (sectorlab report tests repeated runs).")
     n_a, n_b = test["n"]
     print(f"log file sync, Welch t-test: t = {test['t']:.3f}, {stats.p_text(test['p'])}, n = {n_a} + {n_b} "
           f"({stats.verdict(test['p'], args.alpha)} at alpha {args.alpha})")

@@ -1,0 +1,265 @@
+"""Configurations compared on one value per run: what the report tests and how it calls a difference.
+
+A run's commits are not independent samples (the commits one log write covers share its latency,
+and a run drifts as a whole), so the unit is the run: every metric of metrics.METRICS is one number
+per run, and two configurations are compared on their runs' numbers with the Mann-Whitney U test
+(two-sided, no normality assumed) and a bootstrap 95 % CI of the difference of the medians (b - a,
+the runs resampled). A difference is "significant" only when p < ALPHA and the CI excludes 0;
+"within noise" when p >= ALPHA; "unclear" when p < ALPHA but the CI spans 0. A comparison's headline
+is its primary metric's verdict. Also here: the shift function (per decile and p99 of log file sync,
+the difference of the run medians with its CI), the shape of a configuration's pooled commit
+latencies (bimodal or not), the harness floor shown by control runs and the seed figures beside the
+lab's values.
+"""
+
+from __future__ import annotations
+
+import statistics
+from functools import lru_cache
+from pathlib import Path
+
+from . import stats
+from .metrics import _LFS, ALPHA, DEFAULT_PRIMARY, METRICS, ROWS, Disk, Run, _verdict_text, metric, row_value
+
+# Metrics that are settings or yes/no, not outcomes to test.
+UNTESTED = ("offered_rate", "kept_up")
+# What a control run is shown beside (the harness floor).
+FLOOR_METRICS = ("tps", "log_file_sync_p50_ms", "log_file_sync_p99_ms", "log_file_parallel_write_p50_ms")
+
+
+def verdict(p: float, ci: tuple[float, float]) -> tuple[str, str | None]:
+    """A difference's verdict from the test's p and the CI of the difference, and why when they
+    disagree."""
+    excludes_zero = ci[0] > 0 or ci[1] < 0
+    if p < ALPHA:
+        return ("significant", None) if excludes_zero else (
+            "unclear", f"p < {ALPHA} but the 95 % CI of the difference spans 0: the test and the CI disagree")
+    if excludes_zero:
+        return "within noise", f"the 95 % CI excludes 0, but p >= {ALPHA}"
+    return "within noise", None
+
+
+def test_metric(name: str, a: list[float], b: list[float]) -> dict:
+    """One metric of two configurations' runs: medians, change, Mann-Whitney p, the CI of the
+    difference of medians (also in percent of a's median) and the verdict."""
+    ma, mb = statistics.median(a), statistics.median(b)
+    p = stats.mann_whitney(a, b)
+    ci = stats.median_shift_ci(a, b)
+    v, note = verdict(p, ci)
+    return {"metric": name, "label": METRICS[name][0], "unit": METRICS[name][2], "medians": [ma, mb],
+            "change_pct": 100.0 * (mb - ma) / ma if ma else None, "n": [len(a), len(b)], "p": p,
+            "ci": list(ci), "ci_pct": [100.0 * c / ma for c in ci] if ma else None, "verdict": v, "note": note}
+
+
+def _numbers(reports: list[dict], name: str) -> list[float] | None:
+    values = [metric(r, name) for r in reports]
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    return [float(v) for v in values] if ok else None
+
+
+def min_p_note(n_a: int, n_b: int) -> str | None:
+    """Said when the runs are too few for the test to reach ALPHA at all."""
+    floor = stats.min_p(n_a, n_b)
+    if floor <= ALPHA:
+        return None
+    return (f"the smallest p an exact Mann-Whitney test can give for {n_a} + {n_b} runs is {floor:.3g}: "
+            f"these runs cannot show a difference at p < {ALPHA}")
+
+
+def compare_runs(a: list[dict], b: list[dict], primary: str | None = None) -> dict:
+    """Two configurations, each its runs' reports: every metric both sides have, tested on one value
+    per run; the primary metric's verdict is the headline. With fewer than 2 runs a side nothing
+    is tested and no p-value is given."""
+    primary = primary or DEFAULT_PRIMARY
+    n = [len(a), len(b)]
+    out = {"primary": primary, "n": n, "min_p": stats.min_p(*n) if min(n) else None, "values": [a, b],
+           "tests": [], "change_of": "the medians of {} and {} runs".format(*n) if min(n) > 1
+           else "the first run of each"}
+    changes = {}
+    for label, get, _ in ROWS:
+        va, vb = (row_value(x if min(n) > 1 else x[:1], get) for x in (a, b))
+        changes[label] = None if isinstance(va, tuple) or va in (None, 0) or vb is None else 100.0 * (vb - va) / va
+    out["change_pct"] = changes
+    if min(n) < 2:
+        out["not_tested"] = (f"not tested: n = {n[0]} + {n[1]} runs; a comparison needs >= 2 runs per side")
+        out["verdict"] = out["not_tested"]
+        return out
+    out["min_p_note"] = min_p_note(*n)
+    untested = {}
+    for name in METRICS:
+        va, vb = _numbers(a, name), _numbers(b, name)
+        if name in UNTESTED or va is None or vb is None:
+            if name not in UNTESTED and any(metric(r, name) is not None for r in a + b):
+                untested[name] = "not in every run"
+            continue
+        out["tests"].append(test_metric(name, va, vb))
+    out["tests"].sort(key=lambda t: t["metric"] != primary)
+    out["untested"] = untested
+    head = out["tests"][0] if out["tests"] and out["tests"][0]["metric"] == primary else None
+    out["verdict"] = head["verdict"] if head else (
+        f"not tested: the primary metric {primary} is not in every run" if primary in METRICS
+        else f"not tested: no metric {primary!r} (metrics: {', '.join(METRICS)})")
+    return out
+
+
+def side(disks: list[Disk], selector) -> tuple[str, list[Run]]:
+    """A configuration named by a selector ("TARGET@BLOCKSIZE", or {"disk", "blocksize"}): its name
+    and its runs in the order of their repeats (refused ones too)."""
+    if isinstance(selector, dict):
+        name, blocksize = selector.get("disk"), selector.get("blocksize")
+    else:
+        name, _, blocksize = str(selector).partition("@")
+    try:
+        blocksize = int(blocksize)
+    except (TypeError, ValueError):
+        return f"{name}@{blocksize}", []
+    runs = [r for d in disks if d.name == name for r in sorted(d.runs, key=lambda r: r.repeat)
+            if r.blocksize == blocksize]
+    return f"{name}@{blocksize}", runs
+
+
+def missing_text(label: str, runs: list[Run]) -> str | None:
+    """Why a side has no numbers: refused by the rules engine, or not in this bench; None when it ran."""
+    if not runs:
+        return f"{label} (not in this bench)"
+    if not any(r.report for r in runs):
+        return f"{label} ({_verdict_text(runs[0].entry['verdict'], short=True)})"
+    return None
+
+
+def cross_comparisons(bench: dict, disks: list[Disk]) -> list[dict]:
+    """The preset's comparisons (bench.json "comparisons": a and b each a disk and a BLOCKSIZE, and
+    optionally "primary": a metric name), as compare_runs; a side that did not run is said, not
+    compared."""
+    out = []
+    for c in bench.get("comparisons") or []:
+        item = {"title": c.get("title"), "a": c["a"], "b": c["b"], "primary": c.get("primary") or DEFAULT_PRIMARY}
+        (la, ra), (lb, rb) = side(disks, c["a"]), side(disks, c["b"])
+        missing = [m for m in (missing_text(la, ra), missing_text(lb, rb)) if m]
+        if missing:
+            item["not_compared"] = missing
+        else:
+            ra, rb = [r for r in ra if r.report], [r for r in rb if r.report]
+            item.update(compare_runs([r.report for r in ra], [r.report for r in rb], item["primary"]))
+            item["runs"] = [ra, rb]
+            item["shift"] = shift(ra, rb)
+        out.append(item)
+    return out
+
+
+def comparison(disk: Disk, low: int = 512, high: int = 4096) -> dict | None:
+    """The runs at `low` against those at `high` on one disk; None unless both ran."""
+    by_bs = disk.by_blocksize()
+    a = [r for r in by_bs.get(low, []) if r.report]
+    b = [r for r in by_bs.get(high, []) if r.report]
+    if not a or not b:
+        return None
+    return {"low": low, "high": high, **compare_runs([r.report for r in a], [r.report for r in b]),
+            "runs": [a, b], "shift": shift(a, b)}
+
+
+@lru_cache(maxsize=32)
+def sync_ms(events: Path) -> tuple[float, ...]:
+    """A run's log file sync latencies in ms, from its events file (read once per report)."""
+    return tuple(latency / 1000 for _, latency in stats.read_events(events).get(_LFS, []))
+
+
+def shift(a: list[Run], b: list[Run]) -> dict | None:
+    """The shift function of log file sync: for each decile and p99, each run's quantile, then the
+    difference of the run medians b - a with its bootstrap CI over runs. None unless both sides have
+    at least 2 runs with events."""
+    if min(len([r for r in runs if r.events]) for runs in (a, b)) < 2:
+        return None
+    per_run = [[stats.quantiles(sync_ms(r.events)) for r in runs if r.events and sync_ms(r.events)]
+               for runs in (a, b)]
+    if min(len(x) for x in per_run) < 2:
+        return None
+    out = {"quantiles": list(stats.QUANTILES), "a_ms": [], "b_ms": [], "diff_ms": [], "ci_ms": []}
+    for i in range(len(stats.QUANTILES)):
+        qa, qb = ([q[i] for q in side_runs] for side_runs in per_run)
+        out["a_ms"].append(statistics.median(qa))
+        out["b_ms"].append(statistics.median(qb))
+        out["diff_ms"].append(statistics.median(qb) - statistics.median(qa))
+        out["ci_ms"].append(list(stats.median_shift_ci(qa, qb)))
+    out["n"] = [len(x) for x in per_run]
+    return out
+
+
+def shape(runs: list[Run]) -> dict | None:
+    """The pooled log file sync of a configuration's runs (those with events): how many runs and
+    commits, and its two modes when stats.bimodal finds them."""
+    pooled = [x for r in runs if r.events for x in sync_ms(r.events)]
+    if not pooled:
+        return None
+    return {"runs": sum(1 for r in runs if r.events), "commits": len(pooled), "bimodal": stats.bimodal(pooled)}
+
+
+def controls(disks: list[Disk]) -> list[dict]:
+    """Each control configuration (runs marked "control") beside what it controls: the runs its
+    entry names ("controls": a target or a list of them), else every other configuration at its
+    BLOCKSIZE; FLOOR_METRICS as medians over the runs."""
+    configs = {(d.name, bs): [r for r in runs if r.report] for d in disks for bs, runs in d.by_blocksize().items()}
+    configs = {k: v for k, v in configs.items() if v}
+    out = []
+    for (name, bs), runs in configs.items():
+        if not runs[0].entry.get("control"):
+            continue
+        named = runs[0].entry.get("controls")
+        named = [named] if isinstance(named, str) else named
+        beside = [(n, b) for (n, b), rs in configs.items() if (n, b) != (name, bs) and not rs[0].entry.get("control")
+                  and (n in named if named else b == bs)]
+        out.append({"control": f"{name}@{bs}", "controls": [f"{n}@{b}" for n, b in beside],
+                    "medians": {f"{n}@{b}": {m: row_value([r.report for r in configs[(n, b)]], METRICS[m][1])
+                                             for m in FLOOR_METRICS} for n, b in [(name, bs), *beside]}})
+    return out
+
+
+_SEED_KEYS = ("what", "seed_value", "unit", "quote", "where", "derivation", "lab", "metric", "a", "b", "reason")
+
+
+def _lab_figure(f: dict, disks: list[Disk]) -> dict:
+    """A seed figure's lab value and its 95 % CI: for "ratio" median(metric over a's runs) /
+    median(metric over b's runs), for "value" the median over a's runs; or why there is none."""
+    sides = [side(disks, f.get(k)) for k in (("a", "b") if f["lab"] == "ratio" else ("a",))]
+    missing = [m for label, runs in sides if (m := missing_text(label, runs))]
+    if missing:
+        return {"agreement": f"not compared: {', '.join(missing)} did not run"}
+    if f.get("metric") not in METRICS:
+        return {"agreement": f"not compared: no metric {f.get('metric')!r}"}
+    values = [_numbers([r.report for r in runs if r.report], f["metric"]) for _, runs in sides]
+    if any(v is None for v in values):
+        return {"agreement": f"not compared: {f['metric']} is not in every run"}
+    if f["lab"] == "ratio":
+        lab = statistics.median(values[0]) / statistics.median(values[1]) if statistics.median(values[1]) else None
+    else:
+        lab = statistics.median(values[0])
+    out = {"lab_value": lab, "n": [len(v) for v in values], "ci": None}
+    if lab is None:
+        return {**out, "agreement": f"not compared: the median of {sides[1][0]} is 0"}
+    if min(out["n"]) < 2:
+        runs = " + ".join(str(n) for n in out["n"])
+        return {**out, "agreement": f"not tested: n = {runs} runs; a CI needs >= 2 runs per side"}
+    out["ci"] = list(stats.median_ratio_ci(*values) if f["lab"] == "ratio" else stats.median_ci(values[0]))
+    lo, hi = out["ci"]
+    seed = f.get("seed_value")
+    if isinstance(seed, (int, float)) and lo <= seed <= hi:
+        out["agreement"] = "agrees"
+    else:
+        out["agreement"] = f"differs (seed {seed} outside lab CI [{lo:.3g}, {hi:.3g}])"
+    return out
+
+
+def seed_table(bench: dict, disks: list[Disk]) -> list[dict]:
+    """bench.json's "seed_figures" beside what the lab measured: each figure's own keys, the lab's
+    value with its CI and the agreement ("agrees", "differs (...)", "not compared: ...")."""
+    out = []
+    for f in bench.get("seed_figures") or []:
+        if not isinstance(f, dict):
+            continue
+        row = {k: f.get(k) for k in _SEED_KEYS}
+        if f.get("lab") in ("ratio", "value"):
+            row.update(_lab_figure(f, disks))
+        else:
+            row["agreement"] = "not compared: " + (f.get("reason") or "the lab does not measure it")
+        out.append(row)
+    return out

@@ -1,0 +1,142 @@
+"""The report's statistical text, for document.py: a comparison's tests (the primary metric's verdict
+as the headline, the other metrics as a table, each with p, n and the CI), the shape of a
+configuration's commit latencies, how the runs were ordered, the control runs beside what they
+control (the harness floor) and the seed figures beside the lab's values. See docs/bench-statistics.md.
+"""
+
+from __future__ import annotations
+
+from . import stats
+from .metrics import ALPHA, METRICS, Disk
+
+
+def _table(rows: list[list[str]], numbers: bool = True) -> list[str]:
+    """A markdown table; with `numbers`, every column but the first is right-aligned."""
+    head, *body = rows
+    align = [":---", *(("---:" if numbers else ":---") for _ in head[1:])]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in body]
+    return lines + [""]
+
+
+def value_text(name: str, value) -> str:
+    """A metric's value in its format and unit."""
+    if value is None:
+        return "-"
+    _, _, unit, fmt = METRICS[name]
+    return fmt.format(value) + (f" {unit}" if unit else "")
+
+
+def _ci_text(t: dict) -> str:
+    lo, hi = t["ci"]
+    fmt, unit = METRICS[t["metric"]][3], METRICS[t["metric"]][2]
+    pct = f" ({t['ci_pct'][0]:+.1f} % to {t['ci_pct'][1]:+.1f} %)" if t["ci_pct"] else ""
+    return f"[{fmt.format(lo)}, {fmt.format(hi)}]{'' if unit == '%' else ' ' + unit}{pct}"
+
+
+def _change(t: dict) -> str:
+    return "-" if t["change_pct"] is None else f"{t['change_pct']:+.1f} %"
+
+
+def tests_lines(c: dict, a: str, b: str) -> list[str]:
+    """A comparison of two configurations `a` and `b` in words: the headline (the primary metric),
+    the note when the runs are too few to reach ALPHA, then every other metric tested."""
+    if c.get("not_tested"):
+        return [f"- {c['not_tested'][0].upper()}{c['not_tested'][1:]} (no p-value is given)."]
+    out = []
+    head = c["tests"][0] if c["tests"] and c["tests"][0]["metric"] == c["primary"] else None
+    if head is None:
+        out.append(f"- Primary metric `{c['primary']}`: {c['verdict']}.")
+    else:
+        ma, mb = head["medians"]
+        out.append(f"- Primary metric, {head['label']} (`{head['metric']}`): median {value_text(head['metric'], ma)} "
+                   f"for {a} against {value_text(head['metric'], mb)} for {b} ({_change(head)}); Mann-Whitney "
+                   f"{stats.p_text(head['p'])}, n = {head['n'][0]} + {head['n'][1]} runs; 95 % bootstrap CI of the "
+                   f"difference of medians {_ci_text(head)}: **{head['verdict']}**"
+                   + (f" ({head['note']})" if head["note"] else "") + ".")
+    if c.get("min_p_note"):
+        out.append(f"- Note: {c['min_p_note']}.")
+    rows = [["metric (secondary)", f"median {a}", f"median {b}", "change", "p", "n", "95 % CI of b - a", "verdict"]]
+    for t in c["tests"][1 if head else 0:]:
+        rows.append([t["label"], value_text(t["metric"], t["medians"][0]), value_text(t["metric"], t["medians"][1]),
+                     _change(t), stats.p_text(t["p"]), f"{t['n'][0]} + {t['n'][1]}", _ci_text(t),
+                     t["verdict"] + (" (CI and p disagree)" if t["verdict"] == "unclear" else "")])
+    out += ["", f"Every metric, one value per run, a = {a}, b = {b} (Mann-Whitney, two-sided; a difference is "
+                f"significant when p < {ALPHA} and the CI excludes 0):", ""] + _table(rows)
+    if c.get("untested"):
+        out.append("Not tested (not in every run): " + ", ".join(f"`{m}`" for m in c["untested"]) + ".")
+    return out
+
+
+def shape_line(label: str, shape: dict | None) -> list[str]:
+    """The shape of a configuration's pooled commit latencies: bimodal (its two modes) or one mode."""
+    if not shape:
+        return []
+    where = f"- {label}: log file sync pooled over {shape['runs']} run(s), {shape['commits']:,} commits: "
+    bi = shape["bimodal"]
+    if not bi:
+        return [where + "one mode (no second peak on a log scale)"]
+    (lo, hi), (sa, sb) = bi["modes"], bi["shares"]
+    return [where + f"**bimodal**, modes at {lo:.3g} ms ({100 * sa:.0f} % of commits) and {hi:.3g} ms "
+                    f"({100 * sb:.0f} %), split at {bi['valley']:.3g} ms; its mean describes neither"]
+
+
+def design_lines(bench: dict, disks: list[Disk]) -> list[str]:
+    """How the runs were ordered (bench.json "design"), and the open-loop runs' arrivals."""
+    d = bench.get("design")
+    counts = sorted({len([r for r in runs if r.report]) for disk in disks for runs in disk.by_blocksize().values()}
+                    - {0})
+    per = "/".join(str(n) for n in counts) or "0"
+    if not isinstance(d, dict):
+        out = [f"Run order: not recorded in bench.json (an older bench); {per} run(s) per configuration, "
+               f"each configuration's runs one after another, so a drift over time is not told apart from a "
+               f"difference between configurations."]
+    else:
+        how = (f"randomized with seed {d.get('seed')}, configurations interleaved" if d.get("randomized")
+               else "in a fixed order")
+        order = [str(x) for x in d.get("order") or []]
+        shown = ", ".join(order[:40]) + (f", ... ({len(order)} in all)" if len(order) > 40 else "")
+        out = [f"Run order: {how}; {d.get('repeats', per)} run(s) per configuration"
+               + (f"; in execution order: {shown}" if order else "") + "."]
+    entries = [r.entry for disk in disks for r in disk.runs if r.entry.get("mode") == "open"]
+    if entries:
+        kinds = sorted({f"{e.get('arrival', '?')} arrivals at {e.get('rate', '?')} commits/s" for e in entries})
+        out.append(f"Open-loop runs ({len(entries)}): {'; '.join(kinds)}; each run's offered and achieved rate "
+                   f"are in its table, and a run that did not keep up is marked so.")
+    return out + [""]
+
+
+def controls_section(controls: list[dict]) -> list[str]:
+    """Each control configuration's medians beside those of what it controls: the harness floor."""
+    if not controls:
+        return []
+    out = ["## Controls: the harness floor", "",
+           "A control run (a `null:` target, a control race) measures what the harness itself costs; the "
+           "configurations it controls are shown beside it (medians of their runs).", ""]
+    for c in controls:
+        names = [c["control"], *c["controls"]]
+        rows = [["", *(f"{n} (control)" if n == c["control"] else n for n in names)]]
+        metrics = next(iter(c["medians"].values()))
+        rows += [[METRICS[m][0], *(value_text(m, c["medians"][n][m]) for n in names)] for m in metrics]
+        out += _table(rows)
+    return out
+
+
+def seed_section(rows: list[dict]) -> list[str]:
+    """The seed figures beside the lab's values: seed | lab | agreement, with each quote's source."""
+    if not rows:
+        return []
+    out = ["## The seed's figures beside the lab's", "",
+           "A ratio is median(a) / median(b) over the runs, a value the median over a's runs; the CI is a 95 % "
+           "bootstrap over runs; a seed figure agrees when it lies inside it.", ""]
+    table = [["figure", "seed", "lab (95 % CI)", "agreement", "source", "derivation"]]
+    for r in rows:
+        unit = r.get("unit") or ""
+        lab = "-" if r.get("lab_value") is None else f"{r['lab_value']:.3g}"
+        if r.get("ci"):
+            lab += f" [{r['ci'][0]:.3g}, {r['ci'][1]:.3g}]"
+        what = f"{r.get('what')}" + (f" (`{r['metric']}`, {r.get('a')}" + (f" / {r.get('b')}" if r["lab"] == "ratio"
+                                                                           else "") + ")" if r.get("metric") else "")
+        table.append([what, f"{r.get('seed_value')} {unit}".strip(), lab, r["agreement"],
+                      f"{r.get('where') or '-'}: \"{r.get('quote') or ''}\"", r.get("derivation") or "-"])
+    return out + _table(table, numbers=False)
