@@ -9,7 +9,6 @@ lab may be up for numbers, but nothing here asserts a number's size: only where 
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -20,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from sectorlab import bench, lab
-from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.bench
@@ -143,7 +141,9 @@ def test_the_report_is_written_from_the_runs(made):
                 rep = json.loads((results / run["report"]).read_text())
                 assert run["metrics"]["transactions/s"] == rep["tps"]
     assert [c["title"] for c in summary["comparisons"]] == [c["title"] for c in _preset().compares]
-    assert {(v["blocksize"], v["override"]): v["verdict"]["allowed"] for v in summary["rules"]} == {
+    rules_seen = {(v["asm_sector_size"], v["blocksize"], v["override"]): v["verdict"]["allowed"]
+                  for v in summary["rules"]}
+    assert {k[1:]: v for k, v in rules_seen.items() if k[0] == 512} == {
         (512, False): True, (512, True): True, (4096, False): False, (4096, True): True}
     html = (results / "report.html").read_text()
     compared = sum("tests" in c for c in summary["comparisons"])
@@ -151,6 +151,27 @@ def test_the_report_is_written_from_the_runs(made):
     every = [d["comparison"] for d in summary["disks"]] + summary["comparisons"]
     shifts = sum(bool(c and c.get("shift")) for c in every)
     assert html.count('src="data:image/png;base64,') == 2 * len(summary["disks"]) + compared + shifts
+
+
+def test_every_comparison_states_its_test_p_n_and_confidence_interval(made):
+    results, _ = made
+    summary = json.loads((results / "summary.json").read_text())
+    md = (results / "report.md").read_text()
+    every = [d["comparison"] for d in summary["disks"] if d["comparison"]] + summary["comparisons"]
+    assert every and all("not_compared" not in c for c in summary["comparisons"])
+    for c in every:
+        assert c["tests"] and c["primary"] in {t["metric"] for t in c["tests"]}, c
+        for t in c["tests"]:
+            assert isinstance(t["p"], float) and 0 <= t["p"] <= 1 and t["n"] == [2, 2], t
+            lo, hi = t["ci"]
+            assert lo <= hi, t
+            assert t["verdict"] in ("significant", "within noise", "unclear"), t
+            if t["verdict"] == "significant":  # never called significant against its own interval
+                assert lo > 0 or hi < 0, t
+        assert c["min_p_note"], c  # 2 + 2 runs cannot reach p < 0.01, and the report says so
+    assert "Mann-Whitney" in md
+    seeds = summary["seed_figures"]
+    assert len(seeds) == len(_preset().seed_figures) and all(s["agreement"] for s in seeds)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])

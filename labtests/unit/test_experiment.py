@@ -86,11 +86,13 @@ def test_redo_writer_arguments_are_the_workload():
         "--log-size", str(1 << 26), "--duration", "9"]
 
 
-def test_asm_verdicts_on_512e_in_a_disk_group_of_512():
+def test_asm_verdicts_on_512e_in_disk_groups_of_512_and_4096():
     p = bench.load_preset("vsphere-512e")
-    got = {(v["blocksize"], v["override"]): v["verdict"]["allowed"]
+    got = {(v["asm_sector_size"], v["blocksize"], v["override"]): v["verdict"]["allowed"]
            for v in bench.asm_verdicts(p, {"plain-512e": (512, 4096)})}
-    assert got == {(512, False): True, (512, True): True, (4096, False): False, (4096, True): True}
+    assert got == {(512, 512, False): True, (512, 512, True): True, (512, 4096, False): False,
+                   (512, 4096, True): True, (4096, 512, False): False, (4096, 512, True): False,
+                   (4096, 4096, False): True, (4096, 4096, True): True}
 
 
 LAB = """

@@ -217,6 +217,3 @@ def _verdict_text(v: dict, short: bool = False) -> str:
     return "refused: " + error
 
 
-
-def metric_names() -> list[str]:  # placeholder until the run-level metrics land
-    return ["tps", "log_file_sync_mean_ms", "log_file_sync_p50_ms", "log_file_sync_p99_ms"]
