@@ -47,6 +47,37 @@ static void device_json(FILE *out, const struct member_result *m, double secs)
 		w ? (double)wticks / (double)w : 0, 100.0 * (double)ioticks / (secs * 1000.0));
 }
 
+static const char *arrival_name(enum arrival_mode a)
+{
+	return a == ARRIVAL_POISSON ? "poisson" : a == ARRIVAL_FIXED ? "fixed" : "closed";
+}
+
+static double offered_rate(const struct config *cfg)
+{
+	return cfg->arrival == ARRIVAL_CLOSED ? 0 : (double)cfg->rate;
+}
+
+static void load_json(FILE *out, const struct config *cfg, const struct results *r, double secs)
+{
+	fprintf(out, "\"arrival\": \"%s\", \"offered_rate\": %.1f, \"achieved_rate\": %.1f, \"arrivals\": %llu, "
+		"\"backlog_max\": %llu, \"backlog_end\": %llu, \"kept_up\": %s, \"cpu_us_per_txn\": %llu, "
+		"\"seed\": %llu, ", arrival_name(cfg->arrival), offered_rate(cfg), (double)r->transactions / secs,
+		(unsigned long long)r->arrivals, (unsigned long long)r->backlog_max, (unsigned long long)r->backlog_end,
+		r->kept_up ? "true" : "false", cfg->cpu_us_per_txn, cfg->seed);
+}
+
+static void load_text(FILE *out, const struct config *cfg, const struct results *r, double secs)
+{
+	fprintf(out, "arrival %s, offered %.1f/s, achieved %.1f/s, %llu arrivals, backlog max %llu (%llu at the end), "
+		"%s, %llu us CPU per transaction, seed %llu\n", arrival_name(cfg->arrival), offered_rate(cfg),
+		(double)r->transactions / secs, (unsigned long long)r->arrivals, (unsigned long long)r->backlog_max,
+		(unsigned long long)r->backlog_end, r->kept_up ? "kept up" : "did not keep up", cfg->cpu_us_per_txn,
+		cfg->seed);
+	if (!r->kept_up)
+		fprintf(out, "did not keep up: offered %.1f/s, achieved %.1f/s\n", offered_rate(cfg),
+			(double)r->transactions / secs);
+}
+
 void report(const struct config *cfg, struct results *r, FILE *out)
 {
 	double secs = r->elapsed_s > 0 ? r->elapsed_s : 1e-9;
@@ -65,9 +96,12 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 			(unsigned long long)r->writes_small, (unsigned long long)r->write_unit,
 			(unsigned long long)r->writes_under_unit, (unsigned long long)r->writes_unaligned_to_unit,
 			(unsigned long long)r->wraps, (double)r->bytes_written / secs / 1e6);
+		load_json(out, cfg, r, secs);
 		event_json(out, "log_file_parallel_write", &r->write_lat);
 		fprintf(out, ", ");
 		event_json(out, "log_file_sync", &r->sync_lat);
+		fprintf(out, ", ");
+		event_json(out, "commit_response", &r->response_lat);
 		fprintf(out, ", \"members_mode\": \"%s\", \"members\": [",
 			cfg->members == MEMBERS_MIRROR ? "mirror" : cfg->members == MEMBERS_RACE ? "race" : "one");
 		for (int k = 0; k < r->nmembers; k++) {
@@ -96,6 +130,7 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 		(unsigned long long)r->bytes_written, (unsigned long long)r->writes, (unsigned long long)r->writes_small,
 		(unsigned long long)r->wastage_bytes, wastage_pct, (double)r->bytes_written / secs / 1e6,
 		(unsigned long long)r->wraps);
+	load_text(out, cfg, r, secs);
 	if (r->write_unit > 4096 || r->writes_under_unit || r->writes_unaligned_to_unit)
 		fprintf(out, "device write unit %llu B (minimum I/O size): %llu of %llu writes smaller than it, %llu not "
 			"aligned to it (a device that writes whole units reads and rewrites one for each)\n",
@@ -103,6 +138,7 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 			(unsigned long long)r->writes, (unsigned long long)r->writes_unaligned_to_unit);
 	event_text(out, "log file parallel write", &r->write_lat);
 	event_text(out, "log file sync", &r->sync_lat);
+	event_text(out, "commit response", &r->response_lat);
 	if (cfg->members == MEMBERS_RACE)
 		fprintf(out, "race: %s won %llu, %s won %llu\n", r->member[0].path, (unsigned long long)r->member[0].wins,
 			r->member[1].path, (unsigned long long)r->member[1].wins);
