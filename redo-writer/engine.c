@@ -44,6 +44,7 @@ struct member {
 	dev_t rdev;
 	uint64_t next;              /* the next log write (sequence number) this member writes */
 	uint64_t behind_bytes;      /* bytes of log writes handed out that it has not written yet */
+	uint64_t syncs;             /* written by its writer thread only */
 };
 
 /* A log write handed to the members. */
@@ -124,9 +125,13 @@ static int write_member(struct shared *sh, struct member *m, uint64_t len, uint6
 			return -errno;
 		}
 		done += (uint64_t)n;
+		m->syncs += sh->cfg->sync == SYNC_ODSYNC;  /* the kernel flushes after each O_DSYNC write */
 	}
-	if (sh->cfg->sync == SYNC_FDATASYNC && fdatasync(m->fd))
-		return -errno;
+	if (sh->cfg->sync == SYNC_FDATASYNC) {
+		if (fdatasync(m->fd))
+			return -errno;
+		m->syncs++;
+	}
 	return 0;
 }
 
@@ -599,57 +604,114 @@ static void *session(void *arg)
 
 static int read_stat_file(const char *path, struct devstat *st)
 {
-	unsigned long long v[11] = { 0 };
+	unsigned long long v[17] = { 0 };
 	FILE *f = fopen(path, "r");
-	int ok;
+	int n = 0;
 
 	if (!f)
 		return -1;
-	ok = fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-		    &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]) == 11;
+	while (n < 17 && fscanf(f, "%llu", &v[n]) == 1)
+		n++;
 	fclose(f);
-	if (!ok)
+	if (n < 11)
 		return -1;
 	st->valid = 1;
 	st->writes += v[4];
 	st->sectors_written += v[6];
 	st->write_ticks_ms += v[7];
 	st->io_ticks_ms += v[9];
+	/* Fields 16 and 17 (flushes, their time) came with kernel 5.5. */
+	st->has_flushes = n >= 17;
+	st->flushes += v[15];
+	st->flush_ticks_ms += v[16];
 	return 0;
 }
 
-/*
- * The device's counters. An NVMe native-multipath head (nvmeSnN, over paths nvmeScCnN) counts no
- * I/O itself (kernel 6.1): its paths do; sum them.
- */
-static void read_devstat(const struct member *m, struct devstat *st)
+/* The kernel name of the block device `rdev` ("" if sysfs does not say). */
+static void device_name(dev_t rdev, char *name, size_t size)
 {
-	char path[300], link[300];
-	const char *name;
-	unsigned int subsys, ns;
+	char path[64], link[300];
+	const char *base;
+	size_t len;
 	ssize_t n;
+
+	*name = 0;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(rdev), minor(rdev));
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = 0;
+	base = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
+	len = strlen(base) < size ? strlen(base) : size - 1;
+	memcpy(name, base, len);
+	name[len] = 0;
+}
+
+/* A queue attribute of `rdev` (a partition's is its disk's, one level up), "" if unknown. */
+static void queue_attr(dev_t rdev, const char *attr, char *out, size_t size)
+{
+	char path[128];
+	FILE *f;
+
+	*out = 0;
+	for (int up = 0; up < 2 && !*out; up++) {
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%squeue/%s", major(rdev), minor(rdev),
+			 up ? "../" : "", attr);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(out, (int)size, f))
+			*out = 0;
+		out[strcspn(out, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+static void read_devinfo(const struct member *m, struct devinfo *info)
+{
+	char fua[8];
+
+	memset(info, 0, sizeof(*info));
+	info->fua = -1;
+	if (m->null || !m->rdev)
+		return;
+	device_name(m->rdev, info->name, sizeof(info->name));
+	queue_attr(m->rdev, "write_cache", info->write_cache, sizeof(info->write_cache));
+	queue_attr(m->rdev, "fua", fua, sizeof(fua));
+	if (*fua)
+		info->fua = fua[0] == '1';
+}
+
+/* An NVMe native-multipath head (nvme<S>n<N>, not a partition nor a path) counts no I/O itself:
+ * its path devices nvme<S>c<C>n<N> do. Sums theirs; returns how many, -1 if it is no head. */
+static int read_nvme_paths(const char *name, struct devstat *st)
+{
+	unsigned int subsys, ns;
+	char pattern[96];
+	int end = 0, n = 0;
 	glob_t g;
-	size_t i;
+
+	if (sscanf(name, "nvme%un%u%n", &subsys, &ns, &end) != 2 || name[end])
+		return -1;
+	snprintf(pattern, sizeof(pattern), "/sys/block/nvme%uc*n%u/stat", subsys, ns);
+	if (glob(pattern, 0, NULL, &g))
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		n += read_stat_file(g.gl_pathv[i], st) == 0;
+	globfree(&g);
+	return n;
+}
+
+static void read_devstat(const struct member *m, struct devinfo *info, struct devstat *st)
+{
+	char path[64];
 
 	memset(st, 0, sizeof(*st));
 	if (m->null || !m->rdev)
 		return;
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(m->rdev), minor(m->rdev));
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n > 0) {
-		link[n] = 0;
-		name = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
-		if (sscanf(name, "nvme%un%u", &subsys, &ns) == 2 && !strchr(name, 'c')) {
-			snprintf(path, sizeof(path), "/sys/block/nvme%uc*n%u/stat", subsys, ns);
-			if (glob(path, 0, NULL, &g) == 0) {
-				for (i = 0; i < g.gl_pathc; i++)
-					read_stat_file(g.gl_pathv[i], st);
-				globfree(&g);
-				if (st->valid)
-					return;
-			}
-		}
-	}
+	info->paths = read_nvme_paths(info->name, st);
+	if (info->paths > 0)
+		return;
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(m->rdev), minor(m->rdev));
 	read_stat_file(path, st);
 }
@@ -781,8 +843,10 @@ int run(const struct config *cfg, struct results *res)
 	pthread_cond_init(&sh.written_cv, NULL);
 	pthread_cond_init(&sh.job_cv, NULL);
 	sh.sessions_left = (int)cfg->sessions;
-	for (k = 0; k < sh.nmembers; k++)
-		read_devstat(&sh.m[k], &res->member[k].before);
+	for (k = 0; k < sh.nmembers; k++) {
+		read_devinfo(&sh.m[k], &res->member[k].dev);
+		read_devstat(&sh.m[k], &res->member[k].dev, &res->member[k].before);
+	}
 	sh.start_ns = now_ns();
 	sh.deadline_ns = cfg->duration_s ? sh.start_ns + cfg->duration_s * 1000000000ULL : 0;
 
@@ -807,7 +871,8 @@ int run(const struct config *cfg, struct results *res)
 		account_arrivals(&sh, ctx);
 	}
 	for (k = 0; k < sh.nmembers; k++) {
-		read_devstat(&sh.m[k], &res->member[k].after);
+		read_devstat(&sh.m[k], &res->member[k].dev, &res->member[k].after);
+		res->member[k].syncs = sh.m[k].syncs;
 		if (sh.m[k].fd >= 0)
 			close(sh.m[k].fd);
 	}

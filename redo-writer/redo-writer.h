@@ -51,10 +51,19 @@ struct samples {
 	size_t n, cap;
 };
 
-/* /sys/block/<dev>/stat counters of a block device member, before and after the run. */
+/* /sys/block/<dev>/stat counters of a block device member, before and after the run (summed
+ * over the path devices of an NVMe multipath head); the flush counters from kernel 5.5 on. */
 struct devstat {
-	int valid;
-	unsigned long long writes, sectors_written, write_ticks_ms, io_ticks_ms;
+	int valid, has_flushes;
+	unsigned long long writes, sectors_written, write_ticks_ms, io_ticks_ms, flushes, flush_ticks_ms;
+};
+
+/* The device under a block device member: what its counters were read from, and its cache. */
+struct devinfo {
+	char name[64];              /* kernel name (nvme0n1), "" if unknown */
+	int paths;                  /* NVMe multipath head: path devices summed; -1 none found */
+	char write_cache[16];       /* queue/write_cache: "write back", "write through", "" unknown */
+	int fua;                    /* queue/fua, -1 unknown */
 };
 
 struct member_result {
@@ -64,6 +73,8 @@ struct member_result {
 	uint64_t writes;            /* its own writes (a member behind in a race writes several log writes at once) */
 	int failed, error;          /* a write failed with errno `error` ... */
 	uint64_t failed_at_write;   /* ... at this log write (1 = the first); the member was dropped */
+	uint64_t syncs;             /* cache flushes it asked for: one per O_DSYNC write or fdatasync call */
+	struct devinfo dev;
 	struct devstat before, after;
 };
 
