@@ -70,10 +70,11 @@ static void device_json(FILE *out, const struct member_result *m, double secs)
 	unsigned long long requests = a->writes - b->writes, sectors = a->sectors_written - b->sectors_written;
 	unsigned long long flushes = a->flushes - b->flushes, flush_ticks = a->flush_ticks_ms - b->flush_ticks_ms;
 	unsigned long long empty = 0, w;
-	char note[256];
+	char buf[256];
+	const char *note = device_note(m, buf, sizeof(buf));
 
-	if (device_note(m, note, sizeof(note))) {
-		fprintf(out, "\"device\": null, \"device_note\": \"%s\"", device_note(m, note, sizeof(note)));
+	if (note) {
+		fprintf(out, "\"device\": null, \"device_note\": \"%s\"", note);
 		return;
 	}
 	if (!strcmp(m->dev.write_cache, "write back"))
