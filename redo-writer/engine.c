@@ -22,11 +22,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <glob.h>
+#include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -42,6 +44,7 @@ struct member {
 	dev_t rdev;
 	uint64_t next;              /* the next log write (sequence number) this member writes */
 	uint64_t behind_bytes;      /* bytes of log writes handed out that it has not written yet */
+	uint64_t syncs;             /* written by its writer thread only */
 };
 
 /* A log write handed to the members. */
@@ -61,6 +64,7 @@ struct shared {
 	uint64_t appended;          /* redo bytes committed so far (a byte position, like an SCN) */
 	uint64_t written;           /* redo bytes durable so far */
 	uint64_t txns_started, txns_done;
+	uint64_t last_done_ns;      /* when the last commit completed */
 	int stop, failed, sessions_left;
 	struct member m[2];
 	int nmembers;
@@ -70,6 +74,23 @@ struct shared {
 	/* log writes handed to the members: ring[seq % ring_size] for seq in [released, issued) */
 	struct job *ring;
 	uint64_t ring_size, issued, released;
+};
+
+/* A session's open-loop arrival schedule: times in ns since the start of the run. */
+struct schedule {
+	enum arrival_mode mode;
+	double interval_ns;         /* between arrivals (Poisson: the mean) */
+	double phase_ns;            /* fixed: the first arrival */
+	uint64_t rng;               /* Poisson: splitmix64 state */
+	uint64_t count;             /* arrivals before `next` */
+	uint64_t next;              /* the next arrival */
+};
+
+struct session_ctx {
+	struct shared *sh;
+	struct schedule taken;      /* the next commit to start; its count: commits started */
+	struct schedule arrived;    /* the same schedule, walked up to now: the commits that arrived */
+	uint64_t backlog_max;
 };
 
 static uint64_t now_ns(void)
@@ -104,9 +125,13 @@ static int write_member(struct shared *sh, struct member *m, uint64_t len, uint6
 			return -errno;
 		}
 		done += (uint64_t)n;
+		m->syncs += sh->cfg->sync == SYNC_ODSYNC;  /* the kernel flushes after each O_DSYNC write */
 	}
-	if (sh->cfg->sync == SYNC_FDATASYNC && fdatasync(m->fd))
-		return -errno;
+	if (sh->cfg->sync == SYNC_FDATASYNC) {
+		if (fdatasync(m->fd))
+			return -errno;
+		m->syncs++;
+	}
 	return 0;
 }
 
@@ -387,55 +412,186 @@ static void *log_writer(void *arg)
 	return NULL;
 }
 
+/* splitmix64 (Steele, Lea, Flood 2014): a small generator that is enough for arrival times. */
+static uint64_t splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* An exponential inter-arrival time: -log(u) times the mean, u uniform in (0, 1]. */
+static uint64_t exponential_gap(struct schedule *s)
+{
+	double u = (double)(splitmix64(&s->rng) >> 11) * 0x1.0p-53;
+
+	return (uint64_t)llround(-log1p(-u) * s->interval_ns);
+}
+
+static void schedule_init(struct schedule *s, const struct config *cfg, unsigned long long idx)
+{
+	uint64_t seed = cfg->seed ^ (idx + 1) * 0xd1b54a32d192ed03ULL;
+
+	s->mode = cfg->arrival;
+	s->interval_ns = 1e9 * (double)cfg->sessions / (double)cfg->rate;
+	s->rng = splitmix64(&seed);
+	s->count = 0;
+	/* Fixed: the sessions' schedules are staggered over one interval, so that together their
+	 * commits are evenly spaced rather than all at once. */
+	s->phase_ns = s->interval_ns * (double)idx / (double)cfg->sessions;
+	s->next = s->mode == ARRIVAL_FIXED ? (uint64_t)s->phase_ns : exponential_gap(s);
+}
+
+static void schedule_advance(struct schedule *s)
+{
+	s->count++;
+	if (s->mode == ARRIVAL_FIXED)
+		s->next = (uint64_t)(s->phase_ns + (double)s->count * s->interval_ns);
+	else
+		s->next += exponential_gap(s);
+}
+
+/* The arrivals up to and including time `t` (ns since the start). */
+static uint64_t schedule_count_until(struct schedule *s, uint64_t t)
+{
+	while (s->next <= t)
+		schedule_advance(s);
+	return s->count;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* A transaction's work: CPU, not a sleep, so that on a busy vCPU it costs what CPU costs there. */
+static void burn_cpu(uint64_t ns)
+{
+	uint64_t until;
+
+	if (!ns)
+		return;
+	until = thread_cpu_ns() + ns;
+	while (thread_cpu_ns() < until)
+		;
+}
+
+/* Whether the run has no more commits for sessions to start. */
+static int run_over(struct shared *sh)
+{
+	const struct config *cfg = sh->cfg;
+
+	return __atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE) ||
+	       (cfg->transactions && __atomic_load_n(&sh->txns_started, __ATOMIC_RELAXED) >= cfg->transactions) ||
+	       (sh->deadline_ns && now_ns() >= sh->deadline_ns);
+}
+
+/* Open loop: sleep until the next commit arrives; 0 when the run is over first. A long sleep
+ * wakes every 100 ms to see whether the others finished the run. */
+static int wait_for_arrival(struct session_ctx *ctx)
+{
+	struct shared *sh = ctx->sh;
+	uint64_t arrival = sh->start_ns + ctx->taken.next, now;
+
+	if (sh->deadline_ns && arrival >= sh->deadline_ns)
+		return 0;
+	while ((now = now_ns()) < arrival) {
+		if (run_over(sh))
+			return 0;
+		sleep_until(arrival - now > 100000000ULL ? now + 100000000ULL : arrival);
+	}
+	return 1;
+}
+
+/* Counts a transaction as started; 0 when the run has no more. */
+static int take_transaction(struct shared *sh)
+{
+	const struct config *cfg = sh->cfg;
+
+	if (__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE) || (sh->deadline_ns && now_ns() >= sh->deadline_ns))
+		return 0;
+	return !cfg->transactions || __atomic_fetch_add(&sh->txns_started, 1, __ATOMIC_RELAXED) < cfg->transactions;
+}
+
+/* Commits one transaction's redo and waits until it is written; `arrival` is when it arrived. */
+static void commit(struct shared *sh, uint64_t arrival)
+{
+	const struct config *cfg = sh->cfg;
+	uint64_t target, t0, t1;
+
+	pthread_mutex_lock(&sh->lock);
+	t0 = now_ns();
+	sh->appended += cfg->redo_per_txn;
+	target = sh->appended;
+	/* Post the log writer after letting go of the lock, so that it does not wake up only to
+	 * block on the lock this session still holds (one futex round trip less per commit). */
+	pthread_mutex_unlock(&sh->lock);
+	pthread_cond_signal(&sh->work);
+	pthread_mutex_lock(&sh->lock);
+	if (cfg->spin_us && sh->written < target) {
+		/* Like adaptive "log file sync" polling: check for the write before sleeping on it. */
+		uint64_t until = now_ns() + cfg->spin_us * 1000ULL;
+
+		pthread_mutex_unlock(&sh->lock);
+		while (__atomic_load_n(&sh->written, __ATOMIC_ACQUIRE) < target &&
+		       !__atomic_load_n(&sh->failed, __ATOMIC_ACQUIRE) && now_ns() < until)
+			__builtin_ia32_pause();
+		pthread_mutex_lock(&sh->lock);
+	}
+	while (sh->written < target && !sh->failed)
+		pthread_cond_wait(&sh->written_cv, &sh->lock);
+	t1 = now_ns();
+	if (!sh->failed) {
+		sh->txns_done++;
+		sh->last_done_ns = t1;
+		sh->res->redo_bytes += cfg->redo_per_txn;
+		if (samples_add(&sh->res->sync_lat, t1 - t0, t1 - sh->start_ns) ||
+		    samples_add(&sh->res->response_lat, t1 - arrival, t1 - sh->start_ns))
+			sh->failed = sh->stop = 1;
+	}
+	pthread_mutex_unlock(&sh->lock);
+}
+
+/* Open loop, after a commit: the commits that have arrived and wait for the session. */
+static void note_backlog(struct session_ctx *ctx)
+{
+	uint64_t arrived = schedule_count_until(&ctx->arrived, now_ns() - ctx->sh->start_ns);
+	uint64_t backlog = arrived - ctx->taken.count;
+
+	if (backlog > ctx->backlog_max)
+		ctx->backlog_max = backlog;
+}
+
 static void *session(void *arg)
 {
-	struct shared *sh = arg;
-	const struct config *cfg = sh->cfg;
-	uint64_t interval = cfg->rate ? 1000000000ULL * cfg->sessions / cfg->rate : 0;
-	uint64_t next = now_ns();
+	struct session_ctx *ctx = arg;
+	struct shared *sh = ctx->sh;
+	int open_loop = sh->cfg->arrival != ARRIVAL_CLOSED;
 
+	/* A session sleeps until its next commit arrives: without this, the kernel may wake it up to
+	 * 50 us late (the default timer slack), and that would count in every commit_response. */
+	if (open_loop)
+		prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	for (;;) {
-		uint64_t target, t0, t1;
+		uint64_t arrival;
 
-		if (interval) {
-			next += interval;
-			sleep_until(next);
-		}
-		pthread_mutex_lock(&sh->lock);
-		if (sh->stop || (cfg->transactions && sh->txns_started >= cfg->transactions) ||
-		    (sh->deadline_ns && now_ns() >= sh->deadline_ns)) {
-			pthread_mutex_unlock(&sh->lock);
+		if (open_loop && !wait_for_arrival(ctx))
 			break;
-		}
-		sh->txns_started++;
-		t0 = now_ns();
-		sh->appended += cfg->redo_per_txn;
-		target = sh->appended;
-		/* Post the log writer after letting go of the lock, so that it does not wake up only to
-		 * block on the lock this session still holds (one futex round trip less per commit). */
-		pthread_mutex_unlock(&sh->lock);
-		pthread_cond_signal(&sh->work);
-		pthread_mutex_lock(&sh->lock);
-		if (cfg->spin_us && sh->written < target) {
-			/* Like adaptive "log file sync" polling: check for the write before sleeping on it. */
-			uint64_t until = now_ns() + cfg->spin_us * 1000ULL;
-
-			pthread_mutex_unlock(&sh->lock);
-			while (__atomic_load_n(&sh->written, __ATOMIC_ACQUIRE) < target &&
-			       !__atomic_load_n(&sh->failed, __ATOMIC_ACQUIRE) && now_ns() < until)
-				__builtin_ia32_pause();
-			pthread_mutex_lock(&sh->lock);
-		}
-		while (sh->written < target && !sh->failed)
-			pthread_cond_wait(&sh->written_cv, &sh->lock);
-		t1 = now_ns();
-		if (!sh->failed) {
-			sh->txns_done++;
-			sh->res->redo_bytes += cfg->redo_per_txn;
-			if (samples_add(&sh->res->sync_lat, t1 - t0, t1 - sh->start_ns))
-				sh->failed = sh->stop = 1;
-		}
-		pthread_mutex_unlock(&sh->lock);
+		/* A commit queued behind the previous one arrived at its scheduled time: its wait counts. */
+		arrival = open_loop ? sh->start_ns + ctx->taken.next : now_ns();
+		if (!take_transaction(sh))
+			break;
+		if (open_loop)
+			schedule_advance(&ctx->taken);
+		burn_cpu(sh->cfg->cpu_us_per_txn * 1000ULL);
+		commit(sh, arrival);
+		if (open_loop)
+			note_backlog(ctx);
 	}
 	pthread_mutex_lock(&sh->lock);
 	if (--sh->sessions_left == 0) {
@@ -448,57 +604,114 @@ static void *session(void *arg)
 
 static int read_stat_file(const char *path, struct devstat *st)
 {
-	unsigned long long v[11] = { 0 };
+	unsigned long long v[17] = { 0 };
 	FILE *f = fopen(path, "r");
-	int ok;
+	int n = 0;
 
 	if (!f)
 		return -1;
-	ok = fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-		    &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]) == 11;
+	while (n < 17 && fscanf(f, "%llu", &v[n]) == 1)
+		n++;
 	fclose(f);
-	if (!ok)
+	if (n < 11)
 		return -1;
 	st->valid = 1;
 	st->writes += v[4];
 	st->sectors_written += v[6];
 	st->write_ticks_ms += v[7];
 	st->io_ticks_ms += v[9];
+	/* Fields 16 and 17 (flushes, their time) came with kernel 5.5. */
+	st->has_flushes = n >= 17;
+	st->flushes += v[15];
+	st->flush_ticks_ms += v[16];
 	return 0;
 }
 
-/*
- * The device's counters. An NVMe native-multipath head (nvmeSnN, over paths nvmeScCnN) counts no
- * I/O itself (kernel 6.1): its paths do; sum them.
- */
-static void read_devstat(const struct member *m, struct devstat *st)
+/* The kernel name of the block device `rdev` ("" if sysfs does not say). */
+static void device_name(dev_t rdev, char *name, size_t size)
 {
-	char path[300], link[300];
-	const char *name;
-	unsigned int subsys, ns;
+	char path[64], link[300];
+	const char *base;
+	size_t len;
 	ssize_t n;
+
+	*name = 0;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(rdev), minor(rdev));
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = 0;
+	base = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
+	len = strlen(base) < size ? strlen(base) : size - 1;
+	memcpy(name, base, len);
+	name[len] = 0;
+}
+
+/* A queue attribute of `rdev` (a partition's is its disk's, one level up), "" if unknown. */
+static void queue_attr(dev_t rdev, const char *attr, char *out, size_t size)
+{
+	char path[128];
+	FILE *f;
+
+	*out = 0;
+	for (int up = 0; up < 2 && !*out; up++) {
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%squeue/%s", major(rdev), minor(rdev),
+			 up ? "../" : "", attr);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(out, (int)size, f))
+			*out = 0;
+		out[strcspn(out, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+static void read_devinfo(const struct member *m, struct devinfo *info)
+{
+	char fua[8];
+
+	memset(info, 0, sizeof(*info));
+	info->fua = -1;
+	if (m->null || !m->rdev)
+		return;
+	device_name(m->rdev, info->name, sizeof(info->name));
+	queue_attr(m->rdev, "write_cache", info->write_cache, sizeof(info->write_cache));
+	queue_attr(m->rdev, "fua", fua, sizeof(fua));
+	if (*fua)
+		info->fua = fua[0] == '1';
+}
+
+/* An NVMe native-multipath head (nvme<S>n<N>, not a partition nor a path) counts no I/O itself:
+ * its path devices nvme<S>c<C>n<N> do. Sums theirs; returns how many, -1 if it is no head. */
+static int read_nvme_paths(const char *name, struct devstat *st)
+{
+	unsigned int subsys, ns;
+	char pattern[96];
+	int end = 0, n = 0;
 	glob_t g;
-	size_t i;
+
+	if (sscanf(name, "nvme%un%u%n", &subsys, &ns, &end) != 2 || name[end])
+		return -1;
+	snprintf(pattern, sizeof(pattern), "/sys/block/nvme%uc*n%u/stat", subsys, ns);
+	if (glob(pattern, 0, NULL, &g))
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		n += read_stat_file(g.gl_pathv[i], st) == 0;
+	globfree(&g);
+	return n;
+}
+
+static void read_devstat(const struct member *m, struct devinfo *info, struct devstat *st)
+{
+	char path[64];
 
 	memset(st, 0, sizeof(*st));
 	if (m->null || !m->rdev)
 		return;
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(m->rdev), minor(m->rdev));
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n > 0) {
-		link[n] = 0;
-		name = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
-		if (sscanf(name, "nvme%un%u", &subsys, &ns) == 2 && !strchr(name, 'c')) {
-			snprintf(path, sizeof(path), "/sys/block/nvme%uc*n%u/stat", subsys, ns);
-			if (glob(path, 0, NULL, &g) == 0) {
-				for (i = 0; i < g.gl_pathc; i++)
-					read_stat_file(g.gl_pathv[i], st);
-				globfree(&g);
-				if (st->valid)
-					return;
-			}
-		}
-	}
+	info->paths = read_nvme_paths(info->name, st);
+	if (info->paths > 0)
+		return;
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(m->rdev), minor(m->rdev));
 	read_stat_file(path, st);
 }
@@ -543,11 +756,59 @@ open_failed:
 	return -1;
 }
 
+/*
+ * Open loop, after the run: the commits that arrived in the measured time, the backlog left at
+ * its end, and whether the run kept up (see --help). The measured time ends with the last commit
+ * or with --duration, whichever is later: not when a session sleeping for an arrival after the
+ * last --transactions commit noticed that the run was over.
+ */
+static void account_arrivals(struct shared *sh, struct session_ctx *ctx)
+{
+	const struct config *cfg = sh->cfg;
+	struct results *res = sh->res;
+	uint64_t end = sh->last_done_ns > sh->deadline_ns ? sh->last_done_ns : sh->deadline_ns;
+	unsigned long long i;
+	int backlog_ok = 1;
+
+	if (end <= sh->start_ns)
+		return;
+	res->elapsed_s = (double)(end - sh->start_ns) / 1e9;
+	for (i = 0; i < cfg->sessions; i++) {
+		uint64_t arrived = schedule_count_until(&ctx[i].arrived, end - sh->start_ns - 1);
+		uint64_t backlog = arrived > ctx[i].taken.count ? arrived - ctx[i].taken.count : 0;
+
+		res->arrivals += arrived;
+		res->backlog_end += backlog;
+		backlog_ok &= backlog <= 1;
+		if (ctx[i].backlog_max > res->backlog_max)
+			res->backlog_max = ctx[i].backlog_max;
+		if (backlog > res->backlog_max)
+			res->backlog_max = backlog;
+	}
+	res->kept_up = backlog_ok && (double)res->transactions / res->elapsed_s >= 0.98 * (double)cfg->rate;
+}
+
+static void start_sessions(struct shared *sh, struct session_ctx *ctx, pthread_t *threads)
+{
+	const struct config *cfg = sh->cfg;
+	unsigned long long i;
+
+	for (i = 0; i < cfg->sessions; i++) {
+		ctx[i].sh = sh;
+		if (cfg->arrival != ARRIVAL_CLOSED) {
+			schedule_init(&ctx[i].taken, cfg, i);
+			ctx[i].arrived = ctx[i].taken;
+		}
+		pthread_create(&threads[i], NULL, session, &ctx[i]);
+	}
+}
+
 int run(const struct config *cfg, struct results *res)
 {
 	struct shared sh = { .cfg = cfg, .res = res, .m = { { .fd = -1 }, { .fd = -1 } } };
 	pthread_t writer, member_threads[2], *threads;
 	struct member_arg member_args[2];
+	struct session_ctx *ctx;
 	unsigned long long i;
 	int rc = 0, k;
 
@@ -574,15 +835,18 @@ int run(const struct config *cfg, struct results *res)
 	sh.ring_size = cfg->max_write / cfg->blocksize + 2;
 	sh.ring = calloc(sh.ring_size, sizeof(*sh.ring));
 	threads = calloc(cfg->sessions, sizeof(*threads));
-	if (!threads || !sh.ring)
+	ctx = calloc(cfg->sessions, sizeof(*ctx));
+	if (!threads || !ctx || !sh.ring)
 		return -1;
 	pthread_mutex_init(&sh.lock, NULL);
 	pthread_cond_init(&sh.work, NULL);
 	pthread_cond_init(&sh.written_cv, NULL);
 	pthread_cond_init(&sh.job_cv, NULL);
 	sh.sessions_left = (int)cfg->sessions;
-	for (k = 0; k < sh.nmembers; k++)
-		read_devstat(&sh.m[k], &res->member[k].before);
+	for (k = 0; k < sh.nmembers; k++) {
+		read_devinfo(&sh.m[k], &res->member[k].dev);
+		read_devstat(&sh.m[k], &res->member[k].dev, &res->member[k].before);
+	}
 	sh.start_ns = now_ns();
 	sh.deadline_ns = cfg->duration_s ? sh.start_ns + cfg->duration_s * 1000000000ULL : 0;
 
@@ -591,8 +855,7 @@ int run(const struct config *cfg, struct results *res)
 		pthread_create(&member_threads[k], NULL, member_writer, &member_args[k]);
 	}
 	pthread_create(&writer, NULL, log_writer, &sh);
-	for (i = 0; i < cfg->sessions; i++)
-		pthread_create(&threads[i], NULL, session, &sh);
+	start_sessions(&sh, ctx, threads);
 	for (i = 0; i < cfg->sessions; i++)
 		pthread_join(threads[i], NULL);
 	pthread_join(writer, NULL);
@@ -601,8 +864,15 @@ int run(const struct config *cfg, struct results *res)
 
 	res->elapsed_s = (double)(now_ns() - sh.start_ns) / 1e9;
 	res->transactions = sh.txns_done;
+	res->arrivals = sh.txns_done;  /* closed loop: a commit arrives when its session starts it */
+	res->kept_up = 1;
+	if (cfg->arrival != ARRIVAL_CLOSED) {
+		res->arrivals = 0;
+		account_arrivals(&sh, ctx);
+	}
 	for (k = 0; k < sh.nmembers; k++) {
-		read_devstat(&sh.m[k], &res->member[k].after);
+		read_devstat(&sh.m[k], &res->member[k].dev, &res->member[k].after);
+		res->member[k].syncs = sh.m[k].syncs;
 		if (sh.m[k].fd >= 0)
 			close(sh.m[k].fd);
 	}
@@ -613,5 +883,6 @@ int run(const struct config *cfg, struct results *res)
 	free(sh.ring);
 	free(sh.buf);
 	free(threads);
+	free(ctx);
 	return rc;
 }

@@ -26,28 +26,35 @@ struct opt {
 	const char *def;
 	unsigned long long min, max;
 	const char *choices;  /* for OPT_STR: '|'-separated, NULL: any */
+	const char *hint;     /* what to do when the value is out of range, or NULL */
 	const char *value;
 	int given;
 };
 
 static struct opt run_opts[] = {
-	{ "target", OPT_STR, "file or block device to write redo to ('null:' writes nothing)", NULL, 0, 0, NULL, NULL, 0 },
-	{ "mirror", OPT_STR, "second log member: a commit completes when both writes are done (multiplexed redo)", NULL, 0, 0, NULL, NULL, 0 },
-	{ "race", OPT_STR, "second log member: a commit completes when the first write is done (smart flash logging)", NULL, 0, 0, NULL, NULL, 0 },
-	{ "events", OPT_STR, "CSV file for every write and commit latency (for plots and statistical tests)", NULL, 0, 0, NULL, NULL, 0 },
-	{ "blocksize", OPT_NUM, "redo block size in bytes", "512", 512, 4096, "512|1024|4096", NULL, 0 },
-	{ "sessions", OPT_NUM, "committing sessions (threads)", "1", 1, 4096, NULL, NULL, 0 },
-	{ "duration", OPT_NUM, "seconds to run (or --transactions)", "10", 1, 86400, NULL, NULL, 0 },
-	{ "transactions", OPT_NUM, "commits to run over all sessions (instead of --duration)", NULL, 1, 1ULL << 40, NULL, NULL, 0 },
-	{ "redo-per-txn", OPT_NUM, "redo bytes each commit generates", "512", 1, 64ULL << 20, NULL, NULL, 0 },
-	{ "rate", OPT_NUM, "commits per second over all sessions (0: as fast as possible)", "0", 0, 10000000, NULL, NULL, 0 },
-	{ "sync", OPT_STR, "how writes are made durable", "odsync", 0, 0, "odsync|fdatasync", NULL, 0 },
-	{ "log-size", OPT_NUM, "size of the log; writes wrap to its start (a log switch)", "67108864", 65536, 1ULL << 44, NULL, NULL, 0 },
-	{ "max-write", OPT_NUM, "log buffer: the largest single write", "1048576", 4096, 64ULL << 20, NULL, NULL, 0 },
-	{ "spin-us", OPT_NUM, "microseconds the log writer and sessions poll before sleeping (0: always sleep)", "0", 0, 100000, NULL, NULL, 0 },
-	{ "output", OPT_STR, "report format", "text", 0, 0, "text|json", NULL, 0 },
-	{ "force", OPT_FLAG, "write to a block device even if it looks in use", NULL, 0, 0, NULL, NULL, 0 },
-	{ NULL, 0, NULL, NULL, 0, 0, NULL, NULL, 0 },
+	{ "target", OPT_STR, "file or block device to write redo to ('null:' writes nothing)", NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ "mirror", OPT_STR, "second log member: a commit completes when both writes are done (multiplexed redo)", NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ "race", OPT_STR, "second log member: a commit completes when the first write is done (smart flash logging)", NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ "events", OPT_STR, "CSV file for every write and commit latency (for plots and statistical tests)", NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ "blocksize", OPT_NUM, "redo block size in bytes", "512", 512, 4096, "512|1024|4096", NULL, NULL, 0 },
+	{ "sessions", OPT_NUM, "committing sessions (threads)", "1", 1, 4096, NULL, NULL, NULL, 0 },
+	{ "duration", OPT_NUM, "seconds to run (or --transactions)", "10", 1, 86400, NULL, NULL, NULL, 0 },
+	{ "transactions", OPT_NUM, "commits to run over all sessions (instead of --duration)", NULL, 1, 1ULL << 40, NULL, NULL, NULL, 0 },
+	{ "redo-per-txn", OPT_NUM, "redo bytes each commit generates", "512", 1, 64ULL << 20, NULL, NULL, NULL, 0 },
+	{ "rate", OPT_NUM, "commits per second over all sessions (0: closed loop, as fast as possible); at most 1000000 per session", "0", 0, 10000000, NULL,
+	  "a rate the lab cannot offer: ask for fewer commits per second", NULL, 0 },
+	{ "arrival", OPT_STR, "how commits arrive: closed loop, or open loop evenly spaced (fixed) or Poisson; "
+	  "default closed, or fixed with --rate", NULL, 0, 0, "closed|fixed|poisson", NULL, NULL, 0 },
+	{ "seed", OPT_NUM, "seed of the Poisson arrival schedules (each session's from it and its index)", "1", 0, ~0ULL, NULL, NULL, NULL, 0 },
+	{ "cpu-us-per-txn", OPT_NUM, "CPU microseconds a session spends on each transaction before its commit (a busy "
+	  "loop on the thread's CPU clock)", "0", 0, 1000000, NULL, NULL, NULL, 0 },
+	{ "sync", OPT_STR, "how writes are made durable", "odsync", 0, 0, "odsync|fdatasync", NULL, NULL, 0 },
+	{ "log-size", OPT_NUM, "size of the log; writes wrap to its start (a log switch)", "67108864", 65536, 1ULL << 44, NULL, NULL, NULL, 0 },
+	{ "max-write", OPT_NUM, "log buffer: the largest single write", "1048576", 4096, 64ULL << 20, NULL, NULL, NULL, 0 },
+	{ "spin-us", OPT_NUM, "microseconds the log writer and sessions poll before sleeping (0: always sleep)", "0", 0, 100000, NULL, NULL, NULL, 0 },
+	{ "output", OPT_STR, "report format", "text", 0, 0, "text|json", NULL, NULL, 0 },
+	{ "force", OPT_FLAG, "write to a block device even if it looks in use", NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, 0 },
 };
 
 static void usage(FILE *out)
@@ -65,6 +72,12 @@ static void usage(FILE *out)
 			snprintf(range, sizeof(range), " {%s}", o->choices);
 		fprintf(out, "  --%-14s %s%s%s%s\n", o->name, o->help, range, o->def ? ", default " : "", o->def ? o->def : "");
 	}
+	fputs("\nOpen loop (--arrival fixed|poisson): each session has a schedule of rate/sessions commits per second\n"
+	      "of its own; a commit that arrives while its session is busy waits for it (it is queued, not dropped).\n"
+	      "commit_response: from a commit's arrival to its redo written (closed loop: it arrives when its session\n"
+	      "starts it, so it is the transaction's CPU plus its log file sync). kept_up: closed loop, true; open loop,\n"
+	      "achieved_rate (transactions / elapsed) >= 0.98 x offered_rate and no session has more than one commit\n"
+	      "arrived and not started when the run ends.\n", out);
 }
 
 static struct opt *find_opt(struct opt *table, const char *name)
@@ -92,7 +105,8 @@ static int parse_num(const struct opt *o, const char *text, unsigned long long *
 		return -1;
 	}
 	if (v < o->min || v > o->max) {
-		fprintf(stderr, "%s: --%s %llu is out of range: expected %llu to %llu\n", PROG, o->name, v, o->min, o->max);
+		fprintf(stderr, "%s: --%s %llu is out of range: expected %llu to %llu%s%s\n", PROG, o->name, v, o->min, o->max,
+			o->hint ? "; " : "", o->hint ? o->hint : "");
 		return -1;
 	}
 	if (o->choices) {
@@ -212,6 +226,36 @@ static int same_file(const char *a, const char *b)
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* The arrival mode against --rate, and a rate the sessions can be offered. */
+static int check_arrival(struct config *cfg)
+{
+	const char *arrival = str(run_opts, "arrival");
+
+	if (!arrival)
+		arrival = cfg->rate ? "fixed" : "closed";
+	if (check_choice(find_opt(run_opts, "arrival"), arrival))
+		return -1;
+	cfg->arrival = !strcmp(arrival, "poisson") ? ARRIVAL_POISSON : !strcmp(arrival, "fixed") ? ARRIVAL_FIXED :
+		       ARRIVAL_CLOSED;
+	if (cfg->arrival == ARRIVAL_CLOSED && cfg->rate) {
+		fprintf(stderr, "%s: --arrival closed with --rate %llu: a closed loop commits as fast as it can; drop "
+			"--rate, or give --arrival fixed|poisson\n", PROG, cfg->rate);
+		return -1;
+	}
+	if (cfg->arrival != ARRIVAL_CLOSED && !cfg->rate) {
+		fprintf(stderr, "%s: --arrival %s needs --rate (commits per second over all sessions, 1 to 10000000)\n",
+			PROG, arrival);
+		return -1;
+	}
+	if (cfg->rate > 1000000ULL * cfg->sessions) {
+		fprintf(stderr, "%s: --rate %llu over %llu session(s) is an arrival every %.3f us per session: expected at "
+			"least 1 us apart (at most 1000000 per session); lower --rate or raise --sessions\n", PROG,
+			cfg->rate, cfg->sessions, 1e6 * (double)cfg->sessions / (double)cfg->rate);
+		return -1;
+	}
+	return 0;
+}
+
 static int build_config(struct config *cfg)
 {
 	const char *sync, *output;
@@ -227,7 +271,8 @@ static int build_config(struct config *cfg)
 	    num(run_opts, "duration", &cfg->duration_s) || num(run_opts, "transactions", &cfg->transactions) ||
 	    num(run_opts, "redo-per-txn", &cfg->redo_per_txn) || num(run_opts, "rate", &cfg->rate) ||
 	    num(run_opts, "log-size", &cfg->log_size) || num(run_opts, "max-write", &max_write) ||
-	    num(run_opts, "spin-us", &cfg->spin_us))
+	    num(run_opts, "spin-us", &cfg->spin_us) || num(run_opts, "seed", &cfg->seed) ||
+	    num(run_opts, "cpu-us-per-txn", &cfg->cpu_us_per_txn) || check_arrival(cfg))
 		return -1;
 	if (find_opt(run_opts, "transactions")->given) {
 		if (find_opt(run_opts, "duration")->given) {
@@ -390,6 +435,7 @@ int main(int argc, char **argv)
 		report(&cfg, &res, stdout);
 	samples_free(&res.write_lat);
 	samples_free(&res.sync_lat);
+	samples_free(&res.response_lat);
 	/* Exit status: 0 done; 1 the run failed (an I/O error with no member left); 2 bad input,
 	 * nothing written; 3 done, but a log member failed and was dropped (the report names it). */
 	return rc == -2 ? 2 : rc == 1 ? 3 : rc ? 1 : 0;

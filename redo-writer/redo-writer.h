@@ -19,6 +19,9 @@ enum sync_mode { SYNC_ODSYNC, SYNC_FDATASYNC };
  * as Exadata smart flash logging writes to disk and flash at once). */
 enum members_mode { MEMBERS_ONE, MEMBERS_MIRROR, MEMBERS_RACE };
 enum output_mode { OUTPUT_TEXT, OUTPUT_JSON };
+/* How commits arrive: closed, each session commits again as soon as its last commit is done; open
+ * loop, on a schedule of its own (evenly spaced or Poisson), whether or not the last one is done. */
+enum arrival_mode { ARRIVAL_CLOSED, ARRIVAL_FIXED, ARRIVAL_POISSON };
 
 struct config {
 	const char *target;
@@ -30,7 +33,10 @@ struct config {
 	unsigned long long duration_s;      /* 0: run --transactions */
 	unsigned long long transactions;    /* total, 0: run --duration */
 	unsigned long long redo_per_txn;
-	unsigned long long rate;            /* commits per second over all sessions, 0: as fast as possible */
+	unsigned long long rate;            /* commits per second over all sessions, 0: closed loop */
+	enum arrival_mode arrival;
+	unsigned long long seed;            /* of the Poisson arrival schedules */
+	unsigned long long cpu_us_per_txn;  /* CPU a session spends on a transaction before its commit */
 	unsigned long long log_size;
 	unsigned long long max_write;       /* the log buffer: the largest single write */
 	unsigned long long spin_us;         /* poll this long before sleeping on a condition */
@@ -45,10 +51,19 @@ struct samples {
 	size_t n, cap;
 };
 
-/* /sys/block/<dev>/stat counters of a block device member, before and after the run. */
+/* /sys/block/<dev>/stat counters of a block device member, before and after the run (summed
+ * over the path devices of an NVMe multipath head); the flush counters from kernel 5.5 on. */
 struct devstat {
-	int valid;
-	unsigned long long writes, sectors_written, write_ticks_ms, io_ticks_ms;
+	int valid, has_flushes;
+	unsigned long long writes, sectors_written, write_ticks_ms, io_ticks_ms, flushes, flush_ticks_ms;
+};
+
+/* The device under a block device member: what its counters were read from, and its cache. */
+struct devinfo {
+	char name[64];              /* kernel name (nvme0n1), "" if unknown */
+	int paths;                  /* NVMe multipath head: path devices summed; -1 none found */
+	char write_cache[16];       /* queue/write_cache: "write back", "write through", "" unknown */
+	int fua;                    /* queue/fua, -1 unknown */
 };
 
 struct member_result {
@@ -58,6 +73,8 @@ struct member_result {
 	uint64_t writes;            /* its own writes (a member behind in a race writes several log writes at once) */
 	int failed, error;          /* a write failed with errno `error` ... */
 	uint64_t failed_at_write;   /* ... at this log write (1 = the first); the member was dropped */
+	uint64_t syncs;             /* cache flushes it asked for: one per O_DSYNC write or fdatasync call */
+	struct devinfo dev;
 	struct devstat before, after;
 };
 
@@ -79,6 +96,12 @@ struct results {
 	 * the device read-modify-write a unit). */
 	uint64_t write_unit, writes_under_unit, writes_unaligned_to_unit;
 	struct samples write_lat, sync_lat;
+	/* From a commit's arrival to its redo written: queueing for the session, CPU, log file sync. */
+	struct samples response_lat;
+	/* Open loop: the commits scheduled in the measured time, the most any session had arrived and
+	 * not started after a commit, the same at the end over all sessions; whether the run kept up. */
+	uint64_t arrivals, backlog_max, backlog_end;
+	int kept_up;
 	struct member_result member[2];
 	int nmembers;
 };

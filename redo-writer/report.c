@@ -30,21 +30,101 @@ static void event_text(FILE *out, const char *name, struct samples *s)
 		l.p999_us, l.max_us, l.over_1ms_pct, l.over_10ms_pct, l.over_20ms_pct);
 }
 
-/* The device's own view of the run, from /sys/block/<dev>/stat (as iostat computes it). */
+/* Why a member has no device block; NULL when it has one. */
+static const char *device_note(const struct member_result *m, char *buf, size_t size)
+{
+	const char *name = *m->dev.name ? m->dev.name : m->path;
+
+	if (!strcmp(m->path, "null:"))
+		return "null: writes nothing";
+	if (!m->is_blockdev)
+		return "not a block device: the counters of the device under a file count its other I/O too";
+	if (!m->before.valid || !m->after.valid)
+		snprintf(buf, size, "cannot read the I/O counters of %s in /sys/dev/block", name);
+	else if (m->writes && m->after.writes == m->before.writes && !m->dev.paths)
+		snprintf(buf, size, "the counters of %s did not move over %llu writes: an NVMe multipath head counts no "
+			 "I/O itself, and no path device (nvme<S>c<C>n<N>) of it was found in /sys/block", name,
+			 (unsigned long long)m->writes);
+	else if (m->writes && m->after.writes == m->before.writes)
+		snprintf(buf, size, "the counters of %s did not move over %llu writes: the device does not account its "
+			 "I/O", name, (unsigned long long)m->writes);
+	else
+		return NULL;
+	return buf;
+}
+
+static void json_string_or_null(FILE *out, const char *s)
+{
+	fprintf(out, *s ? "\"%s\"" : "null", s);
+}
+
+/*
+ * The device's own view of the run, from /sys/block/<dev>/stat. Each O_DSYNC write (or
+ * fdatasync) on a device whose cache is write back makes the kernel send an empty flush, a write
+ * request of no sectors that the counters count as a write: those are taken out of the data
+ * writes, so that a request's size and time are the log write's (iostat's would be halved).
+ */
 static void device_json(FILE *out, const struct member_result *m, double secs)
 {
-	unsigned long long w = m->after.writes - m->before.writes;
-	unsigned long long sectors = m->after.sectors_written - m->before.sectors_written;
-	unsigned long long wticks = m->after.write_ticks_ms - m->before.write_ticks_ms;
-	unsigned long long ioticks = m->after.io_ticks_ms - m->before.io_ticks_ms;
+	const struct devstat *b = &m->before, *a = &m->after;
+	unsigned long long requests = a->writes - b->writes, sectors = a->sectors_written - b->sectors_written;
+	unsigned long long flushes = a->flushes - b->flushes, flush_ticks = a->flush_ticks_ms - b->flush_ticks_ms;
+	unsigned long long empty = 0, w;
+	char buf[256];
+	const char *note = device_note(m, buf, sizeof(buf));
 
-	if (!m->before.valid || !m->after.valid) {
-		fprintf(out, "null");
+	if (note) {
+		fprintf(out, "\"device\": null, \"device_note\": \"%s\"", note);
 		return;
 	}
-	fprintf(out, "{\"writes\": %llu, \"writes_per_s\": %.1f, \"avg_request_bytes\": %.0f, \"await_ms\": %.3f, "
-		"\"utilization_pct\": %.1f}", w, (double)w / secs, w ? 512.0 * (double)sectors / (double)w : 0,
-		w ? (double)wticks / (double)w : 0, 100.0 * (double)ioticks / (secs * 1000.0));
+	if (!strcmp(m->dev.write_cache, "write back"))
+		empty = m->syncs < requests ? m->syncs : requests;
+	w = requests - empty;
+	fprintf(out, "\"device\": {\"name\": \"%s\", \"requests\": %llu, \"empty_flush_writes\": %llu, \"writes\": %llu, "
+		"\"writes_per_s\": %.1f, \"avg_request_bytes\": %.0f, \"await_ms\": %.3f, \"syncs\": %llu, ",
+		m->dev.name, requests, empty, w, (double)w / secs, w ? 512.0 * (double)sectors / (double)w : 0,
+		w ? (double)(a->write_ticks_ms - b->write_ticks_ms) / (double)w : 0, (unsigned long long)m->syncs);
+	if (a->has_flushes)
+		fprintf(out, "\"flushes\": %llu, \"flush_await_ms\": %.3f, ", flushes,
+			flushes ? (double)flush_ticks / (double)flushes : 0);
+	else
+		fprintf(out, "\"flushes\": null, \"flush_await_ms\": null, ");
+	fprintf(out, "\"write_cache\": ");
+	json_string_or_null(out, m->dev.write_cache);
+	fprintf(out, ", \"fua\": %s, \"utilization_pct\": %.1f}, \"device_note\": null",
+		m->dev.fua < 0 ? "null" : m->dev.fua ? "true" : "false",
+		100.0 * (double)(a->io_ticks_ms - b->io_ticks_ms) / (secs * 1000.0));
+}
+
+static const char *arrival_name(enum arrival_mode a)
+{
+	return a == ARRIVAL_POISSON ? "poisson" : a == ARRIVAL_FIXED ? "fixed" : "closed";
+}
+
+static double offered_rate(const struct config *cfg)
+{
+	return cfg->arrival == ARRIVAL_CLOSED ? 0 : (double)cfg->rate;
+}
+
+static void load_json(FILE *out, const struct config *cfg, const struct results *r, double secs)
+{
+	fprintf(out, "\"arrival\": \"%s\", \"offered_rate\": %.1f, \"achieved_rate\": %.1f, \"arrivals\": %llu, "
+		"\"backlog_max\": %llu, \"backlog_end\": %llu, \"kept_up\": %s, \"cpu_us_per_txn\": %llu, "
+		"\"seed\": %llu, ", arrival_name(cfg->arrival), offered_rate(cfg), (double)r->transactions / secs,
+		(unsigned long long)r->arrivals, (unsigned long long)r->backlog_max, (unsigned long long)r->backlog_end,
+		r->kept_up ? "true" : "false", cfg->cpu_us_per_txn, cfg->seed);
+}
+
+static void load_text(FILE *out, const struct config *cfg, const struct results *r, double secs)
+{
+	fprintf(out, "arrival %s, offered %.1f/s, achieved %.1f/s, %llu arrivals, backlog max %llu (%llu at the end), "
+		"%s, %llu us CPU per transaction, seed %llu\n", arrival_name(cfg->arrival), offered_rate(cfg),
+		(double)r->transactions / secs, (unsigned long long)r->arrivals, (unsigned long long)r->backlog_max,
+		(unsigned long long)r->backlog_end, r->kept_up ? "kept up" : "did not keep up", cfg->cpu_us_per_txn,
+		cfg->seed);
+	if (!r->kept_up)
+		fprintf(out, "did not keep up: offered %.1f/s, achieved %.1f/s\n", offered_rate(cfg),
+			(double)r->transactions / secs);
 }
 
 void report(const struct config *cfg, struct results *r, FILE *out)
@@ -65,9 +145,12 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 			(unsigned long long)r->writes_small, (unsigned long long)r->write_unit,
 			(unsigned long long)r->writes_under_unit, (unsigned long long)r->writes_unaligned_to_unit,
 			(unsigned long long)r->wraps, (double)r->bytes_written / secs / 1e6);
+		load_json(out, cfg, r, secs);
 		event_json(out, "log_file_parallel_write", &r->write_lat);
 		fprintf(out, ", ");
 		event_json(out, "log_file_sync", &r->sync_lat);
+		fprintf(out, ", ");
+		event_json(out, "commit_response", &r->response_lat);
 		fprintf(out, ", \"members_mode\": \"%s\", \"members\": [",
 			cfg->members == MEMBERS_MIRROR ? "mirror" : cfg->members == MEMBERS_RACE ? "race" : "one");
 		for (int k = 0; k < r->nmembers; k++) {
@@ -81,7 +164,6 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 					strerror(m->error), m->error, (unsigned long long)m->failed_at_write);
 			else
 				fprintf(out, "\"error\": null, \"errno\": null, \"failed_at_write\": null, ");
-			fprintf(out, "\"device\": ");
 			device_json(out, &r->member[k], secs);
 			fprintf(out, "}");
 		}
@@ -96,6 +178,7 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 		(unsigned long long)r->bytes_written, (unsigned long long)r->writes, (unsigned long long)r->writes_small,
 		(unsigned long long)r->wastage_bytes, wastage_pct, (double)r->bytes_written / secs / 1e6,
 		(unsigned long long)r->wraps);
+	load_text(out, cfg, r, secs);
 	if (r->write_unit > 4096 || r->writes_under_unit || r->writes_unaligned_to_unit)
 		fprintf(out, "device write unit %llu B (minimum I/O size): %llu of %llu writes smaller than it, %llu not "
 			"aligned to it (a device that writes whole units reads and rewrites one for each)\n",
@@ -103,6 +186,7 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 			(unsigned long long)r->writes, (unsigned long long)r->writes_unaligned_to_unit);
 	event_text(out, "log file parallel write", &r->write_lat);
 	event_text(out, "log file sync", &r->sync_lat);
+	event_text(out, "commit response", &r->response_lat);
 	if (cfg->members == MEMBERS_RACE)
 		fprintf(out, "race: %s won %llu, %s won %llu\n", r->member[0].path, (unsigned long long)r->member[0].wins,
 			r->member[1].path, (unsigned long long)r->member[1].wins);

@@ -37,23 +37,27 @@ void samples_free(struct samples *s)
 	memset(s, 0, sizeof(*s));
 }
 
+static void write_event_rows(FILE *f, const char *name, const struct samples *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		fprintf(f, "%s,%.3f,%.3f\n", name, (double)s->t[i] / 1000.0, (double)s->v[i] / 1000.0);
+}
+
 /* Every latency, in the order it happened, before summarize() sorts them: CSV for plots and tests. */
 int write_events(const char *path, struct results *res)
 {
 	FILE *f = fopen(path, "w");
-	size_t i;
 
 	if (!f) {
 		fprintf(stderr, "%s: cannot write events to %s: %s\n", PROG, path, strerror(errno));
 		return -1;
 	}
 	fprintf(f, "event,end_us,latency_us\n");
-	for (i = 0; i < res->write_lat.n; i++)
-		fprintf(f, "log_file_parallel_write,%.3f,%.3f\n", (double)res->write_lat.t[i] / 1000.0,
-			(double)res->write_lat.v[i] / 1000.0);
-	for (i = 0; i < res->sync_lat.n; i++)
-		fprintf(f, "log_file_sync,%.3f,%.3f\n", (double)res->sync_lat.t[i] / 1000.0,
-			(double)res->sync_lat.v[i] / 1000.0);
+	write_event_rows(f, "log_file_parallel_write", &res->write_lat);
+	write_event_rows(f, "log_file_sync", &res->sync_lat);
+	write_event_rows(f, "commit_response", &res->response_lat);
 	if (fclose(f)) {
 		fprintf(stderr, "%s: cannot write events to %s: %s\n", PROG, path, strerror(errno));
 		return -1;
