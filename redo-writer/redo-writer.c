@@ -76,8 +76,8 @@ static void usage(FILE *out)
 	      "of its own; a commit that arrives while its session is busy waits for it (it is queued, not dropped).\n"
 	      "commit_response: from a commit's arrival to its redo written (closed loop: it arrives when its session\n"
 	      "starts it, so it is the transaction's CPU plus its log file sync). kept_up: closed loop, true; open loop,\n"
-	      "achieved_rate (transactions / elapsed) >= 0.98 x offered_rate and no session has more than one commit\n"
-	      "arrived and not started when the run ends.\n", out);
+	      "transactions >= 0.98 x arrivals (the commits whose arrival fell in the run) and no session has more\n"
+	      "than one commit arrived and not started when the run ends.\n", out);
 }
 
 static struct opt *find_opt(struct opt *table, const char *name)
