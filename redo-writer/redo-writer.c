@@ -76,8 +76,8 @@ static void usage(FILE *out)
 	      "of its own; a commit that arrives while its session is busy waits for it (it is queued, not dropped).\n"
 	      "commit_response: from a commit's arrival to its redo written (closed loop: it arrives when its session\n"
 	      "starts it, so it is the transaction's CPU plus its log file sync). kept_up: closed loop, true; open loop,\n"
-	      "transactions >= 0.98 x arrivals (the commits whose arrival fell in the run) and no session has more\n"
-	      "than one commit arrived and not started when the run ends.\n", out);
+	      "the commits that arrived in the run (arrivals) and were not done at its end are at most 2 % of them or\n"
+	      "two per session, whichever is more (what is in flight and a short queue; a growing backlog is more).\n", out);
 }
 
 static struct opt *find_opt(struct opt *table, const char *name)

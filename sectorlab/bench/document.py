@@ -65,8 +65,9 @@ def _disks_table(disks: list[Disk]) -> list[str]:
     """The disks' bus, device and sectors, and the rules engine's verdict on each BLOCKSIZE."""
     return ["## The disks as the guest showed them", ""] + _table(
         [["disk", "bus", "device", "logical/physical (B)", "BLOCKSIZE verdicts (rules engine)"]] + [
-            [d.name, str(d.entry.get("bus")), f"`{d.entry.get('device')}`",
-             f"{d.entry.get('logical')}/{d.entry.get('physical')}",
+            [d.name + (" (control)" if d.entry.get("control") else ""), str(d.entry.get("bus") or "-"),
+             f"`{d.entry.get('device')}`",
+             f"{d.entry.get('logical')}/{d.entry.get('physical')}" if d.entry.get("logical") else "no device",
              "; ".join(f"{bs}: {_verdict_text(runs[0].entry['verdict'], short=True)}"
                        for bs, runs in d.by_blocksize().items())]
             for d in disks], numbers=False)

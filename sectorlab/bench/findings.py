@@ -96,7 +96,11 @@ def design_lines(bench: dict, disks: list[Disk]) -> list[str]:
                else "in a fixed order")
         order = [str(x) for x in d.get("order") or []]
         shown = ", ".join(order[:40]) + (f", ... ({len(order)} in all)" if len(order) > 40 else "")
-        out = [f"Run order: {how}; {d.get('repeats', per)} run(s) per configuration"
+        reps = d.get("repeats", per)
+        if isinstance(reps, dict):  # runs per configuration, by target
+            values = sorted(set(reps.values()))
+            reps = "/".join(map(str, values)) if len(values) > 1 else str(values[0]) if values else per
+        out = [f"Run order: {how}; {reps} run(s) per configuration"
                + (f"; in execution order: {shown}" if order else "") + "."]
     entries = [r.entry for disk in disks for r in disk.runs if r.entry.get("mode") == "open"]
     if entries:
@@ -135,8 +139,16 @@ def seed_section(rows: list[dict]) -> list[str]:
         lab = "-" if r.get("lab_value") is None else f"{r['lab_value']:.3g}"
         if r.get("ci"):
             lab += f" [{r['ci'][0]:.3g}, {r['ci'][1]:.3g}]"
-        what = f"{r.get('what')}" + (f" (`{r['metric']}`, {r.get('a')}" + (f" / {r.get('b')}" if r["lab"] == "ratio"
-                                                                           else "") + ")" if r.get("metric") else "")
+        sides = " / ".join(_selector_text(r.get(k)) for k in ("a", "b")
+                           if r.get(k) and (k == "a" or r["lab"] == "ratio"))
+        what = f"{r.get('what')}" + (f" (`{r['metric']}`, {sides})" if r.get("metric") else "")
         table.append([what, f"{r.get('seed_value')} {unit}".strip(), lab, r["agreement"],
                       f"{r.get('where') or '-'}: \"{r.get('quote') or ''}\"", r.get("derivation") or "-"])
     return out + _table(table, numbers=False)
+
+
+def _selector_text(selector) -> str:
+    """A configuration as a preset names it: TARGET@BLOCKSIZE."""
+    if isinstance(selector, dict):
+        return f"{selector.get('disk')}@{selector.get('blocksize')}"
+    return str(selector)
