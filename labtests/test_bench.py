@@ -1,7 +1,10 @@
 """`make bench` on the default preset (labs/bench/vsphere-512e.toml), short runs, as a user runs it:
-its own lab comes up and goes down, every BLOCKSIZE the rules engine allows on each disk runs, and
-what the results directory holds is checked against the runs' own JSON and events files. Then a
-bench interrupted with Ctrl-C or killed (SIGTERM): the lab goes down and the runs done so far are kept.
+its own lab comes up and goes down, every configuration the rules engine allows runs, in the
+random interleaved order bench.json records, the null: control at the same load, and what the
+results directory holds is checked against the runs' own JSON and events files: every comparison
+with its test, p, n and CI, the device's counters against redo-writer's writes (and on virtio,
+SCSI and NVMe with labtests/data/bench-buses.toml). Then a bench interrupted with Ctrl-C or killed
+(SIGTERM): the lab goes down and the runs done so far are kept.
 
 `make bench-check` runs these (CI runs it after make test); they bring their own lab up, so no
 lab may be up for numbers, but nothing here asserts a number's size: only where it comes from.
@@ -172,6 +175,32 @@ def test_every_comparison_states_its_test_p_n_and_confidence_interval(made):
     assert "Mann-Whitney" in md
     seeds = summary["seed_figures"]
     assert len(seeds) == len(_preset().seed_figures) and all(s["agreement"] for s in seeds)
+
+
+BUSES = REPO / "labtests" / "data" / "bench-buses.toml"
+
+
+def test_the_device_counts_redo_writers_writes_on_virtio_scsi_and_nvme(tmp_path):
+    """A preset given by its path (one 512n disk on each bus): on every bus the device's counters
+    (/sys/block/X/stat) give redo-writer's own bytes per write within 1 %, and as many writes."""
+    preset = bench.load_preset(str(BUSES), suffix=lab.suffix_from_env())
+    proc = subprocess.run([str(REPO / ".venv/bin/sectorlab"), "bench", str(BUSES), "--results", str(tmp_path),
+                           "--seed", "3"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert _lab_is_gone(preset) == []
+    (results,) = tmp_path.iterdir()
+    data = json.loads((results / "bench.json").read_text())
+    seen = set()
+    for r in data["runs"]:
+        rep = json.loads((results / r["report"]).read_text())
+        m = rep["members"][0]
+        assert m["device"], f"{r['disk']}: no device counters ({m.get('device_note')})"
+        own = rep["bytes_written"] / m["writes"]
+        assert abs(m["device"]["writes"] - m["writes"]) <= 0.01 * m["writes"], (r["bus"], m)
+        assert abs(m["device"]["avg_request_bytes"] - own) <= 0.01 * own, (r["bus"], m["device"], own)
+        assert m["device"]["empty_flush_writes"] == m["writes"], m["device"]  # each a write-back cache
+        seen.add(r["bus"])
+    assert seen == {"virtio", "scsi", "nvme"}
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
