@@ -86,6 +86,7 @@ class Bench:
         self.sectors: dict[str, tuple[int, int]] = {}
         self.lbads: dict[str, int] = {}       # an NVMe disk's LBA size now, once a target reformatted it
         self.paths_now: dict[str, str] = {}
+        self.refusals_recorded: set[str] = set()
         self.durations: list[float] = []
         self.bench = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "lab": preset.lab.name,
                       "lab_file": str(preset.path), "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -147,6 +148,8 @@ class Bench:
             raise SectorlabError(f"{target.name}: the race member {race} shows other sectors than {path} "
                                  f"({logical}/{physical} B)")
         self.sectors[target.name] = (logical, physical)
+        if target.name not in self.refusals_recorded:
+            self.record_refusals(target, path)
         return path, race
 
     def measured(self, slot: Slot, path: str, race: str | None) -> dict:
@@ -199,15 +202,17 @@ class Bench:
                 "arrival": w.arrival, "cpu_us_per_txn": w.cpu_us_per_txn,
                 "verdict": verdict.as_json() if verdict else _null_verdict(bs)}
 
-    def record_refusals(self) -> None:
-        """A BLOCKSIZE the rules engine refuses on a target is recorded once with its ORA- error."""
-        for target, bs in self.preset.refused():
-            path = self.paths_now[target.disk.name]
-            self.sectors.setdefault(target.name, target.expected_sectors())
+    def record_refusals(self, target: Target, path: str) -> None:
+        """The BLOCKSIZEs the rules engine refuses on the sectors the guest shows for this target
+        (recorded once, with the ORA- error, when the target is first ready: after its format)."""
+        for bs in target.blocksizes:
             base = self.base(target, bs, path, None, False)
+            if base["verdict"]["allowed"]:
+                continue
             self.progress(f"{target.name} BLOCKSIZE {bs}: refused by the rules engine, not run: "
                           f"{base['verdict']['error']}")
             self.runs.append({**base, "repeat": 1})
+        self.refusals_recorded.add(target.name)
         self.save()
 
     def one(self, slot: Slot) -> None:
@@ -236,9 +241,11 @@ class Bench:
         self.paths_now = self.paths()
         self.progress(f"run order: {len(self.order)} runs in {max(s.repeat for s in self.order)} rounds, each "
                       f"round in a random order (--seed {self.order_seed} repeats it)")
-        self.record_refusals()
         for slot in self.order:
             self.one(slot)
+        for target in self.preset.targets:  # a target none of whose BLOCKSIZEs may run
+            if target.name not in self.refusals_recorded:
+                self.ready(target)
         self.bench["rules"] = asm_verdicts(self.preset, self.sectors)
         self.bench["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.save()
