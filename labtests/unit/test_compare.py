@@ -98,6 +98,8 @@ def test_metric_names_are_the_public_vocabulary():
     m = metrics.run_metrics(r)
     assert m["commit_response_p50_ms"] == 3.0 and m["achieved_rate"] == 900.0 and m["kept_up"] is False
     assert m["race_win_pct"] is None and m["writes_under_4k_pct"] == 100.0
+    lfs, lfpw = r["log_file_sync"]["mean_us"], r["log_file_parallel_write"]["mean_us"]
+    assert m["lfs_over_lfpw_mean"] == pytest.approx(lfs / lfpw)
 
 
 def _disks(config: dict[tuple[str, int], list[dict]], entry: dict | None = None) -> list[Disk]:

@@ -41,6 +41,11 @@ def _race_win_pct(r: dict) -> float | None:
     return 100.0 * members[0].get("wins", 0) / total if len(members) > 1 and total else None
 
 
+def _sync_over_write(r: dict) -> float | None:
+    write = r[_LFPW]["mean_us"]
+    return r[_LFS]["mean_us"] / write if write else None
+
+
 def _number(key: str):
     return lambda r: r[key] if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool) else None
 
@@ -60,6 +65,10 @@ METRICS = {
     "log_file_parallel_write_p50_ms": ("log file parallel write p50", _ms(_LFPW, "p50_us"), "ms", "{:.3f}"),
     "log_file_parallel_write_p99_ms": ("log file parallel write p99", _ms(_LFPW, "p99_us"), "ms", "{:.3f}"),
     "log_file_parallel_write_mean_ms": ("log file parallel write mean", _ms(_LFPW, "mean_us"), "ms", "{:.3f}"),
+    # The classic diagnosis: a log file sync far above the log write means commits wait for CPU
+    # and for being posted, not for the storage.
+    "lfs_over_lfpw_mean": ("log file sync mean / log file parallel write mean", _sync_over_write, "ratio",
+                           "{:.2f}"),
     "commit_response_p50_ms": ("commit response p50", _ms(_CR, "p50_us"), "ms", "{:.3f}"),
     "commit_response_p99_ms": ("commit response p99", _ms(_CR, "p99_us"), "ms", "{:.3f}"),
     "redo_wastage_pct": ("redo wastage", lambda r: r["wastage_pct"], "%", "{:.2f}"),
