@@ -21,7 +21,7 @@ def fake_report(sync_ms: float, sessions: int = 4, **top) -> dict:
         return {"count": 1000, "mean_us": ms * 1000, "stddev_us": ms * 300, "p50_us": ms * 1000, "p99_us": ms * 3000,
                 "max_us": ms * 5000, "over_1ms_pct": 10.0 * ms, "over_10ms_pct": 0.0, "over_20ms_pct": 0.0}
     return {"tps": sessions * 1000 / sync_ms, "elapsed_s": 10.0, "transactions": 1000, "redo_bytes": 700_000,
-            "wastage_pct": 20.0, "writes": 500, "writes_under_4k": 500, "write_mb_s": 1.0,
+            "wastage_pct": 20.0, "writes": 500, "writes_under_4k": 500, "write_mb_s": 1.0, "bytes_written": 875_000,
             "log_file_sync": event(sync_ms), "log_file_parallel_write": event(sync_ms / 2),
             "members": [{"path": "/dev/x", "wins": 0}], **top}
 
@@ -100,6 +100,7 @@ def test_metric_names_are_the_public_vocabulary():
     assert m["race_win_pct"] is None and m["writes_under_4k_pct"] == 100.0
     lfs, lfpw = r["log_file_sync"]["mean_us"], r["log_file_parallel_write"]["mean_us"]
     assert m["lfs_over_lfpw_mean"] == pytest.approx(lfs / lfpw)
+    assert m["bytes_per_write"] == pytest.approx(r["bytes_written"] / r["writes"])
 
 
 def _disks(config: dict[tuple[str, int], list[dict]], entry: dict | None = None) -> list[Disk]:

@@ -77,6 +77,8 @@ METRICS = {
     "writes_under_4k_pct": ("redo writes under 4 KiB", lambda r: 100.0 * r["writes_under_4k"] / r["writes"], "%",
                             "{:.2f}"),
     "write_mb_s": ("redo write rate", lambda r: r["write_mb_s"], "MB/s", "{:.3f}"),
+    "bytes_per_write": ("bytes per redo write", lambda r: r["bytes_written"] / r["writes"] if r["writes"] else None,
+                        "B", "{:,.0f}"),
     "race_win_pct": ("first race member's wins", _race_win_pct, "%", "{:.1f}"),
     "offered_rate": ("offered rate", _number("offered_rate"), "commits/s", "{:,.1f}"),
     "achieved_rate": ("achieved rate", _number("achieved_rate"), "commits/s", "{:,.1f}"),
