@@ -83,14 +83,15 @@ def plot_disk(disk: Disk, stem: Path) -> list[Path]:
 
 def plot_comparison(c: dict, disks: list[Disk], path: Path) -> Path | None:
     """A comparison across disks as one log-scale histogram of both sides' commit latency (the
-    first run of each, as the comparison's table), as seed 002 drew flash logging on and off."""
+    first run of each: a picture of one run's shape; the test is on every run), as seed 002 drew
+    flash logging on and off."""
     series = []
     for k in ("a", "b"):
         run = _first_run(disks, c[k]["disk"], int(c[k]["blocksize"]))
         if run is None or run.events is None:
             return None
-        series.append((f"{c[k]['disk']} at {c[k]['blocksize']}", _sync_ms(run.events)[0]))
-    return _histogram(series, "commit latency", path)
+        series.append((f"{c[k]['disk']} at {c[k]['blocksize']}, run {run.repeat}", _sync_ms(run.events)[0]))
+    return _histogram(series, "commit latency, one run of each side", path)
 
 
 
