@@ -69,6 +69,7 @@ def _disks_table(disks: list[Disk]) -> list[str]:
              f"`{d.entry.get('device')}`",
              f"{d.entry.get('logical')}/{d.entry.get('physical')}" if d.entry.get("logical") else "no device",
              "; ".join(f"{bs}: {_verdict_text(runs[0].entry['verdict'], short=True)}"
+                       + (" with _disk_sector_size_override" if runs[0].entry.get("override") else "")
                        for bs, runs in d.by_blocksize().items())]
             for d in disks], numbers=False)
 
