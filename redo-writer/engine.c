@@ -144,6 +144,20 @@ static int live_members(const struct shared *sh)
 	return n;
 }
 
+/* The units of `unit` bytes that a write of `len` bytes at `off` covers only in part: its first if
+ * it starts inside one, its last if it ends inside one, one when they are the same unit. */
+static uint64_t partial_units(uint64_t off, uint64_t len, uint64_t unit)
+{
+	uint64_t end = off + len;
+	int head = off % unit != 0, tail = end % unit != 0;
+
+	if (!len)
+		return 0;
+	if (off / unit == (end - 1) / unit)
+		return head || tail;
+	return (uint64_t)head + (uint64_t)tail;
+}
+
 /* Called with the lock held: count a completed log write and release the sessions it covers. */
 static void account_write(struct shared *sh, const struct job *j, uint64_t t_end)
 {
@@ -155,6 +169,7 @@ static void account_write(struct shared *sh, const struct job *j, uint64_t t_end
 	if (sh->res->write_unit) {
 		sh->res->writes_under_unit += j->len < sh->res->write_unit;
 		sh->res->writes_unaligned_to_unit += j->off % sh->res->write_unit || j->len % sh->res->write_unit;
+		sh->res->partial_units += partial_units(j->off, j->len, sh->res->write_unit);
 	}
 	sh->res->bytes_written += j->len;
 	sh->res->wastage_bytes += j->blocks * (cfg->blocksize - REDO_BLOCK_HEADER) - j->pending;

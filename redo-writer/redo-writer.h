@@ -92,9 +92,10 @@ struct results {
 	uint64_t transactions, redo_bytes, bytes_written, wastage_bytes, writes, writes_small, wraps;
 	/* The largest minimum I/O size of the members' devices (the kernel's minimum_io_size: the
 	 * physical sector, or the write unit a device advertises above it), 0 if unknown; the log
-	 * writes smaller than it, and those not starting and ending on its boundaries (each makes
-	 * the device read-modify-write a unit). */
-	uint64_t write_unit, writes_under_unit, writes_unaligned_to_unit;
+	 * writes smaller than it, those not starting or not ending on its boundaries, and the units
+	 * the writes cover only in part: a write's first and last unit, one when they are the same
+	 * (each makes the device read a unit and rewrite it). */
+	uint64_t write_unit, writes_under_unit, writes_unaligned_to_unit, partial_units;
 	struct samples write_lat, sync_lat;
 	/* From a commit's arrival to its redo written: queueing for the session, CPU, log file sync. */
 	struct samples response_lat;

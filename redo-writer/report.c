@@ -137,14 +137,15 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 			"\"elapsed_s\": %.3f, \"transactions\": %llu, \"tps\": %.1f, \"redo_bytes\": %llu, "
 			"\"bytes_written\": %llu, \"wastage_bytes\": %llu, \"wastage_pct\": %.2f, \"writes\": %llu, "
 			"\"writes_under_4k\": %llu, \"write_unit\": %llu, \"writes_under_unit\": %llu, "
-			"\"writes_unaligned_to_unit\": %llu, \"wraps\": %llu, \"write_mb_s\": %.3f, ",
+			"\"writes_unaligned_to_unit\": %llu, \"partial_units\": %llu, \"wraps\": %llu, \"write_mb_s\": %.3f, ",
 			cfg->target, cfg->blocksize, cfg->sessions, cfg->sync == SYNC_ODSYNC ? "odsync" : "fdatasync",
 			r->elapsed_s, (unsigned long long)r->transactions, (double)r->transactions / secs,
 			(unsigned long long)r->redo_bytes, (unsigned long long)r->bytes_written,
 			(unsigned long long)r->wastage_bytes, wastage_pct, (unsigned long long)r->writes,
 			(unsigned long long)r->writes_small, (unsigned long long)r->write_unit,
 			(unsigned long long)r->writes_under_unit, (unsigned long long)r->writes_unaligned_to_unit,
-			(unsigned long long)r->wraps, (double)r->bytes_written / secs / 1e6);
+			(unsigned long long)r->partial_units, (unsigned long long)r->wraps,
+			(double)r->bytes_written / secs / 1e6);
 		load_json(out, cfg, r, secs);
 		event_json(out, "log_file_parallel_write", &r->write_lat);
 		fprintf(out, ", ");
@@ -181,9 +182,11 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 	load_text(out, cfg, r, secs);
 	if (r->write_unit > 4096 || r->writes_under_unit || r->writes_unaligned_to_unit)
 		fprintf(out, "device write unit %llu B (minimum I/O size): %llu of %llu writes smaller than it, %llu not "
-			"aligned to it (a device that writes whole units reads and rewrites one for each)\n",
+			"aligned to it at their start or end, %llu units written in part (a device that writes whole "
+			"units reads and rewrites each)\n",
 			(unsigned long long)r->write_unit, (unsigned long long)r->writes_under_unit,
-			(unsigned long long)r->writes, (unsigned long long)r->writes_unaligned_to_unit);
+			(unsigned long long)r->writes, (unsigned long long)r->writes_unaligned_to_unit,
+			(unsigned long long)r->partial_units);
 	event_text(out, "log file parallel write", &r->write_lat);
 	event_text(out, "log file sync", &r->sync_lat);
 	event_text(out, "commit response", &r->response_lat);

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from labtests.conftest import require_program
+from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
 SRC = REPO / "redo-writer"
@@ -105,12 +106,14 @@ def test_writes_smaller_than_the_devices_write_unit_are_counted(redo_writer, tmp
     assert out["writes"] == 40 and out["write_unit"] == unit
     assert out["writes_under_unit"] == (40 if length < unit else 0)
     assert out["writes_unaligned_to_unit"] == sum(1 for off in offsets if off % unit or length % unit)
+    # Both ends: the units each write covers only in part, as the rules engine counts them.
+    assert (out["writes_unaligned_to_unit"], out["partial_units"]) == rules.log_partial_units(length, 40, unit, 1 << 20)
 
 
 def test_json_report_fields(redo_writer):
     out = run_json(redo_writer, "--target", "null:", "--transactions", 10)
     assert {"tps", "redo_bytes", "wastage_bytes", "wastage_pct", "writes", "writes_under_4k", "write_mb_s",
-            "write_unit", "writes_under_unit", "writes_unaligned_to_unit", "log_file_parallel_write",
+            "write_unit", "writes_under_unit", "writes_unaligned_to_unit", "partial_units", "log_file_parallel_write",
             "log_file_sync"} <= set(out)
     assert (out["write_unit"], out["writes_under_unit"]) == (0, 0), "the null target has no device"
     assert (out["members"][0]["device"], out["members"][0]["device_note"]) == (None, "null: writes nothing")

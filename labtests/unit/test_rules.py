@@ -32,7 +32,8 @@ SEEDS = [
                  id="seed003-512e-asm512"),
     pytest.param(512, 4096, 4096, True, 512, True, None, id="seed003-512e-asm512-override"),
     # 003: 512 redo on 512e outside ASM works, with the read-modify-write warning
-    pytest.param(512, 4096, 512, False, None, True, "7 of 8 redo writes", id="seed003-512-on-512e"),
+    pytest.param(512, 4096, 512, False, None, True, "7 of 8 512-byte writes start inside a sector and the other ends",
+                 id="seed003-512-on-512e"),
 ]
 
 
@@ -186,3 +187,27 @@ def test_asm_on_a_16k_unit_disk_warns_too():
 def test_a_minimum_io_that_is_not_a_multiple_of_the_logical_sector_is_bad_input(min_io):
     with pytest.raises(rules.RulesUsageError, match="minimum I/O size"):
         rules.evaluate(4096, 16384, min_io=min_io)
+
+
+@pytest.mark.parametrize("offset, length, unit, expected", [
+    (0, 4096, 4096, 0),        # one whole unit
+    (0, 512, 4096, 1),         # starts on a boundary, ends inside the unit: the next write reads it again
+    (3584, 512, 4096, 1),      # starts inside, ends on the boundary
+    (512, 1024, 4096, 1),      # inside one unit at both ends: one unit
+    (3584, 1024, 4096, 2),     # crosses a boundary: the first and the last unit
+    (1536, 8192, 4096, 2),
+    (4096, 8192, 4096, 0),
+    (0, 4096, 16384, 1),       # a 4 KiB redo write on a 16 KiB write unit
+])
+def test_partial_units_count_both_ends(offset, length, unit, expected):
+    assert rules.partial_units(offset, length, unit) == expected
+
+
+def test_a_log_of_512_byte_writes_on_512e_writes_every_sector_in_part():
+    """Seed 003's "seven out of eight 512B slots ... are not aligned" counts starts; the eighth ends
+    inside its sector: 8 of 8 writes cost a read-modify-write."""
+    assert rules.log_partial_units(512, 8, 4096) == (8, 8)
+    assert rules.log_partial_units(4096, 8, 4096) == (0, 0)
+    assert rules.log_partial_units(1536, 8, 4096) == (8, 10)  # 3 blocks: some writes straddle a boundary
+    assert rules.log_partial_units(1536, 3, 4096, log_size=4096) == (3, 3)  # the third write wraps to 0
+

@@ -12,8 +12,9 @@ The model (docs/redo-blocksize.md has the sources):
   write of B bytes to such a disk fails with EINVAL, so the I/O itself cannot be done.
 - B > media sector: ORA-01378 (seeds 001, 002: 4096 on a 512n disk) unless the instance sets
   _disk_sector_size_override=TRUE (seeds 000, 002, 003).
-- B < media sector (512e): allowed, but 7 of 8 writes of 512 bytes are not aligned to the 4 KiB
-  physical sector: read-modify-write (seed 003).
+- B < media sector (512e): allowed, but a write that covers a physical sector only in part costs
+  the drive a read-modify-write: 7 of 8 writes of 512 bytes start inside a 4 KiB sector (seed 003)
+  and the 8th ends inside it, so all of them do (partial_units counts both ends).
 - Inside ASM the database sees the disk group's SECTOR_SIZE as both host and media size (seed
   003). The disk group must be valid for its disks: SECTOR_SIZE 512 or 4096, not smaller than any
   disk's logical sector, and no mixing of disks with different logical sectors.
@@ -158,10 +159,45 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
         warnings.append(f"BLOCKSIZE {chosen} > media sector size {seen_media}: allowed by "
                         f"_disk_sector_size_override=TRUE")
     if chosen < media:
-        misaligned = media // chosen - 1
-        warnings.append(f"BLOCKSIZE {chosen} < physical sector {media}: {misaligned} of {media // chosen} redo "
-                        f"writes start inside a physical sector and cost a read-modify-write")
+        warnings.append(rmw_warning(chosen, media))
     return Verdict(True, chosen, default, None, warnings, seen_host, seen_media, "allowed")
+
+
+def rmw_warning(blocksize: int, unit: int) -> str:
+    """What a BLOCKSIZE below the physical sector (or write unit) costs, counted at both ends."""
+    per = unit // blocksize
+    return (f"BLOCKSIZE {blocksize} < physical sector {unit}: a redo write of fewer than {per} blocks covers a "
+            f"physical sector only in part, and any write that starts or ends inside one does: {per - 1} of {per} "
+            f"{blocksize}-byte writes start inside a sector and the other ends inside it, so every one costs a "
+            f"read-modify-write")
+
+
+def partial_units(offset: int, length: int, unit: int) -> int:
+    """The units of `unit` bytes (physical sectors, write units) that a write of `length` bytes at
+    `offset` covers only in part: its first if it starts inside one, its last if it ends inside
+    one, one when they are the same unit. Each costs a device that writes whole units a read and a
+    rewrite: a write that ends inside a unit leaves it for the next write to read again."""
+    if length <= 0:
+        return 0
+    end = offset + length
+    head, tail = offset % unit != 0, end % unit != 0
+    if offset // unit == (end - 1) // unit:
+        return int(head or tail)
+    return int(head) + int(tail)
+
+
+def log_partial_units(write_length: int, writes: int, unit: int, log_size: int | None = None) -> tuple[int, int]:
+    """A redo log written in `writes` equal writes of `write_length` bytes from offset 0, wrapping
+    at `log_size` as a log does: (writes not aligned to the unit at their start or end, units
+    written in part), as redo-writer counts them (writes_unaligned_to_unit, partial_units)."""
+    unaligned = partial = offset = 0
+    for _ in range(writes):
+        if log_size and offset + write_length > log_size:
+            offset = 0
+        unaligned += bool(offset % unit or write_length % unit)
+        partial += partial_units(offset, write_length, unit)
+        offset += write_length
+    return unaligned, partial
 
 
 @dataclass
