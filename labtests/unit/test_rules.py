@@ -50,6 +50,8 @@ def expected(geometry: str, blocksize, override: bool, asm):
     logical, physical = GEOMETRIES[geometry]
     if asm is not None and asm < logical:
         return False, "ASM sector size below the disk's logical sector"
+    if asm is not None and asm not in (logical, physical):
+        return False, "the disk's sector size, as ASM reads it (logical or physical), is not the disk group's"
     seen_host = seen_media = asm if asm is not None else None
     if seen_host is None:
         seen_host, seen_media = logical, physical
@@ -74,7 +76,7 @@ def test_cross_product(geometry, blocksize, override, asm):
     v = rules.evaluate(logical, physical, blocksize, override, asm)
     assert v.allowed is want, f"{geometry} B={blocksize} override={override} asm={asm}: {why}; got {v.reason}"
     if not want:
-        assert v.error and v.error.startswith(("ORA-01378", "ORA-15038")), v.error
+        assert v.error and v.error.startswith(("ORA-01378", "ASM refuses")), v.error
     if want and v.blocksize < physical:
         assert any("read-modify-write" in w for w in v.warnings)
     assert v.default_blocksize == (asm if asm is not None else physical)
@@ -108,9 +110,47 @@ def test_bad_input(kwargs, fragment):
         rules.evaluate(**kwargs)
 
 
-def test_asm_refuses_mixed_disks():
-    with pytest.raises(rules.AsmError, match="different logical sector sizes"):
-        rules.check_asm_disk_group(4096, {"/dev/sdb": 512, "/dev/sdc": 4096})
+def test_asm_refuses_mixed_disks_in_its_own_words_citing_the_guide():
+    with pytest.raises(rules.AsmError, match=r"^ASM refuses disks of different sector sizes .*Administrator's Guide "
+                                             r"12.1.*error number for it is not public"):
+        rules.check_asm_disk_group(4096, {"/dev/sdb": (512, 4096), "/dev/sdc": (4096, 4096)})
+
+
+# (logical, physical of the disk), SECTOR_SIZE, LOGICAL_SECTOR_SIZE (None: before 12.2), BLOCKSIZE,
+# allowed, and where the rule comes from.
+ASM_CASES = [
+    ((512, 512), 4096, None, 4096, False, "12.1 guide: a disk's sector size must equal SECTOR_SIZE (512n in 4096)"),
+    ((512, 512), 4096, 512, 512, False, "ORA-15376: a native disk pins the group's sector sizes"),
+    ((4096, 4096), 512, None, 4096, False, "12.1 guide / physics: a 4Kn disk cannot do 512-byte I/O"),
+    ((512, 4096), 4096, None, 4096, True, "ASMLib reads the physical sector of a 512e disk (oracleasm driver.c)"),
+    ((512, 4096), 4096, None, 512, False, "before 12.2 the group's one size is the host sector: ORA-01378"),
+    ((512, 4096), 4096, 512, 512, True, "V$ASM_DISKGROUP 12.2: a 4096/512 group takes 512-byte redo"),
+    ((512, 4096), 4096, 512, 4096, True, "V$ASM_DISKGROUP 12.2: ... and 4096-byte redo"),
+    ((512, 4096), 512, None, 512, True, "the logical sector read through udev / ORACLEASM_USE_LOGICAL_BLOCK_SIZE"),
+    ((4096, 4096), 4096, 512, 4096, False, "a 4Kn disk cannot do the group's 512-byte smallest I/O"),
+]
+
+
+@pytest.mark.parametrize("disk, sector, logical_sector, blocksize, allowed, source", ASM_CASES,
+                         ids=[c[-1][:40] for c in ASM_CASES])
+def test_asm_disk_groups_by_version(disk, sector, logical_sector, blocksize, allowed, source):
+    v = rules.evaluate(*disk, blocksize, asm_sector_size=sector, asm_logical_sector_size=logical_sector)
+    assert v.allowed is allowed, (source, v.error)
+    assert v.error is None or v.error.startswith(("ORA-01378", "ASM refuses")), v.error
+    assert "ORA-15038" not in (v.error or ""), "ORA-15038 is a mount error with another text"
+
+
+def test_a_logical_sector_size_above_the_sector_size_is_oracles_ora_15375():
+    v = rules.evaluate(512, 4096, 512, asm_sector_size=512, asm_logical_sector_size=4096)
+    assert not v.allowed and v.error == ("ORA-15375: Physical sector size (512) cannot be smaller than the logical "
+                                         "sector size (4096).")
+
+
+def test_blocksize_1024_and_the_emulated_default_are_marked_unverified():
+    v = rules.evaluate(512, 4096, 1024)
+    assert v.allowed and any("1024" in w and "unverified" in w for w in v.warnings)
+    d = rules.evaluate(512, 4096, asm_sector_size=4096, asm_logical_sector_size=512)
+    assert d.blocksize == 4096 and any("not documented publicly" in w for w in d.warnings)
 
 
 def run_cli(*args):
