@@ -15,6 +15,7 @@ lab's values.
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -263,3 +264,18 @@ def seed_table(bench: dict, disks: list[Disk]) -> list[dict]:
             row["agreement"] = "not compared: " + (f.get("reason") or "the lab does not measure it")
         out.append(row)
     return out
+
+
+@dataclass
+class Findings:
+    """Every comparison, control and seed figure of a bench, computed once (their bootstraps are
+    the report's slowest part) for the pictures, report.md and summary.json alike."""
+    per_disk: dict[str, dict | None]
+    cross: list[dict]
+    controls: list[dict]
+    seeds: list[dict]
+
+
+def findings_of(bench: dict, disks: list[Disk]) -> Findings:
+    return Findings({d.name: comparison(d) for d in disks}, cross_comparisons(bench, disks), controls(disks),
+                    seed_table(bench, disks))

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from . import findings
-from .compare import comparison, controls, cross_comparisons, seed_table, shape
+from .compare import Findings, findings_of, shape
 from .metrics import ALPHA, ROWS, Disk, Run, _value, _verdict_text, race_wins, row_value, spread
 
 
@@ -166,11 +166,10 @@ def _pictures(pngs: list[Path], alt: str, results: Path) -> list[str]:
     return ["", " ".join(f"![{alt}: {png.stem.rsplit('-', 1)[-1]}]({png.relative_to(results)})" for png in pngs), ""]
 
 
-def _disk_section(d: Disk, pictures: dict, results: Path) -> list[str]:
+def _disk_section(d: Disk, c: dict | None, pictures: dict, results: Path) -> list[str]:
     """One disk: its rows, the refusals and the tests, the shape of each BLOCKSIZE's commit latencies,
     the race and the read-modify-writes, the repeats' spread and the pictures."""
     by_bs = d.by_blocksize()
-    c = comparison(d)
     # Every run in a table of its own below the medians when something was repeated, so that the
     # change stays on screen.
     out = [f"## {d.name}", ""] + _disk_table(by_bs, c)
@@ -231,19 +230,21 @@ def _rules_section(bench: dict) -> list[str]:
     return out + _table(rows, numbers=False)
 
 
-def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path) -> str:
+def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, found: Findings | None = None) -> str:
     """report.md: `pictures` are plot_disk's per disk name, plot_comparison's per ("comparison",
-    title) and plot_shift's per ("shift", disk name or title), files in `results`."""
+    title) and plot_shift's per ("shift", disk name or title), files in `results`; `found` the
+    bench's comparisons, computed once by the caller."""
+    found = found or findings_of(bench, disks)
     out = _heading(bench, disks) + findings.design_lines(bench, disks) + _disks_table(disks)
     for d in disks:
-        out += _disk_section(d, pictures, results)
-    comparisons = cross_comparisons(bench, disks)
+        out += _disk_section(d, found.per_disk[d.name], pictures, results)
+    comparisons = found.cross
     if comparisons:
         out += ["## Comparisons across disks", ""]
         for c in comparisons:
             out += _comparison_section(c, pictures, results)
-    out += findings.controls_section(controls(disks))
-    out += findings.seed_section(seed_table(bench, disks))
+    out += findings.controls_section(found.controls)
+    out += findings.seed_section(found.seeds)
     out += _rules_section(bench)
     crosschecks = bench.get("crosschecks")
     if crosschecks:

@@ -89,10 +89,6 @@ class Target:
     def is_null(self) -> bool:
         return self.disk is None
 
-    def lbads(self) -> int | None:
-        """The LBA size this target's NVMe namespace must have when it runs (None: not reformatted)."""
-        return self.reformat_lbads
-
     def expected_sectors(self) -> tuple[int, int] | None:
         """(logical, physical) the guest should show when this target runs; None for null:."""
         if self.disk is None:

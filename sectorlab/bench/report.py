@@ -33,7 +33,7 @@ from .. import inputs
 from ..errors import SectorlabError, UsageError
 from ..paths import slug
 from . import stats
-from .compare import comparison, controls, cross_comparisons, seed_table, shape
+from .compare import Findings, findings_of, shape
 from .document import _change_text, html, markdown  # noqa: F401 (_change_text: the unit tests read it here)
 from .metrics import ALPHA, ROWS, Disk, Run, _value, race_wins, run_metrics, spread
 from .plots import plot_comparison, plot_disk, plot_shift
@@ -113,8 +113,9 @@ def _run_row(r: Run) -> dict:
     return row
 
 
-def summary(bench: dict, disks: list[Disk]) -> dict:
+def summary(bench: dict, disks: list[Disk], found: Findings | None = None) -> dict:
     """What report.md says, for machines (summary.json)."""
+    found = found or findings_of(bench, disks)
     out = {"version": SUMMARY_VERSION, "preset": bench.get("preset"), "lab": bench.get("lab"),
            "started": bench.get("started"), "workload": bench.get("workload"), "alpha": ALPHA,
            "design": bench.get("design"), "disks": []}
@@ -123,13 +124,13 @@ def summary(bench: dict, disks: list[Disk]) -> dict:
         item = {"disk": d.name, "bus": e.get("bus"), "geometry": e.get("geometry"), "device": e.get("device"),
                 "logical_block_size": e.get("logical"), "physical_block_size": e.get("physical"), "runs": []}
         item["runs"] = [_run_row(r) for r in sorted(d.runs, key=lambda r: (r.blocksize, r.repeat))]
-        item["comparison"] = _public(comparison(d))
+        item["comparison"] = _public(found.per_disk[d.name])
         item["spread"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := spread(runs))}
         item["shape"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := shape(runs))}
         out["disks"].append(item)
-    out["comparisons"] = [_public(c) for c in cross_comparisons(bench, disks)]
-    out["controls"] = controls(disks)
-    out["seed_figures"] = seed_table(bench, disks)
+    out["comparisons"] = [_public(c) for c in found.cross]
+    out["controls"] = found.controls
+    out["seed_figures"] = found.seeds
     out["rules"] = bench.get("rules") or []
     return out
 
@@ -138,22 +139,23 @@ def write(results: Path) -> dict[str, Path]:
     """report.md, report.html, summary.json and the pictures (report-*.png) in `results`."""
     results = Path(results)
     bench, disks = load(results)
+    found = findings_of(bench, disks)
     pictures = {}
     for d in disks:
         pictures[d.name] = plot_disk(d, results / f"report-{slug(d.name)}")
-        c = comparison(d)
+        c = found.per_disk[d.name]
         if c and c.get("shift"):
-            c.update(a={"disk": d.name, "blocksize": c["low"]}, b={"disk": d.name, "blocksize": c["high"]})
-            pictures[("shift", d.name)] = plot_shift(c, results / f"report-{slug(d.name)}-shift.png")
-    for i, c in enumerate(cross_comparisons(bench, disks), 1):
+            sides = {"a": {"disk": d.name, "blocksize": c["low"]}, "b": {"disk": d.name, "blocksize": c["high"]}}
+            pictures[("shift", d.name)] = plot_shift({**c, **sides}, results / f"report-{slug(d.name)}-shift.png")
+    for i, c in enumerate(found.cross, 1):
         if "tests" in c:
             pictures[("comparison", c["title"])] = plot_comparison(c, disks, results / f"report-comparison-{i}.png")
             pictures[("shift", c["title"])] = plot_shift(c, results / f"report-comparison-{i}-shift.png")
-    text = markdown(bench, disks, pictures, results)
+    text = markdown(bench, disks, pictures, results, found)
     out = {"md": results / "report.md", "html": results / "report.html", "summary": results / "summary.json"}
     out["md"].write_text(text)
     out["html"].write_text(html(text, results))
-    out["summary"].write_text(json.dumps(summary(bench, disks), indent=2) + "\n")
+    out["summary"].write_text(json.dumps(summary(bench, disks, found), indent=2) + "\n")
     return out
 
 
