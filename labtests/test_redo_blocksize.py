@@ -23,7 +23,12 @@ from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.lab
-HELPERS = {"rules.py": REPO / "sectorlab" / "inguest" / "rules.py"}
+HELPERS = {name: REPO / "sectorlab" / "inguest" / name for name in ("rules.py", "asmrules.py", "redocheck.py")}
+# The discovery methods asked on every disk: (name, redo-check flags).
+DISCOVERY = {"asmlib": ["--asm-discovery", "asmlib", "--asm-version", "19"],
+             "asmlib-logical": ["--asm-discovery", "asmlib", "--asmlib-logical-block-size", "--asm-version", "19"],
+             "udev": ["--asm-discovery", "udev", "--asm-version", "19"],
+             "afd-12.1": ["--asm-discovery", "afd", "--asm-version", "12.1"]}
 REMOTE_DIR = "/tmp/sectorlab"
 
 
@@ -41,18 +46,24 @@ def helpers(lab_guests):
 # rules.py's command line (main) called once per BLOCKSIZE in one python3: its start costs the guest
 # about a second under TCG.
 _VERDICTS = """
-import contextlib, io, sys
+import contextlib, io, json, sys
 sys.path.insert(0, sys.argv[1])
-import rules
-for bs in sys.argv[3:]:
+import redocheck
+def ask(args):
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = rules.main([sys.argv[2], "--blocksize", bs, "--json"])
-    print(f"verdict {bs} {out.getvalue().strip()} rc={rc}")
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        rc = redocheck.main(args)
+    return rc, out.getvalue().strip()
+for bs in sys.argv[4:]:
+    rc, out = ask([sys.argv[2], "--blocksize", bs, "--json"])
+    print(f"verdict {bs} {out} rc={rc}")
+for name, flags in json.loads(sys.argv[3]).items():
+    rc, out = ask([sys.argv[2], "--json", *flags])
+    print(f"asm {name} {out} rc={rc}")
 """
 _ALL = r'''
-helpers=$1; dev=$2; verdicts=$3; shift 3
-python3 -c "$verdicts" "$helpers" "$dev" "$@"
+helpers=$1; dev=$2; verdicts=$3; discovery=$4; shift 4
+python3 -c "$verdicts" "$helpers" "$dev" "$discovery" "$@"
 for bs in "$@"; do
   out=$(redo-writer run --target "$dev" --blocksize "$bs" --sessions 1 --transactions 1 --redo-per-txn 1 \
         --log-size 1048576 --output json 2>/tmp/sectorlab-write.err); rc=$?
@@ -67,7 +78,7 @@ def disk(request, lab_state, lab_guests, guest_devices, helpers):
     """(guest, declared disk, device, {BLOCKSIZE: (verdict rc, verdict, write rc, its error, its report)})."""
     guest, declared, dev = resolve_disk(request.param, lab_state, lab_guests, guest_devices)
     if declared.serial not in _DONE:
-        out = guest.check_output("sudo -n sh -c", _ALL, "all", helpers, dev.path, _VERDICTS,
+        out = guest.check_output("sudo -n sh -c", _ALL, "all", helpers, dev.path, _VERDICTS, json.dumps(DISCOVERY),
                                  *rules.VALID_BLOCKSIZES)
         verdicts = {int(bs): (int(rc), json.loads(js)) for bs, js, rc in
                     re.findall(r"^verdict (\d+) (.*) rc=(\d+)$", out, re.M)}
@@ -75,6 +86,9 @@ def disk(request, lab_state, lab_guests, guest_devices, helpers):
                   re.findall(r"^write (\d+) rc=(\d+) (.*?)json=(.*)$", out, re.M)}
         assert sorted(verdicts) == sorted(writes) == sorted(rules.VALID_BLOCKSIZES), out
         _DONE[declared.serial] = {bs: (*verdicts[bs], *writes[bs]) for bs in verdicts}
+        _DONE[declared.serial]["asm"] = {name: (int(rc), json.loads(js)) for name, js, rc in
+                                         re.findall(r"^asm (\S+) (.*) rc=(\d+)$", out, re.M)}
+        assert sorted(_DONE[declared.serial]["asm"]) == sorted(DISCOVERY), out
     return guest, declared, dev, _DONE[declared.serial]
 
 
@@ -107,6 +121,42 @@ def test_verdict_and_real_io(disk, blocksize):
         assert write_rc == 0, f"{dev.path}: O_DIRECT+O_DSYNC write of {blocksize} B failed: {write_err}"
         report = json.loads(write_json)
         assert (report["writes"], report["bytes_written"]) == (1, blocksize), report
+
+
+def _expected_group(name: str, logical: int, physical: int) -> tuple[int, int | None] | None:
+    """The disk group each discovery method gives (docs/redo-blocksize.md), written out again:
+    (SECTOR_SIZE, LOGICAL_SECTOR_SIZE), or None when ASM cannot use the disk (ORA-59012)."""
+    if name.startswith("asmlib"):
+        one = logical if name == "asmlib-logical" else physical
+        return (one, one) if one in (512, 4096) else None
+    if physical not in (512, 4096):
+        return None
+    return (logical, None) if name == "afd-12.1" else (logical, logical)
+
+
+@pytest.mark.parametrize("name", DISCOVERY)
+def test_asm_discovery_on_what_the_guest_shows(disk, name):
+    """What CREATE DISKGROUP would make of this disk through each discovery method, from the sizes
+    the guest's kernel shows; and every BLOCKSIZE the engine lets into that group is one the disk
+    really writes (the O_DIRECT writes above)."""
+    guest, declared, dev, done = disk
+    logical, physical = declared.geometry.logical_block_size, declared.geometry.physical_block_size
+    rc, out = done["asm"][name]
+    want = _expected_group(name, logical, physical)
+    if want is None:
+        assert rc == 1 and out["error"] == f"ORA-59012: Disk {dev.path} uses an invalid physical sector size " \
+                                           f"({physical}).", out
+        return
+    assert out["disk"]["logical"] == logical and out["disk"]["physical"] == physical, out["disk"]
+    assert (out["asm"]["sector_size"], out["asm"]["logical_sector_size"]) == want, out["asm"]
+    assert out["asm"]["reads"] == ([want[0]] * 2 if name.startswith("asmlib") else [logical, physical])
+    assert rc == (0 if out["allowed"] else 1) and out["default_blocksize"] == want[0]
+    for r in out["redo"]:
+        if r["allowed"] or r["needs_override"]:
+            write_rc, write_err = done[r["blocksize"]][2:4]
+            assert write_rc == 0, f"{name}: BLOCKSIZE {r['blocksize']} let in, the disk fails it: {write_err}"
+        # The group's smallest I/O decides what it takes below SECTOR_SIZE; above it only the override.
+        assert r["allowed"] is ((want[1] or want[0]) <= r["blocksize"] <= want[0]), r
 
 
 def test_raw_writes_refuse_the_root_disk(lab_guests):

@@ -32,7 +32,7 @@ from .commands.lab import (
     cmd_terraform_check,
 )
 from .errors import SectorlabError
-from .inguest import rules
+from .inguest import redocheck
 
 _LAB_HELP = "lab definition (default: $SECTORLAB_LAB_FILE or labs/default.toml)"
 
@@ -194,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["redo-check"]:
         # The rules engine parses its own command line: it also runs standalone inside guests.
-        return rules.main(argv[1:], prog="sectorlab redo-check")
+        from . import fromhost
+        return redocheck.main(argv[1:], prog="sectorlab redo-check", from_host=fromhost.redo_check_sizes)
     args = build_parser().parse_args(argv)
     # `kill` (SIGTERM, as a CI runner's timeout sends it) stops a command as Ctrl-C does: lab-up
     # names the phase it stopped in, a bench brings its lab down.

@@ -20,7 +20,7 @@ from pathlib import Path
 from . import geometry as geo
 from . import guestdisks, inputs, labdef
 from .errors import UsageError
-from .inguest import nvmeformat
+from .inguest import nvmeformat, rules
 from .labdef import tomllib
 
 COLUMNS = ("name", "log-sec", "phy-sec", "min-io", "opt-io", "alignment", "size", "rota", "tran", "model")
@@ -124,6 +124,18 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
     if not disks:
         raise _bad(path, "no whole disk in it" + (f" ({'; '.join(skipped)})" if skipped else ""))
     return disks, skipped
+
+
+def redo_check_sizes(path: str, name: str) -> tuple[int, int, int | None]:
+    """`sectorlab redo-check --from-host FILE DISK`: (logical, physical, minimum I/O) of DISK in FILE."""
+    try:
+        disks, _ = read(Path(path))
+    except UsageError as e:
+        raise rules.RulesUsageError(str(e)) from None
+    for d in disks:
+        if d.name == name:
+            return d.logical, d.physical, d.min_io or None
+    raise rules.RulesUsageError(f"{path}: no disk {name!r} in it: expected one of {', '.join(d.name for d in disks)}")
 
 
 def _bus(d: HostDisk, g: geo.Geometry, notes: list[str]) -> str:

@@ -22,7 +22,8 @@ FILES = sorted(p for p in INGUEST.glob("*.py") if p.name != "__init__.py")
 def test_the_guest_side_files_are_the_ones_copied_or_sent_to_guests():
     from sectorlab import images
     from sectorlab.lab import PROBE
-    assert {p.name for p in FILES} == {"blockdev.py", "guestprobe.py", "nvmeformat.py", "redodisk.py", "rules.py"}
+    assert {p.name for p in FILES} == {"asmrules.py", "blockdev.py", "guestprobe.py", "nvmeformat.py",
+                                         "redocheck.py", "redodisk.py", "rules.py"}
     assert set(images.GUEST_TOOLS) | {PROBE} == set(FILES)
 
 
@@ -50,7 +51,7 @@ def test_the_image_holds_every_file_its_tools_import():
     assert installed == tools
     launched = dict(re.findall(r"^launcher (\S+) (\w+)$", script, re.M))
     assert launched == {"/usr/local/sbin/provision-redo-disk": "redodisk",
-                        "/usr/local/sbin/reformat-nvme": "nvmeformat", "/usr/local/bin/redo-check": "rules"}
+                        "/usr/local/sbin/reformat-nvme": "nvmeformat", "/usr/local/bin/redo-check": "redocheck"}
     for module in launched.values():
         tree = ast.parse((INGUEST / f"{module}.py").read_text())
         assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), module

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
-RULES_FILE = REPO / "sectorlab" / "inguest" / "rules.py"
+COMMAND_FILE = REPO / "sectorlab" / "inguest" / "redocheck.py"
 GEOMETRIES = {"sector512n": (512, 512), "sector512e": (512, 4096), "sector4k": (4096, 4096)}
 
 
@@ -146,16 +147,19 @@ def test_a_logical_sector_size_above_the_sector_size_is_oracles_ora_15375():
                                          "sector size (4096).")
 
 
-def test_blocksize_1024_and_the_emulated_default_are_marked_unverified():
+def test_blocksize_1024_and_the_emulated_default_say_they_are_not_known():
     v = rules.evaluate(512, 4096, 1024)
-    assert v.allowed and any("1024" in w and "unverified" in w for w in v.warnings)
+    assert v.allowed and v.evidence == "assumed"
+    assert any(w.startswith("BLOCKSIZE 1024 on linux") and "not known" in w for w in v.warnings), v.warnings
+    hp = rules.evaluate(512, 4096, 1024, platform="hp-ux")
+    assert any("HP-UX's and Tru64's native redo block" in w for w in hp.warnings), hp.warnings
     d = rules.evaluate(512, 4096, asm_sector_size=4096, asm_logical_sector_size=512)
-    assert d.blocksize == 4096 and any("not documented publicly" in w for w in d.warnings)
+    assert d.blocksize == 4096 and d.evidence == "assumed" and any("not public" in w for w in d.warnings)
 
 
 def run_cli(*args):
-    """The standalone file, as it runs inside a guest: python3 rules.py ..."""
-    return subprocess.run([sys.executable, str(RULES_FILE), *args], capture_output=True, text=True)
+    """The standalone file, as it runs inside a guest or on a server: python3 redocheck.py ..."""
+    return subprocess.run([sys.executable, str(COMMAND_FILE), *args], capture_output=True, text=True)
 
 
 def test_cli_exit_codes_and_json():
@@ -163,7 +167,9 @@ def test_cli_exit_codes_and_json():
     assert ok.returncode == 0
     out = json.loads(ok.stdout)
     assert set(out) == {"allowed", "blocksize", "default_blocksize", "error", "warnings", "host_sector",
-                        "media_sector"}
+                        "media_sector", "evidence", "rests_on"}
+    assert out["evidence"] == "seed" and {r["rule"] for r in out["rests_on"]} == {"below-media-sector",
+                                                                                  "blocksize-values"}
     assert out["allowed"] is True and "read-modify-write" in ok.stderr
     refused = run_cli("--logical", "512", "--physical", "512", "--blocksize", "4096")
     assert refused.returncode == 1
@@ -179,7 +185,7 @@ def test_cli_exit_codes_and_json():
     (["--logical", "512", "--physical", "512", "--blocksize", "2048"], "BLOCKSIZE 2048 is not valid"),
     (["--logical", "512", "--physical", "512", "--asm-sector-size", "1024"], "ASM SECTOR_SIZE 1024"),
     (["/dev/does-not-exist"], "No such file or directory"),
-    ([str(RULES_FILE)], "is not a block device"),
+    (["/proc/version"], "no block device under it"),
     (["--logical", "512"], "both --logical and --physical"),
 ])
 def test_cli_bad_usage_exits_2(args, fragment):
@@ -251,3 +257,45 @@ def test_a_log_of_512_byte_writes_on_512e_writes_every_sector_in_part():
     assert rules.log_partial_units(1536, 8, 4096) == (8, 10)  # 3 blocks: some writes straddle a boundary
     assert rules.log_partial_units(1536, 3, 4096, log_size=4096) == (3, 3)  # the third write wraps to 0
 
+
+
+COLLECTOR = REPO / "labtests" / "unit" / "data" / "from-host" / "collector-db-server.json"
+
+
+def test_from_host_answers_for_a_servers_disk(capsys):
+    from sectorlab import cli
+    assert cli.main(["redo-check", "--from-host", str(COLLECTOR), "sdb", "--asm-discovery", "asmlib", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["disk"] == {"name": "sdb", "logical": 512, "physical": 4096, "min_io": 4096}
+    assert (out["asm"]["sector_size"], out["asm"]["reads"]) == (4096, [4096, 4096])
+    assert [r["allowed"] for r in out["redo"]] == [False, False, True]
+    # sdc: a 16 KiB physical sector, which no ASM sector size takes
+    assert cli.main(["redo-check", "--from-host", str(COLLECTOR), "sdc", "--asm-discovery", "udev"]) == 1
+    assert capsys.readouterr().err.strip() == "ORA-59012: Disk sdc uses an invalid physical sector size (16384)."
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["sdx"], "no disk 'sdx' in it: expected one of nvme0n1, nvme1n1"),
+    (["sdb", "--logical", "512"], "not --logical/--physical"),
+    ([], "give the disk's name in it"),
+])
+def test_from_host_bad_input_is_one_line(capsys, args, fragment):
+    from sectorlab import cli
+    assert cli.main(["redo-check", "--from-host", str(COLLECTOR), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and "\n" not in err
+
+
+def test_a_path_on_a_filesystem_gets_the_sizes_of_the_block_device_under_it(tmp_path):
+    st = os.stat(tmp_path)
+    result = run_cli(str(tmp_path), "--json")
+    if os.major(st.st_dev) == 0:  # overlay, tmpfs: nothing under it
+        assert result.returncode == 2 and "no block device under it" in result.stderr
+        return
+    # lsblk, a second instrument, on the same device
+    rows = subprocess.run(["lsblk", "-n", "-r", "-b", "-o", "MAJ:MIN,LOG-SEC,PHY-SEC"], capture_output=True,
+                          text=True, check=True).stdout.splitlines()
+    seen = {row.split()[0]: [int(v) for v in row.split()[1:]] for row in rows}
+    out = json.loads(result.stdout)
+    assert [out["host_sector"], out["media_sector"]] == seen[f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"]
+    assert out["evidence"] == "assumed" and "filesystem-device" in {r["rule"] for r in out["rests_on"]}

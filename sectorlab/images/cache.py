@@ -24,10 +24,11 @@ from .guests import PACKER_DIR, GuestSpec
 DEBIAN_BASE_SCRIPT = REPO / "scripts" / "build-debian-base"
 REDO_WRITER_DIR = REPO / "redo-writer"
 # The DBA's tools every guest gets, standard-library Python run from /usr/local/lib/sectorlab/ (the
-# rules engine as redo-check; redodisk.py as provision-redo-disk, nvmeformat.py as reformat-nvme,
-# both on blockdev.py): installed by packer/scripts/common/lab-guest.sh.
-GUEST_TOOLS = [REPO / "sectorlab" / "inguest" / name for name in ("rules.py", "blockdev.py", "redodisk.py",
-                                                                   "nvmeformat.py")]
+# rules engine, rules.py and asmrules.py, as redo-check through redocheck.py; redodisk.py as
+# provision-redo-disk, nvmeformat.py as reformat-nvme, both on blockdev.py): installed by
+# packer/scripts/common/lab-guest.sh.
+GUEST_TOOLS = [REPO / "sectorlab" / "inguest" / name for name in ("rules.py", "asmrules.py", "redocheck.py",
+                                                                   "blockdev.py", "redodisk.py", "nvmeformat.py")]
 BOOT_FILES_SCRIPT = PACKER_DIR / "scripts" / "common" / "boot-files.sh"
 
 

@@ -26,9 +26,10 @@ import time
 from dataclasses import dataclass, field
 
 try:
-    from . import blockdev, rules
+    from . import blockdev, redocheck, rules
 except ImportError:  # flat in a guest (see __init__.py)
     import blockdev
+    import redocheck
     import rules
 
 COMMAND = "provision-redo-disk"
@@ -293,7 +294,7 @@ def summarize(disk: blockdev.Disk, serial: str, part: str, checks: dict, owner: 
         alignment_offset -= 1 << 32
     granule = max(disk.physical_block_size, disk.minimum_io_size)
     aligned = start_bytes % granule == 0
-    logical, physical = rules.device_sectors(part)
+    logical, physical = redocheck.device_sectors(part)
     verdict = rules.evaluate(logical, physical, file=part, min_io=disk.minimum_io_size)
     have_owner = pwd.getpwuid(st_part.st_uid).pw_name
     have_group = grp.getgrgid(st_part.st_gid).gr_name

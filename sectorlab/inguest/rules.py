@@ -1,11 +1,11 @@
-#!/usr/bin/python3
 """Oracle redo BLOCKSIZE rules: which block size a redo log gets on a disk, which it refuses with
 ORA-01378, and which work at the cost of read-modify-write.
 
-Pure Python, standard library only: it runs as `sectorlab redo-check` on the host and, copied as
-one file, as `python3 rules.py ...` inside lab guests or on a database server.
+Standard library only: `sectorlab redo-check` on the host and `redo-check` inside lab guests run
+it through redocheck.py (the command); asmrules.py holds ASM's side. The three files, copied
+together, also run on a database server (`python3 redocheck.py ...`).
 
-The model (docs/redo-blocksize.md has the sources):
+The model (RULES below, each with its evidence and source; docs/redo-blocksize.md prints them):
 - BLOCKSIZE is 512, 1024 or 4096 (Oracle 11.2+; seed 003). Without it a redo log gets the disk's
   media (physical) sector size (seed 000: a 4Kn P3700 gets 4096).
 - B < host (logical) sector: ORA-01378, and _disk_sector_size_override does not help: an O_DIRECT
@@ -15,39 +15,109 @@ The model (docs/redo-blocksize.md has the sources):
 - B < media sector (512e): allowed, but a write that covers a physical sector only in part costs
   the drive a read-modify-write: 7 of 8 writes of 512 bytes start inside a 4 KiB sector (seed 003)
   and the 8th ends inside it, so all of them do (partial_units counts both ends).
-- Inside ASM the database sees the disk group's SECTOR_SIZE as both host and media size (seed
-  003). The disk group must be valid for its disks: SECTOR_SIZE 512 or 4096, not smaller than any
-  disk's logical sector, and no mixing of disks with different logical sectors.
+- Inside ASM the database sees the disk group's sizes (asmrules.py): before 12.2 its SECTOR_SIZE as
+  both host and media sector (seed 003), from 12.2 LOGICAL_SECTOR_SIZE as the host sector.
 - Each redo block carries a 16-byte header; a write is padded to whole blocks ("redo wastage").
 - A disk whose physical sector or minimum I/O size is above 4096 (QLC drives write in 16 KiB
   indirection units): no BLOCKSIZE reaches it. The model's default is then 4096, the largest; which
-  one Oracle picks there is not documented, so this is where the model stops. Every redo write is
-  smaller than the device's write unit, and the verdict warns so.
+  one Oracle picks there is not documented, so this is where the model stops.
+Every verdict names the rules it rests on and its evidence: the weakest of theirs.
 """
 
 from __future__ import annotations
 
-import argparse
-import fcntl
-import json
 import math
-import os
-import stat
-import struct
-import sys
 from dataclasses import asdict, dataclass, field
+
+try:
+    from . import asmrules
+except ImportError:  # flat in /usr/local/lib/sectorlab/ inside a guest
+    import asmrules
 
 VALID_BLOCKSIZES = (512, 1024, 4096)
 MAX_BLOCKSIZE = max(VALID_BLOCKSIZES)
-VALID_ASM_SECTOR_SIZES = (512, 4096)
+VALID_ASM_SECTOR_SIZES = asmrules.VALID_SECTOR_SIZES
 REDO_BLOCK_HEADER = 16
-BLKSSZGET = 0x1268  # logical sector size (int)
-BLKPBSZGET = 0x127B  # physical sector size (unsigned int)
-EXIT_ALLOWED, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+PLATFORMS = ("linux", "hp-ux", "tru64", "solaris", "aix", "windows")
+# Strongest first: the kernel's own behaviour (and the lab re-checks it), Oracle's documentation or
+# public source code, what a seed showed on real hardware, nothing public (the model's choice).
+EVIDENCE = ("physics", "documented", "seed", "assumed")
+V_ASM_DISKGROUP = "Oracle Database Reference 12.2, V$ASM_DISKGROUP (LOGICAL_SECTOR_SIZE)"
+ORACLEASM = "the oracleasm driver's asm_block_size() (kernel/driver.c) and /etc/sysconfig/oracleasm"
+
+
+@dataclass(frozen=True)
+class Rule:
+    says: str
+    evidence: str
+    source: str
+
+
+RULES = {
+    "blocksize-values": Rule("BLOCKSIZE is 512, 1024 or 4096 (11.2 and later)", "seed",
+                             "seed 003 (quoting Oracle: 'a 512B block size or, for some platforms, a 1K block size')"),
+    "default-media-sector": Rule("without BLOCKSIZE a redo log gets the media (physical) sector size", "seed",
+                                 "seeds 000 and 003"),
+    "below-logical-sector": Rule("BLOCKSIZE below the logical sector: ORA-01378, override or not (O_DIRECT fails "
+                                 "with EINVAL)", "physics", "the kernel's O_DIRECT rule; labtests re-check it"),
+    "above-media-sector": Rule("BLOCKSIZE above the media sector: ORA-01378", "seed", "seeds 001 and 002"),
+    "override": Rule("_disk_sector_size_override=TRUE lets a BLOCKSIZE above the media sector through", "seed",
+                     "seeds 000, 002 and 003"),
+    "below-media-sector": Rule("BLOCKSIZE below the media sector (512e): allowed, each write read-modify-written",
+                               "seed", "seed 003; V$ASM_DISKGROUP (512 redo in an emulated group)"),
+    "blocksize-1024": Rule("BLOCKSIZE 1024 is judged by the sector sizes alone: whether the platform accepts it "
+                           "is not public", "assumed",
+                           "seed 003 ('for some platforms'); Ixora's table of pre-11.2 log block sizes "
+                           "(1024 on HP-UX and Tru64, 512 on Linux); no public source shows Linux accepting it"),
+    "unit-above-4096": Rule("a write unit above 4096: the default is 4096, the largest BLOCKSIZE", "assumed",
+                            "not public; sysfs-block (minimum_io_size, physical_block_size)"),
+    "filesystem-device": Rule("a file on a filesystem gets the sector sizes of the block device under it "
+                              "(a device-mapper or LVM volume: its own)", "assumed", "not public"),
+    "asm-one-sector-size": Rule("inside ASM before 12.2 the database sees SECTOR_SIZE as host and media sector",
+                                "seed", "seed 003"),
+    "asm-logical-sector-size": Rule("from 12.2 the database sees LOGICAL_SECTOR_SIZE as host sector: a 4096/512 "
+                                    "group takes redo of 512 and of 4096", "documented", V_ASM_DISKGROUP),
+    "asm-emulated-default": Rule("the default BLOCKSIZE in a group of LOGICAL_SECTOR_SIZE below SECTOR_SIZE is "
+                                 "SECTOR_SIZE", "assumed", "not public (it depends on compatible.rdbms)"),
+    "asm-which-error": Rule("a redo BLOCKSIZE below the group's smallest I/O is shown as ORA-01378; ASM's own "
+                            "ORA-15347 may come instead", "assumed", "ORA-01378 and ORA-15347 (Oracle's error "
+                            "messages); which one ADD LOGFILE shows is not public"),
+    "asm-sector-size-values": Rule("SECTOR_SIZE (and LOGICAL_SECTOR_SIZE) are 512 or 4096; LOGICAL above "
+                                   "SECTOR_SIZE is ORA-15375", "documented", f"{asmrules.GUIDE_121}; ORA-15375"),
+    "asm-membership": Rule("a disk joins a group when the sector size ASM reads from it equals SECTOR_SIZE and "
+                           "its logical sector is not above the group's smallest I/O; no mixing", "documented",
+                           asmrules.GUIDE_121),
+    "asmlib-reads-one-size": Rule("ASMLib shows ASM one size: the physical sector, the logical one with "
+                                  "ORACLEASM_USE_LOGICAL_BLOCK_SIZE=true", "documented", f"{ORACLEASM}; seed 000"),
+    "asmlib-logical-sector-size": Rule("through ASMLib a 12.2+ group gets LOGICAL_SECTOR_SIZE = that one size",
+                                       "assumed", "not public"),
+    "afd-reads-kernel-sizes": Rule("the ASM Filter Driver shows ASM the kernel's logical and physical sectors, and "
+                                   "a new group gets the logical one", "assumed", "not public"),
+    "udev-reads-kernel-sizes": Rule("a udev (raw) device shows ASM the kernel's logical and physical sectors, and a "
+                                    "new group gets the logical one", "assumed",
+                                    "not public; NetApp's note that only ASMLib stamps the physical size"),
+    "asm-invalid-sector": Rule("a sector ASM reads that is not 512 or 4096: ORA-59012 / ORA-59013", "documented",
+                               "ORA-59012, ORA-59013 (Oracle's error messages)"),
+    "asm-file-below-sector": Rule("ASM refuses a file whose block is below the group's smallest I/O: ORA-15347",
+                                  "documented", "ORA-15347 (Oracle's error messages)"),
+    "spfile-4k-bug": Rule("an spfile in a group of SECTOR_SIZE 4096 is unreadable in 12.1.0.2 without the patch "
+                          "for bug 16870214 (ORA-17510)", "seed", "seed 000"),
+}
+
+
+def weakest(rule_ids: list[str]) -> str:
+    return max((RULES[r].evidence for r in rule_ids), key=EVIDENCE.index, default="physics")
+
+
+def cited(rule_ids: list[str]) -> list[dict]:
+    return [{"rule": r, "evidence": RULES[r].evidence, "source": RULES[r].source} for r in dict.fromkeys(rule_ids)]
 
 
 class RulesUsageError(ValueError):
     """Input outside the model (exit status 2)."""
+
+
+AsmError = asmrules.AsmError
 
 
 @dataclass
@@ -59,11 +129,18 @@ class Verdict:
     warnings: list[str] = field(default_factory=list)
     host_sector: int = 0
     media_sector: int = 0
+    rests_on: list[str] = field(default_factory=list)
     reason: str = ""  # why, in one sentence; not part of the JSON interface
+
+    @property
+    def evidence(self) -> str:
+        return weakest(self.rests_on)
 
     def as_json(self) -> dict:
         out = asdict(self)
         out.pop("reason")
+        out["evidence"] = self.evidence
+        out["rests_on"] = cited(self.rests_on)
         return out
 
 
@@ -80,43 +157,14 @@ def _check_sector(what: str, value) -> int:
     return value
 
 
-ASM_SOURCE = "Oracle ASM Administrator's Guide 12.1, 'Specifying the Sector Size for Drives'"
-
-
 def check_asm_disk_group(sector_size: int, disks: dict[str, tuple[int, int]],
                          logical_sector_size: int | None = None) -> None:
     """Raise AsmError when ASM refuses these disks, each (logical, physical), in a disk group of
-    SECTOR_SIZE `sector_size` and (12.2+) LOGICAL_SECTOR_SIZE `logical_sector_size` (None: before
-    12.2, the one size). A disk fits when its logical sector is not above the group's logical one
-    (the smallest I/O the group does, V$ASM_DISKGROUP) and the sector size ASM reads from it, the
-    physical one (ASMLib unless ORACLEASM_USE_LOGICAL_BLOCK_SIZE=true) or the logical one, equals
-    SECTOR_SIZE ("the new disk must have the same sector size", the 12.1 guide). Oracle's text is
-    quoted only where it is public (ORA-15375); the other refusals are the engine's own words."""
-    for name, value in (("SECTOR_SIZE", sector_size), ("LOGICAL_SECTOR_SIZE", logical_sector_size)):
-        if value is not None and value not in VALID_ASM_SECTOR_SIZES:
-            raise RulesUsageError(f"ASM {name} {value} is not valid: expected 512 or 4096")
-    logical_group = logical_sector_size or sector_size
-    if logical_group > sector_size:
-        raise AsmError(f"ORA-15375: Physical sector size ({sector_size}) cannot be smaller than the logical sector "
-                       f"size ({logical_group}).")
-    if len({sizes for sizes in disks.values()}) > 1:
-        listing = ", ".join(f"{d} ({lo}/{ph})" for d, (lo, ph) in sorted(disks.items()))
-        raise AsmError(f"ASM refuses disks of different sector sizes in one disk group: {listing} ({ASM_SOURCE}; "
-                       f"Oracle's error number for it is not public)")
-    for disk, (logical, physical) in disks.items():
-        if logical > logical_group:
-            raise AsmError(f"ASM refuses disk '{disk}' (logical sector {logical}) in a disk group whose smallest I/O "
-                           f"(LOGICAL_SECTOR_SIZE, or SECTOR_SIZE before 12.2) is {logical_group} bytes: the disk "
-                           f"cannot do it (the engine's words; Oracle's error number for it is not public)")
-        if sector_size not in (logical, physical):
-            raise AsmError(f"ASM refuses disk '{disk}' ({logical}/{physical} B sectors) in a disk group of SECTOR_SIZE "
-                           f"{sector_size}: a disk's sector size must equal SECTOR_SIZE ({ASM_SOURCE}; ASM reads the "
-                           f"physical sector through ASMLib, the logical one through ORACLEASM_USE_LOGICAL_BLOCK_SIZE; "
-                           f"Oracle's error number for it is not public)")
-
-
-class AsmError(Exception):
-    """The ASM disk group itself is invalid for its disks (exit status 1)."""
+    SECTOR_SIZE `sector_size` and (12.2+) LOGICAL_SECTOR_SIZE (asmrules.check_disks)."""
+    try:
+        asmrules.check_disks(asmrules.explicit(sector_size, logical_sector_size, None), disks)
+    except asmrules.AsmUsageError as e:
+        raise RulesUsageError(str(e)) from None
 
 
 def direct_io_ok(size: int, logical_sector: int) -> bool:
@@ -127,9 +175,10 @@ def direct_io_ok(size: int, logical_sector: int) -> bool:
     return size > 0 and size % logical_sector == 0
 
 
-def _unverified(media: int, min_io: int | None, chosen: int, asm_emulated_default: bool) -> list[str]:
-    """What the verdict rests on that no public source settles: said in the verdict, not hidden."""
-    out = []
+def _unverified(media: int, min_io: int | None, chosen: int, platform: str) -> tuple[list[str], list[str]]:
+    """What the verdict rests on that no public source settles: (warnings, rule ids), said in the
+    verdict, not hidden."""
+    out, rests_on = [], []
     unit = max(media, min_io or 0)
     if unit > MAX_BLOCKSIZE:
         what = "physical sector" if media >= (min_io or 0) else "minimum I/O size"
@@ -137,21 +186,17 @@ def _unverified(media: int, min_io: int | None, chosen: int, asm_emulated_defaul
                    f"BLOCKSIZE ({MAX_BLOCKSIZE}): every redo write is smaller than that unit, and the drive "
                    f"must read-modify-write or merge it; which BLOCKSIZE Oracle picks on such a disk is not "
                    f"documented (the model assumes {MAX_BLOCKSIZE})")
+        rests_on.append("unit-above-4096")
     if chosen == 1024:
-        out.append("BLOCKSIZE 1024: Oracle allows it 'for some platforms'; Linux's redo block was 512 before 11.2 "
-                   "(1024 was HP-UX's and Tru64's) and no public source shows Linux accepting 1024: the model "
-                   "judges it by the sector sizes alone, unverified")
-    if asm_emulated_default:
-        out.append("the default BLOCKSIZE in a disk group whose LOGICAL_SECTOR_SIZE is below its SECTOR_SIZE is not "
-                   "documented publicly (it depends on compatible.rdbms); the model assumes SECTOR_SIZE")
-    return out
+        native = "HP-UX's and Tru64's native redo block before 11.2" if platform in ("hp-ux", "tru64") else \
+            "no public source shows it accepted there"
+        out.append(f"BLOCKSIZE 1024 on {platform}: Oracle allows 1024 'for some platforms' and names none ({native}): "
+                   f"the verdict judges it by the sector sizes alone; whether Oracle accepts it is not known")
+        rests_on.append("blocksize-1024")
+    return out, rests_on
 
 
-def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, override: bool = False,
-             asm_sector_size: int | None = None, file: str = "+REDO", disk: str | None = None,
-             min_io: int | None = None, asm_logical_sector_size: int | None = None) -> Verdict:
-    """The verdict for a redo log of `blocksize` (None: the default) on a disk of host/media sectors
-    (and, when known, its minimum I/O size)."""
+def _checked(host_sector, media_sector, blocksize, min_io, platform) -> tuple[int, int]:
     host = _check_sector("host (logical) sector size", host_sector)
     media = _check_sector("media (physical) sector size", media_sector)
     if host > media:
@@ -162,42 +207,92 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
     if blocksize is not None and blocksize not in VALID_BLOCKSIZES:
         raise RulesUsageError(f"BLOCKSIZE {blocksize} is not valid: expected one of "
                               f"{', '.join(map(str, VALID_BLOCKSIZES))}")
-    if asm_sector_size is not None:
+    if platform not in PLATFORMS:
+        raise RulesUsageError(f"platform {platform!r} is not known: expected one of {', '.join(PLATFORMS)}")
+    return host, media
+
+
+def asm_group(sector_size: int | None, logical_sector_size: int | None = None,
+              version: tuple[int, int] | None = None) -> asmrules.DiskGroup | None:
+    """The disk group the user names by its sizes (None: not in ASM)."""
+    if sector_size is None:
+        if logical_sector_size is not None:
+            raise RulesUsageError("an ASM LOGICAL_SECTOR_SIZE needs the group's SECTOR_SIZE too")
+        return None
+    try:
+        return asmrules.explicit(sector_size, logical_sector_size, version)
+    except asmrules.AsmUsageError as e:
+        raise RulesUsageError(str(e)) from None
+
+
+def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, override: bool = False,
+             asm_sector_size: int | None = None, file: str = "+REDO", disk: str | None = None,
+             min_io: int | None = None, asm_logical_sector_size: int | None = None, platform: str = "linux",
+             group: asmrules.DiskGroup | None = None, via: list[str] | None = None) -> Verdict:
+    """The verdict for a redo log of `blocksize` (None: the default) on a disk of host/media sectors
+    (and, when known, its minimum I/O size), on the disk itself or inside an ASM disk `group` (or
+    the group of SECTOR_SIZE `asm_sector_size`); `via`: rules the sizes came through."""
+    host, media = _checked(host_sector, media_sector, blocksize, min_io, platform)
+    try:
+        group = group or asm_group(asm_sector_size, asm_logical_sector_size)
+    except AsmError as e:  # ORA-15375
+        return Verdict(False, blocksize or asm_sector_size, asm_sector_size, str(e), [], host, media,
+                       ["asm-sector-size-values"], "the ASM disk group is not valid")
+    rests_on = list(via or [])
+    if group is not None:
         try:
-            check_asm_disk_group(asm_sector_size, {disk or file: (host, media)}, asm_logical_sector_size)
+            asmrules.check_disks(group, {disk or file: (host, media)})
         except AsmError as e:
-            return Verdict(False, blocksize or asm_sector_size, asm_sector_size, str(e), [], host, media,
-                           "the ASM disk group is not valid for this disk")
-        # Inside ASM the database sees the disk group's sizes, not the disk's: before 12.2 one size,
-        # from 12.2 LOGICAL_SECTOR_SIZE as the host sector (V$ASM_DISKGROUP: a group of 4096/512
-        # takes redo of 512 and of 4096).
-        seen_host, seen_media = asm_logical_sector_size or asm_sector_size, asm_sector_size
+            return Verdict(False, blocksize or group.sector_size, group.sector_size, str(e), [], host, media,
+                           rests_on + group.rests_on + ["asm-membership"], "the ASM disk group refuses this disk")
+        seen_host, seen_media = group.smallest_io, group.sector_size
+        rests_on += group.rests_on + ["asm-membership", "asm-logical-sector-size" if group.logical_sector_size
+                                      else "asm-one-sector-size"]
     else:
         seen_host, seen_media = host, media
     default = min(seen_media, MAX_BLOCKSIZE)  # no BLOCKSIZE above 4096 exists (see the model)
     chosen = blocksize if blocksize is not None else default
-    warnings = _unverified(media, min_io, chosen, blocksize is None and seen_host < seen_media and
-                           asm_sector_size is not None)
+    warnings, unverified = _unverified(media, min_io, chosen, platform)
+    rests_on += unverified
+    if blocksize is None:
+        rests_on.append("default-media-sector")
+    if blocksize is None and group is not None and seen_host < seen_media:
+        warnings.append("the default BLOCKSIZE in a disk group whose LOGICAL_SECTOR_SIZE is below its "
+                        "SECTOR_SIZE is not public (it depends on compatible.rdbms); the model assumes SECTOR_SIZE")
+        rests_on.append("asm-emulated-default")
+    return _judge(chosen, default, override, (host, media), (seen_host, seen_media), file, warnings, rests_on)
+
+
+def _judge(chosen: int, default: int, override: bool, sectors: tuple[int, int], seen: tuple[int, int], file: str,
+           warnings: list[str], rests_on: list[str]) -> Verdict:
+    """Allowed or refused, and why: the disk's own sectors decide what I/O is possible, the sectors
+    the database sees (the group's inside ASM) what it accepts."""
+    (host, media), (seen_host, seen_media) = sectors, seen
+
+    def verdict(allowed: bool, rule: str, error: str | None, reason: str) -> Verdict:
+        return Verdict(allowed, chosen, default, error, warnings, seen_host, seen_media, rests_on + [rule], reason)
 
     if not direct_io_ok(chosen, host):
         # The override changes what the database accepts, not what the disk can do.
-        error = ora_01378(chosen, file, seen_media, seen_host)
         note = " (_disk_sector_size_override does not help: the O_DIRECT I/O itself fails with EINVAL)"
-        return Verdict(False, chosen, default, error + (note if override else ""), warnings, seen_host, seen_media,
+        return verdict(False, "below-logical-sector", ora_01378(chosen, file, seen_media, seen_host) +
+                       (note if override else ""),
                        f"blocksize {chosen} < the disk's logical sector {host}: I/O of {chosen} bytes is impossible")
     if chosen < seen_host:
-        return Verdict(False, chosen, default, ora_01378(chosen, file, seen_media, seen_host), warnings,
-                       seen_host, seen_media, f"blocksize {chosen} < host sector {seen_host} seen by the database")
+        rests_on.append("asm-which-error")
+        return verdict(False, "asm-file-below-sector", ora_01378(chosen, file, seen_media, seen_host),
+                       f"blocksize {chosen} < host sector {seen_host} seen by the database")
     if chosen > seen_media:
         if not override:
-            return Verdict(False, chosen, default, ora_01378(chosen, file, seen_media, seen_host), warnings,
-                           seen_host, seen_media,
+            return verdict(False, "above-media-sector", ora_01378(chosen, file, seen_media, seen_host),
                            f"blocksize {chosen} > media sector {seen_media}; _disk_sector_size_override=TRUE allows it")
         warnings.append(f"BLOCKSIZE {chosen} > media sector size {seen_media}: allowed by "
                         f"_disk_sector_size_override=TRUE")
+        rests_on.append("override")
     if chosen < media:
         warnings.append(rmw_warning(chosen, media))
-    return Verdict(True, chosen, default, None, warnings, seen_host, seen_media, "allowed")
+        rests_on.append("below-media-sector")
+    return verdict(True, "blocksize-values", None, "allowed")
 
 
 def rmw_warning(blocksize: int, unit: int) -> str:
@@ -260,117 +355,3 @@ def redo_wastage(redo_bytes: int, blocksize: int) -> Wastage:
     wasted = blocks * payload - redo_bytes
     return Wastage(redo_bytes, blocksize, blocks, written, blocks * REDO_BLOCK_HEADER, wasted,
                    round(100.0 * wasted / written, 2))
-
-
-def device_sectors(path: str) -> tuple[int, int]:
-    """(logical, physical) sector sizes of a block device, from the BLKSSZGET/BLKPBSZGET ioctls,
-    checked against sysfs."""
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        raise RulesUsageError(f"{path}: {e.strerror}: expected a block device such as /dev/sdb") from e
-    if not stat.S_ISBLK(st.st_mode):
-        raise RulesUsageError(f"{path} is not a block device")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as e:
-        raise RulesUsageError(f"{path}: cannot open: {e.strerror}") from e
-    try:
-        logical = struct.unpack("i", fcntl.ioctl(fd, BLKSSZGET, b"\0" * 4))[0]
-        physical = struct.unpack("I", fcntl.ioctl(fd, BLKPBSZGET, b"\0" * 4))[0]
-    finally:
-        os.close(fd)
-    sysfs = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/queue"
-    for name, value in (("logical_block_size", logical), ("physical_block_size", physical)):
-        try:
-            with open(f"{sysfs}/{name}") as f:
-                seen = int(f.read())
-        except OSError:
-            continue  # a partition has no queue/ of its own; the ioctls are authoritative
-        if seen != value:
-            raise RulesUsageError(f"{path}: ioctl says {name}={value} but sysfs says {seen}")
-    return logical, physical
-
-
-def device_min_io(path: str) -> int | None:
-    """The device's minimum I/O size from sysfs (a partition's is its disk's), or None."""
-    st = os.stat(path)
-    base = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-    for queue in (f"{base}/queue", f"{base}/../queue"):
-        try:
-            with open(f"{queue}/minimum_io_size") as f:
-                return int(f.read()) or None
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def _size(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of bytes")
-    return value
-
-
-def build_parser(prog: str = "redo-check") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Which redo BLOCKSIZE a disk accepts (ORA-01378 rules).")
-    p.add_argument("device", nargs="?", help="block device to read the sector sizes from (instead of the flags)")
-    p.add_argument("--logical", type=_size, help="host (logical) sector size in bytes")
-    p.add_argument("--physical", type=_size, help="media (physical) sector size in bytes")
-    p.add_argument("--min-io", type=_size, help="the device's minimum I/O size in bytes (sysfs minimum_io_size)")
-    p.add_argument("--blocksize", type=_size, help="requested redo BLOCKSIZE (512, 1024 or 4096)")
-    p.add_argument("--override", action="store_true", help="_disk_sector_size_override=TRUE in the instance")
-    p.add_argument("--asm-sector-size", type=_size, help="SECTOR_SIZE of the ASM disk group holding the log")
-    p.add_argument("--asm-logical-sector-size", type=_size,
-                   help="LOGICAL_SECTOR_SIZE of that disk group (ASM 12.2 and later; default: SECTOR_SIZE)")
-    p.add_argument("--file", default="+REDO", help="file name for messages (default +REDO)")
-    p.add_argument("--redo-size", type=_size, help="also report redo wastage for one write of this many bytes")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    return p
-
-
-def main(argv: list[str] | None = None, prog: str = "redo-check") -> int:
-    parser = build_parser(prog)
-    args = parser.parse_args(argv)  # bad flags exit 2 through argparse
-    try:
-        if args.device:
-            if args.logical or args.physical:
-                raise RulesUsageError("give a DEVICE or --logical/--physical, not both")
-            logical, physical = device_sectors(args.device)
-            min_io = args.min_io or device_min_io(args.device)
-        elif args.logical and args.physical:
-            logical, physical, min_io = args.logical, args.physical, args.min_io
-        else:
-            raise RulesUsageError("give a DEVICE, or both --logical and --physical")
-        if args.asm_logical_sector_size and not args.asm_sector_size:
-            raise RulesUsageError("--asm-logical-sector-size needs --asm-sector-size (the disk group's SECTOR_SIZE)")
-        verdict = evaluate(logical, physical, args.blocksize, args.override, args.asm_sector_size, args.file,
-                           disk=args.device, min_io=min_io, asm_logical_sector_size=args.asm_logical_sector_size)
-        wastage = redo_wastage(args.redo_size, verdict.blocksize) if args.redo_size else None
-    except RulesUsageError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.json:
-        out = verdict.as_json()
-        if wastage:
-            out["wastage"] = asdict(wastage)
-        print(json.dumps(out))
-    else:
-        state = "allowed" if verdict.allowed else "refused"
-        print(f"BLOCKSIZE {verdict.blocksize}: {state} (default {verdict.default_blocksize}; host sector "
-              f"{verdict.host_sector}, media sector {verdict.media_sector})")
-        if wastage:
-            print(f"one write of {wastage.redo_bytes} B of redo: {wastage.blocks} blocks, {wastage.bytes_written} B "
-                  f"written, {wastage.wastage_bytes} B wasted ({wastage.wastage_pct}%)")
-    for w in verdict.warnings:
-        print(f"{prog}: warning: {w}", file=sys.stderr)
-    if verdict.error:
-        print(verdict.error, file=sys.stderr)
-    return EXIT_ALLOWED if verdict.allowed else EXIT_REFUSED
-
-
-if __name__ == "__main__":
-    sys.exit(main())

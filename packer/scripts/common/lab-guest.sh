@@ -29,14 +29,16 @@ fi
 install -m 0755 /tmp/sectorlab-files/redo-writer /usr/local/bin/redo-writer
 install -m 0755 /tmp/sectorlab-files/sectorlab-nvme-tcp /usr/local/sbin/sectorlab-nvme-tcp
 # The DBA's procedures (sectorlab/inguest/: redodisk.py, nvmeformat.py and the block-device helpers
-# they share, blockdev.py) and the rules engine they ask for the redo BLOCKSIZE, as commands:
+# they share, blockdev.py) and the rules engine they ask for the redo BLOCKSIZE (rules.py,
+# asmrules.py; its command redocheck.py), as commands:
 # provision-redo-disk, reformat-nvme, redo-check. The files lie flat in /usr/local/lib/sectorlab/
 # (sectorlab/images/cache.py's GUEST_TOOLS: the build adds them to Packer's files/, which it uploads).
 # Each command is a launcher that imports its module, byte-compiled here: Python compiles a script
 # it runs directly at every start (0.23 s of redodisk.py's 0.71 s import under TCG, before the split).
 install -d /usr/local/lib/sectorlab
-install -m 0644 /tmp/sectorlab-files/rules.py /tmp/sectorlab-files/blockdev.py /tmp/sectorlab-files/redodisk.py \
-  /tmp/sectorlab-files/nvmeformat.py /usr/local/lib/sectorlab/
+install -m 0644 /tmp/sectorlab-files/rules.py /tmp/sectorlab-files/asmrules.py /tmp/sectorlab-files/redocheck.py \
+  /tmp/sectorlab-files/blockdev.py /tmp/sectorlab-files/redodisk.py /tmp/sectorlab-files/nvmeformat.py \
+  /usr/local/lib/sectorlab/
 python3 -m compileall -q /usr/local/lib/sectorlab
 launcher() {  # launcher PATH MODULE
   printf '#!/usr/bin/python3\nimport sys\nsys.path.insert(0, "/usr/local/lib/sectorlab")\nimport %s\nsys.exit(%s.main())\n' \
@@ -45,7 +47,7 @@ launcher() {  # launcher PATH MODULE
 }
 launcher /usr/local/sbin/provision-redo-disk redodisk
 launcher /usr/local/sbin/reformat-nvme nvmeformat
-launcher /usr/local/bin/redo-check rules
+launcher /usr/local/bin/redo-check redocheck
 install -m 0644 /tmp/sectorlab-files/sectorlab-nvme-tcp.service /etc/systemd/system/sectorlab-nvme-tcp.service
 systemctl enable sectorlab-nvme-tcp.service
 

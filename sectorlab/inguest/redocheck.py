@@ -1,0 +1,267 @@
+#!/usr/bin/python3
+"""redo-check: which redo BLOCKSIZE a disk accepts (the ORA-01378 rules, rules.py), and inside ASM
+(asmrules.py) which disk group CREATE DISKGROUP would make of it and what that group takes.
+
+The sizes come from flags, from a block device (its ioctls, checked against sysfs), from a file or
+directory on a filesystem (the block device under it), or, on the host, from a server's collector
+file (`sectorlab redo-check --from-host FILE DISK`). Standard library only: `redo-check` in every
+guest image, `python3 redocheck.py` beside rules.py and asmrules.py on a database server.
+Exit status: 0 allowed, 1 refused, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import stat
+import struct
+import sys
+from dataclasses import asdict
+
+try:
+    from . import asmrules, rules
+except ImportError:  # flat in /usr/local/lib/sectorlab/ inside a guest
+    import asmrules
+    import rules
+
+BLKSSZGET = 0x1268  # logical sector size (int)
+BLKPBSZGET = 0x127B  # physical sector size (unsigned int)
+EXIT_ALLOWED, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+Usage = rules.RulesUsageError
+
+
+def _sysfs_queue(major: int, minor: int) -> str | None:
+    """The queue/ directory of a block device, a partition's being its disk's."""
+    base = f"/sys/dev/block/{major}:{minor}"
+    for queue in (f"{base}/queue", f"{base}/../queue"):
+        if os.path.isdir(queue):
+            return queue
+    return None
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def device_sectors(path: str) -> tuple[int, int]:
+    """(logical, physical) sector sizes of a block device, from the BLKSSZGET/BLKPBSZGET ioctls,
+    checked against sysfs."""
+    st = _stat(path)
+    if not stat.S_ISBLK(st.st_mode):
+        raise Usage(f"{path} is not a block device")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as e:
+        raise Usage(f"{path}: cannot open: {e.strerror}") from e
+    try:
+        logical = struct.unpack("i", fcntl.ioctl(fd, BLKSSZGET, b"\0" * 4))[0]
+        physical = struct.unpack("I", fcntl.ioctl(fd, BLKPBSZGET, b"\0" * 4))[0]
+    finally:
+        os.close(fd)
+    queue = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/queue"
+    for name, value in (("logical_block_size", logical), ("physical_block_size", physical)):
+        seen = _read_int(f"{queue}/{name}")  # a partition has no queue/ of its own: the ioctls decide
+        if seen is not None and seen != value:
+            raise Usage(f"{path}: ioctl says {name}={value} but sysfs says {seen}")
+    return logical, physical
+
+
+def device_min_io(path: str) -> int | None:
+    """The device's minimum I/O size from sysfs (a partition's is its disk's), or None."""
+    st = os.stat(path)
+    queue = _sysfs_queue(os.major(st.st_rdev), os.minor(st.st_rdev))
+    return (_read_int(f"{queue}/minimum_io_size") or None) if queue else None
+
+
+def _stat(path: str) -> os.stat_result:
+    try:
+        return os.stat(path)
+    except OSError as e:
+        raise Usage(f"{path}: {e.strerror}: expected a block device such as /dev/sdb, or a file or directory "
+                    f"on one") from e
+
+
+def filesystem_sectors(path: str) -> tuple[int, int, int | None]:
+    """(logical, physical, minimum I/O) of the block device under the filesystem that holds `path`
+    (a device-mapper or LVM volume: its own sizes, which the kernel stacks from the disks below)."""
+    st = _stat(path)
+    major, minor = os.major(st.st_dev), os.minor(st.st_dev)
+    queue = _sysfs_queue(major, minor) if major else None
+    sizes = [_read_int(f"{queue}/{name}") if queue else None
+             for name in ("logical_block_size", "physical_block_size", "minimum_io_size")]
+    if queue is None or None in sizes[:2]:
+        raise Usage(f"{path} is on a filesystem with no block device under it (device {major}:{minor}: NFS, tmpfs, "
+                    f"overlay or btrfs): the sector sizes Oracle sees there are not public; give --logical and "
+                    f"--physical")
+    return sizes[0], sizes[1], sizes[2] or None
+
+
+def _size(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of bytes")
+    return value
+
+
+def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Which redo BLOCKSIZE a disk accepts (ORA-01378 rules), and "
+                                "inside ASM which disk group it would be in.")
+    p.add_argument("device", nargs="?", help="block device, or a file or directory on a filesystem, to read the "
+                   "sector sizes from" + (" (with --from-host: the disk's name in FILE)" if from_host else ""))
+    if from_host:
+        p.add_argument("--from-host", metavar="FILE", help="read the disk's sizes from a collector file "
+                       "(scripts/collect-host-geometry)")
+    p.add_argument("--logical", type=_size, help="host (logical) sector size in bytes")
+    p.add_argument("--physical", type=_size, help="media (physical) sector size in bytes")
+    p.add_argument("--min-io", type=_size, help="the device's minimum I/O size in bytes (sysfs minimum_io_size)")
+    p.add_argument("--blocksize", type=_size, help="requested redo BLOCKSIZE (512, 1024 or 4096)")
+    p.add_argument("--override", action="store_true", help="_disk_sector_size_override=TRUE in the instance")
+    p.add_argument("--platform", default="linux", choices=rules.PLATFORMS, help="the database's platform "
+                   "(default linux; it decides nothing but what is known of BLOCKSIZE 1024)")
+    asm = p.add_argument_group("ASM")
+    asm.add_argument("--asm-discovery", choices=asmrules.DISCOVERY, help="how ASM finds the disk: answers which "
+                     "disk group CREATE DISKGROUP makes of it, what that group takes, and what the spfile meets")
+    asm.add_argument("--asmlib-logical-block-size", action="store_true",
+                     help="ORACLEASM_USE_LOGICAL_BLOCK_SIZE=true in /etc/sysconfig/oracleasm (ASMLib only)")
+    asm.add_argument("--asm-version", help="ASM's version, or the group's compatible.asm (11.2, 12.1, 12.2, 19, ...; "
+                     "default: 12.2 and later)")
+    asm.add_argument("--asm-sector-size", type=_size, help="SECTOR_SIZE of the ASM disk group holding the log")
+    asm.add_argument("--asm-logical-sector-size", type=_size,
+                     help="LOGICAL_SECTOR_SIZE of that disk group (ASM 12.2 and later; default: SECTOR_SIZE)")
+    p.add_argument("--file", default="+REDO", help="file name for messages (default +REDO)")
+    p.add_argument("--redo-size", type=_size, help="also report redo wastage for one write of this many bytes")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def sizes_of(args, from_host) -> tuple[int, int, int | None, list[str]]:
+    """(logical, physical, minimum I/O, rules the sizes came through) from the command line."""
+    given = args.logical or args.physical
+    if getattr(args, "from_host", None):
+        if given or not args.device:
+            raise Usage("with --from-host FILE give the disk's name in it (e.g. sdb), not --logical/--physical")
+        logical, physical, min_io = from_host(args.from_host, args.device)
+        return logical, physical, args.min_io or min_io, []
+    if args.device:
+        if given:
+            raise Usage("give a DEVICE or --logical/--physical, not both")
+        if stat.S_ISBLK(_stat(args.device).st_mode):
+            logical, physical = device_sectors(args.device)
+            return logical, physical, args.min_io or device_min_io(args.device), []
+        logical, physical, min_io = filesystem_sectors(args.device)
+        return logical, physical, args.min_io or min_io, ["filesystem-device"]
+    if args.logical and args.physical:
+        return args.logical, args.physical, args.min_io, []
+    raise Usage("give a DEVICE, or both --logical and --physical")
+
+
+def asm_group_of(args, logical: int, physical: int) -> asmrules.DiskGroup | None:
+    """The disk group the command line describes (None: not in ASM)."""
+    if args.asmlib_logical_block_size and args.asm_discovery != "asmlib":
+        raise Usage("--asmlib-logical-block-size is an ASMLib setting: it needs --asm-discovery asmlib")
+    if not (args.asm_discovery or args.asm_sector_size or args.asm_logical_sector_size or args.asm_version):
+        return None
+    try:
+        version = asmrules.parse_version(args.asm_version)
+        return asmrules.group_for(logical, physical, args.asm_discovery, version, args.asmlib_logical_block_size,
+                                  args.asm_sector_size, args.asm_logical_sector_size, args.device or "DISK")
+    except asmrules.AsmUsageError as e:
+        raise Usage(str(e)) from None
+
+
+def report(args, sizes, group) -> dict:
+    """Every BLOCKSIZE in the group a discovery method gives: allowed, or allowed only with the
+    override, and what the spfile and a file of 512-byte blocks meet there."""
+    logical, physical, min_io, via = sizes
+    redo = []
+    for bs in rules.VALID_BLOCKSIZES:
+        plain = rules.evaluate(logical, physical, bs, False, file=args.file, disk=args.device, min_io=min_io,
+                               platform=args.platform, group=group, via=via)
+        forced = rules.evaluate(logical, physical, bs, True, file=args.file, disk=args.device, min_io=min_io,
+                                platform=args.platform, group=group, via=via)
+        redo.append({"blocksize": bs, "allowed": plain.allowed, "needs_override": forced.allowed and not plain.allowed,
+                     "error": plain.error, "evidence": plain.evidence, "warnings": plain.warnings})
+    default = rules.evaluate(logical, physical, None, args.override, file=args.file, disk=args.device, min_io=min_io,
+                             platform=args.platform, group=group, via=via)
+    files = [asdict(f) | {"evidence": rules.weakest(f.rests_on)} for f in asmrules.files_in(group)]
+    return {"disk": {"name": args.device, "logical": logical, "physical": physical, "min_io": min_io},
+            "asm": {"discovery": args.asm_discovery, "version": args.asm_version,
+                    "asmlib_logical_block_size": args.asmlib_logical_block_size, "sector_size": group.sector_size,
+                    "logical_sector_size": group.logical_sector_size, "reads": list(group.reads or ()),
+                    "evidence": rules.weakest(group.rests_on), "rests_on": rules.cited(group.rests_on)},
+            "default_blocksize": default.default_blocksize, "redo": redo, "files": files}
+
+
+def _print_verdict(verdict: rules.Verdict, wastage) -> None:
+    state = "allowed" if verdict.allowed else "refused"
+    print(f"BLOCKSIZE {verdict.blocksize}: {state} (default {verdict.default_blocksize}; host sector "
+          f"{verdict.host_sector}, media sector {verdict.media_sector}; evidence: {verdict.evidence})")
+    if wastage:
+        print(f"one write of {wastage.redo_bytes} B of redo: {wastage.blocks} blocks, {wastage.bytes_written} B "
+              f"written, {wastage.wastage_bytes} B wasted ({wastage.wastage_pct}%)")
+
+
+def _print_report(out: dict) -> None:
+    d, a = out["disk"], out["asm"]
+    print(f"{d['name'] or 'disk'}: logical sector {d['logical']}, physical {d['physical']}"
+          + (f", minimum I/O {d['min_io']}" if d["min_io"] else ""))
+    how = f"through {a['discovery']}" if a["discovery"] else "named"
+    logical = f", LOGICAL_SECTOR_SIZE {a['logical_sector_size']}" if a["logical_sector_size"] else ""
+    reads = f"; ASM reads {a['reads'][0]}/{a['reads'][1]} from the disk" if a["reads"] else ""
+    print(f"ASM {a['version'] or '12.2+'} disk group ({how}): SECTOR_SIZE {a['sector_size']}{logical}{reads} "
+          f"(evidence: {a['evidence']})")
+    for r in out["redo"]:
+        state = "allowed" if r["allowed"] else "only with _disk_sector_size_override" if r["needs_override"] \
+            else "refused"
+        default = ", the default" if r["blocksize"] == out["default_blocksize"] else ""
+        print(f"  redo BLOCKSIZE {r['blocksize']:>4}: {state}{default} (evidence: {r['evidence']})"
+              + (f": {r['error']}" if r["error"] and not r["allowed"] else ""))
+    for f in out["files"]:
+        print(f"  {f['what']}: {f['said']} (evidence: {f['evidence']})")
+
+
+def main(argv: list[str] | None = None, prog: str = "redo-check", from_host=None) -> int:
+    args = build_parser(prog, from_host is not None).parse_args(argv)  # bad flags exit 2 through argparse
+    try:
+        sizes = sizes_of(args, from_host)
+        logical, physical, min_io, via = sizes
+        group = asm_group_of(args, logical, physical)
+        verdict = rules.evaluate(logical, physical, args.blocksize, args.override, file=args.file, disk=args.device,
+                                 min_io=min_io, platform=args.platform, group=group, via=via)
+        wastage = rules.redo_wastage(args.redo_size, verdict.blocksize) if args.redo_size else None
+    except Usage as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except asmrules.AsmError as e:  # the disk cannot be in such a group at all
+        if args.json:
+            print(json.dumps({"allowed": False, "error": str(e), "asm": None}))
+        print(str(e), file=sys.stderr)
+        return EXIT_REFUSED
+    if args.asm_discovery:
+        out = report(args, sizes, group) | {"blocksize": verdict.blocksize, "allowed": verdict.allowed}
+        if args.json:
+            print(json.dumps(out))
+        else:
+            _print_report(out)
+    elif args.json:
+        print(json.dumps(verdict.as_json() | ({"wastage": asdict(wastage)} if wastage else {})))
+    else:
+        _print_verdict(verdict, wastage)
+    for w in verdict.warnings:
+        print(f"{prog}: warning: {w}", file=sys.stderr)
+    if verdict.error:
+        print(verdict.error, file=sys.stderr)
+    return EXIT_ALLOWED if verdict.allowed else EXIT_REFUSED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
