@@ -16,17 +16,22 @@ docs/redo-blocksize.md prints that table.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 VALID_SECTOR_SIZES = (512, 4096)
 DISCOVERY = ("asmlib", "afd", "udev")
 LOGICAL_SECTOR_SIZE_FROM = (12, 2)
-OLDEST = (11, 2)
+OLDEST, NEWEST = (11, 2), 26
 GUIDE_121 = "Oracle ASM Administrator's Guide 12.1, 'Specifying the Sector Size for Drives'"
 
 
 class AsmError(Exception):
-    """ASM refuses the disk group or the disk (exit status 1)."""
+    """ASM refuses the disk group or the disk (exit status 1); `rules`: the rules it rests on."""
+
+    def __init__(self, text: str, rules: list[str]):
+        super().__init__(text)
+        self.rules = rules
 
 
 class AsmUsageError(ValueError):
@@ -37,13 +42,12 @@ def parse_version(text: str | None) -> tuple[int, int] | None:
     """'19', '19.3', '12.2.0.1' -> (19, 0), (19, 3), (12, 2); None stays None (the newest behaviour)."""
     if text is None:
         return None
-    parts = str(text).strip().split(".")
-    try:
-        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
-    except ValueError:
-        raise AsmUsageError(f"ASM version {text!r} is not a version such as 12.1, 12.2 or 19") from None
-    if (major, minor) < OLDEST or major > 99:
-        raise AsmUsageError(f"ASM version {text} is outside the model: expected 11.2 or later (e.g. 12.1, 19)")
+    if not re.fullmatch(r"[0-9]{1,2}(\.[0-9]{1,2}){0,4}", str(text)):
+        raise AsmUsageError(f"ASM version {text!r} is not a version such as 12.1, 12.2 or 19")
+    parts = [int(p) for p in str(text).split(".")]
+    major, minor = parts[0], parts[1] if len(parts) > 1 else 0
+    if (major, minor) < OLDEST or major > NEWEST:
+        raise AsmUsageError(f"ASM version {text} is outside the model: expected 11.2 to {NEWEST} (e.g. 12.1, 19)")
     return major, minor
 
 
@@ -59,10 +63,20 @@ class DiskGroup:
     logical_sector_size: int | None = None
     reads: tuple[int, int] | None = None  # (logical, physical) as ASM sees the disk
     rests_on: list[str] = field(default_factory=list)
+    version: tuple[int, int] | None = None
 
     @property
     def smallest_io(self) -> int:
         return self.logical_sector_size or self.sector_size
+
+
+def _valid_reads(reads: tuple[int, int], disk: str, one_size: str | None = None) -> None:
+    """ORA-59012 / ORA-59013 for a sector ASM reads that no disk group can have (a 16 KiB one)."""
+    checks = [(one_size, reads[0])] if one_size else [("physical", reads[1]), ("logical", reads[0])]
+    for what, size in checks:
+        if size not in VALID_SECTOR_SIZES:
+            error = "ORA-59012" if what == "physical" else "ORA-59013"
+            raise AsmError(f"{error}: Disk {disk} uses an invalid {what} sector size ({size}).", ["asm-invalid-sector"])
 
 
 def discover(logical: int, physical: int, method: str, version: tuple[int, int] | None = None,
@@ -75,18 +89,14 @@ def discover(logical: int, physical: int, method: str, version: tuple[int, int] 
     if method == "asmlib":
         one = logical if asmlib_logical else physical
         reads, rests_on = (one, one), ["asmlib-reads-one-size"]
-        sector, logical_group = one, one
+        _valid_reads(reads, disk, "logical" if asmlib_logical else "physical")
     else:
         reads, rests_on = (logical, physical), [f"{method}-reads-kernel-sizes"]
-        sector, logical_group = logical, logical
-    for what, size, error in (("physical", reads[1], "ORA-59012"), ("logical", reads[0], "ORA-59013")):
-        if size not in VALID_SECTOR_SIZES:
-            raise AsmError(f"{error}: Disk {disk} uses an invalid {what} sector size ({size}).")
-    if not has_logical_sector_size(version):
-        logical_group = None
-    elif method == "asmlib":
+        _valid_reads(reads, disk)
+    logical_group = reads[0] if has_logical_sector_size(version) else None
+    if logical_group is not None and method == "asmlib":
         rests_on.append("asmlib-logical-sector-size")
-    return DiskGroup(sector, logical_group, reads, rests_on)
+    return DiskGroup(reads[0], logical_group, reads, rests_on, version)
 
 
 def explicit(sector_size: int, logical_sector_size: int | None, version: tuple[int, int] | None,
@@ -101,31 +111,36 @@ def explicit(sector_size: int, logical_sector_size: int | None, version: tuple[i
                             f"--asm-version 12.2 or later")
     if logical_sector_size is not None and logical_sector_size > sector_size:
         raise AsmError(f"ORA-15375: Physical sector size ({sector_size}) cannot be smaller than the logical sector "
-                       f"size ({logical_sector_size}).")
-    return DiskGroup(sector_size, logical_sector_size, reads, ["asm-sector-size-values"])
+                       f"size ({logical_sector_size}).", ["asm-sector-size-values"])
+    rests_on = ["asm-sector-size-values"]
+    if logical_sector_size is not None:
+        rests_on.append("asm-logical-values")
+    elif has_logical_sector_size(version):
+        rests_on.append("asm-logical-default")
+    return DiskGroup(sector_size, logical_sector_size, reads, rests_on, version)
 
 
-def check_disks(group: DiskGroup, disks: dict[str, tuple[int, int]]) -> None:
-    """Raise AsmError when ASM refuses these disks, each (logical, physical) as the kernel shows it.
-    A disk fits when the sector size ASM reads from it equals SECTOR_SIZE (12.1 guide: "the new disk
-    must have the same sector size") and its logical sector is not above the group's smallest I/O.
-    Oracle's text is quoted where it is public; the refusals at CREATE or ADD DISK have no public
-    number, so they are the engine's own words."""
-    if len(set(disks.values())) > 1:
-        listing = ", ".join(f"{d} ({lo}/{ph})" for d, (lo, ph) in sorted(disks.items()))
-        raise AsmError(f"ASM refuses disks of different sector sizes in one disk group: {listing} ({GUIDE_121}; "
-                       f"Oracle's error number for it is not public)")
-    for disk, (logical, physical) in disks.items():
-        seen_logical, seen_physical = group.reads or (logical, physical)
-        if seen_logical > group.smallest_io:
-            raise AsmError(f"ASM refuses disk '{disk}' (logical sector {seen_logical}, as ASM reads it) in a disk "
-                           f"group whose smallest I/O (LOGICAL_SECTOR_SIZE, or SECTOR_SIZE before 12.2) is "
-                           f"{group.smallest_io} bytes: the disk cannot do it (the engine's words; Oracle's error "
-                           f"number for it is not public)")
-        if group.sector_size not in (seen_logical, seen_physical):
-            raise AsmError(f"ASM refuses disk '{disk}' ({seen_logical}/{seen_physical} B sectors, as ASM reads "
-                           f"them) in a disk group of SECTOR_SIZE {group.sector_size}: a disk's sector size must equal "
-                           f"SECTOR_SIZE ({GUIDE_121}; Oracle's error number for it is not public)")
+def check_disk(group: DiskGroup, disk: str, logical: int, physical: int) -> list[str]:
+    """Raise AsmError when ASM refuses this disk, (logical, physical) as the kernel shows it, in the
+    group; else the rules its membership rests on. A disk fits when the sector size ASM reads from
+    it equals SECTOR_SIZE (12.1 guide: "the new disk must have the same sector size"; so disks of
+    different sector sizes never share a group) and its logical sector is not above the group's
+    smallest I/O. Without a discovery method either of its sectors may be the one ASM reads (ASMLib
+    reads the physical one). The refusals at CREATE or ADD DISK have no public Oracle number: they
+    are the engine's own words."""
+    reads = group.reads or (logical, physical)
+    _valid_reads(reads, disk)
+    rules = ["asm-membership", "asm-smallest-io"] + ([] if group.reads else ["asm-membership-any-discovery"])
+    if reads[0] > group.smallest_io:
+        raise AsmError(f"ASM refuses disk '{disk}' (logical sector {reads[0]}, as ASM reads it) in a disk group "
+                       f"whose smallest I/O (LOGICAL_SECTOR_SIZE, or SECTOR_SIZE before 12.2) is {group.smallest_io} "
+                       f"bytes: the disk cannot do it (the engine's words; Oracle's error number for it is not public)",
+                       rules)
+    if group.sector_size not in reads:
+        raise AsmError(f"ASM refuses disk '{disk}' ({reads[0]}/{reads[1]} B sectors, as ASM reads them) in a disk "
+                       f"group of SECTOR_SIZE {group.sector_size}: a disk's sector size must equal SECTOR_SIZE "
+                       f"({GUIDE_121}; Oracle's error number for it is not public)", rules)
+    return rules
 
 
 def ora_15347(block: int, file: str, group_sector: int) -> str:
@@ -142,20 +157,24 @@ class FileVerdict:
 
 
 def files_in(group: DiskGroup, name: str = "+DATA") -> list[FileVerdict]:
-    """What the spfile and a file of 512-byte blocks (a control file or redo log of 512-byte blocks
-    moved in) meet in the group: ASM refuses a file block below the group's smallest I/O
-    (ORA-15347); an spfile in a group of SECTOR_SIZE 4096 is created but unreadable in 12.1.0.2
-    without the patch for bug 16870214 (seed 000)."""
-    if group.sector_size > 512:
+    """What the spfile and a file of 512-byte blocks (a redo log of BLOCKSIZE 512 moved in with RMAN
+    or ASMCMD) meet in the group: ASM refuses a file block below the group's smallest I/O
+    (ORA-15347); an spfile in a group of SECTOR_SIZE 4096 is created but unreadable up to 12.1.0.2
+    without the patch for bug 16870214 (seed 000); whether later releases have the bug is not public."""
+    if group.sector_size == 512:
+        spfile = FileVerdict("spfile", True, "fits", ["spfile-4k-bug"])
+    elif group.version is not None and group.version < LOGICAL_SECTOR_SIZE_FROM:
         spfile = FileVerdict("spfile", False, "bug 16870214 (12.1.0.2 without its patch): the spfile DBCA writes "
                              "into a disk group of SECTOR_SIZE 4096 is unreadable, and startup fails with ORA-17510: "
                              "Attempt to do i/o beyond file size; keep the spfile outside the group or apply the patch",
                              ["spfile-4k-bug"])
     else:
-        spfile = FileVerdict("spfile", True, "fits", ["spfile-4k-bug"])
+        spfile = FileVerdict("spfile", True, "fits as far as is public: bug 16870214 (startup fails with ORA-17510 "
+                             "when the spfile is in a group of SECTOR_SIZE 4096) was seen up to 12.1.0.2",
+                             ["spfile-4k-bug", "spfile-later-releases"])
     small = group.smallest_io
-    moved = FileVerdict("a file of 512-byte blocks (a control file or redo log moved in)", small <= 512,
-                        "fits" if small <= 512 else ora_15347(512, f"{name}/control01.ctl", small),
+    moved = FileVerdict("a file of 512-byte blocks (a redo log of BLOCKSIZE 512 moved in)", small <= 512,
+                        "fits" if small <= 512 else ora_15347(512, f"{name}/onlinelog/group_1.log", small),
                         ["asm-file-below-sector"])
     return [spfile, moved]
 

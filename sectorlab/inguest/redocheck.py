@@ -62,6 +62,8 @@ def device_sectors(path: str) -> tuple[int, int]:
     try:
         logical = struct.unpack("i", fcntl.ioctl(fd, BLKSSZGET, b"\0" * 4))[0]
         physical = struct.unpack("I", fcntl.ioctl(fd, BLKPBSZGET, b"\0" * 4))[0]
+    except OSError as e:
+        raise Usage(f"{path}: the kernel does not say its sector sizes ({e.strerror})") from e
     finally:
         os.close(fd)
     queue = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/queue"
@@ -103,10 +105,9 @@ def filesystem_sectors(path: str) -> tuple[int, int, int | None]:
 
 
 def _size(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
+    if not (text.isascii() and text.lstrip("-").isdigit()) or len(text) > 19:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes")
+    value = int(text, 10)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text} is not a positive number of bytes")
     return value
@@ -132,11 +133,12 @@ def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.
                      "disk group CREATE DISKGROUP makes of it, what that group takes, and what the spfile meets")
     asm.add_argument("--asmlib-logical-block-size", action="store_true",
                      help="ORACLEASM_USE_LOGICAL_BLOCK_SIZE=true in /etc/sysconfig/oracleasm (ASMLib only)")
-    asm.add_argument("--asm-version", help="ASM's version, or the group's compatible.asm (11.2, 12.1, 12.2, 19, ...; "
-                     "default: 12.2 and later)")
+    asm.add_argument("--asm-version", help="ASM's version (11.2, 12.1, 12.2, 19, ...; default: 12.2 and later, "
+                     "which has LOGICAL_SECTOR_SIZE)")
     asm.add_argument("--asm-sector-size", type=_size, help="SECTOR_SIZE of the ASM disk group holding the log")
     asm.add_argument("--asm-logical-sector-size", type=_size,
-                     help="LOGICAL_SECTOR_SIZE of that disk group (ASM 12.2 and later; default: SECTOR_SIZE)")
+                     help="LOGICAL_SECTOR_SIZE of that disk group (ASM 12.2 and later; not named: the model assumes "
+                     "SECTOR_SIZE)")
     p.add_argument("--file", default="+REDO", help="file name for messages (default +REDO)")
     p.add_argument("--redo-size", type=_size, help="also report redo wastage for one write of this many bytes")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -234,7 +236,12 @@ def main(argv: list[str] | None = None, prog: str = "redo-check", from_host=None
     try:
         sizes = sizes_of(args, from_host)
         logical, physical, min_io, via = sizes
+        rules.check_sizes(logical, physical, args.blocksize, min_io, args.platform)
+        if args.asm_discovery and args.redo_size:
+            raise Usage("--redo-size reports the wastage of one BLOCKSIZE: run it without --asm-discovery")
         group = asm_group_of(args, logical, physical)
+        if args.asm_discovery:  # a disk the group refuses: one line, not a table of refusals
+            asmrules.check_disk(group, args.device or "DISK", logical, physical)
         verdict = rules.evaluate(logical, physical, args.blocksize, args.override, file=args.file, disk=args.device,
                                  min_io=min_io, platform=args.platform, group=group, via=via)
         wastage = rules.redo_wastage(args.redo_size, verdict.blocksize) if args.redo_size else None

@@ -26,7 +26,6 @@ Every verdict names the rules it rests on and its evidence: the weakest of their
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 
 try:
@@ -58,8 +57,12 @@ RULES = {
                              "seed 003 (quoting Oracle: 'a 512B block size or, for some platforms, a 1K block size')"),
     "default-media-sector": Rule("without BLOCKSIZE a redo log gets the media (physical) sector size", "seed",
                                  "seeds 000 and 003"),
-    "below-logical-sector": Rule("BLOCKSIZE below the logical sector: ORA-01378, override or not (O_DIRECT fails "
-                                 "with EINVAL)", "physics", "the kernel's O_DIRECT rule; labtests re-check it"),
+    "below-logical-sector": Rule("BLOCKSIZE below the logical sector cannot work, override or not: an O_DIRECT "
+                                 "write of it fails with EINVAL", "physics",
+                                 "the kernel's O_DIRECT rule; labtests re-check it on every disk"),
+    "below-logical-error": Rule("the database reports a BLOCKSIZE below the host sector as ORA-01378", "assumed",
+                                "ORA-01378's text names both sector sizes; the public cases are all above the "
+                                "media sector (seeds 001, 002)"),
     "above-media-sector": Rule("BLOCKSIZE above the media sector: ORA-01378", "seed", "seeds 001 and 002"),
     "override": Rule("_disk_sector_size_override=TRUE lets a BLOCKSIZE above the media sector through", "seed",
                      "seeds 000, 002 and 003"),
@@ -82,13 +85,23 @@ RULES = {
     "asm-which-error": Rule("a redo BLOCKSIZE below the group's smallest I/O is shown as ORA-01378; ASM's own "
                             "ORA-15347 may come instead", "assumed", "ORA-01378 and ORA-15347 (Oracle's error "
                             "messages); which one ADD LOGFILE shows is not public"),
-    "asm-sector-size-values": Rule("SECTOR_SIZE (and LOGICAL_SECTOR_SIZE) are 512 or 4096; LOGICAL above "
-                                   "SECTOR_SIZE is ORA-15375", "documented", f"{asmrules.GUIDE_121}; ORA-15375"),
-    "asm-membership": Rule("a disk joins a group when the sector size ASM reads from it equals SECTOR_SIZE and "
-                           "its logical sector is not above the group's smallest I/O; no mixing", "documented",
-                           asmrules.GUIDE_121),
-    "asmlib-reads-one-size": Rule("ASMLib shows ASM one size: the physical sector, the logical one with "
-                                  "ORACLEASM_USE_LOGICAL_BLOCK_SIZE=true", "documented", f"{ORACLEASM}; seed 000"),
+    "asm-sector-size-values": Rule("SECTOR_SIZE is 512 or 4096; a LOGICAL_SECTOR_SIZE above it is ORA-15375",
+                                   "documented", f"{asmrules.GUIDE_121}; ORA-15375"),
+    "asm-logical-values": Rule("LOGICAL_SECTOR_SIZE is 512 or 4096", "assumed",
+                               "not public (V$ASM_DISKGROUP shows 512 under a SECTOR_SIZE of 4096)"),
+    "asm-logical-default": Rule("from 12.2 a group whose LOGICAL_SECTOR_SIZE is not named has LOGICAL_SECTOR_SIZE "
+                                "= SECTOR_SIZE", "assumed", "not public"),
+    "asm-membership": Rule("a disk joins a group when the sector size ASM reads from it equals SECTOR_SIZE, so "
+                           "disks of different sector sizes never share a group", "documented", asmrules.GUIDE_121),
+    "asm-membership-any-discovery": Rule("with no discovery method named, a disk fits when either of its sectors "
+                                         "equals SECTOR_SIZE (ASMLib reads the physical one)", "assumed",
+                                         "which one AFD and udev devices show is not public"),
+    "asm-smallest-io": Rule("a disk whose logical sector is above the group's smallest I/O (LOGICAL_SECTOR_SIZE) "
+                            "cannot be in it: it fails I/O that small", "physics",
+                            "the kernel's O_DIRECT rule; V$ASM_DISKGROUP (LOGICAL_SECTOR_SIZE: the smallest I/O)"),
+    "asmlib-reads-one-size": Rule("ASMLib (v2, the kernel driver) shows ASM one size: the physical sector, the "
+                                  "logical one with ORACLEASM_USE_LOGICAL_BLOCK_SIZE=true; what ASMLib v3 shows is "
+                                  "not public", "documented", f"{ORACLEASM}; seed 000"),
     "asmlib-logical-sector-size": Rule("through ASMLib a 12.2+ group gets LOGICAL_SECTOR_SIZE = that one size",
                                        "assumed", "not public"),
     "afd-reads-kernel-sizes": Rule("the ASM Filter Driver shows ASM the kernel's logical and physical sectors, and "
@@ -102,6 +115,8 @@ RULES = {
                                   "documented", "ORA-15347 (Oracle's error messages)"),
     "spfile-4k-bug": Rule("an spfile in a group of SECTOR_SIZE 4096 is unreadable in 12.1.0.2 without the patch "
                           "for bug 16870214 (ORA-17510)", "seed", "seed 000"),
+    "spfile-later-releases": Rule("from 12.2 the spfile fits a group of SECTOR_SIZE 4096", "assumed",
+                                  "not public (bug 16870214 was seen up to 12.1.0.2, seed 000)"),
 }
 
 
@@ -157,16 +172,6 @@ def _check_sector(what: str, value) -> int:
     return value
 
 
-def check_asm_disk_group(sector_size: int, disks: dict[str, tuple[int, int]],
-                         logical_sector_size: int | None = None) -> None:
-    """Raise AsmError when ASM refuses these disks, each (logical, physical), in a disk group of
-    SECTOR_SIZE `sector_size` and (12.2+) LOGICAL_SECTOR_SIZE (asmrules.check_disks)."""
-    try:
-        asmrules.check_disks(asmrules.explicit(sector_size, logical_sector_size, None), disks)
-    except asmrules.AsmUsageError as e:
-        raise RulesUsageError(str(e)) from None
-
-
 def direct_io_ok(size: int, logical_sector: int) -> bool:
     """Whether an O_DIRECT write of `size` bytes (at an offset that is a multiple of it) can be made
     to a disk or a file on a disk whose logical (host) sector is `logical_sector`: Linux fails an
@@ -196,7 +201,8 @@ def _unverified(media: int, min_io: int | None, chosen: int, platform: str) -> t
     return out, rests_on
 
 
-def _checked(host_sector, media_sector, blocksize, min_io, platform) -> tuple[int, int]:
+def check_sizes(host_sector, media_sector, blocksize=None, min_io=None, platform="linux") -> tuple[int, int]:
+    """The sizes, checked: RulesUsageError names the first one outside the model."""
     host = _check_sector("host (logical) sector size", host_sector)
     media = _check_sector("media (physical) sector size", media_sector)
     if host > media:
@@ -232,22 +238,22 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
     """The verdict for a redo log of `blocksize` (None: the default) on a disk of host/media sectors
     (and, when known, its minimum I/O size), on the disk itself or inside an ASM disk `group` (or
     the group of SECTOR_SIZE `asm_sector_size`); `via`: rules the sizes came through."""
-    host, media = _checked(host_sector, media_sector, blocksize, min_io, platform)
+    host, media = check_sizes(host_sector, media_sector, blocksize, min_io, platform)
     try:
         group = group or asm_group(asm_sector_size, asm_logical_sector_size)
     except AsmError as e:  # ORA-15375
         return Verdict(False, blocksize or asm_sector_size, asm_sector_size, str(e), [], host, media,
-                       ["asm-sector-size-values"], "the ASM disk group is not valid")
+                       e.rules, "the ASM disk group is not valid")
     rests_on = list(via or [])
     if group is not None:
         try:
-            asmrules.check_disks(group, {disk or file: (host, media)})
+            membership = asmrules.check_disk(group, disk or "DISK", host, media)
         except AsmError as e:
             return Verdict(False, blocksize or group.sector_size, group.sector_size, str(e), [], host, media,
-                           rests_on + group.rests_on + ["asm-membership"], "the ASM disk group refuses this disk")
+                           rests_on + group.rests_on + e.rules, "the ASM disk group refuses this disk")
         seen_host, seen_media = group.smallest_io, group.sector_size
-        rests_on += group.rests_on + ["asm-membership", "asm-logical-sector-size" if group.logical_sector_size
-                                      else "asm-one-sector-size"]
+        rests_on += group.rests_on + membership + ["asm-logical-sector-size" if group.logical_sector_size
+                                                   else "asm-one-sector-size"]
     else:
         seen_host, seen_media = host, media
     default = min(seen_media, MAX_BLOCKSIZE)  # no BLOCKSIZE above 4096 exists (see the model)
@@ -274,9 +280,10 @@ def _judge(chosen: int, default: int, override: bool, sectors: tuple[int, int], 
 
     if not direct_io_ok(chosen, host):
         # The override changes what the database accepts, not what the disk can do.
-        note = " (_disk_sector_size_override does not help: the O_DIRECT I/O itself fails with EINVAL)"
-        return verdict(False, "below-logical-sector", ora_01378(chosen, file, seen_media, seen_host) +
-                       (note if override else ""),
+        if override:
+            warnings.append("_disk_sector_size_override does not help here: the O_DIRECT I/O itself fails with EINVAL")
+        rests_on.append("below-logical-error")
+        return verdict(False, "below-logical-sector", ora_01378(chosen, file, seen_media, seen_host),
                        f"blocksize {chosen} < the disk's logical sector {host}: I/O of {chosen} bytes is impossible")
     if chosen < seen_host:
         rests_on.append("asm-which-error")
@@ -350,7 +357,7 @@ def redo_wastage(redo_bytes: int, blocksize: int) -> Wastage:
     if isinstance(redo_bytes, bool) or not isinstance(redo_bytes, int) or redo_bytes <= 0:
         raise RulesUsageError(f"redo size {redo_bytes!r} is not a positive number of bytes")
     payload = blocksize - REDO_BLOCK_HEADER
-    blocks = math.ceil(redo_bytes / payload)
+    blocks = -(-redo_bytes // payload)  # whole blocks, in integers (a float would overflow on huge sizes)
     written = blocks * blocksize
     wasted = blocks * payload - redo_bytes
     return Wastage(redo_bytes, blocksize, blocks, written, blocks * REDO_BLOCK_HEADER, wasted,
