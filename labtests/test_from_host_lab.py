@@ -73,5 +73,6 @@ def test_on_the_16k_disk_the_guests_rules_engine_warns_of_writes_below_the_unit(
     guest, devices = seen[disk.vm]
     result = guest.run("sudo -n redo-check", f"/dev/{devices[disk.serial].name}")
     assert result.rc == 0, result.stderr
-    assert result.stdout.startswith("BLOCKSIZE 4096: allowed (default 4096; host sector 4096, media sector 16384)")
+    assert result.stdout.startswith("BLOCKSIZE 4096: allowed (default 4096; host sector 4096, media sector 16384; "
+                                    "evidence: assumed)")
     assert "the device writes in units of 16384 bytes (its physical sector)" in result.stderr, result.stderr
