@@ -109,5 +109,8 @@ def test_host_key_came_from_the_seed_not_the_build(booted):
 def test_image_records_itself(booted):
     _, guest = booted
     info = dict(line.split("=", 1) for line in guest.check_output("cat /etc/sectorlab-image").splitlines())
-    assert set(info) >= {"guest_os", "kernel", "nvme_cli", "fio", "redo_writer"}
+    # lab-guest.sh's lines and databases.sh's (the latter written in the Debian base's chroot)
+    assert set(info) >= {"guest_os", "kernel", "nvme_cli", "fio", "redo_writer", "mariadb", "pg_test_fsync",
+                         "sysbench", "xfsprogs"}
+    assert all(info[k].strip() for k in ("mariadb", "pg_test_fsync", "sysbench", "xfsprogs")), info
     assert info["kernel"] == guest.check_output("uname -r")

@@ -46,9 +46,14 @@ def _files_for_hash(spec: GuestSpec) -> list[Path]:
     return files
 
 
+# The provisioning scripts the Debian base build runs in its chroot (scripts/build-debian-base).
+BASE_CHROOT_SCRIPTS = [PACKER_DIR / "scripts" / "debian" / "lean-boot.sh",
+                       PACKER_DIR / "scripts" / "common" / "databases.sh"]
+
+
 def _base_files(spec: GuestSpec) -> list[Path]:
     recipe = REPO / "images" / spec.name
-    return [DEBIAN_BASE_SCRIPT, REPO / "scripts" / "lib.sh", labtools.TOOLS_FILE] + \
+    return [DEBIAN_BASE_SCRIPT, REPO / "scripts" / "lib.sh", labtools.TOOLS_FILE] + BASE_CHROOT_SCRIPTS + \
         sorted(p for p in recipe.rglob("*") if p.is_file())
 
 

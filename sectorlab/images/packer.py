@@ -27,6 +27,7 @@ from .. import labtools, seed, sshkeys
 from ..errors import SectorlabError, UsageError
 from ..guest import READY_MARKER
 from ..paths import REPO, image_cache
+from . import packerprogress
 from .cache import (
     DEBIAN_BASE_SCRIPT,
     GUEST_TOOLS,
@@ -159,12 +160,13 @@ def _build_locked(spec: GuestSpec, force: bool, progress: Progress) -> ImageReco
         return cached
     _check_build_inputs(spec, progress)
     start = time.monotonic()
+    expected = packerprogress.last_build_seconds(image_cache(), name)
     found = accel_mod.detect()
     progress(f"{name}: building with Packer under {found.name} ({found.reason})")
     work = _fresh_work_dir(name, key)
     try:
         machine_vars = _machine_vars(spec, work, found.name, progress)
-        built = _run_packer(spec, work, machine_vars, progress)
+        built = _run_packer(spec, work, machine_vars, progress, start, expected)
         record = _keep_image(spec, key, work, built, machine_vars, found.name, start)
     except BaseException:
         _drop_failed_build(name, work, progress)
@@ -241,22 +243,25 @@ def _packer_snapshot(work: Path) -> Path:
     return snapshot
 
 
-def _run_packer(spec: GuestSpec, work: Path, machine_vars: dict, progress: Progress) -> Path:
-    """`packer build` of the snapshot with the guest's and this machine's variables: the image it wrote."""
+def _run_packer(spec: GuestSpec, work: Path, machine_vars: dict, progress: Progress, started: float,
+                expected: float | None) -> Path:
+    """`packer build` of the snapshot with the guest's and this machine's variables: the image it
+    wrote. Packer's output goes to a log; the terminal gets its phases (packerprogress)."""
     name = spec.name
     vars_json = work / "machine.pkrvars.json"
     vars_json.write_text(json.dumps(machine_vars, indent=2))
     snapshot = _packer_snapshot(work)
-    cmd = ["packer", "build", "-color=false", f"-var-file={snapshot / 'vars' / spec.vars_file.name}",
+    cmd = ["packer", "build", "-color=false", "-timestamp-ui", f"-var-file={snapshot / 'vars' / spec.vars_file.name}",
            f"-var-file={vars_json}", str(snapshot)]
-    progress(f"{name}: {' '.join(cmd)}")
-    proc = subprocess.run(cmd, cwd=str(work), env=packer_env())
-    if proc.returncode != 0:
+    log = image_cache() / f"{name}-packer.log"
+    progress(f"{name}: {' '.join(cmd)} (its output: {log})")
+    rc = packerprogress.run(cmd, work, packer_env(), log, progress, name, expected, started)
+    if rc != 0:
         console = image_cache() / f"{name}-failed-build-console.log"
         if (work / "out-console.log").exists():
             shutil.copyfile(work / "out-console.log", console)
-        raise SectorlabError(f"{name}: packer build failed (exit {proc.returncode}); its output is above, "
-                             f"the guest's console log is {console}")
+        raise SectorlabError(f"{name}: packer build failed (exit {rc}); its last lines:\n{packerprogress.tail(log)}\n"
+                             f"its whole output is {log}, the guest's console log is {console}")
     built = work / "out" / f"{name}.qcow2"
     if not built.exists():
         raise SectorlabError(f"{name}: packer reported success but wrote no {built}")

@@ -4,8 +4,11 @@
 # as lab tools (images/lab-tools.toml; lab-guest.sh has checked their commands). No database runs
 # at boot: a scenario starts one by hand on a lab data disk and stops it after. Safe to re-run.
 
-# Debian enables the servers it installs (so they run in this build's guest; Oracle Linux does not);
-# a lab guest starts none of them (each would cost the boot seconds under TCG and write to the root disk).
+# Debian enables the servers it installs (Oracle Linux does not); a lab guest starts none of them
+# (each would cost the boot seconds under TCG and write to the root disk). On Debian this runs in
+# the base disk's chroot (scripts/build-debian-base), where systemctl only edits the unit links
+# and no server was started (mmdebstrap keeps services from starting); on Oracle Linux in the
+# booted build guest.
 for unit in mariadb.service postgresql.service; do
   systemctl stop "$unit" >/dev/null 2>&1 || true
   systemctl disable "$unit" >/dev/null 2>&1 || true
@@ -30,9 +33,15 @@ fi
 rm -f /tmp/mariadb-install-db.log
 echo "databases: MariaDB data directory template $(du -sh "$template" | cut -f1)"
 
+# Debian keeps pg_test_fsync in PostgreSQL's own bin directory, Oracle Linux on the PATH.
+pg_test_fsync=$(command -v pg_test_fsync || find /usr/lib/postgresql -path '*/bin/pg_test_fsync' | sort -V | tail -1)
+[ -x "$pg_test_fsync" ] || { echo "databases: no pg_test_fsync in the guest" >&2; exit 1; }
+# /etc/sectorlab-image: the lines of this script replaced, the others (lab-guest.sh's) kept.
+touch /etc/sectorlab-image
+sed -i -E '/^(mariadb|pg_test_fsync|sysbench|xfsprogs)=/d' /etc/sectorlab-image
 cat >> /etc/sectorlab-image <<INFO
 mariadb=$(mariadbd --version)
-pg_test_fsync=$("$PG_BIN/pg_test_fsync" --version)
+pg_test_fsync=$("$pg_test_fsync" --version)
 sysbench=$(sysbench --version)
 xfsprogs=$(mkfs.xfs -V)
 INFO

@@ -75,7 +75,10 @@ rm -rf /tmp/sectorlab-files
 mkdir -p /etc/sectorlab
 # shellcheck disable=SC1091 # the guest's own file
 . /etc/os-release
-cat > /etc/sectorlab-image <<INFO
+# /etc/sectorlab-image: the lines of this script replaced, the others (databases.sh's) kept.
+touch /etc/sectorlab-image
+sed -i -E '/^(guest_os|kernel|nvme_cli|redo_writer|fio|parted)=/d' /etc/sectorlab-image
+cat >> /etc/sectorlab-image <<INFO
 guest_os=$ID-$VERSION_ID
 kernel=$(uname -r)
 nvme_cli=$(nvme version | head -1)

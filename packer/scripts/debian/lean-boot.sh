@@ -1,6 +1,8 @@
 #!/bin/sh -eu
 # Trims what a lab guest does not need from the Debian boot: under TCG every unit costs seconds.
-# Safe to re-run.
+# Runs in the base disk's chroot (scripts/build-debian-base), where systemctl edits the unit links
+# offline and update-initramfs runs at the host's speed, not in Packer's emulated guest. Safe to
+# re-run.
 
 # Masked, not removed: the packages stay as Debian ships them.
 for unit in e2scrub_reap.service e2scrub_all.timer apt-daily.timer apt-daily-upgrade.timer \
