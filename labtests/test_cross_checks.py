@@ -292,7 +292,7 @@ def test_xfs_sector_size_and_direct_io(target, xfs_runs, record_property):
 # ---- safety and failure ---------------------------------------------------------------------------
 
 def test_lab_guests_have_no_transparent_huge_pages(lab_guests):
-    """The lab's kernel command line turns them off (packer/scripts/common/boot-files.sh): with
+    """The lab's kernel command line turns them off (scripts/debian-boot-files): with
     them, a MariaDB write that spans the end of a huge page kills the guest's NVMe/TCP target."""
     for guest in lab_guests.values():
         assert "[never]" in guest.check_output("cat /sys/kernel/mm/transparent_hugepage/enabled"), guest.name

@@ -18,32 +18,4 @@ build {
     environment_vars = concat(["LAB_USER=${var.lab_user}", "BUILD_USER=${var.ssh_username}"], var.lab_tools_env)
     execute_command  = "chmod +x {{ .Path }}; sudo env {{ .Vars }} {{ .Path }}"
   }
-
-  # The kernel, initramfs and command line, for the lab's direct kernel boot (see the script).
-  provisioner "shell" {
-    script          = "${path.root}/scripts/common/boot-files.sh"
-    execute_command = "chmod +x {{ .Path }}; sudo {{ .Path }}"
-  }
-
-  provisioner "file" {
-    direction   = "download"
-    source      = "/tmp/sectorlab-boot/kernel"
-    destination = "out-boot/kernel"
-  }
-
-  provisioner "file" {
-    direction   = "download"
-    source      = "/tmp/sectorlab-boot/initrd.img"
-    destination = "out-boot/initrd.img"
-  }
-
-  provisioner "file" {
-    direction   = "download"
-    source      = "/tmp/sectorlab-boot/cmdline"
-    destination = "out-boot/cmdline"
-  }
-
-  provisioner "shell" {
-    inline = ["sudo rm -rf /tmp/sectorlab-boot"]
-  }
 }

@@ -15,7 +15,6 @@ images.cache.manifest_path, images.packer.OVMF_DIR, images.packer.load_guest).
 """
 
 from .cache import (  # noqa: F401
-    BOOT_FILES_SCRIPT,
     DEBIAN_BASE_SCRIPT,
     GUEST_TOOLS,
     REDO_WRITER_DIR,

@@ -29,7 +29,6 @@ REDO_WRITER_DIR = REPO / "redo-writer"
 # packer/scripts/common/lab-guest.sh.
 GUEST_TOOLS = [REPO / "sectorlab" / "inguest" / name for name in ("rules.py", "asmrules.py", "redocheck.py",
                                                                    "blockdev.py", "redodisk.py", "nvmeformat.py")]
-BOOT_FILES_SCRIPT = PACKER_DIR / "scripts" / "common" / "boot-files.sh"
 
 
 def _redo_writer_sources() -> list[Path]:
@@ -39,16 +38,17 @@ def _redo_writer_sources() -> list[Path]:
 def _files_for_hash(spec: GuestSpec) -> list[Path]:
     files = sorted(PACKER_DIR.glob("*.pkr.hcl")) + [spec.vars_file]
     files += sorted(p for p in (PACKER_DIR / "files").iterdir() if p.is_file())
-    files += [PACKER_DIR / s for s in spec.provision_scripts] + [BOOT_FILES_SCRIPT]
+    files += [PACKER_DIR / s for s in spec.provision_scripts]
     files += _redo_writer_sources() + GUEST_TOOLS + [labtools.TOOLS_FILE]
     if spec.base_recipe == "mmdebstrap":
         files += _base_files(spec)
     return files
 
 
-# The provisioning scripts the Debian base build runs in its chroot (scripts/build-debian-base).
+# The provisioning scripts the Debian base build runs in its chroot (scripts/build-debian-base), and
+# the one that writes the lab's boot files from it.
 BASE_CHROOT_SCRIPTS = [PACKER_DIR / "scripts" / "debian" / "lean-boot.sh",
-                       PACKER_DIR / "scripts" / "common" / "databases.sh"]
+                       PACKER_DIR / "scripts" / "common" / "databases.sh", REPO / "scripts" / "debian-boot-files"]
 
 
 def _base_files(spec: GuestSpec) -> list[Path]:
@@ -98,7 +98,7 @@ class ImageRecord:
     build_seconds: float
     accelerator: str
     size_bytes: int
-    # For direct kernel boot (packer/scripts/common/boot-files.sh); empty: boot through GRUB.
+    # For direct kernel boot (scripts/debian-boot-files, beside the image); empty: boot through GRUB.
     kernel: str = ""
     initrd: str = ""
     cmdline: str = ""

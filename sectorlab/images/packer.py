@@ -196,7 +196,6 @@ def _fresh_work_dir(name: str, key: str) -> Path:
             shutil.rmtree(stale, ignore_errors=True)
     work = image_cache() / f".build-{name}-{key[:16]}-{os.getpid()}"
     work.mkdir(parents=True)
-    (work / "out-boot").mkdir()  # where Packer downloads the kernel, initramfs and command line
     return work
 
 
@@ -219,8 +218,9 @@ def _machine_vars(spec: GuestSpec, work: Path, accelerator: str, progress: Progr
             "base_image_url": f"file://{base / 'base.qcow2'}",
             "base_image_sha256": sha256_file(base / "base.qcow2"),
             "base_image_target": str(base / "base.qcow2"),
-            "direct_kernel": [["-kernel", str(base / "vmlinuz")], ["-initrd", str(base / "initrd.img")],
-                              ["-append", "root=/dev/vda1 rw console=ttyS0,115200"]],
+            # The lab's own boot files: the build boots the image as every lab will.
+            "direct_kernel": [["-kernel", str(base / "kernel")], ["-initrd", str(base / "initrd.img")],
+                              ["-append", (base / "cmdline").read_text().strip()]],
         })
     else:
         machine["base_image_target"] = str(spec.template_file)  # checked by check_template
@@ -268,24 +268,25 @@ def _run_packer(spec: GuestSpec, work: Path, machine_vars: dict, progress: Progr
     return built
 
 
-def _boot_files(work: Path, final: Path) -> tuple[dict, str]:
-    """The kernel and initramfs Packer downloaded (packer/scripts/common/boot-files.sh), moved next
-    to the image, and their command line; none when it wrote no command line."""
+def _boot_files(machine_vars: dict, final: Path) -> tuple[dict, str]:
+    """The kernel and initramfs the image boots with by direct kernel boot (the Debian base's,
+    scripts/debian-boot-files), copied next to the image, and their command line; none for an image
+    that boots through its own boot loader (a vendor template)."""
+    if not machine_vars.get("direct_kernel"):
+        return {}, ""
+    base = Path(machine_vars["base_image_target"]).parent
     boot = {}
-    cmdline_file = work / "out-boot" / "cmdline"
-    cmdline = cmdline_file.read_text().strip() if cmdline_file.exists() else ""
-    if cmdline:
-        for f in ("kernel", "initrd.img"):
-            boot[f] = final.with_suffix(f".{f.split('.')[0]}")
-            (work / "out-boot" / f).rename(boot[f])
-    return boot, cmdline
+    for f in ("kernel", "initrd.img"):
+        boot[f] = final.with_suffix(f".{f.split('.')[0]}")
+        shutil.copyfile(base / f, boot[f])
+    return boot, (base / "cmdline").read_text().strip()
 
 
 def _keep_image(spec: GuestSpec, key: str, work: Path, built: Path, machine_vars: dict, accelerator: str,
                 start: float) -> ImageRecord:
     """The built image renamed into the cache under its input hash, with its build record beside it."""
     final = cached_image_path(spec, key)
-    boot, cmdline = _boot_files(work, final)
+    boot, cmdline = _boot_files(machine_vars, final)
     record = ImageRecord(
         guest=spec.name, image=str(final), image_sha256=sha256_file(built), input_hash=key,
         base_url=spec.base_image_url or f"mmdebstrap:{machine_vars['base_image_url']}",
