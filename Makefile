@@ -188,7 +188,7 @@ alone: bootstrap image
 	$(PYTEST) -m alone labtests
 
 check: bootstrap
-	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/lib.sh scripts/tag scripts/collect-host-geometry .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp
+	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/debian-boot-files scripts/lib.sh scripts/tag scripts/collect-host-geometry .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp
 	$(RUFF) check sectorlab labtests images/debian12/overlay/usr/local/sbin/sectorlab-seed
 	packer fmt -check packer
 	$(SECTORLAB) image validate
