@@ -83,7 +83,7 @@ def image_files():
         pytest.fail(f"make alone re-uploads the shared guest image and needs no other lab up; domains "
                     f"{', '.join(others)} exist: take their labs down first (make lab-down LAB=...)")
     record = images.build("debian12")
-    names = [Path(p).name for p in (record.image, record.kernel, record.initrd) if p]
+    names = [lab_mod.volume_name(record, p) for p in (record.image, record.kernel, record.initrd) if p]
 
     def remove():
         listed = libvirt.get_host(LOCAL).virsh("vol-list", lab_mod.IMAGE_POOL, check=False).split()

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 FORMAT = 1
 # What a saved guest state depends on besides the image and the lab definition.
 MODULE_FILES = sorted((REPO / "terraform").glob("*.tf")) + sorted((REPO / "terraform").glob("*.tftpl")) + [
-    REPO / "sectorlab" / "seed.py"]
+    REPO / "sectorlab" / "seed.py", REPO / "sectorlab" / "lab" / "pool.py"]  # pool.py: the backing files' names
 # Copied from the lab's state directory into a saved state and back: what the restored guest
 # already knows (its login key, host key, SSH port and seed).
 STATE_FILES = ("id_ed25519", "id_ed25519.pub", "ports.json")

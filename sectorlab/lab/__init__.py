@@ -38,6 +38,7 @@ from .pool import (  # noqa: F401
     IMAGE_POOL,
     IMAGE_POOL_DIR,
     publish_image,
+    volume_name,
 )
 from .routes import (  # noqa: F401
     SSH_TIMEOUT,

@@ -14,6 +14,16 @@ from .state import Progress
 
 IMAGE_POOL = "sectorlab-images"
 IMAGE_POOL_DIR = "/var/lib/libvirt/images/sectorlab-images"
+# images.build's names with the image's sha256 appended: a file of the pool is one build, never
+# another build with the same inputs (a rebuild, or another cache on this host), which would
+# change the bytes under the root disks and saved states backed by it.
+BUILT = r"[0-9a-f]{16}-[0-9a-f]{16}\.(qcow2|kernel|initrd)"
+
+
+def volume_name(record: images.ImageRecord, path: str | Path) -> str:
+    """The pool's name for a file of the build: its cache name with the image's sha256 in it."""
+    path = Path(path)
+    return f"{path.stem}-{record.image_sha256[:16]}{path.suffix}"
 
 
 def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> dict:
@@ -36,24 +46,25 @@ def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> d
 
     def put(source: Path, fmt: str) -> str:
         """The file as a volume of the image pool; its path on the libvirt host."""
-        target = Path(IMAGE_POOL_DIR) / source.name
+        name = volume_name(record, source)
+        target = Path(IMAGE_POOL_DIR) / name
         if not host.remote:
             if not target.exists():
                 link_or_copy(source, target)
                 os.chmod(target, 0o644)
                 host.virsh("pool-refresh", IMAGE_POOL)
             return str(target)
-        if source.name not in volumes:
+        if name not in volumes:
             size = source.stat().st_size
-            progress(f"uploading {source.name} ({size / 2**20:.0f} MiB) to {host.label}")
-            host.virsh("vol-create-as", IMAGE_POOL, source.name, str(size), "--format", fmt)
+            progress(f"uploading {name} ({size / 2**20:.0f} MiB) to {host.label}")
+            host.virsh("vol-create-as", IMAGE_POOL, name, str(size), "--format", fmt)
             try:
-                host.virsh("vol-upload", "--pool", IMAGE_POOL, source.name, str(source), timeout=3600)
+                host.virsh("vol-upload", "--pool", IMAGE_POOL, name, str(source), timeout=3600)
             except BaseException:
-                host.virsh("vol-delete", "--pool", IMAGE_POOL, source.name, check=False)  # never half an image
+                host.virsh("vol-delete", "--pool", IMAGE_POOL, name, check=False)  # never half an image
                 raise
-            uploaded.append(source.name)
-        return host.virsh("vol-path", "--pool", IMAGE_POOL, source.name).strip()
+            uploaded.append(name)
+        return host.virsh("vol-path", "--pool", IMAGE_POOL, name).strip()
 
     put(image, "qcow2")
     boot = {"kernel": "", "initrd": "", "cmdline": ""}
@@ -62,8 +73,10 @@ def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> d
                 "cmdline": record.cmdline}
     in_use = " ".join(host.virsh("dumpxml", d, check=False)
                       for d in host.virsh("list", "--all", "--name", check=False).split())
-    built = re.compile(rf"^{re.escape(guest)}-[0-9a-f]{{16}}\.(qcow2|kernel|initrd)$")  # images.build's names
+    # Older builds of the guest no domain uses, and files of the naming before the sha256 was in it.
+    built = re.compile(rf"^{re.escape(guest)}-(?:{BUILT}|[0-9a-f]{{16}}\.(qcow2|kernel|initrd))$")
+    this = Path(volume_name(record, image)).stem
     for old in volumes:
-        if Path(old).stem != image.stem and built.match(old) and Path(old).stem not in in_use:
+        if Path(old).stem != this and built.match(old) and Path(old).stem not in in_use:
             host.virsh("vol-delete", "--pool", IMAGE_POOL, old, check=False)
-    return {"volume": image.name, "uploaded": uploaded, **boot}
+    return {"volume": volume_name(record, image), "uploaded": uploaded, **boot}
