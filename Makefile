@@ -35,7 +35,7 @@ BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),
               $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS)) \
               $(if $(ORDER_SEED),--seed $(ORDER_SEED))
 
-.PHONY: help bootstrap doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
+.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench bench-all bench-check faults alone
 
 help:
@@ -70,6 +70,10 @@ help:
 
 bootstrap:
 	@scripts/bootstrap
+
+# Also what make check and report --png need (shellcheck, chromium), which a lab does not.
+bootstrap-all:
+	@scripts/bootstrap --all
 
 doctor: bootstrap
 	@$(SECTORLAB) doctor
@@ -187,8 +191,8 @@ faults: bootstrap
 alone: bootstrap image
 	$(PYTEST) -m alone labtests
 
-check: bootstrap
-	shellcheck -x scripts/bootstrap scripts/build-debian-base scripts/debian-boot-files scripts/lib.sh scripts/tag scripts/collect-host-geometry .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp
+check: bootstrap-all
+	shellcheck -x scripts/bootstrap scripts/build-provider scripts/build-debian-base scripts/debian-boot-files scripts/lib.sh scripts/tag scripts/collect-host-geometry .ci/run packer/scripts/*/*.sh packer/files/sectorlab-nvme-tcp
 	$(RUFF) check sectorlab labtests images/debian12/overlay/usr/local/sbin/sectorlab-seed
 	packer fmt -check packer
 	$(SECTORLAB) image validate

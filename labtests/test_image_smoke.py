@@ -35,6 +35,16 @@ def booted():
     vm.stop()
 
 
+def test_it_boots_through_its_own_grub(booted):
+    """BootedVM gives QEMU the disk alone: the BIOS ran the image's boot loader, which passed the
+    kernel its path (for Debian: GRUB as the base build writes it, root by the filesystem's UUID)."""
+    _vm, guest = booted
+    cmdline = guest.check_output("cat /proc/cmdline")
+    assert "BOOT_IMAGE=" in cmdline, cmdline
+    if guest.check_output(". /etc/os-release; echo $ID") == "debian":
+        assert "root=UUID=" + guest.check_output("findmnt -n -o UUID /") in cmdline, cmdline
+
+
 def test_every_lab_tool_of_its_family_is_there(booted):
     """Every command and kernel module images/lab-tools.toml names for the guest's family."""
     vm, guest = booted

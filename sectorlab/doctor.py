@@ -36,9 +36,8 @@ def checks() -> list[tuple[str, bool, str]]:
     rows.append(("terraform", tf_version is not None,
                  f"{tf_version} ({tf})" if tf_version else "missing: run scripts/bootstrap (builds OpenTofu)"))
     provider = tooling.provider_binary()
-    rows.append(("libvirt provider", provider.exists(),
-                 f"v{tooling.PROVIDER_VERSION} in {tooling.provider_mirror()}" if provider.exists()
-                 else f"v{tooling.PROVIDER_VERSION} not built: run scripts/bootstrap"))
+    rows.append(("libvirt provider", provider.exists() or tooling.provider_build_pid() is not None,
+                 tooling.provider_status()))
     rc = tooling.cli_config()
     rows.append(("terraform CLI config", rc.exists(),
                  f"{rc} (make exports TF_CLI_CONFIG_FILE)" if rc.exists() else f"{rc} missing: run scripts/bootstrap"))

@@ -1,12 +1,16 @@
 """Where the host tools the project installs itself live: the libvirt provider's filesystem mirror,
 the project-local Terraform CLI config, and OpenTofu when there is no terraform.
-scripts/bootstrap creates them; these functions only answer where they are."""
+scripts/bootstrap creates them; these functions answer where they are, and wait for the provider
+while scripts/build-provider (started by the bootstrap as a daemon of its own) still builds it."""
 
 from __future__ import annotations
 
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from .errors import SectorlabError
 from .paths import cache_dir
 
 PROVIDER_VERSION = "0.8.3"
@@ -40,3 +44,59 @@ def terraform_binary() -> Path | None:
         return tofu
     found = shutil.which("tofu")
     return Path(found) if found else None
+
+
+def _build_file(suffix: str) -> Path:
+    return tools_dir() / f"provider-build.{suffix}"
+
+
+def provider_build_pid() -> int | None:
+    """The pid of the provider build in progress: the process the pid file names, if the same
+    process (same start time in /proc) still runs; a pid reused by another process is not it."""
+    try:
+        pid_text, start = _build_file("pid").read_text().split()
+        pid = int(pid_text)
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19] == start:
+            return pid
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def provider_status() -> str:
+    """One line on the provider: present, building (pid, log), failed (status, log), or not built."""
+    log = _build_file("log")
+    if provider_binary().exists():
+        return f"v{PROVIDER_VERSION} in {provider_mirror()}"
+    pid = provider_build_pid()
+    if pid is not None:
+        return f"v{PROVIDER_VERSION} building (pid {pid}, log {log})"
+    status = _build_file("status")
+    if status.exists():
+        return f"v{PROVIDER_VERSION}: its build failed (exit {status.read_text().strip()}); see {log}"
+    return f"v{PROVIDER_VERSION} not built: run scripts/bootstrap"
+
+
+def wait_for_provider(progress: Callable[[str], None], timeout: float = 1800, poll: float = 1.0,
+                      every: float = 30.0) -> None:
+    """Return when the provider is in the mirror; while its build runs, wait and say so every `every`
+    seconds. A failed or missing build, or one past `timeout`, is one line naming what to do."""
+    t0 = last = time.monotonic()
+    said = False
+    while not provider_binary().exists():
+        pid = provider_build_pid()
+        if pid is None:
+            if provider_binary().exists():  # finished between the two checks
+                break
+            raise SectorlabError(f"the libvirt provider is not there: {provider_status()}")
+        now = time.monotonic()
+        if not said or now - last >= every:
+            progress(f"waiting for the libvirt provider's build (pid {pid}, {now - t0:.0f} s so far; "
+                     f"log {_build_file('log')})")
+            said, last = True, now
+        if now - t0 > timeout:
+            raise SectorlabError(f"the libvirt provider's build (pid {pid}) still runs after {timeout:.0f} s; "
+                                 f"see {_build_file('log')}")
+        time.sleep(poll)
+    if said:
+        progress(f"libvirt provider v{PROVIDER_VERSION} built ({time.monotonic() - t0:.0f} s waited)")

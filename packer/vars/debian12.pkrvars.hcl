@@ -9,10 +9,10 @@ ssh_username           = "lab"
 disk_size              = "4096M"
 memory                 = 1024
 lab_min_memory_mib     = 384
-# lean-boot.sh and databases.sh run in the base disk's chroot (scripts/build-debian-base): what is
-# left here needs the booted guest (the lab tools checked where they run, GRUB on the disk).
+# lean-boot.sh, databases.sh and bootloader.sh (GRUB) run in the base disk's chroot
+# (scripts/build-debian-base): what is left here needs the booted guest (the lab tools checked
+# where they run).
 provision_scripts = [
   "scripts/common/lab-guest.sh",
-  "scripts/debian/bootloader.sh",
   "scripts/common/cleanup.sh",
 ]

@@ -178,7 +178,7 @@ def render_png(html_path: Path, screens: dict[str, tuple[int, int, int]] = SCREE
     sections = len(summary["disks"]) + len(summary.get("comparisons") or []) + bool(summary.get("rules"))
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
-        raise SectorlabError("chromium is not installed: run scripts/bootstrap (it installs Debian's chromium)")
+        raise SectorlabError("chromium is not installed: run 'scripts/bootstrap --all' (it installs Debian's chromium)")
     out = {}
     for name, (width, head, per_disk) in screens.items():
         height = head + per_disk * sections

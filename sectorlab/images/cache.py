@@ -48,7 +48,8 @@ def _files_for_hash(spec: GuestSpec) -> list[Path]:
 # The provisioning scripts the Debian base build runs in its chroot (scripts/build-debian-base), and
 # the one that writes the lab's boot files from it.
 BASE_CHROOT_SCRIPTS = [PACKER_DIR / "scripts" / "debian" / "lean-boot.sh",
-                       PACKER_DIR / "scripts" / "common" / "databases.sh", REPO / "scripts" / "debian-boot-files"]
+                       PACKER_DIR / "scripts" / "common" / "databases.sh",
+                       PACKER_DIR / "scripts" / "debian" / "bootloader.sh", REPO / "scripts" / "debian-boot-files"]
 
 
 def _base_files(spec: GuestSpec) -> list[Path]:

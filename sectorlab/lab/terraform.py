@@ -26,6 +26,7 @@ class Terraform:
         if binary is None:
             raise SectorlabError("neither terraform nor OpenTofu is installed; run scripts/bootstrap")
         self.binary = str(binary)
+        tooling.wait_for_provider(progress)  # scripts/bootstrap builds it in the background
 
     def env(self) -> dict:
         env = dict(os.environ)

@@ -1,0 +1,99 @@
+"""The libvirt provider's background build (scripts/build-provider) as Terraform's callers see it:
+waited for while the very process its pid file names runs, refused in one line otherwise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from sectorlab import tooling
+from sectorlab.errors import SectorlabError
+from sectorlab.paths import REPO
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SECTORLAB_CACHE", str(tmp_path))
+    (tmp_path / "tools").mkdir()
+    return tmp_path
+
+
+def _start_time(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+def _pid_file(pid: int, start: str) -> None:
+    (tooling.tools_dir() / "provider-build.pid").write_text(f"{pid} {start}\n")
+
+
+def _make_binary() -> None:
+    tooling.provider_binary().parent.mkdir(parents=True, exist_ok=True)
+    tooling.provider_binary().write_text("#!/bin/sh\n")
+
+
+def test_present_provider_returns_at_once_and_says_nothing(cache):
+    _make_binary()
+    said: list[str] = []
+    tooling.wait_for_provider(said.append)
+    assert said == []
+    assert tooling.provider_status().startswith(f"v{tooling.PROVIDER_VERSION} in ")
+
+
+def test_waits_while_the_named_process_runs_then_says_it_is_built(cache):
+    with subprocess.Popen(["sleep", "30"]) as sleeper:
+        _pid_file(sleeper.pid, _start_time(sleeper.pid))
+        assert tooling.provider_build_pid() == sleeper.pid
+        assert "building (pid" in tooling.provider_status()
+        timer = threading.Timer(0.5, _make_binary)
+        timer.start()
+        said: list[str] = []
+        tooling.wait_for_provider(said.append, poll=0.05)
+        timer.join()
+        sleeper.kill()
+    assert said[0].startswith(f"waiting for the libvirt provider's build (pid {sleeper.pid}")
+    assert said[-1].startswith(f"libvirt provider v{tooling.PROVIDER_VERSION} built")
+
+
+def test_a_reused_pid_is_not_the_build(cache):
+    """The pid file names this very process but another start time: a pid the kernel gave again."""
+    _pid_file(os.getpid(), str(int(_start_time(os.getpid())) + 1))
+    assert tooling.provider_build_pid() is None
+    with pytest.raises(SectorlabError, match="not built: run scripts/bootstrap"):
+        tooling.wait_for_provider(lambda _m: None)
+
+
+def test_a_failed_build_names_its_status_and_log(cache):
+    (tooling.tools_dir() / "provider-build.status").write_text("1\n")
+    with pytest.raises(SectorlabError) as e:
+        tooling.wait_for_provider(lambda _m: None)
+    assert "its build failed (exit 1)" in str(e.value)
+    assert str(tooling.tools_dir() / "provider-build.log") in str(e.value)
+
+
+def test_a_build_past_its_timeout_is_refused_naming_the_pid(cache):
+    with subprocess.Popen(["sleep", "30"]) as sleeper:
+        _pid_file(sleeper.pid, _start_time(sleeper.pid))
+        with pytest.raises(SectorlabError, match=f"build \\(pid {sleeper.pid}\\) still runs after 0 s"):
+            tooling.wait_for_provider(lambda _m: None, timeout=0.2, poll=0.05)
+        sleeper.kill()
+
+
+def test_the_script_and_python_agree_on_the_running_build(cache):
+    """scripts/build-provider --running reads the same pid file the same way."""
+    script = REPO / "scripts" / "build-provider"
+    env = dict(os.environ, SECTORLAB_CACHE=str(cache))
+    with subprocess.Popen(["sleep", "30"]) as sleeper:
+        _pid_file(sleeper.pid, _start_time(sleeper.pid))
+        out = subprocess.run([script, "--running"], env=env, capture_output=True, text=True)
+        assert (out.returncode, out.stdout.strip()) == (0, str(sleeper.pid))
+        sleeper.kill()
+        sleeper.wait()
+    out = subprocess.run([script, "--running"], env=env, capture_output=True, text=True)
+    assert out.returncode == 1 and out.stdout == ""
+    bad = subprocess.run([script, "--bogus"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert "unknown argument '--bogus': expected nothing, --running or --wait" in bad.stderr
