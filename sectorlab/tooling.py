@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from . import procs
 from .errors import SectorlabError
 from .paths import cache_dir
 
@@ -52,15 +53,8 @@ def _build_file(suffix: str) -> Path:
 
 def provider_build_pid() -> int | None:
     """The pid of the provider build in progress: the process the pid file names, if the same
-    process (same start time in /proc) still runs; a pid reused by another process is not it."""
-    try:
-        pid_text, start = _build_file("pid").read_text().split()
-        pid = int(pid_text)
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19] == start:
-            return pid
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    process (same start time) still runs; a pid reused by another process is not it."""
+    return procs.read_identity(_build_file("pid"))
 
 
 def provider_status() -> str:
