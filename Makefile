@@ -35,7 +35,7 @@ BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),
               $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS)) \
               $(if $(ORDER_SEED),--seed $(ORDER_SEED))
 
-.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
+.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench bench-all bench-check faults alone
 
 help:
@@ -47,7 +47,8 @@ help:
 	@echo "                                  image smoke test, the cross-checks on a lab of their"
 	@echo "                                  own (default-db), a lab made by 'sectorlab lab from-host' from a saved file,"
 	@echo "                                  the scenarios on labs/write-units.toml (write units above 4 KiB)"
-	@echo "                          then, alone, the device-behaviour lab (labs/behaviours.toml) and its scenarios"
+	@echo "                          then, alone, the device model served on this host (nbdkit + qemu-io, judged by"
+	@echo "                          its trace) and the device-behaviour lab (labs/behaviours.toml) and its scenarios"
 	@echo "                          LAB_SUFFIX=-job2 gives every lab a name of its own (two checkouts on one host)"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
@@ -129,16 +130,18 @@ endef
 # their own with the same disks (the lab's name with -db appended), then a lab made by
 # `sectorlab lab from-host` from a saved collector file (its own lab-up and lab-down), then the
 # scenarios on disks whose write unit is above 4 KiB (labs/write-units.toml).
-# Then, with nothing else running, the device-behaviour lab (labs/behaviours.toml): its scenarios
-# compare latencies, which a second guest beside them skews (a load that ends halfway through makes
-# the later runs faster). make test fails when any of the three does; the last always runs, unless
-# a Ctrl-C stopped the lanes (each lane's labs are taken down; exit 130).
+# Then, with nothing else running, the device model served on this host (labtests/test_devicemodel_host.py:
+# its service times are judged to microseconds, which a busy core blurs), and the device-behaviour lab
+# (labs/behaviours.toml): its scenarios compare latencies, which a second guest beside them skews (a
+# load that ends halfway through makes the later runs faster). make test fails when any of them does;
+# the last two always run, unless a Ctrl-C stopped the lanes (each lane's labs are taken down; exit 130).
 test: bootstrap image
 	@start=$$SECONDS; int=0; trap 'int=1' INT; \
 	  $(MAKE) --no-print-directory -j2 test-lane-labs test-lane-databases; rc=$$?; \
 	  echo "make test: the two lanes $$([ $$rc -eq 0 ] && echo passed || echo FAILED) in $$((SECONDS - start)) s"; \
 	  if [ $$int -eq 1 ]; then echo "make test: interrupted after $$((SECONDS - start)) s; each lane's last lines" \
 	    "say where it stopped; its labs were taken down ('sectorlab lab status' names any still up)"; exit 130; fi; \
+	  $(MAKE) --no-print-directory test-devicemodel || rc=1; \
 	  $(MAKE) --no-print-directory test-behaviours || rc=1; \
 	  if [ $$rc -eq 0 ]; then echo "make test: passed in $$((SECONDS - start)) s"; \
 	  else echo "make test: FAILED after $$((SECONDS - start)) s (each lane's last line says how it ended)"; fi; exit $$rc
@@ -168,6 +171,9 @@ WRITE_UNIT_SCENARIOS := labtests/test_sector_detection.py labtests/test_redo_blo
   labtests/test_provision_redo_disk.py labtests/test_redo_writer_lab.py
 test-write-units:
 	$(call lab-run,,-m lab $(WRITE_UNIT_SCENARIOS),labs/write-units.toml)
+
+test-devicemodel:
+	$(PYTEST) -m devicemodel labtests
 
 test-behaviours:
 	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)
@@ -202,6 +208,7 @@ check: bootstrap-all
 	$(SECTORLAB) lab validate --offline labs/write-units.toml
 	$(SECTORLAB) bench --list
 	$(MAKE) -C redo-writer
+	$(MAKE) -C devicemodel
 
 # A seed's experiment (labs/bench/): on a quiet machine, with no other lab up.
 bench: bootstrap

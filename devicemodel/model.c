@@ -1,0 +1,316 @@
+/* The device model's arithmetic: distributions, queues, the write-back cache, partial writes,
+ * faults. Virtual time in nanoseconds; nothing here sleeps or locks (model.h). */
+#include "model.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS_PER_US 1000.0
+#define Z99 2.3263478740408408 /* the standard normal's 99th percentile */
+
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *rng) { /* in (0, 1) */
+  return ((double)(splitmix64(rng) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double std_normal(uint64_t *rng) { /* Box-Muller, one of the pair */
+  return sqrt(-2.0 * log(uniform01(rng))) * cos(2.0 * M_PI * uniform01(rng));
+}
+
+static int parse_numbers(const char *text, double *out, int want) {
+  char *end;
+  for (int i = 0; i < want; i++) {
+    out[i] = strtod(text, &end);
+    if (end == text || !isfinite(out[i])) return -1;
+    text = end;
+    if (i < want - 1) {
+      if (*text != ',') return -1;
+      text++;
+    }
+  }
+  return *text == '\0' ? 0 : -1;
+}
+
+static const char *parse_points(struct dist *d, const char *text) {
+  char *end;
+  d->points = 0;
+  while (*text) {
+    if (d->points == MODEL_MAX_POINTS) return "more than 16 percentile points";
+    double p = strtod(text, &end);
+    if (end == text || *end != '=') return "percentile points are P=MICROSECONDS, separated by commas";
+    text = end + 1;
+    double v = strtod(text, &end);
+    if (end == text) return "percentile points are P=MICROSECONDS, separated by commas";
+    if (!(p > 0 && p <= 100)) return "a percentile is above 0 and at most 100";
+    if (d->points > 0 && (p <= d->p[d->points - 1] || v < d->v[d->points - 1]))
+      return "percentile points rise: each P and its time at least the previous one's";
+    d->p[d->points] = p;
+    d->v[d->points] = v;
+    d->points++;
+    text = end;
+    if (*text == ',') text++;
+    else if (*text) return "percentile points are P=MICROSECONDS, separated by commas";
+  }
+  if (d->points < 1 || d->p[d->points - 1] != 100) return "percentile points end with 100=MAXIMUM";
+  return NULL;
+}
+
+const char *dist_parse(struct dist *d, const char *text) {
+  double n[2] = {0, 0};
+  memset(d, 0, sizeof *d);
+  if (strncmp(text, "fixed:", 6) == 0) {
+    if (parse_numbers(text + 6, n, 1) < 0) return "fixed:MICROSECONDS";
+    d->kind = DIST_FIXED;
+    d->a = n[0];
+  } else if (strncmp(text, "normal:", 7) == 0) {
+    if (parse_numbers(text + 7, n, 2) < 0) return "normal:MEAN,SD (microseconds)";
+    if (n[1] < 0) return "normal: the standard deviation is not negative";
+    d->kind = DIST_NORMAL;
+    d->a = n[0];
+    d->b = n[1];
+  } else if (strncmp(text, "lognormal:", 10) == 0) {
+    if (parse_numbers(text + 10, n, 2) < 0) return "lognormal:MEDIAN,P99 (microseconds)";
+    if (!(n[0] > 0) || n[1] < n[0]) return "lognormal: the median is above 0 and the 99th percentile not below it";
+    d->kind = DIST_LOGNORMAL;
+    d->a = log(n[0]);
+    d->b = log(n[1] / n[0]) / Z99;
+  } else if (strncmp(text, "pct:", 4) == 0) {
+    const char *why = parse_points(d, text + 4);
+    if (why) return why;
+    d->kind = DIST_PERCENTILES;
+    d->a = d->v[0];
+  } else {
+    return "a distribution is fixed:US, normal:MEAN,SD, lognormal:MEDIAN,P99 or pct:P=US,...,100=US";
+  }
+  double low = d->kind == DIST_LOGNORMAL ? exp(d->a) : d->a;
+  double high = d->kind == DIST_PERCENTILES ? d->v[d->points - 1]
+              : d->kind == DIST_LOGNORMAL   ? n[1]
+              : d->kind == DIST_NORMAL      ? d->a + 3 * d->b : d->a;
+  if (low < 0) return "times are not negative";
+  if (high > MODEL_MAX_US) return "times above 10 s (10000000 us) are not a disk's";
+  return NULL;
+}
+
+double dist_sample(const struct dist *d, uint64_t *rng) {
+  switch (d->kind) {
+  case DIST_FIXED: return d->a;
+  case DIST_NORMAL: {
+    double x = d->a + d->b * std_normal(rng);
+    return x > 0 ? x : 0;
+  }
+  case DIST_LOGNORMAL: return exp(d->a + d->b * std_normal(rng));
+  case DIST_PERCENTILES: {
+    double u = 100.0 * uniform01(rng);
+    if (u <= d->p[0]) return d->v[0];
+    for (int i = 1; i < d->points; i++)
+      if (u <= d->p[i])
+        return d->v[i - 1] + (d->v[i] - d->v[i - 1]) * (u - d->p[i - 1]) / (d->p[i] - d->p[i - 1]);
+    return d->v[d->points - 1];
+  }
+  default: return 0;
+  }
+}
+
+void model_init(struct model *m) {
+  memset(m, 0, sizeof *m);
+  m->channels = 1;
+  m->seed = 1;
+  model_reset(m);
+}
+
+void model_reset(struct model *m) {
+  m->rng = m->seed;
+  memset(m->free_at, 0, sizeof m->free_at);
+  m->dirty = 0;
+  m->dirty_at = 0;
+  m->first_at = -1;
+  m->writes = 0;
+}
+
+const char *model_check(const struct model *m) {
+  if (m->channels < 1 || m->channels > MODEL_MAX_CHANNELS) return "channels is 1 to 64";
+  if (m->read_mbps < 0 || m->write_mbps < 0 || m->destage_mbps < 0) return "a bandwidth is not negative";
+  if (m->cache_bytes && !(m->destage_mbps > 0)) return "a cache needs cache-destage-mbps (how fast it drains)";
+  if (!m->cache_bytes && (m->destage_mbps > 0 || m->cache_hit.kind != DIST_NONE))
+    return "cache-destage-mbps and cache-hit need cache-size";
+  uint32_t u = m->physical_sector;
+  if (u && (u < 512 || (u & (u - 1)))) return "physical-sector is a power of two, 512 or more";
+  if (m->write_unit && m->write_unit % 512) return "write-unit is a multiple of 512";
+  if (m->fail_after_seconds < 0) return "fail-after-seconds is not negative";
+  return NULL;
+}
+
+/* Units of `unit` bytes that [offset, offset+length) covers only in part: its first and its last,
+ * or the one unit it lies in. */
+static uint32_t partial_units(uint32_t unit, uint64_t offset, uint32_t length) {
+  if (!unit || !length) return 0;
+  uint64_t end = offset + length;
+  int head = offset % unit != 0, tail = end % unit != 0;
+  if (offset / unit == (end - 1) / unit) return head || tail;
+  return (uint32_t)(head + tail);
+}
+
+static int64_t us_to_ns(double us) { return (int64_t)llround(us * NS_PER_US); }
+
+static int64_t transfer_ns(double mbps, uint32_t length) { /* MB = 10^6 bytes, as datasheets count */
+  return mbps > 0 ? (int64_t)llround(length / mbps * 1000.0) : 0;
+}
+
+static int pick_channel(const struct model *m, uint64_t offset) {
+  if (m->stripe) return (int)(offset / m->stripe % (uint64_t)m->channels);
+  int best = 0;
+  for (int c = 1; c < m->channels; c++)
+    if (m->free_at[c] < m->free_at[best]) best = c;
+  return best;
+}
+
+/* The media serve the request on one channel, in its FIFO order. */
+static void on_media(struct model *m, struct cost *c, int64_t now, int64_t service, uint64_t offset) {
+  c->channel = pick_channel(m, offset);
+  c->start = now > m->free_at[c->channel] ? now : m->free_at[c->channel];
+  c->done = c->start + service;
+  m->free_at[c->channel] = c->done;
+}
+
+static void drain(struct model *m, int64_t now) {
+  if (now > m->dirty_at) {
+    m->dirty -= m->destage_mbps * (double)(now - m->dirty_at) / 1000.0; /* bytes per ns = MB/s / 1000 */
+    if (m->dirty < 0) m->dirty = 0;
+    m->dirty_at = now;
+  }
+}
+
+static int failing(struct model *m, enum op op, int64_t now) {
+  if (op == OP_READ) return 0;
+  if (m->fail_after_writes && m->writes >= m->fail_after_writes) return 1;
+  return m->fail_after_seconds > 0 && (double)(now - m->first_at) >= m->fail_after_seconds * 1e9;
+}
+
+static void write_request(struct model *m, struct cost *c, uint64_t offset, uint32_t length, int fua,
+                          int64_t now) {
+  c->rmw_reads = partial_units(m->physical_sector, offset, length);
+  c->unit_reads = partial_units(m->write_unit, offset, length);
+  if (m->cache_bytes && !(fua && !m->cache_plp)) {
+    double room = (double)m->cache_bytes - m->dirty;
+    c->start = now;
+    if (length > room) { /* wait until the cache has drained enough */
+      c->start = now + (int64_t)ceil((length - room) * 1000.0 / m->destage_mbps);
+      drain(m, c->start);
+    }
+    m->dirty += length;
+    c->cached = 1;
+    c->done = c->start + us_to_ns(dist_sample(&m->cache_hit, &m->rng));
+    return;
+  }
+  int64_t service = us_to_ns(dist_sample(&m->write, &m->rng)) + transfer_ns(m->write_mbps, length);
+  for (uint32_t i = 0; i < c->rmw_reads + c->unit_reads; i++)
+    service += us_to_ns(dist_sample(&m->read, &m->rng));
+  on_media(m, c, now, service, offset);
+}
+
+static void flush_request(struct model *m, struct cost *c, int64_t now) {
+  if (m->cache_bytes && m->cache_plp) { /* what the cache holds is as safe as the media */
+    c->cached = 1;
+    c->start = c->done = now;
+    return;
+  }
+  /* A flush waits for every write in flight and, behind a volatile cache, for the cache to drain. */
+  c->start = now;
+  for (int i = 0; i < m->channels; i++)
+    if (m->free_at[i] > c->start) c->start = m->free_at[i];
+  if (m->cache_bytes) {
+    c->start += (int64_t)ceil(m->dirty * 1000.0 / m->destage_mbps);
+    m->dirty = 0;
+    m->dirty_at = c->start;
+  }
+  c->done = c->start + us_to_ns(dist_sample(&m->flush, &m->rng));
+}
+
+struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now) {
+  struct cost c = {.start = now, .done = now, .channel = -1};
+  if (m->first_at < 0) m->first_at = now;
+  if (op == OP_WRITE || op == OP_ZERO) m->writes++;
+  if (failing(m, op, now)) {
+    c.error = EIO;
+    return c;
+  }
+  if (m->cache_bytes) drain(m, now);
+  switch (op) {
+  case OP_READ:
+    on_media(m, &c, now, us_to_ns(dist_sample(&m->read, &m->rng)) + transfer_ns(m->read_mbps, length), offset);
+    break;
+  case OP_WRITE:
+  case OP_ZERO: write_request(m, &c, offset, length, fua, now); break;
+  case OP_FLUSH: flush_request(m, &c, now); break;
+  case OP_TRIM: break;
+  }
+  return c;
+}
+
+/* "4096", "4k", "512M", "1G": bytes (powers of 1024, as nbdkit's sizes). */
+static int parse_size(const char *text, uint64_t *out) {
+  char *end;
+  if (*text < '0' || *text > '9') return -1;
+  unsigned long long v = strtoull(text, &end, 10);
+  uint64_t mult = 1;
+  switch (*end) {
+  case 'k': case 'K': mult = 1ULL << 10; end++; break;
+  case 'm': case 'M': mult = 1ULL << 20; end++; break;
+  case 'g': case 'G': mult = 1ULL << 30; end++; break;
+  case 't': case 'T': mult = 1ULL << 40; end++; break;
+  }
+  if (*end || (v && mult > UINT64_MAX / v)) return -1;
+  *out = v * mult;
+  return 0;
+}
+
+static int parse_number(const char *text, double *out) {
+  char *end;
+  *out = strtod(text, &end);
+  return end == text || *end || !isfinite(*out) ? -1 : 0;
+}
+
+const char *const MODEL_NOT_MINE = "not a device model key";
+
+const char *model_set(struct model *m, const char *key, const char *value) {
+  static const struct { const char *key; size_t field; } dists[] = {
+    {"read", offsetof(struct model, read)}, {"write", offsetof(struct model, write)},
+    {"flush", offsetof(struct model, flush)}, {"cache-hit", offsetof(struct model, cache_hit)}};
+  static const struct { const char *key; size_t field; } numbers[] = {
+    {"read-mbps", offsetof(struct model, read_mbps)}, {"write-mbps", offsetof(struct model, write_mbps)},
+    {"cache-destage-mbps", offsetof(struct model, destage_mbps)},
+    {"fail-after-seconds", offsetof(struct model, fail_after_seconds)}};
+  uint64_t u;
+  for (size_t i = 0; i < sizeof dists / sizeof *dists; i++)
+    if (strcmp(key, dists[i].key) == 0) return dist_parse((struct dist *)((char *)m + dists[i].field), value);
+  for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
+    if (strcmp(key, numbers[i].key) == 0)
+      return parse_number(value, (double *)((char *)m + numbers[i].field)) ? "expected a number" : NULL;
+  if (strcmp(key, "cache-plp") == 0) {
+    if (strcmp(value, "true") && strcmp(value, "false")) return "expected true or false";
+    m->cache_plp = strcmp(value, "true") == 0;
+    return NULL;
+  }
+  if (strcmp(key, "channels") && strcmp(key, "stripe") && strcmp(key, "cache-size") &&
+      strcmp(key, "physical-sector") && strcmp(key, "write-unit") && strcmp(key, "fail-after-writes") &&
+      strcmp(key, "seed"))
+    return MODEL_NOT_MINE;
+  if (parse_size(value, &u)) return "expected a whole number of bytes (or 4k, 1M, 2G)";
+  if (strcmp(key, "channels") == 0) m->channels = u > MODEL_MAX_CHANNELS ? 0 : (int)u;
+  else if (strcmp(key, "stripe") == 0) m->stripe = u;
+  else if (strcmp(key, "cache-size") == 0) m->cache_bytes = u;
+  else if (strcmp(key, "physical-sector") == 0) m->physical_sector = u > UINT32_MAX ? 3 : (uint32_t)u;
+  else if (strcmp(key, "write-unit") == 0) m->write_unit = u > UINT32_MAX ? 3 : (uint32_t)u;
+  else if (strcmp(key, "fail-after-writes") == 0) m->fail_after_writes = u;
+  else m->seed = u;
+  return NULL;
+}

@@ -1,0 +1,82 @@
+/* The device model of a lab data disk: what one request costs, in virtual time (nanoseconds),
+ * without sleeping. filter.c (the nbdkit filter) sleeps until the times it computes; simulate.c
+ * feeds it a request list for exact tests. One model per disk; the caller holds its lock. */
+#ifndef SECTORLAB_MODEL_H
+#define SECTORLAB_MODEL_H
+
+#include <stdint.h>
+
+#define MODEL_MAX_CHANNELS 64
+#define MODEL_MAX_POINTS 16
+#define MODEL_MAX_US 1e7 /* 10 s: a longer service time is a typo, not a disk */
+
+enum dist_kind { DIST_NONE, DIST_FIXED, DIST_NORMAL, DIST_LOGNORMAL, DIST_PERCENTILES };
+
+/* A service time distribution, microseconds. fixed:V; normal:MEAN,SD (truncated at 0);
+ * lognormal:MEDIAN,P99; pct:P=V,P=V,... (the inverse CDF through those points, linear between
+ * them; the first point's P may be above 0: below it the first V). */
+struct dist {
+  enum dist_kind kind;
+  double a, b;                         /* fixed: a; normal: mean a, sd b; lognormal: mu a, sigma b */
+  int points;
+  double p[MODEL_MAX_POINTS], v[MODEL_MAX_POINTS];
+};
+
+enum op { OP_READ, OP_WRITE, OP_FLUSH, OP_TRIM, OP_ZERO };
+
+struct model {
+  /* the media */
+  struct dist read, write, flush;      /* per request */
+  double read_mbps, write_mbps;        /* transfer, added to the service time; 0: none */
+  int channels;                        /* parallel channels, each a FIFO */
+  uint64_t stripe;                     /* channel = offset / stripe % channels; 0: the first free */
+  /* a write-back cache in front of the media */
+  uint64_t cache_bytes;                /* 0: no cache */
+  double destage_mbps;                 /* how fast the cache drains to the media */
+  struct dist cache_hit;               /* a write the cache takes */
+  int cache_plp;                       /* 1: power-loss protected (flush and FUA free); 0: volatile */
+  /* partial writes */
+  uint32_t physical_sector;            /* read-modify-write of a partly written physical sector; 0: none */
+  uint32_t write_unit;                 /* flash program unit: a partly written unit is read first; 0: none */
+  /* faults: every write, flush, trim and zero fails with EIO from the Nth write on (1-based; 0:
+   * never) or from this many seconds after the first request (0: never) */
+  uint64_t fail_after_writes;
+  double fail_after_seconds;
+  uint64_t seed;
+
+  /* state */
+  uint64_t rng;
+  int64_t free_at[MODEL_MAX_CHANNELS]; /* ns: when each channel is free */
+  double dirty;                        /* bytes in the cache not yet on the media */
+  int64_t dirty_at;                    /* ns: when `dirty` was last brought up to date */
+  int64_t first_at;                    /* ns: the first request's arrival; -1 before it */
+  uint64_t writes;
+};
+
+/* What the model decided for one request. */
+struct cost {
+  int64_t start, done;                 /* ns: service starts (after its queue), and completes */
+  int channel;                         /* -1: the cache answered, no channel */
+  int cached;                          /* a write the cache took, or a flush the cache answered */
+  uint32_t rmw_reads;                  /* physical sectors read first */
+  uint32_t unit_reads;                 /* flash units read first */
+  int error;                           /* 0, or EIO for a fault */
+};
+
+/* Parses "fixed:100", "normal:100,10", "lognormal:80,400" or "pct:50=80,99=400,100=900".
+ * Returns NULL, or the message of what is wrong (a static string). */
+const char *dist_parse(struct dist *d, const char *text);
+/* One draw, microseconds; rng is the model's generator state (splitmix64). */
+double dist_sample(const struct dist *d, uint64_t *rng);
+
+/* Sets one parameter by its key (the filter's and simulate's key=value arguments). Returns NULL,
+ * MODEL_NOT_MINE for a key that is not the model's, or what is wrong with the value. */
+extern const char *const MODEL_NOT_MINE;
+const char *model_set(struct model *m, const char *key, const char *value);
+
+void model_init(struct model *m);      /* defaults: no service time, one channel, no cache */
+const char *model_check(const struct model *m);  /* NULL, or what is inconsistent */
+void model_reset(struct model *m);     /* state only */
+struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now);
+
+#endif

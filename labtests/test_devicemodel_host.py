@@ -1,0 +1,159 @@
+"""The device model served for real, on this host: nbdkit's memory plugin under the project's
+filter on a Unix socket, driven by qemu-io (QEMU's own NBD client, as a lab's QEMU would be), and
+judged from the filter's trace of every request: each service time as served (the filter's sleep
+and the data copy included) within its specification, p50 within 5 % or 20 us and p99 within 10 %;
+the cache, read-modify-write, flash-unit and fault behaviours counted per request. Needs the
+machine quiet (make test runs it after the lanes, beside nothing): a busy core delays the wake-ups."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from sectorlab.devices import build, profiles, trace
+from sectorlab.devices.server import DeviceServer
+
+pytestmark = pytest.mark.devicemodel
+
+MIB = 1 << 20
+
+
+@pytest.fixture()
+def served(tmp_path):
+    """Start a modelled disk, run qemu-io commands against it, stop it, return its trace."""
+    if shutil.which("nbdkit") is None or shutil.which("qemu-io") is None:
+        pytest.fail("nbdkit or qemu-io missing: run scripts/bootstrap")
+    started: list[DeviceServer] = []
+
+    def run(params: dict, commands: list[str], cache: str = "writeback", size: int = 64 * MIB):
+        disk = DeviceServer(tmp_path / f"d{len(started)}", size=size, params=params)
+        disk.start()
+        started.append(disk)
+        args = ["qemu-io", "-t", cache, "-f", "raw"]
+        for c in commands:
+            args += ["-c", c]
+        out = subprocess.run([*args, disk.uri()], capture_output=True, text=True, timeout=300)
+        assert disk.stop(), f"the model daemon of {disk.directory} was not running at the end"
+        return trace.read(disk.trace), out
+
+    yield run
+    for disk in started:
+        disk.stop()
+
+
+def _within(measured: float, want: float, rel: float, abs_us: float = 0.0) -> bool:
+    return abs(measured - want) <= max(rel * want, abs_us)
+
+
+# A sleep on this host ends late by the scheduler's wake-up and, in a virtual machine, by the
+# hypervisor: the filter ends each sleep early by a calibrated margin and spins the rest on the
+# clock at a real-time priority, which puts the p50 within 0.1 us of the model; what remains in the
+# p99 is the host's own jitter (on the 2-core development VM: a fixed 200 us served at p99 228-265 us
+# whatever the spin margin, 38, 100 or 190 us; a bare clock_nanosleep overshoots by 38-108 us at
+# p99). So the p99 is held to 10 % or 75 us.
+P99_JITTER_US = 75
+
+
+@pytest.mark.parametrize(("dist", "p50", "p99"), [
+    ("fixed:200", 200, 200),
+    ("lognormal:100,400", 100, 400),
+    ("normal:1000,100", 1000, 1000 + 2.326 * 100),
+    ("pct:50=60,99=250,100=500", 60, 250),
+])
+def test_served_write_times_match_their_distribution(served, dist, p50, p99):
+    n = 600
+    rows, out = served({"write": dist, "seed": "5"}, [f"write {i * 4096} 4k" for i in range(n)])
+    assert out.returncode == 0, out.stderr
+    writes = np.array([r.served_us for r in rows if r.op == "write"])
+    assert len(writes) == n
+    got50, got99 = np.percentile(writes, 50), np.percentile(writes, 99)
+    assert _within(got50, p50, 0.05, 20), f"{dist}: served p50 {got50:.1f} us, want {p50} (5 % or 20 us)"
+    assert _within(got99, p99, 0.10, P99_JITTER_US), f"{dist}: served p99 {got99:.1f} us, want {p99:.0f} (10 %)"
+
+
+def test_read_modify_write_on_512e_reads_each_partly_written_sector(served):
+    commands = ["write 0 512", "write 4096 4k", "write 7680 1k", "write 16384 8k", "write 512 7k"]
+    rows, out = served({"write": "fixed:100", "read": "fixed:300", "physical-sector": "4096"}, commands)
+    assert out.returncode == 0, out.stderr
+    writes = [r for r in rows if r.op == "write"]
+    assert [r.rmw_reads for r in writes] == [1, 0, 2, 0, 2]
+    served_us = [r.served_us for r in writes]
+    for r, s in zip(writes, served_us):
+        assert _within(s, 100 + 300 * r.rmw_reads, 0.05, 20), (r, s)
+
+
+def test_a_16k_flash_unit_reads_what_a_4k_write_leaves(served):
+    rows, out = served({"write": "fixed:50", "read": "fixed:80", "write-unit": "16k"},
+                       ["write 0 16k", "write 16k 4k", "write 36k 8k"])
+    assert out.returncode == 0, out.stderr
+    assert [r.unit_reads for r in rows if r.op == "write"] == [0, 1, 1]
+
+
+def test_a_protected_cache_answers_writes_and_flushes_and_a_volatile_flush_waits_for_destage(served):
+    mbps = 10   # 10 bytes per microsecond
+    cache = {"write": "fixed:2000", "cache-size": "1M", "cache-destage-mbps": str(mbps), "cache-hit": "fixed:30"}
+    commands = [f"write {i * 4}k 4k" for i in range(128)] + ["flush"]   # 512 KiB: 52 ms to destage
+    plp, out1 = served({**cache, "cache-plp": "true"}, commands)
+    volatile, out2 = served({**cache, "cache-plp": "false"}, commands)
+    assert out1.returncode == 0 and out2.returncode == 0, (out1.stderr, out2.stderr)
+    for rows in (plp, volatile):
+        writes = [r for r in rows if r.op == "write"]
+        assert [r.cached for r in writes] == [1] * 128
+        hits = np.array([r.served_us for r in writes])
+        assert _within(np.percentile(hits, 50), 30, 0.05, 20), hits
+    plp_flush = next(r for r in plp if r.op == "flush")
+    assert (plp_flush.cached, plp_flush.queue_us) == (1, 0) and plp_flush.served_us < 20
+    # Behind the volatile cache the flush waits for what is still dirty when it arrives: every byte
+    # written, less what drained at 10 MB/s since the first write (none is written while it is full).
+    flush = next(r for r in volatile if r.op == "flush")
+    first = min(r.t_us for r in volatile if r.op == "write")
+    dirty = 128 * 4096 - mbps * (flush.t_us - first)
+    assert dirty > 0
+    assert _within(flush.queue_us, dirty / mbps, 0.05, 20), (flush.queue_us, dirty / mbps)
+    assert flush.served_us < 20 + P99_JITTER_US
+
+
+def test_a_member_fails_from_its_nth_write_and_the_client_sees_eio(served):
+    rows, out = served({"write": "fixed:50", "fail-after-writes": "4"}, [f"write {i}k 1k" for i in range(6)])
+    assert [r.error for r in rows if r.op == "write"] == [0, 0, 0, 5, 5, 5]
+    assert out.stderr.count("write failed: Input/output error") + out.stdout.count(
+        "write failed: Input/output error") == 3
+
+
+def test_two_channels_serve_concurrent_writes_side_by_side_and_a_third_queues(served):
+    commands = ["aio_write 0 4k", "aio_write 64k 4k", "aio_write 128k 4k", "aio_flush"]
+    rows, out = served({"write": "fixed:5000", "channels": "2"}, commands)
+    assert out.returncode == 0, out.stderr
+    writes = sorted((r for r in rows if r.op == "write"), key=lambda r: r.t_us)
+    assert sorted(r.channel for r in writes[:2]) == [0, 1]
+    assert writes[2].queue_us > 4000          # it arrived while both channels were busy
+    assert _within(writes[2].served_us, 5000, 0.05, 20)
+
+
+def test_a_bad_profile_does_not_start_and_says_why_in_one_line(tmp_path):
+    disk = DeviceServer(tmp_path, size=MIB, params={"write": "fixed:-1"})
+    with pytest.raises(Exception, match=r"did not start: .*write=fixed:-1: times are not negative"):
+        disk.start()
+    assert disk.pid() is None
+
+
+@pytest.mark.parametrize("name", sorted(profiles.profiles()))
+def test_each_catalog_profile_is_served_as_it_specifies(served, name):
+    """QD1 4 KiB writes (as the log writer issues them) through each catalog profile: the served
+    times against the same profile's times in virtual time (devicemodel/simulate, same seed, same
+    requests): p50 within 5 % or 20 us, p99 within 10 % or the host's jitter."""
+    params = {**profiles.get(name).params, "seed": "9"}
+    n = 300
+    rows, out = served(params, [f"write {i * 4096} 4k" for i in range(n)])
+    assert out.returncode == 0, out.stderr
+    served_us = np.array([r.served_us for r in rows if r.op == "write"])
+    spec = subprocess.run([str(build.built(build.SIMULATE)), *(f"{k}={v}" for k, v in params.items())],
+                          input="".join(f"{i * 100_000} write {i * 4096} 4096\n" for i in range(n)),
+                          capture_output=True, text=True, check=True)
+    want = np.array([r.service_us for r in trace.parse(spec.stdout)])
+    for q, rel, abs_us in ((50, 0.05, 20), (99, 0.10, P99_JITTER_US)):
+        got, expected = np.percentile(served_us, q), np.percentile(want, q)
+        assert _within(got, expected, rel, abs_us), f"{name}: served p{q} {got:.1f} us, specified {expected:.1f} us"

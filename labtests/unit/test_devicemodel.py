@@ -1,0 +1,225 @@
+"""The device model's decisions in virtual time (devicemodel/simulate: the same model.c the nbdkit
+filter runs), request by request: queues per channel, the write-back cache and its flushes, partial
+physical sectors and flash units, faults, the seeded distributions; and bad parameters refused in
+one line. Timing on a real socket is labtests/test_devicemodel_host.py."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sectorlab.devices import build, profiles, trace
+from sectorlab.errors import UsageError
+from sectorlab.paths import REPO
+
+
+def simulate(requests: str, **params) -> list[trace.Request]:
+    args = [f"{k.replace('_', '-')}={v}" for k, v in params.items()]
+    proc = subprocess.run([str(build.built(build.SIMULATE)), *args], input=requests, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return trace.parse(proc.stdout)
+
+
+def refused(*args: str) -> str:
+    proc = subprocess.run([str(build.built(build.SIMULATE)), *args], input="", capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout)
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    return proc.stderr.strip()
+
+
+def test_one_channel_serves_in_arrival_order_and_the_queue_is_the_wait():
+    rows = simulate("0 write 0 4096\n10 write 4096 4096\n20 write 8192 4096\n", write="fixed:100")
+    assert [r.queue_us for r in rows] == [0, 90, 180]
+    assert [r.service_us for r in rows] == [100, 100, 100]
+    assert {r.channel for r in rows} == {0}
+
+
+def test_parallel_channels_take_the_first_free_one():
+    rows = simulate("0 write 0 4096\n0 write 4096 4096\n0 write 8192 4096\n", write="fixed:100", channels=2)
+    assert [r.channel for r in rows] == [0, 1, 0]
+    assert [r.queue_us for r in rows] == [0, 0, 100]
+
+
+def test_a_stripe_sends_each_request_to_its_member():
+    reqs = "".join(f"0 write {i * 65536} 4096\n" for i in range(8))
+    rows = simulate(reqs, write="fixed:50", channels=4, stripe="64k")
+    assert [r.channel for r in rows] == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert [r.queue_us for r in rows] == [0, 0, 0, 0, 50, 50, 50, 50]
+
+
+def test_transfer_rate_adds_bytes_over_bandwidth():
+    rows = simulate("0 write 0 1000000\n", write="fixed:10", write_mbps=100)  # 1 MB at 100 MB/s: 10 ms
+    assert rows[0].service_us == pytest.approx(10 + 10_000)
+
+
+@pytest.mark.parametrize(("offset", "length", "partial"), [
+    (0, 4096, 0), (0, 512, 1), (3584, 512, 1), (512, 4096, 2), (0, 8192, 0), (4096, 512, 1),
+    (2048, 4096, 2), (0, 4608, 1), (3584, 1024, 2),
+])
+def test_read_modify_write_reads_every_partly_written_physical_sector_at_both_ends(offset, length, partial):
+    rows = simulate(f"0 write {offset} {length}\n", write="fixed:100", read="fixed:30", physical_sector=4096)
+    assert rows[0].rmw_reads == partial
+    assert rows[0].service_us == 100 + 30 * partial
+
+
+def test_a_flash_write_unit_counts_apart_from_the_physical_sector():
+    rows = simulate("0 write 4096 4096\n", write="fixed:20", read="fixed:60", write_unit="16k", physical_sector=4096)
+    assert (rows[0].rmw_reads, rows[0].unit_reads) == (0, 1)
+    assert rows[0].service_us == 20 + 60
+
+
+def test_a_write_back_cache_answers_until_it_is_full_then_the_write_waits_for_destage():
+    # 8 KiB of cache draining at 1 MB/s (1 byte per us): the third 4 KiB write finds it full.
+    rows = simulate("0 write 0 4096\n0 write 4096 4096\n0 write 8192 4096\n", cache_size=8192,
+                    cache_destage_mbps=1, cache_hit="fixed:5", write="fixed:1000")
+    assert [r.cached for r in rows] == [1, 1, 1]
+    assert [r.channel for r in rows] == [-1, -1, -1]
+    assert [r.queue_us for r in rows] == [0, 0, 4096]
+    assert [r.service_us for r in rows] == [5, 5, 5]
+
+
+def test_a_flush_is_free_behind_a_protected_cache_and_waits_for_destage_behind_a_volatile_one():
+    reqs = "0 write 0 4096\n0 flush 0 0\n"
+    common = dict(cache_size="1M", cache_destage_mbps=1, cache_hit="fixed:5", flush="fixed:50")
+    plp = simulate(reqs, cache_plp="true", **common)
+    volatile = simulate(reqs, cache_plp="false", **common)
+    assert (plp[1].queue_us, plp[1].service_us, plp[1].cached) == (0, 0, 1)
+    assert volatile[1].queue_us == pytest.approx(4096)    # 4096 bytes at 1 byte/us
+    assert volatile[1].service_us == 50
+
+
+def test_fua_goes_through_a_volatile_cache_to_the_media_but_not_through_a_protected_one():
+    common = dict(cache_size="1M", cache_destage_mbps=100, cache_hit="fixed:5", write="fixed:300")
+    volatile = simulate("0 write 0 4096 fua\n", cache_plp="false", **common)
+    plp = simulate("0 write 0 4096 fua\n", cache_plp="true", **common)
+    assert (volatile[0].cached, volatile[0].service_us) == (0, 300)
+    assert (plp[0].cached, plp[0].service_us) == (1, 5)
+
+
+def test_a_flush_without_a_cache_waits_for_every_write_in_flight():
+    rows = simulate("0 write 0 4096\n0 write 4096 4096\n10 flush 0 0\n", write="fixed:100", channels=2,
+                    flush="fixed:7")
+    assert rows[2].queue_us == 90 and rows[2].service_us == 7
+
+
+def test_writes_fail_from_the_nth_write_on_and_reads_do_not():
+    reqs = "".join(f"{i} write {i * 4096} 4096\n" for i in range(5)) + "10 read 0 4096\n10 flush 0 0\n"
+    rows = simulate(reqs, write="fixed:10", fail_after_writes=3)
+    assert [r.error for r in rows] == [0, 0, 5, 5, 5, 0, 5]   # 5: EIO
+
+
+def test_writes_fail_from_a_time_on():
+    rows = simulate("0 write 0 4096\n999999 write 0 4096\n1000000 write 0 4096\n", fail_after_seconds=1)
+    assert [r.error for r in rows] == [0, 0, 5]
+
+
+def test_the_same_seed_gives_the_same_times_and_another_seed_others():
+    reqs = "".join(f"{i * 1000} write 0 4096\n" for i in range(50))
+    a = [r.service_us for r in simulate(reqs, write="lognormal:100,400", seed=7)]
+    b = [r.service_us for r in simulate(reqs, write="lognormal:100,400", seed=7)]
+    c = [r.service_us for r in simulate(reqs, write="lognormal:100,400", seed=8)]
+    assert a == b and a != c
+
+
+@pytest.mark.parametrize(("dist", "p50", "p99"), [
+    ("fixed:250", 250, 250),
+    ("normal:200,20", 200, 200 + 2.326 * 20),
+    ("lognormal:100,400", 100, 400),
+    ("pct:50=80,99=300,100=900", 80, 300),
+])
+def test_each_distribution_has_the_percentiles_it_was_given(dist, p50, p99):
+    reqs = "".join(f"{i * 10_000} write 0 4096\n" for i in range(20_000))
+    service = np.array([r.service_us for r in simulate(reqs, write=dist, seed=3)])
+    assert np.percentile(service, 50) == pytest.approx(p50, rel=0.03, abs=0.01)
+    assert np.percentile(service, 99) == pytest.approx(p99, rel=0.05, abs=0.01)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 1 << 20), st.integers(1, 64 * 1024)),
+                min_size=1, max_size=30),
+       st.integers(1, 4))
+def test_no_channel_serves_two_requests_at_once_and_none_starts_before_it_arrives(reqs, channels):
+    reqs = sorted(reqs)
+    text = "".join(f"{t} write {off} {n}\n" for t, off, n in reqs)
+    rows = simulate(text, write="lognormal:50,200", channels=channels, seed=11)
+    for c in range(channels):
+        spans = sorted((r.t_us + r.queue_us, r.t_us + r.queue_us + r.service_us) for r in rows if r.channel == c)
+        assert all(a[1] <= b[0] + 1e-3 for a, b in zip(spans, spans[1:]))
+    assert all(r.queue_us >= 0 for r in rows)
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["write=fixed:-5"], "write=fixed:-5: times are not negative"),
+    (["write=fixed:20000000"], "times above 10 s"),
+    (["write=lognormal:100,50"], "the 99th percentile not below it"),
+    (["write=gamma:3"], "a distribution is fixed:US"),
+    (["read=pct:50=100,90=80,100=200"], "percentile points rise"),
+    (["cache-size=1M"], "a cache needs cache-destage-mbps"),
+    (["cache-destage-mbps=100"], "cache-destage-mbps and cache-hit need cache-size"),
+    (["write-unit=1000"], "write-unit is a multiple of 512"),
+    (["physical-sector=3000"], "physical-sector is a power of two"),
+    (["channels=0"], "channels is 1 to 64"),
+    (["colour=blue"], "colour=blue: not a device model key"),
+    (["channels"], "'channels': expected KEY=VALUE"),
+])
+def test_bad_parameters_are_refused_in_one_line_naming_the_value(args, says):
+    assert says in refused(*args)
+
+
+def test_a_bad_request_line_is_refused_naming_the_line():
+    proc = subprocess.run([str(build.built(build.SIMULATE))], input="0 write 0 4096\n5 scribble 0 1\n",
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "line 2: expected 'T_US OP OFFSET LENGTH [fua]', got '5 scribble 0 1'" in proc.stderr
+
+
+def test_profiles_check_refuses_through_the_model_naming_the_profile():
+    with pytest.raises(UsageError, match="device profile 'x': a cache needs cache-destage-mbps"):
+        profiles.check("device profile 'x'", {"cache-size": "1M"})
+
+
+def test_trace_summary_counts_per_operation():
+    rows = simulate("0 write 0 512\n0 write 4096 4096\n0 read 0 4096\n", write="fixed:100", read="fixed:50",
+                    physical_sector=4096)
+    w = trace.summary(rows, "write")
+    assert (w["count"], w["bytes_per_request"], w["rmw_reads"]) == (2, 2304, 1)
+    assert w["service_p50_us"] == pytest.approx(125)   # 150 (a read first) and 100: their midpoint
+    assert trace.summary(rows, "flush") == {"op": "flush", "count": 0}
+
+
+@pytest.mark.parametrize("name", sorted(profiles.profiles()))
+def test_every_catalog_profile_is_one_the_model_takes_and_names_its_sources(name):
+    p = profiles.get(name)
+    profiles.check(f"device profile '{name}'", p.params)
+    assert set(p.sources) == set(p.params) == set(p.evidence), name
+    assert all(len(s) > 20 for s in p.sources.values()), name
+    assert set(p.evidence.values()) <= set(profiles.EVIDENCE)
+    # A seed's measured result is never a source (the seeds' hardware names are).
+    assert not any("iostat" in s or "AWR" in s for s in p.sources.values()), name
+
+
+def test_an_unknown_profile_is_refused_naming_the_known_ones():
+    with pytest.raises(UsageError, match="device profile 'ssd9000' is not in the catalog: expected one of .*hdd-7200"):
+        profiles.get("ssd9000")
+
+
+def test_the_spinning_profiles_follow_from_rotation_and_seek():
+    """hdd-7200: 8.5 ms average seek plus a wait uniform over one 8.33 ms revolution."""
+    reqs = "".join(f"{i * 100_000} write 0 4096\n" for i in range(4000))
+    w = np.array([r.service_us for r in simulate(reqs, **{k.replace("-", "_"): v for k, v in
+                                                          profiles.get("hdd-7200").params.items()})])
+    transfer = 4096 / 140   # us at 140 MB/s
+    assert np.percentile(w, 50) == pytest.approx(8500 + 8333 / 2 + transfer, rel=0.02)
+    assert w.min() >= 8500 - 1 and w.max() <= 8500 + 8333 + transfer + 1
+
+
+def test_the_docs_table_lists_every_profile_with_its_parameters():
+    text = (REPO / "docs" / "device-models.md").read_text()
+    for name, p in profiles.profiles().items():
+        row = next((line for line in text.splitlines() if line.startswith(f"| `{name}` |")), None)
+        assert row is not None, f"docs/device-models.md has no row for {name}"
+        assert f"`{' '.join(p.args())}`" in row, f"docs/device-models.md: {name}'s parameters differ from the catalog"

@@ -1,0 +1,103 @@
+"""One modelled disk on the host: an nbdkit daemon (its own session: nbdkit forks into the
+background once its socket listens) serving a sparse disk in RAM through the device model filter,
+on a Unix socket, with its pid, identity, log and trace in one directory of its own.
+
+    d = DeviceServer(directory, size=1 << 30, params=profile.params)
+    d.start()          # returns when the socket accepts
+    ... nbd+unix:///?socket={d.socket} ...
+    d.stop()           # SIGTERM to that very process (pid and start time), then its trace is complete
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import procs
+from ..errors import SectorlabError
+from . import build
+
+
+@dataclass
+class DeviceServer:
+    directory: Path
+    size: int
+    params: dict[str, str] = field(default_factory=dict)
+    name: str = "disk"
+
+    @property
+    def socket(self) -> Path:
+        return self.directory / f"{self.name}.sock"
+
+    @property
+    def trace(self) -> Path:
+        return self.directory / f"{self.name}.trace"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / f"{self.name}.log"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.directory / f"{self.name}.pid"
+
+    @property
+    def identity_file(self) -> Path:
+        return self.directory / f"{self.name}.identity"
+
+    def command(self) -> list[str]:
+        nbdkit = shutil.which("nbdkit")
+        if nbdkit is None:
+            raise SectorlabError("nbdkit is not installed: run scripts/bootstrap (it installs Debian's nbdkit)")
+        return [nbdkit, "--unix", str(self.socket), "--pidfile", str(self.pidfile), "--log=stderr",
+                f"--filter={build.built(build.FILTER)}", "memory", f"size={self.size}", "allocator=sparse",
+                *(f"{k}={v}" for k, v in self.params.items()), f"trace={self.trace}"]
+
+    def pid(self) -> int | None:
+        """The daemon's pid, if that very process (its recorded start time) still runs."""
+        return procs.read_identity(self.identity_file)
+
+    def start(self, timeout: float = 10.0) -> None:
+        if self.pid() is not None:
+            raise SectorlabError(f"the device model of {self.name} already runs (pid {self.pid()}, {self.socket})")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for stale in (self.socket, self.pidfile, self.identity_file):
+            stale.unlink(missing_ok=True)
+        with open(self.log, "w") as log:
+            # nbdkit's parent exits once the socket listens and the pid file is written.
+            proc = subprocess.run(self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, timeout=timeout)
+        # nbdkit's background process writes the pid file once its socket listens, maybe just after
+        # the parent exited.
+        deadline = time.monotonic() + timeout
+        while proc.returncode == 0 and not self.pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if proc.returncode != 0 or not self.pidfile.exists():
+            why = self.log.read_text().strip().splitlines()[-1:] or [f"exit {proc.returncode}, no pid file"]
+            raise SectorlabError(f"the device model of {self.name} did not start: {why[0].removeprefix('nbdkit: ')} "
+                                 f"(log {self.log})")
+        pid = int(self.pidfile.read_text().split()[0])
+        self.identity_file.write_text(procs.identity(pid) + "\n")
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop the daemon this directory records; False when it was not running."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while self.pid() is not None:
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                raise SectorlabError(f"the device model of {self.name} (pid {pid}) ignored SIGTERM for "
+                                     f"{timeout:.0f} s and was killed; its trace may be cut short ({self.trace})")
+            time.sleep(0.02)
+        self.identity_file.unlink(missing_ok=True)
+        return True
+
+    def uri(self) -> str:
+        return f"nbd+unix:///?socket={self.socket}"

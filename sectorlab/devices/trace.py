@@ -1,0 +1,70 @@
+"""A device model's trace (one line per request: the nbdkit filter's, or simulate's decisions),
+read back, and what a report shows of it per operation: count, bytes per request, the model's
+service time, the service as it was served (the filter's sleep included), the queue wait, the
+channels' utilisation, cache hits, read-modify-writes, errors."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+INT_FIELDS = ("offset", "length", "fua", "channel", "cached", "rmw_reads", "unit_reads", "error")
+FLOAT_FIELDS = ("t_us", "queue_us", "service_us", "served_us")
+
+
+@dataclass(frozen=True)
+class Request:
+    t_us: float
+    op: str
+    offset: int
+    length: int
+    fua: int
+    channel: int
+    queue_us: float
+    service_us: float
+    served_us: float        # nan in simulate's output: only a real run is served
+    cached: int
+    rmw_reads: int
+    unit_reads: int
+    error: int
+
+
+def parse(text: str) -> list[Request]:
+    rows = []
+    for row in csv.DictReader(text.splitlines()):
+        values = {k: int(row[k]) for k in INT_FIELDS}
+        values |= {k: float(row[k]) if row.get(k) not in (None, "") else float("nan") for k in FLOAT_FIELDS}
+        rows.append(Request(op=row["op"], **values))
+    return rows
+
+
+def read(path: Path) -> list[Request]:
+    return parse(path.read_text())
+
+
+def summary(requests: list[Request], op: str, channels: int = 1) -> dict:
+    """What the report shows of one operation's requests (times in microseconds)."""
+    rows = [r for r in requests if r.op == op]
+    if not rows:
+        return {"op": op, "count": 0}
+    service = np.array([r.service_us for r in rows])
+    served = np.array([r.served_us for r in rows])
+    queue = np.array([r.queue_us for r in rows])
+    span = max(r.t_us + r.queue_us + r.service_us for r in requests) - min(r.t_us for r in requests)
+    busy = sum(r.service_us for r in rows if r.channel >= 0)
+    out = {
+        "op": op, "count": len(rows), "bytes_per_request": float(np.mean([r.length for r in rows])),
+        "service_p50_us": float(np.percentile(service, 50)), "service_p99_us": float(np.percentile(service, 99)),
+        "queue_p50_us": float(np.percentile(queue, 50)), "queue_p99_us": float(np.percentile(queue, 99)),
+        "await_p50_us": float(np.percentile(queue + service, 50)),
+        "utilisation": busy / (span * channels) if span > 0 else 0.0,
+        "cached": sum(r.cached for r in rows), "rmw_reads": sum(r.rmw_reads for r in rows),
+        "unit_reads": sum(r.unit_reads for r in rows), "errors": sum(1 for r in rows if r.error),
+    }
+    if not np.isnan(served).all():
+        out |= {"served_p50_us": float(np.nanpercentile(served, 50)),
+                "served_p99_us": float(np.nanpercentile(served, 99))}
+    return out
