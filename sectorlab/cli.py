@@ -12,7 +12,15 @@ import sys
 from pathlib import Path
 
 from . import __version__, bench, images
-from .commands.bench import cmd_bench, cmd_bench_lab_up, cmd_bench_writer, cmd_compare, cmd_plot, cmd_report
+from .commands.bench import (
+    cmd_bench,
+    cmd_bench_lab_up,
+    cmd_bench_writer,
+    cmd_compare,
+    cmd_device_floor,
+    cmd_plot,
+    cmd_report,
+)
 from .commands.host import cmd_accel, cmd_doctor, cmd_geometries
 from .commands.image import (
     cmd_image_boot_time,
@@ -146,6 +154,15 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("--spin-us", type=int, default=0, help="redo-writer --spin-us (poll before sleeping)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_writer)
+
+    p = sub.add_parser("device-floor", help="model-served disks hot-plugged into the running lab beside one of "
+                       "its qcow2 disks: redo-writer on each in turn, round after round (docs/device-models.md)")
+    p.add_argument("--lab", type=Path, help=_LAB_HELP)
+    p.add_argument("--model", action="append", help="'floor' (the filter with no parameters: the default) or a "
+                   "catalog device profile; may be given several times")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seconds", type=int, default=5)
+    p.set_defaults(func=cmd_device_floor)
 
     p = sub.add_parser("bench-lab-up", help="cold and warm lab-up side by side (destroys the lab first)")
     p.add_argument("--lab", type=Path, help=_LAB_HELP)
