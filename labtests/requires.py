@@ -19,7 +19,7 @@ def require(found, reason: str):
 
 
 def _plain(d: DiskRecord) -> bool:
-    return not d.rmw and not d.write_delay_ms
+    return not d.rmw and not d.write_delay_ms and not d.device
 
 
 def behaviour_disks_of(record: LabRecord) -> tuple[str, list[DiskRecord], list[DiskRecord]] | None:

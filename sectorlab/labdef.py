@@ -62,6 +62,12 @@ class Disk:
     serial: str
     latency: geo.LatencyProfile | None = None  # None: no delay added
     rmw: geo.ReadModifyWrite | None = None  # None: no read-modify-write below the guest
+    device: str | None = None  # a device profile: served from the host by the device model (devices/)
+
+    @property
+    def hotplugged(self) -> bool:
+        """Hot-plugged as virtio-blk after the guest is up (sectorlab/lab/hotplug.py), not in the domain."""
+        return self.rmw is not None or self.device is not None
 
     @property
     def mapper(self) -> str | None:
@@ -188,9 +194,13 @@ def _vm(src: str, i: int, vt, context: dict, seen: _Seen) -> VM:
         raise UsageError(f"{where}: no [[vm.disk]]: a lab VM exists to show data disks; add at least one")
     for j, dt in enumerate(v["disk"], 1):
         vm.disks.append(_disk(f"{where} disk #{j}", dt, context, seen, name))
-    problem = layout_problem([(d.bus, d.rmw is not None) for d in vm.disks])
+    problem = layout_problem([(d.bus, d.hotplugged) for d in vm.disks])
     if problem:
         raise UsageError(f"{where}: {problem}; put the others on another VM")
+    if any(d.device for d in vm.disks) and remote.is_remote(vm.libvirt_uri):
+        raise UsageError(f"{where}: device = ... on libvirt_uri {vm.libvirt_uri}: a device model is served by "
+                         f"nbdkit on the host QEMU runs on, over a Unix socket, and sectorlab starts it on this "
+                         f"host only; put that disk in a lab on qemu:///system")
     if any(d.rmw for d in vm.disks) and remote.is_remote(vm.libvirt_uri):
         raise UsageError(f"{where}: rmw = true on libvirt_uri {vm.libvirt_uri}: a read-modify-write disk's reads "
                          f"are counted in QEMU's log and process on this host; put that disk in a lab on "
@@ -199,13 +209,15 @@ def _vm(src: str, i: int, vt, context: dict, seen: _Seen) -> VM:
 
 
 def layout_problem(disks: list[tuple[str, bool]]) -> str | None:
-    """Why one VM cannot hold these disks ((bus, rmw) pairs) in its machine's slots, or None."""
+    """Why one VM cannot hold these disks ((bus, hot-plugged) pairs: rmw = true or a device model) in
+    its machine's slots, or None."""
     count = {bus: sum(1 for b, rmw in disks if b == bus and not rmw) for bus in ("nvme", "nvme-tcp", "virtio", "scsi")}
     rmw = sum(1 for _, r in disks if r)
     if count["nvme"] > MAX_NVME_PER_VM:
         return f"{count['nvme']} nvme disks: at most {MAX_NVME_PER_VM} per VM (one PCI slot each, 0x18-0x1f)"
     if rmw > MAX_RMW_PER_VM:
-        return f"{rmw} disks with rmw = true: at most {MAX_RMW_PER_VM} per VM (one PCI slot each, from 0x16 down)"
+        return (f"{rmw} disks with rmw = true or a device model: at most {MAX_RMW_PER_VM} per VM (hot-plugged, one "
+                f"PCI slot each, from 0x16 down)")
     if count["scsi"] > MAX_SCSI_PER_VM:
         return (f"{count['scsi']} scsi disks: at most {MAX_SCSI_PER_VM} per VM (the units of its one virtio-scsi "
                 f"controller as libvirt addresses them)")
@@ -224,8 +236,10 @@ def _disk(where: str, dt, context: dict, seen: _Seen, vm_name: str) -> Disk:
     g, bus = d["geometry"], d["bus"]
     latency = _latency(where, d)
     rmw = _rmw(where, d["rmw"], bus, g)
+    device = _device(where, d["device"], bus, latency, rmw)
     name = d["name"] or DISK_FIELDS.field("name").check(  # the default, checked as a given name is
-        where, "name", f"{bus}-{g.name}" + (f"-{latency.name}" if latency else "") + ("-rmw" if rmw else ""), d)
+        where, "name", f"{bus}-{g.name}" + (f"-{latency.name}" if latency else "") + (f"-{device}" if device else "")
+        + ("-rmw" if rmw else ""), d)
     where = f"{where} ({name})"
     if name in seen.disks:
         raise UsageError(f"{where}: duplicate disk name {name!r} (also in VM {seen.disks[name]}): disk names "
@@ -236,7 +250,21 @@ def _disk(where: str, dt, context: dict, seen: _Seen, vm_name: str) -> Disk:
         raise UsageError(f"{where}: duplicate serial {serial!r} (also disk {seen.serials[serial]}): the guest "
                          f"finds disks by serial, so serials must be unique in the lab")
     seen.serials[serial] = name
-    return Disk(name, bus, g, d["size_mib"], serial, latency, rmw)
+    return Disk(name, bus, g, d["size_mib"], serial, latency, rmw, device)
+
+
+def _device(where: str, device: str | None, bus: str, latency, rmw) -> str | None:
+    """The disk's device profile (`device = "hdd-15k"`), None for none: on virtio only, and alone."""
+    if device is None:
+        return None
+    if bus != "virtio":
+        raise UsageError(f"{where}: device = {device!r} on bus {bus!r}: a device model is served over NBD to a "
+                         f"virtio-blk device, which bus {bus!r} is not; use bus = \"virtio\"")
+    if latency or rmw:
+        raise UsageError(f"{where}: device = {device!r} with {'latency' if latency else 'rmw = true'}: the device "
+                         f"model is the disk's behaviour (its profile has the latency and the read-modify-write); "
+                         f"use one or the other")
+    return device
 
 
 def _rmw(where: str, rmw: bool, bus: str, g: geo.Geometry) -> geo.ReadModifyWrite | None:

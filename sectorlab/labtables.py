@@ -98,12 +98,22 @@ def _geometry(where: str, key: str, value, got: dict) -> geo.Geometry:
     return g
 
 
-def _latency_name(where: str, key: str, value, got: dict) -> str:
-    profiles = geo.latency_profiles()
-    if value not in profiles:
-        raise UsageError(f"{where}: latency = {value!r}: unknown latency profile; expected one of "
-                         f"{', '.join(profiles)} (sectorlab geometries lists them), or write_latency_us = N")
+def _catalog_name(where: str, key: str, value, known, what: str, tail: str) -> str:
+    """`value` if the catalog knows it, else one line naming it and the names it knows."""
+    if value not in known:
+        raise UsageError(f"{where}: {key} = {value!r}: {what}; expected one of {', '.join(known)}{tail}")
     return value
+
+
+def _latency_name(where: str, key: str, value, got: dict) -> str:
+    return _catalog_name(where, key, value, geo.latency_profiles(), "unknown latency profile",
+                         " (sectorlab geometries lists them), or write_latency_us = N")
+
+
+def _device_name(where: str, key: str, value, got: dict) -> str:
+    from .devices import profiles
+    return _catalog_name(where, key, value, profiles.profiles(), "not a device profile of the catalog",
+                         " (docs/device-models.md)")
 
 
 def _disk_name(where: str, key: str, value, got: dict) -> str:
@@ -169,9 +179,13 @@ DISK_FIELDS = fields.Table("[[vm.disk]]", "One data disk of a VM.", (
                  "a latency of its own added to every write, in whole milliseconds (not with latency)"),
     fields.Field("rmw", fields.BOOLEAN, "unaligned writes read the physical sector first (512e-like "
                  "geometries on virtio only)", default=False),
+    fields.Field("device", fields.custom("a device profile", _device_name),
+                 "served from the host by the device model with this catalog profile (\"floor\": no behaviour "
+                 "of its own), a throw-away disk in RAM, hot-plugged as virtio-blk (virtio only; not with "
+                 "latency or rmw; docs/device-models.md)"),
     fields.Field("name", fields.custom("a-z, 0-9, '-', '_', '.', at most 63", _disk_name),
                  "the disk's name, unique in the lab: the scenarios' test id",
-                 default_text="BUS-GEOMETRY[-LATENCY][-rmw]"),
+                 default_text="BUS-GEOMETRY[-LATENCY|-DEVICE][-rmw]"),
     fields.Field("size_mib", fields.number(MIN_DISK_MIB, MAX_DISK_MIB), "its size in MiB (a thin qcow2 volume)",
                  default=DEFAULT_DISK_MIB),
     fields.Field("serial", fields.custom("1-20 of A-Z, a-z, 0-9, '-', '_'", _serial),

@@ -67,6 +67,19 @@ LAB_FILES = [
     ("nine-nvme-disks", VM + _disks("nvme", 9), "9 nvme disks: at most 8"),
     ("seventeen-vms", "".join(f'[[vm]]\nname = "v{i}"\n' + DISK for i in range(17)),
      "17 [[vm]] tables: a lab has at most 16 VMs"),
+    # Model-served disks (device = PROFILE; docs/device-models.md).
+    ("unknown-device", VM + DISK + 'device = "ssd9000"\n', "device = 'ssd9000': not a device profile of the catalog"),
+    ("device-on-scsi", VM + '[[vm.disk]]\nbus = "scsi"\ngeometry = "sector512n"\ndevice = "hdd-15k"\n',
+     "device = 'hdd-15k' on bus 'scsi': a device model is served over NBD to a virtio-blk device"),
+    ("device-with-latency", VM + DISK + 'device = "hdd-15k"\nlatency = "hdd-7200"\n',
+     "device = 'hdd-15k' with latency: the device model is the disk's behaviour"),
+    ("device-with-rmw", VM + '[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512e"\ndevice = "floor"\nrmw = true\n',
+     "device = 'floor' with rmw = true"),
+    ("device-remote", '[lab]\nlibvirt_uri = "qemu+ssh://labhost/system"\n' + VM + DISK + 'device = "floor"\n',
+     "device = ... on libvirt_uri qemu+ssh://labhost/system: a device model is served by nbdkit"),
+    ("five-hot-plugged-disks", VM + "".join(f'[[vm.disk]]\nname = "m{i}"\nbus = "virtio"\ngeometry = "sector512n"\n'
+                                            f'device = "floor"\n' for i in range(5)),
+     "5 disks with rmw = true or a device model: at most 4 per VM"),
 ]
 
 

@@ -222,4 +222,5 @@ def test_the_docs_table_lists_every_profile_with_its_parameters():
     for name, p in profiles.profiles().items():
         row = next((line for line in text.splitlines() if line.startswith(f"| `{name}` |")), None)
         assert row is not None, f"docs/device-models.md has no row for {name}"
-        assert f"`{' '.join(p.args())}`" in row, f"docs/device-models.md: {name}'s parameters differ from the catalog"
+        args = f"`{' '.join(p.args())}`" if p.params else "(none)"
+        assert f"| {args} |" in row, f"docs/device-models.md: {name}'s parameters differ from the catalog"

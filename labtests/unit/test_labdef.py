@@ -377,8 +377,8 @@ def test_a_custom_geometry_with_a_larger_physical_sector_is_refused_on_nvme(rmw)
 def test_too_many_rmw_disks_on_one_vm():
     disks = "".join(f'[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512e"\nname = "r{i}"\nrmw = true\n'
                     for i in range(labdef.MAX_RMW_PER_VM + 1))
-    with pytest.raises(UsageError, match=f"{labdef.MAX_RMW_PER_VM + 1} disks with rmw = true: at most "
-                                         f"{labdef.MAX_RMW_PER_VM} per VM"):
+    with pytest.raises(UsageError, match=f"{labdef.MAX_RMW_PER_VM + 1} disks with rmw = true or a device model: "
+                                         f"at most {labdef.MAX_RMW_PER_VM} per VM"):
         labdef.validate(tomllib.loads('[[vm]]\nname = "lab1"\n' + disks))
 
 
@@ -415,3 +415,42 @@ def test_a_bad_suffix_is_one_line_naming_it(suffix):
         labdef.load(REPO / "labs" / "default.toml", suffix=suffix)
     msg = str(e.value)
     assert f"SECTORLAB_LAB_SUFFIX={suffix!r}" in msg and "LAB_SUFFIX=-job2" in msg and "\n" not in msg, msg
+
+
+def test_a_model_served_disk_stays_out_of_terraform_and_gets_its_record_and_slot():
+    from sectorlab.lab import hotplug, modelled
+    from sectorlab.lab.record import DiskRecord
+    lab = labdef.validate(tomllib.loads(
+        '[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n'
+        '[[vm.disk]]\nname = "plain"\nbus = "virtio"\ngeometry = "sector512n"\n'
+        '[[vm.disk]]\nname = "r"\nbus = "virtio"\ngeometry = "sector512e"\nrmw = true\n'
+        '[[vm.disk]]\nbus = "virtio"\ngeometry = "sector4k"\ndevice = "hdd-15k"\nsize_mib = 64\n'))
+    disk = lab.vms[0].disks[2]
+    assert (disk.name, disk.device, disk.hotplugged) == ("virtio-sector4k-hdd-15k", "hdd-15k", True)
+    rec = modelled.records(lab)
+    entry = rec["lab1/virtio-sector4k-hdd-15k"]
+    assert entry["volume"] == str(modelled.SERVE_DIR / "m" / "virtio-sector4k-hdd-15k" / "disk.sock")
+    assert (entry["logical_block_size"], entry["physical_block_size"], entry["size_bytes"]) == (4096, 4096, 64 << 20)
+    records = [DiskRecord.from_json(e, "t") for e in rec.values()]
+    rmw_disk = DiskRecord.from_json({**entry, "name": "r", "rmw": True, "device": None, "rmw_read_iops": 120}, "t")
+    plan = hotplug.models_plan(records + [rmw_disk])
+    assert [(dev, addr) for dev, addr, _ in plan] == [("model0", "0x15")]  # below the rmw disk's 0x16
+
+
+def test_model_served_disks_are_refused_past_half_the_hosts_memory():
+    from sectorlab.errors import UsageError
+    from sectorlab.lab import modelled
+
+    class Host:
+        def memory_bytes(self):
+            return 1 << 30
+
+    lab = labdef.validate(tomllib.loads(
+        '[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512n"\n'
+        'device = "floor"\nsize_mib = 600\n'))
+    with pytest.raises(UsageError, match=r"lab m: its 1 model-served disks take 600 MiB in RAM if written through, "
+                                         r"more than 50% of this host's 1024 MiB; make them smaller \(size_mib\)"):
+        modelled.check_memory(lab, Host())
+    modelled.check_memory(labdef.validate(tomllib.loads(
+        '[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512n"\n'
+        'device = "floor"\nsize_mib = 500\n')), Host())

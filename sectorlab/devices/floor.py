@@ -1,8 +1,8 @@
 """The lab's floor with model-served disks, side by side with today's data disks, in a running lab:
 `sectorlab device-floor` (make bench-device-floor).
 
-For each device model asked for (none: the floor itself, the memory plugin under the filter with no
-parameters; or catalog profiles), a disk is served on this host (sectorlab/devices/server.py) and
+For each device profile asked for ("floor": the memory plugin under the filter with no parameters;
+or any other of the catalog), a disk is served on this host (sectorlab/devices/server.py) and
 hot-plugged into the lab's first VM as a virtio-blk device over QEMU's NBD client; then redo-writer
 (one session, 4 KiB O_DIRECT+O_DSYNC) runs on it and on one of the lab's own virtio disks (a qcow2
 volume), in turn, round after round (the order rotated each round), and each run's log file
@@ -31,7 +31,7 @@ from ..lab.record import LabRecord
 from . import profiles, trace
 from .server import DeviceServer
 
-SERVE_DIR = Path("/run/sectorlab/devices")
+SERVE_DIR = Path("/run/sectorlab/device-floor")  # not a lab's own directory: lab-down leaves it
 FLOOR = "floor"
 
 
@@ -93,13 +93,13 @@ def measure(record: LabRecord, models: list[str], rounds: int, seconds: int, pro
     qcow = next((d for d in record.disks.values() if d.vm == vm_name and d.bus == "virtio" and not d.rmw
                  and not d.mapper and d.logical_block_size == 512 and d.physical_block_size == 512), None)
     if qcow is None:
-        raise UsageError(f"lab {record.lab_name}: no plain 512n virtio disk on {vm_name} to compare with")
+        raise UsageError(f"lab {record.lab}: no plain 512n virtio disk on {vm_name} to compare with")
     targets = [Target(f"qcow2 volume ({qcow.name})", f"/dev/disk/by-id/virtio-{qcow.serial}")]
     uid = libvirt.get_host(record.libvirt_uri).qemu_uid()
     try:
         for i, name in enumerate(models):
-            params = {} if name == FLOOR else profiles.get(name).params
-            server = _serve(record.lab_name, i, name, params, uid)
+            params = profiles.get(name).params
+            server = _serve(record.lab, i, name, params, uid)
             targets.append(Target(f"model {name}", _plug(record.libvirt_uri, vm.domain, i, server), server))
             if not wait_for(lambda t=targets[-1]: guest.run("test -b", t.path).ok, 30):
                 raise SectorlabError(f"{targets[-1].path} did not appear in {vm_name} within 30 s")

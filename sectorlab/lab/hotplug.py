@@ -10,6 +10,9 @@ up; virtio-net sits at 0x17).
 - The read-modify-write disks (sectorlab/rmw.py): three block nodes that libvirt 9.0 cannot express
   under a virtio-blk device; `hotplug_rmw` adds them, tracing the nodes' opening so that rmw.py can
   tell their addresses in QEMU's log.
+- The model-served disks (sectorlab/lab/modelled.py): QEMU's NBD client on the disk's Unix socket
+  under a virtio-blk device; `hotplug_models` adds them, in the slots below the read-modify-write
+  disks' (models_plan).
 
 QEMU's monitor is reached through virsh (LibvirtHost.qmp of the domain's libvirt host).
 """
@@ -140,3 +143,36 @@ def _plug_rmw(uri: str, domain: str, dev: str, addr: str, d: DiskRecord) -> None
     qmp(uri, domain, "device_add", driver="virtio-blk-pci", id=dev, drive=f"{dev}-drive", serial=d.serial,
         logical_block_size=d.logical_block_size, physical_block_size=d.physical_block_size,
         bus="pci.0", addr=addr, **hints)
+
+
+def models_plan(disks: list[DiskRecord]) -> list[tuple[str, str, DiskRecord]]:
+    """The VM's model-served disks in a fixed order, each as (its device id, its PCI slot, the
+    disk): the slots below the read-modify-write disks', downwards (labdef.layout_problem counts
+    both against MAX_RMW_PER_VM)."""
+    below = len(rmw.plan(disks))
+    models = sorted((d for d in disks if d.device), key=lambda d: d.name)
+    if below + len(models) > labdef.MAX_RMW_PER_VM:
+        raise SectorlabError(f"{below + len(models)} hot-plugged virtio disks on one VM; at most "
+                             f"{labdef.MAX_RMW_PER_VM} fit its PCI slots")
+    return [(f"model{i}", f"0x{rmw.FIRST_SLOT - below - i:x}", d) for i, d in enumerate(models)]
+
+
+def hotplug_models(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:
+    """Add the model-served disks the running domain lacks (their servers run: modelled.start);
+    returns the device ids added."""
+    planned = models_plan(disks)
+    if not planned:
+        return []
+    present = peripherals(uri, domain)
+    added = []
+    for dev, addr, d in planned:
+        if dev in present:
+            continue
+        qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-drive", "driver": "raw", "file": {
+            "driver": "nbd", "server": {"type": "unix", "path": d.volume}}})
+        hints = {k: v for k, v in (("min_io_size", d.min_io_size), ("opt_io_size", d.opt_io_size)) if v}
+        qmp(uri, domain, "device_add", driver="virtio-blk-pci", id=dev, drive=f"{dev}-drive", serial=d.serial,
+            logical_block_size=d.logical_block_size, physical_block_size=d.physical_block_size,
+            bus="pci.0", addr=addr, **hints)
+        added.append(dev)
+    return added

@@ -16,7 +16,7 @@ from .. import images, labdef, libvirt, rmw, warm
 from ..errors import SectorlabError, UsageError
 from ..guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, console_says_ready
 from ..paths import write_atomic
-from . import hostcheck, hotplug, ownership, record, terraform
+from . import hostcheck, hotplug, modelled, ownership, record, terraform
 from .diskcheck import guests_from_lab_json, print_table, probe, verify, wait_for
 from .pool import publish_image
 from .routes import _Cold, _Converge, _Route, _Warm
@@ -281,6 +281,10 @@ class LabUp:
             added = hotplug.hotplug_rmw(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged read-modify-write disk(s) {', '.join(added)}")
+            modelled.start(self.lab.name, disks, libvirt.get_host(self.uri).qemu_uid(), self.progress)
+            added = hotplug.hotplug_models(self.uri, domain, disks)
+            if added:
+                self.progress(f"{name}: hot-plugged model-served disk(s) {', '.join(added)}")
             learnt = rmw.trace_nodes(self.uri, domain, disks)
             self.data = self.data.with_rmw_nodes({f"{name}/{disk}": nodes for disk, nodes in learnt.items()})
         return "disk check"
@@ -321,7 +325,8 @@ def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> record.LabRecord:
         vms[name] = {**vm, "user": LAB_USER, "key_file": str(state / "id_ed25519"),
                      "host_key": (state / f"host-{name}.pub").read_text().strip()}
     made = record.LabRecord.from_json({"format": record.FORMAT, "lab": lab.name, "lab_file": str(lab.path),
-                                       "libvirt_uri": outputs["libvirt_uri"], "vms": vms, "disks": outputs["disks"]},
+                                       "libvirt_uri": outputs["libvirt_uri"], "vms": vms,
+                                       "disks": {**outputs["disks"], **modelled.records(lab)}},
                                       "lab.json")
     # What hot-plug learnt of a running QEMU stays until that QEMU goes (rmw.trace_nodes checks it).
     old = _record_or_none(state)

@@ -171,6 +171,7 @@ class DiskRecord(_Record):
     vm: str
     write_delay_ms: int | float
     rmw_nodes: RmwNodes | None = None
+    device: str | None = None  # a device profile: served by the device model (volume: its socket)
 
     @property
     def key(self) -> str:

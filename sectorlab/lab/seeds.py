@@ -63,7 +63,8 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
                        "latency": d.latency.name if d.latency else "none",
                        "write_delay_ms": d.latency.write_delay_ms if d.latency else 0,
                        "mapper": d.mapper or "",
-                       "rmw": d.rmw is not None, "rmw_read_iops": d.rmw.read_iops if d.rmw else 0} for d in vm.disks],
+                       "rmw": d.rmw is not None, "rmw_read_iops": d.rmw.read_iops if d.rmw else 0}
+                      for d in vm.disks if not d.device],  # model-served disks: sectorlab/lab/modelled.py
         }
     uris = {vm.libvirt_uri for vm in lab.vms}
     if len(uris) != 1:

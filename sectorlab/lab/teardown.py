@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import labdef, libvirt, warm
 from ..errors import SectorlabError
-from . import hostcheck, ownership, terraform
+from . import hostcheck, modelled, ownership, terraform
 from .diskcheck import guests_from_lab_json, print_table, verify
 from .record import LabRecord
 from .state import (
@@ -47,10 +47,14 @@ def faults(data: LabRecord, states: dict[str, str] | None = None) -> list[str]:
             found.append(f"{name}: domain {vm.domain} is {state}, not running (destroyed, or its QEMU was "
                          f"killed)")
     volumes = [(f"{vm_name} root disk", vm.root_volume) for vm_name, vm in data.vms.items()]
-    volumes += [(f"{d.vm} disk {d.name}", d.volume) for d in data.disks.values()]
+    volumes += [(f"{d.vm} disk {d.name}", d.volume) for d in data.disks.values() if not d.device]
     volumes = [(what, path) for what, path in volumes if path and path.startswith("/")]
     gone = libvirt.get_host(uri).missing([path for _, path in volumes])
     found += [f"{what}: volume {path} is gone (deleted while the lab ran)" for what, path in volumes if path in gone]
+    disks = list(data.disks.values())
+    found += [f"{d.vm} disk {d.name}: its device model does not run (its log: "
+              f"{modelled.server(data.lab, d.name).log})" for d in disks if d.name in modelled.dead(data.lab,
+                                                                                                        disks)]
     return found
 
 
@@ -82,6 +86,7 @@ def _down(lab: labdef.Lab, progress: Progress) -> None:
         except SectorlabError as e:
             progress(f"{e}; removing what is left with virsh")
     leftovers = sweep_libvirt(lab.name, uri, progress, [vm.name for vm in lab.vms])
+    modelled.stop(lab.name, progress)  # after the domains: QEMU had their sockets open
     host = libvirt.get_host(uri)
     if host.remote and _holdings(lab.name, uri).holder_of(console_dir(lab.name, uri, state)) is None:
         host.remove_tree(console_dir(lab.name, uri, state))
@@ -118,8 +123,9 @@ def leftovers_of(lab_name: str, uri: str) -> list[str]:
         left.append(f"pool {held.pool}")
     dirs = [pool_dir(lab_name)] + ([console_dir(lab_name, uri, Path())] if host.remote else [])
     gone = host.missing(dirs)
-    return left + [f"directory {d}" + (f" on {host.label}" if host.remote else "") for d in dirs
-                   if d not in gone and held.holder_of(d) is None]
+    models = [f"device model directory {modelled.lab_dir(lab_name)}"] if modelled.lab_dir(lab_name).exists() else []
+    return left + models + [f"directory {d}" + (f" on {host.label}" if host.remote else "") for d in dirs
+                            if d not in gone and held.holder_of(d) is None]
 
 
 def sweep_libvirt(lab_name: str, uri: str, progress: Progress, vm_names=()) -> list[str]:

@@ -1,0 +1,75 @@
+"""Model-served disks in a lab (`device = "PROFILE"`, labs/behaviours.toml): the guest's redo writes
+go through QEMU's NBD client to the device model on this host, whose trace is read here, beside
+the guest's own view (redo-writer's log file parallel write). Each disk's writes are served as its
+profile specifies (p50 within 5 % or 20 us of the same profile in virtual time, p99 within 10 % or
+the host's jitter), every log write of the guest is one write request of the trace, and the guest
+never sees a write faster than the device served it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labtests.requires import require
+from sectorlab.devices import build, profiles, trace
+
+pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
+
+RUN_S = 3
+P99_JITTER_US = 75  # the host's own wake-up jitter (labtests/test_devicemodel_host.py)
+
+
+@pytest.fixture(scope="module")
+def modelled(lab_state):
+    return require([d for d in lab_state.disks.values() if d.device],
+                   "the lab has no model-served disk (device = ...; labs/behaviours.toml has)")
+
+
+def _within(got: float, want: float, rel: float, abs_us: float) -> bool:
+    return abs(got - want) <= max(rel * want, abs_us)
+
+
+def _specified(device: str, n: int) -> np.ndarray:
+    """The profile's write service times for n sequential 4 KiB writes, in virtual time."""
+    params = profiles.get(device).params
+    out = subprocess.run([str(build.built(build.SIMULATE)), *(f"{k}={v}" for k, v in params.items())],
+                         input="".join(f"{i * 100_000} write {i * 4096} 4096\n" for i in range(n)),
+                         capture_output=True, text=True, check=True)
+    return np.array([r.service_us for r in trace.parse(out.stdout)])
+
+
+def test_each_model_serves_the_guests_redo_writes_as_its_profile_specifies(modelled, lab_guests, guest_devices,
+                                                                          record_property):
+    for d in modelled:
+        guest, dev = lab_guests[d.vm], guest_devices[d.vm].get(d.serial)
+        assert dev is not None, f"{d.vm}: model-served disk {d.name} (serial {d.serial}) is not in the guest"
+        trace_file = Path(d.volume).with_name("disk.trace")
+        before = len(trace.read(trace_file))
+        result = guest.run("sudo -n redo-writer run --target", dev.path, "--duration", RUN_S, "--sessions", 1,
+                           "--blocksize", 4096, "--redo-per-txn", 4096, "--log-size", 64 << 20, "--output", "json",
+                           "--force", timeout=RUN_S + 120)
+        assert result.rc == 0, f"redo-writer on {d.name}: exit {result.rc}: {result.stderr.strip()}"
+        report = json.loads(result.stdout)
+        rows = trace.read(trace_file)[before:]
+        writes = [r for r in rows if r.op == "write"]
+        guest_writes = report["writes"]
+        # Each log write of the guest is one write request of the trace (its O_DSYNC adds a flush
+        # after it); the guest reads nothing back.
+        assert abs(len(writes) - guest_writes) <= 2, (d.name, len(writes), guest_writes)
+        served = np.array([r.served_us for r in writes])
+        want = _specified(d.device, len(writes))
+        for q, rel, abs_us in ((50, 0.05, 20), (99, 0.10, P99_JITTER_US)):
+            got, spec = np.percentile(served, q), np.percentile(want, q)
+            assert _within(got, spec, rel, abs_us), f"{d.name} ({d.device}): served p{q} {got:.1f} us, " \
+                                                     f"specified {spec:.1f} us"
+        guest_p50 = report["log_file_parallel_write"]["p50_us"]
+        said = (f"{d.name} ({d.device}): {len(writes)} writes, served p50 {np.percentile(served, 50):.0f} us "
+                f"p99 {np.percentile(served, 99):.0f} us (specified {np.percentile(want, 50):.0f} / "
+                f"{np.percentile(want, 99):.0f} us); the guest's log file parallel write p50 {guest_p50:.0f} us")
+        record_property(d.name, said)
+        print(said)
+        assert guest_p50 >= np.percentile(served, 50), (d.name, guest_p50)
