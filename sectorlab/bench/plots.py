@@ -38,13 +38,24 @@ def _histogram(series: list[tuple[str, object]], title: str, path: Path) -> Path
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, sync in series:
         ax.hist(sync, bins=bins, histtype="step", linewidth=1.5, label=f"{label} (n={len(sync):,})")
-    ax.set_xscale("log")
+    _log_x(ax)
     ax.set(xlabel="log file sync (ms, log scale)", ylabel="commits", title=title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def _log_x(ax) -> None:
+    """A log-scale x axis whose ticks are labelled at 1, 2 and 5 of every decade in plain numbers (a
+    range within one decade otherwise shows a single "10^0" and no value a reader can use)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
 
 
 def plot_disk(disk: Disk, stem: Path) -> list[Path]:
@@ -114,7 +125,7 @@ def plot_shift(c: dict, path: Path) -> Path | None:
     ax.errorbar(np.clip(x, 1e-3, None), diff, yerr=[diff - ci[:, 0], ci[:, 1] - diff], fmt="o-", capsize=3)
     for q, xi, yi in zip(s["quantiles"], x, diff):
         ax.annotate(f"p{round(q * 100)}", (max(xi, 1e-3), yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.set_xscale("log")
+    _log_x(ax)
     a, b = (f"{c[k]['disk']}@{c[k]['blocksize']}" if isinstance(c[k], dict) else str(c[k]) for k in ("a", "b"))
     ax.set(xlabel=f"log file sync quantile of {a} (ms, log scale)", ylabel=f"{b} - {a} (ms)",
            title=f"shift function, {s['n'][0]} + {s['n'][1]} runs, 95 % CI")
