@@ -157,3 +157,19 @@ def test_each_catalog_profile_is_served_as_it_specifies(served, name):
     for q, rel, abs_us in ((50, 0.05, 20), (99, 0.10, P99_JITTER_US)):
         got, expected = np.percentile(served_us, q), np.percentile(want, q)
         assert _within(got, expected, rel, abs_us), f"{name}: served p{q} {got:.1f} us, specified {expected:.1f} us"
+
+
+def test_the_daemon_runs_in_a_session_of_its_own_and_stops_by_its_identity(tmp_path):
+    """A Ctrl-C or hang-up of the command that started it does not reach it; stop() ends that very
+    process, and a pid file naming another process is not taken for it."""
+    import os
+    disk = DeviceServer(tmp_path, size=MIB, params={})
+    disk.start()
+    pid = disk.pid()
+    try:
+        assert pid is not None and os.getsid(pid) != os.getsid(0)
+    finally:
+        assert disk.stop()
+    assert disk.pid() is None and not disk.identity_file.exists()
+    disk.identity_file.write_text(f"{os.getpid()} 1\n")   # this test's pid with another start time
+    assert disk.pid() is None and disk.stop() is False

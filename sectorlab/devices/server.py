@@ -1,5 +1,5 @@
-"""One modelled disk on the host: an nbdkit daemon (its own session: nbdkit forks into the
-background once its socket listens) serving a sparse disk in RAM through the device model filter,
+"""One modelled disk on the host: an nbdkit daemon (started in a session of its own; nbdkit forks
+into the background once its socket listens) serving a sparse disk in RAM through the device model filter,
 on a Unix socket, with its pid, identity, log and trace in one directory of its own.
 
     d = DeviceServer(directory, size=1 << 30, params=profile.params)
@@ -69,8 +69,10 @@ class DeviceServer:
         for stale in (self.socket, self.pidfile, self.identity_file):
             stale.unlink(missing_ok=True)
         with open(self.log, "w") as log:
-            # nbdkit's parent exits once the socket listens and the pid file is written.
-            proc = subprocess.run(self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, timeout=timeout)
+            # In a session of its own (a Ctrl-C or hang-up of the command that started it does not
+            # reach it); nbdkit's parent exits once the socket listens and the pid file is written.
+            proc = subprocess.run(self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, timeout=timeout,
+                                  start_new_session=True)
         # nbdkit's background process writes the pid file once its socket listens, maybe just after
         # the parent exited.
         deadline = time.monotonic() + timeout

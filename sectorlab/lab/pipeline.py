@@ -281,7 +281,8 @@ class LabUp:
             added = hotplug.hotplug_rmw(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged read-modify-write disk(s) {', '.join(added)}")
-            modelled.start(self.lab.name, disks, libvirt.get_host(self.uri).qemu_uid(), self.progress)
+            if any(d.device for d in disks):
+                modelled.start(self.lab.name, disks, libvirt.get_host(self.uri).qemu_uid(), self.progress)
             added = hotplug.hotplug_models(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged model-served disk(s) {', '.join(added)}")
