@@ -572,10 +572,18 @@ static void commit(struct shared *sh, uint64_t arrival)
 	pthread_mutex_unlock(&sh->lock);
 }
 
-/* Open loop, after a commit: the commits that have arrived and wait for the session. */
+/* Open loop, after a commit: the commits that have arrived and wait for the session. Never past a
+ * --duration run's deadline: the schedule only moves forward, and a session that looked after the
+ * deadline (late, on a busy CPU) would have counted arrivals that are not the run's own
+ * (account_arrivals counts up to the deadline), so the same seed gave another count. */
 static void note_backlog(struct session_ctx *ctx)
 {
-	uint64_t arrived = schedule_count_until(&ctx->arrived, now_ns() - ctx->sh->start_ns);
+	const struct shared *sh = ctx->sh;
+	uint64_t t = now_ns() - sh->start_ns;
+
+	if (sh->deadline_ns && t >= sh->deadline_ns - sh->start_ns)
+		t = sh->deadline_ns - sh->start_ns - 1;
+	uint64_t arrived = schedule_count_until(&ctx->arrived, t);
 	uint64_t backlog = arrived - ctx->taken.count;
 
 	if (backlog > ctx->backlog_max)
