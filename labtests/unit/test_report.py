@@ -249,3 +249,15 @@ def test_a_change_over_tenfold_reads_as_a_ratio():
     assert report._change_text("redo writes under 4 KiB", 100 * (4116 - 4) / 4, 4, 4116) == "x1,029"
     assert report._change_text("transactions/s", -49.5, 11180.6, 5646.7) == "-49.5 %"
     assert report._change_text("redo wastage %", None, 1.64, 5.97) == "+4.33 points"
+
+
+def test_the_disks_table_names_the_device_model_that_served_a_disk():
+    from sectorlab.bench import document
+    from sectorlab.bench.metrics import Disk, Run
+    entry = {"bus": "virtio", "device": "/dev/vdd", "logical": 512, "physical": 512, "model": "x25e-raid0-8",
+             "verdict": {"allowed": True, "blocksize": 512, "default_blocksize": 512}}
+    plain = {**entry, "device": "/dev/vdc", "model": None}
+    disks = [Disk("ssd", entry, [Run("ssd", 512, 1, entry)]), Disk("plain", plain, [Run("plain", 512, 1, plain)])]
+    text = "\n".join(document._disks_table(disks))
+    assert "`/dev/vdd` (device model `x25e-raid0-8`)" in text
+    assert "`/dev/vdc` |" in text and "`/dev/vdc` (device model" not in text

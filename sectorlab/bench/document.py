@@ -66,7 +66,7 @@ def _disks_table(disks: list[Disk]) -> list[str]:
     return ["## The disks as the guest showed them", ""] + _table(
         [["disk", "bus", "device", "logical/physical (B)", "BLOCKSIZE verdicts (rules engine)"]] + [
             [d.name + (" (control)" if d.entry.get("control") else ""), str(d.entry.get("bus") or "-"),
-             f"`{d.entry.get('device')}`",
+             f"`{d.entry.get('device')}`" + (f" (device model `{d.entry['model']}`)" if d.entry.get("model") else ""),
              f"{d.entry.get('logical')}/{d.entry.get('physical')}" if d.entry.get("logical") else "no device",
              "; ".join(f"{bs}: {_verdict_text(runs[0].entry['verdict'], short=True)}"
                        + (" with _disk_sector_size_override" if runs[0].entry.get("override") else "")

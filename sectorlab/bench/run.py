@@ -196,6 +196,7 @@ class Bench:
         verdict = target.verdict(bs, (logical, physical), file=path) if e else None
         return {"disk": target.name, "vm": self.vm, "bus": e.bus if e else None,
                 "geometry": e.geometry if e else None, "declared_disk": target.disk.name if e else None,
+                "model": e.device if e else None,  # the device profile that serves the disk, or None
                 "race": NULL_TARGET if target.race_null else target.race.name if target.race else None,
                 "device": path + (f" raced with {race}" if race else ""), "logical": logical, "physical": physical,
                 "blocksize": bs, "override": override, "control": target.control, "mode": w.mode, "rate": w.rate,
