@@ -197,8 +197,11 @@ static int failing(struct model *m, enum op op, int64_t now) {
 
 static void write_request(struct model *m, struct cost *c, uint64_t offset, uint32_t length, int fua,
                           int64_t now) {
-  c->rmw_reads = partial_units(m->physical_sector, offset, length);
   c->unit_reads = partial_units(m->write_unit, offset, length);
+  /* A unit made of whole physical sectors is read whole: that read holds the partly written sector,
+   * which is not read again (a 512e drive programming 4 KiB pages reads each page once). */
+  int covered = m->write_unit && m->physical_sector && m->write_unit % m->physical_sector == 0;
+  c->rmw_reads = covered ? 0 : partial_units(m->physical_sector, offset, length);
   if (m->cache_bytes && !(fua && !m->cache_plp)) {
     double room = (double)m->cache_bytes - m->dirty;
     c->start = now;

@@ -37,7 +37,8 @@ struct model {
   int cache_plp;                       /* 1: power-loss protected (flush and FUA free); 0: volatile */
   /* partial writes */
   uint32_t physical_sector;            /* read-modify-write of a partly written physical sector; 0: none */
-  uint32_t write_unit;                 /* flash program unit: a partly written unit is read first; 0: none */
+  uint32_t write_unit;                 /* flash program unit: a partly written unit is read first (and a partly
+                                          written physical sector inside it not again); 0: none */
   /* faults: every write, flush, trim and zero fails with EIO from the Nth write on (1-based; 0:
    * never) or from this many seconds after the first request (0: never) */
   uint64_t fail_after_writes;

@@ -1,5 +1,6 @@
 """Faults from outside the lab, injected into a running lab (`make faults`; CI runs it): a VM's QEMU
-killed, a data volume deleted while the lab runs, the lab's state directory lost while its VMs run.
+killed, a data volume deleted while the lab runs, the lab's state directory lost while its VMs run,
+a device model's daemon killed (in a small lab of its own).
 For each, `sectorlab lab status` names what is wrong (exit status 1), and lab-up or lab-down heals
 it: lab-up says what it replaces and brings the whole lab up fresh (its disk check fails a disk
 that is not blank), lab-down removes what a lost state directory left. Also libvirtd stopped and
@@ -21,6 +22,7 @@ import pytest
 from sectorlab import lab as lab_mod
 from sectorlab import libvirt, rmw
 from sectorlab.errors import SectorlabError
+from sectorlab.lab import modelled
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.faults
@@ -158,4 +160,57 @@ def test_a_lab_that_would_take_a_running_labs_port_is_refused_before_anything_st
                                    f"port or 0 to let lab-up pick one"), proc.stderr
     assert not lab_mod.state_dir(name).exists()
     assert lab_mod.leftovers_of(name, data.libvirt_uri) == []
+    assert _status()[0] == 0
+
+
+MODEL_LAB = """[lab]
+name = "model-fault"
+
+[[vm]]
+name = "vm1"
+guest = "debian12"
+
+[[vm.disk]]
+name = "m1"
+bus = "virtio"
+geometry = "sector512n"
+device = "floor"
+size_mib = 64
+"""
+
+
+def test_a_killed_device_model_fails_the_guests_io_is_named_and_lab_up_heals_it(data, tmp_path):
+    """A lab of its own beside the default lab (whose disks no model serves): its model-served
+    disk's daemon killed, the guest's next write fails with EIO at once (nothing hangs), `lab
+    status` names the disk and the model's log, and lab-up brings the lab up fresh with a new model."""
+    lab_file = tmp_path / "model-fault.toml"
+    lab_file.write_text(MODEL_LAB)
+    name = lab_mod.load_lab(lab_file).name
+    status = [SECTORLAB, "lab", "status", "--lab", str(lab_file)]
+    try:
+        lab_mod.up(lab_file, progress=lambda msg: None)
+        state = lab_mod.read_lab_json(name)
+        disk = state.disks["vm1/m1"]
+        server = modelled.server(name, "m1")
+        killed = server.pid()
+        os.kill(killed, signal.SIGKILL)
+        assert lab_mod.wait_for(lambda: server.pid() is None, 10)
+        guest = lab_mod.guests_from_lab_json(state)["vm1"]
+        result = guest.run("sudo -n redo-writer run --target", f"/dev/disk/by-id/virtio-{disk.serial}",
+                           "--duration", 2, "--sessions", 1, "--blocksize", 4096, "--log-size", 16 << 20,
+                           "--force", timeout=120)
+        guest.close()
+        assert result.rc != 0 and "Input/output error" in result.stderr, (result.rc, result.stderr)
+        proc = subprocess.run(status, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert f"problem: vm1 disk m1: its device model does not run (its log: {server.log})" in proc.stdout, \
+            proc.stdout
+        said: list[str] = []
+        lab_mod.up(lab_file, progress=said.append)
+        assert any("is not whole" in line for line in said), "\n".join(said)
+        assert server.pid() not in (None, killed)
+        assert subprocess.run(status, capture_output=True, text=True, timeout=600).returncode == 0
+    finally:
+        lab_mod.down(lab_file, progress=lambda msg: None)
+    assert lab_mod.leftovers_of(name, data.libvirt_uri) == [] and not modelled.lab_dir(name).exists()
     assert _status()[0] == 0

@@ -66,8 +66,10 @@ class Disk:
 
     @property
     def hotplugged(self) -> bool:
-        """Hot-plugged as virtio-blk after the guest is up (sectorlab/lab/hotplug.py), not in the domain."""
-        return self.rmw is not None or self.device is not None
+        """A virtio disk hot-plugged as virtio-blk after the guest is up (sectorlab/lab/hotplug.py), in
+        the slots from 0x16 down, not in the domain (an NVMe disk, model-served or not, is hot-plugged
+        in slots of its own)."""
+        return self.bus == "virtio" and (self.rmw is not None or self.device is not None)
 
     @property
     def mapper(self) -> str | None:
@@ -208,11 +210,14 @@ def _vm(src: str, i: int, vt, context: dict, seen: _Seen) -> VM:
     return vm
 
 
+MODEL_BUSES = ("virtio", "nvme")  # the buses a device model serves (sectorlab/lab/hotplug.py)
+
+
 def layout_problem(disks: list[tuple[str, bool]]) -> str | None:
-    """Why one VM cannot hold these disks ((bus, hot-plugged) pairs: rmw = true or a device model) in
-    its machine's slots, or None."""
-    count = {bus: sum(1 for b, rmw in disks if b == bus and not rmw) for bus in ("nvme", "nvme-tcp", "virtio", "scsi")}
-    rmw = sum(1 for _, r in disks if r)
+    """Why one VM cannot hold these disks ((bus, hot-plugged) pairs: Disk.hotplugged, a virtio disk with
+    rmw = true or a device model) in its machine's slots, or None."""
+    count = {bus: sum(1 for b, hot in disks if b == bus and not hot) for bus in ("nvme", "nvme-tcp", "virtio", "scsi")}
+    rmw = sum(1 for _, hot in disks if hot)
     if count["nvme"] > MAX_NVME_PER_VM:
         return f"{count['nvme']} nvme disks: at most {MAX_NVME_PER_VM} per VM (one PCI slot each, 0x18-0x1f)"
     if rmw > MAX_RMW_PER_VM:
@@ -254,12 +259,14 @@ def _disk(where: str, dt, context: dict, seen: _Seen, vm_name: str) -> Disk:
 
 
 def _device(where: str, device: str | None, bus: str, latency, rmw) -> str | None:
-    """The disk's device profile (`device = "hdd-15k"`), None for none: on virtio only, and alone."""
+    """The disk's device profile (`device = "hdd-15k"`), None for none: on the buses whose device
+    QEMU backs with its NBD client after the guest is up (virtio-blk, emulated NVMe), and alone."""
     if device is None:
         return None
-    if bus != "virtio":
+    if bus not in MODEL_BUSES:
         raise UsageError(f"{where}: device = {device!r} on bus {bus!r}: a device model is served over NBD to a "
-                         f"virtio-blk device, which bus {bus!r} is not; use bus = \"virtio\"")
+                         f"hot-plugged virtio-blk or NVMe device, which bus {bus!r} is not; use bus = "
+                         f"\"virtio\" or \"nvme\"")
     if latency or rmw:
         raise UsageError(f"{where}: device = {device!r} with {'latency' if latency else 'rmw = true'}: the device "
                          f"model is the disk's behaviour (its profile has the latency and the read-modify-write); "

@@ -70,7 +70,7 @@ LAB_FILES = [
     # Model-served disks (device = PROFILE; docs/device-models.md).
     ("unknown-device", VM + DISK + 'device = "ssd9000"\n', "device = 'ssd9000': not a device profile of the catalog"),
     ("device-on-scsi", VM + '[[vm.disk]]\nbus = "scsi"\ngeometry = "sector512n"\ndevice = "hdd-15k"\n',
-     "device = 'hdd-15k' on bus 'scsi': a device model is served over NBD to a virtio-blk device"),
+     "device = 'hdd-15k' on bus 'scsi': a device model is served over NBD to a hot-plugged virtio-blk or NVMe device"),
     ("device-with-latency", VM + DISK + 'device = "hdd-15k"\nlatency = "hdd-7200"\n',
      "device = 'hdd-15k' with latency: the device model is the disk's behaviour"),
     ("device-with-rmw", VM + '[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512e"\ndevice = "floor"\nrmw = true\n',

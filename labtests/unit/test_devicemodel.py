@@ -72,6 +72,15 @@ def test_a_flash_write_unit_counts_apart_from_the_physical_sector():
     assert rows[0].service_us == 20 + 60
 
 
+@pytest.mark.parametrize(("offset", "length", "units"), [(0, 512, 1), (3584, 1024, 2), (0, 4096, 0), (512, 8192, 2)])
+def test_a_write_unit_of_whole_physical_sectors_is_read_once_not_twice(offset, length, units):
+    # A 512e drive programming 4 KiB pages: the page read holds the partly written sector.
+    rows = simulate(f"0 write {offset} {length}\n", write="fixed:20", read="fixed:60", write_unit="4096",
+                    physical_sector=4096)
+    assert (rows[0].rmw_reads, rows[0].unit_reads) == (0, units)
+    assert rows[0].service_us == 20 + 60 * units
+
+
 def test_a_write_back_cache_answers_until_it_is_full_then_the_write_waits_for_destage():
     # 8 KiB of cache draining at 1 MB/s (1 byte per us): the third 4 KiB write finds it full.
     rows = simulate("0 write 0 4096\n0 write 4096 4096\n0 write 8192 4096\n", cache_size=8192,

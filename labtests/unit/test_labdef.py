@@ -454,3 +454,22 @@ def test_model_served_disks_are_refused_past_half_the_hosts_memory():
     modelled.check_memory(labdef.validate(tomllib.loads(
         '[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512n"\n'
         'device = "floor"\nsize_mib = 500\n')), Host())
+
+
+def test_a_model_served_nvme_disk_is_backed_by_the_model_in_its_own_slot_and_gets_its_physical_sector():
+    from sectorlab.lab import hotplug, modelled
+    from sectorlab.lab.record import DiskRecord
+    lab = labdef.validate(tomllib.loads(
+        '[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n'
+        '[[vm.disk]]\nname = "p3700"\nbus = "nvme"\ngeometry = "sector512n"\ndevice = "intel-p3700"\nsize_mib = 64\n'
+        '[[vm.disk]]\nname = "e"\nbus = "virtio"\ngeometry = "sector512e"\ndevice = "floor"\nsize_mib = 64\n'))
+    nvme, e = lab.vms[0].disks
+    assert (nvme.hotplugged, e.hotplugged) == (False, True)  # the NVMe controller's slot is not a virtio one
+    records = {d.name: d for d in (DiskRecord.from_json(x, "t") for x in modelled.records(lab).values())}
+    assert [d.name for _, _, d in hotplug.models_plan(list(records.values()))] == ["e"]
+    assert [d.name for _, _, d in hotplug.nvme_plan(list(records.values()))] == ["p3700"]
+    backing = hotplug._backing(records["p3700"])
+    assert backing == {"driver": "raw", "file": {"driver": "nbd", "server": {
+        "type": "unix", "path": str(modelled.SERVE_DIR / "m" / "p3700" / "disk.sock")}}}
+    assert "physical-sector" not in modelled.params(records["p3700"])  # 512n
+    assert modelled.params(records["e"]) == {"physical-sector": "4096"}  # 512e: the floor's only parameter

@@ -11,7 +11,7 @@ import base64
 import re
 from pathlib import Path
 
-from . import findings
+from . import devicerows, findings
 from .compare import Findings, findings_of, shape
 from .metrics import ALPHA, ROWS, Disk, Run, _value, _verdict_text, race_wins, row_value, spread
 
@@ -151,6 +151,21 @@ def _race_and_rmw(bs: int, runs: list[Run]) -> list[str]:
     return out
 
 
+def _device_rows(bs: int, runs: list[Run]) -> list[str]:
+    """At one BLOCKSIZE: what the device models saw below the guest (their host traces), beside the
+    log writes redo-writer made; nothing for a disk no model served."""
+    rows = devicerows.table(runs)
+    if not rows:
+        return []
+    ran = [r.report for r in runs if r.report]
+    writes = row_value(ran, lambda r: r["writes"] / r["elapsed_s"])
+    size = row_value(ran, lambda r: r["bytes_written"] / r["writes"])
+    return ["", f"BLOCKSIZE {bs}, below the guest (the device model's trace of each run on the host; medians "
+            f"of {len(ran)} run{'s' if len(ran) > 1 else ''}; flushes counted apart from writes). "
+            f"redo-writer made {_fmt('{:,.0f}', writes)} log writes/s of {_fmt('{:,.0f}', size)} bytes:", "",
+            *_table(rows)]
+
+
 def _spread_text(bs: int, runs: list[Run]) -> list[str]:
     """The spread of a BLOCKSIZE's repeats; nothing when it ran once."""
     s = spread(runs)
@@ -180,6 +195,8 @@ def _disk_section(d: Disk, c: dict | None, pictures: dict, results: Path) -> lis
         out += findings.shape_line(f"BLOCKSIZE {bs}", shape(runs))
     for bs, runs in by_bs.items():
         out += _race_and_rmw(bs, runs)
+    for bs, runs in by_bs.items():
+        out += _device_rows(bs, runs)
     for bs, runs in by_bs.items():
         out += _spread_text(bs, runs)
     pngs = [*pictures.get(d.name, []), *([pictures[("shift", d.name)]] if pictures.get(("shift", d.name)) else [])]

@@ -110,6 +110,8 @@ def _run_row(r: Run) -> dict:
             row["race_wins"] = race_wins(r.report)
     if r.entry.get("rmw"):
         row["rmw"] = r.entry["rmw"]
+    if r.entry.get("device_trace"):
+        row["device_trace"] = r.entry["device_trace"]
     return row
 
 

@@ -31,7 +31,7 @@ from .. import lab as lab_mod
 from ..errors import SectorlabError
 from ..inguest import rules
 from ..lab.record import LabRecord
-from . import report
+from . import devicerows, report
 from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Slot, Target, Workload, _clock
 from .presetfields import NULL_TARGET
 
@@ -168,10 +168,13 @@ class Bench:
                                  f"{result.stderr.strip()[-400:]}")
         entry = self.entries[target.disk.name] if target.disk else None
         traced = entry is not None and entry.rmw
+        members = [self.entries[d.name] for d in (target.disk, target.race) if d]  # the race's member too
+        models = devicerows.Window(self.data.lab, [e for e in members if e.device])
         # On a read-modify-write disk QEMU's reads are traced from the host for the measured run.
         with (rmw.ReadTrace(self.data.libvirt_uri, self.domain) if traced else contextlib.nullcontext()) as trace:
             result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json",
                                     timeout=w.duration_s + 300)
+        models.check_alive(rid)  # a model that died: that is why the run failed, or its results are void
         if not result.ok:
             raise SectorlabError(f"{rid}: '{shlex.join(command)}' exited {result.rc}: {result.stderr.strip()[-400:]}")
         runs_dir = self.results / "runs"
@@ -183,6 +186,8 @@ class Bench:
                "warmup_command": shlex.join(warmup)}
         if traced:
             out["rmw"] = trace.reads(entry).as_dict()
+        if models.disks:
+            out["device_trace"] = models.rows(runs_dir, rid, self.results)
         return out
 
     def save(self) -> None:

@@ -10,9 +10,9 @@ up; virtio-net sits at 0x17).
 - The read-modify-write disks (sectorlab/rmw.py): three block nodes that libvirt 9.0 cannot express
   under a virtio-blk device; `hotplug_rmw` adds them, tracing the nodes' opening so that rmw.py can
   tell their addresses in QEMU's log.
-- The model-served disks (sectorlab/lab/modelled.py): QEMU's NBD client on the disk's Unix socket
-  under a virtio-blk device; `hotplug_models` adds them, in the slots below the read-modify-write
-  disks' (models_plan).
+- The model-served disks (sectorlab/lab/modelled.py): QEMU's NBD client on the disk's Unix socket;
+  `hotplug_models` adds the virtio-blk ones, in the slots below the read-modify-write disks'
+  (models_plan), and `hotplug_nvme` the NVMe ones, as any NVMe disk.
 
 QEMU's monitor is reached through virsh (LibvirtHost.qmp of the domain's libvirt host).
 """
@@ -49,9 +49,7 @@ def hotplug_nvme(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:
         if dev in present:
             continue
         node = f"{dev}-drive"
-        qmp(uri, domain, "blockdev-add", **{
-            "node-name": node, "driver": "qcow2", "cache": {"direct": True},
-            "file": {"driver": "file", "filename": d.volume, "aio": "threads", "cache": {"direct": True}}})
+        qmp(uri, domain, "blockdev-add", **{"node-name": node, **_backing(d)})
         qmp(uri, domain, "device_add", driver="nvme", id=dev, drive=node, serial=d.serial,
             logical_block_size=d.logical_block_size, physical_block_size=d.physical_block_size,
             bus="pci.0", addr=addr)
@@ -99,6 +97,15 @@ def unplug_nvme(uri: str, domain: str, disks: list[DiskRecord], serial: str, tim
     return dev_id
 
 
+def _backing(d: DiskRecord) -> dict:
+    """The block node of a hot-plugged disk (without its name): its volume, a qcow2 file opened with
+    O_DIRECT; or, for a model-served disk, QEMU's NBD client on the model's Unix socket."""
+    if d.device:
+        return {"driver": "raw", "file": {"driver": "nbd", "server": {"type": "unix", "path": d.volume}}}
+    return {"driver": "qcow2", "cache": {"direct": True},
+            "file": {"driver": "file", "filename": d.volume, "aio": "threads", "cache": {"direct": True}}}
+
+
 def peripherals(uri: str, domain: str) -> set[str]:
     """The ids of the devices added with an id (-device or device_add) the domain has now."""
     return {p["name"] for p in qmp(uri, domain, "qom-list", path="/machine/peripheral") or []}
@@ -131,9 +138,7 @@ def _plug_rmw(uri: str, domain: str, dev: str, addr: str, d: DiskRecord) -> None
     them (nothing unplugs one: the device goes with its QEMU process)."""
     qmp(uri, domain, "object-add", **{"qom-type": "throttle-group", "id": f"{dev}-reads",
                                       "limits": {"iops-read": d.rmw_read_iops}})
-    qmp(uri, domain, "blockdev-add", **{
-        "node-name": f"{dev}-qcow2", "driver": "qcow2", "cache": {"direct": True},
-        "file": {"driver": "file", "filename": d.volume, "aio": "threads", "cache": {"direct": True}}})
+    qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-qcow2", **_backing(d)})
     qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-throttle", "driver": "throttle",
                                         "throttle-group": f"{dev}-reads", "file": f"{dev}-qcow2"})
     qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-drive", "driver": "blkdebug",
@@ -150,7 +155,7 @@ def models_plan(disks: list[DiskRecord]) -> list[tuple[str, str, DiskRecord]]:
     disk): the slots below the read-modify-write disks', downwards (labdef.layout_problem counts
     both against MAX_RMW_PER_VM)."""
     below = len(rmw.plan(disks))
-    models = sorted((d for d in disks if d.device), key=lambda d: d.name)
+    models = sorted((d for d in disks if d.device and d.bus == "virtio"), key=lambda d: d.name)
     if below + len(models) > labdef.MAX_RMW_PER_VM:
         raise SectorlabError(f"{below + len(models)} hot-plugged virtio disks on one VM; at most "
                              f"{labdef.MAX_RMW_PER_VM} fit its PCI slots")
@@ -158,8 +163,8 @@ def models_plan(disks: list[DiskRecord]) -> list[tuple[str, str, DiskRecord]]:
 
 
 def hotplug_models(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:
-    """Add the model-served disks the running domain lacks (their servers run: modelled.start);
-    returns the device ids added."""
+    """Add the model-served virtio disks the running domain lacks (their servers run:
+    modelled.start; a model-served NVMe disk is added by hotplug_nvme); returns the device ids added."""
     planned = models_plan(disks)
     if not planned:
         return []
@@ -168,8 +173,7 @@ def hotplug_models(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:
     for dev, addr, d in planned:
         if dev in present:
             continue
-        qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-drive", "driver": "raw", "file": {
-            "driver": "nbd", "server": {"type": "unix", "path": d.volume}}})
+        qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-drive", **_backing(d)})
         hints = {k: v for k, v in (("min_io_size", d.min_io_size), ("opt_io_size", d.opt_io_size)) if v}
         qmp(uri, domain, "device_add", driver="virtio-blk-pci", id=dev, drive=f"{dev}-drive", serial=d.serial,
             logical_block_size=d.logical_block_size, physical_block_size=d.physical_block_size,

@@ -25,9 +25,18 @@ def lab_dir(lab_name: str) -> Path:
     return SERVE_DIR / lab_name
 
 
-def server(lab_name: str, disk_name: str, size: int = 0, device: str | None = None) -> DeviceServer:
-    params = profiles.get(device).params if device else {}
-    return DeviceServer(lab_dir(lab_name) / disk_name, size=size, params=params, name="disk")
+def server(lab_name: str, disk_name: str, size: int = 0, params: dict[str, str] | None = None) -> DeviceServer:
+    return DeviceServer(lab_dir(lab_name) / disk_name, size=size, params=params or {}, name="disk")
+
+
+def params(d: DiskRecord) -> dict[str, str]:
+    """The model's parameters for this disk: its profile's, and the physical sector of its geometry
+    when larger than the logical one (a 512e disk reads a partly written 4 KiB sector first, whatever
+    drive it is; the profile's write unit, when it has one, holds it)."""
+    out = dict(profiles.get(d.device).params)
+    if int(d.physical_block_size) > int(d.logical_block_size):
+        out["physical-sector"] = str(d.physical_block_size)
+    return out
 
 
 def records(lab: labdef.Lab) -> dict[str, dict]:
@@ -67,7 +76,7 @@ def start(lab_name: str, disks: list[DiskRecord], qemu_uid: int, progress: Progr
     for d in disks:
         if not d.device:
             continue
-        s = server(lab_name, d.name, int(d.size_bytes), d.device)
+        s = server(lab_name, d.name, int(d.size_bytes), params(d))
         if s.pid() is not None:
             continue
         for directory in (SERVE_DIR, lab_dir(lab_name), s.directory):

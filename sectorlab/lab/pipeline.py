@@ -275,14 +275,14 @@ class LabUp:
         for name in self.vm_names:
             domain = self.data.vm(name).domain
             disks = self.data.disks_of(name)
+            if any(d.device for d in disks):  # before the NVMe controllers, which some of them back
+                modelled.start(self.lab.name, disks, libvirt.get_host(self.uri).qemu_uid(), self.progress)
             added = hotplug.hotplug_nvme(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
             added = hotplug.hotplug_rmw(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged read-modify-write disk(s) {', '.join(added)}")
-            if any(d.device for d in disks):
-                modelled.start(self.lab.name, disks, libvirt.get_host(self.uri).qemu_uid(), self.progress)
             added = hotplug.hotplug_models(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged model-served disk(s) {', '.join(added)}")
