@@ -149,7 +149,8 @@ static int model_get_ready(int thread_model) {
 
 static const char *const op_names[] = {"read", "write", "flush", "trim", "zero"};
 
-/* The model's cost of the request; the data operation; the wait; the trace line. */
+/* The model's cost of the request; the data operation; the wait; the trace line (its arrival time on
+ * the host's CLOCK_MONOTONIC, so that the traces of two disks, a race's members, line up). */
 static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, int data_result, int *err,
                  int64_t arrival, struct cost c) {
   if (c.error) {
@@ -162,7 +163,7 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
   if (trace) {
     pthread_mutex_lock(&lock);
     fprintf(trace, "%.3f,%s,%" PRIu64 ",%" PRIu32 ",%d,%d,%.3f,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d\n",
-            arrival / 1e3, op_names[op], offset, count, (flags & NBDKIT_FLAG_FUA) != 0, c.channel,
+            (arrival + t0) / 1e3, op_names[op], offset, count, (flags & NBDKIT_FLAG_FUA) != 0, c.channel,
             (c.start - arrival) / 1e3, (c.done - c.start) / 1e3, (finished - c.start) / 1e3, c.cached,
             c.rmw_reads, c.unit_reads, c.error ? c.error : (data_result ? *err : 0));
     fflush(trace);

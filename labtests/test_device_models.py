@@ -8,14 +8,13 @@ one write request of the trace, and the guest never sees a write faster than the
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from labtests.requires import require
-from sectorlab.devices import build, profiles, trace
+from sectorlab.devices import profiles, trace
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 
@@ -31,15 +30,6 @@ def modelled(lab_state):
 
 def _within(got: float, want: float, rel: float, abs_us: float) -> bool:
     return abs(got - want) <= max(rel * want, abs_us)
-
-
-def _specified(device: str, n: int) -> np.ndarray:
-    """The profile's write service times for n sequential 4 KiB writes, in virtual time."""
-    params = profiles.get(device).params
-    out = subprocess.run([str(build.built(build.SIMULATE)), *(f"{k}={v}" for k, v in params.items())],
-                         input="".join(f"{i * 100_000} write {i * 4096} 4096\n" for i in range(n)),
-                         capture_output=True, text=True, check=True)
-    return np.array([r.service_us for r in trace.parse(out.stdout)])
 
 
 def test_each_model_serves_the_guests_redo_writes_as_its_profile_specifies(modelled, lab_guests, guest_devices,
@@ -62,7 +52,7 @@ def test_each_model_serves_the_guests_redo_writes_as_its_profile_specifies(model
         assert abs(len(writes) - guest_writes) <= 2, (d.name, len(writes), guest_writes)
         served = np.array([r.served_us for r in writes])
         modelled = np.array([r.service_us for r in writes])
-        want = _specified(d.device, len(writes))
+        want = np.array(profiles.specified_writes(profiles.get(d.device).params, len(writes)))
         for q, rel in ((50, 0.05), (99, 0.10)):
             got, spec = np.percentile(modelled, q), np.percentile(want, q)
             assert _within(got, spec, rel, 20), f"{d.name} ({d.device}): p{q} {got:.1f} us, specified {spec:.1f} us"

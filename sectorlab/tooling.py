@@ -5,6 +5,7 @@ while scripts/build-provider (started by the bootstrap as a daemon of its own) s
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -12,10 +13,22 @@ from pathlib import Path
 
 from . import procs
 from .errors import SectorlabError
-from .paths import cache_dir
+from .paths import REPO, cache_dir
 
-PROVIDER_VERSION = "0.8.3"
-PROVIDER_SOURCE = "dmacvicar/libvirt"
+VERSIONS_TF = REPO / "terraform" / "versions.tf"
+
+
+def _required_provider() -> tuple[str, str]:
+    """The libvirt provider's source and version as terraform/versions.tf requires them (the one
+    place that says; scripts/lib.sh reads the same lines)."""
+    text = VERSIONS_TF.read_text()
+    found = re.search(r'libvirt\s*=\s*\{[^}]*?source\s*=\s*"([^"]+)"[^}]*?version\s*=\s*"([^"]+)"', text, re.S)
+    if found is None:
+        raise SectorlabError(f"{VERSIONS_TF}: no libvirt provider with a source and an exact version")
+    return found.group(1), found.group(2)
+
+
+PROVIDER_SOURCE, PROVIDER_VERSION = _required_provider()
 
 
 def tools_dir() -> Path:

@@ -11,6 +11,7 @@ import pytest
 from sectorlab import procs
 from sectorlab.bench import devicerows
 from sectorlab.bench.metrics import Run
+from sectorlab.devices import trace
 from sectorlab.errors import SectorlabError
 from sectorlab.lab import modelled
 from sectorlab.lab.record import DiskRecord
@@ -73,10 +74,33 @@ def test_the_device_table_gives_each_disk_the_median_of_its_runs():
                    "flush": {"op": "flush", "count": flushes}, "read": {"op": "read", "count": 0}}
         return Run("flash", 512, repeat, {"device_trace": {"flash": {"profile": "sun-f20", **summary}}},
                    {"elapsed_s": 10.0, "writes": 100})
-    head, row = devicerows.table([run(1, 80.0, 10), run(2, 100.0, 30), run(3, 90.0, 20)])
-    cells = dict(zip(head, row))
-    assert cells["disk (profile)"] == "flash (sun-f20)"
+    head, *rows = devicerows.table([run(1, 80.0, 10), run(2, 100.0, 30), run(3, 90.0, 20)])
+    assert head == ["the model's trace", "flash (sun-f20)"]
+    cells = dict(rows)
     assert (cells["writes/s"], cells["write await p50 (us)"], cells["flushes/s"]) == ("10", "90", "2")
     assert (cells["cache hits %"], cells["unit reads per write"], cells["service p50 / p99 (us)"]) == \
         ("25.0", "1.00", "80 / 90")
     assert devicerows.table([Run("x", 512, 1, {}, {"elapsed_s": 1})]) == []
+
+
+def test_a_races_writes_are_paired_by_offset_and_the_arrival_gap_is_the_hosts_clock():
+    def w(t, offset, length=512):
+        return trace.Request(t, "write", offset, length, 0, 0, 0.0, 20.0, 21.0, 0, 0, 0, 0)
+    # the same offset written twice (a log wrapped): paired in order; one write the second never got
+    first = [w(1000, 0), w(2000, 512), w(3000, 0), w(4000, 1024)]
+    second = [w(1300, 0), w(1900, 512), w(3400, 0)]
+    got = devicerows.arrivals(first, second)
+    assert got == {"pairs": 3, "first_arrived_first_pct": pytest.approx(200 / 3), "gap_p50_us": 300.0,
+                   "abs_gap_p50_us": 300.0}
+    assert devicerows.arrivals(first, []) == {"pairs": 0}
+
+
+def test_the_report_says_which_members_model_got_each_write_first():
+    race = {"pairs": 100, "first_arrived_first_pct": 60.0, "gap_p50_us": 120.0, "abs_gap_p50_us": 300.0}
+    summary = {op: {"op": op, "count": 0} for op in devicerows.OPS}
+    entry = {"device_trace": {"flash": {"profile": "sun-f20", **summary, "race": race},
+                              "celldisk": {"profile": "exadata-celldisk", **summary}}}
+    lines = devicerows.race_lines(512, [Run("race", 512, 1, entry, {"elapsed_s": 1.0})])
+    assert lines[0] == ("- BLOCKSIZE 512: a log write reached `flash`'s model before `celldisk`'s in 60.0 % of the "
+                        "pairs (medians of 1 run); `celldisk` got it 120 us later at the median, 300 us apart "
+                        "either way")

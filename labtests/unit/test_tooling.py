@@ -97,3 +97,14 @@ def test_the_script_and_python_agree_on_the_running_build(cache):
     bad = subprocess.run([script, "--bogus"], env=env, capture_output=True, text=True)
     assert bad.returncode == 1
     assert "unknown argument '--bogus': expected nothing, --running or --wait" in bad.stderr
+
+
+def test_the_provider_version_is_the_one_terraform_requires_for_python_and_the_scripts():
+    versions = (REPO / "terraform" / "versions.tf").read_text()
+    assert f'source  = "{tooling.PROVIDER_SOURCE}"' in versions
+    assert f'version = "{tooling.PROVIDER_VERSION}"' in versions
+    env = {**os.environ, "SECTORLAB_CACHE": str(tooling.cache_dir())}
+    out = subprocess.run(["bash", "-c", f"source {REPO}/scripts/lib.sh && echo $PROVIDER_VERSION $PROVIDER_BINARY"],
+                         capture_output=True, text=True, env=env)
+    version, binary = out.stdout.split()
+    assert (version, binary) == (tooling.PROVIDER_VERSION, str(tooling.provider_binary())), out

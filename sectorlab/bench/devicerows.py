@@ -35,18 +35,45 @@ class Window:
                                      f"the run?); its log {s.log} ends: {last}")
 
     def rows(self, runs_dir: Path, run_id: str, results: Path) -> dict:
-        """Per disk: its profile, its trace of the run (kept in runs_dir) and the summary per operation."""
-        out = {}
+        """Per disk: its profile, its trace of the run (kept in runs_dir) and the summary per
+        operation; for a race of two model-served members, also when each member got the writes."""
+        out, writes = {}, {}
         for d in self.disks:
             s = self.servers[d.name]
             header, text = _since(s.trace, self.offsets[d.name])
             kept = runs_dir / f"{run_id}.{d.name}.trace.csv"
             kept.write_text(header + text)
             requests = trace.parse(header + text)
+            writes[d.name] = [r for r in requests if r.op == "write"]
             channels = int(modelled.params(d).get("channels", "1"))
             out[d.name] = {"profile": d.device, "trace": str(kept.relative_to(results)),
                            **{op: trace.summary(requests, op, channels) for op in OPS}}
+        if len(self.disks) == 2:
+            first, second = (writes[d.name] for d in self.disks)
+            out[self.disks[0].name]["race"] = arrivals(first, second)
         return out
+
+
+def arrivals(first: list, second: list) -> dict:
+    """A race's log writes as the host saw them: each write of the first member paired with the same
+    write (offset and length, in order) of the second; the share that reached the first member's
+    model first, and the arrival gap (the second's minus the first's, microseconds of the host's
+    clock: every trace line's t_us is CLOCK_MONOTONIC)."""
+    queues: dict[tuple[int, int], list[float]] = {}
+    for r in second:
+        queues.setdefault((r.offset, r.length), []).append(r.t_us)
+    gaps = []
+    taken: dict[tuple[int, int], int] = {}
+    for r in first:
+        key = (r.offset, r.length)
+        i = taken.get(key, 0)
+        if i < len(queues.get(key, [])):
+            gaps.append(queues[key][i] - r.t_us)
+            taken[key] = i + 1
+    if not gaps:
+        return {"pairs": 0}
+    return {"pairs": len(gaps), "first_arrived_first_pct": 100.0 * sum(g > 0 for g in gaps) / len(gaps),
+            "gap_p50_us": statistics.median(gaps), "abs_gap_p50_us": statistics.median(abs(g) for g in gaps)}
 
 
 def _size(path: Path) -> int:
@@ -98,19 +125,18 @@ COLUMNS = [
 
 
 def table(runs: list) -> list[list[str]]:
-    """The device table of one configuration's runs (metrics.Run with a device_trace): a header,
-    then one row per model-served disk (a race has two), the medians of its runs; [] when no run
-    was traced."""
+    """The device table of one configuration's runs (metrics.Run with a device_trace): a header
+    naming each model-served disk (a race has two) and its profile, then one row per column of
+    COLUMNS with the medians of the runs (rows, as the AWR-like tables: it stays narrow); [] when
+    no run was traced."""
     traced = [r for r in runs if r.report and r.entry.get("device_trace")]
     if not traced:
         return []
-    out = [["disk (profile)", *(label for label, _, _ in COLUMNS)]]
-    for disk, first in traced[0].entry["device_trace"].items():
-        cells = [f"{disk} ({first['profile']})"]
-        for _, get, fmt in COLUMNS:
-            values = [_value(get, r.entry["device_trace"][disk], r.report) for r in traced]
-            cells.append(_median_text(values, fmt))
-        out.append(cells)
+    disks = list(traced[0].entry["device_trace"].items())
+    out = [["the model's trace", *(f"{disk} ({first['profile']})" for disk, first in disks)]]
+    for label, get, fmt in COLUMNS:
+        out.append([label, *(_median_text([_value(get, r.entry["device_trace"][disk], r.report) for r in traced], fmt)
+                             for disk, _ in disks)])
     return out
 
 
@@ -128,3 +154,22 @@ def _median_text(values: list, fmt: str) -> str:
     if isinstance(values[0], tuple):
         return fmt.format(*(statistics.median(v[i] for v in values) for i in range(len(values[0]))))
     return fmt.format(statistics.median(values))
+
+
+def race_lines(bs: int, runs: list) -> list[str]:
+    """For a race of two model-served members: which member's model each log write reached first
+    (medians of the runs), beside the wins redo-writer counted in the guest."""
+    traced = [r for r in runs if r.report and r.entry.get("device_trace")]
+    races = [(next(iter(r.entry["device_trace"])), r) for r in traced
+             if next(iter(r.entry["device_trace"].values())).get("race", {}).get("pairs")]
+    if not races:
+        return []
+    first = races[0][0]
+    other = [name for name in races[0][1].entry["device_trace"] if name != first][0]
+    got = [r.entry["device_trace"][first]["race"] for _, r in races]
+    share = statistics.median(g["first_arrived_first_pct"] for g in got)
+    gap = statistics.median(g["gap_p50_us"] for g in got)
+    size = statistics.median(g["abs_gap_p50_us"] for g in got)
+    return [f"- BLOCKSIZE {bs}: a log write reached `{first}`'s model before `{other}`'s in {share:.1f} % of the "
+            f"pairs (medians of {len(got)} run{'s' if len(got) > 1 else ''}); `{other}` got it {gap:,.0f} us "
+            f"later at the median, {size:,.0f} us apart either way", ""]

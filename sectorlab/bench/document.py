@@ -163,7 +163,7 @@ def _device_rows(bs: int, runs: list[Run]) -> list[str]:
     return ["", f"BLOCKSIZE {bs}, below the guest (the device model's trace of each run on the host; medians "
             f"of {len(ran)} run{'s' if len(ran) > 1 else ''}; flushes counted apart from writes). "
             f"redo-writer made {_fmt('{:,.0f}', writes)} log writes/s of {_fmt('{:,.0f}', size)} bytes:", "",
-            *_table(rows)]
+            *_table(rows), *devicerows.race_lines(bs, runs)]
 
 
 def _spread_text(bs: int, runs: list[Run]) -> list[str]:

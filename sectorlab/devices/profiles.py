@@ -29,10 +29,26 @@ class DeviceProfile:
         return [f"{k}={v}" for k, v in self.params.items()]
 
 
+def simulate(params: dict[str, str], requests: str = "") -> subprocess.CompletedProcess:
+    """devicemodel/simulate with these parameters on these requests ("T_US OP OFFSET LENGTH [fua]"
+    lines): the model's decisions in virtual time, as a trace on stdout (devices/trace.parse)."""
+    return subprocess.run([str(build.built(build.SIMULATE)), *(f"{k}={v}" for k, v in params.items())],
+                          input=requests, capture_output=True, text=True)
+
+
+def specified_writes(params: dict[str, str], n: int, size: int = 4096) -> list[float]:
+    """The service times the model gives n sequential writes of `size` bytes, 100 ms apart (no
+    queue): what a profile specifies for a lone writer, to hold a served trace against."""
+    proc = simulate(params, "".join(f"{i * 100_000} write {i * size} {size}\n" for i in range(n)))
+    if proc.returncode != 0:
+        raise UsageError(f"device model parameters {params}: {proc.stderr.strip()}")
+    from . import trace  # trace needs numpy; the profiles' checks do not
+    return [r.service_us for r in trace.parse(proc.stdout)]
+
+
 def check(where: str, params: dict[str, str]) -> None:
     """Refuse parameters the model refuses, in its own words, naming where they came from."""
-    proc = subprocess.run([str(build.built(build.SIMULATE)), *(f"{k}={v}" for k, v in params.items())],
-                          input="", capture_output=True, text=True)
+    proc = simulate(params)
     if proc.returncode != 0:
         why = proc.stderr.strip().removeprefix("simulate: ")
         raise UsageError(f"{where}: {why}: fix the device profile (docs/device-models.md lists the parameters)")
