@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,13 @@ static char *trace_path;
 static FILE *trace;
 static int64_t t0;
 static __thread int slack_set;
+
+/* A member that fails at a chosen moment (a test's fault, from the host): SIGUSR1 to the daemon and
+ * every write, zero, flush and trim fails with EIO from the next request on; SIGUSR2 and they work
+ * again. Reads still work. */
+static volatile sig_atomic_t fault_switch;
+
+static void on_fault_signal(int sig) { fault_switch = sig == SIGUSR1; }
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -87,6 +95,10 @@ static int64_t calibrate_spin(void) {
 }
 
 static void model_load(void) {
+  struct sigaction sa = {.sa_handler = on_fault_signal};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, &sa, NULL);
+  sigaction(SIGUSR2, &sa, NULL);
   model_init(&model);
   t0 = 0;
   t0 = now_ns();
@@ -174,6 +186,7 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
 
 static struct cost cost_of(enum op op, uint64_t offset, uint32_t count, uint32_t flags, int64_t *arrival) {
   pthread_mutex_lock(&lock);
+  model.failed = fault_switch;
   *arrival = now_ns();
   struct cost c = model_request(&model, op, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, *arrival);
   pthread_mutex_unlock(&lock);
@@ -252,7 +265,8 @@ static struct nbdkit_filter filter = {
                    "read-mbps=N write-mbps=N  transfer rate added per byte; channels=N stripe=BYTES\n"
                    "cache-size=BYTES cache-destage-mbps=N cache-hit=DIST cache-plp=BOOL  a write-back cache\n"
                    "physical-sector=BYTES write-unit=BYTES  partial writes read first\n"
-                   "fail-after-writes=N fail-after-seconds=S  EIO from then on; seed=N trace=FILE\n"
+                   "fail-after-writes=N fail-after-seconds=S  EIO from then on (and SIGUSR1 to the daemon:\n"
+                   "  from now on, SIGUSR2: no more); seed=N trace=FILE\n"
                    "spin-us=US  how early a sleep ends to spin the rest (default: calibrated at start)",
     .get_ready = model_get_ready,
     .pread = model_pread,

@@ -191,6 +191,7 @@ static void drain(struct model *m, int64_t now) {
 
 static int failing(struct model *m, enum op op, int64_t now) {
   if (op == OP_READ) return 0;
+  if (m->failed) return 1;
   if (m->fail_after_writes && m->writes >= m->fail_after_writes) return 1;
   return m->fail_after_seconds > 0 && (double)(now - m->first_at) >= m->fail_after_seconds * 1e9;
 }

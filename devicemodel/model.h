@@ -46,6 +46,8 @@ struct model {
   uint64_t seed;
 
   /* state */
+  int failed;                          /* 1: failing from now on, as switched at run time (the filter's
+                                          SIGUSR1; SIGUSR2 switches it off) */
   uint64_t rng;
   int64_t free_at[MODEL_MAX_CHANNELS]; /* ns: when each channel is free */
   double dirty;                        /* bytes in the cache not yet on the media */

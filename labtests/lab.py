@@ -25,11 +25,9 @@ def declared_disks() -> list[tuple[labdef.VM, labdef.Disk]]:
 
 
 def disk_params(buses: tuple[str, ...] | None = None):
-    """One pytest param per declared disk (on `buses`, when given), id = disk name (e.g. nvme-sector4k).
-    A disk with added latency is not one of them: it is used through its dm-delay device, by the
-    device-behaviour scenarios (labtests/test_device_behaviours.py)."""
+    """One pytest param per declared disk (on `buses`, when given), id = disk name (e.g. nvme-sector4k)."""
     return [pytest.param((vm.name, disk), id=disk.name) for vm, disk in declared_disks()
-            if (buses is None or disk.bus in buses) and disk.latency is None]
+            if buses is None or disk.bus in buses]
 
 
 def covering(*keys) -> list:

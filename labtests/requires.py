@@ -19,29 +19,34 @@ def require(found, reason: str):
 
 
 def _plain(d: DiskRecord) -> bool:
-    return not d.rmw and not d.write_delay_ms and not d.device
+    return not d.device
+
+
+SLOW_DEVICES = ("hdd-7200", "hdd-15k")  # device profiles whose writes take milliseconds (seek and rotation)
 
 
 def behaviour_disks_of(record: LabRecord) -> tuple[str, list[DiskRecord], list[DiskRecord]] | None:
-    """(VM, two or more disks with nothing added, the disks with a catalog latency profile that has a
-    documented range) of the first VM that has both on one bus and geometry."""
+    """(VM, two or more disks with nothing added, the disks served by a spinning disk's device model)
+    of the first VM that has both on one bus and geometry."""
     for vm in sorted(record.vms):
         disks = record.disks_of(vm)
-        slow = [d for d in disks if d.latency_profile and d.latency_profile.expected_write_p50_ms]
-        fast = [d for d in disks if slow and _plain(d) and d.bus == slow[0].bus and d.geometry == slow[0].geometry]
-        if slow and len(fast) >= 2:
-            return vm, fast, slow
+        for kind in dict.fromkeys((d.bus, d.geometry) for d in disks if d.device in SLOW_DEVICES):
+            slow = [d for d in disks if d.device in SLOW_DEVICES and (d.bus, d.geometry) == kind]
+            fast = [d for d in disks if _plain(d) and (d.bus, d.geometry) == kind]
+            if len(fast) >= 2:
+                return vm, fast, slow
     return None
 
 
-BEHAVIOURS = ("the lab has no two plain disks and one with a latency profile of the same bus and geometry "
-              "(labs/behaviours.toml has)")
+BEHAVIOURS = ("the lab has no two plain disks and one served by a spinning disk's device model (device = "
+              "\"hdd-7200\") of the same bus and geometry (labs/behaviours.toml has)")
 
 
 def rmw_pair_of(record: LabRecord) -> tuple[str, DiskRecord, DiskRecord] | None:
-    """(VM, a disk with rmw = true, a plain disk of its VM, bus and geometry)."""
+    """(VM, a model-served disk that reads before a partial write (a physical sector larger than the
+    logical one, a model with times: not the floor), a plain disk of its VM, bus and geometry)."""
     for d in record.disks.values():
-        if d.rmw:
+        if d.device and d.device != "floor" and d.physical_block_size > d.logical_block_size:
             twin = next((t for t in record.disks_of(d.vm) if _plain(t) and t.bus == d.bus
                          and t.geometry == d.geometry), None)
             if twin:
@@ -49,8 +54,8 @@ def rmw_pair_of(record: LabRecord) -> tuple[str, DiskRecord, DiskRecord] | None:
     return None
 
 
-RMW_PAIR = ("the lab has no disk with rmw = true beside one of the same bus and geometry without it "
-            "(labs/behaviours.toml has)")
+RMW_PAIR = ("the lab has no 512e disk served by a device model (it reads a partly written physical sector "
+            "first) beside a plain one of the same bus and geometry (labs/behaviours.toml has)")
 
 
 def first_disk_of(record: LabRecord, bus: str) -> DiskRecord | None:

@@ -136,6 +136,29 @@ def test_a_member_fails_from_its_nth_write_and_the_client_sees_eio(served):
         "write failed: Input/output error") == 3
 
 
+def test_a_member_fails_at_the_moment_it_is_told_and_heals(tmp_path):
+    """SIGUSR1 (DeviceServer.fail) and the daemon's writes fail with EIO from then on, reads still
+    work; SIGUSR2 (heal) and the writes work again: a log member's fault at a chosen moment."""
+    disk = DeviceServer(tmp_path / "f", size=MIB, params={"write": "fixed:10"})
+    disk.start()
+
+    def io(command: str) -> str:
+        out = subprocess.run(["qemu-io", "-f", "raw", "-c", command, disk.uri()], capture_output=True, text=True,
+                             timeout=60)
+        return out.stdout + out.stderr
+    try:
+        assert "wrote 4096/4096" in io("write 0 4k")
+        disk.fail()
+        assert "write failed: Input/output error" in io("write 4k 4k")
+        assert "read 4096/4096" in io("read 0 4k")
+        disk.heal()
+        assert "wrote 4096/4096" in io("write 8k 4k")
+    finally:
+        disk.stop()
+    writes = [(r.offset, r.error) for r in trace.read(disk.trace) if r.op == "write"]
+    assert writes == [(0, 0), (4096, 5), (8192, 0)], writes
+
+
 def test_two_channels_serve_concurrent_writes_side_by_side_and_a_third_queues(served):
     commands = ["aio_write 0 4k", "aio_write 64k 4k", "aio_write 128k 4k", "aio_flush"]
     rows, out = served({"write": "fixed:5000", "channels": "2"}, commands)

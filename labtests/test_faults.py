@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import libvirt, rmw
+from sectorlab import libvirt
 from sectorlab.errors import SectorlabError
 from sectorlab.lab import modelled
 from sectorlab.paths import REPO
@@ -68,7 +68,7 @@ def data():
 
 def test_a_killed_qemu_is_named_and_the_lab_comes_back_whole(data):
     vm, entry = next(iter(data.vms.items()))
-    os.kill(rmw.qemu_pid(entry.domain), signal.SIGKILL)
+    os.kill(libvirt.qemu_pid(entry.domain), signal.SIGKILL)
     host = libvirt.get_host(data.libvirt_uri)
     assert lab_mod.wait_for(lambda: host.virsh("domstate", entry.domain, check=False).strip() != "running", 30)
     rc, out = _status()

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import libvirt, rmw
+from sectorlab import libvirt
 from sectorlab.lab import hostcheck
 from sectorlab.paths import REPO, cache_dir
 
@@ -203,4 +203,4 @@ def test_after_the_interrupts_the_lab_comes_up(lab_file):
     assert status.returncode == 0, status.stdout + status.stderr
     domain = lab_mod.read_lab_json(lab.name).vm("vm1").domain
     assert libvirt.get_host(lab.vms[0].libvirt_uri).virsh("domstate", domain).strip() == "running"
-    assert rmw.qemu_pid(domain) > 0
+    assert libvirt.qemu_pid(domain) > 0

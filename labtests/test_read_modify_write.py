@@ -1,13 +1,13 @@
-"""Read-modify-write on 512e (seed 003, labs/behaviours.toml): a disk with `rmw = true` reads the
-whole 4 KiB physical sector before a write that does not cover it, in QEMU below the guest
-(sectorlab/rmw.py); the same geometry without it is the control.
+"""Read-modify-write on 512e (seed 003, labs/behaviours.toml): a 512e disk served by a device model
+(`device = "hdd-7200"` on geometry sector512e: a 512e spinning disk) reads a partly written 4 KiB
+physical sector before the write, at the profile's read time (sectorlab/lab/modelled.py gives the
+model the geometry's physical sector); a plain disk of the same geometry is the control.
 
-Proven from the host: QEMU's trace of the reads its block nodes make counts the read-modify-write
-reads (QEMU's block statistics count only the guest's own requests: they give the writes). Then
-redo at BLOCKSIZE 512 against 4096, one redo-writer run of RUN_S seconds each, one session, 512
-redo bytes a commit: a 1 KiB log write per commit at 512, a 4 KiB one at 4096. Differences are
-claimed with Welch's t-test, p < 0.01, with both sample sizes; the control's difference is
-reported with its p-value, never claimed.
+Proven from the host: the model's trace counts, per write request, the partly written physical
+sectors it read first. Then redo at BLOCKSIZE 512 against 4096, one redo-writer run of RUN_S seconds
+each, one session, 512 redo bytes a commit: a 1 KiB log write per commit at 512, a 4 KiB one at
+4096. Differences are claimed with Welch's t-test, p < 0.01, with both sample sizes; the control's
+difference is reported with its p-value, never claimed.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import json
 import pytest
 
 from labtests.requires import RMW_PAIR, require, rmw_pair_of
-from sectorlab import rmw
-from sectorlab.bench import stats
+from sectorlab.bench import devicerows, stats
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 
@@ -41,14 +40,12 @@ os.close(fd)
 
 
 class Lab:
-    """The pair's devices in the guest, their entries in lab.json, and redo-writer runs shared by
-    the tests (each run once, traced)."""
+    """The pair's devices in the guest and redo-writer runs shared by the tests (each run once),
+    with what the model's trace saw of each run on the rmw disk."""
 
-    def __init__(self, lab_state, found, guest, devices):
+    def __init__(self, lab_state, found, guest, devices, scratch):
         vm, self.rmw_disk, self.twin = found
-        self.guest, self.uri, self.domain = guest, lab_state.libvirt_uri, lab_state.vm(vm).domain
-        self.entry = {d.name: d for d in (self.rmw_disk, self.twin)}
-        self.vm_disks = lab_state.disks_of(vm)
+        self.lab, self.guest, self.scratch = lab_state.lab, guest, scratch
         self.path = {}
         for d in (self.rmw_disk, self.twin):
             dev = devices.get(d.serial)
@@ -57,23 +54,34 @@ class Lab:
             self.path[d.name] = dev.path
         self.done: dict = {}
 
+    def traced(self, run_id: str, command) -> dict:
+        """Run `command` (a callable), and return the model's summary of the write requests the rmw
+        disk got meanwhile (devicerows: the trace from its byte offset before)."""
+        window = devicerows.Window(self.lab, [self.rmw_disk])
+        command()
+        window.check_alive(run_id)
+        return window.rows(self.scratch, run_id, self.scratch)[self.rmw_disk.name]["write"]
+
     def run(self, disk: str, blocksize: int) -> tuple[dict, dict | None]:
-        """redo-writer's report, and for the rmw disk the read-modify-write reads QEMU made meanwhile."""
+        """redo-writer's report, and for the rmw disk the model's writes of the run."""
         if (disk, blocksize) not in self.done:
-            with rmw.ReadTrace(self.uri, self.domain) as trace:
-                result = self.guest.run("sudo -n redo-writer run --target", self.path[disk], "--duration", RUN_S,
-                                        "--blocksize", blocksize, *COMMON, timeout=RUN_S + 120)
+            out = {}
+
+            def redo():
+                out["result"] = self.guest.run("sudo -n redo-writer run --target", self.path[disk], "--duration",
+                                               RUN_S, "--blocksize", blocksize, *COMMON, timeout=RUN_S + 120)
+            writes = self.traced(f"{disk}-{blocksize}", redo) if disk == self.rmw_disk.name else (redo() or None)
+            result = out["result"]
             assert result.rc == 0, f"redo-writer on {disk} at {blocksize}: exit {result.rc}: {result.stderr.strip()}"
-            reads = trace.reads(self.entry[disk]) if self.entry[disk].rmw else None
-            self.done[(disk, blocksize)] = (json.loads(result.stdout), reads)
+            self.done[(disk, blocksize)] = (json.loads(result.stdout), writes)
         return self.done[(disk, blocksize)]
 
 
 @pytest.fixture(scope="module")
-def pair(lab_state, lab_guests, guest_devices):
+def pair(lab_state, lab_guests, guest_devices, tmp_path_factory):
     """The rmw disk and its twin in the guest, or a skip naming what the lab lacks."""
     found = require(rmw_pair_of(lab_state), RMW_PAIR)
-    return Lab(lab_state, found, lab_guests[found[0]], guest_devices[found[0]])
+    return Lab(lab_state, found, lab_guests[found[0]], guest_devices[found[0]], tmp_path_factory.mktemp("rmw"))
 
 
 def _ms(report: dict, event: str = "log_file_parallel_write") -> str:
@@ -81,61 +89,50 @@ def _ms(report: dict, event: str = "log_file_parallel_write") -> str:
     return f"p50 {e['p50_us'] / 1000:.3f} ms, mean {e['mean_us'] / 1000:.3f} ms (n={e['count']})"
 
 
-
-
 @pytest.mark.parametrize("size", [512, 4096], ids=["unaligned-512", "aligned-4k"])
-def test_rmw_reads_counted_by_qemu(pair, size, record_property):
+def test_rmw_reads_counted_by_the_model(pair, size, record_property):
     """64 synchronous direct writes, each in its own physical sector: 512 bytes not at its start cost
-    one 4 KiB read each; whole sectors cost none. QEMU's block statistics give the writes."""
+    one read of the sector each; whole sectors cost none. Counted per write request on the host."""
     disk = pair.rmw_disk.name
-    entry = pair.entry[disk]
-    dev_id = next(dev for dev, _, d in rmw.plan(pair.vm_disks) if d.name == disk)
-    before = rmw.query_device_stats(pair.uri, pair.domain, dev_id)
-    with rmw.ReadTrace(pair.uri, pair.domain) as trace:
-        # from 1 MiB on: past the partition table's sectors, which udev reads after the writes
-        pair.guest.check_output("sudo -n python3 -c", WRITER, pair.path[disk], size, PROBE_WRITES, 1 << 20)
-    after = rmw.query_device_stats(pair.uri, pair.domain, dev_id)
-    reads = trace.reads(entry)
-    writes = after["wr_operations"] - before["wr_operations"]
-    said = (f"{PROBE_WRITES} writes of {size} B on {disk}: query-blockstats counted {writes} guest writes; "
-            f"QEMU's trace {reads.as_dict()}")
+    writes = pair.traced(f"probe-{size}", lambda: pair.guest.check_output(
+        # from 1 MiB on: past the partition table's sectors
+        "sudo -n python3 -c", WRITER, pair.path[disk], size, PROBE_WRITES, 1 << 20))
+    said = (f"{PROBE_WRITES} writes of {size} B on {disk} ({pair.rmw_disk.device}): the model got "
+            f"{writes['count']} writes of {writes.get('bytes_per_request', 0):.0f} B and read "
+            f"{writes.get('rmw_reads')} partly written sectors first")
     record_property(f"rmw_probe_{size}", said)
     print(said)
-    assert writes == PROBE_WRITES, said
-    physical = entry.physical_block_size
-    if size < physical:
-        assert reads.rmw == PROBE_WRITES and dict(reads.sizes) == {physical: PROBE_WRITES}, said
-        assert reads.unaligned == 0, said
-    else:
-        assert reads.rmw == 0, said
+    assert writes["count"] == PROBE_WRITES and writes["bytes_per_request"] == size, said
+    assert writes["rmw_reads"] == (PROBE_WRITES if size < pair.rmw_disk.physical_block_size else 0), said
 
 
 def test_rmw_penalty_on_512_byte_redo(pair, record_property):
     """Seed 003: redo blocks of 512 bytes on a 512e disk that must read-modify-write, against 4096."""
     disk = pair.rmw_disk.name
-    small, small_reads = pair.run(disk, 512)
-    big, big_reads = pair.run(disk, 4096)
+    small, small_writes = pair.run(disk, 512)
+    big, big_writes = pair.run(disk, 4096)
     test = stats.welch(big, small, "log_file_parallel_write", alternative="less")
     gain = 100.0 * (big["tps"] - small["tps"]) / small["tps"]
     said = (f"{disk}: log file parallel write at 4096 {_ms(big)} vs at 512 {_ms(small)}, "
             f"Welch {stats.p_text(test['p'])}; "
             f"{big['tps']:.1f} vs {small['tps']:.1f} txn/s ({gain:+.0f} % at 4096; seed 003: "
-            f"+{SEED_003_TPS_GAIN_PCT} %); read-modify-write reads: {small_reads.rmw} for {small['writes']} log "
-            f"writes at 512 ({small['writes_under_4k']} under 4 KiB), {big_reads.rmw} for {big['writes']} at 4096")
+            f"+{SEED_003_TPS_GAIN_PCT} %); the model read {small_writes['rmw_reads']} partly written sectors for "
+            f"{small_writes['count']} writes at 512 ({small['writes_under_4k']} log writes under 4 KiB), "
+            f"{big_writes['rmw_reads']} for {big_writes['count']} at 4096")
     record_property("rmw_penalty", said)
     print(said)
     # Every log write at 512 is under 4 KiB and so leaves at least one end of a sector uncovered:
     # one read, two when both ends are in sectors apart. At 4096 every write is whole sectors.
     assert small["writes_under_4k"] == small["writes"] > 0, said
-    assert small["writes"] <= small_reads.rmw <= 2 * small["writes"], said
-    assert big_reads.rmw == 0 and big["writes_under_4k"] == 0, said
+    assert small_writes["count"] <= small_writes["rmw_reads"] <= 2 * small_writes["count"], said
+    assert big_writes["rmw_reads"] == 0 and big["writes_under_4k"] == 0, said
     assert big["log_file_parallel_write"]["p50_us"] < small["log_file_parallel_write"]["p50_us"], said
     assert test["p"] < ALPHA, said
 
 
 def test_rmw_control_same_geometry_without_it(pair, record_property):
-    """The same runs on the same geometry without rmw: the 512/4096 difference is reported with its
-    p-value and not claimed; what is asserted is that the penalty above is the read-modify-write's:
+    """The same runs on the same geometry without a model: the 512/4096 difference is reported with
+    its p-value and not claimed; what is asserted is that the penalty above is the read-modify-write's:
     512-byte redo on the control is significantly faster than on the rmw disk, and its own 512/4096
     gap is under a tenth of the rmw disk's."""
     disk, twin = pair.rmw_disk.name, pair.twin.name

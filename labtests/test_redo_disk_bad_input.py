@@ -23,7 +23,7 @@ pytestmark = pytest.mark.lab
 
 def _first_disk(lab_state, guest_devices, lab_guests, bus: str):
     """(guest, declared disk, device) of the lab's first plain disk on `bus`, or a skip saying the lab has none."""
-    declared = require(first_disk_of(lab_state, bus), f"the lab has no {bus} disk without added latency or rmw")
+    declared = require(first_disk_of(lab_state, bus), f"the lab has no {bus} disk without a device model")
     dev = guest_devices[declared.vm].get(declared.serial)
     if dev is None:
         pytest.fail(f"{declared.vm}: declared disk {declared.name} (serial {declared.serial}) is not in the guest",

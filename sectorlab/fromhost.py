@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import geometry as geo
 from . import guestdisks, inputs, labdef
+from .devices import profiles as device_profiles
 from .errors import UsageError
 from .inguest import nvmeformat, rules
 from .labdef import tomllib
@@ -197,7 +198,7 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
     notes = list(skipped)
     custom: dict[str, geo.Geometry] = {}
     blocks: list[tuple[str, list[str]]] = []  # (bus, TOML lines of one disk)
-    profiles = geo.latency_profiles()
+    profiles = set(device_profiles.profiles())
     for d in disks:
         block = _disk_block(d, size_mib, custom, profiles, notes)
         if block is not None:
@@ -212,7 +213,7 @@ def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, 
 
 
 def _disk_block(d: HostDisk, size_mib: int, custom: dict[str, geo.Geometry],
-                profiles: dict[str, geo.LatencyProfile], notes: list[str]) -> tuple[str, list[str]] | None:
+                profiles: set[str], notes: list[str]) -> tuple[str, list[str]] | None:
     """One host disk as a lab disk: its bus and TOML lines, or None (and why in `notes`) when the
     lab cannot present its sectors."""
     # The lab definition's own checks (geometry.check_block_sizes), by what they would refuse.
@@ -227,7 +228,7 @@ def _disk_block(d: HostDisk, size_mib: int, custom: dict[str, geo.Geometry],
     bus = _bus(d, g, notes)
     if d.alignment:
         notes.append(f"{d.name}: alignment offset {d.alignment} B: not reproduced (lab disks start aligned)")
-    lines = _disk_lines(d, bus, g, size_mib) + _latency_lines(d, bus, profiles, notes)
+    lines = _disk_lines(d, bus, g, size_mib) + _device_lines(d, bus, profiles, notes)
     return bus, lines
 
 
@@ -259,14 +260,18 @@ def _disk_lines(d: HostDisk, bus: str, g: geo.Geometry, size_mib: int) -> list[s
             f"size_mib = {size_mib}"]
 
 
-def _latency_lines(d: HostDisk, bus: str, profiles: dict[str, geo.LatencyProfile], notes: list[str]) -> list[str]:
-    """The spinning-disk latency profile for a rotational disk, when it means something and the lab has it."""
-    if d.rotational and bus == "virtio":
-        notes.append(f"{d.name}: ROTA=1 on a virtual disk says nothing of what backs it: no latency profile")
-    elif d.rotational:
-        if "hdd-7200" in profiles:
-            return ['latency = "hdd-7200"  # ROTA=1: the lab\'s spinning-disk profile']
-        notes.append(f"{d.name}: rotational, but the lab has no spinning-disk latency profile")
+def _device_lines(d: HostDisk, bus: str, profiles: set[str], notes: list[str]) -> list[str]:
+    """A 7,200 rpm disk's device model for a rotational disk, when it means something and the lab
+    can serve it (a device model serves virtio and nvme disks)."""
+    if not d.rotational:
+        return []
+    if bus == "virtio":
+        notes.append(f"{d.name}: ROTA=1 on a virtual disk says nothing of what backs it: no device model")
+    elif bus not in labdef.MODEL_BUSES:
+        notes.append(f"{d.name}: rotational, on bus {bus}, which no device model serves (virtio and nvme only): "
+                     f"no device model; give one of the lab's virtio disks device = \"hdd-7200\" to compare")
+    elif "hdd-7200" in profiles:
+        return ['device = "hdd-7200"  # ROTA=1: a 7,200 rpm disk without cache (docs/device-models.md)']
     return []
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -146,86 +145,3 @@ def check_bus(bus: str, g: Geometry, where: str) -> None:
     why = bus_refuses(bus, g)
     if why:
         raise UsageError(f"{where}: bus {bus!r} cannot present {g.name} ({g.topology}): {why}")
-
-
-@dataclass(frozen=True)
-class LatencyProfile:
-    """A fixed delay added to every write of a disk (in the guest, by device-mapper's dm-delay, which
-    counts whole milliseconds and rounds them up to the guest kernel's timer tick)."""
-    name: str
-    write_delay_ms: int
-    description: str = ""
-    expected_write_p50_ms: tuple[float, float] | None = None  # what "log file parallel write" should show
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "write_delay_ms": self.write_delay_ms, "description": self.description,
-                "expected_write_p50_ms": list(self.expected_write_p50_ms) if self.expected_write_p50_ms else None}
-
-
-def latency_profiles() -> dict[str, LatencyProfile]:
-    return {name: LatencyProfile(name, p["write_delay_ms"], p.get("description", ""),
-                                 tuple(p["expected_write_p50_ms"]) if p.get("expected_write_p50_ms") else None)
-            for name, p in _catalog()["latency_profiles"].items()}
-
-
-MAX_WRITE_LATENCY_US = 1_000_000
-
-
-def custom_latency(where: str, write_latency_us) -> LatencyProfile:
-    """The profile of a disk's `write_latency_us = N`, or a UsageError naming the value."""
-    if isinstance(write_latency_us, bool) or not isinstance(write_latency_us, int):
-        raise UsageError(f"{where}: write_latency_us = {write_latency_us!r}: expected a whole number of "
-                         f"microseconds, a multiple of 1000 (e.g. 4000)")
-    if write_latency_us <= 0 or write_latency_us > MAX_WRITE_LATENCY_US:
-        raise UsageError(f"{where}: write_latency_us = {write_latency_us}: expected 1000 to {MAX_WRITE_LATENCY_US} "
-                         f"(1 ms to 1 s per write); leave it out for no added latency")
-    if write_latency_us % 1000:
-        raise UsageError(f"{where}: write_latency_us = {write_latency_us}: the lab adds latency with dm-delay, "
-                         f"which counts whole milliseconds; give a multiple of 1000 (below 1 ms the lab's own "
-                         f"write latency under TCG is of that order anyway)")
-    return LatencyProfile(f"custom-{write_latency_us // 1000}ms", write_latency_us // 1000,
-                          f"{write_latency_us // 1000} ms added to every write (write_latency_us = {write_latency_us})")
-
-
-def effective_delay_ms(delay_ms: int, kernel_hz: int) -> float:
-    """What dm-delay's `delay_ms` costs a write issued just after a timer tick (a synchronous writer's
-    next write): its timer asks for the delay in whole ticks and fires one tick after that (the
-    kernel's timer wheel rounds a timer up by one tick). At CONFIG_HZ=250: 1, 2, 4 ms -> 8 ms and
-    5, 8 ms -> 12 ms (measured in the Debian guest: p50 7.9 and 11.9 ms, docs/scenarios.md)."""
-    tick = 1000.0 / kernel_hz
-    return (math.ceil(delay_ms / tick) + 1) * tick
-
-
-@dataclass(frozen=True)
-class ReadModifyWrite:
-    """What `rmw = true` costs: every write not aligned to the physical sector first reads that
-    sector in QEMU, and those reads are paced at `read_iops` per second (the catalog says why)."""
-    read_iops: int
-    description: str = ""
-
-    @property
-    def read_ms(self) -> float:
-        """The time one read takes out of the budget, once the budget is spent."""
-        return 1000.0 / self.read_iops
-
-    def as_dict(self) -> dict:
-        return {"read_iops": self.read_iops, "read_ms": round(self.read_ms, 2), "description": self.description}
-
-
-def read_modify_write() -> ReadModifyWrite:
-    entry = _catalog()["read_modify_write"]
-    return ReadModifyWrite(entry["read_iops"], entry.get("description", ""))
-
-
-def check_rmw(where: str, bus: str, g: Geometry) -> None:
-    """A UsageError naming the disk unless `rmw = true` can be built for it: a physical sector larger
-    than the logical one (else no write is unaligned to it), on a bus the lab builds it for."""
-    if g.physical_block_size <= g.logical_block_size:
-        kind = "512n" if g.physical_block_size == 512 else "native"
-        raise UsageError(f"{where}: rmw = true on {g.name} ({g.logical_block_size}/{g.physical_block_size}, {kind}): "
-                         f"a read-modify-write happens only where the physical sector is larger than the logical "
-                         f"one, and every write here covers whole physical sectors; use a 512e geometry "
-                         f"(e.g. sector512e) or leave rmw out")
-    why = buses().get(bus, {}).get("rmw_unsupported")
-    if why:
-        raise UsageError(f"{where}: rmw = true on bus {bus!r}: {why}")

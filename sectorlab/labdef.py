@@ -25,6 +25,7 @@ from .labtables import (  # noqa: F401 (the constants and name_field are read as
     LAB_FIELDS,
     MAX_VMS,
     NAME_RE,
+    RETIRED_DISK_FIELDS,
     TABLES,
     VM_FIELDS,
     name_field,
@@ -38,7 +39,7 @@ else:  # pragma: no cover
 # What one VM's machine takes (QEMU's i440fx "pc" machine: one PCI bus of 32 slots, 0x00 the host
 # bridge, 0x01 the PIIX3 with IDE, USB and ACPI; docs/reliability.md has the measurements):
 MAX_NVME_PER_VM = 8  # one PCI slot each, from 0x18 up
-MAX_RMW_PER_VM = 4  # hot-plugged virtio-blk, one PCI slot each, from 0x16 down (libvirt fills slots from 0x2 up)
+MAX_HOTPLUG_PER_VM = 4  # model-served virtio-blk, one PCI slot each, from 0x16 down (libvirt fills from 0x2 up)
 # libvirt 9.0 addresses SCSI disks 7 to a controller (units 0-6) and adds an lsilogic controller,
 # in another PCI slot, for each further 7; the domain has the one virtio-scsi controller.
 MAX_SCSI_PER_VM = 7
@@ -60,22 +61,14 @@ class Disk:
     geometry: geo.Geometry
     size_mib: int
     serial: str
-    latency: geo.LatencyProfile | None = None  # None: no delay added
-    rmw: geo.ReadModifyWrite | None = None  # None: no read-modify-write below the guest
     device: str | None = None  # a device profile: served from the host by the device model (devices/)
 
     @property
     def hotplugged(self) -> bool:
         """A virtio disk hot-plugged as virtio-blk after the guest is up (sectorlab/lab/hotplug.py), in
-        the slots from 0x16 down, not in the domain (an NVMe disk, model-served or not, is hot-plugged
-        in slots of its own)."""
-        return self.bus == "virtio" and (self.rmw is not None or self.device is not None)
-
-    @property
-    def mapper(self) -> str | None:
-        """A disk with added latency is used through this device-mapper device (dm-delay over the
-        disk found by serial), named after the disk."""
-        return f"/dev/mapper/{self.name}" if self.latency else None
+        the slots from 0x16 down, not in the domain: a model-served one (an NVMe disk, model-served or
+        not, is hot-plugged in slots of its own)."""
+        return self.bus == "virtio" and self.device is not None
 
     @property
     def backing_serial(self) -> str | None:
@@ -203,10 +196,6 @@ def _vm(src: str, i: int, vt, context: dict, seen: _Seen) -> VM:
         raise UsageError(f"{where}: device = ... on libvirt_uri {vm.libvirt_uri}: a device model is served by "
                          f"nbdkit on the host QEMU runs on, over a Unix socket, and sectorlab starts it on this "
                          f"host only; put that disk in a lab on qemu:///system")
-    if any(d.rmw for d in vm.disks) and remote.is_remote(vm.libvirt_uri):
-        raise UsageError(f"{where}: rmw = true on libvirt_uri {vm.libvirt_uri}: a read-modify-write disk's reads "
-                         f"are counted in QEMU's log and process on this host; put that disk in a lab on "
-                         f"qemu:///system")
     return vm
 
 
@@ -215,21 +204,21 @@ MODEL_BUSES = ("virtio", "nvme")  # the buses a device model serves (sectorlab/l
 
 def layout_problem(disks: list[tuple[str, bool]]) -> str | None:
     """Why one VM cannot hold these disks ((bus, hot-plugged) pairs: Disk.hotplugged, a virtio disk with
-    rmw = true or a device model) in its machine's slots, or None."""
+    a device model) in its machine's slots, or None."""
     count = {bus: sum(1 for b, hot in disks if b == bus and not hot) for bus in ("nvme", "nvme-tcp", "virtio", "scsi")}
-    rmw = sum(1 for _, hot in disks if hot)
+    hot = sum(1 for _, h in disks if h)
     if count["nvme"] > MAX_NVME_PER_VM:
         return f"{count['nvme']} nvme disks: at most {MAX_NVME_PER_VM} per VM (one PCI slot each, 0x18-0x1f)"
-    if rmw > MAX_RMW_PER_VM:
-        return (f"{rmw} disks with rmw = true or a device model: at most {MAX_RMW_PER_VM} per VM (hot-plugged, one "
-                f"PCI slot each, from 0x16 down)")
+    if hot > MAX_HOTPLUG_PER_VM:
+        return (f"{hot} model-served virtio disks: at most {MAX_HOTPLUG_PER_VM} per VM (hot-plugged, one PCI slot "
+                f"each, from 0x16 down)")
     if count["scsi"] > MAX_SCSI_PER_VM:
         return (f"{count['scsi']} scsi disks: at most {MAX_SCSI_PER_VM} per VM (the units of its one virtio-scsi "
                 f"controller as libvirt addresses them)")
-    slots = PCI_SLOTS_FIXED + count["virtio"] + count["nvme-tcp"] + (1 if count["scsi"] else 0) + rmw
+    slots = PCI_SLOTS_FIXED + count["virtio"] + count["nvme-tcp"] + (1 if count["scsi"] else 0) + hot
     if slots > PCI_SLOTS_SHARED:
         with_them = ", the SCSI controller" if count["scsi"] else ""
-        with_them += " and the read-modify-write disks" if rmw else ""
+        with_them += " and the model-served virtio disks" if hot else ""
         return (f"{count['virtio']} virtio and {count['nvme-tcp']} nvme-tcp disks need {slots} PCI slots with the "
                 f"root disk, the seed, the virtio-serial and virtio-rng devices{with_them}: a VM has "
                 f"{PCI_SLOTS_SHARED} (0x02-0x16)")
@@ -237,14 +226,16 @@ def layout_problem(disks: list[tuple[str, bool]]) -> str | None:
 
 
 def _disk(where: str, dt, context: dict, seen: _Seen, vm_name: str) -> Disk:
+    retired = [key for key in RETIRED_DISK_FIELDS if isinstance(dt, dict) and key in dt]
+    if retired:
+        value = dt[retired[0]]
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)  # as the TOML says it
+        raise UsageError(f"{where}: {retired[0]} = {shown}: {RETIRED_DISK_FIELDS[retired[0]]}")
     d = DISK_FIELDS.read(where, dt, **context)
     g, bus = d["geometry"], d["bus"]
-    latency = _latency(where, d)
-    rmw = _rmw(where, d["rmw"], bus, g)
-    device = _device(where, d["device"], bus, latency, rmw)
+    device = _device(where, d["device"], bus)
     name = d["name"] or DISK_FIELDS.field("name").check(  # the default, checked as a given name is
-        where, "name", f"{bus}-{g.name}" + (f"-{latency.name}" if latency else "") + (f"-{device}" if device else "")
-        + ("-rmw" if rmw else ""), d)
+        where, "name", f"{bus}-{g.name}" + (f"-{device}" if device else ""), d)
     where = f"{where} ({name})"
     if name in seen.disks:
         raise UsageError(f"{where}: duplicate disk name {name!r} (also in VM {seen.disks[name]}): disk names "
@@ -255,39 +246,19 @@ def _disk(where: str, dt, context: dict, seen: _Seen, vm_name: str) -> Disk:
         raise UsageError(f"{where}: duplicate serial {serial!r} (also disk {seen.serials[serial]}): the guest "
                          f"finds disks by serial, so serials must be unique in the lab")
     seen.serials[serial] = name
-    return Disk(name, bus, g, d["size_mib"], serial, latency, rmw, device)
+    return Disk(name, bus, g, d["size_mib"], serial, device)
 
 
-def _device(where: str, device: str | None, bus: str, latency, rmw) -> str | None:
+def _device(where: str, device: str | None, bus: str) -> str | None:
     """The disk's device profile (`device = "hdd-15k"`), None for none: on the buses whose device
-    QEMU backs with its NBD client after the guest is up (virtio-blk, emulated NVMe), and alone."""
+    QEMU backs with its NBD client after the guest is up (virtio-blk, emulated NVMe)."""
     if device is None:
         return None
     if bus not in MODEL_BUSES:
         raise UsageError(f"{where}: device = {device!r} on bus {bus!r}: a device model is served over NBD to a "
                          f"hot-plugged virtio-blk or NVMe device, which bus {bus!r} is not; use bus = "
                          f"\"virtio\" or \"nvme\"")
-    if latency or rmw:
-        raise UsageError(f"{where}: device = {device!r} with {'latency' if latency else 'rmw = true'}: the device "
-                         f"model is the disk's behaviour (its profile has the latency and the read-modify-write); "
-                         f"use one or the other")
     return device
-
-
-def _rmw(where: str, rmw: bool, bus: str, g: geo.Geometry) -> geo.ReadModifyWrite | None:
-    """The disk's read-modify-write cost (`rmw = true`), None without one."""
-    if not rmw:
-        return None
-    geo.check_rmw(where, bus, g)
-    return geo.read_modify_write()
-
-
-def _latency(where: str, d: dict) -> geo.LatencyProfile | None:
-    """The disk's latency profile (`latency = "hdd-7200"` or `write_latency_us = N`), None for none."""
-    if d["write_latency_us"] is not None:
-        return d["write_latency_us"]
-    profile = geo.latency_profiles()[d["latency"] or "none"]
-    return profile if profile.write_delay_ms else None
 
 
 def default_serial(bus: str, geometry_name: str, index: int) -> str:

@@ -105,11 +105,6 @@ def _catalog_name(where: str, key: str, value, known, what: str, tail: str) -> s
     return value
 
 
-def _latency_name(where: str, key: str, value, got: dict) -> str:
-    return _catalog_name(where, key, value, geo.latency_profiles(), "unknown latency profile",
-                         " (sectorlab geometries lists them), or write_latency_us = N")
-
-
 def _device_name(where: str, key: str, value, got: dict) -> str:
     from .devices import profiles
     return _catalog_name(where, key, value, profiles.profiles(), "not a device profile of the catalog",
@@ -130,13 +125,6 @@ def _serial(where: str, key: str, value, got: dict) -> str:
 
 def _block_size(where: str, key: str, value, got: dict) -> int:
     return value  # geometry.check_block_sizes checks the four together, as it checks the catalog's
-
-
-def _write_latency(where: str, key: str, value, got: dict) -> geo.LatencyProfile:
-    if got["latency"] is not None:
-        raise UsageError(f"{where}: latency = {got['latency']!r} and write_latency_us = {value!r}: give a named "
-                         f"profile or a custom latency, not both")
-    return geo.custom_latency(where, value)
 
 
 NAME = fields.custom("name: a-z, 0-9, '-', at most 31", name_field)
@@ -165,28 +153,33 @@ VM_FIELDS = fields.Table("[[vm]]", f"One VM of the lab (at least one, at most {M
     fields.Field("disk", fields.tables("[[vm.disk]]"), "the VM's data disks, [[vm.disk]] (at least one)",
                  default=lambda got: [], default_text="required"),
 ))
+# Fields a lab definition may no longer have, and what to write instead (labdef refuses them).
+RETIRED_DISK_FIELDS = {
+    key: "dm-delay in the guest is retired (it served whole milliseconds on the guest kernel's 4 ms timer "
+         "ticks: 1, 2 and 4 ms all cost 7.9 ms); give the disk a device profile instead, e.g. device = "
+         "\"hdd-7200\" on a virtio or nvme disk (sectorlab geometries lists them; docs/device-models.md)"
+    for key in ("latency", "write_latency_us")
+} | {
+    "rmw": "QEMU's paced read-modify-write reads are retired (a budget of 120 reads/s, not a cost per "
+           "read); give the disk a device profile: on a 512e geometry the model reads a partly written "
+           "physical sector first, at the profile's read time, e.g. device = \"hdd-7200\" (a 512e "
+           "spinning disk) or \"nvme-512e\" (docs/device-models.md)",
+}
 DISK_FIELDS = fields.Table("[[vm.disk]]", "One data disk of a VM.", (
     fields.Field("bus", fields.custom("nvme, nvme-tcp, virtio or scsi", _bus),
                  "how the guest sees it (sectorlab/geometries.json: buses)", default=fields.REQUIRED),
     fields.Field("geometry", fields.custom("a geometry of the catalog or the lab", _geometry),
                  "its sectors and I/O sizes: sectorlab/geometries.json, or a [geometry.NAME] of the lab",
                  default=fields.REQUIRED),
-    fields.Field("latency", fields.custom("a latency profile", _latency_name),
-                 "a latency profile of the catalog added to every write (sectorlab geometries lists them)",
-                 default_text='"none"'),
-    fields.Field("write_latency_us", fields.custom(f"integer, 1000-{geo.MAX_WRITE_LATENCY_US}, a multiple of 1000",
-                                                   _write_latency),
-                 "a latency of its own added to every write, in whole milliseconds (not with latency)"),
-    fields.Field("rmw", fields.BOOLEAN, "unaligned writes read the physical sector first (512e-like "
-                 "geometries on virtio only)", default=False),
     fields.Field("device", fields.custom("a device profile", _device_name),
                  "served from the host by the device model with this catalog profile (\"floor\": no behaviour "
-                 "of its own), a throw-away disk in RAM, hot-plugged as virtio-blk (virtio only; not with "
-                 "latency or rmw; docs/device-models.md)"),
+                 "of its own), a throw-away disk in RAM, hot-plugged as virtio-blk or NVMe (virtio or nvme; "
+                 "docs/device-models.md)"),
     fields.Field("name", fields.custom("a-z, 0-9, '-', '_', '.', at most 63", _disk_name),
                  "the disk's name, unique in the lab: the scenarios' test id",
-                 default_text="BUS-GEOMETRY[-LATENCY|-DEVICE][-rmw]"),
-    fields.Field("size_mib", fields.number(MIN_DISK_MIB, MAX_DISK_MIB), "its size in MiB (a thin qcow2 volume)",
+                 default_text="BUS-GEOMETRY[-DEVICE]"),
+    fields.Field("size_mib", fields.number(MIN_DISK_MIB, MAX_DISK_MIB),
+                 "its size in MiB (a thin qcow2 volume; a model-served disk's RAM at most)",
                  default=DEFAULT_DISK_MIB),
     fields.Field("serial", fields.custom("1-20 of A-Z, a-z, 0-9, '-', '_'", _serial),
                  "the serial the guest finds it by, unique in the lab", default_text="slNN-BUS-GEOMETRY"),

@@ -241,3 +241,15 @@ def get_host(uri: str) -> LibvirtHost:
 def clear_hosts() -> None:
     """Forget every host object: the next get_host() of a URI parses it again."""
     get_host.cache_clear()
+
+
+QEMU_RUN_DIR = Path("/run/libvirt/qemu")  # <domain>.pid: a domain's QEMU process on this host
+
+
+def qemu_pid(domain: str) -> int:
+    """The pid of a domain's QEMU process on this host (libvirt's pid file)."""
+    try:
+        return int((QEMU_RUN_DIR / f"{domain}.pid").read_text().strip())
+    except (OSError, ValueError) as e:
+        raise SectorlabError(f"{domain}: cannot tell its QEMU process ({QEMU_RUN_DIR / domain}.pid: {e}); is it "
+                             f"running?") from e

@@ -3,8 +3,7 @@
 # through the provider's XSLT hook (domain.xsl.tftpl). The emulated NVMe controllers are not in
 # the domain at all: QEMU 7.2 cannot save a guest that has one, so sectorlab hot-plugs them after
 # the guest is up (cold boot or restored from a saved state); their volumes are created here.
-# The same holds for disks with rmw = true: their read-modify-write lives in QEMU block nodes that
-# libvirt 9.0 cannot express, so sectorlab hot-plugs them as virtio-blk devices over those nodes.
+# Model-served disks (device = ...) have no volume: sectorlab serves them (sectorlab/lab/modelled.py).
 
 locals {
   # The geometry catalog: the same file sectorlab's Python reads.
@@ -56,7 +55,7 @@ resource "libvirt_volume" "data" {
   format   = "qcow2"
   size     = each.value.size_mib * 1048576
 
-  # NVMe and read-modify-write volumes are opened only by QEMU's monitor, and libvirt does not chown them.
+  # NVMe volumes are opened only by QEMU's monitor, and libvirt does not chown them.
   xml {
     xslt = templatefile("${path.module}/volume.xsl.tftpl", { qemu_uid = var.qemu_uid })
   }
@@ -105,7 +104,7 @@ resource "libvirt_domain" "vm" {
   # lets a second apply find nothing to change instead of replacing the domain.
   dynamic "disk" {
     for_each = concat(
-      [for key, d in local.disks : key if d.vm == each.key && contains(["virtio", "nvme-tcp"], d.bus) && !d.rmw],
+      [for key, d in local.disks : key if d.vm == each.key && contains(["virtio", "nvme-tcp"], d.bus)],
       [for key, d in local.disks : key if d.vm == each.key && d.bus == "scsi"],
     )
     content {
@@ -138,7 +137,7 @@ resource "libvirt_domain" "vm" {
           physical = d.physical_block_size
           min_io   = d.min_io_size
           opt_io   = d.opt_io_size
-        } if d.vm == each.key && d.bus != "nvme" && !d.rmw
+        } if d.vm == each.key && d.bus != "nvme"
       ]
     })
   }

@@ -24,7 +24,7 @@ output "vms" {
 }
 
 output "disks" {
-  description = "Per data disk (key vm/disk): bus, geometry, the serial the guest sees, the sector sizes the guest must report (and the minimum/optimal I/O sizes the device advertises, 0 for none), its added write latency (and the device-mapper device that adds it), and its read-modify-write cost."
+  description = "Per data disk (key vm/disk): bus, geometry, the serial the guest sees, the sector sizes the guest must report (and the minimum/optimal I/O sizes the device advertises, 0 for none)."
   value = {
     for key, d in local.disks : key => {
       vm                  = d.vm
@@ -39,14 +39,6 @@ output "disks" {
       opt_io_size         = d.opt_io_size
       size_bytes          = d.size_mib * 1048576
       volume              = libvirt_volume.data[key].id
-      latency             = d.latency
-      write_delay_ms      = d.write_delay_ms
-      # A disk with added latency is used through this dm-delay device over it (named by sectorlab.labdef).
-      mapper = d.mapper != "" ? d.mapper : null
-      # A read-modify-write disk is hot-plugged by sectorlab (QEMU reads the physical sector before
-      # an unaligned write, at most rmw_read_iops such reads per second).
-      rmw           = d.rmw
-      rmw_read_iops = d.rmw ? d.rmw_read_iops : null
     }
   }
 }

@@ -117,11 +117,6 @@ variable "vms" {
       size_mib       = number
       serial         = string
       backing_serial = string
-      latency        = string
-      write_delay_ms = number
-      mapper         = string
-      rmw            = bool
-      rmw_read_iops  = number
     }))
   }))
   default = {}
@@ -137,9 +132,5 @@ variable "vms" {
   validation {
     condition     = !anytrue(flatten([for vm in var.vms : [for d in vm.disks : d.bus == "nvme" && d.geometry == "sector512e"]]))
     error_message = "QEMU's emulated NVMe cannot present sector512e (the guest sees 512/512): use bus nvme-tcp."
-  }
-  validation {
-    condition     = alltrue(flatten([for vm in var.vms : [for d in vm.disks : !d.rmw || (d.bus == "virtio" && d.rmw_read_iops > 0)]]))
-    error_message = "rmw = true is built on bus virtio only, with rmw_read_iops > 0."
   }
 }

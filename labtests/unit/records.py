@@ -11,10 +11,10 @@ VM = {"console_log": "/c/lab1-console.log", "domain": "sectorlab-default-lab1",
       "guest": "debian12", "root_volume": "/var/lib/libvirt/images/sectorlab-default/lab1-root.qcow2",
       "ssh_host": "127.0.0.1", "ssh_port": 48049, "uuid": "8ca2c1dd-6825-5522-a72d-9fe1a492dfa7", "user": "lab",
       "key_file": "/c/id_ed25519", "host_key": "ssh-ed25519 AAAA lab1-host"}
-DISK = {"backing_serial": "", "bus": "virtio", "geometry": "sector4k", "latency": "none", "logical_block_size": 4096,
-        "mapper": None, "min_io_size": 0, "name": "virtio-sector4k", "opt_io_size": 0, "physical_block_size": 4096,
-        "rmw": False, "rmw_read_iops": None, "serial": "sl05-vblk-4k", "size_bytes": 536870912,
-        "volume": "/v/lab1-virtio-sector4k.qcow2", "vm": "lab1", "write_delay_ms": 0}
+DISK = {"backing_serial": "", "bus": "virtio", "geometry": "sector4k", "logical_block_size": 4096,
+        "min_io_size": 0, "name": "virtio-sector4k", "opt_io_size": 0, "physical_block_size": 4096,
+        "serial": "sl05-vblk-4k", "size_bytes": 536870912,
+        "volume": "/v/lab1-virtio-sector4k.qcow2", "vm": "lab1"}
 # In the order lab-up writes it: Terraform's outputs by name, then the login, what hot-plug learnt, the timing.
 RECORD = {
     "format": FORMAT, "lab": "default", "lab_file": "/repo/labs/default.toml", "libvirt_uri": "qemu:///system",

@@ -58,7 +58,10 @@ LAB_FILES = [
      + VM + '[[vm.disk]]\nbus = "scsi"\ngeometry = "odd"\n', "logical_block_size 4096 > physical_block_size 512"),
     ("io-sizes-on-nvme", VM + '[[vm.disk]]\nbus = "nvme"\ngeometry = "sector4k-iu16k"\n',
      "bus 'nvme' cannot present sector4k-iu16k"),
-    ("unknown-latency", VM + DISK + 'latency = "ssd"\n', "latency = 'ssd'"),
+    ("retired-latency", VM + DISK + 'latency = "hdd-7200"\n',
+     "latency = 'hdd-7200': dm-delay in the guest is retired"),
+    ("retired-write-latency", VM + DISK + 'write_latency_us = 4000\n',
+     "write_latency_us = 4000: dm-delay in the guest is retired"),
     ("unknown-key", VM + DISK + "sectors = 8\n", "unknown key 'sectors'"),
     ("not-toml", "[[vm]\n", "not valid TOML"),
     # What one VM's machine takes (labdef.layout_problem) and what a lab may hold.
@@ -71,15 +74,13 @@ LAB_FILES = [
     ("unknown-device", VM + DISK + 'device = "ssd9000"\n', "device = 'ssd9000': not a device profile of the catalog"),
     ("device-on-scsi", VM + '[[vm.disk]]\nbus = "scsi"\ngeometry = "sector512n"\ndevice = "hdd-15k"\n',
      "device = 'hdd-15k' on bus 'scsi': a device model is served over NBD to a hot-plugged virtio-blk or NVMe device"),
-    ("device-with-latency", VM + DISK + 'device = "hdd-15k"\nlatency = "hdd-7200"\n',
-     "device = 'hdd-15k' with latency: the device model is the disk's behaviour"),
-    ("device-with-rmw", VM + '[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512e"\ndevice = "floor"\nrmw = true\n',
-     "device = 'floor' with rmw = true"),
+    ("retired-rmw", VM + '[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512e"\nrmw = true\n',
+     "rmw = true: QEMU's paced read-modify-write reads are retired"),
     ("device-remote", '[lab]\nlibvirt_uri = "qemu+ssh://labhost/system"\n' + VM + DISK + 'device = "floor"\n',
      "device = ... on libvirt_uri qemu+ssh://labhost/system: a device model is served by nbdkit"),
     ("five-hot-plugged-disks", VM + "".join(f'[[vm.disk]]\nname = "m{i}"\nbus = "virtio"\ngeometry = "sector512n"\n'
                                             f'device = "floor"\n' for i in range(5)),
-     "5 disks with rmw = true or a device model: at most 4 per VM"),
+     "5 model-served virtio disks: at most 4 per VM"),
 ]
 
 

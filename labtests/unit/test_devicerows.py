@@ -21,10 +21,10 @@ HEADER = "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached
 
 def _disk(name: str, device: str = "nvme-512e") -> DiskRecord:
     return DiskRecord.from_json({
-        "backing_serial": None, "bus": "virtio", "geometry": "sector512e", "latency": "none",
-        "logical_block_size": 512, "mapper": None, "min_io_size": 4096, "name": name, "opt_io_size": 0,
-        "physical_block_size": 4096, "rmw": False, "rmw_read_iops": None, "serial": name, "size_bytes": 1 << 26,
-        "volume": "/x.sock", "vm": "lab1", "write_delay_ms": 0, "device": device}, "t")
+        "backing_serial": None, "bus": "virtio", "geometry": "sector512e",
+        "logical_block_size": 512, "min_io_size": 4096, "name": name, "opt_io_size": 0,
+        "physical_block_size": 4096, "serial": name, "size_bytes": 1 << 26,
+        "volume": "/x.sock", "vm": "lab1", "device": device}, "t")
 
 
 @pytest.fixture

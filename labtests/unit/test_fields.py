@@ -53,7 +53,7 @@ def test_lab_definition_defaults_come_from_the_table():
     vm, disk = lab.vms[0], lab.vms[0].disks[0]
     assert (lab.name, vm.name, vm.guest, vm.ssh_port) == ("default", "vm1", "debian12", 0)
     assert disk.size_mib == labdef.DISK_FIELDS.field("size_mib").default == labdef.DEFAULT_DISK_MIB
-    assert (disk.name, disk.serial, disk.latency, disk.rmw) == ("virtio-sector4k", "sl00-vblk-4k", None, None)
+    assert (disk.name, disk.serial, disk.device) == ("virtio-sector4k", "sl00-vblk-4k", None)
 
 
 def test_every_key_the_readers_take_is_in_a_table():

@@ -13,7 +13,7 @@ from labtests.unit import records
 from labtests.unit.records import RECORD
 from sectorlab.errors import SectorlabError, UsageError
 from sectorlab.lab import record
-from sectorlab.lab.record import DiskRecord, LabRecord, RmwNodes, Timing, VMRecord
+from sectorlab.lab.record import DiskRecord, LabRecord, Timing, VMRecord
 
 DISK = "lab1/virtio-sector4k"
 
@@ -35,16 +35,14 @@ def _broken(change) -> dict:
     (lambda d: d["vms"]["lab1"].update(ssh_port="22"), 'vms.lab1: ssh_port = "22": expected int'),
     (lambda d: d["vms"]["lab1"].update(console_log=3), "vms.lab1: console_log = 3: expected str or null"),
     (lambda d: d["vms"].update(lab2=[]), "vms.lab2: [] is not an object"),
-    (lambda d: d["disks"][DISK].update(rmw=1), "rmw = 1: expected bool"),
+    (lambda d: d["disks"][DISK].update(device=1), "device = 1: expected str or null"),
     (lambda d: d["disks"][DISK].update(logical_block_size=True), "logical_block_size = true: expected int"),
     (lambda d: d["disks"][DISK].update(size_bytes="512M"), 'size_bytes = "512M": expected int or float'),
-    (lambda d: d["disks"][DISK].update(rmw_nodes={"qemu_pid": "1", "throttle": "0x1", "blkdebug": "0x2"}),
-     f'disks.{DISK}: rmw_nodes: qemu_pid = "1": expected int'),
     (lambda d: d.update(timing=[]), "timing = []: expected dict or null"),
     (lambda d: d["timing"].pop("path"), "timing: no 'path'"),
     (lambda d: d["disks"][DISK].update(vm="lab9"), "vm 'lab9' is not one of the lab's VMs"),
 ], ids=["no-format", "newer-format", "format-text", "no-uri", "vm-field-missing", "disk-field-missing", "vms-list",
-        "port-text", "console-number", "vm-not-object", "rmw-number", "bool-size", "size-text", "rmw-nodes-pid",
+        "port-text", "console-number", "vm-not-object", "device-number", "bool-size", "size-text",
         "timing-list", "timing-no-path", "unknown-vm"])
 def test_another_shape_is_one_line_naming_the_field(tmp_path, change, says):
     path = tmp_path / "lab.json"
@@ -70,7 +68,7 @@ def test_a_record_as_lab_up_writes_it_loads(tmp_path):
     assert lab.to_json() == RECORD
     vm, disk = lab.vm("lab1"), lab.disk("lab1", "virtio-sector4k")
     assert isinstance(vm, VMRecord) and (vm.ssh_host, vm.ssh_port, vm.user) == ("127.0.0.1", 48049, "lab")
-    assert isinstance(disk, DiskRecord) and disk.key == DISK and disk.rmw_nodes is None
+    assert isinstance(disk, DiskRecord) and disk.key == DISK and disk.device is None
     assert lab.timing == Timing(path="warm", total_s=5.4, phases=RECORD["timing"]["phases"])
     path.write_text("{")
     with pytest.raises(UsageError, match="not JSON"):
@@ -86,21 +84,18 @@ def test_to_json_then_from_json_gives_the_same_record_and_the_same_text():
     bare = records.record()
     del bare["timing"]
     lab = LabRecord.from_json(bare, "lab.json")
-    assert lab.timing is None and lab.disk("lab1", "virtio-sector4k").rmw_nodes is None
-    assert lab.text() == json.dumps(bare, indent=2) and "rmw_nodes" not in lab.text()
-    nodes = {DISK: RmwNodes(qemu_pid=4242, throttle="0x500", blkdebug="0x600")}
-    learnt = lab.with_rmw_nodes(nodes)
-    assert learnt.to_json()["disks"][DISK]["rmw_nodes"] == {"qemu_pid": 4242, "throttle": "0x500", "blkdebug": "0x600"}
-    assert list(learnt.to_json()["disks"][DISK])[-1] == "rmw_nodes"
-    assert LabRecord.from_json(json.loads(learnt.text()), "again") == learnt
-    assert lab.disk("lab1", "virtio-sector4k").rmw_nodes is None, "with_rmw_nodes makes a new record"
+    assert lab.timing is None and lab.disk("lab1", "virtio-sector4k").device is None
+    assert lab.text() == json.dumps(bare, indent=2) and '"device"' not in lab.text()
+    served = dataclasses.replace(lab, disks={DISK: dataclasses.replace(lab.disks[DISK], device="hdd-7200")})
+    assert list(served.to_json()["disks"][DISK])[-1] == "device"
+    assert LabRecord.from_json(json.loads(served.text()), "again") == served
 
 
 def test_the_fields_are_the_records_one_list():
     """The check reads the dataclasses' fields: every key lab-up writes is a field, and no other."""
     assert [f.name for f in dataclasses.fields(LabRecord)] == list(RECORD)
     assert [f.name for f in dataclasses.fields(VMRecord)] == list(RECORD["vms"]["lab1"])
-    assert [f.name for f in dataclasses.fields(DiskRecord)] == list(RECORD["disks"][DISK]) + ["rmw_nodes", "device"]
+    assert [f.name for f in dataclasses.fields(DiskRecord)] == list(RECORD["disks"][DISK]) + ["device"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         records.vm().ssh_port = 22
 
@@ -123,21 +118,19 @@ def test_a_lab_records_helpers():
 
 
 def test_lab_up_writes_what_load_reads(tmp_path):
-    """lab-up's own writer (lab._lab_json over Terraform's outputs) gives a record of this format,
-    and keeps what hot-plug learnt of a read-modify-write disk from the lab.json before it."""
+    """lab-up's own writer (lab._lab_json over Terraform's outputs) gives a record of this format;
+    an old lab.json's keys this version does not know (rmw, rmw_nodes, latency) are ignored."""
     from sectorlab import lab as lab_mod
     from sectorlab import labdef
     (tmp_path / "host-lab1.pub").write_text("ssh-ed25519 AAAA lab1-host\n")
     outputs = {"libvirt_uri": "qemu:///system",
                "vms": {"lab1": {k: v for k, v in RECORD["vms"]["lab1"].items()
                                 if k not in ("user", "key_file", "host_key")}},
-               "disks": {DISK: {**RECORD["disks"][DISK], "rmw": True, "rmw_read_iops": 120}}}
+               "disks": {DISK: dict(RECORD["disks"][DISK])}}
     lab = labdef.validate({"vm": [{"name": "lab1", "disk": [{"bus": "virtio", "geometry": "sector4k"}]}]})
     written = lab_mod._lab_json(lab, tmp_path, outputs)
     assert written.format == record.FORMAT and LabRecord.from_json(json.loads(written.text()), "x") == written
-    assert written.vm("lab1").key_file == str(tmp_path / "id_ed25519") and written.disks[DISK].rmw_nodes is None
-    nodes = RmwNodes(qemu_pid=4242, throttle="0x500", blkdebug="0x600")
-    (tmp_path / "lab.json").write_text(written.with_rmw_nodes({DISK: nodes}).text())
-    assert lab_mod._lab_json(lab, tmp_path, outputs).disks[DISK].rmw_nodes == nodes
-    outputs["disks"][DISK]["rmw"] = False  # no longer a read-modify-write disk: nothing to keep
-    assert lab_mod._lab_json(lab, tmp_path, outputs).disks[DISK].rmw_nodes is None
+    assert written.vm("lab1").key_file == str(tmp_path / "id_ed25519")
+    old = json.loads(written.text())
+    old["disks"][DISK] |= {"rmw": False, "rmw_read_iops": None, "latency": "none", "mapper": None}
+    assert LabRecord.from_json(old, "an older lab.json") == written

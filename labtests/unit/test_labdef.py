@@ -271,9 +271,7 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
                               "size_mib": labdef.DEFAULT_DISK_MIB, "serial": "sl00-ntcp-512e",
-                              "backing_serial": "sl00-ntcp-512e-bk",
-                              "latency": "none", "write_delay_ms": 0, "mapper": "", "rmw": False,
-                              "rmw_read_iops": 0}
+                              "backing_serial": "sl00-ntcp-512e-bk"}
     iso = Path(vm["seed_iso"])
 
     def iso_file(name):
@@ -300,29 +298,14 @@ def _one_disk(extra: str):
                                          'geometry = "sector512n"\n' + extra))
 
 
-def test_latency_profile_from_the_catalog():
-    disk = _one_disk('latency = "hdd-7200"').vms[0].disks[0]
-    assert disk.latency.name == "hdd-7200" and disk.latency.write_delay_ms == 4
-    assert disk.name == "virtio-sector512n-hdd-7200" and disk.mapper == "/dev/mapper/virtio-sector512n-hdd-7200"
-    assert _one_disk('latency = "none"').vms[0].disks[0].latency is None
-    custom = _one_disk("write_latency_us = 3000").vms[0].disks[0].latency
-    assert (custom.name, custom.write_delay_ms) == ("custom-3ms", 3)
-
-
-@pytest.mark.parametrize("extra,message", [
-    ('latency = "ssd"', "latency = 'ssd': unknown latency profile; expected one of none, hdd-7200"),
-    ("latency = 4", "latency = 4: unknown latency profile"),
-    ("write_latency_us = 150", "write_latency_us = 150: the lab adds latency with dm-delay, which counts whole "
-                               "milliseconds; give a multiple of 1000"),
-    ("write_latency_us = -5", "write_latency_us = -5: expected 1000 to 1000000"),
-    ("write_latency_us = 5000000000", "write_latency_us = 5000000000: expected 1000 to 1000000"),
-    ('write_latency_us = "4ms"', "write_latency_us = '4ms': expected a whole number of microseconds"),
-    ('latency = "hdd-7200"\nwrite_latency_us = 4000', "give a named profile or a custom latency, not both"),
-])
-def test_bad_latency_is_one_clear_line(extra, message):
+@pytest.mark.parametrize("extra", ['latency = "hdd-7200"', 'latency = "none"', "write_latency_us = 3000"])
+def test_the_retired_latency_fields_are_refused_naming_what_replaces_them(extra):
     with pytest.raises(UsageError) as e:
         _one_disk(extra)
-    assert message in str(e.value) and "\n" not in str(e.value)
+    msg = str(e.value)
+    key, _, value = extra.partition(" = ")
+    assert f"{key} = {value.strip(chr(34)) if value.isdigit() else repr(value.strip(chr(34)))}" in msg, msg
+    assert "dm-delay in the guest is retired" in msg and 'device = "hdd-7200"' in msg and "\n" not in msg, msg
 
 
 def _disk_of(bus: str, geometry: str, extra: str):
@@ -330,59 +313,36 @@ def _disk_of(bus: str, geometry: str, extra: str):
                                          f'geometry = "{geometry}"\n' + extra))
 
 
-def test_rmw_on_a_512e_virtio_disk_carries_the_catalogs_read_budget(tmp_path):
-    from sectorlab import geometry, sshkeys
-    from sectorlab import lab as lab_mod
-    lab = _disk_of("virtio", "sector512e", "rmw = true")
-    disk = lab.vms[0].disks[0]
-    assert disk.name == "virtio-sector512e-rmw" and disk.rmw == geometry.read_modify_write()
-    assert disk.rmw.read_iops == 120 and round(disk.rmw.read_ms, 1) == 8.3
-    assert _disk_of("virtio", "sector512e", "rmw = false").vms[0].disks[0].rmw is None
-    sshkeys.generate("login").write(tmp_path / "id_ed25519")
-    sshkeys.generate("host").write(tmp_path / "host-lab1")
-    tf_disk = lab_mod.tfvars(lab, tmp_path, {"lab1": 40100}, "qemu", PUBLISHED, OWNER)["vms"]["lab1"]["disks"][0]
-    assert (tf_disk["rmw"], tf_disk["rmw_read_iops"]) == (True, 120)
-
-
-@pytest.mark.parametrize("bus,geometry,extra,message", [
-    ("virtio", "sector512n", "rmw = true", "rmw = true on sector512n (512/512, 512n): a read-modify-write happens "
-                                           "only where the physical sector is larger than the logical one"),
-    ("virtio", "sector4k", "rmw = true", "rmw = true on sector4k (4096/4096, native)"),
-    ("scsi", "sector512e", "rmw = true", "rmw = true on bus 'scsi': the read-modify-write disk is hot-plugged as a "
-                                         "virtio-blk device; a SCSI one is not built; use bus \"virtio\""),
-    ("nvme-tcp", "sector512e", "rmw = true", "rmw = true on bus 'nvme-tcp': the namespace is served by the guest's"),
-    ("nvme", "sector4k", "rmw = true", "rmw = true on sector4k (4096/4096, native)"),
-    ("virtio", "sector512e", 'rmw = "yes"', "rmw = 'yes': expected true or false"),
-    ("virtio", "sector512e", "rmw = 1", "rmw = 1: expected true or false"),
-])
-def test_bad_rmw_is_one_clear_line(bus, geometry, extra, message):
+@pytest.mark.parametrize("extra", ["rmw = true", "rmw = false"])
+def test_the_retired_rmw_field_is_refused_naming_the_device_profiles_that_replace_it(extra):
     with pytest.raises(UsageError) as e:
-        _disk_of(bus, geometry, extra)
-    assert message in str(e.value) and "\n" not in str(e.value)
+        _disk_of("virtio", "sector512e", extra)
+    msg = str(e.value)
+    assert f"{extra}: QEMU's paced read-modify-write reads are retired" in msg, msg
+    assert 'device = "hdd-7200"' in msg and '"nvme-512e"' in msg and "\n" not in msg, msg
 
 
-@pytest.mark.parametrize("rmw", ["", "rmw = true\n"])
-def test_a_custom_geometry_with_a_larger_physical_sector_is_refused_on_nvme(rmw):
+@pytest.mark.parametrize("device", ["", 'device = "floor"\n'])
+def test_a_custom_geometry_with_a_larger_physical_sector_is_refused_on_nvme(device):
     """The bus refuses any geometry whose physical sector is larger than its logical one, not only
-    the catalog's sector512e: a lab's own 512/8192 geometry on nvme (with or without rmw) is refused
-    naming it, its sizes and why. Before, it passed validation, and with rmw = true only the
-    read-modify-write was refused."""
+    the catalog's sector512e: a lab's own 512/8192 geometry on nvme (model-served or not) is refused
+    naming it, its sizes and why."""
     with pytest.raises(UsageError, match=r"bus 'nvme' cannot present ae8k \(512/8192\): QEMU's emulated NVMe never "
                                          r"reports a physical sector larger than the logical one"):
         labdef.validate(tomllib.loads('[geometry.ae8k]\nlogical_block_size = 512\nphysical_block_size = 8192\n'
                                       '[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "nvme"\ngeometry = "ae8k"\n'
-                                      + rmw))
+                                      + device))
 
 
-def test_too_many_rmw_disks_on_one_vm():
-    disks = "".join(f'[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512e"\nname = "r{i}"\nrmw = true\n'
-                    for i in range(labdef.MAX_RMW_PER_VM + 1))
-    with pytest.raises(UsageError, match=f"{labdef.MAX_RMW_PER_VM + 1} disks with rmw = true or a device model: "
-                                         f"at most {labdef.MAX_RMW_PER_VM} per VM"):
+def test_too_many_model_served_virtio_disks_on_one_vm():
+    disks = "".join(f'[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512e"\nname = "r{i}"\ndevice = "floor"\n'
+                    for i in range(labdef.MAX_HOTPLUG_PER_VM + 1))
+    with pytest.raises(UsageError, match=f"{labdef.MAX_HOTPLUG_PER_VM + 1} model-served virtio disks: "
+                                         f"at most {labdef.MAX_HOTPLUG_PER_VM} per VM"):
         labdef.validate(tomllib.loads('[[vm]]\nname = "lab1"\n' + disks))
 
 
-@pytest.mark.parametrize("disk", ['latency = "ssd"', "write_latency_us = -5", "rmw = true"])
+@pytest.mark.parametrize("disk", ['latency = "hdd-7200"', 'device = "ssd9000"', "rmw = true"])
 def test_lab_up_with_a_bad_behaviour_exits_2_and_starts_nothing(disk, tmp_path, isolated_cache, monkeypatch, capsys):
     from sectorlab import cli, images
     from sectorlab import lab as lab_mod
@@ -423,18 +383,17 @@ def test_a_model_served_disk_stays_out_of_terraform_and_gets_its_record_and_slot
     lab = labdef.validate(tomllib.loads(
         '[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n'
         '[[vm.disk]]\nname = "plain"\nbus = "virtio"\ngeometry = "sector512n"\n'
-        '[[vm.disk]]\nname = "r"\nbus = "virtio"\ngeometry = "sector512e"\nrmw = true\n'
         '[[vm.disk]]\nbus = "virtio"\ngeometry = "sector4k"\ndevice = "hdd-15k"\nsize_mib = 64\n'))
-    disk = lab.vms[0].disks[2]
+    disk = lab.vms[0].disks[1]
     assert (disk.name, disk.device, disk.hotplugged) == ("virtio-sector4k-hdd-15k", "hdd-15k", True)
     rec = modelled.records(lab)
     entry = rec["lab1/virtio-sector4k-hdd-15k"]
     assert entry["volume"] == str(modelled.SERVE_DIR / "m" / "virtio-sector4k-hdd-15k" / "disk.sock")
     assert (entry["logical_block_size"], entry["physical_block_size"], entry["size_bytes"]) == (4096, 4096, 64 << 20)
     records = [DiskRecord.from_json(e, "t") for e in rec.values()]
-    rmw_disk = DiskRecord.from_json({**entry, "name": "r", "rmw": True, "device": None, "rmw_read_iops": 120}, "t")
-    plan = hotplug.models_plan(records + [rmw_disk])
-    assert [(dev, addr) for dev, addr, _ in plan] == [("model0", "0x15")]  # below the rmw disk's 0x16
+    plain = DiskRecord.from_json({**entry, "name": "plain", "device": None}, "t")
+    plan = hotplug.models_plan(records + [plain])
+    assert [(dev, addr, d.name) for dev, addr, d in plan] == [("model0", "0x16", "virtio-sector4k-hdd-15k")]
 
 
 def test_model_served_disks_are_refused_past_half_the_hosts_memory():

@@ -55,10 +55,10 @@ def test_bad_remote_uris_are_refused_in_one_line(uri, says):
     assert "write" in msg or "give" in msg  # what to do
 
 
-def test_a_read_modify_write_disk_is_refused_on_a_remote_host(tmp_path):
+def test_a_model_served_disk_is_refused_on_a_remote_host(tmp_path):
     data = lab_with(lab={"name": "t", "libvirt_uri": "qemu+ssh://root@box/system"})
-    data["vm"][0]["disk"] = [{"bus": "virtio", "geometry": "sector512e", "rmw": True}]
-    refused(data, "rmw = true on libvirt_uri qemu+ssh://root@box/system", "qemu:///system")
+    data["vm"][0]["disk"] = [{"bus": "virtio", "geometry": "sector512e", "device": "hdd-7200"}]
+    refused(data, "device = ... on libvirt_uri qemu+ssh://root@box/system", "qemu:///system")
 
 
 def test_no_ssh_connection_is_made_for_this_host():

@@ -11,21 +11,22 @@ def _disk(name: str, vm: str = "lab1", **changes):
     return records.disk(name=name, vm=vm, serial=f"s-{name}", **changes)
 
 
-SLOW = {"latency": "hdd-7200", "write_delay_ms": 4, "mapper": "/dev/mapper/slow"}
+SLOW = {"device": "hdd-7200", "volume": "/run/sectorlab/devices/default/slow/disk.sock"}
 
 
 def test_behaviour_disks_are_two_plain_and_one_slow_of_one_bus_and_geometry():
-    lab = records.lab({"lab1": records.vm()}, [_disk("a"), _disk("b"), _disk("slow", **SLOW),
-                                                _disk("other-bus", bus="scsi")])
+    # a slow 512e disk first (the read-modify-write scenario's), whose geometry no two plain disks have
+    lab = records.lab({"lab1": records.vm()}, [_disk("a-512e", geometry="sector512e", **SLOW), _disk("a"),
+                                                _disk("b"), _disk("slow", **SLOW), _disk("other-bus", bus="scsi")])
     vm, fast, slow = requires.behaviour_disks_of(lab)
     assert (vm, [d.name for d in fast], [d.name for d in slow]) == ("lab1", ["a", "b"], ["slow"])
-    assert slow[0].latency_profile.expected_write_p50_ms is not None
 
 
 @pytest.mark.parametrize("disks", [
     [_disk("a"), _disk("slow", **SLOW)],  # one plain disk only
     [_disk("a"), _disk("b", geometry="sector512n"), _disk("slow", **SLOW)],  # the second of another geometry
-    [_disk("a"), _disk("b"), _disk("custom", latency="custom-4ms", write_delay_ms=4)],  # no documented range
+    [_disk("a"), _disk("b"), _disk("floor", device="floor")],  # a model that writes for free is not slow
+    [_disk("a"), _disk("flash", device="floor"), _disk("slow", **SLOW)],  # a model-served disk is not plain
     [_disk("a"), _disk("b")],
 ])
 def test_no_behaviour_disks_without_the_whole_set(disks):
@@ -35,15 +36,19 @@ def test_no_behaviour_disks_without_the_whole_set(disks):
         requires.require(requires.behaviour_disks_of(lab), requires.BEHAVIOURS)
 
 
-def test_rmw_pair_is_a_plain_twin_on_the_same_vm():
+E512 = {"geometry": "sector512e", "logical_block_size": 512, "physical_block_size": 4096}
+
+
+def test_rmw_pair_is_a_model_served_512e_disk_and_a_plain_twin_on_the_same_vm():
     lab = records.lab({"lab1": records.vm(), "lab2": records.vm(domain="d2")},
-                      [_disk("rmw", rmw=True, geometry="sector512e"), _disk("twin-elsewhere", vm="lab2",
-                                                                              geometry="sector512e"),
-                       _disk("twin", geometry="sector512e")])
+                      [_disk("floor", device="floor", **E512), _disk("rmw", device="hdd-7200", **E512),
+                       _disk("twin-elsewhere", vm="lab2", **E512), _disk("twin", **E512)])
     vm, rmw, twin = requires.rmw_pair_of(lab)
     assert (vm, rmw.name, twin.name) == ("lab1", "rmw", "twin")
-    alone = records.lab({"lab1": records.vm()}, [_disk("rmw", rmw=True, geometry="sector512e")])
+    alone = records.lab({"lab1": records.vm()}, [_disk("rmw", device="hdd-7200", **E512)])
     assert requires.rmw_pair_of(alone) is None
+    native = records.lab({"lab1": records.vm()}, [_disk("rmw", device="hdd-7200"), _disk("twin")])  # 4k: no RMW
+    assert requires.rmw_pair_of(native) is None
 
 
 def test_first_disk_skips_disks_with_something_added():

@@ -130,8 +130,8 @@ def _disk_tests(by_bs: dict[int, list[Run]], c: dict | None) -> list[str]:
 
 
 def _race_and_rmw(bs: int, runs: list[Run]) -> list[str]:
-    """At one BLOCKSIZE: who won a raced run's log writes, and the read-modify-write reads traced from
-    the host."""
+    """At one BLOCKSIZE: who won a raced run's log writes, and (in a bench made before the device
+    models, whose runs have an "rmw" entry) the read-modify-write reads QEMU made."""
     out = []
     ran = [r for r in runs if r.report]
     wins = [race_wins(r.report) for r in ran if race_wins(r.report)]

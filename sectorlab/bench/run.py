@@ -17,7 +17,6 @@ report.write() makes the report. The lab comes down at the end, also on an error
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
 import shlex
@@ -26,7 +25,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import guestdisks, images, rmw
+from .. import guestdisks, images
 from .. import lab as lab_mod
 from ..errors import SectorlabError
 from ..inguest import rules
@@ -100,7 +99,7 @@ class Bench:
 
     # -- the guest --------------------------------------------------------------------------------
     def paths(self) -> dict[str, str]:
-        """Each declared disk's device in the guest (its dm-delay device for a disk with latency)."""
+        """Each declared disk's device in the guest."""
         declared = list(self.entries.values())
         seen = lab_mod.probe(self.guest, declared)["disks"]
         out = {}
@@ -108,7 +107,7 @@ class Bench:
             dev = seen.get(d.serial)
             if dev is None:
                 raise SectorlabError(f"{self.vm}: declared disk {name} (serial {d.serial}) is not in the guest")
-            out[name] = d.mapper or dev.path
+            out[name] = dev.path
         return out
 
     def sectors_of(self, path: str) -> tuple[int, int]:
@@ -166,14 +165,9 @@ class Bench:
         if not result.ok:
             raise SectorlabError(f"{rid}: the warm-up '{shlex.join(warmup)}' exited {result.rc}: "
                                  f"{result.stderr.strip()[-400:]}")
-        entry = self.entries[target.disk.name] if target.disk else None
-        traced = entry is not None and entry.rmw
         members = [self.entries[d.name] for d in (target.disk, target.race) if d]  # the race's member too
         models = devicerows.Window(self.data.lab, [e for e in members if e.device])
-        # On a read-modify-write disk QEMU's reads are traced from the host for the measured run.
-        with (rmw.ReadTrace(self.data.libvirt_uri, self.domain) if traced else contextlib.nullcontext()) as trace:
-            result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json",
-                                    timeout=w.duration_s + 300)
+        result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json", timeout=w.duration_s + 300)
         models.check_alive(rid)  # a model that died: that is why the run failed, or its results are void
         if not result.ok:
             raise SectorlabError(f"{rid}: '{shlex.join(command)}' exited {result.rc}: {result.stderr.strip()[-400:]}")
@@ -184,8 +178,6 @@ class Bench:
         self.commands += [shlex.join(warmup) + "  # warm-up", shlex.join(command)]
         out = {"report": f"runs/{rid}.json", "events": f"runs/{rid}.csv", "command": shlex.join(command),
                "warmup_command": shlex.join(warmup)}
-        if traced:
-            out["rmw"] = trace.reads(entry).as_dict()
         if models.disks:
             out["device_trace"] = models.rows(runs_dir, rid, self.results)
         return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from .. import accel, doctor, geometry
+from ..devices import profiles as device_profiles
 
 
 def cmd_doctor(args) -> int:
@@ -26,8 +27,8 @@ def cmd_geometries(args) -> int:
     if args.json:
         print(json.dumps({"geometries": {n: g.as_dict() for n, g in catalog.items()},
                           "buses": geometry.buses(),
-                          "latency_profiles": {n: p.as_dict() for n, p in geometry.latency_profiles().items()},
-                          "read_modify_write": geometry.read_modify_write().as_dict()},
+                          "device_profiles": {n: {"description": p.description, "params": p.params}
+                                              for n, p in device_profiles.profiles().items()}},
                          indent=2))
         return 0
     width = max(len(n) for n in catalog)
@@ -45,10 +46,7 @@ def cmd_geometries(args) -> int:
         print(f"{bus:<9} {info['description']}; cannot present: {missing or '-'}"
               + (f" (nor any geometry {' or '.join(nor)})" if nor else ""))
     print()
-    for p in geometry.latency_profiles().values():
-        print(f"latency = {p.name!r:<11} +{p.write_delay_ms} ms per write  {p.description}")
-    print()
-    r = geometry.read_modify_write()
-    refused = ", ".join(bus for bus, info in geometry.buses().items() if info.get("rmw_unsupported"))
-    print(f"rmw = true   {r.read_iops} reads/s ({r.read_ms:.1f} ms each; not on {refused})  {r.description}")
+    width = max(len(n) for n in device_profiles.profiles()) + 2
+    for p in device_profiles.profiles().values():
+        print(f"device = {p.name!r:<{width}} {p.description}")
     return 0

@@ -90,8 +90,8 @@ def measure(record: LabRecord, models: list[str], rounds: int, seconds: int, pro
     vm_name, vm = next(iter(record.vms.items()))
     guest = guests_from_lab_json(record)[vm_name]
     guest.connect()
-    qcow = next((d for d in record.disks.values() if d.vm == vm_name and d.bus == "virtio" and not d.rmw
-                 and not d.mapper and d.logical_block_size == 512 and d.physical_block_size == 512), None)
+    qcow = next((d for d in record.disks.values() if d.vm == vm_name and d.bus == "virtio"
+                 and not d.device and d.logical_block_size == 512 and d.physical_block_size == 512), None)
     if qcow is None:
         raise UsageError(f"lab {record.lab}: no plain 512n virtio disk on {vm_name} to compare with")
     targets = [Target(f"qcow2 volume ({qcow.name})", f"/dev/disk/by-id/virtio-{qcow.serial}")]

@@ -5,6 +5,7 @@ on a Unix socket, with its pid, identity, log and trace in one directory of its 
     d = DeviceServer(directory, size=1 << 30, params=profile.params)
     d.start()          # returns when the socket accepts
     ... nbd+unix:///?socket={d.socket} ...
+    d.fail(); d.heal() # its writes fail with EIO from now on; they work again
     d.stop()           # SIGTERM to that very process (pid and start time), then its trace is complete
 """
 
@@ -100,6 +101,21 @@ class DeviceServer:
             time.sleep(0.02)
         self.identity_file.unlink(missing_ok=True)
         return True
+
+    def fail(self) -> None:
+        """Every write, zero, flush and trim fails with EIO from the model's next request on (a member
+        that fails at this moment: SIGUSR1 to that very process); reads still work."""
+        self._signal(signal.SIGUSR1, "fail")
+
+    def heal(self) -> None:
+        """The writes work again (SIGUSR2)."""
+        self._signal(signal.SIGUSR2, "heal")
+
+    def _signal(self, sig: signal.Signals, what: str) -> None:
+        pid = self.pid()
+        if pid is None:
+            raise SectorlabError(f"the device model of {self.name} does not run ({self.directory}): nothing to {what}")
+        os.kill(pid, sig)
 
     def uri(self) -> str:
         return f"nbd+unix:///?socket={self.socket}"

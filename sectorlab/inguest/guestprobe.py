@@ -13,16 +13,11 @@ Argument: one JSON object
   wait            how many seconds to wait for them
   pristine_bytes  check that the first and last this many bytes of those disks are zeros (0: no)
   lsblk           the lsblk command line to run (sectorlab.guestdisks.LSBLK_COMMAND, split)
-  delays          [{serial, name, delay_ms}]: give each of those disks a dm-delay device
-                  /dev/mapper/<name> that adds delay_ms to every write (reads and the rest
-                  untouched); an existing one with another table is reloaded
 Output: one JSON object
   behind_s  how far the guest's clock was behind (null if not stepped)
   waited_s  how long the serials took to appear
   lsblk     lsblk's output (parsed on the host by sectorlab.guestdisks)
   dirty     device paths that are not all zeros at either end
-  mappers   {name: {path, table, logical_block_size, physical_block_size}} for the delays
-  kernel_hz the guest kernel's timer frequency (dm-delay rounds a delay up to its ticks), or null
 """
 
 import json
@@ -85,53 +80,6 @@ def not_zero(path, nbytes):
         os.close(fd)
 
 
-def delay_table(dev, delay_ms):
-    """dm-delay's table for `dev`: writes wait delay_ms; reads and flushes pass at once (an
-    O_DSYNC write to a disk with a volatile write cache and no FUA is a write and a flush: one
-    delay per write, as a disk without write cache has)."""
-    sectors = subprocess.run(["blockdev", "--getsz", dev], check=True, capture_output=True, text=True).stdout.strip()
-    return f"0 {sectors} delay {dev} 0 0 {dev} 0 {delay_ms} {dev} 0 0"
-
-
-def _dev_numbers(table):
-    """A table with device paths as dmsetup prints it back (major:minor)."""
-    out = []
-    for word in table.split():
-        if word.startswith("/dev/"):
-            st = os.stat(word)
-            word = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-        out.append(word)
-    return " ".join(out)
-
-
-def ensure_delay(name, dev, delay_ms):
-    """/dev/mapper/<name> as dm-delay over dev; returns what the guest shows of it."""
-    table = delay_table(dev, delay_ms)
-    shown = subprocess.run(["dmsetup", "table", name], capture_output=True, text=True)
-    if shown.returncode != 0:
-        subprocess.run(["dmsetup", "create", name, "--table", table], check=True, capture_output=True, text=True)
-    elif shown.stdout.split() != _dev_numbers(table).split():
-        for args in (["reload", name, "--table", table], ["resume", name]):
-            subprocess.run(["dmsetup", *args], check=True, capture_output=True, text=True)
-    path = f"/dev/mapper/{name}"
-    sizes = subprocess.run(["blockdev", "--getss", "--getpbsz", path], check=True, capture_output=True,
-                           text=True).stdout.split()
-    return {"path": path, "table": subprocess.run(["dmsetup", "table", name], check=True, capture_output=True,
-                                                  text=True).stdout.strip(),
-            "logical_block_size": int(sizes[0]), "physical_block_size": int(sizes[1])}
-
-
-def kernel_hz():
-    try:
-        with open(f"/boot/config-{os.uname().release}") as f:
-            for line in f:
-                if line.startswith("CONFIG_HZ="):
-                    return int(line.split("=", 1)[1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
 def probe(request):
     behind = step_clock() if request.get("clock") else None
     nvme_tcp = set(request.get("nvme_tcp") or [])
@@ -153,10 +101,7 @@ def probe(request):
     waited = time.monotonic() - start
     nbytes = request.get("pristine_bytes", 0)
     dirty = [found[s] for s in sorted(wanted & set(found)) if nbytes and not_zero(found[s], nbytes)]
-    delays = [d for d in request.get("delays", []) if d["serial"] in found]
-    mappers = {d["name"]: ensure_delay(d["name"], found[d["serial"]], d["delay_ms"]) for d in delays}
-    return {"behind_s": behind, "waited_s": round(waited, 2), "lsblk": text, "dirty": dirty, "mappers": mappers,
-            "kernel_hz": kernel_hz() if delays else None}
+    return {"behind_s": behind, "waited_s": round(waited, 2), "lsblk": text, "dirty": dirty}
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import geometry as geo
-from .. import guestdisks, libvirt, rmw
+from .. import guestdisks, libvirt
 from ..guest import Guest
 from ..inguest import guestprobe
 from .record import DiskRecord, LabRecord
@@ -44,13 +44,11 @@ def probe(guest: Guest, declared: list[DiskRecord], wait: float = 0.0, clock: bo
     start its NVMe/TCP targets if their namespaces are not visible, wait up to `wait` s for the
     declared serials, list its disks, and with `pristine` name the declared disks whose first or
     last 64 KiB are not zeros (where partition tables, signatures and the scenarios' first redo
-    blocks go). Disks with added latency get their dm-delay device (created or corrected)."""
+    blocks go)."""
     request = {"clock": clock,
                "nvme_tcp": sorted(d.serial for d in declared if d.bus == "nvme-tcp"),
                "serials": sorted(d.serial for d in declared), "wait": wait,
-               "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split(),
-               "delays": [{"serial": d.serial, "name": Path(d.mapper).name, "delay_ms": d.write_delay_ms}
-                          for d in declared if d.mapper]}
+               "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split()}
     command = f"sudo -n python3 -c {shlex.quote(PROBE.read_text())} {shlex.quote(json.dumps(request))}"
     text = guest.check_output(command, timeout=wait + 120,
                               answer=(guestprobe.CLOCK_QUESTION, lambda: repr(time.time())))
@@ -78,10 +76,6 @@ def verify(data: LabRecord, guests: dict[str, Guest], progress: Progress, wait: 
             progress(f"{vm_name}: clock stepped {abs(behind):.1f} s {'forward' if behind >= 0 else 'back'}")
         if wait:
             progress(f"{vm_name}: every declared disk visible after {result['waited_s']:.1f} s")
-        hz = result.get("kernel_hz")
-        if hz:
-            progress(f"{vm_name}: dm-delay's delays are served in the guest kernel's timer ticks of {1000 / hz:g} ms "
-                     f"(CONFIG_HZ={hz}), one tick after the one asked for")
         seen = result["disks"]
         for d in sorted(declared, key=lambda d: d.name):
             dev = seen.get(d.serial)
@@ -97,22 +91,7 @@ def verify(data: LabRecord, guests: dict[str, Guest], progress: Progress, wait: 
             mark = "" if got == want else f" (want {want})"
             if mark:
                 problems.append(f"{dev.path}: {got}, expected {want} ({d.geometry})")
-            path = dev.path
-            if d.mapper:
-                mapper = result["mappers"].get(Path(d.mapper).name)
-                if mapper is None:
-                    problems.append(f"{vm_name}/{d.name}: no dm-delay device over {dev.path}")
-                    path += " -> MISSING dm-delay"
-                else:
-                    seen_sizes = f"{mapper['logical_block_size']}/{mapper['physical_block_size']}"
-                    sectors = f"{d.logical_block_size}/{d.physical_block_size}"
-                    if seen_sizes != sectors:
-                        problems.append(f"{mapper['path']}: {seen_sizes}, expected {sectors} as the disk under it")
-                        got += f", {mapper['path']} {seen_sizes}"
-                    effective = f", ~{geo.effective_delay_ms(d.write_delay_ms, hz):g} ms" if hz else ""
-                    path += f" -> {mapper['path']} (dm-delay {d.write_delay_ms} ms{effective}/write)"
-            if d.rmw:
-                path += f" ({rmw.describe(d)})"
+            path = dev.path + (f" (device model {d.device})" if d.device else "")
             rows.append([vm_name, d.name, d.serial, d.bus, d.geometry, path, got + mark])
         problems += [f"{path}: not empty at lab-up (expected a fresh volume)" for path in result["dirty"]]
     return rows, problems

@@ -1,18 +1,15 @@
 """Hot-plug over QEMU's monitor: the devices a lab's domains get after their guest is up, on the
 cold and the warm path alike (the guest's ACPI PCI hot-plug finds them), in PCI slots of their own:
-read-modify-write disks from 0x16 down, NVMe controllers from 0x18 up (libvirt fills slots from 0x2
-up; virtio-net sits at 0x17).
+model-served virtio disks from 0x16 down, NVMe controllers from 0x18 up (libvirt fills slots from
+0x2 up; virtio-net sits at 0x17).
 
 - The emulated NVMe controllers: QEMU 7.2's cannot be saved ("non-migratable device"), so none is
   in the domain, whose state sectorlab/warm.py saves; `hotplug_nvme` adds each, with its sector
   sizes; `unplug_nvme` takes one away (a namespace formatted in the guest is then back at its
   declared geometry when it is added again).
-- The read-modify-write disks (sectorlab/rmw.py): three block nodes that libvirt 9.0 cannot express
-  under a virtio-blk device; `hotplug_rmw` adds them, tracing the nodes' opening so that rmw.py can
-  tell their addresses in QEMU's log.
 - The model-served disks (sectorlab/lab/modelled.py): QEMU's NBD client on the disk's Unix socket;
-  `hotplug_models` adds the virtio-blk ones, in the slots below the read-modify-write disks'
-  (models_plan), and `hotplug_nvme` the NVMe ones, as any NVMe disk.
+  `hotplug_models` adds the virtio-blk ones (models_plan), and `hotplug_nvme` the NVMe ones, as any
+  NVMe disk.
 
 QEMU's monitor is reached through virsh (LibvirtHost.qmp of the domain's libvirt host).
 """
@@ -21,11 +18,12 @@ from __future__ import annotations
 
 import time
 
-from .. import labdef, libvirt, rmw
+from .. import labdef, libvirt
 from ..errors import SectorlabError
 from .record import DiskRecord
 
 NVME_FIRST_SLOT = 0x18
+MODEL_FIRST_SLOT = 0x16  # model-served virtio disks, downwards
 
 
 def qmp(uri: str, domain: str, execute: str, **arguments) -> object:
@@ -98,8 +96,8 @@ def unplug_nvme(uri: str, domain: str, disks: list[DiskRecord], serial: str, tim
 
 
 def _backing(d: DiskRecord) -> dict:
-    """The block node of a hot-plugged disk (without its name): its volume, a qcow2 file opened with
-    O_DIRECT; or, for a model-served disk, QEMU's NBD client on the model's Unix socket."""
+    """The block node of a hot-plugged NVMe disk (without its name): its volume, a qcow2 file opened
+    with O_DIRECT; or, for a model-served disk, QEMU's NBD client on the model's Unix socket."""
     if d.device:
         return {"driver": "raw", "file": {"driver": "nbd", "server": {"type": "unix", "path": d.volume}}}
     return {"driver": "qcow2", "cache": {"direct": True},
@@ -115,51 +113,15 @@ def _block_nodes(uri: str, domain: str) -> set[str]:
     return {n["node-name"] for n in qmp(uri, domain, "query-named-block-nodes", flat=True) or []}
 
 
-def hotplug_rmw(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:
-    """Add the read-modify-write disks the running domain lacks; returns the device ids added."""
-    planned = rmw.plan(disks)
-    if not planned:  # most labs: no monitor round trip on their lab-up
-        return []
-    present = peripherals(uri, domain)
-    todo = [(dev, addr, d) for dev, addr, d in planned if dev not in present]
-    if not todo:
-        return []
-    qmp(uri, domain, "trace-event-set-state", name=rmw.OPEN_EVENT, enable=True)
-    try:
-        for dev, addr, d in todo:
-            _plug_rmw(uri, domain, dev, addr, d)
-    finally:
-        qmp(uri, domain, "trace-event-set-state", name=rmw.OPEN_EVENT, enable=False)
-    return [dev for dev, _, _ in todo]
-
-
-def _plug_rmw(uri: str, domain: str, dev: str, addr: str, d: DiskRecord) -> None:
-    """The nodes and the device `dev` (at PCI slot `addr`) of one disk, into a QEMU that has none of
-    them (nothing unplugs one: the device goes with its QEMU process)."""
-    qmp(uri, domain, "object-add", **{"qom-type": "throttle-group", "id": f"{dev}-reads",
-                                      "limits": {"iops-read": d.rmw_read_iops}})
-    qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-qcow2", **_backing(d)})
-    qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-throttle", "driver": "throttle",
-                                        "throttle-group": f"{dev}-reads", "file": f"{dev}-qcow2"})
-    qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-drive", "driver": "blkdebug",
-                                        "align": d.physical_block_size, "image": f"{dev}-throttle"})
-    # as <qemu:override> gives a cold disk
-    hints = {k: v for k, v in (("min_io_size", d.min_io_size), ("opt_io_size", d.opt_io_size)) if v}
-    qmp(uri, domain, "device_add", driver="virtio-blk-pci", id=dev, drive=f"{dev}-drive", serial=d.serial,
-        logical_block_size=d.logical_block_size, physical_block_size=d.physical_block_size,
-        bus="pci.0", addr=addr, **hints)
-
-
 def models_plan(disks: list[DiskRecord]) -> list[tuple[str, str, DiskRecord]]:
-    """The VM's model-served disks in a fixed order, each as (its device id, its PCI slot, the
-    disk): the slots below the read-modify-write disks', downwards (labdef.layout_problem counts
-    both against MAX_RMW_PER_VM)."""
-    below = len(rmw.plan(disks))
+    """The VM's model-served virtio disks in a fixed order, each as (its device id, its PCI slot, the
+    disk): from MODEL_FIRST_SLOT downwards (labdef.layout_problem counts them against
+    MAX_HOTPLUG_PER_VM)."""
     models = sorted((d for d in disks if d.device and d.bus == "virtio"), key=lambda d: d.name)
-    if below + len(models) > labdef.MAX_RMW_PER_VM:
-        raise SectorlabError(f"{below + len(models)} hot-plugged virtio disks on one VM; at most "
-                             f"{labdef.MAX_RMW_PER_VM} fit its PCI slots")
-    return [(f"model{i}", f"0x{rmw.FIRST_SLOT - below - i:x}", d) for i, d in enumerate(models)]
+    if len(models) > labdef.MAX_HOTPLUG_PER_VM:
+        raise SectorlabError(f"{len(models)} model-served virtio disks on one VM; at most "
+                             f"{labdef.MAX_HOTPLUG_PER_VM} fit its PCI slots")
+    return [(f"model{i}", f"0x{MODEL_FIRST_SLOT - i:x}", d) for i, d in enumerate(models)]
 
 
 def hotplug_models(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:

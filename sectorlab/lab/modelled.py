@@ -48,11 +48,11 @@ def records(lab: labdef.Lab) -> dict[str, dict]:
                 continue
             g = d.geometry
             out[f"{vm.name}/{d.name}"] = {
-                "backing_serial": None, "bus": d.bus, "geometry": g.name, "latency": "none",
-                "logical_block_size": g.logical_block_size, "mapper": None, "min_io_size": g.min_io_size,
+                "backing_serial": None, "bus": d.bus, "geometry": g.name,
+                "logical_block_size": g.logical_block_size, "min_io_size": g.min_io_size,
                 "name": d.name, "opt_io_size": g.opt_io_size, "physical_block_size": g.physical_block_size,
-                "rmw": False, "rmw_read_iops": None, "serial": d.serial, "size_bytes": d.size_mib << 20,
-                "volume": str(server(lab.name, d.name).socket), "vm": vm.name, "write_delay_ms": 0,
+                "serial": d.serial, "size_bytes": d.size_mib << 20,
+                "volume": str(server(lab.name, d.name).socket), "vm": vm.name,
                 "device": d.device}
     return out
 

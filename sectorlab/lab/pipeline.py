@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from .. import accel as accel_mod
-from .. import images, labdef, libvirt, rmw, warm
+from .. import images, labdef, libvirt, warm
 from ..errors import SectorlabError, UsageError
 from ..guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, console_says_ready
 from ..paths import write_atomic
@@ -280,14 +280,9 @@ class LabUp:
             added = hotplug.hotplug_nvme(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
-            added = hotplug.hotplug_rmw(self.uri, domain, disks)
-            if added:
-                self.progress(f"{name}: hot-plugged read-modify-write disk(s) {', '.join(added)}")
             added = hotplug.hotplug_models(self.uri, domain, disks)
             if added:
                 self.progress(f"{name}: hot-plugged model-served disk(s) {', '.join(added)}")
-            learnt = rmw.trace_nodes(self.uri, domain, disks)
-            self.data = self.data.with_rmw_nodes({f"{name}/{disk}": nodes for disk, nodes in learnt.items()})
         return "disk check"
 
     def phase_verify(self) -> str:
@@ -325,12 +320,7 @@ def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> record.LabRecord:
     for name, vm in outputs["vms"].items():
         vms[name] = {**vm, "user": LAB_USER, "key_file": str(state / "id_ed25519"),
                      "host_key": (state / f"host-{name}.pub").read_text().strip()}
-    made = record.LabRecord.from_json({"format": record.FORMAT, "lab": lab.name, "lab_file": str(lab.path),
+    return record.LabRecord.from_json({"format": record.FORMAT, "lab": lab.name, "lab_file": str(lab.path),
                                        "libvirt_uri": outputs["libvirt_uri"], "vms": vms,
                                        "disks": {**outputs["disks"], **modelled.records(lab)}},
                                       "lab.json")
-    # What hot-plug learnt of a running QEMU stays until that QEMU goes (rmw.trace_nodes checks it).
-    old = _record_or_none(state)
-    kept = {} if old is None else {key: d.rmw_nodes for key, d in old.disks.items()
-                                   if d.rmw_nodes and key in made.disks and made.disks[key].rmw}
-    return made.with_rmw_nodes(kept)

@@ -1,17 +1,16 @@
 """lab.json, the record of a running lab: what lab-up wrote for status, hot-plug, the bench and the
 scenarios (SSH endpoints, keys, pinned host keys, every declared disk), read as typed records:
-LabRecord, its VMRecord per VM and DiskRecord per declared disk (with RmwNodes and Timing below
-them). It carries a format number; `LabRecord.load` refuses another format or a file of another
-shape in one line, naming the field, instead of an AttributeError or KeyError in whichever reader
-meets it first.
+LabRecord, its VMRecord per VM and DiskRecord per declared disk (with Timing below them). It
+carries a format number; `LabRecord.load` refuses another format or a file of another shape in one
+line, naming the field, instead of an AttributeError or KeyError in whichever reader meets it first.
 
 A record's fields are lab.json's keys, in the order lab-up writes them, and their annotations are
 the JSON types each may have (str, int, float, bool, None, dict, or a record of the level below):
 `from_json` checks a file against them, so the names and types are written once. A field with a
 default may be absent (lab-up adds it later: the timing, what hot-plug learnt); `to_json` leaves it
 out while it is None. Terraform's outputs give most fields (terraform/outputs.tf), lab-up adds the
-login, the timing and what hot-plug learnt (rmw_nodes). The records are frozen: a change is a new
-record (`dataclasses.replace`, `LabRecord.with_rmw_nodes`), written back whole by lab-up.
+login, the timing and the model-served disks (sectorlab/lab/modelled.py). The records are frozen: a
+change is a new record (`dataclasses.replace`), written back whole by lab-up.
 """
 
 from __future__ import annotations
@@ -113,16 +112,6 @@ class _Record:
 
 
 @dataclass(frozen=True)
-class RmwNodes(_Record):
-    """What hot-plug learnt of a read-modify-write disk (rmw.trace_nodes): the QEMU process it was
-    plugged into and the addresses of its throttle and blkdebug nodes in QEMU's trace."""
-    LEVEL = "rmw_nodes"
-    qemu_pid: int
-    throttle: str
-    blkdebug: str
-
-
-@dataclass(frozen=True)
 class Timing(_Record):
     """How the last lab-up went: its path (cold, warm, converge), its total and each phase, in seconds."""
     LEVEL = "timing"
@@ -156,21 +145,15 @@ class DiskRecord(_Record):
     backing_serial: str | None
     bus: str
     geometry: str
-    latency: str
     logical_block_size: int
-    mapper: str | None
     min_io_size: int
     name: str
     opt_io_size: int
     physical_block_size: int
-    rmw: bool
-    rmw_read_iops: int | float | None
     serial: str
     size_bytes: int | float
     volume: str
     vm: str
-    write_delay_ms: int | float
-    rmw_nodes: RmwNodes | None = None
     device: str | None = None  # a device profile: served by the device model (volume: its socket)
 
     @property
@@ -190,11 +173,6 @@ class DiskRecord(_Record):
         """The minimum I/O size the guest must show (Geometry.guest_min_io)."""
         return self.sizes.guest_min_io
 
-    @property
-    def latency_profile(self) -> geo.LatencyProfile | None:
-        """The catalog's latency profile of the disk (its documented range), None without added
-        latency or for a custom one (write_latency_us), which has no such range."""
-        return geo.latency_profiles().get(self.latency) if self.write_delay_ms else None
 
 
 @dataclass(frozen=True)
@@ -258,12 +236,7 @@ class LabRecord(_Record):
             raise SectorlabError(f"lab {self.lab} has no disk with serial {serial!r}")
         return found
 
-    def with_rmw_nodes(self, nodes: dict[str, RmwNodes]) -> LabRecord:
-        """This record with what hot-plug learnt of the disks keyed (VM/NAME) in `nodes`."""
-        return dataclasses.replace(self, disks={key: dataclasses.replace(d, rmw_nodes=nodes[key]) if key in nodes
-                                                else d for key, d in self.disks.items()})
 
-
-_RECORDS = {cls.__name__: cls for cls in (RmwNodes, Timing, VMRecord, DiskRecord, LabRecord)}
+_RECORDS = {cls.__name__: cls for cls in (Timing, VMRecord, DiskRecord, LabRecord)}
 for _cls in _RECORDS.values():
     _schema(_cls)  # an annotation that is not a JSON type fails the import, not the first lab.json read

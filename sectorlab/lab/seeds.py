@@ -59,11 +59,7 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
             "seed_id": seed_id,
             "root_source": (root_sources or {}).get(vm.name, ""),
             "disks": [{"name": d.name, "bus": d.bus, "geometry": d.geometry.name, "size_mib": d.size_mib,
-                       "serial": d.serial, "backing_serial": d.backing_serial or "",
-                       "latency": d.latency.name if d.latency else "none",
-                       "write_delay_ms": d.latency.write_delay_ms if d.latency else 0,
-                       "mapper": d.mapper or "",
-                       "rmw": d.rmw is not None, "rmw_read_iops": d.rmw.read_iops if d.rmw else 0}
+                       "serial": d.serial, "backing_serial": d.backing_serial or ""}
                       for d in vm.disks if not d.device],  # model-served disks: sectorlab/lab/modelled.py
         }
     uris = {vm.libvirt_uri for vm in lab.vms}
