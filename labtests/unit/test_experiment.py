@@ -4,9 +4,12 @@ was expected and what to do, before anything starts."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from sectorlab import bench
+from sectorlab.bench.metrics import ALPHA
 from sectorlab.errors import UsageError
 from sectorlab.inguest import rules
 
@@ -35,7 +38,10 @@ def test_every_preset_has_a_control_and_compares_at_equal_offered_load(name):
     p = bench.load_preset(name)
     assert any(t.control for t in p.targets), f"{name}: no control target"
     assert p.workload.mode == "open" and p.workload.rate > 0
-    assert all(t.repeats >= 8 for t in p.targets)
+    # Enough runs per configuration that a difference can be significant with room to spare: the
+    # smallest two-sided p of an exact Mann-Whitney test of n + n runs, 2 / C(2n, n), under a tenth of
+    # the bench's alpha (8 + 8: 0.00016; 7 + 7: 0.00058; 6 + 6 would be 0.0022).
+    assert all(2 / math.comb(2 * t.repeats, t.repeats) < ALPHA / 10 for t in p.targets), name
     assert p.estimate_s() <= 600, f"{name}: {p.estimate_s():.0f} s of runs"
 
 
@@ -48,9 +54,18 @@ def test_p3700_runs_both_of_the_seeds_options():
     p = bench.load_preset("p3700-4k")
     configs = {(c.target.name, c.blocksize, c.override) for c in p.configs()}
     assert configs == {("p3700-512n", 512, False), ("p3700-512n", 4096, True), ("p3700-4kn", 4096, False),
-                       ("null", 4096, False)}
+                       ("floor", 512, False), ("null", 4096, False)}
     assert [(t.name, bs) for t, bs in p.refused()] == [("p3700-4kn", 512)]
-    assert [t.expected_sectors() for t in p.targets] == [(512, 512), (4096, 4096), None]
+    assert [t.expected_sectors() for t in p.targets] == [(512, 512), (4096, 4096), (512, 512), None]
+
+
+@pytest.mark.parametrize("name", ["p3700-4k", "ssd-vs-hdd", "exadata-flashlog", "vsphere-512e"])
+def test_every_preset_measures_the_labs_floor_in_the_same_bench(name):
+    """A target on a disk the model serves with no behaviour of its own (the floor profile), so
+    that the report shows what each device model adds against it."""
+    p = bench.load_preset(name)
+    floors = [t for t in p.targets if t.disk and t.disk.device == "floor"]
+    assert floors, f"{name}: no target on a floor-served disk"
 
 
 def test_the_order_is_complete_rounds_each_in_a_random_order_repeatable_by_its_seed():
