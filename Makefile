@@ -35,7 +35,7 @@ BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),
               $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS)) \
               $(if $(ORDER_SEED),--seed $(ORDER_SEED))
 
-.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer bench-device-floor \
+.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench bench-all bench-check faults alone
 
 help:
@@ -227,12 +227,6 @@ bench-writer: bootstrap
 	$(SECTORLAB) bench-writer --rounds 4 --seconds 10
 	@echo "== polling (--spin-us 300): as Oracle's adaptive log file sync in polling mode"
 	$(SECTORLAB) bench-writer --rounds 4 --seconds 10 --spin-us 300
-
-# Model-served disks beside one of the running lab's qcow2 disks (make lab-up first): the floor (the
-# filter with no parameters) and the P3700's profile, redo-writer on each in turn (docs/device-models.md).
-bench-device-floor: bootstrap
-	$(MAKE) -s -C devicemodel
-	$(SECTORLAB) device-floor $(LAB_ARG) --model floor --model intel-p3700 --rounds 5
 
 bench-lab-up: bootstrap
 	$(SECTORLAB) bench-lab-up $(LAB_ARG) --rounds 3

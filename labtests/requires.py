@@ -19,7 +19,8 @@ def require(found, reason: str):
 
 
 def _plain(d: DiskRecord) -> bool:
-    return not d.device
+    """A disk with no behaviour of its own: the floor's model, or a volume on a remote host."""
+    return d.device in (None, "floor")
 
 
 SLOW_DEVICES = ("hdd-7200", "hdd-15k")  # device profiles whose writes take milliseconds (seek and rotation)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from pathlib import Path
@@ -17,7 +18,6 @@ from .commands.bench import (
     cmd_bench_lab_up,
     cmd_bench_writer,
     cmd_compare,
-    cmd_device_floor,
     cmd_plot,
     cmd_report,
 )
@@ -155,15 +155,6 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_writer)
 
-    p = sub.add_parser("device-floor", help="model-served disks hot-plugged into the running lab beside one of "
-                       "its qcow2 disks: redo-writer on each in turn, round after round (docs/device-models.md)")
-    p.add_argument("--lab", type=Path, help=_LAB_HELP)
-    p.add_argument("--model", action="append", help="'floor' (the filter with no parameters: the default) or a "
-                   "catalog device profile; may be given several times")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--seconds", type=int, default=5)
-    p.set_defaults(func=cmd_device_floor)
-
     p = sub.add_parser("bench-lab-up", help="cold and warm lab-up side by side (destroys the lab first)")
     p.add_argument("--lab", type=Path, help=_LAB_HELP)
     p.add_argument("--rounds", type=int, default=3)
@@ -225,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sectorlab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (`sectorlab bench --list | head`): stop quietly, as a shell
+        # tool does on SIGPIPE, with stdout pointed at /dev/null so that the exit's flush cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     finally:
         signal.signal(signal.SIGTERM, previous)
 

@@ -261,15 +261,11 @@ def _disk_lines(d: HostDisk, bus: str, g: geo.Geometry, size_mib: int) -> list[s
 
 
 def _device_lines(d: HostDisk, bus: str, profiles: set[str], notes: list[str]) -> list[str]:
-    """A 7,200 rpm disk's device model for a rotational disk, when it means something and the lab
-    can serve it (a device model serves virtio and nvme disks)."""
+    """A 7,200 rpm disk's device model for a rotational disk, when it means something."""
     if not d.rotational:
         return []
     if bus == "virtio":
         notes.append(f"{d.name}: ROTA=1 on a virtual disk says nothing of what backs it: no device model")
-    elif bus not in labdef.MODEL_BUSES:
-        notes.append(f"{d.name}: rotational, on bus {bus}, which no device model serves (virtio and nvme only): "
-                     f"no device model; give one of the lab's virtio disks device = \"hdd-7200\" to compare")
     elif "hdd-7200" in profiles:
         return ['device = "hdd-7200"  # ROTA=1: a 7,200 rpm disk without cache (docs/device-models.md)']
     return []
@@ -279,12 +275,12 @@ def _vms(blocks: list[tuple[str, list[str]]], source: str) -> list[list[list[str
     """The disks' TOML lines by lab VM: one VM until it holds as many disks of a bus as a VM can
     (labdef.layout_problem); then the next."""
     vms: list[list[list[str]]] = [[]]
-    buses: list[tuple[str, bool]] = []
+    buses: list[str] = []
     for bus, lines in blocks:
-        if labdef.layout_problem(buses + [(bus, False)]):
+        if labdef.layout_problem(buses + [bus]):
             vms.append([])
             buses = []
-        buses.append((bus, False))
+        buses.append(bus)
         vms[-1].append(lines)
     if len(vms) > labdef.MAX_VMS:
         raise UsageError(f"{source}: its {len(blocks)} disks would need {len(vms)} lab VMs, and a lab has at most "

@@ -39,17 +39,17 @@ else:  # pragma: no cover
 # What one VM's machine takes (QEMU's i440fx "pc" machine: one PCI bus of 32 slots, 0x00 the host
 # bridge, 0x01 the PIIX3 with IDE, USB and ACPI; docs/reliability.md has the measurements):
 MAX_NVME_PER_VM = 8  # one PCI slot each, from 0x18 up
-MAX_HOTPLUG_PER_VM = 4  # model-served virtio-blk, one PCI slot each, from 0x16 down (libvirt fills from 0x2 up)
 # libvirt 9.0 addresses SCSI disks 7 to a controller (units 0-6) and adds an lsilogic controller,
 # in another PCI slot, for each further 7; the domain has the one virtio-scsi controller.
 MAX_SCSI_PER_VM = 7
 # Slots 0x02-0x16 are libvirt's to fill from 0x02 up (0x17 is the user-mode network's, 0x18-0x1f
-# the NVMe controllers'), and the read-modify-write disks take them from 0x16 down: the root disk,
-# the seed, the virtio-serial controller and virtio-rng the libvirt provider adds, one per
-# virtio-blk disk (virtio, and the virtio disk under each nvme-tcp namespace), the virtio-scsi
-# controller when there are SCSI disks, and the read-modify-write disks share them.
+# the NVMe controllers'): the root disk, the seed, the virtio-serial controller and virtio-rng the
+# libvirt provider adds, one per virtio-blk disk (virtio, and the virtio disk under each nvme-tcp
+# namespace) and the virtio-scsi controller when there are SCSI disks share them.
 PCI_SLOTS_SHARED = 0x16 - 0x02 + 1
 PCI_SLOTS_FIXED = 4  # root disk, seed, virtio-serial, virtio-rng
+
+FLOOR = "floor"  # the device profile of a disk that asks for none: no behaviour of its own
 
 BUS_CODES = {"nvme": "nvme", "nvme-tcp": "ntcp", "virtio": "vblk", "scsi": "scsi"}
 
@@ -61,14 +61,8 @@ class Disk:
     geometry: geo.Geometry
     size_mib: int
     serial: str
-    device: str | None = None  # a device profile: served from the host by the device model (devices/)
+    device: str | None = None  # the device profile asked for (devices/); None: the lab's floor
 
-    @property
-    def hotplugged(self) -> bool:
-        """A virtio disk hot-plugged as virtio-blk after the guest is up (sectorlab/lab/hotplug.py), in
-        the slots from 0x16 down, not in the domain: a model-served one (an NVMe disk, model-served or
-        not, is hot-plugged in slots of its own)."""
-        return self.bus == "virtio" and self.device is not None
 
     @property
     def backing_serial(self) -> str | None:
@@ -84,6 +78,14 @@ class VM:
     ssh_port: int  # 0: chosen at lab-up
     libvirt_uri: str
     disks: list[Disk] = field(default_factory=list)
+
+    def profile(self, disk: Disk) -> str | None:
+        """The device profile that serves `disk` (sectorlab/lab/modelled.py): the one it asks for, or
+        FLOOR; None on a remote libvirt host, where sectorlab serves nothing and the disk is a qcow2
+        volume of the lab's pool."""
+        if remote.is_remote(self.libvirt_uri):
+            return None
+        return disk.device or FLOOR
 
 
 @dataclass
@@ -189,7 +191,7 @@ def _vm(src: str, i: int, vt, context: dict, seen: _Seen) -> VM:
         raise UsageError(f"{where}: no [[vm.disk]]: a lab VM exists to show data disks; add at least one")
     for j, dt in enumerate(v["disk"], 1):
         vm.disks.append(_disk(f"{where} disk #{j}", dt, context, seen, name))
-    problem = layout_problem([(d.bus, d.hotplugged) for d in vm.disks])
+    problem = layout_problem([d.bus for d in vm.disks])
     if problem:
         raise UsageError(f"{where}: {problem}; put the others on another VM")
     if any(d.device for d in vm.disks) and remote.is_remote(vm.libvirt_uri):
@@ -199,26 +201,17 @@ def _vm(src: str, i: int, vt, context: dict, seen: _Seen) -> VM:
     return vm
 
 
-MODEL_BUSES = ("virtio", "nvme")  # the buses a device model serves (sectorlab/lab/hotplug.py)
-
-
-def layout_problem(disks: list[tuple[str, bool]]) -> str | None:
-    """Why one VM cannot hold these disks ((bus, hot-plugged) pairs: Disk.hotplugged, a virtio disk with
-    a device model) in its machine's slots, or None."""
-    count = {bus: sum(1 for b, hot in disks if b == bus and not hot) for bus in ("nvme", "nvme-tcp", "virtio", "scsi")}
-    hot = sum(1 for _, h in disks if h)
+def layout_problem(buses: list[str]) -> str | None:
+    """Why one VM cannot hold disks on these buses in its machine's slots, or None."""
+    count = {bus: buses.count(bus) for bus in ("nvme", "nvme-tcp", "virtio", "scsi")}
     if count["nvme"] > MAX_NVME_PER_VM:
         return f"{count['nvme']} nvme disks: at most {MAX_NVME_PER_VM} per VM (one PCI slot each, 0x18-0x1f)"
-    if hot > MAX_HOTPLUG_PER_VM:
-        return (f"{hot} model-served virtio disks: at most {MAX_HOTPLUG_PER_VM} per VM (hot-plugged, one PCI slot "
-                f"each, from 0x16 down)")
     if count["scsi"] > MAX_SCSI_PER_VM:
         return (f"{count['scsi']} scsi disks: at most {MAX_SCSI_PER_VM} per VM (the units of its one virtio-scsi "
                 f"controller as libvirt addresses them)")
-    slots = PCI_SLOTS_FIXED + count["virtio"] + count["nvme-tcp"] + (1 if count["scsi"] else 0) + hot
+    slots = PCI_SLOTS_FIXED + count["virtio"] + count["nvme-tcp"] + (1 if count["scsi"] else 0)
     if slots > PCI_SLOTS_SHARED:
         with_them = ", the SCSI controller" if count["scsi"] else ""
-        with_them += " and the model-served virtio disks" if hot else ""
         return (f"{count['virtio']} virtio and {count['nvme-tcp']} nvme-tcp disks need {slots} PCI slots with the "
                 f"root disk, the seed, the virtio-serial and virtio-rng devices{with_them}: a VM has "
                 f"{PCI_SLOTS_SHARED} (0x02-0x16)")
@@ -233,7 +226,7 @@ def _disk(where: str, dt, context: dict, seen: _Seen, vm_name: str) -> Disk:
         raise UsageError(f"{where}: {retired[0]} = {shown}: {RETIRED_DISK_FIELDS[retired[0]]}")
     d = DISK_FIELDS.read(where, dt, **context)
     g, bus = d["geometry"], d["bus"]
-    device = _device(where, d["device"], bus)
+    device = d["device"]
     name = d["name"] or DISK_FIELDS.field("name").check(  # the default, checked as a given name is
         where, "name", f"{bus}-{g.name}" + (f"-{device}" if device else ""), d)
     where = f"{where} ({name})"
@@ -247,18 +240,6 @@ def _disk(where: str, dt, context: dict, seen: _Seen, vm_name: str) -> Disk:
                          f"finds disks by serial, so serials must be unique in the lab")
     seen.serials[serial] = name
     return Disk(name, bus, g, d["size_mib"], serial, device)
-
-
-def _device(where: str, device: str | None, bus: str) -> str | None:
-    """The disk's device profile (`device = "hdd-15k"`), None for none: on the buses whose device
-    QEMU backs with its NBD client after the guest is up (virtio-blk, emulated NVMe)."""
-    if device is None:
-        return None
-    if bus not in MODEL_BUSES:
-        raise UsageError(f"{where}: device = {device!r} on bus {bus!r}: a device model is served over NBD to a "
-                         f"hot-plugged virtio-blk or NVMe device, which bus {bus!r} is not; use bus = "
-                         f"\"virtio\" or \"nvme\"")
-    return device
 
 
 def default_serial(bus: str, geometry_name: str, index: int) -> str:

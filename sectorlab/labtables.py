@@ -157,7 +157,7 @@ VM_FIELDS = fields.Table("[[vm]]", f"One VM of the lab (at least one, at most {M
 RETIRED_DISK_FIELDS = {
     key: "dm-delay in the guest is retired (it served whole milliseconds on the guest kernel's 4 ms timer "
          "ticks: 1, 2 and 4 ms all cost 7.9 ms); give the disk a device profile instead, e.g. device = "
-         "\"hdd-7200\" on a virtio or nvme disk (sectorlab geometries lists them; docs/device-models.md)"
+         "\"hdd-7200\" (sectorlab geometries lists them; docs/device-models.md)"
     for key in ("latency", "write_latency_us")
 } | {
     "rmw": "QEMU's paced read-modify-write reads are retired (a budget of 120 reads/s, not a cost per "
@@ -172,9 +172,9 @@ DISK_FIELDS = fields.Table("[[vm.disk]]", "One data disk of a VM.", (
                  "its sectors and I/O sizes: sectorlab/geometries.json, or a [geometry.NAME] of the lab",
                  default=fields.REQUIRED),
     fields.Field("device", fields.custom("a device profile", _device_name),
-                 "served from the host by the device model with this catalog profile (\"floor\": no behaviour "
-                 "of its own), a throw-away disk in RAM, hot-plugged as virtio-blk or NVMe (virtio or nvme; "
-                 "docs/device-models.md)"),
+                 "the catalog's device profile whose model serves the disk from this host, a throw-away "
+                 "disk in RAM, on any bus; none: \"floor\", no behaviour of its own (on a remote libvirt "
+                 "host: none may be given, and the disk is a qcow2 volume; docs/device-models.md)"),
     fields.Field("name", fields.custom("a-z, 0-9, '-', '_', '.', at most 63", _disk_name),
                  "the disk's name, unique in the lab: the scenarios' test id",
                  default_text="BUS-GEOMETRY[-DEVICE]"),

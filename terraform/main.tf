@@ -3,7 +3,9 @@
 # through the provider's XSLT hook (domain.xsl.tftpl). The emulated NVMe controllers are not in
 # the domain at all: QEMU 7.2 cannot save a guest that has one, so sectorlab hot-plugs them after
 # the guest is up (cold boot or restored from a saved state); their volumes are created here.
-# Model-served disks (device = ...) have no volume: sectorlab serves them (sectorlab/lab/modelled.py).
+# A data disk served by its device model (every disk of a lab on this host: sectorlab/lab/modelled.py
+# starts the models first) has no volume: the domain's disk is QEMU's NBD client on the model's Unix
+# socket, written in by the XSLT. A lab on a remote libvirt host has qcow2 volumes instead.
 
 locals {
   # The geometry catalog: the same file sectorlab's Python reads.
@@ -22,6 +24,9 @@ locals {
         opt_io_size = try(local.geometries[d.geometry].opt_io_size, 0)
         # nvme-tcp: the guest sees a virtio disk with the backing serial and serves it over NVMe/TCP.
         attach_serial = d.bus == "nvme-tcp" ? d.backing_serial : d.serial
+        # The NBD export the provider writes as the disk's url ("nbd://:EXPORT") and reads back the
+        # same from the domain; the XSLT adds the Unix socket.
+        export = "/${vm_name}/${d.name}"
       })
     }
   ]...)
@@ -49,7 +54,7 @@ resource "libvirt_volume" "root" {
 }
 
 resource "libvirt_volume" "data" {
-  for_each = local.disks
+  for_each = { for key, d in local.disks : key => d if d.socket == "" }
   name     = "${each.value.vm}-${each.value.name}.qcow2"
   pool     = libvirt_pool.lab.name
   format   = "qcow2"
@@ -108,7 +113,8 @@ resource "libvirt_domain" "vm" {
       [for key, d in local.disks : key if d.vm == each.key && d.bus == "scsi"],
     )
     content {
-      volume_id = libvirt_volume.data[disk.value].id
+      volume_id = local.disks[disk.value].socket == "" ? libvirt_volume.data[disk.value].id : null
+      url       = local.disks[disk.value].socket == "" ? null : "nbd://:${local.disks[disk.value].export}"
       scsi      = local.disks[disk.value].bus == "scsi"
     }
   }
@@ -131,7 +137,9 @@ resource "libvirt_domain" "vm" {
       disks = [
         for key, d in local.disks : {
           bus      = d.bus
-          volume   = libvirt_volume.data[key].name
+          volume   = d.socket == "" ? libvirt_volume.data[key].name : ""
+          export   = d.export
+          socket   = d.socket
           serial   = d.attach_serial
           logical  = d.logical_block_size
           physical = d.physical_block_size

@@ -38,7 +38,7 @@ output "disks" {
       min_io_size         = d.min_io_size
       opt_io_size         = d.opt_io_size
       size_bytes          = d.size_mib * 1048576
-      volume              = libvirt_volume.data[key].id
+      volume              = d.socket == "" ? libvirt_volume.data[key].id : d.socket
     }
   }
 }

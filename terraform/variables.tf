@@ -117,6 +117,7 @@ variable "vms" {
       size_mib       = number
       serial         = string
       backing_serial = string
+      socket         = string # the device model's Unix socket that serves the disk; "": a qcow2 volume
     }))
   }))
   default = {}

@@ -1,7 +1,8 @@
 """terraform/domain.xsl.tftpl, rendered by the Terraform that lab-up runs and applied by xsltproc to a
 domain as the libvirt provider writes it (no VM): every virtio/SCSI data disk gets its serial and
 <blockio>, and a disk whose geometry advertises a minimum or optimal I/O size gets a user alias and
-a <qemu:override> of exactly those properties on that device (libvirt 9.0's <blockio> has none)."""
+a <qemu:override> of exactly those properties on that device (libvirt 9.0's <blockio> has none); a
+disk served by its device model becomes QEMU's NBD client on the model's Unix socket."""
 
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ PROVIDER_DOMAIN = """<domain type="qemu"><name>sectorlab-t-vm1</name><uuid>x</uu
 <console type="pty"><target type="serial" port="0"/></console></devices></domain>"""
 
 
-def _disk(volume: str, serial: str, bus: str, logical: int, physical: int, min_io: int = 0, opt_io: int = 0) -> str:
+def _disk(volume: str, serial: str, bus: str, logical: int, physical: int, min_io: int = 0, opt_io: int = 0,
+          export: str = "", socket: str = "") -> str:
     return (f'{{bus = "{bus}", volume = "{volume}", serial = "{serial}", logical = {logical}, '
-            f'physical = {physical}, min_io = {min_io}, opt_io = {opt_io}}}')
+            f'physical = {physical}, min_io = {min_io}, opt_io = {opt_io}, export = "{export}", socket = "{socket}"}}')
 
 
 OWNER = {"lab": "t", "vm": "vm1", "lab_id": "0123456789abcdef0123456789abcdef", "machine": "fe" * 16,
@@ -60,6 +62,7 @@ def _render(tmp_path, disks: list[str], owner: dict | None = None,
 
 def _data_disk(domain: ET.Element, volume: str) -> ET.Element:
     return next(d for d in domain.iter("disk") if d.find("source").get("volume") == volume)
+
 
 
 def test_io_sizes_go_to_the_disks_device_through_an_override(tmp_path):
@@ -102,3 +105,26 @@ def test_the_labs_identity_goes_into_the_domains_metadata(tmp_path):
     domain = _render(tmp_path, [_disk("vm1-a.qcow2", "sa", "virtio", 512, 512)], owner, with_own)
     (metadata,) = domain.findall("metadata")
     assert [child.tag for child in metadata] == ["{urn:p}x", "{urn:sectorlab:lab:1}lab"]
+
+
+def test_a_model_served_disk_is_the_nbd_client_on_its_models_socket(tmp_path):
+    """The provider writes a disk whose url is nbd://:/vm1/m as a network disk without a socket; the
+    XSLT gives it the model's Unix socket, keeping the export name the provider reads back as the
+    same url (so a converging apply finds nothing to change), with its serial, sectors and I/O sizes."""
+    network = PROVIDER_DOMAIN.replace(
+        "<console", '<disk type="network" device="disk"><driver name="qemu" type="raw"/>'
+                    '<source protocol="nbd" name="/vm1/m"><host/></source><target dev="vde" bus="virtio"/></disk>'
+                    "<console")
+    socket = "/run/sectorlab/devices/t/m/disk.sock"
+    domain = _render(tmp_path, [_disk("vm1-a.qcow2", "sa", "virtio", 512, 512),
+                                _disk("", "sm", "virtio", 512, 4096, 16384, export="/vm1/m", socket=socket)],
+                     provider_domain=network)
+    (m,) = [d for d in domain.iter("disk") if d.get("type") == "network"]
+    source = m.find("source")
+    assert (source.get("protocol"), source.get("name")) == ("nbd", "/vm1/m")
+    assert [h.attrib for h in source.findall("host")] == [{"transport": "unix", "socket": socket}]
+    assert (m.findtext("serial"), m.find("blockio").attrib, m.find("driver").attrib) == \
+        ("sm", {"logical_block_size": "512", "physical_block_size": "4096"}, {"name": "qemu", "type": "raw"})
+    (override,) = domain.findall(f"{QEMU_NS}override/{QEMU_NS}device")
+    assert override.get("alias") == m.find("alias").get("name")
+    assert _data_disk(domain, "vm1-a.qcow2").findtext("serial") == "sa", "a volume disk beside it is as before"

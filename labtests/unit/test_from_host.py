@@ -36,7 +36,7 @@ def test_a_collector_file_becomes_a_lab_that_loads(tmp_path, capsys):
         "nvme-nvme0n1": ("nvme", "sector512n", 512, 512, None, 128),
         "nvme-nvme1n1": ("nvme", "sector4k", 4096, 4096, None, 128),
         "virtio-nvme2n1": ("virtio", "host-4096-4096-min16k-opt128k", 4096, 4096, None, 128),
-        "scsi-sda": ("scsi", "sector512e", 512, 4096, None, 128),
+        "scsi-sda": ("scsi", "sector512e", 512, 4096, "hdd-7200", 128),
         "scsi-sdb": ("scsi", "sector512e", 512, 4096, None, 128),
         "scsi-sdc": ("scsi", "sector4k-p16k", 4096, 16384, None, 128),
         "nvme-tcp-nvme3n1": ("nvme-tcp", "sector512e", 512, 4096, None, 128),
@@ -46,8 +46,7 @@ def test_a_collector_file_becomes_a_lab_that_loads(tmp_path, capsys):
     for disk, says in [("loop0", "not a disk"), ("dm-0", "not a disk"), ("sr0", "not a disk"),
                        ("nvme2n1", "minimum I/O 16384, optimal I/O 131072: on bus virtio"),
                        ("sdb", "alignment offset 3584 B"), ("sdd", "logical sector 8192 B"),
-                       ("nvme3n1", "on bus nvme-tcp"),
-                       ("sda", "rotational, on bus scsi, which no device model serves")]:
+                       ("nvme3n1", "on bus nvme-tcp")]:
         assert any(line.startswith(f"# - {disk}: ") and says in line for line in text.splitlines()), (disk, text)
         assert f"not as on the source: {disk}: " in err, (disk, err)
     assert "# nvme0n1: INTEL SSDPEDMD016T4, nvme, 512/512 B sectors" in text
@@ -59,8 +58,8 @@ def test_lsblk_json_of_an_older_util_linux_with_strings_converts(tmp_path):
     rc, out = _convert(tmp_path, "lsblk-strings.json")
     assert rc == 0
     disks = {d.name: d for _, d in labdef.load(out).disks()}
-    assert (disks["scsi-sda"].geometry.name, disks["scsi-sda"].device) == ("sector512n", None)
-    assert "sda: rotational, on bus scsi, which no device model serves" in out.read_text()
+    assert (disks["scsi-sda"].geometry.name, disks["scsi-sda"].device) == ("sector512n", "hdd-7200")
+    assert 'device = "hdd-7200"  # ROTA=1' in out.read_text()
     assert disks["scsi-sdb"].geometry.name == "sector512e" and disks["scsi-sdb"].size_mib == 256
 
 

@@ -271,7 +271,8 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
                               "size_mib": labdef.DEFAULT_DISK_MIB, "serial": "sl00-ntcp-512e",
-                              "backing_serial": "sl00-ntcp-512e-bk"}
+                              "backing_serial": "sl00-ntcp-512e-bk",
+                              "socket": "/run/sectorlab/devices/t/nvme-tcp-sector512e/disk.sock"}
     iso = Path(vm["seed_iso"])
 
     def iso_file(name):
@@ -334,12 +335,21 @@ def test_a_custom_geometry_with_a_larger_physical_sector_is_refused_on_nvme(devi
                                       + device))
 
 
-def test_too_many_model_served_virtio_disks_on_one_vm():
-    disks = "".join(f'[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512e"\nname = "r{i}"\ndevice = "floor"\n'
-                    for i in range(labdef.MAX_HOTPLUG_PER_VM + 1))
-    with pytest.raises(UsageError, match=f"{labdef.MAX_HOTPLUG_PER_VM + 1} model-served virtio disks: "
-                                         f"at most {labdef.MAX_HOTPLUG_PER_VM} per VM"):
-        labdef.validate(tomllib.loads('[[vm]]\nname = "lab1"\n' + disks))
+def test_a_disk_name_too_long_for_its_models_socket_is_refused():
+    from sectorlab.lab import modelled
+
+    class Host:
+        def memory_bytes(self):
+            return 1 << 40
+
+    name = "d" * 63
+    lab = labdef.validate(tomllib.loads(
+        f'[lab]\nname = "{"l" * 31}"\n[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512n"\n'
+        f'name = "{name}"\n'))
+    with pytest.raises(UsageError, match=rf"lab l{{31}} disk {name}: its device model's socket /run/sectorlab/"
+                                         rf"devices/l{{31}}/{name}/disk.sock is 128 bytes, more than the 107 a Unix "
+                                         rf"socket's path takes; give the disk a shorter name"):
+        modelled.check(lab, Host())
 
 
 @pytest.mark.parametrize("disk", ['latency = "hdd-7200"', 'device = "ssd9000"', "rmw = true"])
@@ -377,23 +387,18 @@ def test_a_bad_suffix_is_one_line_naming_it(suffix):
     assert f"SECTORLAB_LAB_SUFFIX={suffix!r}" in msg and "LAB_SUFFIX=-job2" in msg and "\n" not in msg, msg
 
 
-def test_a_model_served_disk_stays_out_of_terraform_and_gets_its_record_and_slot():
-    from sectorlab.lab import hotplug, modelled
-    from sectorlab.lab.record import DiskRecord
-    lab = labdef.validate(tomllib.loads(
-        '[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n'
-        '[[vm.disk]]\nname = "plain"\nbus = "virtio"\ngeometry = "sector512n"\n'
-        '[[vm.disk]]\nbus = "virtio"\ngeometry = "sector4k"\ndevice = "hdd-15k"\nsize_mib = 64\n'))
-    disk = lab.vms[0].disks[1]
-    assert (disk.name, disk.device, disk.hotplugged) == ("virtio-sector4k-hdd-15k", "hdd-15k", True)
-    rec = modelled.records(lab)
-    entry = rec["lab1/virtio-sector4k-hdd-15k"]
-    assert entry["volume"] == str(modelled.SERVE_DIR / "m" / "virtio-sector4k-hdd-15k" / "disk.sock")
-    assert (entry["logical_block_size"], entry["physical_block_size"], entry["size_bytes"]) == (4096, 4096, 64 << 20)
-    records = [DiskRecord.from_json(e, "t") for e in rec.values()]
-    plain = DiskRecord.from_json({**entry, "name": "plain", "device": None}, "t")
-    plan = hotplug.models_plan(records + [plain])
-    assert [(dev, addr, d.name) for dev, addr, d in plan] == [("model0", "0x16", "virtio-sector4k-hdd-15k")]
+def test_every_disk_of_a_local_lab_is_served_by_a_model_and_a_remote_labs_by_none():
+    """A disk that asks for no profile is served by the floor's; on a remote libvirt host nothing is
+    served (sectorlab starts the models on this host) and the disks are volumes."""
+    from sectorlab.lab import modelled
+    plain = '[[vm.disk]]\nname = "plain"\nbus = "scsi"\ngeometry = "sector512n"\n'
+    modelled_disk = '[[vm.disk]]\nbus = "virtio"\ngeometry = "sector4k"\ndevice = "hdd-15k"\nsize_mib = 64\n'
+    lab = labdef.validate(tomllib.loads('[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n' + plain + modelled_disk))
+    assert modelled.devices(lab) == {"lab1/plain": "floor", "lab1/virtio-sector4k-hdd-15k": "hdd-15k"}
+    far = labdef.validate(tomllib.loads('[lab]\nname = "m"\nlibvirt_uri = "qemu+ssh://h/system"\n[[vm]]\n'
+                                        'name = "lab1"\n' + plain))
+    assert modelled.devices(far) == {"lab1/plain": None}
+    assert modelled.server("m", "plain").socket == modelled.SERVE_DIR / "m" / "plain" / "disk.sock"
 
 
 def test_model_served_disks_are_refused_past_half_the_hosts_memory():
@@ -409,26 +414,21 @@ def test_model_served_disks_are_refused_past_half_the_hosts_memory():
         'device = "floor"\nsize_mib = 600\n'))
     with pytest.raises(UsageError, match=r"lab m: its 1 model-served disks take 600 MiB in RAM if written through, "
                                          r"more than 50% of this host's 1024 MiB; make them smaller \(size_mib\)"):
-        modelled.check_memory(lab, Host())
-    modelled.check_memory(labdef.validate(tomllib.loads(
+        modelled.check(lab, Host())
+    modelled.check(labdef.validate(tomllib.loads(
         '[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n[[vm.disk]]\nbus = "virtio"\ngeometry = "sector512n"\n'
         'device = "floor"\nsize_mib = 500\n')), Host())
 
 
-def test_a_model_served_nvme_disk_is_backed_by_the_model_in_its_own_slot_and_gets_its_physical_sector():
+def test_a_model_served_nvme_disk_is_backed_by_the_model_and_a_512e_disk_gets_its_physical_sector():
     from sectorlab.lab import hotplug, modelled
-    from sectorlab.lab.record import DiskRecord
-    lab = labdef.validate(tomllib.loads(
-        '[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n'
-        '[[vm.disk]]\nname = "p3700"\nbus = "nvme"\ngeometry = "sector512n"\ndevice = "intel-p3700"\nsize_mib = 64\n'
-        '[[vm.disk]]\nname = "e"\nbus = "virtio"\ngeometry = "sector512e"\ndevice = "floor"\nsize_mib = 64\n'))
-    nvme, e = lab.vms[0].disks
-    assert (nvme.hotplugged, e.hotplugged) == (False, True)  # the NVMe controller's slot is not a virtio one
-    records = {d.name: d for d in (DiskRecord.from_json(x, "t") for x in modelled.records(lab).values())}
-    assert [d.name for _, _, d in hotplug.models_plan(list(records.values()))] == ["e"]
-    assert [d.name for _, _, d in hotplug.nvme_plan(list(records.values()))] == ["p3700"]
-    backing = hotplug._backing(records["p3700"])
-    assert backing == {"driver": "raw", "file": {"driver": "nbd", "server": {
+
+    from . import records
+    p3700 = records.disk(name="p3700", bus="nvme", serial="s-p", device="intel-p3700",
+                         volume=str(modelled.SERVE_DIR / "m" / "p3700" / "disk.sock"))
+    assert hotplug._backing(p3700) == {"driver": "raw", "file": {"driver": "nbd", "server": {
         "type": "unix", "path": str(modelled.SERVE_DIR / "m" / "p3700" / "disk.sock")}}}
-    assert "physical-sector" not in modelled.params(records["p3700"])  # 512n
-    assert modelled.params(records["e"]) == {"physical-sector": "4096"}  # 512e: the floor's only parameter
+    assert hotplug._backing(records.disk(name="v", bus="nvme", serial="s-v", volume="/p/v.qcow2"))["driver"] == \
+        "qcow2", "on a remote libvirt host: the volume"
+    assert "physical-sector" not in modelled.params("intel-p3700", 512, 512)
+    assert modelled.params("floor", 512, 4096) == {"physical-sector": "4096"}  # 512e: the floor's only parameter

@@ -180,6 +180,8 @@ def _xml(name: str, uuid: str, owner: ownership.Identity | None, source: str) ->
 
 
 def test_lab_down_removes_its_own_domains_and_nothing_of_anothers(monkeypatch, tmp_path):
+    from sectorlab.lab import modelled
+    monkeypatch.setattr(modelled, "SERVE_DIR", tmp_path / "devices")  # not a lab of this name that runs here
     from sectorlab import lab as lab_mod
     monkeypatch.setenv("SECTORLAB_CACHE", str(tmp_path))
     ours = ownership.identity("default", create=True)

@@ -261,3 +261,20 @@ def test_the_disks_table_names_the_device_model_that_served_a_disk():
     text = "\n".join(document._disks_table(disks))
     assert "`/dev/vdd` (device model `x25e-raid0-8`)" in text
     assert "`/dev/vdc` |" in text and "`/dev/vdc` (device model" not in text
+
+
+def test_the_png_is_as_tall_as_the_page(tmp_path):
+    """Chromium shoots its window, not the page: render_png measures the page first and makes the
+    window as tall, so a red bar 6,000 px down the page (below a blank stretch) is in the picture
+    and the picture ends with it."""
+    from PIL import Image
+    require_program("chromium")
+    html = tmp_path / "report.html"
+    html.write_text('<html><body style="margin:0;background:#fff"><div style="height:6000px"></div>'
+                    '<div style="height:40px;background:#f00"></div></body></html>')
+    (png,) = report.render_png(html, {"desktop": 800}).values()
+    with Image.open(png) as shot:
+        rgb = shot.convert("RGB")
+    assert rgb.height == 6040, rgb.height
+    assert rgb.getpixel((400, 6020)) == (255, 0, 0) and rgb.getpixel((400, 5990)) == (255, 255, 255)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report-desktop.png", "report.html"], "the probe is gone"

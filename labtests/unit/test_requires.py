@@ -26,7 +26,7 @@ def test_behaviour_disks_are_two_plain_and_one_slow_of_one_bus_and_geometry():
     [_disk("a"), _disk("slow", **SLOW)],  # one plain disk only
     [_disk("a"), _disk("b", geometry="sector512n"), _disk("slow", **SLOW)],  # the second of another geometry
     [_disk("a"), _disk("b"), _disk("floor", device="floor")],  # a model that writes for free is not slow
-    [_disk("a"), _disk("flash", device="floor"), _disk("slow", **SLOW)],  # a model-served disk is not plain
+    [_disk("a"), _disk("flash", device="intel-p3700"), _disk("slow", **SLOW)],  # a modelled device is not plain
     [_disk("a"), _disk("b")],
 ])
 def test_no_behaviour_disks_without_the_whole_set(disks):
@@ -41,8 +41,8 @@ E512 = {"geometry": "sector512e", "logical_block_size": 512, "physical_block_siz
 
 def test_rmw_pair_is_a_model_served_512e_disk_and_a_plain_twin_on_the_same_vm():
     lab = records.lab({"lab1": records.vm(), "lab2": records.vm(domain="d2")},
-                      [_disk("floor", device="floor", **E512), _disk("rmw", device="hdd-7200", **E512),
-                       _disk("twin-elsewhere", vm="lab2", **E512), _disk("twin", **E512)])
+                      [_disk("rmw", device="hdd-7200", **E512), _disk("twin-elsewhere", vm="lab2", **E512),
+                       _disk("twin", device="floor", **E512)])  # the floor's model is a plain disk
     vm, rmw, twin = requires.rmw_pair_of(lab)
     assert (vm, rmw.name, twin.name) == ("lab1", "rmw", "twin")
     alone = records.lab({"lab1": records.vm()}, [_disk("rmw", device="hdd-7200", **E512)])

@@ -45,7 +45,7 @@ class Window:
             kept.write_text(header + text)
             requests = trace.parse(header + text)
             writes[d.name] = [r for r in requests if r.op == "write"]
-            channels = int(modelled.params(d).get("channels", "1"))
+            channels = int(modelled.params(d.device, d.logical_block_size, d.physical_block_size).get("channels", "1"))
             out[d.name] = {"profile": d.device, "trace": str(kept.relative_to(results)),
                            **{op: trace.summary(requests, op, channels) for op in OPS}}
         if len(self.disks) == 2:

@@ -24,10 +24,12 @@ text.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from .. import inputs
 from ..errors import SectorlabError, UsageError
@@ -166,31 +168,59 @@ def write(results: Path) -> dict[str, Path]:
 _CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
                    "--disable-default-apps", "--host-resolver-rules=MAP * ~NOTFOUND"]
-# CSS pixels: the screen's width, the window's height before the sections and for each section (a
-# disk, a comparison across disks, the ASM verdicts). Chromium's --screenshot shoots the window, not
-# the page: too short a window cuts the report off. The unit-test report's two disks end at 2,650 px
-# on the desktop and 4,150 on the phone.
-SCREENS = {"desktop": (1200, 800, 1400), "phone": (412, 1200, 2400)}
+# CSS pixels: the screens' widths. Chromium's --screenshot shoots the window, not the page: the
+# window is made as tall as the page measures at that width (its scrollHeight, read back from the
+# DOM by a first run), of at most PNG_MAX_PIXELS (a 1,200 x 60,000 px shot took 37 s against 2.4 s
+# at 1,200 x 20,000).
+SCREENS = {"desktop": 1200, "phone": 412}
+PNG_MAX_PIXELS = 1200 * 40000
+_HEIGHT_RE = re.compile(r'data-sectorlab-height="(\d+)"')
 
 
-def render_png(html_path: Path, screens: dict[str, tuple[int, int, int]] = SCREENS) -> dict[str, Path]:
+def render_png(html_path: Path, screens: dict[str, int] = SCREENS,
+               progress: Callable[[str], None] = lambda msg: None) -> dict[str, Path]:
     """report.html as a reader sees it, one PNG per screen (report-desktop.png, report-phone.png),
-    drawn by headless Chromium (scripts/bootstrap installs it), tall enough for all its sections."""
-    summary = json.loads(html_path.with_name("summary.json").read_text())
-    sections = len(summary["disks"]) + len(summary.get("comparisons") or []) + bool(summary.get("rules"))
+    drawn by headless Chromium (scripts/bootstrap installs it), as tall as the page (a page
+    larger than PNG_MAX_PIXELS is cut there, and said)."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         raise SectorlabError("chromium is not installed: run 'scripts/bootstrap --all' (it installs Debian's chromium)")
     out = {}
-    for name, (width, head, per_disk) in screens.items():
-        height = head + per_disk * sections
+    for name, width in screens.items():
+        height = _page_height(browser, html_path, width)
         png = html_path.with_name(f"report-{name}.png")
-        with tempfile.TemporaryDirectory(prefix="sectorlab-chromium-") as profile:
-            proc = subprocess.run([browser, *_CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                                   f"--window-size={width},{height}", f"--screenshot={png}",
-                                   html_path.resolve().as_uri()], capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0 or not png.is_file():
-            raise SectorlabError(f"chromium could not draw {html_path} (exit {proc.returncode}): "
-                                 f"{proc.stderr.strip()[-400:]}")
+        if height > PNG_MAX_PIXELS // width:
+            progress(f"{png.name}: the page is {height:,} px tall at {width} px wide; drawn to "
+                     f"{PNG_MAX_PIXELS // width:,} px (report.html has all of it)")
+            height = PNG_MAX_PIXELS // width
+        _chromium(browser, html_path, f"--window-size={width},{height}", f"--screenshot={png}")
+        if not png.is_file():
+            raise SectorlabError(f"chromium drew no {png.name} of {html_path}")
         out[name] = png
     return out
+
+
+def _page_height(browser: str, html_path: Path, width: int) -> int:
+    """The page's height in CSS pixels at this width: a copy of it beside it (its relative links
+    hold) with a script that writes document.documentElement.scrollHeight into the DOM Chromium dumps."""
+    probe = html_path.with_name(f".{html_path.stem}-height.html")
+    probe.write_text(html_path.read_text() + "<script>document.body.setAttribute('data-sectorlab-height', "
+                     "Math.ceil(document.documentElement.scrollHeight))</script>")
+    try:
+        dom = _chromium(browser, probe, f"--window-size={width},800", "--dump-dom")
+    finally:
+        probe.unlink(missing_ok=True)
+    found = _HEIGHT_RE.search(dom)
+    if not found:
+        raise SectorlabError(f"chromium gave no height of {html_path} at {width} px")
+    return int(found.group(1))
+
+
+def _chromium(browser: str, html_path: Path, *args: str) -> str:
+    with tempfile.TemporaryDirectory(prefix="sectorlab-chromium-") as profile:
+        proc = subprocess.run([browser, *_CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args,
+                               html_path.resolve().as_uri()], capture_output=True, text=True, timeout=180)
+    if proc.returncode != 0:
+        raise SectorlabError(f"chromium could not draw {html_path} (exit {proc.returncode}): "
+                             f"{proc.stderr.strip()[-400:]}")
+    return proc.stdout

@@ -12,7 +12,6 @@ import json
 from .. import bench
 from .. import lab as lab_mod
 from ..bench import report, stats, tools
-from ..errors import UsageError
 from .common import load_lab, progress
 
 
@@ -36,7 +35,7 @@ def cmd_plot(args) -> int:
 def cmd_report(args) -> int:
     written = report.write(args.results)
     if args.png:
-        written.update(report.render_png(written["html"]))
+        written.update(report.render_png(written["html"], progress=progress))
     for path in written.values():
         print(path)
     return 0
@@ -53,7 +52,7 @@ def cmd_bench(args) -> int:
                                args.seed)
     results = bench.run(preset, progress, args.results)
     if args.png:
-        for path in report.render_png(results / "report.html").values():
+        for path in report.render_png(results / "report.html", progress=progress).values():
             progress(f"drawn: {path}")
     print(results)
     return 0
@@ -71,19 +70,6 @@ def cmd_bench_writer(args) -> int:
               f"p99 {s['p99_us_median']:.0f} us")
     print(f"redo-writer / fio: IOPS {r['iops_ratio']:.3f}x, CPU per write {r['cpu_ratio']:.3f}x "
           f"({r['rounds']} alternating rounds of {r['seconds']} s on {r['directory']})")
-    return 0
-
-
-def cmd_device_floor(args) -> int:
-    from ..devices import floor
-    from ..lab.record import LabRecord
-    from ..lab.state import state_dir
-    lab = load_lab(args)
-    path = state_dir(lab.name) / "lab.json"
-    if not path.exists():
-        raise UsageError(f"lab {lab.name} is not up ({path} is missing): run 'make lab-up' first")
-    targets = floor.measure(LabRecord.load(path), args.model or [floor.FLOOR], args.rounds, args.seconds, progress)
-    print(floor.report(targets))
     return 0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import geometry as geo
-from .. import guestdisks, libvirt
+from .. import guestdisks, labdef, libvirt
 from ..guest import Guest
 from ..inguest import guestprobe
 from .record import DiskRecord, LabRecord
@@ -91,7 +91,7 @@ def verify(data: LabRecord, guests: dict[str, Guest], progress: Progress, wait: 
             mark = "" if got == want else f" (want {want})"
             if mark:
                 problems.append(f"{dev.path}: {got}, expected {want} ({d.geometry})")
-            path = dev.path + (f" (device model {d.device})" if d.device else "")
+            path = dev.path + (f" (device model {d.device})" if d.device not in (None, labdef.FLOOR) else "")
             rows.append([vm_name, d.name, d.serial, d.bus, d.geometry, path, got + mark])
         problems += [f"{path}: not empty at lab-up (expected a fresh volume)" for path in result["dirty"]]
     return rows, problems

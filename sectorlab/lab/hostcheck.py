@@ -49,7 +49,7 @@ def check_capacity(lab: Lab, pool_dir: Callable[[str], str]) -> None:
         vms = [vm for vm in lab.vms if vm.libvirt_uri == uri]
         host = libvirt.get_host(uri)
         where = f" on {host.label}" if host.remote else ""
-        want = sum(d.size_mib for vm in vms for d in vm.disks if not d.device) << 20  # model-served: in RAM
+        want = sum(d.size_mib for vm in vms for d in vm.disks if not vm.profile(d)) << 20  # model-served: in RAM
         free, own = host.space(pool_dir(lab.name))
         if want > free + own:
             raise UsageError(f"lab {lab.name}: its data disks add up to {want / 2**30:,.1f} GiB, and "
@@ -61,7 +61,7 @@ def check_capacity(lab: Lab, pool_dir: Callable[[str], str]) -> None:
             raise UsageError(f"lab {lab.name}: its VMs' memory adds up to {memory >> 20} MiB, more than the "
                              f"{total >> 20} MiB of the libvirt host{where}; make memory_mib smaller or the lab "
                              f"smaller")
-        modelled.check_memory(lab, host)
+        modelled.check(lab, host)
 
 
 def check_uri(uri: str) -> None:

@@ -1,15 +1,13 @@
 """Hot-plug over QEMU's monitor: the devices a lab's domains get after their guest is up, on the
 cold and the warm path alike (the guest's ACPI PCI hot-plug finds them), in PCI slots of their own:
-model-served virtio disks from 0x16 down, NVMe controllers from 0x18 up (libvirt fills slots from
-0x2 up; virtio-net sits at 0x17).
+NVMe controllers from 0x18 up (libvirt fills slots from 0x2 up; virtio-net sits at 0x17).
 
 - The emulated NVMe controllers: QEMU 7.2's cannot be saved ("non-migratable device"), so none is
   in the domain, whose state sectorlab/warm.py saves; `hotplug_nvme` adds each, with its sector
   sizes; `unplug_nvme` takes one away (a namespace formatted in the guest is then back at its
   declared geometry when it is added again).
-- The model-served disks (sectorlab/lab/modelled.py): QEMU's NBD client on the disk's Unix socket;
-  `hotplug_models` adds the virtio-blk ones (models_plan), and `hotplug_nvme` the NVMe ones, as any
-  NVMe disk.
+- An NVMe disk's block node is QEMU's NBD client on its device model's Unix socket
+  (sectorlab/lab/modelled.py), or on a remote libvirt host its qcow2 volume.
 
 QEMU's monitor is reached through virsh (LibvirtHost.qmp of the domain's libvirt host).
 """
@@ -23,7 +21,6 @@ from ..errors import SectorlabError
 from .record import DiskRecord
 
 NVME_FIRST_SLOT = 0x18
-MODEL_FIRST_SLOT = 0x16  # model-served virtio disks, downwards
 
 
 def qmp(uri: str, domain: str, execute: str, **arguments) -> object:
@@ -96,8 +93,8 @@ def unplug_nvme(uri: str, domain: str, disks: list[DiskRecord], serial: str, tim
 
 
 def _backing(d: DiskRecord) -> dict:
-    """The block node of a hot-plugged NVMe disk (without its name): its volume, a qcow2 file opened
-    with O_DIRECT; or, for a model-served disk, QEMU's NBD client on the model's Unix socket."""
+    """The block node of a hot-plugged NVMe disk (without its name): QEMU's NBD client on its device
+    model's Unix socket; or, on a remote libvirt host, its volume, a qcow2 file opened with O_DIRECT."""
     if d.device:
         return {"driver": "raw", "file": {"driver": "nbd", "server": {"type": "unix", "path": d.volume}}}
     return {"driver": "qcow2", "cache": {"direct": True},
@@ -111,34 +108,3 @@ def peripherals(uri: str, domain: str) -> set[str]:
 
 def _block_nodes(uri: str, domain: str) -> set[str]:
     return {n["node-name"] for n in qmp(uri, domain, "query-named-block-nodes", flat=True) or []}
-
-
-def models_plan(disks: list[DiskRecord]) -> list[tuple[str, str, DiskRecord]]:
-    """The VM's model-served virtio disks in a fixed order, each as (its device id, its PCI slot, the
-    disk): from MODEL_FIRST_SLOT downwards (labdef.layout_problem counts them against
-    MAX_HOTPLUG_PER_VM)."""
-    models = sorted((d for d in disks if d.device and d.bus == "virtio"), key=lambda d: d.name)
-    if len(models) > labdef.MAX_HOTPLUG_PER_VM:
-        raise SectorlabError(f"{len(models)} model-served virtio disks on one VM; at most "
-                             f"{labdef.MAX_HOTPLUG_PER_VM} fit its PCI slots")
-    return [(f"model{i}", f"0x{MODEL_FIRST_SLOT - i:x}", d) for i, d in enumerate(models)]
-
-
-def hotplug_models(uri: str, domain: str, disks: list[DiskRecord]) -> list[str]:
-    """Add the model-served virtio disks the running domain lacks (their servers run:
-    modelled.start; a model-served NVMe disk is added by hotplug_nvme); returns the device ids added."""
-    planned = models_plan(disks)
-    if not planned:
-        return []
-    present = peripherals(uri, domain)
-    added = []
-    for dev, addr, d in planned:
-        if dev in present:
-            continue
-        qmp(uri, domain, "blockdev-add", **{"node-name": f"{dev}-drive", **_backing(d)})
-        hints = {k: v for k, v in (("min_io_size", d.min_io_size), ("opt_io_size", d.opt_io_size)) if v}
-        qmp(uri, domain, "device_add", driver="virtio-blk-pci", id=dev, drive=f"{dev}-drive", serial=d.serial,
-            logical_block_size=d.logical_block_size, physical_block_size=d.physical_block_size,
-            bus="pci.0", addr=addr, **hints)
-        added.append(dev)
-    return added

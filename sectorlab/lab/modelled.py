@@ -1,8 +1,10 @@
-"""A lab's model-served data disks (`device = "PROFILE"`): one nbdkit daemon per disk on this host
-(sectorlab/devices/server.py), in a directory of the lab's own, /run/sectorlab/devices/<lab>/<disk>/
-(its Unix socket, owned by QEMU's user; its pid and start time, log and trace), started by lab-up
-before it hot-plugs the disks and stopped by lab-down, each by its recorded identity. The disks hold
-nothing across a lab-down: they are throw-away disks in RAM, like a fresh volume."""
+"""A lab's data disks, each served by its device model (`device = "PROFILE"`, or the floor: labdef's
+VM.profile): one nbdkit daemon per disk on this host (sectorlab/devices/server.py), in a directory of
+the lab's own, /run/sectorlab/devices/<lab>/<disk>/ (its Unix socket, owned by QEMU's user; its pid
+and start time, log and trace), started by lab-up before Terraform starts or restores the domains
+(whose disks are QEMU's NBD client on the socket; an NVMe disk's is hot-plugged) and stopped by
+lab-down after them, each by its recorded identity. The disks hold nothing across a lab-down: they
+are throw-away disks in RAM, like a fresh volume. A lab on a remote libvirt host has qcow2 volumes."""
 
 from __future__ import annotations
 
@@ -29,40 +31,37 @@ def server(lab_name: str, disk_name: str, size: int = 0, params: dict[str, str] 
     return DeviceServer(lab_dir(lab_name) / disk_name, size=size, params=params or {}, name="disk")
 
 
-def params(d: DiskRecord) -> dict[str, str]:
-    """The model's parameters for this disk: its profile's, and the physical sector of its geometry
-    when larger than the logical one (a 512e disk reads a partly written 4 KiB sector first, whatever
-    drive it is; the profile's write unit, when it has one, holds it)."""
-    out = dict(profiles.get(d.device).params)
-    if int(d.physical_block_size) > int(d.logical_block_size):
-        out["physical-sector"] = str(d.physical_block_size)
+def params(profile: str, logical: int, physical: int) -> dict[str, str]:
+    """The model's parameters for a disk of this profile and sectors: the profile's, and the physical
+    sector when larger than the logical one (a 512e disk reads a partly written 4 KiB sector first,
+    whatever drive it is; the profile's write unit, when it has one, holds it)."""
+    out = dict(profiles.get(profile).params)
+    if int(physical) > int(logical):
+        out["physical-sector"] = str(physical)
     return out
 
 
-def records(lab: labdef.Lab) -> dict[str, dict]:
-    """lab.json's entries of the model-served disks (Terraform does not make them), keyed VM/NAME."""
-    out = {}
-    for vm in lab.vms:
-        for d in vm.disks:
-            if not d.device:
-                continue
-            g = d.geometry
-            out[f"{vm.name}/{d.name}"] = {
-                "backing_serial": None, "bus": d.bus, "geometry": g.name,
-                "logical_block_size": g.logical_block_size, "min_io_size": g.min_io_size,
-                "name": d.name, "opt_io_size": g.opt_io_size, "physical_block_size": g.physical_block_size,
-                "serial": d.serial, "size_bytes": d.size_mib << 20,
-                "volume": str(server(lab.name, d.name).socket), "vm": vm.name,
-                "device": d.device}
-    return out
+def devices(lab: labdef.Lab) -> dict[str, str | None]:
+    """The profile serving each disk of the lab (None: a volume), keyed VM/NAME as in lab.json."""
+    return {f"{vm.name}/{d.name}": vm.profile(d) for vm, d in lab.disks()}
 
 
-def check_memory(lab: labdef.Lab, host: libvirt.LibvirtHost) -> None:
-    """Refuse a lab whose model-served disks could take more than MEMORY_SHARE of the host's memory."""
-    disks = [(vm.name, d) for vm in lab.vms for d in vm.disks if d.device]
+SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (sun_path holds 108 with its NUL)
+
+
+def check(lab: labdef.Lab, host: libvirt.LibvirtHost) -> None:
+    """Refuse a lab whose model-served disks could take more than MEMORY_SHARE of the host's memory,
+    or whose socket path would be too long for a Unix socket."""
+    disks = [d for vm, d in lab.disks() if vm.profile(d)]
     if not disks:
         return
-    total = sum(d.size_mib << 20 for _, d in disks)
+    for d in disks:
+        path = str(server(lab.name, d.name).socket)
+        if len(path.encode()) > SOCKET_PATH_MAX:
+            raise UsageError(f"lab {lab.name} disk {d.name}: its device model's socket {path} is "
+                             f"{len(path.encode())} bytes, more than the {SOCKET_PATH_MAX} a Unix socket's path "
+                             f"takes; give the disk a shorter name")
+    total = sum(d.size_mib << 20 for d in disks)
     memory = host.memory_bytes()
     if total > MEMORY_SHARE * memory:
         raise UsageError(f"lab {lab.name}: its {len(disks)} model-served disks take {total >> 20} MiB in RAM if "
@@ -70,23 +69,25 @@ def check_memory(lab: labdef.Lab, host: libvirt.LibvirtHost) -> None:
                          f"them smaller (size_mib)")
 
 
-def start(lab_name: str, disks: list[DiskRecord], qemu_uid: int, progress: Progress) -> list[str]:
-    """Start the servers of these model-served disks that do not run; returns the disks started."""
+def start(lab: labdef.Lab, qemu_uid: int, progress: Progress) -> list[str]:
+    """Start the servers of the lab's model-served disks that do not run; returns the disks started."""
     started = []
-    for d in disks:
-        if not d.device:
+    for vm, d in lab.disks():
+        profile = vm.profile(d)
+        if not profile:
             continue
-        s = server(lab_name, d.name, int(d.size_bytes), params(d))
+        g = d.geometry
+        s = server(lab.name, d.name, d.size_mib << 20, params(profile, g.logical_block_size, g.physical_block_size))
         if s.pid() is not None:
             continue
-        for directory in (SERVE_DIR, lab_dir(lab_name), s.directory):
+        for directory in (SERVE_DIR, lab_dir(lab.name), s.directory):
             directory.mkdir(parents=True, exist_ok=True)
             os.chmod(directory, 0o711)  # QEMU's user reaches the socket through them, and lists nothing
         s.start()
         os.chown(s.socket, qemu_uid, -1)
         started.append(d.name)
     if started:
-        progress(f"lab {lab_name}: device models serving {', '.join(started)} ({lab_dir(lab_name)})")
+        progress(f"lab {lab.name}: device models serving {', '.join(started)} ({lab_dir(lab.name)})")
     return started
 
 

@@ -82,7 +82,8 @@ class LabUp:
     always used (None: not timed on its own) and says in which phase a failure or an interrupt
     stopped the lab-up."""
 
-    PIPELINE = ("validate", "image", "choose path", "provision", "start", "wait", "save", "hot-plug", "verify")
+    PIPELINE = ("validate", "image", "choose path", "provision", "models", "start", "wait", "save", "hot-plug",
+                "verify")
 
     def __init__(self, lab: labdef.Lab | Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
                  require_warm: bool = False):
@@ -217,6 +218,14 @@ class LabUp:
         self.domains = {name: domain_name(self.lab.name, name) for name in self.vm_names}
         self.write_tfvars()
 
+    def phase_models(self) -> str | None:
+        """The device models of the lab's disks, before Terraform starts or restores the domains that
+        open their sockets (a converging lab's run already: none is started again)."""
+        if not any(vm.profile(d) for vm, d in self.lab.disks()):
+            return None
+        started = modelled.start(self.lab, libvirt.get_host(self.uri).qemu_uid(), self.progress)
+        return "device models" if started else None
+
     def phase_start(self) -> str:
         self.tf = terraform.Terraform(self.state, self.progress)
         self.tf.init()
@@ -273,16 +282,9 @@ class LabUp:
 
     def phase_hotplug(self) -> str:
         for name in self.vm_names:
-            domain = self.data.vm(name).domain
-            disks = self.data.disks_of(name)
-            if any(d.device for d in disks):  # before the NVMe controllers, which some of them back
-                modelled.start(self.lab.name, disks, libvirt.get_host(self.uri).qemu_uid(), self.progress)
-            added = hotplug.hotplug_nvme(self.uri, domain, disks)
+            added = hotplug.hotplug_nvme(self.uri, self.data.vm(name).domain, self.data.disks_of(name))
             if added:
                 self.progress(f"{name}: hot-plugged NVMe controller(s) {', '.join(added)}")
-            added = hotplug.hotplug_models(self.uri, domain, disks)
-            if added:
-                self.progress(f"{name}: hot-plugged model-served disk(s) {', '.join(added)}")
         return "disk check"
 
     def phase_verify(self) -> str:
@@ -316,11 +318,12 @@ def up(lab: labdef.Lab | Path, progress: Progress = _say, cold: bool = False, sa
 
 def _lab_json(lab: labdef.Lab, state: Path, outputs: dict) -> record.LabRecord:
     """The record of the lab Terraform made (its outputs), with the login, checked as load() checks it."""
-    vms = {}
+    vms, devices = {}, modelled.devices(lab)
     for name, vm in outputs["vms"].items():
         vms[name] = {**vm, "user": LAB_USER, "key_file": str(state / "id_ed25519"),
                      "host_key": (state / f"host-{name}.pub").read_text().strip()}
     return record.LabRecord.from_json({"format": record.FORMAT, "lab": lab.name, "lab_file": str(lab.path),
                                        "libvirt_uri": outputs["libvirt_uri"], "vms": vms,
-                                       "disks": {**outputs["disks"], **modelled.records(lab)}},
+                                       "disks": {key: {**d, "device": devices[key]}
+                                                 for key, d in outputs["disks"].items()}},
                                       "lab.json")

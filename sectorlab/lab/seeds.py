@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import images, labdef, libvirt, seed, sshkeys
 from ..errors import SectorlabError
-from . import ownership
+from . import modelled, ownership
 from .pool import IMAGE_POOL
 from .state import DEFAULT_LAB_FILE, LAB_USER, Progress, _say, console_dir, pool_dir
 
@@ -58,9 +58,11 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
             "seed_iso": str(iso),
             "seed_id": seed_id,
             "root_source": (root_sources or {}).get(vm.name, ""),
+            # A disk served by its device model is a Unix socket (modelled.py); else a qcow2 volume.
             "disks": [{"name": d.name, "bus": d.bus, "geometry": d.geometry.name, "size_mib": d.size_mib,
-                       "serial": d.serial, "backing_serial": d.backing_serial or ""}
-                      for d in vm.disks if not d.device],  # model-served disks: sectorlab/lab/modelled.py
+                       "serial": d.serial, "backing_serial": d.backing_serial or "",
+                       "socket": str(modelled.server(lab.name, d.name).socket) if vm.profile(d) else ""}
+                      for d in vm.disks],
         }
     uris = {vm.libvirt_uri for vm in lab.vms}
     if len(uris) != 1:

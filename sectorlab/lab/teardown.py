@@ -52,9 +52,9 @@ def faults(data: LabRecord, states: dict[str, str] | None = None) -> list[str]:
     gone = libvirt.get_host(uri).missing([path for _, path in volumes])
     found += [f"{what}: volume {path} is gone (deleted while the lab ran)" for what, path in volumes if path in gone]
     disks = list(data.disks.values())
+    dead = set(modelled.dead(data.lab, disks))
     found += [f"{d.vm} disk {d.name}: its device model does not run (its log: "
-              f"{modelled.server(data.lab, d.name).log})" for d in disks if d.name in modelled.dead(data.lab,
-                                                                                                        disks)]
+              f"{modelled.server(data.lab, d.name).log})" for d in disks if d.name in dead]
     return found
 
 
