@@ -35,7 +35,7 @@ BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),
               $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS)) \
               $(if $(ORDER_SEED),--seed $(ORDER_SEED))
 
-.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
+.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench bench-all bench-check faults alone
 
 help:
@@ -63,7 +63,9 @@ help:
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; a three-bus"
 	@echo "                          preset's device counters; a Ctrl-C and a SIGTERM"
 	@echo "make alone                with no lab up: a lab on a libvirt host over qemu+ssh (an sshd on 127.0.0.1), a Ctrl-C of make test"
-	@echo "make faults               a VM's QEMU killed, a volume deleted, the state directory lost: lab-status names each, lab-up/down heal it"
+	@echo "make faults               a VM's QEMU killed, a volume deleted, a device model killed, the state directory lost:"
+	@echo "                          lab-status names each, lab-up/down heal it"
+	@echo "make test-zfs             seed 004: OpenZFS and NFS in a guest of its own (labs/zfs-nfs.toml; its image ~6 min the first time)"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
 	@echo "make bench-writer         redo-writer against fio on the same file, post/wait and polling (4 rounds each)"
@@ -177,6 +179,11 @@ test-devicemodel:
 
 test-behaviours:
 	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)
+
+# Seed 004: OpenZFS and NFS in a guest of their own (labs/zfs-nfs.toml); its image, debian12-zfs,
+# is built the first time (~15 min), then cached like any other (docs/zfs-nfs.md).
+test-zfs: bootstrap
+	$(call lab-run,,-m zfs labtests,labs/zfs-nfs.toml)
 
 test-crosscheck: export SECTORLAB_LAB_SUFFIX := $(LAB_SUFFIX)-db
 test-crosscheck:

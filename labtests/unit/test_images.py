@@ -14,7 +14,7 @@ from sectorlab.errors import SectorlabError, UsageError
 
 
 def test_every_vars_file_is_a_guest():
-    assert images.guest_names() == ["debian12", "oraclelinux10", "oraclelinux8", "oraclelinux9"]
+    assert images.guest_names() == ["debian12", "debian12-zfs", "oraclelinux10", "oraclelinux8", "oraclelinux9"]
     for name in images.guest_names():
         spec = images.load_guest(name)
         assert spec.name == name
@@ -57,11 +57,20 @@ def test_debian_is_built_here():
     assert spec.base_recipe == "mmdebstrap" and spec.template_file is None
 
 
+def test_the_zfs_variant_is_debian12_but_for_its_name_and_memory():
+    """debian12-zfs builds on debian12's recipe (images/debian12-zfs/recipe.toml): its vars differ in
+    the guest's name and the memory a lab VM needs (the ARC, the pool and the NFS server)."""
+    base, zfs = images.load_guest("debian12"), images.load_guest("debian12-zfs")
+    for field in ("os_family", "base_recipe", "ssh_username", "disk_size", "provision_scripts", "firmware"):
+        assert getattr(zfs, field) == getattr(base, field), field
+    assert (zfs.name, zfs.lab_min_memory_mib) == ("debian12-zfs", 768)
+
+
 def test_unknown_guest_names_value_and_choices():
     with pytest.raises(UsageError) as err:
         images.load_guest("centos7")
     msg = str(err.value)
-    assert "'centos7'" in msg and "debian12, oraclelinux10, oraclelinux8, oraclelinux9" in msg
+    assert "'centos7'" in msg and "debian12, debian12-zfs, oraclelinux10, oraclelinux8, oraclelinux9" in msg
 
 
 def test_hash_is_stable_and_sees_every_change(tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 from .. import labtools
 from ..errors import SectorlabError
 from ..paths import REPO, image_cache, manifest_path
+from . import recipe
 from .guests import PACKER_DIR, GuestSpec
 
 DEBIAN_BASE_SCRIPT = REPO / "scripts" / "build-debian-base"
@@ -53,9 +54,8 @@ BASE_CHROOT_SCRIPTS = [PACKER_DIR / "scripts" / "debian" / "lean-boot.sh",
 
 
 def _base_files(spec: GuestSpec) -> list[Path]:
-    recipe = REPO / "images" / spec.name
     return [DEBIAN_BASE_SCRIPT, REPO / "scripts" / "lib.sh", labtools.TOOLS_FILE] + BASE_CHROOT_SCRIPTS + \
-        sorted(p for p in recipe.rglob("*") if p.is_file())
+        recipe.load(spec.name).files()
 
 
 def hash_files(files: list[Path], extra: str = "", root: Path = REPO) -> str:

@@ -27,7 +27,7 @@ from .. import labtools, seed, sshkeys
 from ..errors import SectorlabError, UsageError
 from ..guest import READY_MARKER
 from ..paths import REPO, image_cache
-from . import packerprogress
+from . import packerprogress, recipe
 from .cache import (
     DEBIAN_BASE_SCRIPT,
     GUEST_TOOLS,
@@ -114,7 +114,8 @@ def build_debian_base(spec: GuestSpec, progress: Progress) -> Path:
     tmp = outdir.with_name(outdir.name + f".tmp-{os.getpid()}")
     progress(f"building the {spec.name} base disk from Debian's packages into {outdir}")
     _, tools = labtools.load()
-    env = {**os.environ, "SECTORLAB_TOOL_PACKAGES": " ".join(labtools.packages(spec.os_family, tools))}
+    env = {**os.environ, "SECTORLAB_TOOL_PACKAGES": " ".join(labtools.packages(spec.os_family, tools)),
+           **recipe.load(spec.name).env()}
     proc = subprocess.run([str(DEBIAN_BASE_SCRIPT), str(tmp)], env=env)
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
