@@ -93,7 +93,7 @@ def verify(data: LabRecord, guests: dict[str, Guest], progress: Progress, wait: 
                 problems.append(f"{dev.path}: {got}, expected {want} ({d.geometry})")
             path = dev.path + (f" (device model {d.device})" if d.device not in (None, labdef.FLOOR) else "")
             rows.append([vm_name, d.name, d.serial, d.bus, d.geometry, path, got + mark])
-        problems += [f"{path}: not empty at lab-up (expected a fresh volume)" for path in result["dirty"]]
+        problems += [f"{path}: not empty at lab-up (expected a fresh disk)" for path in result["dirty"]]
     return rows, problems
 
 
