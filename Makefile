@@ -181,7 +181,7 @@ test-behaviours:
 	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)
 
 # Seed 004: OpenZFS and NFS in a guest of their own (labs/zfs-nfs.toml); its image, debian12-zfs,
-# is built the first time (~15 min), then cached like any other (docs/zfs-nfs.md).
+# is built the first time (about 6 min), then cached like any other (docs/zfs-nfs.md).
 test-zfs: bootstrap
 	$(call lab-run,,-m zfs labtests,labs/zfs-nfs.toml)
 

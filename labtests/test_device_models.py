@@ -24,8 +24,8 @@ OVERSHOOT_P50_US = 20  # served minus modelled at the median (labtests/test_devi
 
 @pytest.fixture(scope="module")
 def modelled(lab_state):
-    return require([d for d in lab_state.disks.values() if d.device],
-                   "the lab has no model-served disk (device = ...; labs/behaviours.toml has)")
+    return require([d for d in lab_state.disks.values() if d.device],  # the floor's too: every local disk
+                   "the lab's disks are served by no device model (a lab on a remote libvirt host)")
 
 
 def _within(got: float, want: float, rel: float, abs_us: float) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import sys
 from pathlib import Path
@@ -209,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     # names the phase it stopped in, a bench brings its lab down.
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        return args.func(args)
+        rc = args.func(args)
+        sys.stdout.flush()  # here, not at the interpreter's exit: a reader that went away is seen below
+        return rc
     except SectorlabError as e:
         print(f"sectorlab: error: {e}", file=sys.stderr)
         return e.exit_status
@@ -217,12 +220,24 @@ def main(argv: list[str] | None = None) -> int:
         print("sectorlab: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        if not _stdout_gone():
+            raise  # another pipe or socket: not this command's reader
         # The reader of stdout went away (`sectorlab bench --list | head`): stop quietly, as a shell
         # tool does on SIGPIPE, with stdout pointed at /dev/null so that the exit's flush cannot fail.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll reports an error on its end)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
 
 
 def _terminated(signum, frame):

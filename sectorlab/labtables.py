@@ -17,7 +17,8 @@ DEFAULT_URI = "qemu:///system"
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 SERIAL_RE = re.compile(r"^[A-Za-z0-9_-]{1,20}$")  # virtio-blk serials are at most 20 bytes
 # XFS is a cross-check filesystem (labtests/test_xfs.py) and xfsprogs 5.19+ refuses filesystems
-# under 300 MB; the volumes are thin qcow2, so a larger disk costs only what is written to it.
+# under 300 MB; a disk is sparse (in RAM behind its device model, or a thin qcow2 volume on a
+# remote libvirt host), so a larger disk costs only what is written to it.
 DEFAULT_DISK_MIB = 512
 MIN_DISK_MIB = 16
 MAX_DISK_MIB = 1 << 20
@@ -179,7 +180,8 @@ DISK_FIELDS = fields.Table("[[vm.disk]]", "One data disk of a VM.", (
                  "the disk's name, unique in the lab: the scenarios' test id",
                  default_text="BUS-GEOMETRY[-DEVICE]"),
     fields.Field("size_mib", fields.number(MIN_DISK_MIB, MAX_DISK_MIB),
-                 "its size in MiB (a thin qcow2 volume; a model-served disk's RAM at most)",
+                 "its size in MiB: at most this much of the host's RAM, as it is written (a thin qcow2 "
+                 "volume on a remote libvirt host)",
                  default=DEFAULT_DISK_MIB),
     fields.Field("serial", fields.custom("1-20 of A-Z, a-z, 0-9, '-', '_'", _serial),
                  "the serial the guest finds it by, unique in the lab", default_text="slNN-BUS-GEOMETRY"),

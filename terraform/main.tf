@@ -1,8 +1,8 @@
-# The lab's VMs on libvirt: a storage pool, a root volume per VM backed by the guest image, one volume per data disk, a NoCloud seed per VM, and the domains. The provider has no
+# The lab's VMs on libvirt: a storage pool, a root volume per VM backed by the guest image, the data disks (below), a NoCloud seed per VM, and the domains. The provider has no
 # <blockio>/<serial>, so those, and user-mode networking with SSH on 127.0.0.1 only, go in
 # through the provider's XSLT hook (domain.xsl.tftpl). The emulated NVMe controllers are not in
 # the domain at all: QEMU 7.2 cannot save a guest that has one, so sectorlab hot-plugs them after
-# the guest is up (cold boot or restored from a saved state); their volumes are created here.
+# the guest is up (cold boot or restored from a saved state); on a remote host their volumes are made here.
 # A data disk served by its device model (every disk of a lab on this host: sectorlab/lab/modelled.py
 # starts the models first) has no volume: the domain's disk is QEMU's NBD client on the model's Unix
 # socket, written in by the XSLT. A lab on a remote libvirt host has qcow2 volumes instead.

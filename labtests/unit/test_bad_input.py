@@ -356,12 +356,27 @@ def test_the_campaign_has_at_least_25_inputs():
     assert len(LAB_FILES) + len(COMMANDS) + len(MAKE) + len(REDO_WRITER) >= 25
 
 
-def test_a_closed_stdout_stops_the_cli_quietly():
-    """`sectorlab bench --list | head -1`: the reader gone before the listing is written (its end of
+@pytest.mark.parametrize("command", [["bench", "--list"], ["geometries"]], ids=["listing", "catalog"])
+def test_a_closed_stdout_stops_the_cli_quietly(command):
+    """`sectorlab bench --list | head -1`: the reader gone before the output is written (its end of
     the pipe closed at once, before the interpreter has started) ends the command with the status a
-    shell tool has on SIGPIPE and nothing on stderr, not a BrokenPipeError traceback."""
-    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "sectorlab"), "bench", "--list"], stdout=subprocess.PIPE,
+    shell tool has on SIGPIPE and nothing on stderr, not a BrokenPipeError traceback; also for an
+    output short enough to sit in stdout's buffer until the end."""
+    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "sectorlab"), *command], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 141 and err == "", (proc.returncode, err)
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_not_hidden(monkeypatch):
+    """A BrokenPipeError from anything else (a guest's SSH channel) is raised, not taken for a reader
+    of stdout that went away."""
+    import argparse
+    monkeypatch.setattr(cli, "build_parser", lambda: argparse.ArgumentParser())
+
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe")
+    monkeypatch.setattr(argparse.Namespace, "func", staticmethod(broken), raising=False)
+    with pytest.raises(BrokenPipeError):
+        cli.main([])

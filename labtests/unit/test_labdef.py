@@ -348,7 +348,7 @@ def test_a_disk_name_too_long_for_its_models_socket_is_refused():
         f'name = "{name}"\n'))
     with pytest.raises(UsageError, match=rf"lab l{{31}} disk {name}: its device model's socket /run/sectorlab/"
                                          rf"devices/l{{31}}/{name}/disk.sock is 128 bytes, more than the 107 a Unix "
-                                         rf"socket's path takes; give the disk a shorter name"):
+                                         rf"socket's path takes; give the disk or the lab a shorter name"):
         modelled.check(lab, Host())
 
 
@@ -432,3 +432,28 @@ def test_a_model_served_nvme_disk_is_backed_by_the_model_and_a_512e_disk_gets_it
         "qcow2", "on a remote libvirt host: the volume"
     assert "physical-sector" not in modelled.params("intel-p3700", 512, 512)
     assert modelled.params("floor", 512, 4096) == {"physical-sector": "4096"}  # 512e: the floor's only parameter
+
+
+def test_a_running_model_that_serves_another_size_or_profile_is_named(tmp_path, monkeypatch):
+    """What a converging lab-up compares before it keeps a running lab: each running model's size,
+    profile and parameters (written beside it when it started) against what the definition gives
+    the disk now; a disk whose model does not run is not compared (lab-up starts it)."""
+    import json
+
+    from sectorlab.lab import modelled
+    monkeypatch.setattr(modelled, "SERVE_DIR", tmp_path)
+    monkeypatch.setattr(modelled.DeviceServer, "pid", lambda self: 1 if self.directory.name != "new" else None)
+    lab = labdef.validate(tomllib.loads(
+        '[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n'
+        '[[vm.disk]]\nname = "same"\nbus = "virtio"\ngeometry = "sector512e"\nsize_mib = 64\n'
+        '[[vm.disk]]\nname = "grown"\nbus = "virtio"\ngeometry = "sector512n"\nsize_mib = 128\n'
+        '[[vm.disk]]\nname = "slow"\nbus = "virtio"\ngeometry = "sector512n"\ndevice = "hdd-15k"\nsize_mib = 64\n'
+        '[[vm.disk]]\nname = "new"\nbus = "virtio"\ngeometry = "sector512n"\nsize_mib = 64\n'))
+    served = {"same": (64, "floor", {"physical-sector": "4096"}), "grown": (64, "floor", {}), "slow": (64, "floor", {})}
+    for name, (mib, profile, params) in served.items():
+        (tmp_path / "m" / name).mkdir(parents=True)
+        (tmp_path / "m" / name / modelled.SERVED).write_text(
+            json.dumps({"size": mib << 20, "profile": profile, "params": params}))
+    assert modelled.changed(lab) == [
+        "disk grown's device model serves 64 MiB as floor, the definition asks for 128 MiB as floor",
+        "disk slow's device model serves 64 MiB as floor, the definition asks for 64 MiB as hdd-15k"]

@@ -63,9 +63,10 @@ def load(guest: str) -> BaseRecipe:
     if not isinstance(components, list) or "main" not in components or any(c not in COMPONENTS for c in components):
         raise SectorlabError(f"{path}: components = {components!r}: expected a list of {', '.join(COMPONENTS)} "
                              f"with main in it")
-    steps = tuple(REPO / s for s in data.get("chroot_steps", []) if isinstance(s, str))
+    given = data.get("chroot_steps", [])
+    steps = tuple(REPO / s for s in given if isinstance(s, str)) if isinstance(given, list) else ()
     missing = [s for s in steps if not s.is_file()]
-    if missing or len(steps) != len(data.get("chroot_steps", [])):
+    if missing or not isinstance(given, list) or len(steps) != len(given):
         raise SectorlabError(f"{path}: chroot_steps: {missing[0] if missing else 'not all strings'}: expected "
                              f"scripts of the repository, as paths from its top")
     dirs = ((IMAGES / parent,) if parent else ()) + (own,)

@@ -6,10 +6,11 @@ file the tests read (SSH endpoints, keys, pinned host keys, every declared disk)
 
 The package, one module per concept: state.py (state directory, keys, ports, locks), pool.py
 (the image pool), terraform.py, seeds.py (Terraform's variables and the VMs' seeds), pipeline.py
-(the lab-up pipeline and its routes), hotplug.py (the NVMe controllers and read-modify-write disks
-plugged over QEMU's monitor), diskcheck.py (what the guests show), teardown.py (down, status,
-faults, leftovers), ownership.py (what is the lab's own), record.py (lab.json). The names below
-are the package's interface, as the CLI, the bench and the scenarios use it.
+(the lab-up pipeline and its routes), hotplug.py (the NVMe controllers plugged over QEMU's
+monitor), modelled.py (the device model serving each data disk), diskcheck.py (what the guests
+show), teardown.py (down, status, faults, leftovers), ownership.py (what is the lab's own),
+record.py (lab.json). The names below are the package's interface, as the CLI, the bench and the
+scenarios use it.
 """
 
 from . import ownership, record  # noqa: F401

@@ -8,6 +8,7 @@ are throw-away disks in RAM, like a fresh volume. A lab on a remote libvirt host
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -60,13 +61,42 @@ def check(lab: labdef.Lab, host: libvirt.LibvirtHost) -> None:
         if len(path.encode()) > SOCKET_PATH_MAX:
             raise UsageError(f"lab {lab.name} disk {d.name}: its device model's socket {path} is "
                              f"{len(path.encode())} bytes, more than the {SOCKET_PATH_MAX} a Unix socket's path "
-                             f"takes; give the disk a shorter name")
+                             f"takes; give the disk or the lab a shorter name")
     total = sum(d.size_mib << 20 for d in disks)
     memory = host.memory_bytes()
     if total > MEMORY_SHARE * memory:
         raise UsageError(f"lab {lab.name}: its {len(disks)} model-served disks take {total >> 20} MiB in RAM if "
                          f"written through, more than {MEMORY_SHARE:.0%} of this host's {memory >> 20} MiB; make "
                          f"them smaller (size_mib)")
+
+
+SERVED = "served.json"  # beside a running model: the size, profile and parameters it was started with
+
+
+def _served(profile: str, d: labdef.Disk) -> dict:
+    g = d.geometry
+    return {"size": d.size_mib << 20, "profile": profile,
+            "params": params(profile, g.logical_block_size, g.physical_block_size)}
+
+
+def changed(lab: labdef.Lab) -> list[str]:
+    """The lab's disks whose model runs with another size, profile or parameters than the definition
+    now gives it (a converging lab-up then brings the lab up fresh: a running model keeps its disk)."""
+    out = []
+    for vm, d in lab.disks():
+        profile = vm.profile(d)
+        s = server(lab.name, d.name)
+        if not profile or s.pid() is None:
+            continue
+        want = _served(profile, d)
+        try:
+            got = json.loads((s.directory / SERVED).read_text())
+        except (OSError, ValueError):
+            got = {}
+        if got != want:
+            out.append(f"disk {d.name}'s device model serves {got.get('size', 0) >> 20} MiB as "
+                       f"{got.get('profile', '?')}, the definition asks for {want['size'] >> 20} MiB as {profile}")
+    return out
 
 
 def start(lab: labdef.Lab, qemu_uid: int, progress: Progress) -> list[str]:
@@ -76,8 +106,8 @@ def start(lab: labdef.Lab, qemu_uid: int, progress: Progress) -> list[str]:
         profile = vm.profile(d)
         if not profile:
             continue
-        g = d.geometry
-        s = server(lab.name, d.name, d.size_mib << 20, params(profile, g.logical_block_size, g.physical_block_size))
+        served = _served(profile, d)
+        s = server(lab.name, d.name, served["size"], served["params"])
         if s.pid() is not None:
             continue
         for directory in (SERVE_DIR, lab_dir(lab.name), s.directory):
@@ -85,6 +115,7 @@ def start(lab: labdef.Lab, qemu_uid: int, progress: Progress) -> list[str]:
             os.chmod(directory, 0o711)  # QEMU's user reaches the socket through them, and lists nothing
         s.start()
         os.chown(s.socket, qemu_uid, -1)
+        (s.directory / SERVED).write_text(json.dumps(served))
         started.append(d.name)
     if started:
         progress(f"lab {lab.name}: device models serving {', '.join(started)} ({lab_dir(lab.name)})")

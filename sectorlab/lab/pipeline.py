@@ -165,6 +165,13 @@ class LabUp:
         self.key_parts = key_parts
         self.saved = warm.SavedState(lab.name, self.key, key_parts)
         running = _running(lab, state)
+        if running and (changed := modelled.changed(lab)):
+            # A running model keeps its size and behaviour: the disks are served anew, from scratch.
+            self.progress(f"lab {lab.name}: {'; '.join(changed)}: taking the lab down first and bringing all of "
+                          f"it up fresh")
+            down(self.lab, self.progress)
+            state.mkdir(parents=True, exist_ok=True)
+            running = False
         if not running:
             data = _record_or_none(state)
             broken = faults(data) if data else []
