@@ -46,9 +46,8 @@ class Zfs:
         return f"/dev/disk/by-id/virtio-{self.disks[disk].serial}"
 
     def sh(self, *command, timeout: float = 300) -> str:
-        result = self.guest.run(*command, timeout=timeout)
-        assert result.rc == 0, f"{' '.join(map(str, command))}: exit {result.rc}: {result.stderr.strip()}"
-        return result.stdout
+        """The command's output; a failure raises, naming the command, its status and its stderr."""
+        return self.guest.check_output(*command, timeout=timeout)
 
     @contextlib.contextmanager
     def pool(self, name: str, disk: str, *options: str, log: tuple[str, ...] = ()):
