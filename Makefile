@@ -177,7 +177,7 @@ test-write-units:
 test-devicemodel:
 	$(PYTEST) -m devicemodel labtests
 
-test-behaviours:
+test-behaviours: bootstrap
 	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)
 
 # Seed 004: OpenZFS and NFS in a guest of their own (labs/zfs-nfs.toml); its image, debian12-zfs,

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from labtests.requires import BEHAVIOURS, behaviour_disks_of, require
+from sectorlab import guestdisks
 from sectorlab.bench import stats
 from sectorlab.devices import profiles
 from sectorlab.lab import modelled
@@ -65,6 +66,7 @@ def runs(found, lab_guests, guest_devices):
         if dev is None:
             pytest.fail(f"{vm_name}: declared disk {d.name} (serial {d.serial}) is not in the guest", pytrace=False)
         paths[d.name] = dev.path
+    guestdisks.unwatch(lab_guests[vm_name], list(paths.values()))  # no re-probe's reads inside a run
     return Runs(lab_guests[vm_name], paths)
 
 

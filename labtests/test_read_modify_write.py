@@ -17,6 +17,7 @@ import json
 import pytest
 
 from labtests.requires import RMW_PAIR, require, rmw_pair_of
+from sectorlab import guestdisks
 from sectorlab.bench import devicerows, stats
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
@@ -52,6 +53,7 @@ class Lab:
             if dev is None:
                 pytest.fail(f"{vm}: declared disk {d.name} (serial {d.serial}) is not in the guest", pytrace=False)
             self.path[d.name] = dev.path
+        guestdisks.unwatch(guest, list(self.path.values()))  # no re-probe's reads inside a run
         self.done: dict = {}
 
     def traced(self, run_id: str, command) -> dict:
@@ -60,7 +62,10 @@ class Lab:
         window = devicerows.Window(self.lab, [self.rmw_disk])
         command()
         window.check_alive(run_id)
-        return window.rows(self.scratch, run_id, self.scratch)[self.rmw_disk.name]["write"]
+        rows = window.rows(self.scratch, run_id, self.scratch)[self.rmw_disk.name]
+        # Nothing else reads the disk meanwhile (udev's re-probe after a writer closes it would: unwatch)
+        assert rows["read"]["count"] == 0, f"{run_id}: the model served {rows['read']['count']} reads during it"
+        return rows["write"]
 
     def run(self, disk: str, blocksize: int) -> tuple[dict, dict | None]:
         """redo-writer's report, and for the rmw disk the model's writes of the run."""

@@ -2,7 +2,8 @@
 
 Each parser checks the shape of what it parses and raises GuestOutputError naming the command,
 so a changed tool version fails loudly instead of yielding wrong numbers. They are unit-tested
-against outputs saved from real guests (labtests/unit/data/).
+against outputs saved from real guests (labtests/unit/data/). And what a measurement does to the
+disks first: unwatch().
 """
 
 from __future__ import annotations
@@ -114,3 +115,28 @@ def parse_nvme_id_ns(text: str, command: str) -> dict:
     return {"lba_format": in_use, "data_size": formats[in_use]["data_size"],
             "metadata_size": formats[in_use]["metadata_size"], "formats": [f["data_size"] for f in formats],
             "nsze": json.loads(text).get("nsze")}
+
+
+# udev watches every disk node (Debian's 60-block.rules: OPTIONS+="watch"): when a process that had it
+# open for writing closes it, udev re-probes the disk (blkid: about 40 reads, 0.5 s on a spinning
+# disk's model), and those reads queue in front of the next run's writes. A measured disk is not
+# watched: a rule in /run (gone at the guest's next boot) by the kernel's exact name for each node.
+UNWATCH_RULES = "/run/udev/rules.d/61-sectorlab-unwatched.rules"
+UNWATCH_SCRIPT = f"""set -e
+mkdir -p {UNWATCH_RULES.rsplit("/", 1)[0]}
+touch {UNWATCH_RULES}
+for dev; do
+  name=$(basename "$(readlink -e "$dev")")
+  line="ACTION!=\\"remove\\", SUBSYSTEM==\\"block\\", KERNEL==\\"$name\\", OPTIONS+=\\"nowatch\\""
+  grep -qxF "$line" {UNWATCH_RULES} || echo "$line" >> {UNWATCH_RULES}
+done
+udevadm control --reload
+for dev; do udevadm trigger --settle --action=change "$dev"; done
+"""
+
+
+def unwatch(guest, paths: list[str]) -> None:
+    """Stop udev re-probing these block devices after each writer closes them (UNWATCH_RULES): the
+    probe of a change event runs now, once, instead of inside the next measured run."""
+    if paths:
+        guest.check_output("sudo -n sh -c", UNWATCH_SCRIPT, "sh", *paths, timeout=120)

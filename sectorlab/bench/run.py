@@ -237,6 +237,7 @@ class Bench:
         record = images.find_cached(images.load_guest(self.preset.lab.vms[0].guest))
         self.bench["image"] = Path(record.image).stem if record else None
         self.paths_now = self.paths()
+        guestdisks.unwatch(self.guest, list(self.paths_now.values()))  # no re-probe inside a run
         self.progress(f"run order: {len(self.order)} runs in {max(s.repeat for s in self.order)} rounds, each "
                       f"round in a random order (--seed {self.order_seed} repeats it)")
         for slot in self.order:
