@@ -15,11 +15,13 @@ from __future__ import annotations
 import contextlib
 import random
 import re
+from pathlib import Path
 
 import pytest
 
 from labtests.requires import require
 from sectorlab.bench import devicerows
+from sectorlab.bench.appliancerun import mountstats
 
 pytestmark = pytest.mark.zfs  # not "lab": the default lab has no OpenZFS guest
 
@@ -213,22 +215,6 @@ SEED_MOUNT = "rw,bg,hard,nointr,rsize=1048576,wsize=1048576,tcp,vers=3,timeo=600
 NFS_POOL, MOUNT = "sl-nfs", "/mnt/sl-nfs"
 
 
-def mountstats(text: str, mountpoint: str) -> dict:
-    """One mount's entry of /proc/self/mountstats: its options ('opts'), the data bytes the server
-    was sent in WRITEs ('written'), and per NFS operation (ops, bytes sent, bytes received)."""
-    blocks = re.split(r"^device ", text, flags=re.M)
-    on = re.compile(rf"\S+ mounted on {re.escape(mountpoint)} with fstype nfs4? ")
-    block = next((b for b in blocks if on.match(b)), None)
-    assert block is not None, f"no NFS mount on {mountpoint} in /proc/self/mountstats"
-    opts = dict(o.split("=", 1) if "=" in o else (o, "") for o in
-                re.search(r"^\s*opts:\s*(\S+)", block, re.M).group(1).split(","))
-    ops = {m.group(1): (int(m.group(2)), int(m.group(4)), int(m.group(5)))
-           for m in re.finditer(r"^\s*([A-Z_]+): (\d+) (\d+) \d+ (\d+) (\d+)", block, re.M)}
-    # bytes: normalread normalwrite directread directwrite serverread serverwrite readpages writepages
-    written = int(re.search(r"^\s*bytes:\s*(?:\d+\s+){5}(\d+)", block, re.M).group(1))
-    return {"opts": opts, "ops": ops, "written": written}
-
-
 class Nfs:
     """The NFS server started in the guest, a ZFS dataset exported to 127.0.0.1, and mounts of it."""
 
@@ -265,10 +251,15 @@ def nfs(zfs):
             zfs.guest.run("sudo -n exportfs -u", f"127.0.0.1:/{NFS_POOL}/data", timeout=60)
 
 
-@pytest.mark.parametrize("options", [SEED_MOUNT, None], ids=["seed-options", "client-defaults"])
+V41_NCONNECT = "vers=4.1,nconnect=4,hard,proto=tcp"  # NFS 4.1 sessions over four TCP connections
+
+
+@pytest.mark.parametrize("options", [SEED_MOUNT, None, V41_NCONNECT], ids=["seed-options", "client-defaults",
+                                                                         "v4.1-nconnect"])
 def test_nfs_mount_options_asked_and_granted(nfs, options, record_property):
     """What the client negotiated with the server (/proc/self/mountstats) against what was asked:
-    the seed's vers=3, hard, tcp and 1 MiB rsize/wsize, and the client's own defaults. rsize and
+    the seed's vers=3, hard, tcp and 1 MiB rsize/wsize, the client's own defaults, and NFS 4.1
+    over four TCP connections (nconnect=4, which mountstats shows granted). rsize and
     wsize are the smaller of the asked 1 MiB and the server's max_block_size, which the Linux
     server sizes from its memory when it starts (1/4096 of it, rounded down to a power of two)."""
     try:
@@ -277,12 +268,15 @@ def test_nfs_mount_options_asked_and_granted(nfs, options, record_property):
         nfs.umount()
     # The Linux server's largest READ/WRITE payload: by default sized from its memory when nfsd starts.
     server_max = int(nfs.zfs.sh("cat /proc/fs/nfsd/max_block_size"))
-    said = (f"asked {options or '(no options)'}: granted vers={opts['vers']}, rsize={opts['rsize']}, "
+    said = (f"asked {options or '(no options)'}: granted vers={opts['vers']}, nconnect={opts.get('nconnect', 1)}, "
+            f"rsize={opts['rsize']}, "
             f"wsize={opts['wsize']}, proto={opts['proto']}, {'hard' if 'hard' in opts else 'soft'}, "
             f"timeo={opts['timeo']}; the server's max_block_size {server_max}")
-    record_property(f"nfs_mount_{'seed' if options else 'default'}", said)
+    record_property(f"nfs_mount_{options or 'default'}", said)
     print(said)
-    if options:
+    if options == V41_NCONNECT:
+        assert (opts["vers"], opts.get("nconnect"), "hard" in opts) == ("4.1", "4", True), said
+    elif options:
         assert (opts["vers"], opts["proto"], "hard" in opts, opts["timeo"]) == ("3", "tcp", True, "600"), said
     else:
         assert opts["vers"].startswith("4"), said  # the client's default: the highest both speak
@@ -328,3 +322,43 @@ def test_nfs_direct_dsync_redo_is_written_stable_and_buffered_writes_are_committ
     print(said)
     assert writes == log_writes > 0 and sent == report["bytes_written"] and commits == 0, said
     assert b_commits >= 1 and b_writes < 2048 and b_sent == 2048 * 8192, said
+
+
+# ---- The appliance preset's refusals that only the guest can make (sectorlab/bench/appliancerun.py) ----
+
+def _appliance(lab_state, zfs, share: dict, mount: str):
+    """An appliance preset on this lab's disks (a 512e pool, one SLOG) with one share, and its guest side."""
+    from labtests.lab import definition
+    from sectorlab.bench import appliance, appliancerun
+    table = {"appliance": {"mount": mount, "pool": {"data": ["z512e"], "log": ["slog-a"]},
+                           "workload": [{"name": "w", "size": 8192, "count": 4, "file_mib": 1}],
+                           "share": [{"name": "S", "workload": "w", **share}]}}
+    preset = appliance.load(Path("bad-input.toml"), table, definition(), None, None)
+    return preset, appliancerun.Appliance(preset, lab_state, print)
+
+
+@pytest.mark.parametrize("share, mount, refused", [
+    ({"properties": {"recordsize": "7K"}}, "vers=3",
+     r"zfs refused its properties \{'recordsize': '7K'\}: cannot create 'sl-appl/s': 'recordsize' must be "),
+    ({"properties": {"logbias": "fastest"}}, "vers=3",
+     r"zfs refused its properties \{'logbias': 'fastest'\}: cannot create 'sl-appl/s': 'logbias' must be "),
+    ({}, "vers=9", r"the NFS client refused mount options 'vers=9': mount(\.nfs)?: \S"),
+    ({}, "vers=3,wsize=notanumber",
+     r"the NFS client refused mount options 'vers=3,wsize=notanumber': mount(\.nfs)?: \S"),
+], ids=["recordsize-7K", "logbias-fastest", "nfs-vers-9", "nfs-wsize-word"])
+def test_appliance_a_value_the_guest_refuses_is_one_line_and_leaves_nothing(zfs, lab_state, share, mount, refused,
+                                                                            record_property):
+    """A property value ZFS refuses, a mount option the NFS client refuses: one line naming the
+    share, the value and the tool's own words; no mount, export or pool of the bench is left."""
+    from sectorlab.errors import UsageError
+    preset, guest_side = _appliance(lab_state, zfs, share, mount)
+    guest_side.start()
+    with pytest.raises(UsageError, match=refused) as e:
+        guest_side.prepare(preset.shares[0])
+    said = str(e.value)
+    record_property("refused", said)
+    print(said)
+    assert "\n" not in said
+    left = zfs.guest.run("mountpoint -q /mnt/sl-appl && echo mounted; sudo -n zpool list -H -o name; "
+                         "sudo -n exportfs -v").stdout
+    assert "mounted" not in left and "sl-appl" not in left, left

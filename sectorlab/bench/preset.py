@@ -222,6 +222,8 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML ({e})") from e
     lab = labdef.with_suffix(labdef.validate(data, path), suffix)
+    if "appliance" in data:  # a storage appliance's shares (seed 004): bench/appliance.py
+        return _appliance(path, data, lab, duration_s, warmup_s, repeats, order_seed)
     where = f"{path} [bench]"
     b = data.get("bench")
     if b is None:
@@ -247,6 +249,17 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
                for i, f in enumerate(b["seed_figure"], 1)]
     return Preset(path.stem, path, lab, b["seed"], b["title"], workload, b["blocksizes"], targets, compares, asm,
                   figures, b["order_seed"])
+
+
+def _appliance(path: Path, data: dict, lab: labdef.Lab, duration_s, warmup_s, repeats, order_seed):
+    from . import appliance
+    if "bench" in data:
+        raise UsageError(f"{path}: both [bench] and [appliance]: a preset is one or the other")
+    given = [k for k, v in (("DURATION", duration_s), ("WARMUP", warmup_s)) if v is not None]
+    if given:
+        raise UsageError(f"{path}: {given[0]} does not apply to an [appliance] preset (its runs are a count of "
+                         f"writes: [[appliance.workload]] count); leave it out")
+    return appliance.load(path, data, lab, repeats, order_seed)
 
 
 def _target(wt: str, t: dict, raw: dict, b: dict, repeats_given: bool) -> Target:

@@ -142,6 +142,9 @@ def summary(bench: dict, disks: list[Disk], found: Findings | None = None) -> di
 def write(results: Path) -> dict[str, Path]:
     """report.md, report.html, summary.json and the pictures (report-*.png) in `results`."""
     results = Path(results)
+    if (results / "appliance.json").exists():  # an appliance bench (seed 004): its own tables
+        from . import appliancereport
+        return appliancereport.write(results)
     bench, disks = load(results)
     found = findings_of(bench, disks)
     pictures = {}

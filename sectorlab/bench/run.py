@@ -263,7 +263,11 @@ def _other_labs_up(own: str) -> list[str]:
 
 def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) -> Path:
     """The whole bench: lab-up, every run, lab-down (whatever happened), the report. The results
-    directory; after an error or Ctrl-C it holds what was done, and the error is raised."""
+    directory; after an error or Ctrl-C it holds what was done, and the error is raised. An
+    appliance preset (seed 004's shares) is appliancerun's."""
+    if getattr(preset, "kind", "") == "appliance":
+        from . import appliancerun
+        return appliancerun.run(preset, progress, results_root)
     others = _other_labs_up(preset.lab.name)
     if others:
         progress(f"warning: lab(s) {', '.join(others)} also up: their guests share this host's cores with the "
