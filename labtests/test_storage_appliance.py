@@ -176,17 +176,19 @@ def test_zfs_recordsize_against_8k_datafile_writes(zfs, recordsize, tmp_path, re
 
 
 @pytest.mark.parametrize("layout, logbias", [("striped", "latency"), ("mirror", "latency"),
-                                             ("striped", "throughput")])
+                                             ("striped", "throughput"), ("none", "latency")])
 def test_zfs_logbias_and_the_slog_decide_where_sync_writes_land(zfs, layout, logbias, tmp_path, record_property):
     """A pool on the 4Kn disk with two log devices, striped or mirrored, and SYNC_WRITES synchronous
     appends. With logbias=latency each commit's log block, data inside, goes to the log devices (a
     mirror writes it to both, a stripe to one in turn) and the pool disk gets the data only at the
     transaction group's sync. With logbias=throughput each commit writes its data to the pool disk
     itself (an indirect log record, OpenZFS 2.1's zfs_log_write), and the log block that points at it
-    still goes to a log device: the SLOG is not bypassed, it carries smaller records. Counted per
-    disk by the models."""
+    still goes to a log device: the SLOG is not bypassed, it carries smaller records. Without log
+    devices the intent log lives in the pool: every commit writes the pool disk, the idle SLOG disks
+    get nothing. Counted per disk by the models."""
     disks = {name: zfs.disks[name] for name in ("z4k", "slog-a", "slog-b")}
-    log = ("log", *(["mirror"] if layout == "mirror" else []), zfs.path("slog-a"), zfs.path("slog-b"))
+    log = () if layout == "none" else \
+        ("log", *(["mirror"] if layout == "mirror" else []), zfs.path("slog-a"), zfs.path("slog-b"))
     with zfs.pool("sl-zil", "z4k", log=log) as pool:
         zfs.sh(f"sudo -n zfs create -o logbias={logbias} {pool}/redo && sudo -n zpool sync {pool}")
         window = devicerows.Window(zfs.lab_state.lab, list(disks.values()))
@@ -194,11 +196,15 @@ def test_zfs_logbias_and_the_slog_decide_where_sync_writes_land(zfs, layout, log
         window.check_alive(f"{layout}-{logbias}")
         rows = window.rows(tmp_path, f"{layout}-{logbias}", tmp_path)
     writes = {name: rows[d.name].get("write", {}).get("count", 0) for name, d in disks.items()}
-    said = (f"{layout} SLOG, logbias={logbias}: {SYNC_WRITES} synchronous appends; writes on the pool disk "
+    named = "no" if layout == "none" else layout
+    said = (f"{named} SLOG, logbias={logbias}: {SYNC_WRITES} synchronous appends; writes on the pool disk "
             f"{writes['z4k']}, on slog-a {writes['slog-a']}, on slog-b {writes['slog-b']}")
     record_property(f"zil_{layout}_{logbias}", said)
     print(said)
     on_slogs = writes["slog-a"] + writes["slog-b"]
+    if layout == "none":
+        assert writes["z4k"] >= SYNC_WRITES and on_slogs == 0, said
+        return
     if logbias == "throughput":
         assert writes["z4k"] >= SYNC_WRITES and on_slogs >= SYNC_WRITES, said
         return
