@@ -123,13 +123,19 @@ class Appliance:
             self.progress(f"warning: {e}")
 
     def _teardown(self) -> None:
-        self.guest.run(f"sudo -n pkill -f '^(/usr)?/sbin/mount.nfs 127.0.0.1:{ROOT}/[^ ]+ {MOUNT} '; true", timeout=60)
+        # The preset's own shares, by their exact paths: a mount.nfs still retrying one (`bg`), the
+        # mount on MOUNT, each export to 127.0.0.1, then the pool POOL.
+        paths = [f"{ROOT}/{s.dataset}" for s in self.preset.shares]
+        mounts = "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", f"127.0.0.1:{p} {MOUNT}") for p in paths)
+        self.guest.run(f"sudo -n pkill -x -f {shlex.quote(f'(/usr)?/sbin/mount[.]nfs ({mounts})( .*)?')}; true",
+                       timeout=60)
         self.guest.run(f"mountpoint -q {MOUNT} && sudo -n umount {MOUNT}; true", timeout=120)
-        self.guest.run(f"for p in $(sudo -n exportfs | awk '$1 ~ \"^{ROOT}/\" {{print $1}}'); do "
-                       f"sudo -n exportfs -u 127.0.0.1:$p; done", timeout=60)
+        exported = f"sudo -n exportfs | awk -v ps={shlex.quote(' '.join(paths))} " \
+                   "'BEGIN {n = split(ps, p); for (i = 1; i <= n; i++) own[p[i]]} $1 in own {print $1}'"
+        self.guest.run(f"for p in $({exported}); do sudo -n exportfs -u 127.0.0.1:$p; done", timeout=60)
         self.guest.run(f"sudo -n zpool list -H -o name {POOL} >/dev/null 2>&1 && sudo -n zpool destroy -f {POOL}; true",
                        timeout=120)
-        left = self.guest.run(f"mountpoint -q {MOUNT} && echo mounted; sudo -n exportfs | grep '^{ROOT}/'; "
+        left = self.guest.run(f"mountpoint -q {MOUNT} && echo mounted; {exported}; "
                               f"sudo -n zpool list -H -o name {POOL} 2>/dev/null").stdout.strip()
         if left:
             raise SectorlabError(f"could not take down the run's share: {left} (guest {self.guest.name})")
