@@ -17,20 +17,22 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import tomli_w
+
 from . import geometry as geo
-from . import guestdisks, inputs, labdef
+from . import guestdisks, inputs, labdef, labtables
 from .devices import profiles as device_profiles
-from .errors import UsageError
+from .errors import SectorlabError, UsageError
 from .inguest import nvmeformat, rules
-from .labdef import tomllib
 
 COLUMNS = ("name", "log-sec", "phy-sec", "min-io", "opt-io", "alignment", "size", "rota", "tran", "model")
 LSBLK_COMMAND = "lsblk -J -b -d -o NAME,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,ROTA,TRAN,MODEL"
 # Not disks a lab reproduces: loop, optical, RAM-backed, device-mapper, software RAID, network block.
-NOT_DISKS = re.compile(r"^(loop|sr|zram|ram|dm-|md|nbd|fd)\d*")
+NOT_DISKS = re.compile(r"(loop|sr|zram|ram|dm-|md|nbd|fd)\d*")
 BUS_OF_TRANSPORT = {"nvme": "nvme", "sas": "scsi", "sata": "scsi", "ata": "scsi", "scsi": "scsi", "spi": "scsi",
                     "fc": "scsi", "iscsi": "scsi", "srp": "scsi", "usb": "scsi", "virtio": "virtio"}
 DEFAULT_SIZE_MIB = 256
+MIN_SIZE_MIB, MAX_SIZE_MIB = labtables.MIN_DISK_MIB, labtables.MAX_DISK_MIB
 
 
 @dataclass
@@ -82,10 +84,8 @@ def _flag(path: Path, disk: str, value) -> bool:
 def read(path: Path) -> tuple[list[HostDisk], list[str]]:
     """The whole disks in FILE, and what was left out as not a disk (one line each)."""
     path = Path(path)
-    try:
-        data = json.loads(inputs.read_text(path, "collector file", inputs.COLLECTOR_MAX))
-    except (ValueError, RecursionError) as e:
-        raise _bad(path, f"not JSON ({e})") from e
+    data = inputs.read_json(path, "collector file", inputs.COLLECTOR_MAX,
+                            f"the output of scripts/collect-host-geometry or of '{LSBLK_COMMAND}'")
     nvme = {}
     if isinstance(data, dict) and "lsblk" in data:
         nvme = data.get("nvme_id_ns") or {}
@@ -103,7 +103,7 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._:-]{1,64}", name):
             raise _bad(path, f"a device name {name!r} that is not a kernel name")
         num = {c: _number(path, entry, c) for c in ("log-sec", "phy-sec", "min-io", "opt-io", "size")}
-        if NOT_DISKS.match(name) or num["size"] == 0:
+        if NOT_DISKS.fullmatch(name) or num["size"] == 0:
             skipped.append(f"{name}: not a disk the lab reproduces (loop, optical, RAM, device-mapper, RAID, "
                            f"network or empty)")
             continue
@@ -188,34 +188,46 @@ def _geometry(d: HostDisk, min_io: int, opt_io: int, custom: dict[str, geo.Geome
     return custom[name]
 
 
-def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)  # a TOML basic string is a JSON string
+def comment(text: str) -> str:
+    """`text` as one TOML comment line: what a collector file says (a disk's model, transport, the
+    file's own name) may hold a newline or another control character, which would end the comment
+    and start a line of TOML; each such character is written as its escape (\\n, \\x1b)."""
+    return "# " + "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, size_mib: int) -> Plan:
-    if size_mib < 1:
-        raise UsageError(f"--size-mib {size_mib}: expected at least 1 (MiB per lab disk)")
+    if isinstance(size_mib, bool) or not isinstance(size_mib, int) or not MIN_SIZE_MIB <= size_mib <= MAX_SIZE_MIB:
+        raise UsageError(f"--size-mib {size_mib}: expected a whole number of MiB per lab disk from {MIN_SIZE_MIB} "
+                         f"to {MAX_SIZE_MIB}")
     notes = list(skipped)
     custom: dict[str, geo.Geometry] = {}
-    blocks: list[tuple[str, list[str]]] = []  # (bus, TOML lines of one disk)
+    blocks: list[tuple[str, LabDisk]] = []  # (bus, the disk's table and its comment)
     profiles = set(device_profiles.profiles())
+    names: set[str] = set()
     for d in disks:
-        block = _disk_block(d, size_mib, custom, profiles, notes)
+        block = _disk_block(d, size_mib, custom, profiles, notes, names)
         if block is not None:
             blocks.append(block)
     if not blocks:
         raise UsageError(f"{source}: none of its disks can be reproduced: {'; '.join(notes)}")
     notes.append(f"sizes: every disk is {size_mib} MiB (--size-mib), not its own size (in the comment above it)")
     vms = _vms(blocks, source)
-    text = _lab_toml(source, lab_name, notes, custom, vms)
-    labdef.validate(tomllib.loads(text), Path(f"{lab_name}.toml"))  # what lab-up will read must load
+    doc, text = _lab_toml(source, lab_name, notes, custom, vms)
+    # What lab-up will read must be what was meant, and valid: a failure here is sectorlab's own.
+    if inputs.toml(text, "lab definition from", source) != doc:  # pragma: no cover
+        raise AssertionError(f"from-host wrote a lab definition of {source} that reads back otherwise")
+    try:
+        labdef.validate(doc, Path(f"{lab_name}.toml"))
+    except UsageError as e:  # pragma: no cover (every value above is one the lab definition takes)
+        raise SectorlabError(f"{source}: the lab definition from-host made of it is refused ({e}); this is "
+                             f"sectorlab's fault: please report it with the file") from e
     return Plan(text, len(blocks), notes)
 
 
 def _disk_block(d: HostDisk, size_mib: int, custom: dict[str, geo.Geometry],
-                profiles: set[str], notes: list[str]) -> tuple[str, list[str]] | None:
-    """One host disk as a lab disk: its bus and TOML lines, or None (and why in `notes`) when the
-    lab cannot present its sectors."""
+                profiles: set[str], notes: list[str], names: set[str]) -> tuple[str, LabDisk] | None:
+    """One host disk as a lab disk: its bus and table, or None (and why in `notes`) when the lab
+    cannot present its sectors. `names` holds the lab disk names taken so far."""
     # The lab definition's own checks (geometry.check_block_sizes), by what they would refuse.
     try:
         geo.check_block_sizes(d.name, d.logical, d.physical)
@@ -228,8 +240,12 @@ def _disk_block(d: HostDisk, size_mib: int, custom: dict[str, geo.Geometry],
     bus = _bus(d, g, notes)
     if d.alignment:
         notes.append(f"{d.name}: alignment offset {d.alignment} B: not reproduced (lab disks start aligned)")
-    lines = _disk_lines(d, bus, g, size_mib) + _device_lines(d, bus, profiles, notes)
-    return bus, lines
+    disk = _disk(d, bus, g, size_mib, names, notes)
+    device = _device(d, bus, profiles, notes)
+    if device:
+        disk.table["device"] = device
+        disk.comment.append(f"# device {device}: ROTA=1, a 7,200 rpm disk without cache (docs/device-models.md)")
+    return bus, disk
 
 
 def _io_sizes(d: HostDisk, notes: list[str]) -> tuple[int, int]:
@@ -245,43 +261,61 @@ def _io_sizes(d: HostDisk, notes: list[str]) -> tuple[int, int]:
     return min_io, opt_io
 
 
-def _disk_lines(d: HostDisk, bus: str, g: geo.Geometry, size_mib: int) -> list[str]:
-    """The disk's [[vm.disk]] table, after a comment that describes the source disk."""
+@dataclass
+class LabDisk:
+    """One [[vm.disk]] table of the lab and the comment written above it."""
+    table: dict
+    comment: list[str]
+
+
+def _disk_name(d: HostDisk, bus: str, taken: set[str], notes: list[str]) -> str:
+    """The lab disk's name: bus and kernel name in the characters a disk name may have, cut to 31;
+    a name another disk already has (sdA and sda, or two names cut alike) gets -2, -3, ..."""
+    base = re.sub(r"[^a-z0-9-]", "-", f"{bus}-{d.name}".lower())[:31]
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base[:31 - len(str(n)) - 1]}-{n}"
+    if name != base:
+        notes.append(f"{d.name}: named {name} in the lab ({base} is another disk's)")
+    taken.add(name)
+    return name
+
+
+def _disk(d: HostDisk, bus: str, g: geo.Geometry, size_mib: int, taken: set[str], notes: list[str]) -> LabDisk:
+    """The disk's [[vm.disk]] table, and a comment that describes the source disk."""
     size_gib = d.size / (1 << 30)
-    return [f"# {d.name}: {d.model or 'model unknown'}, {d.transport or 'no transport'}, "
-            f"{d.logical}/{d.physical} B sectors, minimum/optimal I/O {d.min_io}/{d.opt_io} B, "
-            f"{size_gib:,.1f} GiB, {'rotational' if d.rotational else 'non-rotational'}"
-            + (f"; its LBA formats offer {' and '.join(map(str, d.lba_formats))} B data (in use: "
-               f"{d.lba_in_use} B)" if d.lba_formats else ""),
-            "[[vm.disk]]",
-            f"name = {_quote(re.sub(r'[^a-z0-9-]', '-', f'{bus}-{d.name}'.lower())[:31])}",
-            f"bus = {_quote(bus)}",
-            f"geometry = {_quote(g.name)}",
-            f"size_mib = {size_mib}"]
+    about = (f"{d.name}: {d.model or 'model unknown'}, {d.transport or 'no transport'}, "
+             f"{d.logical}/{d.physical} B sectors, minimum/optimal I/O {d.min_io}/{d.opt_io} B, "
+             f"{size_gib:,.1f} GiB, {'rotational' if d.rotational else 'non-rotational'}"
+             + (f"; its LBA formats offer {' and '.join(map(str, d.lba_formats))} B data (in use: "
+                f"{d.lba_in_use} B)" if d.lba_formats else ""))
+    table = {"name": _disk_name(d, bus, taken, notes), "bus": bus, "geometry": g.name, "size_mib": size_mib}
+    return LabDisk(table, [comment(about)])
 
 
-def _device_lines(d: HostDisk, bus: str, profiles: set[str], notes: list[str]) -> list[str]:
+def _device(d: HostDisk, bus: str, profiles: set[str], notes: list[str]) -> str | None:
     """A 7,200 rpm disk's device model for a rotational disk, when it means something."""
     if not d.rotational:
-        return []
+        return None
     if bus == "virtio":
         notes.append(f"{d.name}: ROTA=1 on a virtual disk says nothing of what backs it: no device model")
     elif "hdd-7200" in profiles:
-        return ['device = "hdd-7200"  # ROTA=1: a 7,200 rpm disk without cache (docs/device-models.md)']
-    return []
+        return "hdd-7200"
+    return None
 
 
-def _vms(blocks: list[tuple[str, list[str]]], source: str) -> list[list[list[str]]]:
-    """The disks' TOML lines by lab VM: one VM until it holds as many disks of a bus as a VM can
+def _vms(blocks: list[tuple[str, LabDisk]], source: str) -> list[list[LabDisk]]:
+    """The disks by lab VM: one VM until it holds as many disks of a bus as a VM can
     (labdef.layout_problem); then the next."""
-    vms: list[list[list[str]]] = [[]]
+    vms: list[list[LabDisk]] = [[]]
     buses: list[str] = []
-    for bus, lines in blocks:
+    for bus, disk in blocks:
         if labdef.layout_problem(buses + [bus]):
             vms.append([])
             buses = []
         buses.append(bus)
-        vms[-1].append(lines)
+        vms[-1].append(disk)
     if len(vms) > labdef.MAX_VMS:
         raise UsageError(f"{source}: its {len(blocks)} disks would need {len(vms)} lab VMs, and a lab has at most "
                          f"{labdef.MAX_VMS}; remove from the file the disks you do not need (whole entries of its "
@@ -290,29 +324,44 @@ def _vms(blocks: list[tuple[str, list[str]]], source: str) -> list[list[list[str
 
 
 def _lab_toml(source: str, lab_name: str, notes: list[str], custom: dict[str, geo.Geometry],
-              vms: list[list[list[str]]]) -> str:
-    """The lab definition: a header with what is not as on the source, [lab], the host's own
-    geometries and the VMs with their disks."""
-    out = [f"# A lab whose disks reproduce those of {source}", "# (sectorlab lab from-host; edit as you like).",
-           "#", "# Not as on the source:", *[f"# - {n}" for n in notes], "", "[lab]", f"name = {_quote(lab_name)}", ""]
+              vms: list[list[LabDisk]]) -> tuple[dict, str]:
+    """The lab definition as a table and as text: a header with what is not as on the source, then
+    the tables ([lab], the host's own geometries, the VMs with their disks), each disk's comment
+    above its [[vm.disk]] header. Every key and value is written by tomli-w and every comment line
+    by comment(): nothing from the collector file is TOML of its own; plan() reads the text back
+    and requires it to be exactly `doc`."""
+    geometries = {}
     for name, g in sorted(custom.items()):
-        logical, physical = g.logical_block_size, g.physical_block_size
-        out += [f"[geometry.{name}]", f"logical_block_size = {logical}", f"physical_block_size = {physical}"]
-        out += [f"min_io_size = {g.min_io_size}"] if g.min_io_size else []
-        out += [f"opt_io_size = {g.opt_io_size}"] if g.opt_io_size else []
-        out += [f"description = {_quote(f'{g.topology} as on {source}')}", ""]
-    for i, disks_of_vm in enumerate(vms, 1):
-        out += ["[[vm]]", f'name = "vm{i}"', 'guest = "debian12"', ""]
-        for lines in disks_of_vm:
-            out += lines + [""]
-    return "\n".join(out).rstrip("\n") + "\n"
+        table = {"logical_block_size": g.logical_block_size, "physical_block_size": g.physical_block_size}
+        table.update({k: v for k, v in (("min_io_size", g.min_io_size), ("opt_io_size", g.opt_io_size)) if v})
+        table["description"] = f"{g.topology} as on {source}"
+        geometries[name] = table
+    doc: dict = {"lab": {"name": lab_name}}
+    if geometries:
+        doc["geometry"] = geometries
+    doc["vm"] = [{"name": f"vm{i}", "guest": "debian12", "disk": [disk.table for disk in disks]}
+                 for i, disks in enumerate(vms, 1)]
+    header = [comment(f"A lab whose disks reproduce those of {source}"),
+              "# (sectorlab lab from-host; edit as you like).", "#", "# Not as on the source:",
+              *[comment(f"- {n}") for n in notes], ""]
+    # Section by section, so that each disk's comment sits above its own table (tomli-w would write
+    # a VM's disks as one inline array): the keys and values of each are tomli-w's; the headers
+    # are constants of this function.
+    body = ["[lab]", tomli_w.dumps(doc["lab"])]
+    if geometries:
+        body.append(tomli_w.dumps({"geometry": geometries}))
+    for vm, disks in zip(doc["vm"], vms):
+        body += ["[[vm]]", tomli_w.dumps({k: v for k, v in vm.items() if k != "disk"})]
+        for disk in disks:
+            body += disk.comment + ["[[vm.disk]]", tomli_w.dumps(disk.table)]
+    return doc, "\n".join(header + body).rstrip("\n") + "\n"
 
 
 def lab_name_for(output: Path | None) -> str:
     if output is None:
         return "from-host"
     name = re.sub(r"[^a-z0-9-]", "-", output.stem.lower()).strip("-")[:31]
-    if not labdef.NAME_RE.match(name or "-"):
+    if not labdef.NAME_RE.fullmatch(name or "-"):
         raise UsageError(f"-o {output}: the lab would be named {name!r}: expected a file name that starts with "
                          f"a letter (lower-case letters, digits and '-'), such as labs/prod-db1.toml")
     return name

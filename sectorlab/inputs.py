@@ -23,11 +23,19 @@ The bounds, and why each is what it is (docs/reliability.md lists them):
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import stat
+import sys
 from pathlib import Path
 
 from .errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -111,3 +119,124 @@ def inside(directory: Path | str, relative: str, what: str) -> Path:
         raise UsageError(f"{what} {relative!r} leads out of {directory} (to {target}); a results directory "
                          f"names only files inside it")
     return target
+
+
+# TOML nested deeper than this is refused before it is parsed: the project's own files nest three
+# deep ([[vm.disk]], [geometry.NAME]); Python's tomllib takes time quadratic in a dotted key's
+# length (a key of 50,000 parts: 38 s) and recurses once per nested array or inline table.
+TOML_MAX_DEPTH = 16
+
+
+def _toml_depth(text: str) -> tuple[int, int]:
+    """(deepest nesting, its line) of TOML text: the parts of a dotted key or table header, or the
+    arrays and inline tables open at once, counted outside strings and comments."""
+    deepest, where = 0, 1
+    depth = 0  # arrays and inline tables open
+    line, parts, in_key = 1, 1, True
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            parts, in_key = 1, depth == 0
+        elif c == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif c in "\"'":
+            quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else c
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j):
+                if quote[0] == '"' and text[j] == "\\":
+                    j += 1
+                j += 1
+            line += text.count("\n", i, j)
+            i = j + len(quote)
+            continue
+        elif c == "=":
+            in_key = False
+        elif c == "." and in_key:
+            parts += 1
+        elif c in "[{":
+            depth += 1
+            if c == "{":
+                in_key = True
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        elif c == "," and depth:
+            in_key = True
+        level = max(parts, depth)
+        if level > deepest:
+            deepest, where = level, line
+        i += 1
+    return deepest, where
+
+
+def toml(text: str, what: str, path: Path | str) -> dict:
+    """TOML text as a table, or one UsageError line: not TOML, or nested past TOML_MAX_DEPTH."""
+    deepest, line = _toml_depth(text)
+    if deepest > TOML_MAX_DEPTH:
+        raise UsageError(f"{what} {path}: line {line} nests {deepest} deep (dotted keys, arrays or inline "
+                         f"tables); expected at most {TOML_MAX_DEPTH}")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{what} {path}: not valid TOML: {e}") from e
+    except RecursionError as e:  # pragma: no cover (the depth check comes first)
+        raise UsageError(f"{what} {path}: nested too deep to read; expected at most {TOML_MAX_DEPTH}") from e
+
+
+def read_toml(path: Path | str, what: str, limit: int) -> dict:
+    """read_text, then toml()."""
+    return toml(read_text(path, what, limit), what, path)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON has; expected a finite number")
+
+
+def json_value(text: str, what: str, path: Path | str, expected: str = "JSON as sectorlab writes it"):
+    """JSON text as Python values, or one UsageError line: not JSON, NaN or Infinity (which
+    Python's json takes by default), a number beyond a float's range, or nested past 64."""
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError as e:
+        raise UsageError(f"{what} {path}: nested too deep; expected {expected}") from e
+    except ValueError as e:
+        raise UsageError(f"{what} {path}: not JSON ({e}); expected {expected}") from e
+    problem = _problem(value, 64)
+    if problem:
+        raise UsageError(f"{what} {path}: {problem}; expected {expected}")
+    return value
+
+
+def _problem(value, limit: int) -> str | None:
+    """What makes parsed JSON unusable: a number beyond a float's range (1e400 parses as inf) or
+    nesting deeper than `limit`; None when it has neither."""
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return "a number beyond a float's range"
+        if isinstance(v, (dict, list)):
+            if d > limit:
+                return f"nested over {limit} deep"
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return None
+
+
+def read_json(path: Path | str, what: str, limit: int, expected: str = "JSON as sectorlab writes it"):
+    """read_text, then json_value()."""
+    return json_value(read_text(path, what, limit), what, path, expected)
+
+
+def finite(where: str, key: str, value, low: float, high: float, *, low_open: bool = False) -> float:
+    """A number from a file or command line, refused in one line unless it is finite and in
+    [low, high] (or (low, high] with low_open)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a number")
+    ok = math.isfinite(value) and (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        raise UsageError(f"{where}: {key} = {value!r}: expected a finite number "
+                         f"{'above' if low_open else 'from'} {low:g} {'up to' if low_open else 'to'} {high:g}")
+    return float(value)

@@ -10,7 +10,6 @@ disk space and memory) is sectorlab/lab/hostcheck.py's.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,11 +29,6 @@ from .labtables import (  # noqa: F401 (the constants and name_field are read as
     VM_FIELDS,
     name_field,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 # What one VM's machine takes (QEMU's i440fx "pc" machine: one PCI bus of 32 slots, 0x00 the host
 # bridge, 0x01 the PIIX3 with IDE, USB and ACPI; docs/reliability.md has the measurements):
@@ -111,11 +105,7 @@ def load(path: Path, suffix: str = "") -> Lab:
     """The lab definition at PATH, its name followed by `suffix` (make's LAB_SUFFIX, which the
     caller reads: lab.state.suffix_from_env)."""
     path = Path(path)
-    text = inputs.read_text(path, "lab definition", inputs.LAB_DEFINITION_MAX)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"lab definition {path}: not valid TOML: {e}") from e
+    data = inputs.read_toml(path, "lab definition", inputs.LAB_DEFINITION_MAX)
     return with_suffix(validate(data, path), suffix)
 
 
@@ -124,7 +114,7 @@ def with_suffix(lab: Lab, suffix: str) -> Lab:
     if not suffix:
         return lab
     name = lab.name + suffix
-    if not suffix.startswith("-") or not NAME_RE.match(name) or name == "images":
+    if not suffix.startswith("-") or not NAME_RE.fullmatch(name) or name == "images":
         raise UsageError(f"{SUFFIX_ENV}={suffix!r}: lab {lab.name!r} would be named {name!r}: expected '-' and "
                          f"lower-case letters, digits and '-', the whole name at most 31 characters "
                          f"(for example LAB_SUFFIX=-job2)")

@@ -14,8 +14,8 @@ from .errors import UsageError
 from .fields import whole_number
 
 DEFAULT_URI = "qemu:///system"
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
-SERIAL_RE = re.compile(r"^[A-Za-z0-9_-]{1,20}$")  # virtio-blk serials are at most 20 bytes
+NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,30}")
+SERIAL_RE = re.compile(r"[A-Za-z0-9_-]{1,20}")  # virtio-blk serials are at most 20 bytes
 # XFS is a cross-check filesystem (labtests/test_xfs.py) and xfsprogs 5.19+ refuses filesystems
 # under 300 MB; a disk is sparse (in RAM behind its device model, or a thin qcow2 volume on a
 # remote libvirt host), so a larger disk costs only what is written to it.
@@ -24,15 +24,15 @@ MIN_DISK_MIB = 16
 MAX_DISK_MIB = 1 << 20
 DEFAULT_MEMORY_MIB = 768
 MAX_MEMORY_MIB = 65536
-DISK_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+DISK_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
 # Not a limit of the machine: a lab of more VMs is several labs (each VM is a QEMU process with
 # one vCPU; under TCG two or three already fill this host's two cores).
 MAX_VMS = 16
-URI_RE = re.compile(r"^qemu(\+[a-z]+)?://[^/\s]*/(system|session)(\?\S*)?$")
+URI_RE = re.compile(r"qemu(\+[a-z]+)?://[^/\s]*/(system|session)(\?\S*)?")
 
 
 def name_field(where: str, key: str, value, got: dict | None = None) -> str:
-    if not isinstance(value, str) or not NAME_RE.match(value):
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
         raise UsageError(f"{where}: {key} = {value!r}: expected lower-case letters, digits and '-', "
                          f"starting with a letter, at most 31 characters")
     return value
@@ -47,7 +47,7 @@ def _lab_name(where: str, key: str, value, got: dict) -> str:
 
 
 def _uri(where: str, key: str, value, got: dict) -> str:
-    if not isinstance(value, str) or not URI_RE.match(value):
+    if not isinstance(value, str) or not URI_RE.fullmatch(value):
         raise UsageError(f"{where}: libvirt_uri = {value!r}: expected a QEMU URI such as qemu:///system or "
                          f"qemu+ssh://host/system")
     try:
@@ -57,7 +57,16 @@ def _uri(where: str, key: str, value, got: dict) -> str:
     return value
 
 
+def text_value(where: str, key: str, value) -> str:
+    """`value` if it is a string; a list, table, number or boolean where a name is due is one line
+    (a list as a dict key would be a TypeError)."""
+    if not isinstance(value, str):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a string (a name, in quotes)")
+    return value
+
+
 def _guest(where: str, key: str, value, got: dict) -> str:
+    text_value(where, key, value)
     if value not in images.guest_names():
         raise UsageError(f"{where}: unknown guest {value!r}: expected one of {', '.join(images.guest_names())}")
     spec = images.load_guest(value)
@@ -84,6 +93,7 @@ def _port(where: str, key: str, value, got: dict) -> int:
 
 
 def _bus(where: str, key: str, value, got: dict) -> str:
+    text_value(where, key, value)
     if value not in geo.buses():
         raise UsageError(f"{where}: unknown bus {value!r}: expected one of {', '.join(geo.buses())}")
     return value
@@ -91,6 +101,7 @@ def _bus(where: str, key: str, value, got: dict) -> str:
 
 def _geometry(where: str, key: str, value, got: dict) -> geo.Geometry:
     known = got["geometries"]
+    text_value(where, key, value)
     if value not in known:
         raise UsageError(f"{where}: unknown geometry {value!r}: expected one of {', '.join(known)} "
                          f"(or define it in a [geometry.NAME] table)")
@@ -101,6 +112,7 @@ def _geometry(where: str, key: str, value, got: dict) -> geo.Geometry:
 
 def _catalog_name(where: str, key: str, value, known, what: str, tail: str) -> str:
     """`value` if the catalog knows it, else one line naming it and the names it knows."""
+    text_value(where, key, value)
     if value not in known:
         raise UsageError(f"{where}: {key} = {value!r}: {what}; expected one of {', '.join(known)}{tail}")
     return value
@@ -113,13 +125,13 @@ def _device_name(where: str, key: str, value, got: dict) -> str:
 
 
 def _disk_name(where: str, key: str, value, got: dict) -> str:
-    if not isinstance(value, str) or not DISK_NAME_RE.match(value):
+    if not isinstance(value, str) or not DISK_NAME_RE.fullmatch(value):
         raise UsageError(f"{where}: name = {value!r}: expected lower-case letters, digits, '-', '_' and '.'")
     return value
 
 
 def _serial(where: str, key: str, value, got: dict) -> str:
-    if not isinstance(value, str) or not SERIAL_RE.match(value):
+    if not isinstance(value, str) or not SERIAL_RE.fullmatch(value):
         raise UsageError(f"{where}: serial = {value!r}: expected 1-20 characters of letters, digits, '-' and '_'")
     return value
 

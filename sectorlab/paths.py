@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
+import tempfile
 from pathlib import Path
+
+from .errors import UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,16 +34,47 @@ def manifest_path() -> Path:
     return REPO / "images" / "manifest.json"
 
 
-def write_atomic(path: Path | str, text: str) -> None:
-    """Write a file whole or not at all: to a temporary name beside it, then renamed over it. An
-    interrupt or a reader at the same moment never sees half of it."""
+def write_atomic(path: Path | str, data: str | bytes) -> None:
+    """Write a file whole or not at all, and never through whatever is in its place: the bytes go
+    to a new temporary file beside it (created exclusively, so a symbolic link or file planted
+    under that name is not followed), which is then renamed over the name. A symbolic link at
+    `path` is replaced, not followed, so a results directory that holds one cannot make sectorlab
+    write outside it; a directory, device, FIFO or socket at `path` is one UsageError line and is
+    left as it is. An interrupt or a reader at the same moment never sees half a file."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text)
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror}; expected a file sectorlab may write") from e
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, FIFO or socket)"
+        raise UsageError(f"{path}: {kind} is where sectorlab writes this file; expected a regular file or "
+                         f"nothing there: move it away and run again")
+    payload = data.encode() if isinstance(data, str) else data
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write in {path.parent} ({e.strerror}); expected a file in a directory "
+                         f"that exists and that you may write") from e
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+        if st is not None and stat.S_ISREG(st.st_mode):
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        else:
+            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def link_or_copy(src: Path | str, dst: Path | str) -> None:

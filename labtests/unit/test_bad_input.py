@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from labtests.conftest import require_program
 from sectorlab import cli, images, labdef, libvirt
@@ -310,7 +311,7 @@ def test_a_remote_labs_volumes_beyond_its_free_space_are_refused(monkeypatch):
 
     monkeypatch.setattr(libvirt, "get_host", lambda uri: Far())
     disks = _disks("virtio", 3).replace('geometry = "sector512n"\n', 'geometry = "sector512n"\nsize_mib = 4096\n')
-    lab = labdef.validate(labdef.tomllib.loads('[lab]\nlibvirt_uri = "qemu+ssh://h/system"\n' + VM + disks))
+    lab = labdef.validate(tomllib.loads('[lab]\nlibvirt_uri = "qemu+ssh://h/system"\n' + VM + disks))
     with pytest.raises(UsageError, match=r"its data disks add up to 12.0 GiB, and /p/default on h has 10.0 GiB free"):
         hostcheck.check_capacity(lab, lambda name: f"/p/{name}")
 

@@ -5,6 +5,7 @@ docs/lab-definition.md shows."""
 import re
 
 import pytest
+import tomllib
 
 from sectorlab import cli, fields, labdef
 from sectorlab.bench import preset
@@ -60,7 +61,7 @@ def test_every_key_the_readers_take_is_in_a_table():
     """The keys of labs/*.toml and labs/bench/*.toml are all documented fields."""
     keys = {t.title: t.keys() for t in labdef.TABLES + preset.TABLES}
     for path in sorted((REPO / "labs").rglob("*.toml")):
-        data = labdef.tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text())
         assert set(data.get("lab", {})) <= keys["[lab]"], path
         for vm in data["vm"]:
             assert set(vm) <= keys["[[vm]]"], path

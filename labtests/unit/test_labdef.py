@@ -9,12 +9,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from sectorlab import cli, geometry, labdef, libvirt
 from sectorlab import lab as lab_mod
 from sectorlab.errors import UsageError
 from sectorlab.lab import hostcheck, ownership
-from sectorlab.labdef import tomllib
 from sectorlab.paths import REPO
 
 BASE = {

@@ -8,7 +8,6 @@ falls on every configuration alike.
 from __future__ import annotations
 
 import random
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -26,12 +25,6 @@ from .presetfields import (
     TABLES,  # noqa: F401 (sectorlab lab fields prints them from here)
     TARGET_FIELDS,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 
 Progress = Callable[[str], None]
 
@@ -217,10 +210,7 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
     `duration_s`, `warmup_s`, `repeats` and `order_seed` override the file's (make bench
     DURATION=...); `suffix` follows the lab's name (make's LAB_SUFFIX)."""
     path = preset_path(name)
-    try:
-        data = tomllib.loads(inputs.read_text(path, "bench preset", inputs.LAB_DEFINITION_MAX))
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: not valid TOML ({e})") from e
+    data = inputs.read_toml(path, "bench preset", inputs.LAB_DEFINITION_MAX)
     lab = labdef.with_suffix(labdef.validate(data, path), suffix)
     if "appliance" in data:  # a storage appliance's shares (seed 004): bench/appliance.py
         return _appliance(path, data, lab, duration_s, warmup_s, repeats, order_seed)
@@ -241,6 +231,12 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
                          f"other on this host's cores would measure each other)")
     disks = {d.name: d for vm in lab.vms for d in vm.disks}
     targets = _targets(where, b, disks, repeats is not None)
+    for t in targets:
+        for d in (t.disk, t.race):
+            if d is not None and b["log_size_mib"] > d.size_mib:
+                raise UsageError(f"{where}: log_size_mib = {b['log_size_mib']}: larger than disk {d.name} "
+                                 f"({d.size_mib} MiB) that target {t.name!r} writes its redo log to; expected at "
+                                 f"most {d.size_mib}, or a larger size_mib for the disk")
     context = {"targets": {t.name for t in targets}, "blocksizes": {t.name: t.blocksizes for t in targets}}
     compares = [_compare(f"{where} [[bench.compare]] #{i}", c, context, targets)
                 for i, c in enumerate(b["compare"], 1)]

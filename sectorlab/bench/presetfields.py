@@ -4,7 +4,7 @@ values: what `sectorlab lab fields` prints and preset.load_preset reads with.
 
 from __future__ import annotations
 
-from .. import fields, labdef
+from .. import fields, inputs, labdef, labtables
 from ..errors import UsageError
 from ..inguest import rules
 
@@ -20,7 +20,8 @@ DEFAULT_PRIMARY = "log_file_sync_p50_ms"
 
 
 def _blocksizes(where: str, key: str, value, got: dict) -> list[int]:
-    if (not isinstance(value, list) or not value or any(bs not in rules.VALID_BLOCKSIZES for bs in value)
+    if (not isinstance(value, list) or not value
+            or any(isinstance(bs, bool) or bs not in rules.VALID_BLOCKSIZES for bs in value)
             or len(set(value)) != len(value)):
         raise UsageError(f"{where}: {key} = {value!r}: expected a list of distinct redo BLOCKSIZEs from "
                          f"{', '.join(map(str, rules.VALID_BLOCKSIZES))}")
@@ -32,6 +33,7 @@ def _disk(where: str, key: str, value, got: dict) -> labdef.Disk | None:
     disks = got["disks"]
     if value == NULL_TARGET:
         return None
+    labtables.text_value(where, key, value)
     if value not in disks:
         raise UsageError(f"{where}: {key} = {value!r}: no such disk in this lab; expected one of "
                          f"{', '.join(disks)}, or {NULL_TARGET} (writes nothing: a control)")
@@ -44,7 +46,7 @@ def _lbads(where: str, key: str, value, got: dict) -> int:
         what = f"disk {d.name} (bus {d.bus})" if d is not None else NULL_TARGET
         raise UsageError(f"{where}: reformat_lbads on {what}: only an emulated NVMe namespace can be formatted "
                          f"to another LBA size (bus = \"nvme\")")
-    if value not in (512, 4096):
+    if isinstance(value, bool) or not isinstance(value, int) or value not in (512, 4096):
         raise UsageError(f"{where}: reformat_lbads = {value!r}: expected 512 or 4096 (the LBA formats "
                          f"QEMU's NVMe namespace offers)")
     return value
@@ -61,18 +63,20 @@ def _selector(where: str, key: str, value, got: dict) -> dict:
 
 
 def _target_name(where: str, key: str, value, got: dict) -> str:
+    labtables.text_value(where, key, value)
     if value not in got["targets"]:
         raise UsageError(f"{where}: target = {value!r}: expected one of {', '.join(sorted(got['targets']))}")
     return value
 
 
 def _asm_sector(where: str, key: str, value, got: dict) -> int:
-    if value not in (512, 4096):
+    if isinstance(value, bool) or not isinstance(value, int) or value not in (512, 4096):
         raise UsageError(f"{where}: sector_size = {value!r}: expected an ASM disk group SECTOR_SIZE of 512 or 4096")
     return value
 
 
 def _arrival(where: str, key: str, value, got: dict) -> str:
+    labtables.text_value(where, key, value)
     if value not in ARRIVALS:
         raise UsageError(f"{where}: arrival = {value!r}: expected one of {', '.join(ARRIVALS)}")
     if (value == "closed") != (got["rate"] == 0):
@@ -83,6 +87,7 @@ def _arrival(where: str, key: str, value, got: dict) -> str:
 
 def _metric(where: str, key: str, value, got: dict) -> str:
     from .metrics import metric_names
+    labtables.text_value(where, key, value)
     if value not in metric_names():
         raise UsageError(f"{where}: {key} = {value!r}: not a metric the report gives; expected one of "
                          f"{', '.join(metric_names())}")
@@ -90,6 +95,7 @@ def _metric(where: str, key: str, value, got: dict) -> str:
 
 
 def _seed_lab(where: str, key: str, value, got: dict) -> str:
+    labtables.text_value(where, key, value)
     if value not in SEED_LAB:
         raise UsageError(f"{where}: lab = {value!r}: expected one of {', '.join(SEED_LAB)} (how the lab's runs give "
                          f"the number: a ratio of two configurations, one configuration's value, or not at all)")
@@ -97,9 +103,8 @@ def _seed_lab(where: str, key: str, value, got: dict) -> str:
 
 
 def _real(where: str, key: str, value, got: dict) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{where}: {key} = {value!r}: expected a number")
-    return float(value)
+    """A seed's published number: finite (TOML takes nan and inf) and of a size a figure has."""
+    return inputs.finite(where, key, value, -1e12, 1e12)
 
 
 REPEATS = fields.number(1, 50)

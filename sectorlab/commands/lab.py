@@ -38,7 +38,7 @@ def cmd_lab_from_host(args) -> int:
         return 0
     write_atomic(args.output, plan.toml)
     print(f"sectorlab: {args.output}: {plan.disks} disk(s) of {args.file}; bring it up with "
-          f"'make lab-up LAB={args.output}'", file=sys.stderr)
+          f"{lab_mod.lab_up_command(args.output)}", file=sys.stderr)
     return 0
 
 

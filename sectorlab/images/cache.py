@@ -13,15 +13,17 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
-from .. import labtools
-from ..errors import SectorlabError
+from .. import inputs, labtools
+from ..errors import SectorlabError, UsageError
 from ..paths import REPO, image_cache, manifest_path
 from . import recipe
 from .guests import PACKER_DIR, GuestSpec
 
+# A build record is some 600 bytes of JSON.
+RECORD_MAX = 64 * inputs.KIB
 DEBIAN_BASE_SCRIPT = REPO / "scripts" / "build-debian-base"
 REDO_WRITER_DIR = REPO / "redo-writer"
 # The DBA's tools every guest gets, standard-library Python run from /usr/local/lib/sectorlab/ (the
@@ -109,7 +111,28 @@ class ImageRecord:
 
     @classmethod
     def load(cls, path: Path) -> ImageRecord:
-        return cls(**json.loads(path.read_text()))
+        """The build record at `path`, read within inputs' bounds and checked field by field: a
+        record cut short, edited or replaced by something else is one line saying how to rebuild."""
+        advice = "delete it and its image beside it, and 'make image' builds them again"
+
+        def bad(why: str) -> UsageError:
+            return UsageError(f"image record {path}: {why}; expected a record 'make image' writes: {advice}")
+        try:
+            data = inputs.read_json(path, "image record", RECORD_MAX, "a record 'make image' writes")
+        except UsageError as e:
+            raise UsageError(f"{e}: {advice}") from None
+        if not isinstance(data, dict):
+            raise bad(f"a JSON {type(data).__name__}, not an object")
+        kinds = {"float": ((int, float), "a number"), "int": ((int,), "a whole number"), "str": ((str,), "a string")}
+        want = {f.name: kinds[str(f.type)] for f in fields(cls)}
+        for name, (kind, said) in want.items():
+            if name in data and (isinstance(data[name], bool) or not isinstance(data[name], kind)):
+                raise bad(f"{name} = {data[name]!r} is not {said}")
+        missing = [f.name for f in fields(cls) if f.name not in data and f.default is MISSING]
+        unknown = sorted(set(data) - set(want))
+        if missing or unknown:
+            raise bad(f"lacks {', '.join(missing)}" if missing else f"has the unknown field {unknown[0]!r}")
+        return cls(**data)
 
 
 def cached_image_path(spec: GuestSpec, key: str) -> Path:

@@ -107,9 +107,9 @@ def build_debian_base(spec: GuestSpec, progress: Progress) -> Path:
         return outdir
     # Left by an interrupted build of this guest's base: the exact shape of `tmp` below (a guest
     # whose name starts with this one's is not touched).
-    stale_re = re.compile(rf"^{re.escape(spec.name)}-[0-9a-f]{{16}}\.tmp-\d+$")
+    stale_re = re.compile(rf"{re.escape(spec.name)}-[0-9a-f]{{16}}\.tmp-\d+")
     for stale in outdir.parent.glob(f"{spec.name}-*.tmp-*"):
-        if stale_re.match(stale.name):
+        if stale_re.fullmatch(stale.name):
             shutil.rmtree(stale, ignore_errors=True)
     tmp = outdir.with_name(outdir.name + f".tmp-{os.getpid()}")
     progress(f"building the {spec.name} base disk from Debian's packages into {outdir}")
@@ -191,9 +191,9 @@ def _check_build_inputs(spec: GuestSpec, progress: Progress) -> None:
 def _fresh_work_dir(name: str, key: str) -> Path:
     """The build's own directory in the cache, after those of interrupted builds of the guest are removed."""
     # Left by an interrupted build of this guest (we hold its lock): the exact shape of `work` below.
-    stale_re = re.compile(rf"^\.build-{re.escape(name)}-[0-9a-f]{{16}}-\d+$")
+    stale_re = re.compile(rf"\.build-{re.escape(name)}-[0-9a-f]{{16}}-\d+")
     for stale in image_cache().glob(f".build-{name}-*"):
-        if stale_re.match(stale.name):
+        if stale_re.fullmatch(stale.name):
             shutil.rmtree(stale, ignore_errors=True)
     work = image_cache() / f".build-{name}-{key[:16]}-{os.getpid()}"
     work.mkdir(parents=True)

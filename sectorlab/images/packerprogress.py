@@ -8,12 +8,13 @@ guest's last build time, from its build record in the cache.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import time
 from pathlib import Path
 
+from .. import inputs
+from ..errors import UsageError
 from .guests import Progress
 
 PHASES = [
@@ -36,8 +37,8 @@ def last_build_seconds(cache: Path, guest: str) -> float | None:
     newest = None
     for record in cache.glob(f"{guest}-*.json"):
         try:
-            data = json.loads(record.read_text())
-        except (OSError, ValueError):
+            data = inputs.read_json(record, "image record", 64 * inputs.KIB)
+        except UsageError:
             continue
         if not (isinstance(data, dict) and data.get("guest") == guest
                 and isinstance(data.get("build_seconds"), (int, float))):

@@ -41,7 +41,7 @@ from ..paths import cache_dir, write_atomic
 
 NAMESPACE = "urn:sectorlab:lab:1"
 _MARK = "@@sectorlab-domain@@"
-ID_RE = re.compile(r"^[0-9a-f]{32}$")
+ID_RE = re.compile(r"[0-9a-f]{32}")
 
 
 def domain_name(lab_name: str, vm_name: str) -> str:
@@ -64,7 +64,7 @@ def _machine_id() -> str:
             text = Path(path).read_text().strip()
         except OSError:
             continue
-        if ID_RE.match(text):
+        if ID_RE.fullmatch(text):
             return text
     return uuid.uuid5(uuid.NAMESPACE_DNS, socket.gethostname()).hex  # no machine id: the host name's
 
@@ -98,10 +98,10 @@ def identity(lab_name: str, create: bool = False, adopt: str = "") -> Identity:
         lab_id = path.read_text().strip()
     except OSError:
         lab_id = ""
-    if not ID_RE.match(lab_id):
+    if not ID_RE.fullmatch(lab_id):
         lab_id = ""
         if create:
-            lab_id = adopt if ID_RE.match(adopt) else uuid.uuid4().hex
+            lab_id = adopt if ID_RE.fullmatch(adopt) else uuid.uuid4().hex
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, lab_id + "\n")
     return Identity(lab_name, lab_id, _machine_id(), socket.gethostname(), str(cache_dir()))

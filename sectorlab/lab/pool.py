@@ -74,9 +74,9 @@ def publish_image(uri: str, record: images.ImageRecord, progress: Progress) -> d
     in_use = " ".join(host.virsh("dumpxml", d, check=False)
                       for d in host.virsh("list", "--all", "--name", check=False).split())
     # Older builds of the guest no domain uses, and files of the naming before the sha256 was in it.
-    built = re.compile(rf"^{re.escape(guest)}-(?:{BUILT}|[0-9a-f]{{16}}\.(qcow2|kernel|initrd))$")
+    built = re.compile(rf"{re.escape(guest)}-(?:{BUILT}|[0-9a-f]{{16}}\.(qcow2|kernel|initrd))")
     this = Path(volume_name(record, image)).stem
     for old in volumes:
-        if Path(old).stem != this and built.match(old) and Path(old).stem not in in_use:
+        if Path(old).stem != this and built.fullmatch(old) and Path(old).stem not in in_use:
             host.virsh("vol-delete", "--pool", IMAGE_POOL, old, check=False)
     return {"volume": volume_name(record, image), "uploaded": uploaded, **boot}

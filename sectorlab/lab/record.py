@@ -204,12 +204,7 @@ class LabRecord(_Record):
     @classmethod
     def load(cls, path: Path) -> LabRecord:
         """The lab.json at `path`, checked (from_json); read within inputs' bounds."""
-        text = inputs.read_text(path, "lab record", MAX_BYTES)
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as e:
-            raise UsageError(f"{path}: not JSON ({e}); expected lab.json as lab-up writes it") from e
-        return cls.from_json(data, str(path))
+        return cls.from_json(inputs.read_json(path, "lab record", MAX_BYTES), str(path))
 
     def text(self) -> str:
         """lab.json's text, as lab-up writes it."""
