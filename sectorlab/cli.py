@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import select
 import signal
@@ -54,6 +55,33 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+def whole(low: int, high: int):
+    """An argparse type: a whole number in [low, high] (the parser's one line otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number from {low} to {high}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number from {low} to {high}")
+        return value
+    return parse
+
+
+def fraction(low: float, high: float):
+    """An argparse type: a finite number strictly between low and high (nan, inf and the bounds
+    themselves refused: float() takes 'nan' and 'inf')."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and low < value < high):
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a number above {low:g} and below {high:g}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sectorlab", description=__doc__)
     parser.add_argument("--version", action="version", version=f"sectorlab {__version__}")
@@ -95,8 +123,8 @@ def _add_image_commands(sub) -> None:
     p.add_argument("--guest")
     p.add_argument("--image", help="a qcow2 from the image cache instead of the guest's current build "
                                     "(to compare two builds)")
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--runs", type=whole(1, 100), default=3)
+    p.add_argument("--timeout", type=fraction(0, 86400), default=600.0, help="seconds (default 600)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_image_boot_time)
 
@@ -116,7 +144,8 @@ def _add_results_commands(sub) -> None:
                        "(not a between-run test)")
     p.add_argument("a", type=Path)
     p.add_argument("b", type=Path)
-    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--alpha", type=fraction(0, 1), default=0.05,
+                   help="the significance level, above 0 and below 1 (default 0.05)")
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("plot", help="latency histogram and latency over time from a redo-writer --events file")
     p.add_argument("events", type=Path)
@@ -150,15 +179,16 @@ def _add_bench_commands(sub) -> None:
 
     p = sub.add_parser("bench-writer", help="redo-writer (1 session) against fio on the same file, side by side")
     p.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where the test file goes (default /var/tmp)")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--seconds", type=int, default=10)
-    p.add_argument("--spin-us", type=int, default=0, help="redo-writer --spin-us (poll before sleeping)")
+    p.add_argument("--rounds", type=whole(1, 100), default=3)
+    p.add_argument("--seconds", type=whole(1, 3600), default=10)
+    p.add_argument("--spin-us", type=whole(0, 1_000_000), default=0,
+                   help="redo-writer --spin-us (poll before sleeping)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_writer)
 
     p = sub.add_parser("bench-lab-up", help="cold and warm lab-up side by side (destroys the lab first)")
     p.add_argument("--lab", type=Path, help=_LAB_HELP)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=whole(1, 100), default=3)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_lab_up)
 

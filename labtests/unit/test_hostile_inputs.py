@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 
 import pytest
 import tomllib
@@ -285,3 +286,58 @@ def test_an_image_record_that_is_not_one_is_one_line(tmp_path, kind):
     with pytest.raises(UsageError) as e:
         cache.ImageRecord.load(path)
     assert "\n" not in str(e.value) and str(path) in str(e.value) and "make image" in str(e.value)
+
+
+# --- two names for one thing: a remote lab's volumes ------------------------------------------------
+
+def _volume_names(vms: dict[str, list[str]]) -> list[str]:
+    """The volume names terraform/main.tf gives a remote lab's root and data disks, its own templates
+    filled in."""
+    tf = (REPO / "terraform" / "main.tf").read_text()
+    root = re.search(r'resource "libvirt_volume" "root" \{.*?name\s*=\s*"([^"]+)"', tf, re.S).group(1)
+    data = re.search(r'resource "libvirt_volume" "data" \{.*?name\s*=\s*"([^"]+)"', tf, re.S).group(1)
+    names = [root.replace("${each.key}", vm) for vm in vms]
+    names += [data.replace("${each.value.vm}", vm).replace("${each.value.name}", d)
+              for vm, ds in vms.items() for d in ds]
+    return names
+
+
+@pytest.mark.parametrize("vms", [{"lab1": ["root"]}, {"a-b": ["c"], "a": ["b-c"]}, {"x": ["root-2"], "x-root": ["2"]}],
+                         ids=["disk-named-root", "hyphens-meet", "root-and-hyphens"])
+def test_a_remote_labs_volume_names_never_meet(vms):
+    lab = "[lab]\nname = \"t\"\n" + "".join(
+        f'[[vm]]\nname = "{vm}"\n' + "".join(f'[[vm.disk]]\nname = "{d}"\nbus = "virtio"\ngeometry = "sector512n"\n'
+                                               for d in ds) for vm, ds in vms.items())
+    labdef.validate(tomllib.loads(lab))  # the lab definition takes these names
+    names = _volume_names(vms)
+    assert len(set(names)) == len(names), names
+
+
+@PROPERTY
+@given(st.dictionaries(st.from_regex(labtables.NAME_RE, fullmatch=True),
+                       st.lists(st.from_regex(labtables.DISK_NAME_RE, fullmatch=True), min_size=1, max_size=3),
+                       min_size=1, max_size=4))
+def test_any_vm_and_disk_names_give_volumes_of_their_own(vms):
+    disks = [d for ds in vms.values() for d in ds]
+    if len(set(disks)) != len(disks):  # disk names are unique in a lab (labdef refuses duplicates)
+        return
+    names = _volume_names(vms)
+    assert len(set(names)) == len(names), names
+
+
+# --- numbers on the command line -------------------------------------------------------------------
+
+NUMBERS = [(["compare", "a.json", "b.json", "--alpha", v], "--alpha") for v in ("5", "1", "0", "-0.1", "nan", "inf",
+                                                                                  "1e-400", "0x1")] + \
+          [(["image", "boot-time", "--runs", v], "--runs") for v in ("0", "-1", "101", "1.5", "4294967297")] + \
+          [(["image", "boot-time", "--timeout", v], "--timeout") for v in ("nan", "inf", "-1", "0")] + \
+          [(["bench-writer", "--rounds", "0"], "--rounds"), (["bench-writer", "--seconds", "-5"], "--seconds"),
+           (["bench-writer", "--spin-us", "-1"], "--spin-us"), (["bench-lab-up", "--rounds", "1e9"], "--rounds")]
+
+
+@pytest.mark.parametrize("argv,option", NUMBERS, ids=[" ".join(a[-2:]) for a, _ in NUMBERS])
+def test_a_number_out_of_its_bounds_is_one_line(capsys, argv, option):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and f"argument {option}: '{argv[-1]}': expected" in err, err
