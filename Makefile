@@ -2,38 +2,66 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
+# What a user sets (make bench RESULTS=..., or the environment) is taken as written: make expands
+# nothing in it (a $ is a $), and the shell never reads it as code. Each variable reaches the
+# recipes as an environment variable, quoted there: one argument, or none when empty. PYTEST_ARGS
+# alone is several arguments, split as a shell splits words (PYTEST_ARGS_SPLIT below).
+USER_VARS := GUEST LAB LAB_SUFFIX PYTEST_ARGS PRESET DURATION WARMUP REPEATS RESULTS ORDER_SEED
+# LAB_SUFFIX's default is the environment's SECTORLAB_LAB_SUFFIX, as written.
+ifeq ($(origin LAB_SUFFIX),undefined)
+override LAB_SUFFIX := $(value SECTORLAB_LAB_SUFFIX)
+endif
+$(foreach v,$(USER_VARS),$(eval override $(v) := $$(value $(v))))
+export $(USER_VARS)
+
 VENV      := .venv
 SECTORLAB := $(VENV)/bin/sectorlab
 PYTEST    := $(VENV)/bin/pytest
 RUFF      := $(VENV)/bin/ruff
-CACHE     := $(or $(SECTORLAB_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sectorlab)
-GUEST     ?=
-GUEST_ARG := $(if $(GUEST),--guest $(GUEST))
+CACHE     := $(or $(value SECTORLAB_CACHE),$(or $(value XDG_CACHE_HOME),$(value HOME)/.cache)/sectorlab)
+# Shell words of the recipes: an option with its value as one word (--guest=VALUE, so that a value
+# that starts with '-' is not read as an option), none when the variable is empty.
+GUEST_ARG := $${GUEST:+--guest="$$GUEST"}
 
 # The project's own Terraform CLI config (the libvirt provider from the local mirror); the
 # environment may point TF_CLI_CONFIG_FILE at a file that does not exist.
 export TF_CLI_CONFIG_FILE := $(CACHE)/tools/terraform.rc
 export CHECKPOINT_DISABLE := 1
 
-LAB       ?=
-LAB_ARG   := $(if $(LAB),--lab $(LAB))
+LAB_ARG   := $${LAB:+--lab="$$LAB"}
 # Appended to every lab's name (LAB_SUFFIX=-job2): two checkouts on one host, such as two CI jobs on
 # one runner, then run their labs apart (domains, pools, ports, keys, saved states; docs/reliability.md).
-LAB_SUFFIX ?= $(SECTORLAB_LAB_SUFFIX)
 export SECTORLAB_LAB_SUFFIX := $(LAB_SUFFIX)
-# Extra pytest arguments for the lab scenarios, e.g. PYTEST_ARGS="-k sector4k".
-PYTEST_ARGS ?=
-# make bench: the preset (labs/bench/PRESET.toml; empty: vsphere-512e) and what overrides its [bench].
-PRESET    ?=
-DURATION  ?=
-WARMUP    ?=
-REPEATS   ?=
-RESULTS   ?=
-# The seed of the run order (a bench's report prints the one it drew: ORDER_SEED=n repeats its order).
-ORDER_SEED ?=
-BENCH_ARGS := $(PRESET) $(if $(DURATION),--duration $(DURATION)) $(if $(WARMUP),--warmup $(WARMUP)) \
-              $(if $(REPEATS),--repeats $(REPEATS)) $(if $(RESULTS),--results $(RESULTS)) \
-              $(if $(ORDER_SEED),--seed $(ORDER_SEED))
+# Extra pytest arguments for the lab scenarios, e.g. PYTEST_ARGS="-k sector4k" or "-k 'a or b'":
+# split into words as a shell splits them (quotes and backslashes group; nothing is expanded, run
+# or globbed: a ';' or '$(...)' is text in a word). Unbalanced quotes are one line and exit 2,
+# before anything starts.
+define PYTEST_ARGS_SPLIT
+import os, shlex, sys
+value = os.environ.get("PYTEST_ARGS", "")
+try:
+    words = shlex.split(value)
+except ValueError as e:
+    sys.exit(f"make: PYTEST_ARGS={value!r}: {e}; expected pytest's arguments quoted as in a shell "
+             f"(PYTEST_ARGS=\"-k 'a or b'\"): close the quote, or put a backslash before a quote "
+             "or backslash that is text")
+sys.stdout.write("".join(word + "\0" for word in words))
+endef
+export PYTEST_ARGS_SPLIT
+# Shell: the bash array pytest_args holds PYTEST_ARGS's words (exit 2 when they do not split).
+pytest-args = mapfile -d '' -t pytest_args < <($(VENV)/bin/python -c "$$PYTEST_ARGS_SPLIT"); wait $$! || exit 2
+# Shell: `show COMMAND...` prints the command as make prints a recipe's line (not under make -s), each
+# word quoted as the shell would need it (what is shown is what runs), then runs it in the shell's
+# place (the recipe's last command).
+show = show() { $(if $(findstring s,$(firstword -$(MAKEFLAGS))),,local line; line=$$(printf '%q ' "$$@"); \
+  printf '%s\n' "$${line% }";) exec "$$@"; }
+# make bench: the preset (labs/bench/PRESET.toml; empty: vsphere-512e) and what overrides its [bench]:
+# DURATION, WARMUP, REPEATS, RESULTS, and ORDER_SEED, the seed of the run order (a bench's report
+# prints the one it drew: ORDER_SEED=n repeats its order). The preset follows '--': a name that
+# starts with '-' is a preset's name, not an option.
+BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMUP"} \
+              $${REPEATS:+--repeats="$$REPEATS"} $${RESULTS:+--results="$$RESULTS"} \
+              $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench bench-all bench-check faults alone
@@ -97,23 +125,24 @@ unit: bootstrap
 	$(PYTEST) labtests/unit
 
 smoke: image
-	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
+	@$(show); show env SECTORLAB_GUEST="$$GUEST" $(PYTEST) -m vm labtests
 
 # The scenarios against a running lab (make lab-up first).
 scenarios: bootstrap
-	SECTORLAB_LAB_FILE=$(LAB) $(PYTEST) -m lab labtests $(PYTEST_ARGS)
+	@$(show); $(pytest-args); show env SECTORLAB_LAB_FILE="$$LAB" $(PYTEST) -m lab labtests "$${pytest_args[@]}"
 
 # $(call lab-run,LAB-UP OPTIONS,PYTEST SELECTION[,LAB FILE]): lab-up, those scenarios, and lab-down
-# whatever they did. The lab is $(LAB) (the default lab when empty) unless a file is given. When
-# PYTEST_ARGS narrows the selection (the CI matrix's -k GEOMETRY) and leaves none of this lab's
-# scenarios, pytest's "no tests collected" (exit 5) is said and passes; without PYTEST_ARGS it fails.
+# whatever they did. The lab is $(LAB) (the default lab when empty) unless a file is given;
+# PYTEST_ARGS that do not split into words are one line before the lab-up. When PYTEST_ARGS narrows
+# the selection (the CI matrix's -k GEOMETRY) and leaves none of this lab's scenarios, pytest's
+# "no tests collected" (exit 5) is said and passes; without PYTEST_ARGS it fails.
 # A Ctrl-C stops the lab-up or the scenarios (they get the signal), and the lab is still taken down:
 # the shell traps SIGINT (its children keep the default), and make waits for it (exit 130).
 define lab-run
-@rc=0; int=0; trap 'int=1' INT; if $(SECTORLAB) lab up $(1) $(if $(3),--lab $(3),$(LAB_ARG)); then \
-  SECTORLAB_LAB_FILE=$(or $(3),$(LAB)) $(PYTEST) $(2) $(PYTEST_ARGS); s=$$?; \
-  if [ $$s -eq 5 ] && [ -n "$(strip $(PYTEST_ARGS))" ]; then \
-    echo "make: PYTEST_ARGS=$(PYTEST_ARGS) selects none of these scenarios ($(2))"; \
+@$(pytest-args); rc=0; int=0; trap 'int=1' INT; if $(SECTORLAB) lab up $(1) $(if $(3),--lab $(3),$(LAB_ARG)); then \
+  SECTORLAB_LAB_FILE=$(if $(3),$(3),"$$LAB") $(PYTEST) $(2) "$${pytest_args[@]}"; s=$$?; \
+  if [ $$s -eq 5 ] && [ $${#pytest_args[@]} -gt 0 ]; then \
+    echo "make: PYTEST_ARGS=$$PYTEST_ARGS selects none of these scenarios ($(2))"; \
   elif [ $$s -ne 0 ]; then rc=1; fi; \
   else rc=1; fi; \
   if [ $$int -eq 1 ]; then echo "make: interrupted; taking the lab down"; rc=130; fi; \
@@ -161,7 +190,7 @@ test-labs:
 test-databases:
 	$(PYTEST) labtests/unit
 	$(PYTEST) -m ownership labtests
-	SECTORLAB_GUEST=$(GUEST) $(PYTEST) -m vm labtests
+	@$(show); show env SECTORLAB_GUEST="$$GUEST" $(PYTEST) -m vm labtests
 	@$(MAKE) --no-print-directory test-crosscheck
 	$(PYTEST) -m fromhost labtests
 	@$(MAKE) --no-print-directory test-write-units
@@ -219,13 +248,13 @@ check: bootstrap-all
 
 # A seed's experiment (labs/bench/): on a quiet machine, with no other lab up.
 bench: bootstrap
-	$(SECTORLAB) bench $(BENCH_ARGS)
+	@$(show); show $(SECTORLAB) bench $(BENCH_ARGS)
 
 bench-all: bootstrap
-	@set -e; for p in $$($(SECTORLAB) bench --list | cut -d' ' -f1); do $(SECTORLAB) bench $$p; done
+	@set -e; for p in $$($(SECTORLAB) bench --list | cut -d' ' -f1); do $(SECTORLAB) bench -- "$$p"; done
 
 bench-check: bootstrap
-	$(PYTEST) -m bench labtests $(PYTEST_ARGS)
+	@$(show); $(pytest-args); show $(PYTEST) -m bench labtests "$${pytest_args[@]}"
 
 # redo-writer against fio on the same file, side by side (run it on a quiet machine).
 bench-writer: bootstrap
@@ -236,7 +265,7 @@ bench-writer: bootstrap
 	$(SECTORLAB) bench-writer --rounds 4 --seconds 10 --spin-us 300
 
 bench-lab-up: bootstrap
-	$(SECTORLAB) bench-lab-up $(LAB_ARG) --rounds 3
+	@$(show); show $(SECTORLAB) bench-lab-up $(LAB_ARG) --rounds 3
 
 bench-boot: image
-	$(SECTORLAB) image boot-time $(GUEST_ARG) --runs 3
+	@$(show); show $(SECTORLAB) image boot-time $(GUEST_ARG) --runs 3
