@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -17,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <nbdkit-filter.h>
 
@@ -111,9 +114,9 @@ static void model_unload(void) {
 
 static int model_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key, const char *value) {
   if (strcmp(key, "spin-us") == 0) {
-    char *end;
-    double us = strtod(value, &end);
-    if (end == value || *end || us < 0 || us > 1000) {
+    double us;
+    int took = model_parse_decimal(value, &us);
+    if (!took || value[took] || !(us >= 0 && us <= 1000)) {
       nbdkit_error("spin-us=%s: expected microseconds, 0 to 1000", value);
       return -1;
     }
@@ -149,9 +152,28 @@ static int model_get_ready(int thread_model) {
   if (spin_ns < 0) spin_ns = calibrate_spin();
   fprintf(stderr, "sectorlab-model: sleeps end %.1f us early and spin the rest (spin-us)\n", spin_ns / 1e3);
   if (!trace_path) return 0;
-  trace = fopen(trace_path, "w");
-  if (!trace) {
-    nbdkit_error("trace=%s: %m", trace_path);
+  /* Never through a symlink, never blocking on a FIFO, only ever a regular file (emptied once it is
+   * known to be one). */
+  struct stat st;
+  if (lstat(trace_path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    nbdkit_error("trace=%s: %s: expected a regular file%s", trace_path,
+                 S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode)
+                 ? "a directory" : "a device or special file", S_ISLNK(st.st_mode) ? " (it is not followed)" : "");
+    return -1;
+  }
+  int fd = open(trace_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    nbdkit_error("trace=%s: %s", trace_path,
+                 errno == ELOOP ? "a symbolic link: expected a regular file (it is not followed)" : strerror(errno));
+    return -1;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ||
+      ftruncate(fd, 0) || !(trace = fdopen(fd, "w"))) {
+    nbdkit_error("trace=%s: %s", trace_path,
+                 fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) ? "not a regular file: expected a regular file"
+                                                              : strerror(errno));
+    close(fd);
     return -1;
   }
   fprintf(trace, "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error\n");

@@ -26,12 +26,36 @@ static double std_normal(uint64_t *rng) { /* Box-Muller, one of the pair */
   return sqrt(-2.0 * log(uniform01(rng))) * cos(2.0 * M_PI * uniform01(rng));
 }
 
+int model_parse_decimal(const char *text, double *out) {
+  const char *p = text;
+  char buf[64];
+  size_t digits = 0;
+  if (*p == '-' || *p == '+') p++;
+  for (; *p >= '0' && *p <= '9'; p++) digits++;
+  if (*p == '.')
+    for (p++; *p >= '0' && *p <= '9'; p++) digits++;
+  if (!digits) return 0;
+  if (*p == 'e' || *p == 'E') {
+    const char *q = p + 1;
+    if (*q == '-' || *q == '+') q++;
+    if (*q >= '0' && *q <= '9') {
+      while (*q >= '0' && *q <= '9') q++;
+      p = q;
+    }
+  }
+  size_t n = (size_t)(p - text);
+  if (n >= sizeof buf) return 0;
+  memcpy(buf, text, n);
+  buf[n] = '\0';
+  *out = strtod(buf, NULL);
+  return isfinite(*out) ? (int)n : 0;
+}
+
 static int parse_numbers(const char *text, double *out, int want) {
-  char *end;
   for (int i = 0; i < want; i++) {
-    out[i] = strtod(text, &end);
-    if (end == text || !isfinite(out[i])) return -1;
-    text = end;
+    int n = model_parse_decimal(text, &out[i]);
+    if (!n) return -1;
+    text += n;
     if (i < want - 1) {
       if (*text != ',') return -1;
       text++;
@@ -41,16 +65,18 @@ static int parse_numbers(const char *text, double *out, int want) {
 }
 
 static const char *parse_points(struct dist *d, const char *text) {
-  char *end;
   d->points = 0;
   while (*text) {
     if (d->points == MODEL_MAX_POINTS) return "more than 16 percentile points";
-    double p = strtod(text, &end);
-    if (end == text || *end != '=') return "percentile points are P=MICROSECONDS, separated by commas";
-    text = end + 1;
-    double v = strtod(text, &end);
-    if (end == text) return "percentile points are P=MICROSECONDS, separated by commas";
+    double p, v;
+    int n = model_parse_decimal(text, &p);
+    if (!n || text[n] != '=') return "percentile points are P=MICROSECONDS (decimal numbers), separated by commas";
+    text += n + 1;
+    n = model_parse_decimal(text, &v);
+    if (!n) return "percentile points are P=MICROSECONDS (decimal numbers), separated by commas";
+    const char *end = text + n;
     if (!(p > 0 && p <= 100)) return "a percentile is above 0 and at most 100";
+    if (v < 0) return "times are not negative";
     if (d->points > 0 && (p <= d->p[d->points - 1] || v < d->v[d->points - 1]))
       return "percentile points rise: each P and its time at least the previous one's";
     d->p[d->points] = p;
@@ -100,7 +126,7 @@ const char *dist_parse(struct dist *d, const char *text) {
   return NULL;
 }
 
-double dist_sample(const struct dist *d, uint64_t *rng) {
+static double dist_draw(const struct dist *d, uint64_t *rng) {
   switch (d->kind) {
   case DIST_FIXED: return d->a;
   case DIST_NORMAL: {
@@ -118,6 +144,13 @@ double dist_sample(const struct dist *d, uint64_t *rng) {
   }
   default: return 0;
   }
+}
+
+/* A lognormal's tail (or a normal's) can go past any bound, to infinity with a tiny median: no draw
+ * is longer than the longest time a disk is modelled with, nor negative. */
+double dist_sample(const struct dist *d, uint64_t *rng) {
+  double x = dist_draw(d, rng);
+  return x > 0 ? (x < MODEL_MAX_US ? x : MODEL_MAX_US) : 0;
 }
 
 void model_init(struct model *m) {
@@ -138,14 +171,22 @@ void model_reset(struct model *m) {
 
 const char *model_check(const struct model *m) {
   if (m->channels < 1 || m->channels > MODEL_MAX_CHANNELS) return "channels is 1 to 64";
-  if (m->read_mbps < 0 || m->write_mbps < 0 || m->destage_mbps < 0) return "a bandwidth is not negative";
+  const double mbps[] = {m->read_mbps, m->write_mbps, m->destage_mbps};
+  for (int i = 0; i < 3; i++)
+    if (!(mbps[i] == 0 || (mbps[i] >= MODEL_MIN_MBPS && mbps[i] <= MODEL_MAX_MBPS)))
+      return "a bandwidth is 0 (none) or 0.001 to 1000000 MB/s";
   if (m->cache_bytes && !(m->destage_mbps > 0)) return "a cache needs cache-destage-mbps (how fast it drains)";
   if (!m->cache_bytes && (m->destage_mbps > 0 || m->cache_hit.kind != DIST_NONE))
     return "cache-destage-mbps and cache-hit need cache-size";
   uint32_t u = m->physical_sector;
-  if (u && (u < 512 || (u & (u - 1)))) return "physical-sector is a power of two, 512 or more";
-  if (m->write_unit && m->write_unit % 512) return "write-unit is a multiple of 512";
-  if (m->fail_after_seconds < 0) return "fail-after-seconds is not negative";
+  if (u && (u < 512 || u > MODEL_MAX_SECTOR || (u & (u - 1))))
+    return "physical-sector is a power of two, 512 or more (at most 65536)";
+  if (m->write_unit && (m->write_unit % 512 || m->write_unit > MODEL_MAX_UNIT))
+    return "write-unit is a multiple of 512 (at most 64M)";
+  if (m->stripe > MODEL_MAX_STRIPE) return "stripe is at most 1G";
+  if (m->cache_bytes > MODEL_MAX_CACHE) return "cache-size is at most 1T";
+  if (!(m->fail_after_seconds >= 0 && m->fail_after_seconds <= MODEL_MAX_FAIL_SECONDS))
+    return "fail-after-seconds is 0 (never) to 1000000";
   return NULL;
 }
 
@@ -260,11 +301,13 @@ struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t
   return c;
 }
 
-/* "4096", "4k", "512M", "1G": bytes (powers of 1024, as nbdkit's sizes). */
+/* "4096", "4k", "512M", "1G": bytes (powers of 1024, as nbdkit's sizes); digits only before the suffix. */
 static int parse_size(const char *text, uint64_t *out) {
   char *end;
   if (*text < '0' || *text > '9') return -1;
+  errno = 0;
   unsigned long long v = strtoull(text, &end, 10);
+  if (errno == ERANGE) return -1;
   uint64_t mult = 1;
   switch (*end) {
   case 'k': case 'K': mult = 1ULL << 10; end++; break;
@@ -278,9 +321,8 @@ static int parse_size(const char *text, uint64_t *out) {
 }
 
 static int parse_number(const char *text, double *out) {
-  char *end;
-  *out = strtod(text, &end);
-  return end == text || *end || !isfinite(*out) ? -1 : 0;
+  int n = model_parse_decimal(text, out);
+  return n && !text[n] ? 0 : -1;
 }
 
 const char *const MODEL_NOT_MINE = "not a device model key";
@@ -289,16 +331,26 @@ const char *model_set(struct model *m, const char *key, const char *value) {
   static const struct { const char *key; size_t field; } dists[] = {
     {"read", offsetof(struct model, read)}, {"write", offsetof(struct model, write)},
     {"flush", offsetof(struct model, flush)}, {"cache-hit", offsetof(struct model, cache_hit)}};
-  static const struct { const char *key; size_t field; } numbers[] = {
-    {"read-mbps", offsetof(struct model, read_mbps)}, {"write-mbps", offsetof(struct model, write_mbps)},
-    {"cache-destage-mbps", offsetof(struct model, destage_mbps)},
-    {"fail-after-seconds", offsetof(struct model, fail_after_seconds)}};
+  static const struct { const char *key; size_t field; double min, max; const char *expected; } numbers[] = {
+    {"read-mbps", offsetof(struct model, read_mbps), MODEL_MIN_MBPS, MODEL_MAX_MBPS,
+     "expected 0 (no transfer time) or 0.001 to 1000000 MB/s"},
+    {"write-mbps", offsetof(struct model, write_mbps), MODEL_MIN_MBPS, MODEL_MAX_MBPS,
+     "expected 0 (no transfer time) or 0.001 to 1000000 MB/s"},
+    {"cache-destage-mbps", offsetof(struct model, destage_mbps), MODEL_MIN_MBPS, MODEL_MAX_MBPS,
+     "expected 0.001 to 1000000 MB/s"},
+    {"fail-after-seconds", offsetof(struct model, fail_after_seconds), 0, MODEL_MAX_FAIL_SECONDS,
+     "expected 0 (never) to 1000000 seconds"}};
   uint64_t u;
   for (size_t i = 0; i < sizeof dists / sizeof *dists; i++)
     if (strcmp(key, dists[i].key) == 0) return dist_parse((struct dist *)((char *)m + dists[i].field), value);
   for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
-    if (strcmp(key, numbers[i].key) == 0)
-      return parse_number(value, (double *)((char *)m + numbers[i].field)) ? "expected a number" : NULL;
+    if (strcmp(key, numbers[i].key) == 0) {
+      double v;
+      if (parse_number(value, &v)) return "expected a decimal number";
+      if (!(v == 0 || (v >= numbers[i].min && v <= numbers[i].max))) return numbers[i].expected;
+      *(double *)((char *)m + numbers[i].field) = v;
+      return NULL;
+    }
   if (strcmp(key, "cache-plp") == 0) {
     if (strcmp(value, "true") && strcmp(value, "false")) return "expected true or false";
     m->cache_plp = strcmp(value, "true") == 0;
@@ -308,12 +360,21 @@ const char *model_set(struct model *m, const char *key, const char *value) {
       strcmp(key, "physical-sector") && strcmp(key, "write-unit") && strcmp(key, "fail-after-writes") &&
       strcmp(key, "seed"))
     return MODEL_NOT_MINE;
-  if (parse_size(value, &u)) return "expected a whole number of bytes (or 4k, 1M, 2G)";
+  if (parse_size(value, &u))
+    return strcmp(key, "channels") == 0            ? "expected a whole number, 1 to 64"
+           : strcmp(key, "seed") == 0              ? "expected a whole number, 0 to 18446744073709551615"
+           : strcmp(key, "fail-after-writes") == 0 ? "expected a whole number of writes (0: never)"
+                                                   : "expected a whole number of bytes (or 4k, 1M, 2G)";
   if (strcmp(key, "channels") == 0) m->channels = u > MODEL_MAX_CHANNELS ? 0 : (int)u;
-  else if (strcmp(key, "stripe") == 0) m->stripe = u;
-  else if (strcmp(key, "cache-size") == 0) m->cache_bytes = u;
-  else if (strcmp(key, "physical-sector") == 0) m->physical_sector = u > UINT32_MAX ? 3 : (uint32_t)u;
-  else if (strcmp(key, "write-unit") == 0) m->write_unit = u > UINT32_MAX ? 3 : (uint32_t)u;
+  else if (strcmp(key, "stripe") == 0) {
+    if (u > MODEL_MAX_STRIPE) return "expected 0 (none) to 1G";
+    m->stripe = u;
+  } else if (strcmp(key, "cache-size") == 0) {
+    if (u > MODEL_MAX_CACHE) return "expected 0 (no cache) to 1T";
+    m->cache_bytes = u;
+  }
+  else if (strcmp(key, "physical-sector") == 0) m->physical_sector = u > MODEL_MAX_SECTOR ? 3 : (uint32_t)u;
+  else if (strcmp(key, "write-unit") == 0) m->write_unit = u > MODEL_MAX_UNIT ? 3 : (uint32_t)u;
   else if (strcmp(key, "fail-after-writes") == 0) m->fail_after_writes = u;
   else m->seed = u;
   return NULL;

@@ -8,7 +8,14 @@
 
 #define MODEL_MAX_CHANNELS 64
 #define MODEL_MAX_POINTS 16
-#define MODEL_MAX_US 1e7 /* 10 s: a longer service time is a typo, not a disk */
+#define MODEL_MAX_US 1e7 /* 10 s: a longer service time is a typo, not a disk; no draw is longer */
+#define MODEL_MIN_MBPS 0.001 /* a bandwidth: 0 (no transfer time) or 0.001 to 1000000 MB/s */
+#define MODEL_MAX_MBPS 1e6
+#define MODEL_MAX_FAIL_SECONDS 1e6
+#define MODEL_MAX_CACHE (1ULL << 40)  /* cache-size: at most 1 TiB */
+#define MODEL_MAX_STRIPE (1ULL << 30) /* stripe: at most 1 GiB */
+#define MODEL_MAX_SECTOR 65536        /* physical-sector: at most 64 KiB */
+#define MODEL_MAX_UNIT (64U << 20)    /* write-unit: at most 64 MiB */
 
 enum dist_kind { DIST_NONE, DIST_FIXED, DIST_NORMAL, DIST_LOGNORMAL, DIST_PERCENTILES };
 
@@ -69,8 +76,12 @@ struct cost {
 /* Parses "fixed:100", "normal:100,10", "lognormal:80,400" or "pct:50=80,99=400,100=900".
  * Returns NULL, or the message of what is wrong (a static string). */
 const char *dist_parse(struct dist *d, const char *text);
-/* One draw, microseconds; rng is the model's generator state (splitmix64). */
+/* One draw, microseconds, 0 to MODEL_MAX_US; rng is the model's generator state (splitmix64). */
 double dist_sample(const struct dist *d, uint64_t *rng);
+
+/* A decimal number as a person writes one ("12", "-0.5", "1e3"): no hex, inf, nan or spaces; finite.
+ * Returns the characters it took (0: none, not a number). */
+int model_parse_decimal(const char *text, double *out);
 
 /* Sets one parameter by its key (the filter's and simulate's key=value arguments). Returns NULL,
  * MODEL_NOT_MINE for a key that is not the model's, or what is wrong with the value. */

@@ -18,6 +18,10 @@
  * A member whose write fails is reported once (its path, the error, at which log write) and
  * dropped; the run goes on with the other member, as a database goes on with the surviving
  * member of a multiplexed group. When no member is left, the run stops with an error.
+ *
+ * Every thread is started before any session commits (the sessions wait at a start gate): a thread
+ * that cannot be started (too many sessions for the memory limit) stops the run before its first
+ * commit, in one line.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,6 +64,8 @@ struct shared {
 	pthread_cond_t work;        /* redo is pending, or the run is over */
 	pthread_cond_t written_cv;  /* a write completed */
 	pthread_cond_t job_cv;      /* member threads: a job was handed out, or a member finished one */
+	pthread_cond_t start_cv;    /* sessions: every thread is up (go), or the run will not happen (stop) */
+	int go;
 	int wake_sessions;          /* a write released sessions: wake them once the lock is let go */
 	uint64_t appended;          /* redo bytes committed so far (a byte position, like an SCN) */
 	uint64_t written;           /* redo bytes durable so far */
@@ -158,6 +164,18 @@ static uint64_t partial_units(uint64_t off, uint64_t len, uint64_t unit)
 	return (uint64_t)head + (uint64_t)tail;
 }
 
+/* Called with the lock held: no memory left for the latencies; the run stops, reported once. */
+static void out_of_memory(struct shared *sh)
+{
+	if (!sh->failed)
+		fprintf(stderr, "%s: out of memory recording latencies after %llu commits: run fewer --transactions or "
+			"a shorter --duration\n", PROG, (unsigned long long)sh->txns_done);
+	sh->failed = sh->stop = 1;
+	pthread_cond_broadcast(&sh->written_cv);
+	pthread_cond_broadcast(&sh->job_cv);
+	pthread_cond_signal(&sh->work);
+}
+
 /* Called with the lock held: count a completed log write and release the sessions it covers. */
 static void account_write(struct shared *sh, const struct job *j, uint64_t t_end)
 {
@@ -174,7 +192,7 @@ static void account_write(struct shared *sh, const struct job *j, uint64_t t_end
 	sh->res->bytes_written += j->len;
 	sh->res->wastage_bytes += j->blocks * (cfg->blocksize - REDO_BLOCK_HEADER) - j->pending;
 	if (samples_add(&sh->res->write_lat, t_end - j->t0, t_end - sh->start_ns))
-		sh->failed = sh->stop = 1;
+		out_of_memory(sh);
 	sh->wake_sessions = 1;
 }
 
@@ -567,7 +585,7 @@ static void commit(struct shared *sh, uint64_t arrival)
 		sh->res->redo_bytes += cfg->redo_per_txn;
 		if (samples_add(&sh->res->sync_lat, t1 - t0, t1 - sh->start_ns) ||
 		    samples_add(&sh->res->response_lat, t1 - arrival, t1 - sh->start_ns))
-			sh->failed = sh->stop = 1;
+			out_of_memory(sh);
 	}
 	pthread_mutex_unlock(&sh->lock);
 }
@@ -600,6 +618,10 @@ static void *session(void *arg)
 	 * 50 us late (the default timer slack), and that would count in every commit_response. */
 	if (open_loop)
 		prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	pthread_mutex_lock(&sh->lock);
+	while (!sh->go && !sh->stop)
+		pthread_cond_wait(&sh->start_cv, &sh->lock);
+	pthread_mutex_unlock(&sh->lock);
 	for (;;) {
 		uint64_t arrival;
 
@@ -739,44 +761,30 @@ static void read_devstat(const struct member *m, struct devinfo *info, struct de
 	read_stat_file(path, st);
 }
 
+/* A member as the command line opened and checked it (fd -1: null:); a regular file is sized to the log. */
 static int open_member(const struct config *cfg, struct member *m, struct member_result *r)
 {
-	int flags = O_WRONLY | O_DIRECT | O_CLOEXEC | (cfg->sync == SYNC_ODSYNC ? O_DSYNC : 0);
 	struct stat st;
 
 	r->path = m->path;
-	if (!strcmp(m->path, "null:")) {
+	if (m->fd < 0) {
 		m->null = 1;
 		return 0;
 	}
-	if (stat(m->path, &st) == 0 && S_ISBLK(st.st_mode)) {
-		uint64_t size = 0;
-
-		if (!cfg->force && check_target_safe(m->path))
-			return -1;
-		m->fd = open(m->path, flags);
-		if (m->fd < 0)
-			goto open_failed;
+	if (fstat(m->fd, &st)) {
+		fprintf(stderr, "%s: %s: fstat: %s\n", PROG, m->path, strerror(errno));
+		return -1;
+	}
+	if (S_ISBLK(st.st_mode)) {
 		m->rdev = st.st_rdev;
 		r->is_blockdev = 1;
-		if (ioctl(m->fd, BLKGETSIZE64, &size) == 0 && size < cfg->log_size) {
-			fprintf(stderr, "%s: log size %llu is larger than %s (%llu bytes)\n", PROG, cfg->log_size, m->path,
-				(unsigned long long)size);
-			return -1;
-		}
 		return 0;
 	}
-	m->fd = open(m->path, flags | O_CREAT, 0644);
-	if (m->fd < 0)
-		goto open_failed;
 	if (posix_fallocate(m->fd, 0, (off_t)cfg->log_size) && ftruncate(m->fd, (off_t)cfg->log_size)) {
 		fprintf(stderr, "%s: cannot size %s to %llu bytes: %s\n", PROG, m->path, cfg->log_size, strerror(errno));
 		return -1;
 	}
 	return 0;
-open_failed:
-	fprintf(stderr, "%s: cannot open %s for O_DIRECT writes: open: %s\n", PROG, m->path, strerror(errno));
-	return -1;
 }
 
 /*
@@ -817,19 +825,31 @@ static void account_arrivals(struct shared *sh, struct session_ctx *ctx)
 	res->kept_up = (double)short_by <= fmax(0.02 * (double)res->arrivals, 2.0 * (double)cfg->sessions);
 }
 
-static void start_sessions(struct shared *sh, struct session_ctx *ctx, pthread_t *threads)
-{
-	const struct config *cfg = sh->cfg;
-	unsigned long long i;
+/* The threads' stacks: what they use is small; the default (8 MiB each) would make 4,096 sessions
+ * ask for 32 GiB of address space. */
+#define THREAD_STACK (256 * 1024)
 
-	for (i = 0; i < cfg->sessions; i++) {
-		ctx[i].sh = sh;
-		if (cfg->arrival != ARRIVAL_CLOSED) {
-			schedule_init(&ctx[i].taken, cfg, i);
-			ctx[i].arrived = ctx[i].taken;
-		}
-		pthread_create(&threads[i], NULL, session, &ctx[i]);
-	}
+/* Starts one thread; 0, or -1 reported naming it. */
+static int start_thread(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg, const char *what,
+			unsigned long long i, unsigned long long n)
+{
+	int err = pthread_create(t, attr, fn, arg);
+
+	if (err)
+		fprintf(stderr, "%s: cannot start %s thread %llu of %llu: pthread_create: %s; lower --sessions or raise the "
+			"memory limit (ulimit -v)\n", PROG, what, i + 1, n, strerror(err));
+	return err ? -1 : 0;
+}
+
+static void free_run(struct shared *sh, pthread_t *threads, struct session_ctx *ctx)
+{
+	for (int k = 0; k < sh->nmembers; k++)
+		if (sh->m[k].fd >= 0)
+			close(sh->m[k].fd);
+	free(sh->ring);
+	free(sh->buf);
+	free(threads);
+	free(ctx);
 }
 
 int run(const struct config *cfg, struct results *res)
@@ -838,25 +858,32 @@ int run(const struct config *cfg, struct results *res)
 	pthread_t writer, member_threads[2], *threads;
 	struct member_arg member_args[2];
 	struct session_ctx *ctx;
-	unsigned long long i;
-	int rc = 0, k;
+	pthread_attr_t attr;
+	unsigned long long i, started = 0;
+	int rc = 0, k, members_started = 0, writer_started = 0, err;
 
 	memset(res, 0, sizeof(*res));
 	sh.m[0].path = cfg->target;
 	sh.m[1].path = cfg->second;
 	sh.nmembers = cfg->members == MEMBERS_ONE ? 1 : 2;
 	res->nmembers = sh.nmembers;
+	for (k = 0; k < sh.nmembers; k++)
+		sh.m[k].fd = cfg->member_fd[k];  /* from here on, the run's to close */
 	for (k = 0; k < sh.nmembers; k++) {
 		unsigned unit;
 
-		if (open_member(cfg, &sh.m[k], &res->member[k]))
+		if (open_member(cfg, &sh.m[k], &res->member[k])) {
+			free_run(&sh, NULL, NULL);
 			return -2;  /* a target we may not or cannot use: bad input, not a failed run */
+		}
 		unit = sh.m[k].null ? 0 : queue_limit_of(sh.m[k].fd, BLKIOMIN, "minimum_io_size");
 		if (unit > res->write_unit)
 			res->write_unit = unit;
 	}
 	if (posix_memalign((void **)&sh.buf, 4096, cfg->max_write)) {
 		fprintf(stderr, "%s: cannot allocate a %llu-byte log buffer\n", PROG, cfg->max_write);
+		sh.buf = NULL;
+		free_run(&sh, NULL, NULL);
 		return -1;
 	}
 	memset(sh.buf, 0xa5, cfg->max_write);
@@ -865,53 +892,80 @@ int run(const struct config *cfg, struct results *res)
 	sh.ring = calloc(sh.ring_size, sizeof(*sh.ring));
 	threads = calloc(cfg->sessions, sizeof(*threads));
 	ctx = calloc(cfg->sessions, sizeof(*ctx));
-	if (!threads || !ctx || !sh.ring)
+	if (!threads || !ctx || !sh.ring) {
+		fprintf(stderr, "%s: out of memory for %llu sessions\n", PROG, cfg->sessions);
+		free_run(&sh, threads, ctx);
 		return -1;
-	pthread_mutex_init(&sh.lock, NULL);
-	pthread_cond_init(&sh.work, NULL);
-	pthread_cond_init(&sh.written_cv, NULL);
-	pthread_cond_init(&sh.job_cv, NULL);
+	}
+	if ((err = pthread_mutex_init(&sh.lock, NULL)) || (err = pthread_cond_init(&sh.work, NULL)) ||
+	    (err = pthread_cond_init(&sh.written_cv, NULL)) || (err = pthread_cond_init(&sh.job_cv, NULL)) ||
+	    (err = pthread_cond_init(&sh.start_cv, NULL)) || (err = pthread_attr_init(&attr)) ||
+	    (err = pthread_attr_setstacksize(&attr, THREAD_STACK))) {
+		fprintf(stderr, "%s: cannot set up the threads' locks: %s\n", PROG, strerror(err));
+		free_run(&sh, threads, ctx);
+		return -1;
+	}
 	sh.sessions_left = (int)cfg->sessions;
 	for (k = 0; k < sh.nmembers; k++) {
 		read_devinfo(&sh.m[k], &res->member[k].dev);
 		read_devstat(&sh.m[k], &res->member[k].dev, &res->member[k].before);
 	}
-	sh.start_ns = now_ns();
-	sh.deadline_ns = cfg->duration_s ? sh.start_ns + cfg->duration_s * 1000000000ULL : 0;
 
-	for (k = 0; sh.nmembers > 1 && k < sh.nmembers; k++) {
+	for (k = 0; sh.nmembers > 1 && k < sh.nmembers; k++, members_started++) {
 		member_args[k] = (struct member_arg){ .sh = &sh, .idx = k };
-		pthread_create(&member_threads[k], NULL, member_writer, &member_args[k]);
+		if (start_thread(&member_threads[k], &attr, member_writer, &member_args[k], "log member writer",
+				 (unsigned long long)k, (unsigned long long)sh.nmembers))
+			break;
 	}
-	pthread_create(&writer, NULL, log_writer, &sh);
-	start_sessions(&sh, ctx, threads);
-	for (i = 0; i < cfg->sessions; i++)
+	if (members_started == (sh.nmembers > 1 ? sh.nmembers : 0))
+		writer_started = !start_thread(&writer, &attr, log_writer, &sh, "log writer", 0, 1);
+	for (i = 0; writer_started && i < cfg->sessions; i++, started++) {
+		ctx[i].sh = &sh;
+		if (start_thread(&threads[i], &attr, session, &ctx[i], "session", i, cfg->sessions))
+			break;
+	}
+	pthread_attr_destroy(&attr);
+
+	/* Open the gate: the run starts now, every thread up; or it does not, and they all stop. */
+	pthread_mutex_lock(&sh.lock);
+	if (started == cfg->sessions) {
+		sh.start_ns = now_ns();
+		sh.deadline_ns = cfg->duration_s ? sh.start_ns + cfg->duration_s * 1000000000ULL : 0;
+		for (i = 0; cfg->arrival != ARRIVAL_CLOSED && i < cfg->sessions; i++) {
+			schedule_init(&ctx[i].taken, cfg, i);
+			ctx[i].arrived = ctx[i].taken;
+		}
+		sh.go = 1;
+	} else {
+		sh.failed = sh.stop = 1;
+		pthread_cond_signal(&sh.work);
+		pthread_cond_broadcast(&sh.job_cv);
+	}
+	pthread_cond_broadcast(&sh.start_cv);
+	pthread_mutex_unlock(&sh.lock);
+	for (i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
-	pthread_join(writer, NULL);
-	for (k = 0; sh.nmembers > 1 && k < sh.nmembers; k++)
+	if (writer_started)
+		pthread_join(writer, NULL);
+	for (k = 0; k < members_started; k++)
 		pthread_join(member_threads[k], NULL);
 
 	res->elapsed_s = (double)(now_ns() - sh.start_ns) / 1e9;
 	res->transactions = sh.txns_done;
 	res->arrivals = sh.txns_done;  /* closed loop: a commit arrives when its session starts it */
 	res->kept_up = 1;
-	if (cfg->arrival != ARRIVAL_CLOSED) {
+	if (sh.go && cfg->arrival != ARRIVAL_CLOSED) {
 		res->arrivals = 0;
 		account_arrivals(&sh, ctx);
 	}
 	for (k = 0; k < sh.nmembers; k++) {
 		read_devstat(&sh.m[k], &res->member[k].dev, &res->member[k].after);
 		res->member[k].syncs = sh.m[k].syncs;
-		if (sh.m[k].fd >= 0)
-			close(sh.m[k].fd);
 	}
 	if (sh.failed)
 		rc = -1;
 	else if (live_members(&sh) < sh.nmembers)
 		rc = 1;  /* done, on fewer members than asked */
-	free(sh.ring);
-	free(sh.buf);
-	free(threads);
-	free(ctx);
+	free_run(&sh, threads, ctx);
 	return rc;
 }

@@ -2,16 +2,21 @@
 /*
  * redo-writer command line: `run` (the log-writer benchmark) and `probe` (a device's sector
  * geometry). Options come from one table (name, help, default, bounds, multiple-of) that drives
- * parsing, validation and --help; numbers are parsed with strtoull, errno and end-pointer checks.
+ * parsing, validation and --help; numbers are digits only, range-checked. Every file the run writes
+ * (its log members and --events) is opened and checked here before anything is written: without
+ * blocking (a FIFO would block open() until a reader came), a regular file or, for a member, a
+ * block device, and no two of them one file.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/fs.h>
 
@@ -88,20 +93,22 @@ static struct opt *find_opt(struct opt *table, const char *name)
 	return NULL;
 }
 
+/* A whole number: digits only (no sign, space, base prefix or suffix), at most 20 of them. */
 static int parse_num(const struct opt *o, const char *text, unsigned long long *out)
 {
-	char *end;
+	size_t len = strlen(text);
 	unsigned long long v;
 
-	errno = 0;
-	if (!*text || *text == '-' || *text == '+') {
-		fprintf(stderr, "%s: --%s '%s' is not a whole number\n", PROG, o->name, text);
+	if (!len || strspn(text, "0123456789") != len) {
+		fprintf(stderr, "%s: --%s '%.40s%s' is not a whole number: expected digits only, %llu to %llu\n", PROG,
+			o->name, text, len > 40 ? "..." : "", o->min, o->max);
 		return -1;
 	}
-	v = strtoull(text, &end, 10);
-	if (errno == ERANGE || *end) {
-		fprintf(stderr, "%s: --%s '%s' is not a whole number%s\n", PROG, o->name, text,
-			errno == ERANGE ? " that fits" : "");
+	errno = 0;
+	v = strtoull(text, NULL, 10);
+	if (errno == ERANGE || len > 20) {
+		fprintf(stderr, "%s: --%s '%.40s%s' is not a whole number that fits: expected %llu to %llu\n", PROG,
+			o->name, text, len > 40 ? "..." : "", o->min, o->max);
 		return -1;
 	}
 	if (v < o->min || v > o->max) {
@@ -126,6 +133,77 @@ static int parse_num(const struct opt *o, const char *text, unsigned long long *
 	}
 ok:
 	*out = v;
+	return 0;
+}
+
+/* Whether `s` is printable UTF-8 text: no control character (a newline in a path would make a
+ * message two lines, and a report's JSON invalid; C1 controls and U+2028/U+2029 break lines too), no
+ * byte sequence that is not UTF-8 (overlong, a surrogate, past U+10FFFF). */
+static const char *not_text(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		int n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
+		unsigned cp = n == 0 ? *p : n == 1 ? *p & 0x1fu : n == 2 ? *p & 0x0fu : *p & 0x07u;
+		static const unsigned least[] = { 0, 0x80, 0x800, 0x10000 };
+
+		if (n < 0)
+			return "is not UTF-8 text";
+		for (int k = 1; k <= n; k++) {
+			if ((p[k] & 0xc0) != 0x80)
+				return "is not UTF-8 text";
+			cp = cp << 6 | (p[k] & 0x3fu);
+		}
+		if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return "is not UTF-8 text";
+		if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029)
+			return "has a control character (a newline, tab, escape, ...)";
+		p += n + 1;
+	}
+	return NULL;
+}
+
+/* Whether the first `n` bytes of `s` hold a control character or a byte that is not ASCII. */
+static int not_text_prefix(const char *s, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if ((unsigned char)s[k] < 0x20 || (unsigned char)s[k] >= 0x7f)
+			return 1;
+	return 0;
+}
+
+static int check_arguments(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *why = not_text(argv[i]);
+
+		if (why) {
+			/* Name the option it belongs to (--name=VALUE, or the option just before it), never the text. */
+			const char *eq = strchr(argv[i], '=');
+			int n = 0;
+			const char *opt = NULL;
+
+			if (!strncmp(argv[i], "--", 2) && eq && !not_text_prefix(argv[i], (size_t)(eq - argv[i]))) {
+				opt = argv[i];
+				n = (int)(eq - argv[i]);
+			} else if (i > 1 && !strncmp(argv[i - 1], "--", 2) && !strchr(argv[i - 1], '=')) {
+				opt = argv[i - 1];
+				n = (int)strlen(opt);
+			}
+			if (opt)
+				fprintf(stderr, "%s: argument %d (the value of %.*s) %s: expected printable text\n", PROG, i,
+					n > 60 ? 60 : n, opt, why);
+			else
+				fprintf(stderr, "%s: argument %d %s: expected printable text\n", PROG, i, why);
+			return -1;
+		}
+		if (strlen(argv[i]) > PATH_MAX) {
+			fprintf(stderr, "%s: argument %d is %zu bytes long: expected at most %d\n", PROG, i, strlen(argv[i]),
+				PATH_MAX);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -171,9 +249,18 @@ static int parse_args(struct opt *table, int argc, char **argv, int first)
 			fprintf(stderr, "%s: unknown option --%s (see --help)\n", PROG, name);
 			return -1;
 		}
+		if (o->given) {
+			fprintf(stderr, "%s: --%s is given more than once: give it once\n", PROG, name);
+			return -1;
+		}
 		o->given = 1;
-		if (o->kind == OPT_FLAG)
+		if (o->kind == OPT_FLAG) {
+			if (eq) {
+				fprintf(stderr, "%s: --%s takes no value (got '--%.60s')\n", PROG, name, arg + 2);
+				return -1;
+			}
 			continue;
+		}
 		if (eq)
 			o->value = eq + 1;
 		else if (i + 1 < argc)
@@ -203,27 +290,6 @@ static const char *str(struct opt *table, const char *name)
 	struct opt *o = find_opt(table, name);
 
 	return o->given ? o->value : o->def;
-}
-
-static int is_blockdev(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISBLK(st.st_mode);
-}
-
-/* Whether two paths name one file or one block device (e.g. /dev/mapper/x and /dev/dm-0). */
-static int same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	if (!strcmp(a, b))
-		return 1;
-	if (stat(a, &sa) || stat(b, &sb))
-		return 0;
-	if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode))
-		return sa.st_rdev == sb.st_rdev;
-	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /* The arrival mode against --rate, and a rate the sessions can be offered. */
@@ -306,44 +372,243 @@ static int build_config(struct config *cfg)
 	}
 	cfg->second = str(run_opts, "mirror") ? str(run_opts, "mirror") : str(run_opts, "race");
 	cfg->members = str(run_opts, "mirror") ? MEMBERS_MIRROR : str(run_opts, "race") ? MEMBERS_RACE : MEMBERS_ONE;
-	if (cfg->second && strcmp(cfg->target, "null:") && same_file(cfg->target, cfg->second)) {
-		fprintf(stderr, "%s: --%s %s is the same %s as --target %s: a second log member must be another one\n",
-			PROG, cfg->members == MEMBERS_MIRROR ? "mirror" : "race", cfg->second,
-			is_blockdev(cfg->target) ? "device" : "file", cfg->target);
+	cfg->member_fd[0] = cfg->member_fd[1] = cfg->events_fd = -1;
+	for (const char *const *name = (const char *const[]){ "target", "mirror", "race", "events", NULL }; *name; name++) {
+		const char *v = str(run_opts, *name);
+
+		if (v && !*v) {
+			fprintf(stderr, "%s: --%s is empty: expected a path%s\n", PROG, *name,
+				strcmp(*name, "events") ? " (a file, a block device or null:)" : " (a regular file)");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* A file the run writes: a log member (--target, --mirror, --race) or --events. */
+struct output {
+	const char *opt, *path;
+	int member, fd, created;
+	char *real;         /* created: its resolved path, to remove it again if the run does not happen */
+	struct stat st;
+};
+
+static const char *kind_of(mode_t mode)
+{
+	return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket" :
+	       S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device" : "a special file";
+}
+
+static int usable(const struct output *o, mode_t mode)
+{
+	return S_ISREG(mode) || (o->member && S_ISBLK(mode));
+}
+
+static int refuse_kind(const struct output *o, mode_t mode)
+{
+	fprintf(stderr, "%s: --%s %s is %s: expected %s\n", PROG, o->opt, o->path, kind_of(mode),
+		o->member ? "a regular file, a block device or null:" : "a regular file (the events CSV)");
+	return -1;
+}
+
+/* Opens `o` for writing without blocking and refuses what it may not be; nothing is written yet.
+ * A member gets O_DIRECT (and O_DSYNC) here, as the run writes it. */
+static int open_output(struct output *o, int flags)
+{
+	struct stat st;
+	int existed = stat(o->path, &st) == 0, fl;
+
+	if (existed && !usable(o, st.st_mode))
+		return refuse_kind(o, st.st_mode);
+	o->fd = open(o->path, flags | O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+	if (o->fd < 0) {
+		int err = errno;
+
+		/* O_DIRECT is refused after the file is made (a filesystem without it): take it away again. */
+		if (!existed && stat(o->path, &st) == 0 && S_ISREG(st.st_mode) && !st.st_size)
+			unlink(o->path);
+		if (o->member)
+			fprintf(stderr, "%s: cannot open %s for O_DIRECT writes: open: %s\n", PROG, o->path, strerror(err));
+		else
+			fprintf(stderr, "%s: cannot write events to %s: %s\n", PROG, o->path, strerror(err));
+		return -1;
+	}
+	o->created = !existed;
+	if (o->created)
+		o->real = realpath(o->path, NULL);
+	if (fstat(o->fd, &o->st)) {
+		fprintf(stderr, "%s: --%s %s: fstat: %s\n", PROG, o->opt, o->path, strerror(errno));
+		return -1;
+	}
+	if (!usable(o, o->st.st_mode))
+		return refuse_kind(o, o->st.st_mode);
+	fl = fcntl(o->fd, F_GETFL);
+	if (fl < 0 || fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK)) {
+		fprintf(stderr, "%s: --%s %s: fcntl: %s\n", PROG, o->opt, o->path, strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
+/* One file or one block device under two names (a symlink, a hard link, /dev/mapper/x and /dev/dm-0). */
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	if (S_ISBLK(a->st_mode) || S_ISBLK(b->st_mode))
+		return S_ISBLK(a->st_mode) && S_ISBLK(b->st_mode) && a->st_rdev == b->st_rdev;
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* A block device member: not in use (unless --force), and large enough for the log. */
+static int check_blockdev(const struct config *cfg, const struct output *o)
+{
+	struct stat now;
+	uint64_t size = 0;
+
+	if (!cfg->force && check_target_safe(o->path))
+		return -1;
+	if (stat(o->path, &now) || !S_ISBLK(now.st_mode) || now.st_rdev != o->st.st_rdev) {
+		fprintf(stderr, "%s: --%s %s changed while it was checked: give the device again\n", PROG, o->opt, o->path);
+		return -1;
+	}
+	if (ioctl(o->fd, BLKGETSIZE64, &size) == 0 && size < cfg->log_size) {
+		fprintf(stderr, "%s: log size %llu is larger than %s (%llu bytes)\n", PROG, cfg->log_size, o->path,
+			(unsigned long long)size);
+		return -1;
+	}
+	return 0;
+}
+
+/* Closes what open_outputs opened; `remove` takes away the files it created. */
+static void close_outputs(struct output *out, int n, int remove)
+{
+	for (int i = 0; i < n; i++) {
+		if (out[i].fd >= 0)
+			close(out[i].fd);
+		out[i].fd = -1;
+		if (remove && out[i].created && out[i].real)
+			unlink(out[i].real);
+		free(out[i].real);
+		out[i].real = NULL;
+	}
+}
+
+/* Opens and checks every file the run writes, before any is written; 0, or -1 (reported, nothing
+ * left behind). On success cfg has their descriptors and out[0..*n) records them. */
+static int open_outputs(struct config *cfg, struct output *out, int *n)
+{
+	int flags = O_DIRECT | (cfg->sync == SYNC_ODSYNC ? O_DSYNC : 0);
+	const char *second_opt = cfg->members == MEMBERS_MIRROR ? "mirror" : "race";
+	const struct { const char *opt, *path; int member; } want[3] = {
+		{ "target", cfg->target, 1 }, { second_opt, cfg->second, 1 }, { "events", cfg->events, 0 } };
+
+	*n = 0;
+	for (int w = 0; w < 3; w++) {
+		struct output *o = &out[*n];
+
+		if (!want[w].path || (want[w].member && !strcmp(want[w].path, "null:")))
+			continue;
+		*o = (struct output){ .opt = want[w].opt, .path = want[w].path, .member = want[w].member, .fd = -1 };
+		(*n)++;
+		if (open_output(o, o->member ? flags : 0))
+			goto refused;
+		for (int i = 0; i < *n - 1; i++) {
+			if (!same_file(&out[i].st, &o->st))
+				continue;
+			if (o->member)
+				fprintf(stderr, "%s: --%s %s is the same %s as --target %s: a second log member must be "
+					"another one\n", PROG, o->opt, o->path, S_ISBLK(o->st.st_mode) ? "device" : "file",
+					out[i].path);
+			else
+				fprintf(stderr, "%s: --events %s is the same file as --%s %s: the events CSV would overwrite "
+					"the log; give --events another file\n", PROG, o->path, out[i].opt, out[i].path);
+			goto refused;
+		}
+	}
+	for (int i = 0; i < *n; i++)
+		if (S_ISBLK(out[i].st.st_mode) && check_blockdev(cfg, &out[i]))
+			goto refused;
+	for (int i = 0; i < *n; i++) {
+		if (!out[i].member)
+			cfg->events_fd = out[i].fd;
+		else
+			cfg->member_fd[strcmp(out[i].opt, "target") != 0] = out[i].fd;
+	}
+	return 0;
+refused:
+	close_outputs(out, *n, 1);
+	return -1;
+}
+
+/* Runs argv (no shell: a path is an argument, never shell text) and copies the first non-empty line it
+ * prints (stdout, and stderr when `with_stderr`) to `line` ("" if none); -1 when it could not run. */
+static int first_line_of(char *const argv[], int with_stderr, char *line, size_t size)
+{
+	char buf[256];
+	int fds[2], status = 0;
+	pid_t pid;
+	FILE *f;
+
+	*line = 0;
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		dup2(devnull, 0);
+		dup2(fds[1], 1);
+		dup2(with_stderr ? fds[1] : devnull, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	if (!f) {
+		close(fds[0]);
+	} else {
+		while (fgets(buf, sizeof(buf), f)) {
+			buf[strcspn(buf, "\n")] = 0;
+			if (*buf && !*line)
+				snprintf(line, size, "%s", buf);
+		}
+		fclose(f);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -1 : 0;
+}
+
 /*
  * Raw writes destroy: refuse a device that is mounted (which includes the root disk: its
- * partitions are mounted), or holds a partition table or filesystem/RAID/LVM signature.
+ * partitions are mounted), or holds a partition table or filesystem/RAID/LVM signature, or that
+ * cannot be checked (lsblk or wipefs could not run).
  */
 int check_target_safe(const char *path)
 {
-	char cmd[512], line[256];
-	FILE *p;
+	char *lsblk[] = { "lsblk", "-n", "-o", "MOUNTPOINTS", "--", (char *)path, NULL };
+	char *wipefs[] = { "wipefs", "-n", "-O", "TYPE", "--noheadings", "--", (char *)path, NULL };
+	char line[256];
 	struct stat st;
-	int problem = 0;
 
 	if (stat(path, &st) || !S_ISBLK(st.st_mode))
 		return 0;
 	/* lsblk lists the mount points of the disk and of everything on it: the root disk shows "/". */
-	snprintf(cmd, sizeof(cmd), "lsblk -n -o MOUNTPOINTS '%s' 2>/dev/null; wipefs -n -O TYPE --noheadings '%s' 2>&1",
-		 path, path);
-	p = popen(cmd, "r");
-	if (!p)
-		return 0;
-	while (fgets(line, sizeof(line), p)) {
-		line[strcspn(line, "\n")] = 0;
-		if (*line && !problem) {
-			fprintf(stderr, "%s: refusing to write: %s is mounted or holds a signature (%s); use --force to "
-				"write anyway\n", PROG, path, line);
-			problem = 1;
-		}
+	if (first_line_of(lsblk, 0, line, sizeof(line)) || (!*line && first_line_of(wipefs, 1, line, sizeof(line)))) {
+		fprintf(stderr, "%s: refusing to write: cannot check whether %s is in use (lsblk and wipefs must run); "
+			"use --force to write anyway\n", PROG, path);
+		return -1;
 	}
-	pclose(p);
-	return problem ? -1 : 0;
+	if (*line) {
+		fprintf(stderr, "%s: refusing to write: %s is mounted or holds a signature (%s); use --force to "
+			"write anyway\n", PROG, path, line);
+		return -1;
+	}
+	return 0;
 }
 
 static int read_sysfs_int(const struct stat *st, const char *leaf, long long *out)
@@ -377,7 +642,7 @@ int probe(const char *path, enum output_mode output)
 		fprintf(stderr, "%s: %s is not a block device\n", PROG, path);
 		return 2;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "%s: %s: open: %s\n", PROG, path, strerror(errno));
 		return 2;
@@ -388,14 +653,21 @@ int probe(const char *path, enum output_mode output)
 		close(fd);
 		return 2;
 	}
+	if (fstat(fd, &st) || !S_ISBLK(st.st_mode)) {
+		fprintf(stderr, "%s: %s is not a block device\n", PROG, path);
+		close(fd);
+		return 2;
+	}
 	close(fd);
 	read_sysfs_int(&st, "queue/rotational", &rotational);
-	if (output == OUTPUT_JSON)
-		printf("{\"device\": \"%s\", \"logical_block_size\": %d, \"physical_block_size\": %u, "
+	if (output == OUTPUT_JSON) {
+		fputs("{\"device\": ", stdout);
+		json_string(stdout, path);
+		printf(", \"logical_block_size\": %d, \"physical_block_size\": %u, "
 		       "\"minimum_io_size\": %u, \"optimal_io_size\": %u, \"alignment_offset\": %d, "
 		       "\"rotational\": %lld, \"size_bytes\": %llu}\n",
-		       path, logical, physical, io_min, io_opt, alignment, rotational, size);
-	else
+		       logical, physical, io_min, io_opt, alignment, rotational, size);
+	} else
 		printf("%s: logical %d, physical %u, minimum I/O %u, optimal I/O %u, alignment offset %d, "
 		       "rotational %lld, %llu bytes\n", path, logical, physical, io_min, io_opt, alignment, rotational, size);
 	return 0;
@@ -403,14 +675,17 @@ int probe(const char *path, enum output_mode output)
 
 int main(int argc, char **argv)
 {
+	struct output out[3];
 	struct config cfg;
 	struct results res;
-	int rc;
+	int rc, nout = 0;
 
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
+	if (check_arguments(argc, argv))
+		return 2;
 	if (!strcmp(argv[1], "probe")) {
 		if (argc < 3 || argc > 5 || (argc >= 4 && strcmp(argv[3], "--output"))) {
 			fprintf(stderr, "usage: %s probe PATH [--output json|text]\n", PROG);
@@ -423,16 +698,29 @@ int main(int argc, char **argv)
 		return probe(argv[2], argc == 5 && !strcmp(argv[4], "json") ? OUTPUT_JSON : OUTPUT_TEXT);
 	}
 	if (strcmp(argv[1], "run")) {
-		fprintf(stderr, "%s: unknown command '%s': expected run or probe\n", PROG, argv[1]);
+		fprintf(stderr, "%s: unknown command '%.60s': expected run or probe\n", PROG, argv[1]);
 		return 2;
 	}
-	if (parse_args(run_opts, argc, argv, 2) || build_config(&cfg))
+	if (parse_args(run_opts, argc, argv, 2) || build_config(&cfg) || open_outputs(&cfg, out, &nout))
 		return 2;
-	rc = run(&cfg, &res);
-	if (rc >= 0 && cfg.events && write_events(cfg.events, &res))  /* before report(): it sorts */
-		rc = -1;
+	rc = run(&cfg, &res);   /* closes the members' descriptors */
+	for (int i = 0; i < nout; i++)
+		if (out[i].member)
+			out[i].fd = -1;
+	if (rc >= 0 && cfg.events_fd >= 0) {
+		for (int i = 0; i < nout; i++)
+			if (!out[i].member)
+				out[i].fd = -1;  /* write_events closes it */
+		if (write_events(cfg.events_fd, cfg.events, &res))  /* before report(): it sorts */
+			rc = -1;
+	}
 	if (rc >= 0)
 		report(&cfg, &res, stdout);
+	/* A run that did not happen leaves no file it created behind; one that failed, no empty events file. */
+	for (int i = 0; i < nout; i++)
+		if (rc >= 0 || (rc == -1 && out[i].member))
+			out[i].created = 0;
+	close_outputs(out, nout, 1);
 	samples_free(&res.write_lat);
 	samples_free(&res.sync_lat);
 	samples_free(&res.response_lat);

@@ -43,6 +43,10 @@ struct config {
 	enum sync_mode sync;
 	enum output_mode output;
 	int force;
+	/* Opened and checked by the command line before the run (open_outputs): each member's
+	 * descriptor (-1 for null:) and the events file's (-1 without --events). */
+	int member_fd[2];
+	int events_fd;
 };
 
 /* A growing array of latencies in nanoseconds, with when each ended (ns since the start). */
@@ -108,7 +112,8 @@ struct results {
 };
 
 int samples_add(struct samples *s, uint64_t ns, uint64_t at_ns);
-int write_events(const char *path, struct results *res);
+/* Writes the CSV to `fd` (an open regular file, emptied first) and closes it. */
+int write_events(int fd, const char *path, struct results *res);
 void samples_free(struct samples *s);
 void summarize(struct samples *s, struct latency_summary *out);
 
@@ -120,5 +125,7 @@ int probe(const char *path, enum output_mode output);
 int check_target_safe(const char *path);
 
 void report(const struct config *cfg, struct results *res, FILE *out);
+/* `s` as a JSON string, quotes included. */
+void json_string(FILE *out, const char *s);
 
 #endif

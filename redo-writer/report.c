@@ -53,9 +53,28 @@ static const char *device_note(const struct member_result *m, char *buf, size_t 
 	return buf;
 }
 
+void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
 static void json_string_or_null(FILE *out, const char *s)
 {
-	fprintf(out, *s ? "\"%s\"" : "null", s);
+	if (*s)
+		json_string(out, s);
+	else
+		fputs("null", out);
 }
 
 /*
@@ -74,15 +93,18 @@ static void device_json(FILE *out, const struct member_result *m, double secs)
 	const char *note = device_note(m, buf, sizeof(buf));
 
 	if (note) {
-		fprintf(out, "\"device\": null, \"device_note\": \"%s\"", note);
+		fputs("\"device\": null, \"device_note\": ", out);
+		json_string(out, note);
 		return;
 	}
 	if (!strcmp(m->dev.write_cache, "write back"))
 		empty = m->syncs < requests ? m->syncs : requests;
 	w = requests - empty;
-	fprintf(out, "\"device\": {\"name\": \"%s\", \"requests\": %llu, \"empty_flush_writes\": %llu, \"writes\": %llu, "
+	fputs("\"device\": {\"name\": ", out);
+	json_string(out, m->dev.name);
+	fprintf(out, ", \"requests\": %llu, \"empty_flush_writes\": %llu, \"writes\": %llu, "
 		"\"writes_per_s\": %.1f, \"avg_request_bytes\": %.0f, \"await_ms\": %.3f, \"syncs\": %llu, ",
-		m->dev.name, requests, empty, w, (double)w / secs, w ? 512.0 * (double)sectors / (double)w : 0,
+		requests, empty, w, (double)w / secs, w ? 512.0 * (double)sectors / (double)w : 0,
 		w ? (double)(a->write_ticks_ms - b->write_ticks_ms) / (double)w : 0, (unsigned long long)m->syncs);
 	if (a->has_flushes)
 		fprintf(out, "\"flushes\": %llu, \"flush_await_ms\": %.3f, ", flushes,
@@ -133,12 +155,14 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 	double wastage_pct = r->bytes_written ? 100.0 * (double)r->wastage_bytes / (double)r->bytes_written : 0;
 
 	if (cfg->output == OUTPUT_JSON) {
-		fprintf(out, "{\"target\": \"%s\", \"blocksize\": %llu, \"sessions\": %llu, \"sync\": \"%s\", "
+		fputs("{\"target\": ", out);
+		json_string(out, cfg->target);
+		fprintf(out, ", \"blocksize\": %llu, \"sessions\": %llu, \"sync\": \"%s\", "
 			"\"elapsed_s\": %.3f, \"transactions\": %llu, \"tps\": %.1f, \"redo_bytes\": %llu, "
 			"\"bytes_written\": %llu, \"wastage_bytes\": %llu, \"wastage_pct\": %.2f, \"writes\": %llu, "
 			"\"writes_under_4k\": %llu, \"write_unit\": %llu, \"writes_under_unit\": %llu, "
 			"\"writes_unaligned_to_unit\": %llu, \"partial_units\": %llu, \"wraps\": %llu, \"write_mb_s\": %.3f, ",
-			cfg->target, cfg->blocksize, cfg->sessions, cfg->sync == SYNC_ODSYNC ? "odsync" : "fdatasync",
+			cfg->blocksize, cfg->sessions, cfg->sync == SYNC_ODSYNC ? "odsync" : "fdatasync",
 			r->elapsed_s, (unsigned long long)r->transactions, (double)r->transactions / secs,
 			(unsigned long long)r->redo_bytes, (unsigned long long)r->bytes_written,
 			(unsigned long long)r->wastage_bytes, wastage_pct, (unsigned long long)r->writes,
@@ -157,8 +181,9 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 		for (int k = 0; k < r->nmembers; k++) {
 			const struct member_result *m = &r->member[k];
 
-			fprintf(out, "%s{\"path\": \"%s\", \"wins\": %llu, \"writes\": %llu, \"failed\": %s, ",
-				k ? ", " : "", m->path, (unsigned long long)m->wins, (unsigned long long)m->writes,
+			fprintf(out, "%s{\"path\": ", k ? ", " : "");
+			json_string(out, m->path);
+			fprintf(out, ", \"wins\": %llu, \"writes\": %llu, \"failed\": %s, ", (unsigned long long)m->wins, (unsigned long long)m->writes,
 				m->failed ? "true" : "false");
 			if (m->failed)
 				fprintf(out, "\"error\": \"%s\", \"errno\": %d, \"failed_at_write\": %llu, ",

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "redo-writer.h"
 
@@ -45,21 +46,24 @@ static void write_event_rows(FILE *f, const char *name, const struct samples *s)
 		fprintf(f, "%s,%.3f,%.3f\n", name, (double)s->t[i] / 1000.0, (double)s->v[i] / 1000.0);
 }
 
-/* Every latency, in the order it happened, before summarize() sorts them: CSV for plots and tests. */
-int write_events(const char *path, struct results *res)
+/* Every latency, in the order it happened, before summarize() sorts them: CSV for plots and tests.
+ * `fd` is the events file the command line opened and checked (a regular file); it is emptied here,
+ * after the run, so that a run that does not happen leaves it as it was. */
+int write_events(int fd, const char *path, struct results *res)
 {
-	FILE *f = fopen(path, "w");
+	FILE *f = ftruncate(fd, 0) ? NULL : fdopen(fd, "w");
 
 	if (!f) {
 		fprintf(stderr, "%s: cannot write events to %s: %s\n", PROG, path, strerror(errno));
+		close(fd);
 		return -1;
 	}
 	fprintf(f, "event,end_us,latency_us\n");
 	write_event_rows(f, "log_file_parallel_write", &res->write_lat);
 	write_event_rows(f, "log_file_sync", &res->sync_lat);
 	write_event_rows(f, "commit_response", &res->response_lat);
-	if (fclose(f)) {
-		fprintf(stderr, "%s: cannot write events to %s: %s\n", PROG, path, strerror(errno));
+	if (ferror(f) | fclose(f)) {
+		fprintf(stderr, "%s: cannot write events to %s: %s\n", PROG, path, strerror(errno ? errno : EIO));
 		return -1;
 	}
 	return 0;

@@ -233,3 +233,44 @@ def test_the_docs_table_lists_every_profile_with_its_parameters():
         assert row is not None, f"docs/device-models.md has no row for {name}"
         args = f"`{' '.join(p.args())}`" if p.params else "(none)"
         assert f"| {args} |" in row, f"docs/device-models.md: {name}'s parameters differ from the catalog"
+
+
+# --- issue 44: every parameter finite and bounded, every request line strict ------------------------
+
+def _request_refused(requests: str, *args: str) -> str:
+    proc = subprocess.run([str(build.built(build.SIMULATE)), *args], input=requests, capture_output=True, text=True)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert all(float(v) >= 0 for row in proc.stdout.splitlines()[1:] for v in row.split(",")[6:8]), proc.stdout
+    return proc.stderr.strip()
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["write=pct:50=nan,100=10"], "write=pct:50=nan,100=10: percentile points are P=MICROSECONDS"),
+    (["write-mbps=1e-300"], "write-mbps=1e-300: expected 0 (no transfer time) or 0.001 to 1000000 MB/s"),
+    (["cache-size=1k", "cache-destage-mbps=1e-300", "cache-hit=fixed:1"],
+     "cache-destage-mbps=1e-300: expected 0.001 to 1000000 MB/s"),
+    (["fail-after-seconds=1e308"], "fail-after-seconds=1e308: expected 0 (never) to 1000000 seconds"),
+    (["write=fixed:0x10"], "write=fixed:0x10: fixed:MICROSECONDS"),
+    (["seed=99999999999999999999999"], "seed=99999999999999999999999: expected a whole number"),
+])
+def test_numbers_that_gave_negative_times_or_were_misread_are_refused(args, says):
+    assert says in refused(*args)
+
+
+def test_decreasing_arrival_times_are_refused_as_the_header_says():
+    assert _request_refused("10 write 0 4096\n5 write 0 4096\n", "write=fixed:100") == (
+        "simulate: line 2: arrival time 5.000 is before the previous line's 10.000: arrival times do not decrease "
+        "(sort the requests by time)")
+
+
+@pytest.mark.parametrize("line", ["0 write 0 -1", "0 write -1 4096", "0 write 0 4294967296", "nan write 0 4096",
+                                  "inf write 0 4096", "-1 write 0 4096", "0 write 0 4096 fua extra"])
+def test_a_request_line_is_read_strictly(line):
+    assert "line 1: " in _request_refused(line + "\n")
+
+
+def test_a_tiny_lognormal_median_never_gives_a_time_out_of_range():
+    """lognormal:1e-300,1e7 has a sigma of ~300: its draws overflowed to infinity, then to a negative time."""
+    rows = simulate("".join(f"{i} write 0 4096\n" for i in range(2000)), write="lognormal:1e-300,1e7", seed=5)
+    assert all(0 <= r.service_us <= 1e7 for r in rows)

@@ -424,3 +424,65 @@ def test_cpu_per_transaction_is_spent_on_cpu(redo_writer):
     assert out["tps"] < 2 / 0.002, out["tps"]
     assert cpu >= 0.95 * 300 * 0.002, cpu
     assert out["commit_response"]["p50_us"] >= 2000 > out["log_file_sync"]["p50_us"]
+
+
+# --- issue 44: what the run writes is checked before anything is written ---------------------------
+
+def test_a_fifo_target_or_events_file_is_one_line_not_a_hang(redo_writer, tmp_path):
+    """open() of a FIFO for writing blocks until a reader comes: redo-writer waited forever."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for args, says in [(["--target", fifo], f"--target {fifo} is a FIFO"),
+                       (["--target", "null:", "--events", fifo], f"--events {fifo} is a FIFO")]:
+        result = subprocess.run([redo_writer, "run", *map(str, args), "--transactions", "1"], capture_output=True,
+                                text=True, timeout=10)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+
+
+def test_events_that_are_the_target_are_refused_and_the_log_is_left_as_it_was(redo_writer, tmp_path):
+    log = tmp_path / "redo.log"
+    log.write_bytes(b"redo" * 1024)
+    link = tmp_path / "events.csv"
+    link.symlink_to(log)
+    result = run(redo_writer, "--target", log, "--events", link, "--transactions", 5)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"redo-writer: --events {link} is the same file as --target {log}: the events "
+                                     f"CSV would overwrite the log; give --events another file")
+    assert log.read_bytes() == b"redo" * 1024
+
+
+def test_a_mirror_through_a_symlink_to_a_target_not_made_yet_is_refused_and_nothing_is_left(redo_writer, tmp_path):
+    """Neither exists: the target is made, the mirror (a symlink to it) opens the same file."""
+    target, mirror = tmp_path / "a.log", tmp_path / "b.log"
+    mirror.symlink_to(target)
+    result = run(redo_writer, "--target", target, "--mirror", mirror, "--transactions", 5)
+    assert result.returncode == 2 and result.stderr.strip() == (
+        f"redo-writer: --mirror {mirror} is the same file as --target {target}: a second log member must be "
+        f"another one")
+    assert not target.exists() and mirror.is_symlink(), "the file the refused run made is taken away again"
+
+
+def test_a_thread_that_cannot_start_stops_the_run_in_one_line(redo_writer):
+    """Under a memory limit 4,096 sessions cannot all start: pthread_create's error was not looked at,
+    and the run hung (1 GiB) or exited 1 saying nothing (300 MB)."""
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    result = subprocess.run([redo_writer, "run", "--target", "null:", "--sessions", "4096", "--transactions",
+                             "100000"], capture_output=True, text=True, timeout=60, preexec_fn=limited)
+    assert result.returncode == 1 and result.stdout == "", result
+    assert re.fullmatch(r"redo-writer: cannot start session thread \d+ of 4096: pthread_create: .+; lower --sessions "
+                        r"or raise the memory limit \(ulimit -v\)\n", result.stderr), result.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", " 5", "+5", "0x10", "1e3", "18446744073709551616"])
+def test_a_length_is_digits_only(redo_writer, value):
+    result = run(redo_writer, "--target", "null:", "--redo-per-txn", value, "--transactions", 1)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert f"--redo-per-txn '{value}' is not a whole number" in result.stderr, result.stderr
+
+
+def test_a_path_with_quotes_is_json_in_the_report(redo_writer, tmp_path):
+    target = tmp_path / 'a "quoted" \\ log'
+    out = run_json(redo_writer, "--target", target, "--transactions", 3)
+    assert out["target"] == str(target) and out["members"][0]["path"] == str(target)
