@@ -83,9 +83,9 @@ def test_writes_markdown_html_summary_and_pictures(results, written):
     pngs = sorted(results.glob("report-*.png"))
     # Per disk two pictures, and the shift function where both BLOCKSIZEs ran at least twice (512e);
     # one for the comparison across disks that ran (the other has a refused side; 512n ran once, so
-    # no shift function).
+    # no shift function). A disk's pictures are report-disk-NAME-*, apart from the comparisons'.
     assert [p.name for p in pngs] == ["report-comparison-1.png"] + [
-        f"report-{d}-{k}.png" for d in ("file-sector512e", "file-sector512n", "race")
+        f"report-disk-{d}-{k}.png" for d in ("file-sector512e", "file-sector512n", "race")
         for k in ("histogram", "over-time", "shift") if k != "shift" or d == "file-sector512e"]
     html = written["html"].read_text()
     # Self-contained: every picture inline, nothing fetched.

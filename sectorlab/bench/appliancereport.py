@@ -7,13 +7,14 @@ latency of a write as the guest timed it (under TCG: its level, not the hardware
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from pathlib import Path
 
+from .. import inputs
 from ..errors import UsageError
-from . import document
+from . import document, stats
+from .findings import one_line
 
 PROPS = ("logbias", "recordsize", "primarycache", "compression")
 CANNOT = ("InfiniBand and IPoIB, RDMA, Oracle's dNFS, the appliance's two heads and their failover, and every "
@@ -88,7 +89,7 @@ def markdown(doc: dict) -> str:
     p = doc["pool"]
     granted = {", ".join(f"{k}={v}" for k, v in r["granted"].items() if v is not None) for r in doc["runs"]}
     times = doc["design"]["repeats"]
-    lines = [f"# {doc['title']}", "",
+    lines = [f"# {one_line(doc['title'])}", "",
              f"Seed {doc['seed']}: `sectorlab bench {doc['preset']}` on lab {doc['lab']}, image {doc.get('image')}, "
              f"OpenZFS {doc.get('zfs_version')}; started {doc['started']}, {len(doc['runs'])} runs: each share "
              f"{times} time{'s' if times > 1 else ''}, in complete rounds, each round in a random order (order seed "
@@ -113,23 +114,52 @@ def markdown(doc: dict) -> str:
         lines += document._table(above)
         if seed_rows:
             lines += ["## The lab's counterfactuals", ""]
-    notes = [f"- **{s['name']}**: {s['note']}" for s in doc["shares"] if s["note"]]
+    notes = [f"- **{one_line(s['name'])}**: {one_line(s['note'])}" for s in doc["shares"] if s["note"]]
     workloads = {s["workload"]["name"]: s["workload"]["description"] for s in doc["shares"]}
     lines += ["## The shares and workloads", "", *notes, "",
-              *(f"- workload **{n}**: {d}" for n, d in workloads.items() if d), "",
+              *(f"- workload **{one_line(n)}**: {one_line(d)}" for n, d in workloads.items() if d), "",
               "## What cannot be reproduced here", "", CANNOT, ""]
-    return "\n".join(lines)
+    return "\n".join(one_line(line) for line in lines)  # no text of appliance.json breaks a line
+
+
+# What the report reads of appliance.json (stats.conform's shapes), as bench/appliancerun.py writes it.
+_OP = {"count": stats.COUNT, "bytes_per_request": (stats.COUNT, None), "rmw_reads": stats.COUNT,
+       "unit_reads?": stats.COUNT}
+_RUN = {"share": str, "granted": stats.MapOf(stats.SCALAR), "devices": stats.MapOf({"write": _OP, "read": _OP}),
+        "latency_us": [stats.COUNT], "nfs": {"write_ops": stats.COUNT, "commit_ops": stats.COUNT,
+                                             "write_bytes": stats.COUNT}}
+_SHARE = {"name": stats.Text(256), "seed_row": bool, "properties": stats.MapOf(stats.SCALAR), "note": (str, None),
+          "log_layout": (str, None),
+          "workload": {"name": stats.Text(256), "description": (str, None), "size": stats.Whole(1, 1 << 40),
+                       "count": stats.Whole(1, 1 << 40), "pattern": str}}
+APPLIANCE = {**{k: stats.SCALAR for k in ("title", "seed", "preset", "lab", "started")},
+             "image?": stats.SCALAR, "zfs_version?": stats.SCALAR, "mount": (str, None),
+             "pool": {"data": [str], "log": [str], "data_layout": str, "log_layout": str, "ashift": (int, None)},
+             "shares": [_SHARE], "design": {"repeats": stats.Whole(1, 1000), "seed": stats.SCALAR},
+             "runs": [_RUN]}
+_EXPECTED = "expected the appliance.json 'sectorlab bench' writes for an [appliance] preset"
+
+
+def load(results: Path) -> dict:
+    """appliance.json of a results directory: a regular file inside it (a link is followed only
+    within the directory), within the bound of bench.json, of the shape the report reads."""
+    path = inputs.inside(results, "appliance.json", "appliance bench record")
+    doc = stats.load_json(path, "appliance bench record", inputs.BENCH_JSON_MAX, _EXPECTED)
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path}: {stats._shown(doc)} is not a table; {_EXPECTED}")
+    if not doc.get("runs"):
+        raise UsageError(f"{path}: no run finished: nothing to report")
+    stats.conform(doc, APPLIANCE, str(path), _EXPECTED)
+    for i, run in enumerate(doc["runs"]):
+        if not run["latency_us"]:
+            raise UsageError(f"{path}: runs[{i}].latency_us: no write timed; {_EXPECTED}")
+    return doc
 
 
 def write(results: Path) -> dict[str, Path]:
-    path = results / "appliance.json"
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{path}: not an appliance bench's record ({e})") from e
-    if not doc.get("runs"):
-        raise UsageError(f"{path}: no run finished: nothing to report")
+    doc = load(results)
     md = markdown(doc)
-    (results / "report.md").write_text(md)
-    (results / "report.html").write_text(document.html(md, results))
-    return {"markdown": results / "report.md", "html": results / "report.html"}
+    out = {"markdown": results / "report.md", "html": results / "report.html"}
+    stats.write_file(out["markdown"], md)
+    stats.write_file(out["html"], document.html(md, results))
+    return out

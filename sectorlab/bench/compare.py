@@ -14,9 +14,10 @@ lab's values.
 
 from __future__ import annotations
 
+import os
 import statistics
+from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from . import stats
@@ -159,10 +160,28 @@ def comparison(disk: Disk, low: int = 512, high: int = 4096) -> dict | None:
             "runs": [a, b], "shift": shift(a, b)}
 
 
-@lru_cache(maxsize=32)
-def sync_ms(events: Path) -> tuple[float, ...]:
-    """A run's log file sync latencies in ms, from its events file (read once per report)."""
-    return tuple(latency / 1000 for _, latency in stats.read_events(events).get(_LFS, []))
+# The events files' latencies a report keeps read (each is read by the shapes, the shift functions
+# and the pictures): at most this many bytes of them (8 a commit), the oldest dropped first, so a
+# results directory of many large events files is read again rather than held whole in memory.
+SYNC_CACHE_MAX = 256 << 20
+_sync_cache: OrderedDict[tuple, object] = OrderedDict()
+
+
+def sync_ms(events: Path):
+    """A run's log file sync latencies in ms (a read-only numpy array), from its events file: read
+    once per report while it stays within SYNC_CACHE_MAX."""
+    import numpy as np
+    st = os.stat(events)
+    key = (str(events), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _sync_cache:
+        _sync_cache.move_to_end(key)
+        return _sync_cache[key]
+    values = np.frombuffer(stats.read_events(events).latencies(_LFS), dtype=float) / 1000
+    values.flags.writeable = False
+    _sync_cache[key] = values
+    while sum(v.nbytes for v in _sync_cache.values()) > SYNC_CACHE_MAX and len(_sync_cache) > 1:
+        _sync_cache.popitem(last=False)
+    return values
 
 
 def shift(a: list[Run], b: list[Run]) -> dict | None:
@@ -171,7 +190,7 @@ def shift(a: list[Run], b: list[Run]) -> dict | None:
     at least 2 runs with events."""
     if min(len([r for r in runs if r.events]) for runs in (a, b)) < 2:
         return None
-    per_run = [[stats.quantiles(sync_ms(r.events)) for r in runs if r.events and sync_ms(r.events)]
+    per_run = [[stats.quantiles(sync_ms(r.events)) for r in runs if r.events and len(sync_ms(r.events))]
                for runs in (a, b)]
     if min(len(x) for x in per_run) < 2:
         return None
@@ -189,8 +208,9 @@ def shift(a: list[Run], b: list[Run]) -> dict | None:
 def shape(runs: list[Run]) -> dict | None:
     """The pooled log file sync of a configuration's runs (those with events): how many runs and
     commits, and its two modes when stats.bimodal finds them."""
-    pooled = [x for r in runs if r.events for x in sync_ms(r.events)]
-    if not pooled:
+    import numpy as np
+    pooled = np.concatenate([sync_ms(r.events) for r in runs if r.events] or [np.zeros(0)])
+    if not pooled.size:
         return None
     return {"runs": sum(1 for r in runs if r.events), "commits": len(pooled), "bimodal": stats.bimodal(pooled)}
 

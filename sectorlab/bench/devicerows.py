@@ -14,6 +14,7 @@ from ..devices import trace
 from ..errors import SectorlabError
 from ..lab import modelled
 from ..lab.record import DiskRecord
+from ..paths import write_atomic
 
 OPS = ("write", "flush", "read")
 
@@ -42,7 +43,7 @@ class Window:
             s = self.servers[d.name]
             header, text = _since(s.trace, self.offsets[d.name])
             kept = runs_dir / f"{run_id}.{d.name}.trace.csv"
-            kept.write_text(header + text)
+            write_atomic(kept, header + text)  # never through a link planted under the run's name
             requests = trace.parse(header + text)
             writes[d.name] = [r for r in requests if r.op == "write"]
             channels = int(modelled.params(d.device, d.logical_block_size, d.physical_block_size).get("channels", "1"))
@@ -135,8 +136,8 @@ def table(runs: list) -> list[list[str]]:
     disks = list(traced[0].entry["device_trace"].items())
     out = [["the model's trace", *(f"{disk} ({first['profile']})" for disk, first in disks)]]
     for label, get, fmt in COLUMNS:
-        out.append([label, *(_median_text([_value(get, r.entry["device_trace"][disk], r.report) for r in traced], fmt)
-                             for disk, _ in disks)])
+        out.append([label, *(_median_text([_value(get, r.entry["device_trace"].get(disk), r.report)
+                                            for r in traced], fmt) for disk, _ in disks)])
     return out
 
 
@@ -156,17 +157,21 @@ def _median_text(values: list, fmt: str) -> str:
     return fmt.format(statistics.median(values))
 
 
+_RACE_KEYS = {"pairs", "first_arrived_first_pct", "gap_p50_us", "abs_gap_p50_us"}
+
+
 def race_lines(bs: int, runs: list) -> list[str]:
     """For a race of two model-served members: which member's model each log write reached first
     (medians of the runs), beside the wins redo-writer counted in the guest."""
-    traced = [r for r in runs if r.report and r.entry.get("device_trace")]
+    traced = [r for r in runs if r.report and len(r.entry.get("device_trace") or {}) == 2]
     races = [(next(iter(r.entry["device_trace"])), r) for r in traced
-             if next(iter(r.entry["device_trace"].values())).get("race", {}).get("pairs")]
+             if _RACE_KEYS <= set(next(iter(r.entry["device_trace"].values())).get("race", {}))
+             and next(iter(r.entry["device_trace"].values()))["race"]["pairs"]]
     if not races:
         return []
     first = races[0][0]
     other = [name for name in races[0][1].entry["device_trace"] if name != first][0]
-    got = [r.entry["device_trace"][first]["race"] for _, r in races]
+    got = [r.entry["device_trace"][name]["race"] for name, r in races if name == first]
     share = statistics.median(g["first_arrived_first_pct"] for g in got)
     gap = statistics.median(g["gap_p50_us"] for g in got)
     size = statistics.median(g["abs_gap_p50_us"] for g in got)

@@ -3,16 +3,25 @@ heading and the run order, the disks as the guest showed them, each disk, the co
 disks, the controls, the seed's figures beside the lab's, the rules engine inside ASM, the
 cross-checks) and report.html from report.md (html: one file, the pictures inline, no network).
 The tests' text, the shapes, the controls and the seed table are worded in findings.py.
+
+Names and text from a results directory (a disk's name, a title, a rules engine's error, a seed's
+quote) go into report.md as they are, and report.html is escaped at one place: the markdown
+converter's serializer, with raw HTML off (html()), so that a name such as `<img src=x onerror=...>`
+reads as that text on the page and is never markup; every link or picture the text would make is
+dropped but for the report's own pictures.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import re
+import stat
 from pathlib import Path
 
 from . import devicerows, findings
 from .compare import Findings, findings_of, shape
+from .findings import _table, one_line
 from .metrics import ALPHA, ROWS, Disk, Run, _value, _verdict_text, race_wins, row_value, spread
 
 
@@ -20,15 +29,6 @@ def _fmt(fmt: str, value) -> str:
     if value is None:
         return "-"
     return fmt.format(*value) if isinstance(value, tuple) else fmt.format(value)
-
-
-def _table(rows: list[list[str]], numbers: bool = True) -> list[str]:
-    """A markdown table; with `numbers`, every column but the first is right-aligned."""
-    head, *body = rows
-    align = [":---", *(("---:" if numbers else ":---") for _ in head[1:])]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
-    return lines + [""]
 
 
 def _change_text(label: str, pct: float | None, a, b) -> str:
@@ -44,12 +44,13 @@ def _change_text(label: str, pct: float | None, a, b) -> str:
 def _heading(bench: dict, disks: list[Disk]) -> list[str]:
     """The preset, its title, the lab and the workload every run ran, and when a difference is called
     significant."""
-    w = bench.get("workload", {})
-    out = [f"# sectorlab bench: {bench.get('preset', '?')}", ""]
-    if bench.get("title"):
-        out += [f"**{bench['title']}**" + (f" (seed {bench['seed']})" if bench.get("seed") else ""), ""]
-    out += [f"Lab `{bench.get('lab', '?')}`, started {bench.get('started', '?')}, image "
-            f"`{bench.get('image', '?')}`. Each run: {w.get('sessions', '?')} session(s), "
+    w = {k: one_line(v) if isinstance(v, str) else v for k, v in (bench.get("workload") or {}).items()}
+    b = {k: one_line(bench[k]) for k in ("preset", "title", "seed", "lab", "started", "image") if bench.get(k)}
+    out = [f"# sectorlab bench: {b.get('preset', '?')}", ""]
+    if b.get("title"):
+        out += [f"**{b['title']}**" + (f" (seed {b['seed']})" if b.get("seed") else ""), ""]
+    out += [f"Lab `{b.get('lab', '?')}`, started {b.get('started', '?')}, image "
+            f"`{b.get('image', '?')}`. Each run: {w.get('sessions', '?')} session(s), "
             f"{w.get('redo_per_txn', '?')} B of redo per commit, rate {w.get('rate') or 'as fast as possible'}"
             f"{' commits/s' if w.get('rate') else ''}, a {w.get('warmup_s', '?')} s warm-up then "
             f"{w.get('duration_s', '?')} s measured.", "",
@@ -178,6 +179,7 @@ def _spread_text(bs: int, runs: list[Run]) -> list[str]:
 
 
 def _pictures(pngs: list[Path], alt: str, results: Path) -> list[str]:
+    alt = re.sub(r"[\[\]\\]", " ", one_line(alt))  # the picture's words, never the end of its brackets
     return ["", " ".join(f"![{alt}: {png.stem.rsplit('-', 1)[-1]}]({png.relative_to(results)})" for png in pngs), ""]
 
 
@@ -187,7 +189,7 @@ def _disk_section(d: Disk, c: dict | None, pictures: dict, results: Path) -> lis
     by_bs = d.by_blocksize()
     # Every run in a table of its own below the medians when something was repeated, so that the
     # change stays on screen.
-    out = [f"## {d.name}", ""] + _disk_table(by_bs, c)
+    out = [f"## {one_line(d.name)}", ""] + _disk_table(by_bs, c)
     if any(len(runs) > 1 for runs in by_bs.values()):
         out += _every_run_table(by_bs)
     out += _disk_tests(by_bs, c)
@@ -205,11 +207,11 @@ def _disk_section(d: Disk, c: dict | None, pictures: dict, results: Path) -> lis
     return out + [""]
 
 
-def _comparison_section(c: dict, pictures: dict, results: Path) -> list[str]:
-    """One comparison across disks: its headline, both sides' rows and the change, the tests and the
-    pictures; or which side did not run."""
-    a, b = (f"{c[k]['disk']} at {c[k]['blocksize']}" for k in ("a", "b"))
-    out = [f"### {c['title']}", ""]
+def _comparison_section(i: int, c: dict, pictures: dict, results: Path) -> list[str]:
+    """The i-th comparison across disks: its headline, both sides' rows and the change, the tests
+    and the pictures; or which side did not run."""
+    a, b = (f"{c[k]['disk']} at {c[k]['blocksize']}" if isinstance(c[k], dict) else str(c[k]) for k in ("a", "b"))
+    out = [f"### {one_line(str(c['title'] or f'comparison {i + 1}'))}", ""]
     if c.get("not_compared"):
         return out + [f"Not compared: {', '.join(c['not_compared'])} did not run.", ""]
     out += [f"**{c['verdict']}** on the primary metric `{c['primary']}`.", ""]
@@ -226,9 +228,9 @@ def _comparison_section(c: dict, pictures: dict, results: Path) -> list[str]:
     out += findings.tests_lines(c, a, b)
     for k, x in (("a", a), ("b", b)):
         out += findings.shape_line(x, shape(c["runs"][0 if k == "a" else 1]))
-    pngs = [p for p in (pictures.get(("comparison", c["title"])), pictures.get(("shift", c["title"]))) if p]
+    pngs = [p for p in (pictures.get(("comparison", i)), pictures.get(("comparison-shift", i))) if p]
     if pngs:
-        out += _pictures(pngs, c["title"], results)
+        out += _pictures(pngs, str(c["title"] or f"comparison {i + 1}"), results)
     return out + [""]
 
 
@@ -248,9 +250,9 @@ def _rules_section(bench: dict) -> list[str]:
 
 
 def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, found: Findings | None = None) -> str:
-    """report.md: `pictures` are plot_disk's per disk name, plot_comparison's per ("comparison",
-    title) and plot_shift's per ("shift", disk name or title), files in `results`; `found` the
-    bench's comparisons, computed once by the caller."""
+    """report.md: `pictures` are plot_disk's per disk name, plot_shift's per ("shift", disk name),
+    and per ("comparison", i) and ("comparison-shift", i) those of the i-th comparison across disks
+    (from 0), files in `results`; `found` the bench's comparisons, computed once by the caller."""
     found = found or findings_of(bench, disks)
     out = _heading(bench, disks) + findings.design_lines(bench, disks) + _disks_table(disks)
     for d in disks:
@@ -258,17 +260,20 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, foun
     comparisons = found.cross
     if comparisons:
         out += ["## Comparisons across disks", ""]
-        for c in comparisons:
-            out += _comparison_section(c, pictures, results)
+        for i, c in enumerate(comparisons):
+            out += _comparison_section(i, c, pictures, results)
     out += findings.controls_section(found.controls)
     out += findings.seed_section(found.seeds)
     out += _rules_section(bench)
     crosschecks = bench.get("crosschecks")
     if crosschecks:
         out += ["## Real-database cross-checks", ""]
-        out += [f"- {line}" for line in crosschecks] + [""]
-    out += ["## How to run it again", "", "```", *bench.get("commands", []), "```", ""]
-    return "\n".join(out)
+        out += [f"- {one_line(line)}" for line in crosschecks] + [""]
+    # A fence longer than any run of backticks in the commands, so that none ends it.
+    commands = [one_line(c) for c in bench.get("commands") or []]
+    fence = "`" * max(3, 1 + max((len(m) for c in commands for m in re.findall("`+", c)), default=0))
+    out += ["## How to run it again", "", fence, *commands, fence, ""]
+    return "\n".join(one_line(line) for line in out)  # no text of the results directory breaks a line
 
 
 _CSS = """
@@ -285,26 +290,97 @@ pre{overflow-x:auto;background:#f4f4f4;padding:8px}
 """
 
 
-def html(md_text: str, results: Path) -> str:
-    """report.md as one HTML file: the pictures inline (data: URIs), no network."""
-    # Imported here only: the markdown package comes with the optional 'analysis' extra
-    # (pyproject.toml), which reading a results directory (or refusing one) does not need.
+# The only pictures a page shows: those report.write() drew in the results directory (20-40 KiB
+# each; one over PICTURE_MAX is not one of them and is left out).
+_OWN_PICTURE = re.compile(r"report-[A-Za-z0-9._-]+\.png")
+PICTURE_MAX = 16 << 20
+
+
+def _picture(path: Path) -> bytes | None:
+    """The bytes of a picture in the results directory: a regular file (not a link, FIFO or
+    device) of at most PICTURE_MAX bytes, else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = f.read(PICTURE_MAX + 1)
+    return data if len(data) <= PICTURE_MAX else None
+
+
+def _converter(results: Path):
+    """Python-Markdown as report.html needs it: tables and fenced code; no raw HTML (a '<' in the
+    text is text, escaped by the serializer with every other character of it), an '&' always shown
+    as written (not read as the start of an entity), and no link or picture but the report's own
+    pictures, inlined as data: URIs."""
+    import xml.etree.ElementTree as etree
+
     import markdown as md_lib
+    from markdown.inlinepatterns import ENTITY_RE, InlineProcessor
+    from markdown.treeprocessors import Treeprocessor
 
-    body = md_lib.markdown(md_text, extensions=["tables", "fenced_code"])
+    class Ampersand(InlineProcessor):
+        """'&lt;' in a name is the four characters it is."""
 
-    def inline(m: re.Match) -> str:
-        # Only the pictures report.write() drew, in the results directory: a src="..." that came with
-        # bench.json's text (a title, a disk name) is not a file to read.
-        path = results / m.group(1)
-        if path.is_symlink() or not path.is_file():
-            return m.group(0)
-        data = base64.b64encode(path.read_bytes()).decode()
-        return f'src="data:image/png;base64,{data}"'
+        def handleMatch(self, m, data):
+            return m.group(0).replace("&", self.md.htmlStash.store("&amp;")), m.start(0), m.end(0)
 
-    body = re.sub(r'src="(report-[A-Za-z0-9._-]+\.png)"', inline, body)
-    title = re.search(r"<h1>(.*?)</h1>", body)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{title.group(1) if title else 'sectorlab report'}</title><style>{_CSS}</style></head>"
-            f"<body>\n{body}\n</body></html>\n")
+    class OwnPicturesOnly(Treeprocessor):
+        """Every <a> becomes its text; an <img> stays only when it is one of the report's own
+        pictures, a regular file in the results directory, which it then carries inline; any
+        other becomes its alt text."""
+
+        def run(self, root):
+            for parent in list(root.iter()):
+                for i, child in enumerate(list(parent)):
+                    if child.tag == "img" and self._inline(child):
+                        continue
+                    if child.tag in ("a", "img"):
+                        words = child.get("alt", "") if child.tag == "img" else "".join(child.itertext())
+                        span = etree.Element("span")
+                        span.text, span.tail = words, child.tail
+                        parent.remove(child)
+                        parent.insert(i, span)
+
+        def _inline(self, img) -> bool:
+            src = img.get("src", "")
+            if not _OWN_PICTURE.fullmatch(src):
+                return False
+            data = _picture(results / src)
+            if data is None:
+                return False
+            img.set("src", "data:image/png;base64," + base64.b64encode(data).decode())
+            return True
+
+    converter = md_lib.Markdown(extensions=["tables", "fenced_code"])
+    converter.preprocessors.deregister("html_block")
+    converter.inlinePatterns.deregister("html")
+    converter.inlinePatterns.deregister("entity")
+    converter.inlinePatterns.register(Ampersand(ENTITY_RE, converter), "entity", 80)
+    converter.treeprocessors.register(OwnPicturesOnly(converter), "own_pictures", 5)
+    return converter
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
+<title>{{ title }}</title><style>""" + _CSS + """</style></head><body>
+{{ body }}
+</body></html>
+"""
+
+
+def html(md_text: str, results: Path) -> str:
+    """report.md as one HTML file: the pictures inline (data: URIs), no network. The body is the
+    converter's (its serializer escapes every text of it), the page around it a Jinja2 template
+    with autoescaping (the title, the first heading's text, is escaped there)."""
+    # Imported here only: markdown and jinja2 come with the optional 'analysis' extra
+    # (pyproject.toml), which reading a results directory (or refusing one) does not need.
+    import jinja2
+    from markupsafe import Markup
+
+    body = Markup(_converter(Path(results)).convert(md_text))  # escaped by the converter's serializer
+    heading = re.match(r"# (.+)", md_text)
+    page = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string(_PAGE)
+    return page.render(title=heading.group(1).strip() if heading else "sectorlab report", body=body)

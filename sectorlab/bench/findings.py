@@ -6,16 +6,32 @@ control (the harness floor) and the seed figures beside the lab's values. See do
 
 from __future__ import annotations
 
+import re
+
 from . import stats
 from .metrics import ALPHA, METRICS, Disk
 
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def one_line(text) -> str:
+    """Text from a results directory on one line of markdown: a line break or other control
+    character in a name or a quote becomes a space, so that it cannot end a table row or start a
+    block of its own."""
+    return _BREAKS.sub(" ", str(text))
+
+
+def _cell(text) -> str:
+    return one_line(text).replace("|", "\\|")
+
 
 def _table(rows: list[list[str]], numbers: bool = True) -> list[str]:
-    """A markdown table; with `numbers`, every column but the first is right-aligned."""
+    """A markdown table (every cell on one line, its '|' escaped); with `numbers`, every column but
+    the first is right-aligned."""
     head, *body = rows
     align = [":---", *(("---:" if numbers else ":---") for _ in head[1:])]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in body]
+    lines = ["| " + " | ".join(_cell(c) for c in head) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in body]
     return lines + [""]
 
 
@@ -94,7 +110,7 @@ def design_lines(bench: dict, disks: list[Disk]) -> list[str]:
     else:
         how = (f"randomized with seed {d.get('seed')}, configurations interleaved" if d.get("randomized")
                else "in a fixed order")
-        order = [str(x) for x in d.get("order") or []]
+        order = [one_line(x) for x in d.get("order") or []]
         shown = ", ".join(order[:40]) + (f", ... ({len(order)} in all)" if len(order) > 40 else "")
         reps = d.get("repeats", per)
         if isinstance(reps, dict):  # runs per configuration, by target

@@ -221,7 +221,7 @@ def _verdict_text(v: dict, short: bool = False) -> str:
     table, a side of a comparison that did not run)."""
     if v.get("allowed"):
         return "allowed" + (" (default)" if v.get("blocksize") == v.get("default_blocksize") else "")
-    error = (v.get("error") or "").strip()
+    error = re.sub(r"\s+", " ", v.get("error") or "").strip()
     if short:
         code = re.match(r"(ORA-\d+)", error)
         return f"refused ({code.group(1)})" if code else "refused"

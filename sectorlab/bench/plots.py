@@ -6,30 +6,65 @@ across disks one histogram of both sides (plot_comparison) and the shift functio
 matplotlib and numpy are imported inside the functions that draw, as stats.plot does: they are
 slow to import and come with the optional 'analysis' extra (pyproject.toml), which reading a
 results directory (or refusing one) does not need.
+
+Every text of a picture is drawn as it is: pyplot() turns matplotlib's mathtext off for every figure,
+so a disk name, a title or an event name with '$' in it is neither formatted nor an error. Every
+picture is written whole by stats.write_file, never through a symbolic link in its place.
 """
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from ..errors import UsageError
 from . import stats
 from .metrics import _LFPW, _LFS, Disk, _first_run
 
 
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, with text drawn as plain text: `text.parse_math` off, so
+    that no string from a results directory or the command line is parsed as mathtext."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    matplotlib.rcParams["text.parse_math"] = False
+    matplotlib.rcParams["text.usetex"] = False
+    return plt
+
+
+def figure_bytes(fig, path: Path, dpi: int = 90) -> bytes:
+    """The figure as the file `path` names (its suffix the format; none: PNG), in memory; closed."""
+    plt = pyplot()
+    fmt = Path(path).suffix[1:].lower() or "png"
+    try:
+        if fmt not in fig.canvas.get_supported_filetypes():
+            raise UsageError(f"{path}: '.{fmt}' is not a picture format matplotlib writes; expected one of "
+                                   f"{', '.join(sorted(fig.canvas.get_supported_filetypes()))}")
+        out = io.BytesIO()
+        fig.savefig(out, format=fmt, dpi=dpi)
+        return out.getvalue()
+    finally:
+        plt.close(fig)
+
+
+def _save(fig, path: Path) -> Path:
+    return stats.write_file(path, figure_bytes(fig, path))
+
+
 def _sync_ms(events_path: Path):
-    """A run's log file sync latencies (ms, clipped at 1 us for the log scale) and its log writes."""
+    """A run's log file sync latencies (ms, clipped at 1 us for the log scale) and its log writes
+    (end times and latencies, us)."""
     import numpy as np
     events = stats.read_events(events_path)
-    return (np.clip(np.array([p[1] for p in events.get(_LFS, [])]) / 1000, 1e-3, None),
-            events.get(_LFPW, []))
+    return (np.clip(np.frombuffer(events.latencies(_LFS), dtype=float) / 1000, 1e-3, None),
+            (np.frombuffer(events.ends(_LFPW), dtype=float), np.frombuffer(events.latencies(_LFPW), dtype=float)))
 
 
 def _histogram(series: list[tuple[str, object]], title: str, path: Path) -> Path | None:
     """A log-scale histogram of log file sync, one step line per (label, latencies in ms)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+    plt = pyplot()
 
     everything = np.concatenate([sync for _, sync in series])
     if not everything.size:
@@ -42,20 +77,25 @@ def _histogram(series: list[tuple[str, object]], title: str, path: Path) -> Path
     ax.set(xlabel="log file sync (ms, log scale)", ylabel="commits", title=title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
+
+
+def log_axis(ax, which: str) -> None:
+    """A log-scale axis of `ax` ("x" or "y") whose ticks are labelled at 1, 2 and 5 of every
+    decade in plain numbers: a range within one decade otherwise shows a single "10^0" and no value
+    a reader can use, and matplotlib's own labels of a log axis are mathtext, which pyplot() turns
+    off."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    getattr(ax, f"set_{which}scale")("log")
+    axis = getattr(ax, f"{which}axis")
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
 
 
 def _log_x(ax) -> None:
-    """A log-scale x axis whose ticks are labelled at 1, 2 and 5 of every decade in plain numbers (a
-    range within one decade otherwise shows a single "10^0" and no value a reader can use)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
+    log_axis(ax, "x")
 
 
 def plot_disk(disk: Disk, stem: Path) -> list[Path]:
@@ -66,9 +106,7 @@ def plot_disk(disk: Disk, stem: Path) -> list[Path]:
     runs = [r for r in sorted(disk.runs, key=lambda r: (r.blocksize, r.repeat)) if r.events and r.repeat == 1]
     if not runs:
         return []
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     per_run = [(r, *_sync_ms(r.events)) for r in runs]
     g = disk.entry
@@ -78,18 +116,15 @@ def plot_disk(disk: Disk, stem: Path) -> list[Path]:
     if hist is None:
         return []
     fig, ax = plt.subplots(figsize=(6, 4))
-    for r, _, writes in per_run:
-        ax.scatter([t / 1e6 for t, _ in writes], [lat / 1000 for _, lat in writes], s=3, alpha=0.5,
-                   label=f"BLOCKSIZE {r.blocksize} (n={len(writes):,})")
-    ax.set_yscale("log")
+    for r, _, (ends, lats) in per_run:
+        ax.scatter(ends / 1e6, lats / 1000, s=3, alpha=0.5, label=f"BLOCKSIZE {r.blocksize} (n={len(lats):,})")
+    if any(len(lats) for _, _, (_, lats) in per_run):
+        log_axis(ax, "y")
     ax.set(xlabel="seconds since the run started", ylabel="log file parallel write (ms, log scale)",
            title=f"{where}: log writes over time")
     ax.legend(fontsize=8, markerscale=4)
     fig.tight_layout()
-    over_time = stem.with_name(f"{stem.name}-over-time.png")
-    fig.savefig(over_time, dpi=90)
-    plt.close(fig)
-    return [hist, over_time]
+    return [hist, _save(fig, stem.with_name(f"{stem.name}-over-time.png"))]
 
 
 def plot_comparison(c: dict, disks: list[Disk], path: Path) -> Path | None:
@@ -105,7 +140,6 @@ def plot_comparison(c: dict, disks: list[Disk], path: Path) -> Path | None:
     return _histogram(series, "commit latency, one run of each side", path)
 
 
-
 def plot_shift(c: dict, path: Path) -> Path | None:
     """The shift function of a comparison (compare.shift): x the quantile of a's log file sync (the
     median of its runs, ms, log scale), y the difference b - a in ms with its 95 % bootstrap CI as
@@ -114,10 +148,8 @@ def plot_shift(c: dict, path: Path) -> Path | None:
     s = c.get("shift")
     if not s:
         return None
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+    plt = pyplot()
 
     x, diff, ci = np.array(s["a_ms"]), np.array(s["diff_ms"]), np.array(s["ci_ms"])
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -130,6 +162,4 @@ def plot_shift(c: dict, path: Path) -> Path | None:
     ax.set(xlabel=f"log file sync quantile of {a} (ms, log scale)", ylabel=f"{b} - {a} (ms)",
            title=f"shift function, {s['n'][0]} + {s['n'][1]} runs, 95 % CI")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

@@ -23,9 +23,13 @@ text.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -33,6 +37,7 @@ from typing import Callable
 
 from .. import inputs
 from ..errors import SectorlabError, UsageError
+from ..inguest.rules import VALID_BLOCKSIZES
 from ..paths import slug
 from . import stats
 from .compare import Findings, findings_of, shape
@@ -45,47 +50,102 @@ from .plots import plot_comparison, plot_disk, plot_shift
 SUMMARY_VERSION = 2
 
 
-def _need(entry: dict, key: str, where: str):
-    if key not in entry:
-        raise UsageError(f"{where}: no '{key}'; expected a run entry as sectorlab bench writes it")
-    return entry[key]
+# What the report reads of bench.json (stats.conform's shapes): every name, number and table it
+# formats or computes with; keys it does not read may be anything. Disk names head sections and
+# pictures: one line of at most 256 characters (a lab's are at most 31). A bench has at most
+# MAX_DISKS disks (16 VMs of 31 data disks, labtables' bounds), BLOCKSIZEs are the rules engine's,
+# and a configuration at most 50 repeats (a preset's bound).
+MAX_DISKS = 16 * 31
+_NAME = stats.Text(256)
+_VERDICT = {"allowed?": (bool, None), "error?": (str, None), "blocksize?": (int, None),
+            "default_blocksize?": (int, None)}
+_SELECTOR = (str, {"disk": str, "blocksize": (int, str)})  # a seed figure's: "TARGET@BLOCKSIZE" or a table
+_SIDE = {"disk": str, "blocksize": int}  # a comparison's side, as the preset's loader writes it
+_OP = {"op?": str, "*": (stats.NUMBER, None)}
+_TRACE = {"profile": str, "write?": _OP, "flush?": _OP, "read?": _OP,
+          "race?": {"pairs": stats.COUNT, "first_arrived_first_pct?": stats.NUMBER, "gap_p50_us?": stats.NUMBER,
+                    "abs_gap_p50_us?": stats.NUMBER}}
+_RUN = {"disk": _NAME, "blocksize": stats.OneOf(*VALID_BLOCKSIZES), "repeat?": stats.Whole(1, 50),
+        "verdict": _VERDICT, "report?": (str, None), "events?": (str, None), "control?": stats.SCALAR,
+        "controls?": (str, [str], None), "override?": stats.SCALAR, "mode?": (str, None), "arrival?": (str, None),
+        "rate?": (stats.NUMBER, None), "slot?": (int, str, None), "kept_up?": (bool, None), "model?": (str, None),
+        "bus?": (str, None), "device?": (str, None), "logical?": (int, None), "physical?": (int, None),
+        "rmw?": (None, {"rmw_reads": stats.COUNT}), "device_trace?": (None, stats.MapOf(_TRACE)),
+        "command?": (str, None), "cpu_us_per_txn?": (stats.NUMBER, None)}
+_FIGURE = {"lab?": (str, None), "metric?": (str, None), "a?": (_SELECTOR, None), "b?": (_SELECTOR, None),
+           **{f"{k}?": stats.SCALAR for k in ("what", "seed_value", "unit", "quote", "where", "derivation", "reason")}}
+BENCH = {"runs": [_RUN], "workload?": (None, stats.MapOf(stats.SCALAR)),
+         "design?": (None, {"order?": (None, [stats.SCALAR]), "repeats?": (int, str, stats.MapOf(int), None),
+                            "seed?": stats.SCALAR, "randomized?": stats.SCALAR}),
+         "commands?": (None, [str]), "crosschecks?": (None, [str]),
+         "rules?": (None, [{"target": str, "asm_sector_size": int, "blocksize": int, "override": stats.SCALAR,
+                            "verdict": _VERDICT}]),
+         "comparisons?": (None, [{"title?": (str, None), "a": _SIDE, "b": _SIDE, "primary?": (str, None)}]),
+         "seed_figures?": (None, [_FIGURE]),
+         **{f"{k}?": stats.SCALAR for k in ("preset", "title", "lab", "started", "image", "seed")}}
+_EXPECTED = "expected what 'sectorlab bench' writes"
+
+
+def results_dir(results: Path | str) -> Path:
+    """The results directory a command was given: one line when it is not a directory."""
+    results = Path(results)
+    try:
+        st = results.stat()
+    except FileNotFoundError as e:
+        raise UsageError(f"{results}: no such directory, so no bench.json; expected a results directory written "
+                         f"by 'sectorlab bench' (results/<timestamp>-<preset>/)") from e
+    except OSError as e:
+        raise UsageError(f"{results}: {e.strerror}; expected a results directory written by 'sectorlab bench' "
+                         f"(results/<timestamp>-<preset>/)") from e
+    except ValueError as e:  # a NUL byte in the name
+        raise UsageError(f"{str(results)!r}: {e}; expected a results directory") from e
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{results}: not a directory; expected a results directory written by 'sectorlab bench' "
+                         f"(results/<timestamp>-<preset>/)")
+    return results
+
+
+def _own_file(results: Path, name: str, what: str, seen: dict, limit: int) -> Path:
+    """A file a run entry names: inside the results directory, regular, within `limit`, and not the
+    same file as another entry's (by path or hard link: two runs never share their files, and one
+    file counted twice would count its commits twice)."""
+    path = inputs.inside(results, name, what)
+    inputs.check_regular(path, what, limit)
+    st = os.stat(path)
+    other = seen.setdefault((st.st_dev, st.st_ino), what)
+    if other != what:
+        raise UsageError(f"{what} {name!r} is the same file as {other}; expected a file of each run's own")
+    return path
 
 
 def load(results: Path) -> tuple[dict, list[Disk]]:
     """bench.json and the runs it names, grouped by disk in the order they ran; a missing or
     malformed file is an error that names it."""
-    results = Path(results)
+    results = results_dir(results)
     bench_path = results / "bench.json"
     if bench_path.is_symlink():
         inputs.inside(results, "bench.json", "bench results")  # a link is followed only within the directory
     if not bench_path.exists() and not bench_path.is_symlink():
         raise UsageError(f"{results}: no bench.json; expected a results directory written by 'sectorlab bench' "
                              f"(results/<timestamp>-<preset>/)")
-    try:
-        bench = json.loads(inputs.read_text(bench_path, "bench results", inputs.BENCH_JSON_MAX))
-    except (ValueError, RecursionError) as e:
-        raise UsageError(f"{bench_path}: not JSON ({e})") from e
+    bench = stats.load_json(bench_path, "bench results", inputs.BENCH_JSON_MAX, _EXPECTED)
     if not isinstance(bench, dict) or not isinstance(bench.get("runs"), list) or not bench["runs"]:
         raise UsageError(f"{bench_path}: no 'runs' list; expected what 'sectorlab bench' writes")
+    stats.conform(bench, BENCH, str(bench_path), _EXPECTED)
     disks: dict[str, Disk] = {}
+    seen: dict[tuple[int, int], str] = {}
     for i, entry in enumerate(bench["runs"]):
         where = f"{bench_path}: runs[{i}]"
-        if not isinstance(entry, dict):
-            raise UsageError(f"{where}: {str(entry)[:60]!r} is not a run entry; expected what 'sectorlab bench' writes")
-        name = _need(entry, "disk", where)
-        blocksize, verdict = _need(entry, "blocksize", where), _need(entry, "verdict", where)
-        repeat = entry.get("repeat", 1)
-        if not isinstance(name, str) or not all(isinstance(v, int) and not isinstance(v, bool)
-                                                for v in (blocksize, repeat)) or not isinstance(verdict, dict):
-            raise UsageError(f"{where}: disk {name!r}, blocksize {blocksize!r}, repeat {repeat!r}, verdict "
-                             f"{str(verdict)[:40]!r}: expected a name, two whole numbers and a table, as 'sectorlab "
-                             f"bench' writes them")
+        name, blocksize, repeat = entry["disk"], entry["blocksize"], entry.get("repeat", 1)
+        if name not in disks and len(disks) >= MAX_DISKS:
+            raise UsageError(f"{where}: more than {MAX_DISKS} disks, more than a lab has; {_EXPECTED}")
         run = Run(name, blocksize, repeat, entry)
         if entry.get("report"):
-            run.report = stats.load_report(inputs.inside(results, entry["report"], f"{where}: report"))
+            report_path = _own_file(results, entry["report"], f"{where}: report", seen, inputs.REPORT_JSON_MAX)
             if entry.get("events"):
-                run.events = inputs.inside(results, entry["events"], f"{where}: events file")
-                inputs.check_regular(run.events, f"{where}: events file", inputs.EVENTS_CSV_MAX)
+                run.events = _own_file(results, entry["events"], f"{where}: events file", seen,
+                                       inputs.EVENTS_CSV_MAX)
+            run.report = stats.load_report(report_path)
         elif entry["verdict"].get("allowed", False):
             raise UsageError(f"{where}: BLOCKSIZE {run.blocksize} is allowed on {name} but no report was kept")
         disks.setdefault(name, Disk(name, entry)).runs.append(run)
@@ -139,30 +199,62 @@ def summary(bench: dict, disks: list[Disk], found: Findings | None = None) -> di
     return out
 
 
+def _finite(value):
+    """summary.json's numbers as JSON has them: a ratio of two extreme runs that overflowed to
+    infinity, or a CI that could not be computed (NaN), is null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def file_stems(names: list[str]) -> dict[str, str]:
+    """Each disk name's part of its pictures' file names: the name itself when it is already a
+    file name (letters, digits, '.', '_', '-'; at most 64 characters), else its slug cut to 64
+    characters and the first 10 hex digits of the SHA-256 of the name, so that `x/y` and `x?y` get
+    two files; a stem another name already took gets a longer hash."""
+    out: dict[str, str] = {}
+    taken = set()
+    for name in names:
+        cut, digest = slug(name)[:64], hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+        candidates = ([name] if cut == name and name not in ("", ".", "..") else []) + [f"{cut}-{digest[:10]}",
+                                                                                        f"{cut}-{digest}"]
+        out[name] = next(c for c in candidates if c not in taken)
+        taken.add(out[name])
+    return out
+
+
 def write(results: Path) -> dict[str, Path]:
-    """report.md, report.html, summary.json and the pictures (report-*.png) in `results`."""
-    results = Path(results)
-    if (results / "appliance.json").exists():  # an appliance bench (seed 004): its own tables
+    """report.md, report.html, summary.json and the pictures (report-disk-*.png and
+    report-comparison-*.png) in `results`, each written whole and never through a link in its place."""
+    results = results_dir(results)
+    if os.path.lexists(results / "appliance.json"):  # an appliance bench (seed 004): its own tables
         from . import appliancereport
         return appliancereport.write(results)
     bench, disks = load(results)
     found = findings_of(bench, disks)
-    pictures = {}
+    pictures: dict = {}
+    stems = file_stems([d.name for d in disks])
     for d in disks:
-        pictures[d.name] = plot_disk(d, results / f"report-{slug(d.name)}")
+        stem = results / f"report-disk-{stems[d.name]}"
+        pictures[d.name] = plot_disk(d, stem)
         c = found.per_disk[d.name]
         if c and c.get("shift"):
             sides = {"a": {"disk": d.name, "blocksize": c["low"]}, "b": {"disk": d.name, "blocksize": c["high"]}}
-            pictures[("shift", d.name)] = plot_shift({**c, **sides}, results / f"report-{slug(d.name)}-shift.png")
-    for i, c in enumerate(found.cross, 1):
+            pictures[("shift", d.name)] = plot_shift({**c, **sides}, stem.with_name(f"{stem.name}-shift.png"))
+    for i, c in enumerate(found.cross):
         if "tests" in c:
-            pictures[("comparison", c["title"])] = plot_comparison(c, disks, results / f"report-comparison-{i}.png")
-            pictures[("shift", c["title"])] = plot_shift(c, results / f"report-comparison-{i}-shift.png")
+            pictures[("comparison", i)] = plot_comparison(c, disks, results / f"report-comparison-{i + 1}.png")
+            pictures[("comparison-shift", i)] = plot_shift(c, results / f"report-comparison-{i + 1}-shift.png")
     text = markdown(bench, disks, pictures, results, found)
     out = {"md": results / "report.md", "html": results / "report.html", "summary": results / "summary.json"}
-    out["md"].write_text(text)
-    out["html"].write_text(html(text, results))
-    out["summary"].write_text(json.dumps(summary(bench, disks, found), indent=2) + "\n")
+    stats.write_file(out["md"], text)
+    stats.write_file(out["html"], html(text, results))
+    stats.write_file(out["summary"], json.dumps(_finite(summary(bench, disks, found)), indent=2,
+                                                allow_nan=False) + "\n")
     return out
 
 
@@ -178,6 +270,9 @@ _CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-sc
 SCREENS = {"desktop": 1200, "phone": 412}
 PNG_MAX_PIXELS = 1200 * 40000
 _HEIGHT_RE = re.compile(r'data-sectorlab-height="(\d+)"')
+# report.html with its pictures inline: a bench of the largest lab's disks draws some 1,500
+# pictures of 20-30 KiB (base64: 4/3 of that).
+REPORT_HTML_MAX = 256 << 20
 
 
 def render_png(html_path: Path, screens: dict[str, int] = SCREENS,
@@ -188,26 +283,33 @@ def render_png(html_path: Path, screens: dict[str, int] = SCREENS,
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         raise SectorlabError("chromium is not installed: run 'scripts/bootstrap --all' (it installs Debian's chromium)")
+    page = inputs.read_text(html_path, "report page", REPORT_HTML_MAX)
     out = {}
-    for name, width in screens.items():
-        height = _page_height(browser, html_path, width)
-        png = html_path.with_name(f"report-{name}.png")
-        if height > PNG_MAX_PIXELS // width:
-            progress(f"{png.name}: the page is {height:,} px tall at {width} px wide; drawn to "
-                     f"{PNG_MAX_PIXELS // width:,} px (report.html has all of it)")
-            height = PNG_MAX_PIXELS // width
-        _chromium(browser, html_path, f"--window-size={width},{height}", f"--screenshot={png}")
-        if not png.is_file():
-            raise SectorlabError(f"chromium drew no {png.name} of {html_path}")
-        out[name] = png
+    with tempfile.TemporaryDirectory(prefix="sectorlab-page-") as work:
+        copy = stats.write_file(Path(work) / "page.html", page)
+        for name, width in screens.items():
+            height = _page_height(browser, page, Path(work), width)
+            png = html_path.with_name(f"report-{name}.png")
+            if height > PNG_MAX_PIXELS // width:
+                progress(f"{png.name}: the page is {height:,} px tall at {width} px wide; drawn to "
+                         f"{PNG_MAX_PIXELS // width:,} px (report.html has all of it)")
+                height = PNG_MAX_PIXELS // width
+            # Chromium writes the picture in a directory of sectorlab's own; it is then written whole
+            # into the results directory (never through a link in its place).
+            shot = Path(work) / f"{name}.png"
+            _chromium(browser, copy, f"--window-size={width},{height}", f"--screenshot={shot}")
+            if not shot.is_file():
+                raise SectorlabError(f"chromium drew no {png.name} of {html_path}")
+            out[name] = stats.write_file(png, shot.read_bytes())
     return out
 
 
-def _page_height(browser: str, html_path: Path, width: int) -> int:
-    """The page's height in CSS pixels at this width: a copy of it beside it (its relative links
-    hold) with a script that writes document.documentElement.scrollHeight into the DOM Chromium dumps."""
-    probe = html_path.with_name(f".{html_path.stem}-height.html")
-    probe.write_text(html_path.read_text() + "<script>document.body.setAttribute('data-sectorlab-height', "
+def _page_height(browser: str, page: str, work: Path, width: int) -> int:
+    """The page's height in CSS pixels at this width: a copy of it in sectorlab's own directory
+    `work` (its pictures are inline, so nothing it shows is left behind) with a script that writes
+    document.documentElement.scrollHeight into the DOM Chromium dumps."""
+    probe = work / "height.html"
+    stats.write_file(probe, page + "<script>document.body.setAttribute('data-sectorlab-height', "
                      "Math.ceil(document.documentElement.scrollHeight))</script>")
     try:
         dom = _chromium(browser, probe, f"--window-size={width},800", "--dump-dom")
@@ -215,7 +317,7 @@ def _page_height(browser: str, html_path: Path, width: int) -> int:
         probe.unlink(missing_ok=True)
     found = _HEIGHT_RE.search(dom)
     if not found:
-        raise SectorlabError(f"chromium gave no height of {html_path} at {width} px")
+        raise SectorlabError(f"chromium gave no height of the page at {width} px")
     return int(found.group(1))
 
 

@@ -18,11 +18,15 @@ import.
 from __future__ import annotations
 
 import csv
-import json
+import os
+import re
+import stat
+from array import array
 from pathlib import Path
 
 from .. import inputs
-from ..errors import SectorlabError, UsageError
+from ..errors import UsageError
+from ..paths import write_atomic
 
 ROWS = [  # (label, path in the report, format)
     ("transactions/s", ("tps",), "{:.1f}"),
@@ -40,15 +44,189 @@ ROWS = [  # (label, path in the report, format)
     ("log file sync > 1 ms %", ("log_file_sync", "over_1ms_pct"), "{:.3f}"),
 ]
 
+# Every number the report computes with is finite and at most 2**63 in size (conform checks it,
+# inputs.read_json has refused NaN, Infinity and 1e400): the counters are 64-bit in redo-writer and
+# the host, no latency, rate or byte count of a bench comes near, and an integer of hundreds of
+# digits would overflow the first float it meets.
+NUMBER_MAX = 2 ** 63
+
+
+def load_json(path: Path, what: str, limit: int, expected: str):
+    """A JSON file of a results directory through the project's one bounded reader
+    (inputs.read_json: regular, within `limit`, no NaN or Infinity); `expected` says what it should
+    have been ("expected ...")."""
+    return inputs.read_json(path, what, limit, expected.removeprefix("expected "))
+
+
+# The shapes of what a results directory holds, for conform(): a type (str; int: a whole number;
+# float: any number; bool; object: anything), NUMBER and COUNT (a number, a number >= 0), a tuple
+# (any of its members; None there allows null), a one-item list (a list of that), a dict (a table:
+# a key ending in '?' may be missing, '*' stands for every other key) and the classes below.
+NUMBER, COUNT = "a number of at most 2**63", "a number from 0 to 2**63"
+SCALAR = (str, float, bool, None)
+
+
+class Whole:
+    """A whole number in [low, high]."""
+
+    def __init__(self, low: int, high: int):
+        self.low, self.high = low, high
+
+    def describe(self) -> str:
+        return f"a whole number from {self.low} to {self.high}"
+
+
+class OneOf:
+    def __init__(self, *values):
+        self.values = values
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(map(str, self.values))
+
+
+class Text:
+    """A string of at most `longest` characters; with `line`, no control characters (a name that
+    heads a section or a picture)."""
+
+    def __init__(self, longest: int, line: bool = True):
+        self.longest, self.line = longest, line
+
+    def describe(self) -> str:
+        return f"text of at most {self.longest} characters" + (" on one line" if self.line else "")
+
+
+class MapOf:
+    """A table of any keys, each value of `value`'s shape."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def describe(self) -> str:
+        return "a table"
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _describe(schema) -> str:
+    if schema is None:
+        return "null"
+    if isinstance(schema, str):
+        return schema
+    if isinstance(schema, tuple):
+        return " or ".join(_describe(s) for s in schema)
+    if isinstance(schema, list):
+        return "a list"
+    if isinstance(schema, dict):
+        return "a table"
+    if isinstance(schema, type):
+        return {str: "text", int: "a whole number of at most 2**63", float: "a number of at most 2**63",
+                bool: "true or false", object: "anything"}[schema]
+    return schema.describe()
+
+
+def _matches(value, schema) -> bool:
+    """Whether `value` has the shape's outer form (its insides are checked by conform)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= NUMBER_MAX
+    if schema is None:
+        return value is None
+    if isinstance(schema, tuple):
+        return any(_matches(value, s) for s in schema)
+    if schema is object:
+        return True
+    if schema is bool:
+        return isinstance(value, bool)
+    if schema is int:
+        return number and isinstance(value, int)
+    if schema in (float, NUMBER):
+        return number
+    if schema == COUNT:
+        return number and value >= 0
+    if schema is str:
+        return isinstance(value, str)
+    if isinstance(schema, Text):
+        return isinstance(value, str) and len(value) <= schema.longest and not (schema.line
+                                                                                and _CONTROL.search(value))
+    if isinstance(schema, Whole):
+        return number and isinstance(value, int) and schema.low <= value <= schema.high
+    if isinstance(schema, OneOf):
+        return not isinstance(value, bool) and value in schema.values
+    if isinstance(schema, list):
+        return isinstance(value, list)
+    return isinstance(value, dict)  # a dict schema or a MapOf
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _key(field: str, key) -> str:
+    """A table's key in a field's name: as it is when it is a plain name, else quoted (a key of
+    JSON may hold a line break or be of any length)."""
+    text = key if isinstance(key, str) and re.fullmatch(r"[\w.@-]{1,64}", key, re.ASCII) else _shown(key)
+    return f"{field}.{text}" if field else text
+
+
+def conform(value, schema, source: str, expected: str, field: str = "") -> None:
+    """`value` (read from JSON in `source`) has `schema`'s shape, or one UsageError line names the
+    first field where it does not, what is there and what was expected."""
+    if not _matches(value, schema):
+        raise UsageError(f"{source}: {field + ' ' if field else ''}{_shown(value)} is not {_describe(schema)}; "
+                         f"{expected}")
+    if isinstance(schema, tuple):
+        schema = next(s for s in schema if _matches(value, s))
+    if isinstance(schema, list):
+        for i, item in enumerate(value):
+            conform(item, schema[0], source, expected, f"{field}[{i}]")
+    elif isinstance(schema, MapOf):
+        for key, item in value.items():
+            conform(item, schema.value, source, expected, _key(field, key))
+    elif isinstance(schema, dict):
+        for key, sub in schema.items():
+            name = key.rstrip("?")
+            if key == "*":
+                for other, item in value.items():
+                    if other not in schema and f"{other}?" not in schema:
+                        conform(item, sub, source, expected, _key(field, other))
+            elif name in value:
+                conform(value[name], sub, source, expected, _key(field, name))
+            elif not key.endswith("?"):
+                raise UsageError(f"{source}: {field + ': ' if field else ''}no '{name}'; {expected}")
+
+
+# A redo-writer --output json report: what the report, compare and the metrics read of it.
+_EVENT = {k: COUNT for k in ("count", "mean_us", "stddev_us", "p50_us", "p99_us", "max_us", "over_1ms_pct",
+                             "over_10ms_pct", "over_20ms_pct")}
+REPORT = {**{k: COUNT for k in ("tps", "elapsed_s", "transactions", "redo_bytes", "wastage_pct", "writes",
+                                "writes_under_4k", "write_mb_s", "bytes_written")},
+          "log_file_sync": _EVENT, "log_file_parallel_write": _EVENT, "commit_response?": (_EVENT, None),
+          "members?": ([{"path": str, "wins?": (COUNT, None),
+                         "device?": (None, {"avg_request_bytes?": (COUNT, None)})}], None),
+          "offered_rate?": (COUNT, None), "achieved_rate?": (COUNT, None), "kept_up?": (bool, None),
+          "arrival?": (str, None)}
+_REPORT_EXPECTED = "expected a redo-writer --output json report"
+
 
 def load_report(path: Path) -> dict:
-    try:
-        data = json.loads(inputs.read_text(path, "redo-writer report", inputs.REPORT_JSON_MAX))
-    except (ValueError, RecursionError) as e:
-        raise UsageError(f"{path}: not JSON ({e}); expected a redo-writer --output json report") from e
+    data = load_json(path, "redo-writer report", inputs.REPORT_JSON_MAX, _REPORT_EXPECTED)
     if not isinstance(data, dict) or "log_file_sync" not in data or "writes" not in data:
         raise UsageError(f"{path}: no 'log_file_sync' and 'writes': not a redo-writer --output json report")
+    conform(data, REPORT, str(path), _REPORT_EXPECTED)
     return data
+
+
+def write_file(path: Path, data: str | bytes) -> Path:
+    """A file sectorlab writes into a directory it was given: whole, never through a symbolic link
+    or into a FIFO or device in its place (paths.write_atomic); a directory that is not there or
+    not writable is one UsageError line."""
+    path = Path(path)
+    try:
+        write_atomic(path, data)
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror or e}; expected a file in a directory sectorlab may write "
+                         f"(does {path.parent} exist?)") from e
+    return path
 
 
 def _get(report: dict, path: tuple[str, ...]) -> float:
@@ -65,8 +243,11 @@ def welch(a: dict, b: dict, event: str = "log_file_sync", alternative: str = "tw
     from scipy import stats
     sa, sb = a[event], b[event]
     if sa["count"] < 2 or sb["count"] < 2:
-        raise SectorlabError(f"a Welch t-test needs at least 2 {event} samples in each run "
-                             f"(got {sa['count']} and {sb['count']})")
+        raise UsageError(f"a Welch t-test needs at least 2 {event} samples in each run "
+                         f"(got {sa['count']} and {sb['count']}); expected runs of more than one commit")
+    if sa["stddev_us"] == 0 and sb["stddev_us"] == 0:
+        raise UsageError(f"{event} has a standard deviation of 0 in both runs: a t-test has nothing to weigh "
+                         f"the difference of the means against; expected runs whose latencies vary")
     t, p = stats.ttest_ind_from_stats(sa["mean_us"], sa["stddev_us"], sa["count"],
                                       sb["mean_us"], sb["stddev_us"], sb["count"], equal_var=False,
                                       alternative=alternative)
@@ -203,59 +384,122 @@ def compare(path_a: Path, path_b: Path) -> tuple[list[list[str]], dict]:
     return rows, welch(a, b)
 
 
-def read_events(path: Path) -> dict[str, list[tuple[float, float]]]:
-    """A redo-writer --events CSV file: per event, (end_us, latency_us) of each; a file that is not
-    one is one UsageError line naming the line that is wrong."""
-    out: dict[str, list[tuple[float, float]]] = {}
+# An events file's bounds beyond its size (inputs.EVENTS_CSV_MAX): redo-writer writes three events
+# (log_file_sync, log_file_parallel_write, commit_response), so 16 names leave room and keep a
+# picture's legend readable (3,000 names took over a minute to draw); a name is an identifier of at
+# most 64 characters; a time or latency is 0 to 1e15 us (31 years).
+EVENT_NAMES_MAX = 16
+EVENT_NAME_MAX = 64
+EVENT_US_MAX = 1e15
+_EVENTS_EXPECTED = "expected event,end_us,latency_us (a redo-writer --events file)"
+
+
+class Events(dict):
+    """A redo-writer --events file: per event name, its (end_us, latency_us) pairs as two arrays of
+    doubles (16 bytes an event, where a list of tuples takes 112)."""
+
+    def pairs(self, name: str) -> list[tuple[float, float]]:
+        ends, lats = self.get(name, (array("d"), array("d")))
+        return list(zip(ends, lats))
+
+    def latencies(self, name: str) -> array:
+        return self[name][1] if name in self else array("d")
+
+    def ends(self, name: str) -> array:
+        return self[name][0] if name in self else array("d")
+
+
+def _open_events(path: Path):
+    """The events file opened for reading as text: a regular file of at most the bound, checked on
+    the open file (a FIFO put in its place after a check is not waited on)."""
     inputs.check_regular(path, "redo-writer events file", inputs.EVENTS_CSV_MAX)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{path}: not a regular file any more; {_EVENTS_EXPECTED}")
+    return os.fdopen(fd, encoding="utf-8", newline="")
+
+
+def _lines(f, path: Path):
+    """The file's lines, each read at most 4 KiB at a time (a row of an events file is under 100
+    bytes), and not past the events file's bound if it grows while it is read."""
+    total = 0
+    while True:
+        line = f.readline(4096)
+        if not line:
+            return
+        total += len(line)
+        if total > inputs.EVENTS_CSV_MAX:
+            raise UsageError(f"{path}: grew past the bound of an events file while it was read; {_EVENTS_EXPECTED}")
+        yield line
+
+
+def read_events(path: Path) -> Events:
+    """A redo-writer --events CSV file: per event, the end times and the latencies (us) of each; a
+    file that is not one is one UsageError line naming the line that is wrong."""
+    out = Events()
     reader = None
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.reader(f)
+        with _open_events(path) as f:
+            reader = csv.reader(_lines(f, path))
             header = next(reader, None)
             if header != ["event", "end_us", "latency_us"]:
-                raise UsageError(f"{path}: header {header}, expected event,end_us,latency_us "
-                                 f"(a redo-writer --events file)")
+                raise UsageError(f"{path}: header {str(header)[:80]}, {_EVENTS_EXPECTED}")
             for row in reader:
                 event, end_us, latency_us = row
-                out.setdefault(event, []).append((float(end_us), float(latency_us)))
+                pair = out.get(event)
+                if pair is None:
+                    if (len(out) >= EVENT_NAMES_MAX or not event or len(event) > EVENT_NAME_MAX
+                            or _CONTROL.search(event)):
+                        raise ValueError(f"event {event[:EVENT_NAME_MAX]!r}: at most {EVENT_NAMES_MAX} event names "
+                                         f"of 1 to {EVENT_NAME_MAX} characters on one line are read")
+                    pair = out[event] = (array("d"), array("d"))
+                end, latency = float(end_us), float(latency_us)
+                if not (0 <= end <= EVENT_US_MAX and 0 <= latency <= EVENT_US_MAX):  # also refuses nan
+                    raise ValueError(f"end_us {end_us[:30]}, latency_us {latency_us[:30]}: expected 0 to "
+                                     f"{EVENT_US_MAX:g}")
+                pair[0].append(end)
+                pair[1].append(latency)
     except OSError as e:
         raise UsageError(f"{path}: {e.strerror}; expected a redo-writer --events CSV file") from e
     except (ValueError, csv.Error) as e:  # a row of another shape, not a number, not UTF-8
         line = reader.line_num if reader is not None else 1
-        raise UsageError(f"{path}: line {line}: {str(e)[:120]}; expected event,end_us,latency_us "
-                         f"(a redo-writer --events file)") from e
+        raise UsageError(f"{path}: line {line}: {str(e)[:160]}; {_EVENTS_EXPECTED}") from e
     return out
 
 
-def plot(events_path: Path, png: Path, title: str | None = None) -> Path:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+TITLE_MAX = 200
 
+
+def plot(events_path: Path, png: Path, title: str | None = None) -> Path:
+    """`sectorlab plot`: a log-scale latency histogram and the latency over time of every event of
+    an --events file, into `png` (its suffix names the format: png, svg, pdf, ...)."""
+    from .plots import figure_bytes, log_axis, pyplot
+
+    if title is not None and (len(title) > TITLE_MAX or _CONTROL.search(title)):
+        raise UsageError(f"--title {title[:40]!r}...: expected one line of at most {TITLE_MAX} characters")
     events = read_events(events_path)
-    if not events:
-        raise SectorlabError(f"{events_path}: no events")
+    if not any(len(lats) for _, lats in events.values()):
+        raise UsageError(f"{events_path}: no events; expected a redo-writer --events file of a run that wrote")
+    import numpy as np
+    plt = pyplot()
     fig, (hist, scatter) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name, points in sorted(events.items()):
-        lat = np.array([p[1] for p in points])
+    for name in sorted(events):
+        ends, lat = (np.frombuffer(a, dtype=float) for a in events[name])
         lat = np.clip(lat, 0.1, None)
         bins = np.logspace(np.log10(lat.min()), np.log10(lat.max() * 1.01), 50)
         hist.hist(lat, bins=bins, histtype="step", label=f"{name.replace('_', ' ')} (n={len(lat)})")
-        scatter.scatter([p[0] / 1e6 for p in points], lat, s=2, label=name.replace("_", " "))
-    hist.set_xscale("log")
+        scatter.scatter(ends / 1e6, lat, s=2, label=name.replace("_", " "))
+    log_axis(hist, "x")
     hist.set_xlabel("latency (us, log scale)")
     hist.set_ylabel("count")
     hist.set_title("latency histogram")
     hist.legend()
-    scatter.set_yscale("log")
+    log_axis(scatter, "y")
     scatter.set_xlabel("time since start (s)")
     scatter.set_ylabel("latency (us, log scale)")
     scatter.set_title("latency over time")
     scatter.legend(markerscale=4)
     fig.suptitle(title or Path(events_path).name)
     fig.tight_layout()
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
-    return png
+    return write_file(png, figure_bytes(fig, png, dpi=100))
