@@ -23,11 +23,12 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import images
+from .. import images, inputs
 from .. import lab as lab_mod
 from ..errors import SectorlabError, UsageError
 from ..guest import GuestCommandError
 from ..lab.record import LabRecord
+from ..paths import write_atomic
 from . import appliancereport, devicerows
 from .appliance import AppliancePreset, Share
 from .preset import RESULTS_DIR, Progress, _clock
@@ -224,7 +225,7 @@ def _run_all(preset: AppliancePreset, data: LabRecord, results: Path, progress: 
     out["image"] = Path(record.image).stem if record else None
     runs_dir = results / "runs"
     runs_dir.mkdir(exist_ok=True)
-    save = lambda: (results / "appliance.json").write_text(json.dumps(out, indent=1) + "\n")  # noqa: E731
+    save = lambda: write_atomic(results / "appliance.json", json.dumps(out, indent=1) + "\n")  # noqa: E731
     t0 = time.monotonic()
     for i, (share, repeat) in enumerate(order, 1):
         left = (time.monotonic() - t0) / (i - 1) * (len(order) - i + 1) if i > 1 else preset.estimate_s()
@@ -257,7 +258,7 @@ def run(preset: AppliancePreset, progress: Progress, results_root: Path = RESULT
     t0 = time.monotonic()
     try:
         data = lab_mod.up(preset.lab, progress)
-        (results / "lab.json").write_text(data.text() + "\n")
+        write_atomic(results / "lab.json", data.text() + "\n")
         _run_all(preset, data, results, progress, order_seed)
     except KeyboardInterrupt:
         progress("interrupted: bringing the lab down; the runs done so far are in " + str(results))
@@ -266,9 +267,9 @@ def run(preset: AppliancePreset, progress: Progress, results_root: Path = RESULT
         lab_mod.down(preset.lab, progress)
         record = results / "appliance.json"
         if record.exists():
-            doc = json.loads(record.read_text())
+            doc = inputs.read_json(record, "appliance results", inputs.BENCH_JSON_MAX)
             doc["wall_s"] = round(time.monotonic() - t0, 1)  # lab-up and lab-down included
-            record.write_text(json.dumps(doc, indent=1) + "\n")
+            write_atomic(record, json.dumps(doc, indent=1) + "\n")
         elif not any(results.iterdir()):
             results.rmdir()
     written = appliancereport.write(results)

@@ -30,6 +30,7 @@ from .. import lab as lab_mod
 from ..errors import SectorlabError
 from ..inguest import rules
 from ..lab.record import LabRecord
+from ..paths import write_atomic
 from . import devicerows, report
 from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Slot, Target, Workload, _clock
 from .presetfields import NULL_TARGET
@@ -183,7 +184,7 @@ class Bench:
         return out
 
     def save(self) -> None:
-        (self.results / "bench.json").write_text(json.dumps(self.bench, indent=2) + "\n")
+        write_atomic(self.results / "bench.json", json.dumps(self.bench, indent=2) + "\n")
 
     def base(self, target: Target, bs: int, path: str, race: str | None, override: bool) -> dict:
         """What a run's entry says besides its results: the target, its device and the verdict."""
@@ -283,7 +284,7 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
     bench = None
     try:
         data = lab_mod.up(preset.lab, progress)
-        (results / "lab.json").write_text(data.text() + "\n")
+        write_atomic(results / "lab.json", data.text() + "\n")
         bench = Bench(preset, results, data, progress, order_seed)
         bench.bench["commands"][:0] = [f"sectorlab bench {preset.name}  # lab-up, these runs, lab-down",
                                        f"# in the guest ({bench.vm}), as root:"]
