@@ -53,10 +53,10 @@ resource "libvirt_volume" "root" {
   base_volume_pool = each.value.root_source == "" ? var.image_pool : null
 }
 
+# A data volume is VM_DISK.qcow2: "_" is in no VM name, so VM and disk are read back one way, and no
+# data volume meets a root volume (a VM a-b's disk c and a VM a's disk b-c, or a disk named root, once did).
 resource "libvirt_volume" "data" {
   for_each = { for key, d in local.disks : key => d if d.socket == "" }
-  # "_" is in no VM name, so VM and disk are read back one way, and no data volume meets a root volume
-  # (a VM a-b's disk c and a VM a's disk b-c, or a disk named root, once did).
   name     = "${each.value.vm}_${each.value.name}.qcow2"
   pool     = libvirt_pool.lab.name
   format   = "qcow2"
