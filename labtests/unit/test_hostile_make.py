@@ -51,9 +51,13 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _checkout() -> tuple[list[str], list[str]]:
     """What a value run as code would most likely leave behind: entries in the directory make runs
-    in, and in results/."""
+    in, and in results/. Not the caches pytest and hypothesis make there: make test's other lane
+    runs pytest in the same checkout at the same time, and a fresh clone gets them then."""
     results = MAKE_DIR / "results"
-    return (sorted(os.listdir(MAKE_DIR)), sorted(os.listdir(results)) if results.is_dir() else [])
+    return (sorted(set(os.listdir(MAKE_DIR)) - TOOL_CACHES), sorted(os.listdir(results)) if results.is_dir() else [])
+
+
+TOOL_CACHES = {".pytest_cache", ".hypothesis"}
 
 
 def _make(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
