@@ -22,7 +22,7 @@ import tomli_w
 from . import geometry as geo
 from . import guestdisks, inputs, labdef, labtables
 from .devices import profiles as device_profiles
-from .errors import SectorlabError, UsageError
+from .errors import SectorlabError, UsageError, one_line
 from .inguest import nvmeformat, rules
 
 COLUMNS = ("name", "log-sec", "phy-sec", "min-io", "opt-io", "alignment", "size", "rota", "tran", "model")
@@ -192,7 +192,7 @@ def comment(text: str) -> str:
     """`text` as one TOML comment line: what a collector file says (a disk's model, transport, the
     file's own name) may hold a newline or another control character, which would end the comment
     and start a line of TOML; each such character is written as its escape (\\n, \\x1b)."""
-    return "# " + "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return "# " + one_line(text)
 
 
 def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, size_mib: int) -> Plan:
