@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sectorlab import sshkeys
+from sectorlab.guest import sshkeys
 from sectorlab.paths import cache_dir
-from sectorlab.vm import free_port
+from sectorlab.ports import free_port
 
 PACKAGES = ("openssh-server", "libwrap0")
 PRIVSEP_DIR = Path("/run/sshd")

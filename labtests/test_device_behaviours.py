@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from labtests.requires import BEHAVIOURS, behaviour_disks_of, require
-from sectorlab import guestdisks
 from sectorlab.bench import stats
 from sectorlab.devices import profiles
+from sectorlab.guest import disks as guestdisks
 from sectorlab.lab import modelled
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]

@@ -19,8 +19,8 @@ import pytest
 from scipy import stats
 
 from labtests.requires import require
-from sectorlab import guestdisks
 from sectorlab.devices import profiles, trace
+from sectorlab.guest import disks as guestdisks
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 

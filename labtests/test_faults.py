@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import libvirt
 from sectorlab.errors import SectorlabError
+from sectorlab.host import libvirt
 from sectorlab.lab import modelled
 from sectorlab.paths import REPO
 

@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from sectorlab import guestdisks
 from sectorlab import lab as lab_mod
+from sectorlab.guest import disks as guestdisks
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.fromhost

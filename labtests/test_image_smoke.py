@@ -12,8 +12,9 @@ import pytest
 
 from labtests import dbs
 from labtests.conftest import selected_guest
-from sectorlab import images, labtools
-from sectorlab.vm import BootedVM
+from sectorlab import images
+from sectorlab.images import labtools
+from sectorlab.images.vm import BootedVM
 
 pytestmark = pytest.mark.vm
 

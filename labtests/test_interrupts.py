@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import libvirt
+from sectorlab.host import libvirt
 from sectorlab.lab import hostcheck
 from sectorlab.paths import REPO, cache_dir
 

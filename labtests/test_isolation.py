@@ -16,8 +16,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from sectorlab import sshkeys
-from sectorlab.guest import Guest, GuestUnreachable
+from sectorlab.guest import Guest, GuestUnreachable, sshkeys
 
 pytestmark = pytest.mark.lab
 

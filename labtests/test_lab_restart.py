@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import libvirt
+from sectorlab.host import libvirt
 
 pytestmark = pytest.mark.lifecycle
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab import labdef, libvirt
+from sectorlab import labdef
+from sectorlab.host import libvirt
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.ownership

@@ -17,8 +17,8 @@ import json
 import pytest
 
 from labtests.requires import RMW_PAIR, require, rmw_pair_of
-from sectorlab import guestdisks
 from sectorlab.bench import devicerows, stats
+from sectorlab.guest import disks as guestdisks
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 

@@ -23,10 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import images, libvirt, sshkeys
+from sectorlab import images
 from sectorlab import lab as lab_mod
-from sectorlab import remote as remote_mod
-from sectorlab.guest import host_key_from_line
+from sectorlab.guest import host_key_from_line, sshkeys
+from sectorlab.host import libvirt
+from sectorlab.host import remote as remote_mod
 from sectorlab.lab import hostcheck
 from sectorlab.paths import REPO
 

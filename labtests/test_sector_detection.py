@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from labtests.lab import disk_params, expected_alignment, expected_optimal_io, resolve_disk
-from sectorlab import guestdisks
+from sectorlab.guest import disks as guestdisks
 
 pytestmark = pytest.mark.lab
 

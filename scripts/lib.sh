@@ -11,7 +11,7 @@ die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null 2>&1 || die "'$1' is not installed; run scripts/bootstrap"; }
 
 # The libvirt provider Terraform uses, built from the Go module proxy into a filesystem mirror
-# (scripts/build-provider); sectorlab/tooling.py names the same path. Its version is the one
+# (scripts/build-provider); sectorlab/host/tooling.py names the same path. Its version is the one
 # terraform/versions.tf requires.
 PROVIDER_VERSION=$(sed -n 's/^ *version *= *"\([0-9.]*\)".*/\1/p' "$SECTORLAB_REPO/terraform/versions.tf" | head -1)
 [[ -n $PROVIDER_VERSION ]] || { echo "scripts/lib.sh: no provider version in terraform/versions.tf" >&2; exit 1; }

@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["redo-check"]:
         # The rules engine parses its own command line: it also runs standalone inside guests.
-        from . import fromhost
+        from .labdef import fromhost
         return redocheck.main(argv[1:], prog="sectorlab redo-check", from_host=fromhost.redo_check_sizes)
     args = build_parser().parse_args(argv)
     # `kill` (SIGTERM, as a CI runner's timeout sends it) stops a command as Ctrl-C does: lab-up

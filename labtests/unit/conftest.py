@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from sectorlab import labdef, libvirt
+from sectorlab import labdef
+from sectorlab.host import libvirt
 
 
 @pytest.fixture(autouse=True)

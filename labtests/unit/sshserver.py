@@ -12,7 +12,7 @@ import threading
 
 import paramiko
 
-from sectorlab.sshkeys import KeyPair
+from sectorlab.guest.sshkeys import KeyPair
 
 
 class _Server(paramiko.ServerInterface):

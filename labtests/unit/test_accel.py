@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab import accel
 from sectorlab.errors import UsageError
+from sectorlab.host import accel
 
 CPUINFO_VMX = "processor\t: 0\nflags\t\t: fpu vme de pse vmx sse2\n"
 CPUINFO_SVM = "processor\t: 0\nflags\t\t: fpu svm lm\nprocessor\t: 1\nflags\t\t: fpu svm lm\n"

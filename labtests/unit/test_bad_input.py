@@ -15,9 +15,10 @@ import pytest
 import tomllib
 
 from labtests.conftest import require_program
-from sectorlab import cli, images, labdef, libvirt
+from sectorlab import cli, images, labdef
 from sectorlab import lab as lab_mod
 from sectorlab.errors import UsageError
+from sectorlab.host import libvirt
 from sectorlab.lab import hostcheck
 from sectorlab.paths import REPO
 

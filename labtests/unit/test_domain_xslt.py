@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab import tooling
+from sectorlab.host import tooling
 from sectorlab.paths import REPO
 
 QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"

@@ -11,8 +11,9 @@ import subprocess
 import pytest
 import tomllib
 
-from sectorlab import cli, fromhost, labdef
+from sectorlab import cli, labdef
 from sectorlab.errors import UsageError
+from sectorlab.labdef import fromhost
 from sectorlab.paths import REPO
 
 DATA = REPO / "labtests" / "unit" / "data" / "from-host"

@@ -7,8 +7,9 @@ import stat
 import paramiko
 import pytest
 
-from sectorlab import guest, sshkeys
+from sectorlab import guest
 from sectorlab.errors import SectorlabError
+from sectorlab.guest import sshkeys
 
 
 def test_arguments_are_shell_quoted():

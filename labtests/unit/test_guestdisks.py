@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import guestdisks
-from sectorlab.guestdisks import GuestOutputError
+from sectorlab.guest import disks as guestdisks
+from sectorlab.guest.disks import GuestOutputError
 
 DATA = Path(__file__).with_name("data")
 

@@ -19,9 +19,11 @@ import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sectorlab import cli, fromhost, inputs, labdef, labtables
+from sectorlab import cli, inputs, labdef
 from sectorlab.errors import UsageError
 from sectorlab.images import cache
+from sectorlab.labdef import fromhost
+from sectorlab.labdef import tables as labtables
 from sectorlab.paths import REPO, write_atomic
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,

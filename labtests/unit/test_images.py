@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import images, labtools, paths, sshkeys
+from sectorlab import images, paths
 from sectorlab.errors import SectorlabError, UsageError
+from sectorlab.guest import sshkeys
+from sectorlab.images import labtools
 
 
 def test_every_vars_file_is_a_guest():

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from labtests.unit import records
-from sectorlab import cli, lab, labdef, libvirt
+from sectorlab import cli, lab, labdef
+from sectorlab.host import libvirt
 from sectorlab.paths import REPO
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sectorlab import images, labtools, paths
+from sectorlab import images, paths
 from sectorlab.errors import SectorlabError
+from sectorlab.images import labtools
 
 # What the lab uses in its guests, by the issue that asked for each: the storage tools, python3,
 # device-mapper and the NVMe target modules; provisioning and reformat (parted, util-linux,

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from sectorlab import cli, geometry, labdef, libvirt
+from sectorlab import cli, geometry, labdef
 from sectorlab import lab as lab_mod
 from sectorlab.errors import UsageError
+from sectorlab.host import libvirt
 from sectorlab.lab import hostcheck, ownership
 from sectorlab.paths import REPO
 
@@ -254,7 +255,7 @@ def test_kernel_cmdline_as_the_provider_reads_it_back():
 
 def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     from sectorlab import lab as lab_mod
-    from sectorlab import sshkeys
+    from sectorlab.guest import sshkeys
     lab = labdef.validate(lab_with(vm__0__disk=[{"bus": "nvme-tcp", "geometry": "sector512e"},
                                                {"bus": "scsi", "geometry": "sector4k"}]))
     sshkeys.generate("login").write(tmp_path / "id_ed25519")

@@ -1,4 +1,4 @@
-"""The libvirt host as sectorlab reaches it (sectorlab/libvirt.py): one object per URI, parsed once
+"""The libvirt host as sectorlab reaches it (sectorlab/host/libvirt.py): one object per URI, parsed once
 and forgotten on demand; virsh and QEMU's monitor through it; this host's operations. A remote
 host's operations over SSH are exercised by labtests/test_remote_host.py (make alone)."""
 
@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from sectorlab import libvirt, remote
 from sectorlab.errors import SectorlabError, UsageError
+from sectorlab.host import libvirt, remote
 from sectorlab.lab import hostcheck
 
 
@@ -160,7 +160,7 @@ def test_a_remote_hosts_operations_over_one_ssh_connection(tmp_path):
     """RemoteHost against a local SSH server that answers the shell commands it sends: its host key
     pinned by the URI's known_hosts file, one connection for all of them, and a changed key refused."""
     from labtests.unit.sshserver import SSHServer
-    from sectorlab import sshkeys
+    from sectorlab.guest import sshkeys
     host_key, login, impostor = (sshkeys.generate(c) for c in ("libvirt-host", "lab", "impostor"))
     replies = {"id -u libvirt-qemu 2>/dev/null || id -u qemu": (0, "64055\n", ""),
                "ss -Htln": (0, "LISTEN 0 128 127.0.0.1:2201 0.0.0.0:*\n", ""),

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from sectorlab import libvirt
 from sectorlab.errors import SectorlabError, UsageError
+from sectorlab.host import libvirt
 from sectorlab.lab import ownership
 
 MACHINE, OTHER_MACHINE = "aa" * 16, "bb" * 16

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sectorlab import guestdisks
+from sectorlab.guest import disks as guestdisks
 from sectorlab.inguest import nvmeformat
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

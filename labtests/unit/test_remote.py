@@ -1,4 +1,4 @@
-"""Remote libvirt URIs (sectorlab/remote.py): parsed and refused in one line, the URI virsh gets;
+"""Remote libvirt URIs (sectorlab/host/remote.py): parsed and refused in one line, the URI virsh gets;
 the SSH side is exercised by labtests/test_remote_host.py (make alone), the host objects made from
 the URIs by test_libvirt.py."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from sectorlab import libvirt, remote
 from sectorlab.errors import UsageError
+from sectorlab.host import libvirt, remote
 
 from .test_labdef import lab_with, refused
 

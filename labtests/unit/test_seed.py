@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab import seed, sshkeys
+from sectorlab.guest import seed, sshkeys
 from sectorlab.paths import REPO
 
 SEED_SCRIPT = REPO / "images" / "debian12" / "overlay" / "usr" / "local" / "sbin" / "sectorlab-seed"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab import tooling
 from sectorlab.errors import SectorlabError
+from sectorlab.host import tooling
 from sectorlab.paths import REPO
 
 

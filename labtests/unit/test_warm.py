@@ -8,8 +8,10 @@ import json
 import pytest
 
 from labtests.unit import records
-from sectorlab import labdef, libvirt, warm
+from sectorlab import labdef
 from sectorlab.errors import SectorlabError
+from sectorlab.host import libvirt
+from sectorlab.lab import warm
 
 LAB = {
     "lab": {"name": "t"},

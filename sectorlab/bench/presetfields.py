@@ -4,9 +4,10 @@ values: what `sectorlab lab fields` prints and preset.load_preset reads with.
 
 from __future__ import annotations
 
-from .. import fields, inputs, labdef, labtables
+from .. import fields, inputs, labdef
 from ..errors import UsageError
 from ..inguest import rules
+from ..labdef import tables as labtables
 
 NULL_TARGET = "null:"
 # Commits per second a preset may offer in all. The harness's own ceiling is what redo-writer does

@@ -25,9 +25,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import guestdisks, images
+from .. import images
 from .. import lab as lab_mod
 from ..errors import SectorlabError
+from ..guest import disks as guestdisks
 from ..inguest import rules
 from ..lab.record import LabRecord
 from ..paths import write_atomic

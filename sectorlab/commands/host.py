@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from .. import accel, doctor, geometry
+from .. import geometry
 from ..devices import profiles as device_profiles
+from ..host import accel, doctor
 
 
 def cmd_doctor(args) -> int:

@@ -6,10 +6,11 @@ import json
 import statistics
 from pathlib import Path
 
-from .. import accel, images
+from .. import images
 from .. import lab as lab_mod
 from ..errors import SectorlabError, UsageError
-from ..vm import BootedVM
+from ..host import accel
+from ..images.vm import BootedVM
 from .common import guest_arg, progress
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from .. import fields, fromhost, labdef, warm
+from .. import fields, labdef
 from .. import lab as lab_mod
 from ..bench import preset
 from ..errors import UsageError
+from ..lab import warm
+from ..labdef import fromhost
 from ..paths import write_atomic
 from .common import load_lab, progress
 

@@ -16,10 +16,10 @@ import shutil
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
-from .. import inputs, labtools
+from .. import inputs
 from ..errors import SectorlabError, UsageError
 from ..paths import REPO, image_cache, manifest_path
-from . import recipe
+from . import labtools, recipe
 from .guests import PACKER_DIR, GuestSpec
 
 # A build record is some 600 bytes of JSON.

@@ -22,12 +22,11 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import accel as accel_mod
-from .. import labtools, seed, sshkeys
 from ..errors import SectorlabError, UsageError
-from ..guest import READY_MARKER
+from ..guest import READY_MARKER, seed, sshkeys
+from ..host import accel as accel_mod
 from ..paths import REPO, image_cache
-from . import packerprogress, recipe
+from . import labtools, packerprogress, recipe
 from .cache import (
     DEBIAN_BASE_SCRIPT,
     GUEST_TOOLS,

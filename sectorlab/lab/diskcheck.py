@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Callable
 
 from .. import geometry as geo
-from .. import guestdisks, labdef, libvirt
+from .. import labdef
 from ..guest import Guest
+from ..guest import disks as guestdisks
+from ..host import libvirt
 from ..inguest import guestprobe
 from .record import DiskRecord, LabRecord
 from .state import Progress

@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 from typing import Callable
 
-from .. import libvirt, remote
 from ..errors import SectorlabError, UsageError
+from ..host import libvirt, remote
 from ..labdef import Lab
 from . import modelled
 

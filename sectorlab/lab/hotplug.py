@@ -3,7 +3,7 @@ cold and the warm path alike (the guest's ACPI PCI hot-plug finds them), in PCI 
 NVMe controllers from 0x18 up (libvirt fills slots from 0x2 up; virtio-net sits at 0x17).
 
 - The emulated NVMe controllers: QEMU 7.2's cannot be saved ("non-migratable device"), so none is
-  in the domain, whose state sectorlab/warm.py saves; `hotplug_nvme` adds each, with its sector
+  in the domain, whose state sectorlab/lab/warm.py saves; `hotplug_nvme` adds each, with its sector
   sizes; `unplug_nvme` takes one away (a namespace formatted in the guest is then back at its
   declared geometry when it is added again).
 - An NVMe disk's block node is QEMU's NBD client on its device model's Unix socket
@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import time
 
-from .. import labdef, libvirt
+from .. import labdef
 from ..errors import SectorlabError
+from ..host import libvirt
 from .record import DiskRecord
 
 NVME_FIRST_SLOT = 0x18

@@ -13,10 +13,11 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import labdef, libvirt
+from .. import labdef
 from ..devices import profiles
 from ..devices.server import DeviceServer
 from ..errors import SectorlabError, UsageError
+from ..host import libvirt
 from .record import DiskRecord
 from .state import Progress
 

@@ -35,8 +35,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import libvirt
 from ..errors import SectorlabError, UsageError
+from ..host import libvirt
 from ..paths import cache_dir, write_atomic
 
 NAMESPACE = "urn:sectorlab:lab:1"

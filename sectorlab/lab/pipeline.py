@@ -11,12 +11,13 @@ import os
 import time
 from pathlib import Path
 
-from .. import accel as accel_mod
-from .. import images, labdef, libvirt, warm
+from .. import images, labdef
 from ..errors import SectorlabError, UsageError
 from ..guest import NVME_TCP_FAILED_MARKER, NVME_TCP_READY_MARKER, console_says_ready
+from ..host import accel as accel_mod
+from ..host import libvirt
 from ..paths import write_atomic
-from . import hostcheck, hotplug, modelled, ownership, record, terraform
+from . import hostcheck, hotplug, modelled, ownership, record, terraform, warm
 from .diskcheck import guests_from_lab_json, print_table, probe, verify, wait_for
 from .pool import publish_image
 from .routes import _Cold, _Converge, _Route, _Warm

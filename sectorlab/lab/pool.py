@@ -8,7 +8,8 @@ import os
 import re
 from pathlib import Path
 
-from .. import images, libvirt
+from .. import images
+from ..host import libvirt
 from ..paths import link_or_copy
 from .state import Progress
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import warm
 from ..errors import SectorlabError
 from ..guest import READY_MARKER, Guest
+from . import warm
 from .state import _load_json
 
 if TYPE_CHECKING:  # the pipeline imports the routes

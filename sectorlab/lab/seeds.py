@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .. import images, labdef, libvirt, seed, sshkeys
+from .. import images, labdef
 from ..errors import SectorlabError
+from ..guest import seed, sshkeys
+from ..host import libvirt
 from . import modelled, ownership
 from .pool import IMAGE_POOL
 from .state import DEFAULT_LAB_FILE, LAB_USER, Progress, _say, console_dir, pool_dir

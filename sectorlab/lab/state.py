@@ -13,10 +13,12 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .. import labdef, libvirt, remote, sshkeys
+from .. import labdef
 from ..errors import SectorlabError
+from ..guest import sshkeys
+from ..host import libvirt, remote
 from ..paths import REPO, cache_dir, write_atomic
-from ..vm import free_port
+from ..ports import free_port
 from . import record
 
 DEFAULT_LAB_FILE = REPO / "labs" / "default.toml"

@@ -7,9 +7,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .. import labdef, libvirt, warm
+from .. import labdef
 from ..errors import SectorlabError
-from . import hostcheck, modelled, ownership, terraform
+from ..host import libvirt
+from . import hostcheck, modelled, ownership, terraform, warm
 from .diskcheck import guests_from_lab_json, print_table, verify
 from .record import LabRecord
 from .state import (

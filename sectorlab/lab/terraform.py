@@ -10,8 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import tooling
 from ..errors import SectorlabError
+from ..host import tooling
 from ..paths import REPO
 from .state import Progress, _load_json, _say
 

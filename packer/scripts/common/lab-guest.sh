@@ -52,7 +52,7 @@ install -m 0644 /tmp/sectorlab-files/sectorlab-nvme-tcp.service /etc/systemd/sys
 systemctl enable sectorlab-nvme-tcp.service
 
 # Once sshd listens (its unit is Type=notify), one line on the serial console says so; sectorlab
-# connects when it sees that line (sectorlab/guest.py, READY_MARKER) instead of polling. Under
+# connects when it sees that line (sectorlab/guest/client.py, READY_MARKER) instead of polling. Under
 # user-mode networking, every connection attempt made before the guest has its address stays
 # queued and reaches sshd later: each cost the booting guest ~0.4 s of CPU (0.38-0.45 s, four
 # such in one boot, by process accounting).

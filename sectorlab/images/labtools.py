@@ -10,8 +10,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SectorlabError
-from .paths import REPO
+from ..errors import SectorlabError
+from ..paths import REPO
 
 if sys.version_info >= (3, 11):
     import tomllib

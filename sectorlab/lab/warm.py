@@ -29,18 +29,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from . import accel as accel_mod
-from . import images, labdef, libvirt
-from .errors import SectorlabError
-from .paths import REPO, cache_dir, link_or_copy
+from .. import images, labdef
+from ..errors import SectorlabError
+from ..host import accel as accel_mod
+from ..host import libvirt
+from ..paths import REPO, cache_dir, link_or_copy
 
 if TYPE_CHECKING:
-    from .lab.record import VMRecord
+    from .record import VMRecord
 
 FORMAT = 1
 # What a saved guest state depends on besides the image and the lab definition.
 MODULE_FILES = sorted((REPO / "terraform").glob("*.tf")) + sorted((REPO / "terraform").glob("*.tftpl")) + [
-    REPO / "sectorlab" / "seed.py", REPO / "sectorlab" / "lab" / "pool.py"]  # pool.py: the backing files' names
+    REPO / "sectorlab" / "guest" / "seed.py",
+    REPO / "sectorlab" / "lab" / "pool.py",  # the backing files' names
+]
 # Copied from the lab's state directory into a saved state and back: what the restored guest
 # already knows (its login key, host key, SSH port and seed).
 STATE_FILES = ("id_ed25519", "id_ed25519.pub", "ports.json")

@@ -13,8 +13,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .errors import SectorlabError
-from .paths import cache_dir
+from ..errors import SectorlabError
+from ..paths import cache_dir
 from .sshkeys import KeyPair
 
 ISO_TOOLS = ("genisoimage", "mkisofs", "xorrisofs")

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 
-from . import fields, images, remote
-from . import geometry as geo
-from .errors import UsageError
-from .fields import whole_number
+from .. import fields, images
+from .. import geometry as geo
+from ..errors import UsageError
+from ..fields import whole_number
+from ..host import remote
 
 DEFAULT_URI = "qemu:///system"
 NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,30}")
@@ -119,7 +120,7 @@ def _catalog_name(where: str, key: str, value, known, what: str, tail: str) -> s
 
 
 def _device_name(where: str, key: str, value, got: dict) -> str:
-    from .devices import profiles
+    from ..devices import profiles
     return _catalog_name(where, key, value, profiles.profiles(), "not a device profile of the catalog",
                          " (docs/device-models.md)")
 

@@ -18,9 +18,9 @@ from typing import Callable
 
 import paramiko
 
-from . import libvirt
-from .errors import SectorlabError
-from .paths import cache_dir
+from ..errors import SectorlabError
+from ..host import libvirt
+from ..paths import cache_dir
 
 
 @dataclass

@@ -19,11 +19,14 @@ from pathlib import Path
 
 import tomli_w
 
-from . import geometry as geo
-from . import guestdisks, inputs, labdef, labtables
-from .devices import profiles as device_profiles
-from .errors import SectorlabError, UsageError, one_line
-from .inguest import nvmeformat, rules
+from .. import geometry as geo
+from .. import inputs
+from ..devices import profiles as device_profiles
+from ..errors import SectorlabError, UsageError, one_line
+from ..guest import disks as guestdisks
+from ..inguest import nvmeformat, rules
+from . import definition as labdef
+from . import tables as labtables
 
 COLUMNS = ("name", "log-sec", "phy-sec", "min-io", "opt-io", "alignment", "size", "rota", "tran", "model")
 LSBLK_COMMAND = "lsblk -J -b -d -o NAME,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,ROTA,TRAN,MODEL"

@@ -7,8 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..paths import cache_dir
 from . import accel, libvirt, tooling
-from .paths import cache_dir
 
 MIN_FREE_GIB = 10
 

@@ -2,7 +2,7 @@
 
 A lab definition is a TOML file (labs/default.toml is the default lab). `validate()` checks
 everything that can be checked before a VM starts and raises a UsageError whose one line names
-the value, what was expected and what to do; its tables (sectorlab/labtables.py) are printed
+the value, what was expected and what to do; its tables (sectorlab/labdef/tables.py) are printed
 by `sectorlab lab fields`. What depends on the libvirt hosts (their URIs answer, free SSH ports,
 disk space and memory) is sectorlab/lab/hostcheck.py's.
 """
@@ -13,19 +13,17 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import fields, inputs, remote
-from . import geometry as geo
-from .errors import UsageError
-from .labtables import (  # noqa: F401 (the constants and name_field are read as labdef's)
-    DEFAULT_DISK_MIB,
-    DEFAULT_URI,
+from .. import fields, inputs
+from .. import geometry as geo
+from ..errors import UsageError
+from ..host import remote
+from .tables import (
     DISK_FIELDS,
     GEOMETRY_FIELDS,
     LAB_FIELDS,
     MAX_VMS,
     NAME_RE,
     RETIRED_DISK_FIELDS,
-    TABLES,
     VM_FIELDS,
     name_field,
 )

@@ -11,7 +11,7 @@ only `qemu+ssh`, with `keyfile`, `knownhosts` and `sshauth`); three clients reac
 - sectorlab itself (paramiko, SshHost.client()): the console logs, the listening ports and the CPU
   flags of that host, and the guests' SSH, whose user-mode forwards listen on *that* host's
   127.0.0.1 and are reached through a direct-tcpip channel (SshHost.channel_to()). The libvirt
-  host as sectorlab uses it, over this connection, is sectorlab/libvirt.py's RemoteHost.
+  host as sectorlab uses it, over this connection, is sectorlab/host/libvirt.py's RemoteHost.
 
 Host keys are never accepted unseen: the host must be in `knownhosts` (default ~/.ssh/known_hosts)
 and a changed key is refused with both fingerprints named.
@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import paramiko
 
-from .errors import SectorlabError, UsageError
+from ..errors import SectorlabError, UsageError
 
 LOCAL_PREFIXES = ("qemu:///", "qemu+unix:///")  # this host's libvirt, by its default or a named socket
 

@@ -2,7 +2,7 @@
 
 get_host(uri) gives one object per libvirt URI for the whole process (as pytest-testinfra's
 Host.get_host(spec) does): LocalHost for this host's `qemu:///` and `qemu+unix:///`, RemoteHost
-for `qemu+ssh://` (sectorlab/remote.py's SSH connection). Everything sectorlab does there hangs
+for `qemu+ssh://` (sectorlab/host/remote.py's SSH connection). Everything sectorlab does there hangs
 off it: virsh, QEMU's monitor through virsh (qmp), the host's files, its listening ports, the
 free space where the lab's volumes go, its memory and the uid QEMU runs as. Each operation is
 written once per kind of host.
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import paramiko
 
+from ..errors import SectorlabError
 from . import remote
-from .errors import SectorlabError
 
 
 class LibvirtHost:

@@ -21,9 +21,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..errors import UsageError
+from ..paths import cache_dir, write_atomic
 from . import libvirt
-from .errors import UsageError
-from .paths import cache_dir, write_atomic
 
 QEMU = "qemu-system-x86_64"
 KVM_GET_API_VERSION = 0xAE00

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import procs
-from .errors import SectorlabError
-from .paths import REPO, cache_dir
+from .. import procs
+from ..errors import SectorlabError
+from ..paths import REPO, cache_dir
 
 VERSIONS_TF = REPO / "terraform" / "versions.tf"
 

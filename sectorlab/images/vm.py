@@ -6,7 +6,6 @@ user-mode with restrict=on and SSH forwarded on 127.0.0.1 only.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import tempfile
 import time
@@ -14,16 +13,10 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from . import accel as accel_mod
-from . import seed, sshkeys
-from .errors import SectorlabError
-from .guest import Guest, GuestUnreachable, console_says_ready
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from ..errors import SectorlabError
+from ..guest import Guest, GuestUnreachable, console_says_ready, seed, sshkeys
+from ..host import accel as accel_mod
+from ..ports import free_port
 
 
 def qemu_command(accel: str, overlay: Path, seed_iso: Path, port: int, memory_mib: int, console_log: Path,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .errors import SectorlabError
-from .inguest import nvmeformat
+from ..errors import SectorlabError
+from ..inguest import nvmeformat
 
 LSBLK_COLUMNS = "NAME,KNAME,TYPE,SERIAL,LOG-SEC,PHY-SEC,MIN-IO,OPT-IO,ALIGNMENT,SIZE,TRAN,MODEL"
 LSBLK_COMMAND = f"lsblk -J -b -d -o {LSBLK_COLUMNS}"
