@@ -29,6 +29,7 @@
 #include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -39,7 +40,12 @@
 #include <unistd.h>
 #include <linux/fs.h>
 
-#include "redo-writer.h"
+#include "common.h"
+#include "engine.h"
+#include "stats.h"
+
+/* Each redo block starts with a header of this many bytes; the rest of it carries redo. */
+#define REDO_BLOCK_HEADER 16
 
 struct member {
 	const char *path;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -20,7 +21,10 @@
 #include <unistd.h>
 #include <linux/fs.h>
 
-#include "redo-writer.h"
+#include "common.h"
+#include "engine.h"
+#include "report.h"
+#include "stats.h"
 
 enum opt_kind { OPT_NUM, OPT_STR, OPT_FLAG };
 
@@ -458,6 +462,79 @@ static int same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* Runs argv (no shell: a path is an argument, never shell text) and copies the first non-empty line it
+ * prints (stdout, and stderr when `with_stderr`) to `line` ("" if none); -1 when it could not run. */
+static int first_line_of(char *const argv[], int with_stderr, char *line, size_t size)
+{
+	char buf[256];
+	int fds[2], status = 0;
+	pid_t pid;
+	FILE *f;
+
+	*line = 0;
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		dup2(devnull, 0);
+		dup2(fds[1], 1);
+		dup2(with_stderr ? fds[1] : devnull, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	if (!f) {
+		close(fds[0]);
+	} else {
+		while (fgets(buf, sizeof(buf), f)) {
+			buf[strcspn(buf, "\n")] = 0;
+			if (*buf && !*line)
+				snprintf(line, size, "%s", buf);
+		}
+		fclose(f);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -1 : 0;
+}
+
+/*
+ * Raw writes destroy: refuse a device that is mounted (which includes the root disk: its
+ * partitions are mounted), or holds a partition table or filesystem/RAID/LVM signature, or that
+ * cannot be checked (lsblk or wipefs could not run). 0 when writing to `path` destroys nothing; else
+ * prints why and returns -1.
+ */
+static int check_target_safe(const char *path)
+{
+	char *lsblk[] = { "lsblk", "-n", "-o", "MOUNTPOINTS", "--", (char *)path, NULL };
+	char *wipefs[] = { "wipefs", "-n", "-O", "TYPE", "--noheadings", "--", (char *)path, NULL };
+	char line[256];
+	struct stat st;
+
+	if (stat(path, &st) || !S_ISBLK(st.st_mode))
+		return 0;
+	/* lsblk lists the mount points of the disk and of everything on it: the root disk shows "/". */
+	if (first_line_of(lsblk, 0, line, sizeof(line)) || (!*line && first_line_of(wipefs, 1, line, sizeof(line)))) {
+		fprintf(stderr, "%s: refusing to write: cannot check whether %s is in use (lsblk and wipefs must run); "
+			"use --force to write anyway\n", PROG, path);
+		return -1;
+	}
+	if (*line) {
+		fprintf(stderr, "%s: refusing to write: %s is mounted or holds a signature (%s); use --force to "
+			"write anyway\n", PROG, path, line);
+		return -1;
+	}
+	return 0;
+}
+
 /* A block device member: not in use (unless --force), and large enough for the log. */
 static int check_blockdev(const struct config *cfg, const struct output *o)
 {
@@ -539,78 +616,6 @@ refused:
 	return -1;
 }
 
-/* Runs argv (no shell: a path is an argument, never shell text) and copies the first non-empty line it
- * prints (stdout, and stderr when `with_stderr`) to `line` ("" if none); -1 when it could not run. */
-static int first_line_of(char *const argv[], int with_stderr, char *line, size_t size)
-{
-	char buf[256];
-	int fds[2], status = 0;
-	pid_t pid;
-	FILE *f;
-
-	*line = 0;
-	if (pipe2(fds, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDWR);
-
-		dup2(devnull, 0);
-		dup2(fds[1], 1);
-		dup2(with_stderr ? fds[1] : devnull, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(fds[1]);
-	f = fdopen(fds[0], "r");
-	if (!f) {
-		close(fds[0]);
-	} else {
-		while (fgets(buf, sizeof(buf), f)) {
-			buf[strcspn(buf, "\n")] = 0;
-			if (*buf && !*line)
-				snprintf(line, size, "%s", buf);
-		}
-		fclose(f);
-	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -1 : 0;
-}
-
-/*
- * Raw writes destroy: refuse a device that is mounted (which includes the root disk: its
- * partitions are mounted), or holds a partition table or filesystem/RAID/LVM signature, or that
- * cannot be checked (lsblk or wipefs could not run).
- */
-int check_target_safe(const char *path)
-{
-	char *lsblk[] = { "lsblk", "-n", "-o", "MOUNTPOINTS", "--", (char *)path, NULL };
-	char *wipefs[] = { "wipefs", "-n", "-O", "TYPE", "--noheadings", "--", (char *)path, NULL };
-	char line[256];
-	struct stat st;
-
-	if (stat(path, &st) || !S_ISBLK(st.st_mode))
-		return 0;
-	/* lsblk lists the mount points of the disk and of everything on it: the root disk shows "/". */
-	if (first_line_of(lsblk, 0, line, sizeof(line)) || (!*line && first_line_of(wipefs, 1, line, sizeof(line)))) {
-		fprintf(stderr, "%s: refusing to write: cannot check whether %s is in use (lsblk and wipefs must run); "
-			"use --force to write anyway\n", PROG, path);
-		return -1;
-	}
-	if (*line) {
-		fprintf(stderr, "%s: refusing to write: %s is mounted or holds a signature (%s); use --force to "
-			"write anyway\n", PROG, path, line);
-		return -1;
-	}
-	return 0;
-}
-
 static int read_sysfs_int(const struct stat *st, const char *leaf, long long *out)
 {
 	char path[128];
@@ -626,7 +631,7 @@ static int read_sysfs_int(const struct stat *st, const char *leaf, long long *ou
 	return rc;
 }
 
-int probe(const char *path, enum output_mode output)
+static int probe(const char *path, enum output_mode output)
 {
 	struct stat st;
 	int fd, logical = 0, alignment = 0;
@@ -711,7 +716,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < nout; i++)
 			if (!out[i].member)
 				out[i].fd = -1;  /* write_events closes it */
-		if (write_events(cfg.events_fd, cfg.events, &res))  /* before report(): it sorts */
+		/* Before report(), which sorts the latencies. */
+		if (write_events(cfg.events_fd, cfg.events, &res.write_lat, &res.sync_lat, &res.response_lat))
 			rc = -1;
 	}
 	if (rc >= 0)

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The run's report: text for people, one JSON object (--output json) for sectorlab. */
+#include <stdio.h>
 #include <string.h>
 
-#include "redo-writer.h"
+#include "common.h"
+#include "engine.h"
+#include "report.h"
+#include "stats.h"
 
 static void event_json(FILE *out, const char *name, struct samples *s)
 {

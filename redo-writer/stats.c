@@ -4,12 +4,14 @@
  * waits over 1/10/20 ms, and power-of-two microsecond buckets as V$EVENT_HISTOGRAM_MICRO has them.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "redo-writer.h"
+#include "common.h"
+#include "stats.h"
 
 int samples_add(struct samples *s, uint64_t ns, uint64_t at_ns)
 {
@@ -49,7 +51,8 @@ static void write_event_rows(FILE *f, const char *name, const struct samples *s)
 /* Every latency, in the order it happened, before summarize() sorts them: CSV for plots and tests.
  * `fd` is the events file the command line opened and checked (a regular file); it is emptied here,
  * after the run, so that a run that does not happen leaves it as it was. */
-int write_events(int fd, const char *path, struct results *res)
+int write_events(int fd, const char *path, const struct samples *write_lat, const struct samples *sync_lat,
+		 const struct samples *response_lat)
 {
 	FILE *f = ftruncate(fd, 0) ? NULL : fdopen(fd, "w");
 
@@ -59,9 +62,9 @@ int write_events(int fd, const char *path, struct results *res)
 		return -1;
 	}
 	fprintf(f, "event,end_us,latency_us\n");
-	write_event_rows(f, "log_file_parallel_write", &res->write_lat);
-	write_event_rows(f, "log_file_sync", &res->sync_lat);
-	write_event_rows(f, "commit_response", &res->response_lat);
+	write_event_rows(f, "log_file_parallel_write", write_lat);
+	write_event_rows(f, "log_file_sync", sync_lat);
+	write_event_rows(f, "commit_response", response_lat);
 	if (ferror(f) | fclose(f)) {
 		fprintf(stderr, "%s: cannot write events to %s: %s\n", PROG, path, strerror(errno ? errno : EIO));
 		return -1;

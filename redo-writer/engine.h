@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * redo-writer: writes redo the way a database log writer does. Sessions commit into a shared
- * log buffer; one log writer gathers everything pending into one write (group commit), pads it
- * to whole redo blocks (16-byte header each), writes it with O_DIRECT and O_DSYNC and wakes the
- * sessions the write covered.
+ * The run: sessions commit into a shared log buffer; one log writer gathers everything pending
+ * into one write (group commit), pads it to whole redo blocks (16-byte header each), writes it
+ * with O_DIRECT and O_DSYNC and wakes the sessions the write covered. It takes everything it
+ * needs in struct config (the descriptors of the members and of the events file included) and
+ * gives back struct results.
  */
-#ifndef REDO_WRITER_H
-#define REDO_WRITER_H
+#ifndef REDO_WRITER_ENGINE_H
+#define REDO_WRITER_ENGINE_H
 
 #include <stdint.h>
-#include <stdio.h>
 
-#define PROG "redo-writer"
-#define REDO_BLOCK_HEADER 16
+#include "stats.h"
 
 enum sync_mode { SYNC_ODSYNC, SYNC_FDATASYNC };
 /* One log member, or two: multiplexed (a commit waits for both) or raced (the first one wins,
@@ -49,12 +48,6 @@ struct config {
 	int events_fd;
 };
 
-/* A growing array of latencies in nanoseconds, with when each ended (ns since the start). */
-struct samples {
-	uint64_t *v, *t;
-	size_t n, cap;
-};
-
 /* /sys/block/<dev>/stat counters of a block device member, before and after the run (summed
  * over the path devices of an NVMe multipath head); the flush counters from kernel 5.5 on. */
 struct devstat {
@@ -82,15 +75,6 @@ struct member_result {
 	struct devstat before, after;
 };
 
-struct latency_summary {
-	size_t count;
-	double mean_us, stddev_us, p50_us, p95_us, p99_us, p999_us, max_us;
-	double over_1ms_pct, over_10ms_pct, over_20ms_pct;
-	/* V$EVENT_HISTOGRAM_MICRO: bucket k counts waits of [2^(k-1), 2^k) microseconds. */
-	uint64_t buckets[40];
-	int nbuckets;
-};
-
 struct results {
 	double elapsed_s;
 	uint64_t transactions, redo_bytes, bytes_written, wastage_bytes, writes, writes_small, wraps;
@@ -111,21 +95,8 @@ struct results {
 	int nmembers;
 };
 
-int samples_add(struct samples *s, uint64_t ns, uint64_t at_ns);
-/* Writes the CSV to `fd` (an open regular file, emptied first) and closes it. */
-int write_events(int fd, const char *path, struct results *res);
-void samples_free(struct samples *s);
-void summarize(struct samples *s, struct latency_summary *out);
-
 /* 0 done, 1 done on fewer members than asked (a member failed, reported), -1 the run failed
  * (reported), -2 the target cannot be used (reported). */
 int run(const struct config *cfg, struct results *res);
-int probe(const char *path, enum output_mode output);
-/* 0 when writing raw to `path` destroys nothing; else prints why and returns -1. */
-int check_target_safe(const char *path);
-
-void report(const struct config *cfg, struct results *res, FILE *out);
-/* `s` as a JSON string, quotes included. */
-void json_string(FILE *out, const char *s);
 
 #endif
