@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab.bench import stats
+from sectorlab.bench import plots, stats
 from sectorlab.errors import SectorlabError
 from sectorlab.paths import REPO
 
@@ -53,7 +53,7 @@ def test_compare_rejects_other_json(tmp_path):
 
 
 def test_plot_writes_a_png(runs, tmp_path):
-    png = stats.plot(runs["file"][1], tmp_path / "lat.png")
+    png = plots.plot_events(runs["file"][1], tmp_path / "lat.png")
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10000
 
@@ -62,7 +62,7 @@ def test_plot_rejects_other_csv(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(SectorlabError, match="expected event,end_us,latency_us"):
-        stats.plot(bad, tmp_path / "x.png")
+        plots.plot_events(bad, tmp_path / "x.png")
 
 
 def test_p_values_are_printed_and_named_one_way():

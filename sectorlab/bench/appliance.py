@@ -8,7 +8,8 @@ workload written to it over NFS; the seed's own rows and the lab's counterfactua
 Everything here is checked before any lab starts, one line each: an unknown ZFS property, a pool
 layout the VM's disks cannot make, an ashift a disk cannot take. What only the guest can judge (a
 property's value, an NFS option the client refuses) is judged there, by appliancerun, and taken
-down before the one line. appliancerun makes the runs; appliancereport writes the report.
+down before the one line. appliancerun makes the runs; appliancereport writes the report; kinds.py
+knows the three as the appliance kind of bench, beside the redo bench.
 """
 
 from __future__ import annotations
@@ -119,6 +120,19 @@ class AppliancePreset:
         for r in range(1, self.repeats + 1):
             out += [(s, r) for s in rng.sample(self.shares, len(self.shares))]
         return out
+
+
+def from_table(path: Path, data: dict, lab: labdef.Lab, duration_s: int | None = None,
+               warmup_s: int | None = None, repeats: int | None = None,
+               order_seed: int | None = None) -> AppliancePreset:
+    """The appliance bench of the preset file `path` (the appliance kind's load in kinds.py): a
+    run is a count of writes, so DURATION and WARMUP are refused; REPEATS and the order's seed
+    override the file's."""
+    given = [k for k, v in (("DURATION", duration_s), ("WARMUP", warmup_s)) if v is not None]
+    if given:
+        raise UsageError(f"{path}: {given[0]} does not apply to an [appliance] preset (its runs are a count of "
+                         f"writes: [[appliance.workload]] count); leave it out")
+    return load(path, data, lab, repeats, order_seed)
 
 
 def load(path: Path, data: dict, lab: labdef.Lab, repeats: int | None, order_seed: int | None) -> AppliancePreset:

@@ -1,11 +1,13 @@
-"""The report's pictures, drawn with matplotlib from the runs' events files: per disk a log-scale
-histogram of log file sync and log file parallel write over time (plot_disk), and per comparison
-across disks one histogram of both sides (plot_comparison) and the shift function of log file sync
-(plot_shift: per quantile of a, the difference b - a of the run medians with its 95 % CI).
+"""The pictures, drawn with matplotlib from the runs' events files (read by stats.read_events). The
+report's: per disk a log-scale histogram of log file sync and log file parallel write over time
+(plot_disk), and per comparison across disks one histogram of both sides (plot_comparison) and the
+shift function of log file sync (plot_shift: per quantile of a, the difference b - a of the run
+medians with its 95 % CI). `sectorlab plot`'s (plot_events): a log-scale latency histogram and the
+latency over time of every event of one --events file.
 
-matplotlib and numpy are imported inside the functions that draw, as stats.plot does: they are
-slow to import and come with the optional 'analysis' extra (pyproject.toml), which reading a
-results directory (or refusing one) does not need.
+matplotlib and numpy are imported inside the functions that draw: they are slow to import and
+come with the optional 'analysis' extra (pyproject.toml), which reading a results directory (or
+refusing one) does not need.
 
 Every text of a picture is drawn as it is: pyplot() turns matplotlib's mathtext off for every figure,
 so a disk name, a title or an event name with '$' in it is neither formatted nor an error. Every
@@ -163,3 +165,38 @@ def plot_shift(c: dict, path: Path) -> Path | None:
            title=f"shift function, {s['n'][0]} + {s['n'][1]} runs, 95 % CI")
     fig.tight_layout()
     return _save(fig, path)
+
+
+TITLE_MAX = 200
+
+
+def plot_events(events_path: Path, out: Path, title: str | None = None) -> Path:
+    """`sectorlab plot`: a log-scale latency histogram and the latency over time of every event of
+    an --events file, into `out` (its suffix names the format: png, svg, pdf, ...)."""
+    if title is not None and not stats.on_one_line(title, TITLE_MAX):
+        raise UsageError(f"--title {title[:40]!r}...: expected one line of at most {TITLE_MAX} characters")
+    events = stats.read_events(events_path)
+    if not any(len(lats) for _, lats in events.values()):
+        raise UsageError(f"{events_path}: no events; expected a redo-writer --events file of a run that wrote")
+    import numpy as np
+    plt = pyplot()
+    fig, (hist, scatter) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name in sorted(events):
+        ends, lat = (np.frombuffer(a, dtype=float) for a in events[name])
+        lat = np.clip(lat, 0.1, None)
+        bins = np.logspace(np.log10(lat.min()), np.log10(lat.max() * 1.01), 50)
+        hist.hist(lat, bins=bins, histtype="step", label=f"{name.replace('_', ' ')} (n={len(lat)})")
+        scatter.scatter(ends / 1e6, lat, s=2, label=name.replace("_", " "))
+    log_axis(hist, "x")
+    hist.set_xlabel("latency (us, log scale)")
+    hist.set_ylabel("count")
+    hist.set_title("latency histogram")
+    hist.legend()
+    log_axis(scatter, "y")
+    scatter.set_xlabel("time since start (s)")
+    scatter.set_ylabel("latency (us, log scale)")
+    scatter.set_title("latency over time")
+    scatter.legend(markerscale=4)
+    fig.suptitle(title or Path(events_path).name)
+    fig.tight_layout()
+    return stats.write_file(out, figure_bytes(fig, out, dpi=100))

@@ -1,8 +1,11 @@
-"""A bench preset (labs/bench/*.toml, or any lab definition with a [bench] table): read and
-checked before anything starts (load_preset), and the design of its runs: every configuration (a
-target at a BLOCKSIZE the rules engine allows, with the override where the target asks for it)
-repeated, in a random order of complete rounds (order), so that the host's drift over the bench
-falls on every configuration alike.
+"""The redo bench's preset (a lab definition with a [bench] table): its [bench] table read and
+checked before anything starts (from_table, the redo kind's load in kinds.py), and the design of
+its runs: every configuration (a target at a BLOCKSIZE the rules engine allows, with the override
+where the target asks for it) repeated, in a random order of complete rounds (order), so that the
+host's drift over the bench falls on every configuration alike.
+
+Also what every kind of bench shares: where presets and results live (PRESETS_DIR, RESULTS_DIR),
+a preset's file by name (preset_path, preset_names), Progress and _clock.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import fields, inputs, labdef
+from .. import fields, labdef
 from ..errors import UsageError
 from ..inguest import rules
 from ..paths import REPO
@@ -148,6 +151,7 @@ class Preset:
     asm: list[dict] = field(default_factory=list)
     seed_figures: list[dict] = field(default_factory=list)
     order_seed: int | None = None
+    kind: str = field(default="redo", init=False)   # its entry in kinds.KINDS
 
     def configs(self) -> list[Config]:
         """Every configuration the rules engine allows on the sectors the targets should show
@@ -204,21 +208,13 @@ def preset_path(name: str) -> Path:
     return path
 
 
-def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None = None,
-                repeats: int | None = None, suffix: str = "", order_seed: int | None = None) -> Preset:
-    """The preset `name` (labs/bench/NAME.toml or a path), checked before anything starts;
-    `duration_s`, `warmup_s`, `repeats` and `order_seed` override the file's (make bench
-    DURATION=...); `suffix` follows the lab's name (make's LAB_SUFFIX)."""
-    path = preset_path(name)
-    data = inputs.read_toml(path, "bench preset", inputs.LAB_DEFINITION_MAX)
-    lab = labdef.with_suffix(labdef.validate(data, path), suffix)
-    if "appliance" in data:  # a storage appliance's shares (seed 004): bench/appliance.py
-        return _appliance(path, data, lab, duration_s, warmup_s, repeats, order_seed)
+def from_table(path: Path, data: dict, lab: labdef.Lab, duration_s: int | None = None,
+               warmup_s: int | None = None, repeats: int | None = None, order_seed: int | None = None) -> Preset:
+    """The redo bench of the preset file `path` (its TOML `data`, its `lab` already read), checked
+    before anything starts; `duration_s`, `warmup_s`, `repeats` and `order_seed` override the
+    file's (make bench DURATION=...)."""
     where = f"{path} [bench]"
-    b = data.get("bench")
-    if b is None:
-        raise UsageError(f"{path}: no [bench] table: a preset is a lab definition with a [bench] table "
-                         f"(see labs/bench/)")
+    b = data["bench"]
     fields.known_keys(where, b, BENCH_FIELDS.keys())
     given = {"duration_s": duration_s, "warmup_s": warmup_s, "order_seed": order_seed}
     b = BENCH_FIELDS.read(where, {**b, **{k: v for k, v in given.items() if v is not None}}, stem=path.stem)
@@ -245,17 +241,6 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
                for i, f in enumerate(b["seed_figure"], 1)]
     return Preset(path.stem, path, lab, b["seed"], b["title"], workload, b["blocksizes"], targets, compares, asm,
                   figures, b["order_seed"])
-
-
-def _appliance(path: Path, data: dict, lab: labdef.Lab, duration_s, warmup_s, repeats, order_seed):
-    from . import appliance
-    if "bench" in data:
-        raise UsageError(f"{path}: both [bench] and [appliance]: a preset is one or the other")
-    given = [k for k, v in (("DURATION", duration_s), ("WARMUP", warmup_s)) if v is not None]
-    if given:
-        raise UsageError(f"{path}: {given[0]} does not apply to an [appliance] preset (its runs are a count of "
-                         f"writes: [[appliance.workload]] count); leave it out")
-    return appliance.load(path, data, lab, repeats, order_seed)
 
 
 def _target(wt: str, t: dict, raw: dict, b: dict, repeats_given: bool) -> Target:

@@ -1,5 +1,5 @@
 """The field tables of a bench preset ([bench] and its arrays of tables) and the checks of their
-values: what `sectorlab lab fields` prints and preset.load_preset reads with.
+values: what `sectorlab lab fields` prints and preset.from_table reads with.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""`sectorlab report RESULTS_DIR`: a bench's results as report.md, a self-contained report.html
-(pictures inline, no network, narrow screens scroll the tables) and summary.json for machines.
+"""`sectorlab report RESULTS_DIR` of a redo bench: its results as report.md, a self-contained
+report.html (pictures inline, no network, narrow screens scroll the tables) and summary.json for
+machines.
 
 A results directory holds bench.json (what ran: the workload, and per run the disk, the geometry
 the guest showed, the redo BLOCKSIZE, the rules engine's verdict, the exact command, the paths of
@@ -229,11 +230,9 @@ def file_stems(names: list[str]) -> dict[str, str]:
 
 def write(results: Path) -> dict[str, Path]:
     """report.md, report.html, summary.json and the pictures (report-disk-*.png and
-    report-comparison-*.png) in `results`, each written whole and never through a link in its place."""
+    report-comparison-*.png) in `results`, each written whole and never through a link in its place
+    (the redo kind's report in kinds.py)."""
     results = results_dir(results)
-    if os.path.lexists(results / "appliance.json"):  # an appliance bench (seed 004): its own tables
-        from . import appliancereport
-        return appliancereport.write(results)
     bench, disks = load(results)
     found = findings_of(bench, disks)
     pictures: dict = {}

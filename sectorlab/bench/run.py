@@ -1,4 +1,5 @@
-"""`sectorlab bench PRESET` (`make bench PRESET=...`): a seed's experiment from one command.
+"""`sectorlab bench PRESET` (`make bench PRESET=...`) of a redo preset: a seed's experiment from one
+command.
 
 A preset is a lab definition under labs/bench/ with a [bench] table: the workload (sessions, redo
 per commit, a closed loop or an open loop at an offered rate, CPU per transaction: the same for
@@ -264,12 +265,9 @@ def _other_labs_up(own: str) -> list[str]:
 
 
 def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) -> Path:
-    """The whole bench: lab-up, every run, lab-down (whatever happened), the report. The results
-    directory; after an error or Ctrl-C it holds what was done, and the error is raised. An
-    appliance preset (seed 004's shares) is appliancerun's."""
-    if getattr(preset, "kind", "") == "appliance":
-        from . import appliancerun
-        return appliancerun.run(preset, progress, results_root)
+    """The whole redo bench (the redo kind's run in kinds.py): lab-up, every run, lab-down
+    (whatever happened), the report. The results directory; after an error or Ctrl-C it holds what
+    was done, and the error is raised."""
     others = _other_labs_up(preset.lab.name)
     if others:
         progress(f"warning: lab(s) {', '.join(others)} also up: their guests share this host's cores with the "

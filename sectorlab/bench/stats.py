@@ -5,8 +5,7 @@ and a Welch t-test on their commit latencies ("log file sync", from each run's c
 standard deviation), the way the smart flash logging seed compared its runs. That test treats every
 commit as a sample, although the commits of one log write share its latency and one run is one
 draw of the run-to-run noise: it describes two runs, it does not test a difference between
-configurations. `sectorlab plot` draws a log-scale latency histogram and the latency over time from
-an --events file.
+configurations. read_events reads an --events file (`sectorlab plot` draws it: plots.py).
 
 The bench report tests one value per run (compare.py): mann_whitney (two-sided), median_shift_ci
 (a bootstrap CI of the difference of medians, resampling runs), min_p (the smallest p an exact
@@ -108,6 +107,12 @@ class MapOf:
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+def on_one_line(text: str, longest: int) -> bool:
+    """Whether `text` is at most `longest` characters with no control character: a name or a title
+    that a line or a picture shows as it is."""
+    return len(text) <= longest and not _CONTROL.search(text)
+
+
 def _describe(schema) -> str:
     if schema is None:
         return "null"
@@ -145,8 +150,8 @@ def _matches(value, schema) -> bool:
     if schema is str:
         return isinstance(value, str)
     if isinstance(schema, Text):
-        return isinstance(value, str) and len(value) <= schema.longest and not (schema.line
-                                                                                and _CONTROL.search(value))
+        return isinstance(value, str) and (on_one_line(value, schema.longest) if schema.line
+                                           else len(value) <= schema.longest)
     if isinstance(schema, Whole):
         return number and isinstance(value, int) and schema.low <= value <= schema.high
     if isinstance(schema, OneOf):
@@ -466,40 +471,3 @@ def read_events(path: Path) -> Events:
         line = reader.line_num if reader is not None else 1
         raise UsageError(f"{path}: line {line}: {str(e)[:160]}; {_EVENTS_EXPECTED}") from e
     return out
-
-
-TITLE_MAX = 200
-
-
-def plot(events_path: Path, png: Path, title: str | None = None) -> Path:
-    """`sectorlab plot`: a log-scale latency histogram and the latency over time of every event of
-    an --events file, into `png` (its suffix names the format: png, svg, pdf, ...)."""
-    from .plots import figure_bytes, log_axis, pyplot
-
-    if title is not None and (len(title) > TITLE_MAX or _CONTROL.search(title)):
-        raise UsageError(f"--title {title[:40]!r}...: expected one line of at most {TITLE_MAX} characters")
-    events = read_events(events_path)
-    if not any(len(lats) for _, lats in events.values()):
-        raise UsageError(f"{events_path}: no events; expected a redo-writer --events file of a run that wrote")
-    import numpy as np
-    plt = pyplot()
-    fig, (hist, scatter) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name in sorted(events):
-        ends, lat = (np.frombuffer(a, dtype=float) for a in events[name])
-        lat = np.clip(lat, 0.1, None)
-        bins = np.logspace(np.log10(lat.min()), np.log10(lat.max() * 1.01), 50)
-        hist.hist(lat, bins=bins, histtype="step", label=f"{name.replace('_', ' ')} (n={len(lat)})")
-        scatter.scatter(ends / 1e6, lat, s=2, label=name.replace("_", " "))
-    log_axis(hist, "x")
-    hist.set_xlabel("latency (us, log scale)")
-    hist.set_ylabel("count")
-    hist.set_title("latency histogram")
-    hist.legend()
-    log_axis(scatter, "y")
-    scatter.set_xlabel("time since start (s)")
-    scatter.set_ylabel("latency (us, log scale)")
-    scatter.set_title("latency over time")
-    scatter.legend(markerscale=4)
-    fig.suptitle(title or Path(events_path).name)
-    fig.tight_layout()
-    return write_file(png, figure_bytes(fig, png, dpi=100))

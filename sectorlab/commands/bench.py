@@ -1,7 +1,7 @@
 """Redo-writer's results and the benches: compare, plot, report, bench, bench-writer, bench-lab-up.
 
-stats and report (with the modules report.py uses) import scipy, numpy, matplotlib and markdown only
-inside the functions that need them: those come with the optional analysis extra, and importing
+stats, plots and report (with the modules report.py uses) import scipy, numpy, matplotlib and markdown
+only inside the functions that need them: those come with the optional analysis extra, and importing
 this module, as the CLI does for every command, must not need it.
 """
 
@@ -11,7 +11,7 @@ import json
 
 from .. import bench
 from .. import lab as lab_mod
-from ..bench import report, stats, tools
+from ..bench import plots, report, stats, tools
 from .common import load_lab, progress
 
 
@@ -27,13 +27,13 @@ def cmd_compare(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    out = stats.plot(args.events, args.output, args.title)
+    out = plots.plot_events(args.events, args.output, args.title)
     print(out)
     return 0
 
 
 def cmd_report(args) -> int:
-    written = report.write(args.results)
+    written = bench.write_report(args.results)
     if args.png:
         written.update(report.render_png(written["html"], progress=progress))
     for path in written.values():
