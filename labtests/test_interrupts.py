@@ -8,13 +8,14 @@ Also libvirtd stopped and started again in the midst of a lab-up: while it waits
 completes) and during Terraform's apply (the lab-up stops naming its phase; the next one heals).
 
 The phases before which a run waits for its signal are chosen with $SECTORLAB_PAUSE_BEFORE
-(sectorlab/lab/pipeline.py, LabUp.pause_point); Terraform's apply and the boot last long enough to be
+(sectorlab/lab/phases/runner.py, pause_point); Terraform's apply and the boot last long enough to be
 interrupted in their midst. The lab is a small one of its own (one VM, a virtio disk and an NVMe
 disk), brought up cold each time, beside whatever lab `make faults` runs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -189,7 +190,8 @@ def _status_is_clean(lab_file: Path) -> None:
 
 def _down_leaves_nothing(lab_file: Path) -> None:
     lab = lab_mod.load_lab(lab_file)
-    ports = lab_mod._load_json(lab_mod.state_dir(lab.name) / "ports.json", {})
+    ports_file = lab_mod.state_dir(lab.name) / "ports.json"
+    ports = json.loads(ports_file.read_text()) if ports_file.exists() else {}
     down = subprocess.run([SECTORLAB, "lab", "down", "--lab", str(lab_file)], capture_output=True, text=True,
                           timeout=300)
     assert down.returncode == 0, down.stderr

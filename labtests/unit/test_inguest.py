@@ -21,7 +21,7 @@ FILES = sorted(p for p in INGUEST.glob("*.py") if p.name != "__init__.py")
 
 def test_the_guest_side_files_are_the_ones_copied_or_sent_to_guests():
     from sectorlab import images
-    from sectorlab.lab import PROBE
+    from sectorlab.lab.diskcheck import PROBE
     assert {p.name for p in FILES} == {"asmrules.py", "blockdev.py", "guestprobe.py", "nvmeformat.py",
                                          "redocheck.py", "redodisk.py", "rules.py"}
     assert set(images.GUEST_TOOLS) | {PROBE} == set(FILES)

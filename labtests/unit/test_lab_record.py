@@ -13,6 +13,7 @@ from labtests.unit import records
 from labtests.unit.records import RECORD
 from sectorlab.errors import SectorlabError, UsageError
 from sectorlab.lab import record
+from sectorlab.lab.phases import start
 from sectorlab.lab.record import DiskRecord, LabRecord, Timing, VMRecord
 
 DISK = "lab1/virtio-sector4k"
@@ -118,9 +119,8 @@ def test_a_lab_records_helpers():
 
 
 def test_lab_up_writes_what_load_reads(tmp_path):
-    """lab-up's own writer (lab._lab_json over Terraform's outputs) gives a record of this format;
+    """lab-up's own writer (lab/phases/start.py's lab_record over Terraform's outputs) gives a record of this format;
     an old lab.json's keys this version does not know (rmw, rmw_nodes, latency) are ignored."""
-    from sectorlab import lab as lab_mod
     from sectorlab import labdef
     (tmp_path / "host-lab1.pub").write_text("ssh-ed25519 AAAA lab1-host\n")
     outputs = {"libvirt_uri": "qemu:///system",
@@ -128,7 +128,7 @@ def test_lab_up_writes_what_load_reads(tmp_path):
                                 if k not in ("user", "key_file", "host_key")}},
                "disks": {DISK: dict(RECORD["disks"][DISK])}}
     lab = labdef.validate({"vm": [{"name": "lab1", "disk": [{"bus": "virtio", "geometry": "sector4k"}]}]})
-    written = lab_mod._lab_json(lab, tmp_path, outputs)
+    written = start.lab_record(lab, tmp_path, outputs)
     assert written.format == record.FORMAT and LabRecord.from_json(json.loads(written.text()), "x") == written
     assert written.vm("lab1").key_file == str(tmp_path / "id_ed25519")
     old = json.loads(written.text())

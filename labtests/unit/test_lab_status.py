@@ -29,8 +29,8 @@ def test_a_lab_named_with_a_suffix_is_named_with_it_in_the_command(monkeypatch):
 
 
 HOLD = """import sys, time
-from sectorlab import lab
-with lab.lab_lock(sys.argv[1], "lab up"):
+from sectorlab.lab import state
+with state.lab_lock(sys.argv[1], "lab up"):
     print("held", flush=True)
     time.sleep(60)
 """
@@ -56,12 +56,12 @@ def test_a_second_lab_up_or_down_of_the_same_lab_is_refused_at_once(isolated_cac
             assert err == (f"sectorlab: error: lab default: sectorlab lab up (process {holder.pid}) is bringing this "
                            f"lab up or down; wait for it to finish or stop it, then run 'lab {verb}' again"), err
         assert touched == []
-        with lab.lab_lock("behaviours", "lab up"), lab.lab_lock("behaviours", "lab down"):  # re-entered
+        with lab.state.lab_lock("behaviours", "lab up"), lab.state.lab_lock("behaviours", "lab down"):  # re-entered
             pass
     finally:
         holder.kill()
         holder.wait()
-    with lab.lab_lock("default", "lab up"):  # free again once the holder is gone
+    with lab.state.lab_lock("default", "lab up"):  # free again once the holder is gone
         pass
 
 
@@ -97,5 +97,5 @@ def test_domain_states_are_asked_by_the_recorded_uuid(monkeypatch):
     monkeypatch.setattr(libvirt.LibvirtHost, "virsh", run)
     data = records.lab({"lab1": records.vm(domain="sectorlab-x-lab1", uuid="8ca2c1dd-6825-5522-a72d-9fe1a492dfa7")},
                        [])
-    assert lab.domain_states(data) == {"lab1": "absent"}
+    assert lab.teardown.domain_states(data) == {"lab1": "absent"}
     assert asked == ["8ca2c1dd-6825-5522-a72d-9fe1a492dfa7"]

@@ -10,6 +10,7 @@ import pytest
 from sectorlab import cli, labdef
 from sectorlab import lab as lab_mod
 from sectorlab.errors import UsageError
+from sectorlab.lab.phases import validate as validate_phase
 from sectorlab.labdef import definition
 
 
@@ -26,7 +27,7 @@ def reads(monkeypatch, isolated_cache):
     def stop(*a, **k):
         raise UsageError("stopped at the host's checks")
 
-    monkeypatch.setattr(lab_mod.pipeline, "check_host", stop)
+    monkeypatch.setattr(validate_phase, "check_host", stop)
     monkeypatch.setattr(lab_mod.teardown, "check_libvirt", stop)
     return count
 

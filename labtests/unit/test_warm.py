@@ -108,7 +108,7 @@ print(json.dumps({{"blockdevices": devs}}))
     fake.chmod(0o755)
     request = {"clock": None, "nvme_tcp": [], "serials": ["sa", "sb"], "wait": 30, "pristine_bytes": 4096,
                "lsblk": [str(fake)]}
-    out = subprocess.run([sys.executable, "-c", lab.PROBE.read_text(), json.dumps(request)],
+    out = subprocess.run([sys.executable, "-c", lab.diskcheck.PROBE.read_text(), json.dumps(request)],
                          capture_output=True, text=True, check=True).stdout
     result = json.loads(out)
     assert len(calls.read_text()) == 3 and result["behind_s"] is None
@@ -144,7 +144,7 @@ echo "$*" >> {log}
     request = {"clock": None, "nvme_tcp": ["tcp1"], "serials": ["plain", "tcp1"], "wait": 0, "pristine_bytes": 0,
                "lsblk": [str(tmp_path / "lsblk")]}
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
-    out = subprocess.run([sys.executable, "-c", lab.PROBE.read_text(), json.dumps(request)],
+    out = subprocess.run([sys.executable, "-c", lab.diskcheck.PROBE.read_text(), json.dumps(request)],
                          capture_output=True, text=True, check=True, env=env).stdout
     serials = [d["serial"] for d in json.loads(json.loads(out)["lsblk"])["blockdevices"]]
     assert serials == ["plain", "tcp1"]
@@ -252,7 +252,7 @@ print('{{"blockdevices": [{{"name": "vda", "type": "disk", "serial": "plain"}}]}
     request = {"clock": None, "nvme_tcp": ["tcp1"], "serials": ["plain", "tcp1"], "wait": 0, "pristine_bytes": 0,
                "lsblk": [str(tmp_path / "lsblk")]}
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
-    done = subprocess.run([sys.executable, "-c", lab.PROBE.read_text(), json.dumps(request)],
+    done = subprocess.run([sys.executable, "-c", lab.diskcheck.PROBE.read_text(), json.dumps(request)],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.strip() == ("sectorlab-nvme-tcp.service failed (systemctl start exited 1): "
