@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from . import __version__, bench, images
+from . import __version__, bench, images, paths
 from .commands.bench import (
     cmd_bench,
     cmd_bench_lab_up,
@@ -229,6 +229,11 @@ def _add_lab_commands(sub) -> None:
                            help="fail instead of booting cold when no saved state matches or the restore fails")
 
 
+# What an installed sectorlab answers without the project's checkout (paths.checkout): the
+# catalog and the tables, read from the package itself.
+WITHOUT_CHECKOUT = frozenset({cmd_geometries, cmd_lab_fields})
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["redo-check"]:
@@ -240,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     # names the phase it stopped in, a bench brings its lab down.
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
+        if args.func not in WITHOUT_CHECKOUT:
+            paths.checkout(" ".join(filter(None, (getattr(args, "command", None), getattr(args, "lab_command", None)))))
         rc = args.func(args)
         sys.stdout.flush()  # here, not at the interpreter's exit: a reader that went away is seen below
         return rc

@@ -1,4 +1,12 @@
-"""Where the project lives and where it keeps what it builds (outside the repository)."""
+"""Where the project lives and where it keeps what it builds (outside the repository).
+
+sectorlab runs from its checkout: a lab needs the checkout's packer/, terraform/, labs/,
+redo-writer/ and devicemodel/ beside the package (scripts/bootstrap installs the package from
+there, editable). REPO is that checkout, the one root every such file is found through. A
+sectorlab installed elsewhere (a wheel, `pip install .`) has the package and its catalog only: it
+answers `sectorlab geometries`, `sectorlab lab fields` and `sectorlab redo-check`, and every other
+command says in one line that it runs from the checkout (checkout()).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +19,20 @@ from pathlib import Path
 
 from .errors import UsageError
 
-REPO = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent
+REPO = PACKAGE.parent
+# What makes REPO a checkout of the project (what a lab-up and an image build read first).
+CHECKOUT_MARKERS = ("pyproject.toml", "terraform/versions.tf", "packer/build.pkr.hcl", "labs/default.toml")
+
+
+def checkout(command: str) -> Path:
+    """REPO, when it is the project's checkout; else one line saying that `command` runs from it."""
+    missing = [m for m in CHECKOUT_MARKERS if not (REPO / m).is_file()]
+    if missing:
+        raise UsageError(f"sectorlab {command} runs from the project's checkout, and this sectorlab is installed "
+                         f"at {PACKAGE} without one (no {missing[0]} in {REPO}): run it from a clone, where "
+                         f"scripts/bootstrap installs it")
+    return REPO
 
 
 def cache_dir() -> Path:

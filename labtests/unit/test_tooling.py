@@ -40,7 +40,7 @@ def test_present_provider_returns_at_once_and_says_nothing(cache):
     said: list[str] = []
     tooling.wait_for_provider(said.append)
     assert said == []
-    assert tooling.provider_status().startswith(f"v{tooling.PROVIDER_VERSION} in ")
+    assert tooling.provider_status().startswith(f"v{tooling.required_provider()[1]} in ")
 
 
 def test_waits_while_the_named_process_runs_then_says_it_is_built(cache):
@@ -55,7 +55,7 @@ def test_waits_while_the_named_process_runs_then_says_it_is_built(cache):
         timer.join()
         sleeper.kill()
     assert said[0].startswith(f"waiting for the libvirt provider's build (pid {sleeper.pid}")
-    assert said[-1].startswith(f"libvirt provider v{tooling.PROVIDER_VERSION} built")
+    assert said[-1].startswith(f"libvirt provider v{tooling.required_provider()[1]} built")
 
 
 def test_a_reused_pid_is_not_the_build(cache):
@@ -101,10 +101,10 @@ def test_the_script_and_python_agree_on_the_running_build(cache):
 
 def test_the_provider_version_is_the_one_terraform_requires_for_python_and_the_scripts():
     versions = (REPO / "terraform" / "versions.tf").read_text()
-    assert f'source  = "{tooling.PROVIDER_SOURCE}"' in versions
-    assert f'version = "{tooling.PROVIDER_VERSION}"' in versions
+    assert f'source  = "{tooling.required_provider()[0]}"' in versions
+    assert f'version = "{tooling.required_provider()[1]}"' in versions
     env = {**os.environ, "SECTORLAB_CACHE": str(tooling.cache_dir())}
     out = subprocess.run(["bash", "-c", f"source {REPO}/scripts/lib.sh && echo $PROVIDER_VERSION $PROVIDER_BINARY"],
                          capture_output=True, text=True, env=env)
     version, binary = out.stdout.split()
-    assert (version, binary) == (tooling.PROVIDER_VERSION, str(tooling.provider_binary())), out
+    assert (version, binary) == (tooling.required_provider()[1], str(tooling.provider_binary())), out

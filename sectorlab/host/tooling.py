@@ -5,6 +5,7 @@ while scripts/build-provider (started by the bootstrap as a daemon of its own) s
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import time
@@ -18,17 +19,16 @@ from ..paths import REPO, cache_dir
 VERSIONS_TF = REPO / "terraform" / "versions.tf"
 
 
-def _required_provider() -> tuple[str, str]:
+@functools.cache
+def required_provider() -> tuple[str, str]:
     """The libvirt provider's source and version as terraform/versions.tf requires them (the one
-    place that says; scripts/lib.sh reads the same lines)."""
+    place that says; scripts/lib.sh reads the same lines). Read when first asked, not on import:
+    an installed sectorlab without the checkout imports this module too."""
     text = VERSIONS_TF.read_text()
     found = re.search(r'libvirt\s*=\s*\{[^}]*?source\s*=\s*"([^"]+)"[^}]*?version\s*=\s*"([^"]+)"', text, re.S)
     if found is None:
         raise SectorlabError(f"{VERSIONS_TF}: no libvirt provider with a source and an exact version")
     return found.group(1), found.group(2)
-
-
-PROVIDER_SOURCE, PROVIDER_VERSION = _required_provider()
 
 
 def tools_dir() -> Path:
@@ -40,8 +40,8 @@ def provider_mirror() -> Path:
 
 
 def provider_binary(host: str = "registry.terraform.io") -> Path:
-    return (provider_mirror() / host / PROVIDER_SOURCE / PROVIDER_VERSION / "linux_amd64"
-            / f"terraform-provider-libvirt_v{PROVIDER_VERSION}")
+    source, version = required_provider()
+    return provider_mirror() / host / source / version / "linux_amd64" / f"terraform-provider-libvirt_v{version}"
 
 
 def cli_config() -> Path:
@@ -74,14 +74,14 @@ def provider_status() -> str:
     """One line on the provider: present, building (pid, log), failed (status, log), or not built."""
     log = _build_file("log")
     if provider_binary().exists():
-        return f"v{PROVIDER_VERSION} in {provider_mirror()}"
+        return f"v{required_provider()[1]} in {provider_mirror()}"
     pid = provider_build_pid()
     if pid is not None:
-        return f"v{PROVIDER_VERSION} building (pid {pid}, log {log})"
+        return f"v{required_provider()[1]} building (pid {pid}, log {log})"
     status = _build_file("status")
     if status.exists():
-        return f"v{PROVIDER_VERSION}: its build failed (exit {status.read_text().strip()}); see {log}"
-    return f"v{PROVIDER_VERSION} not built: run scripts/bootstrap"
+        return f"v{required_provider()[1]}: its build failed (exit {status.read_text().strip()}); see {log}"
+    return f"v{required_provider()[1]} not built: run scripts/bootstrap"
 
 
 def wait_for_provider(progress: Callable[[str], None], timeout: float = 1800, poll: float = 1.0,
@@ -106,4 +106,4 @@ def wait_for_provider(progress: Callable[[str], None], timeout: float = 1800, po
                                  f"see {_build_file('log')}")
         time.sleep(poll)
     if said:
-        progress(f"libvirt provider v{PROVIDER_VERSION} built ({time.monotonic() - t0:.0f} s waited)")
+        progress(f"libvirt provider v{required_provider()[1]} built ({time.monotonic() - t0:.0f} s waited)")
