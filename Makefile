@@ -156,16 +156,18 @@ endef
 # Lane "labs": lab-up, the scenarios, lab-down; a second lab-up restores the state the first one
 # saved: the sector-detection scenarios must pass after it as after a cold boot; then the lab is
 # stopped as a host restart stops it, and a lab-up must bring it back with fresh disks.
-# Lane "databases": the unit tests, two labs whose names share a prefix (labtests/test_ownership.py:
-# a command touches only its own lab), the image smoke test, the real-database cross-checks on a lab of
-# their own with the same disks (the lab's name with -db appended), then a lab made by
-# `sectorlab lab from-host` from a saved collector file (its own lab-up and lab-down), then the
-# scenarios on disks whose write unit is above 4 KiB (labs/write-units.toml).
-# Then, with nothing else running, the device model served on this host (labtests/test_devicemodel_host.py:
-# its service times are judged to microseconds, which a busy core blurs), and the device-behaviour lab
-# (labs/behaviours.toml): its scenarios compare latencies, which a second guest beside them skews (a
-# load that ends halfway through makes the later runs faster). make test fails when any of them does;
-# the last two always run, unless a Ctrl-C stopped the lanes (each lane's labs are taken down; exit 130).
+# Lane "databases": the unit tests, two labs whose names share a prefix
+# (labtests/lab/test_ownership.py: a command touches only its own lab), the image smoke test, the
+# real-database cross-checks on a lab of their own with the same disks (the lab's name with -db
+# appended), then a lab made by `sectorlab lab from-host` from a saved collector file (its own
+# lab-up and lab-down), then the scenarios on disks whose write unit is above 4 KiB
+# (labs/write-units.toml).
+# Then, with nothing else running, the device model served on this host
+# (labtests/devices/test_devicemodel_host.py: its service times are judged to microseconds, which a
+# busy core blurs), and the device-behaviour lab (labs/behaviours.toml): its scenarios compare
+# latencies, which a second guest beside them skews (a load that ends halfway through makes the later
+# runs faster). make test fails when any of them does; the last two always run, unless a Ctrl-C
+# stopped the lanes (each lane's labs are taken down; exit 130).
 test: bootstrap image
 	@start=$$SECONDS; int=0; trap 'int=1' INT; \
 	  $(MAKE) --no-print-directory -j2 test-lane-labs test-lane-databases; rc=$$?; \
@@ -183,9 +185,11 @@ test-lane-labs:
 test-lane-databases:
 	@scripts/tag databases $(MAKE) --no-print-directory test-databases
 
+# After the warm lab-up: sector detection again, then the lab stopped and brought back.
+WARM_SCENARIOS := labtests/geometry/test_sector_detection.py labtests/lab/test_lab_restart.py
 test-labs:
 	$(call lab-run,,-m "lab and not behaviours and not crosscheck" labtests)
-	$(call lab-run,--require-warm,-m "lab or lifecycle" labtests/test_sector_detection.py labtests/test_lab_restart.py)
+	$(call lab-run,--require-warm,-m "lab or lifecycle" $(WARM_SCENARIOS))
 
 test-databases:
 	$(PYTEST) labtests/unit
@@ -198,8 +202,8 @@ test-databases:
 # The scenarios of each disk on disks that write in units above 4 KiB (labs/write-units.toml):
 # lab-up, sector detection, BLOCKSIZE verdicts, provisioning and redo-writer, lab-down (the
 # scenarios that are not about a disk run on the default lab).
-WRITE_UNIT_SCENARIOS := labtests/test_sector_detection.py labtests/test_redo_blocksize.py \
-  labtests/test_provision_redo_disk.py labtests/test_redo_writer_lab.py
+WRITE_UNIT_SCENARIOS := labtests/geometry/test_sector_detection.py labtests/rules/test_redo_blocksize.py \
+  labtests/geometry/test_provision_redo_disk.py labtests/rules/test_redo_writer_lab.py
 test-write-units:
 	$(call lab-run,,-m lab $(WRITE_UNIT_SCENARIOS),labs/write-units.toml)
 
@@ -223,13 +227,13 @@ test-crosscheck:
 crosscheck: bootstrap image
 	$(call lab-run,,-m "lab and crosscheck" labtests)
 
-# Faults injected into a running lab (labtests/test_faults.py): lab-up, the scenarios, lab-down.
+# Faults injected into a running lab (labtests/lab/test_faults.py): lab-up, the scenarios, lab-down.
 faults: bootstrap
 	$(call lab-run,,-m faults labtests)
 
 # What needs this host to itself (no lab up): a lab on a remote libvirt host, qemu+ssh:// to an sshd
-# started on 127.0.0.1 for the test (labtests/test_remote_host.py; it re-uploads the shared guest
-# image), and a Ctrl-C of a whole make test (labtests/test_make_test_interrupt.py).
+# started on 127.0.0.1 for the test (labtests/lab/test_remote_host.py; it re-uploads the shared guest
+# image), and a Ctrl-C of a whole make test (labtests/lab/test_make_test_interrupt.py).
 alone: bootstrap image
 	$(PYTEST) -m alone labtests
 

@@ -93,7 +93,7 @@ def selected_guest() -> str | None:
 @pytest.fixture(scope="session")
 def lab_state():
     """The running lab (lab.json from `make lab-up`); fails, naming the command, when none is up."""
-    from labtests.lab import definition
+    from labtests.support.lab import definition
     from sectorlab import lab as lab_mod
     from sectorlab.errors import SectorlabError
     try:

@@ -1,4 +1,4 @@
-"""The cross-check scenarios' parsers (labtests/dbs.py), on output captured from the real tools:
+"""The cross-check scenarios' parsers (labtests/support/dbs.py), on output captured from the real tools:
 pg_test_fsync from postgresql-15 on ext4 over loop devices with 512- and 4096-byte sectors, MariaDB
 10.11's error log lines, and the block layer's block_bio_queue trace lines."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from labtests import dbs
+from labtests.support import dbs
 from sectorlab.bench import stats
 from sectorlab.inguest import rules
 

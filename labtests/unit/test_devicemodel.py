@@ -1,7 +1,7 @@
 """The device model's decisions in virtual time (devicemodel/simulate: the same model.c the nbdkit
 filter runs), request by request: queues per channel, the write-back cache and its flushes, partial
 physical sectors and flash units, faults, the seeded distributions; and bad parameters refused in
-one line. Timing on a real socket is labtests/test_devicemodel_host.py."""
+one line. Timing on a real socket is labtests/devices/test_devicemodel_host.py."""
 
 from __future__ import annotations
 

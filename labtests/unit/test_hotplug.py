@@ -1,5 +1,5 @@
 """Hot-plug over QEMU's monitor (sectorlab/lab/hotplug.py): the NVMe controllers' plan, their
-hot-plug and unplug, with the monitor faked (no VM). labtests/test_reformat_nvme.py and
+hot-plug and unplug, with the monitor faked (no VM). labtests/devices/test_reformat_nvme.py and
 test_device_models.py check them on a running QEMU."""
 
 from __future__ import annotations

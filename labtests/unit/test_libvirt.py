@@ -1,6 +1,6 @@
 """The libvirt host as sectorlab reaches it (sectorlab/host/libvirt.py): one object per URI, parsed once
 and forgotten on demand; virsh and QEMU's monitor through it; this host's operations. A remote
-host's operations over SSH are exercised by labtests/test_remote_host.py (make alone)."""
+host's operations over SSH are exercised by labtests/lab/test_remote_host.py (make alone)."""
 
 from __future__ import annotations
 

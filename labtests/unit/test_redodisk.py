@@ -1,8 +1,8 @@
 """provision-redo-disk and reformat-nvme (sectorlab/inguest/redodisk.py and nvmeformat.py, on
 blockdev.py) without a VM: argument parsing, the udev rule it writes, the LBA formats it reads from
 saved `nvme id-ns` outputs, and refusals that need no disk or only a loop device. The lab scenarios
-(labtests/test_provision_redo_disk.py, test_reformat_nvme.py, test_redo_disk_bad_input.py) run the
-tools on real guest disks.
+(labtests/geometry/test_provision_redo_disk.py, labtests/devices/test_reformat_nvme.py,
+labtests/rules/test_redo_disk_bad_input.py) run the tools on real guest disks.
 """
 
 from __future__ import annotations

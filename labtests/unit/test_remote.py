@@ -1,5 +1,5 @@
 """Remote libvirt URIs (sectorlab/host/remote.py): parsed and refused in one line, the URI virsh gets;
-the SSH side is exercised by labtests/test_remote_host.py (make alone), the host objects made from
+the SSH side is exercised by labtests/lab/test_remote_host.py (make alone), the host objects made from
 the URIs by test_libvirt.py."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""What scenarios require of the running lab, asked of its record (labtests/requires.py): the
+"""What scenarios require of the running lab, asked of its record (labtests/support/requires.py): the
 disks each picks from lab.json, and the skip with its reason when the lab has none."""
 
 import pytest
 
-from labtests import requires
+from labtests.support import requires
 from labtests.unit import records
 
 

@@ -17,7 +17,7 @@ from ..host import remote
 DEFAULT_URI = "qemu:///system"
 NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,30}")
 SERIAL_RE = re.compile(r"[A-Za-z0-9_-]{1,20}")  # virtio-blk serials are at most 20 bytes
-# XFS is a cross-check filesystem (labtests/test_xfs.py) and xfsprogs 5.19+ refuses filesystems
+# XFS is a cross-check filesystem (labtests/databases/test_cross_checks.py) and xfsprogs 5.19+ refuses filesystems
 # under 300 MB; a disk is sparse (in RAM behind its device model, or a thin qcow2 volume on a
 # remote libvirt host), so a larger disk costs only what is written to it.
 DEFAULT_DISK_MIB = 512

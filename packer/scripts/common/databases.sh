@@ -1,6 +1,6 @@
 #!/bin/sh -eu
 # The real databases and the second filesystem the cross-check scenarios run
-# (labtests/test_cross_checks.py): MariaDB, PostgreSQL's pg_test_fsync, sysbench and XFS, installed
+# (labtests/databases/test_cross_checks.py): MariaDB, PostgreSQL's pg_test_fsync, sysbench and XFS, installed
 # as lab tools (images/lab-tools.toml; lab-guest.sh has checked their commands). No database runs
 # at boot: a scenario starts one by hand on a lab data disk and stops it after. Safe to re-run.
 

@@ -115,8 +115,9 @@ update-initramfs -u -k all
 # guest kernel (6.1) kills the in-guest NVMe/TCP target's worker whenever a write it receives
 # spans the end of a huge page ("usercopy: Kernel memory exposure attempt detected from page
 # alloc", in nvmet_tcp_io_work), and every later I/O to the namespace hangs. MariaDB's commit load
-# on an NVMe/TCP disk (labtests/test_mariadb.py) hit it in 1 of 3 runs, and in none of 8 with
-# transparent_hugepage=never; a lab guest of a few hundred MiB gains nothing from huge pages.
+# on an NVMe/TCP disk (labtests/databases/test_cross_checks.py, -k mariadb) hit it in 1 of 3 runs,
+# and in none of 8 with transparent_hugepage=never; a lab guest of a few hundred MiB gains nothing
+# from huge pages.
 mkdir -p /etc/default/grub.d
 cat > /etc/default/grub.d/50-sectorlab.cfg <<'GRUB'
 GRUB_TIMEOUT=0

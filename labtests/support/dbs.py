@@ -1,5 +1,5 @@
 """Real databases and filesystems on a lab data disk, for the cross-check scenarios
-(labtests/test_cross_checks.py): a filesystem made and mounted on the disk, a MariaDB server started
+(labtests/databases/test_cross_checks.py): a filesystem made and mounted on the disk, a MariaDB server started
 by hand on it (Unix socket only), PostgreSQL's pg_test_fsync and the guest's own block-layer
 counters. Everything is undone after, even when the scenario fails: the server stopped, the
 filesystem unmounted and its signature wiped, so that later scenarios find the disk blank.

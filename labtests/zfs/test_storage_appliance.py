@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from labtests.requires import require
+from labtests.support.requires import require
 from sectorlab.bench import devicerows
 from sectorlab.bench.appliancerun import mountstats
 
@@ -334,7 +334,7 @@ def test_nfs_direct_dsync_redo_is_written_stable_and_buffered_writes_are_committ
 
 def _appliance(lab_state, zfs, share: dict, mount: str):
     """An appliance preset on this lab's disks (a 512e pool, one SLOG) with one share, and its guest side."""
-    from labtests.lab import definition
+    from labtests.support.lab import definition
     from sectorlab.bench import appliance, appliancerun
     table = {"appliance": {"mount": mount, "pool": {"data": ["z512e"], "log": ["slog-a"]},
                            "workload": [{"name": "w", "size": 8192, "count": 4, "file_mib": 1}],

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from labtests.lab import disk_params, resolve_disk
+from labtests.support.lab import disk_params, resolve_disk
 from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 

@@ -17,7 +17,7 @@ Ids name the tool and the disk: -k mariadb, -k pg_test_fsync, -k xfs (and -k sec
   and run through on every other disk. Its 8 kB results are recorded.
 - XFS (-k xfs): mkfs.xfs takes its sector size from the disk's physical sector (xfs_info's sectsz),
   and redo-writer's O_DIRECT writes to a file in it succeed and fail (EINVAL below the logical
-  sector) at the same block sizes as on the raw disk (labtests/test_redo_blocksize.py).
+  sector) at the same block sizes as on the raw disk (labtests/rules/test_redo_blocksize.py).
 
 Every disk of a VM goes through pg_test_fsync and the MariaDB start in one guest command
 (dbs.cross_check_batch): ext4 on each disk (SECTORLAB_XCHECK_FS=ext4,xfs runs the MariaDB scenarios
@@ -38,8 +38,8 @@ from pathlib import Path
 
 import pytest
 
-from labtests import dbs
-from labtests.lab import covering, declared_disks, disk_params, geometry, resolve_disk
+from labtests.support import dbs
+from labtests.support.lab import covering, declared_disks, disk_params, geometry, resolve_disk
 from sectorlab.bench import stats
 from sectorlab.inguest import rules
 
@@ -48,7 +48,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.crosscheck]
 SESSIONS = 4       # committing sessions, in MariaDB (sysbench threads) and in redo-writer
 LOAD_SECONDS = 2   # each side of the commit-latency comparison
 ALPHA = 0.01
-COMMIT_SCRIPT = Path(__file__).parent / "guest" / "commit_latency.lua"
+COMMIT_SCRIPT = Path(dbs.__file__).parent / "guest" / "commit_latency.lua"
 XFS_BLOCK_SIZES = (512, 1024, 4096)
 
 

@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from labtests.lab import disk_params, guest_tool, one_block_write, resolve_disk
+from labtests.support.lab import disk_params, guest_tool, one_block_write, resolve_disk
 from sectorlab import lab as lab_mod
 from sectorlab.guest import disks as guestdisks
 from sectorlab.inguest import rules

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from labtests.requires import require
+from labtests.support.requires import require
 from sectorlab.devices import profiles, trace
 from sectorlab.guest import disks as guestdisks
 
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 RUN_S = 3
 SPECIFIED_N = 20_000
 CONFIDENCE = 0.999
-OVERSHOOT_P50_US = 20  # served minus modelled at the median (labtests/test_devicemodel_host.py)
+OVERSHOOT_P50_US = 20  # served minus modelled at the median (labtests/devices/test_devicemodel_host.py)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Device behaviours (labs/behaviours.toml): disks that write at different speeds, raced and
 mirrored log members, and a member that fails mid-run (seeds 001 and 002).
 
-The disks come from the running lab's record (labtests/requires.py): the fast ones have nothing
+The disks come from the running lab's record (labtests/support/requires.py): the fast ones have nothing
 added, the slow one is served by a spinning disk's device model on the host (device = "hdd-7200",
 docs/device-models.md), which also makes it fail at a chosen moment (DeviceServer.fail: its writes
 fail with EIO from then on, as a member that dies mid-run).
@@ -19,7 +19,7 @@ import threading
 import numpy as np
 import pytest
 
-from labtests.requires import BEHAVIOURS, behaviour_disks_of, require
+from labtests.support.requires import BEHAVIOURS, behaviour_disks_of, require
 from sectorlab.bench import stats
 from sectorlab.devices import profiles
 from sectorlab.guest import disks as guestdisks

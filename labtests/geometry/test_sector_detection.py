@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from labtests.lab import disk_params, expected_alignment, expected_optimal_io, resolve_disk
+from labtests.support.lab import disk_params, expected_alignment, expected_optimal_io, resolve_disk
 from sectorlab.guest import disks as guestdisks
 
 pytestmark = pytest.mark.lab

@@ -21,7 +21,7 @@ import dataclasses
 
 import pytest
 
-from labtests.lab import (
+from labtests.support.lab import (
     blank_disk,
     bus,
     covering,

@@ -3,7 +3,7 @@ its own lab comes up and goes down, every configuration the rules engine allows 
 random interleaved order bench.json records, the null: control at the same load, and what the
 results directory holds is checked against the runs' own JSON and events files: every comparison
 with its test, p, n and CI, the device's counters and the device models' host traces against
-redo-writer's writes (and on virtio, SCSI and NVMe with labtests/data/bench-buses.toml). Then a
+redo-writer's writes (and on virtio, SCSI and NVMe with labtests/support/data/bench-buses.toml). Then a
 bench interrupted with Ctrl-C or killed (SIGTERM): the lab goes down and the runs done so far are
 kept.
 
@@ -195,7 +195,7 @@ def test_every_comparison_states_its_test_p_n_and_confidence_interval(made):
     assert len(seeds) == len(_preset().seed_figures) and all(s["agreement"] for s in seeds)
 
 
-BUSES = REPO / "labtests" / "data" / "bench-buses.toml"
+BUSES = REPO / "labtests" / "support" / "data" / "bench-buses.toml"
 
 
 def test_the_device_counts_redo_writers_writes_on_virtio_scsi_and_nvme(tmp_path):

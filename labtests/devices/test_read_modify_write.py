@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from labtests.requires import RMW_PAIR, require, rmw_pair_of
+from labtests.support.requires import RMW_PAIR, require, rmw_pair_of
 from sectorlab.bench import devicerows, stats
 from sectorlab.guest import disks as guestdisks
 

@@ -1,4 +1,4 @@
--- sysbench script for the MariaDB commit-load cross-check (labtests/test_cross_checks.py): each
+-- sysbench script for the MariaDB commit-load cross-check (labtests/databases/test_cross_checks.py): each
 -- event is one transaction of one row insert followed by COMMIT; the COMMIT's round trip (which,
 -- with innodb_flush_log_at_trx_commit=1, waits for the redo write to be durable) is timed with
 -- CLOCK_MONOTONIC and written, one value in microseconds per line, to $SL_OUT/commit-<thread>.txt.

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from labtests import dbs
 from labtests.conftest import selected_guest
+from labtests.support import dbs
 from sectorlab import images
 from sectorlab.images import labtools
 from sectorlab.images.vm import BootedVM
@@ -74,7 +74,7 @@ def test_storage_tools_answer(booted):
 
 
 def test_databases_are_installed_and_no_server_runs(booted):
-    """The cross-checks' databases (labtests/test_cross_checks.py)
+    """The cross-checks' databases (labtests/databases/test_cross_checks.py)
     are in the image, no database server starts at boot, and the MariaDB data directory template
     is there; transparent huge pages are off (packer/scripts/debian/lean-boot.sh says why)."""
     _, guest = booted

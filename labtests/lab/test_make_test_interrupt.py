@@ -15,10 +15,9 @@ import time
 
 import pytest
 
+from labtests.support.lab import project_domains, qemu_guest, qemu_processes
 from sectorlab import lab as lab_mod
 from sectorlab.paths import REPO, cache_dir
-
-from .lab import project_domains, qemu_guest, qemu_processes
 
 pytestmark = pytest.mark.alone
 

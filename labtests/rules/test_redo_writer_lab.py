@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from labtests.lab import disk_params, resolve_disk
+from labtests.support.lab import disk_params, resolve_disk
 from sectorlab.inguest import rules
 
 pytestmark = pytest.mark.lab

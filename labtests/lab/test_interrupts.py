@@ -24,12 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from labtests.support.lab import qemu_guest, qemu_processes
 from sectorlab import lab as lab_mod
 from sectorlab.host import libvirt
 from sectorlab.lab import hostcheck
 from sectorlab.paths import REPO, cache_dir
-
-from .lab import qemu_guest, qemu_processes
 
 pytestmark = pytest.mark.faults
 

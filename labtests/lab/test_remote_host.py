@@ -1,6 +1,6 @@
 """A lab on a remote libvirt host (`make alone`; CI runs it): `qemu+ssh://` to an OpenSSH
 server started on 127.0.0.1 for the test, with its own host key, client key and known_hosts file
-(labtests/sshd.py). The "remote" host is this machine reached over SSH, which is what lets the test
+(labtests/support/sshd.py). The "remote" host is this machine reached over SSH, which is what lets the test
 look behind it; everything sectorlab does goes through SSH as it would to another machine:
 Terraform's provider reaches libvirt's socket through a direct-streamlocal channel, virsh through
 libvirt's libssh transport (pinned to the same known_hosts file), sectorlab reads the console log
@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from labtests.support import sshd as sshd_mod
+from labtests.support.lab import project_domains, qemu_guest, qemu_processes
 from sectorlab import images
 from sectorlab import lab as lab_mod
 from sectorlab.guest import host_key_from_line, sshkeys
@@ -30,9 +32,6 @@ from sectorlab.host import libvirt
 from sectorlab.host import remote as remote_mod
 from sectorlab.lab import hostcheck
 from sectorlab.paths import REPO
-
-from . import sshd as sshd_mod
-from .lab import project_domains, qemu_guest, qemu_processes
 
 pytestmark = pytest.mark.alone
 
@@ -167,7 +166,8 @@ def test_the_lab_comes_up_on_the_remote_host(sshd, image_files, lab_file):
 
 def test_its_disks_pass_the_sector_detection_scenarios(lab_file):
     env = {**os.environ, "SECTORLAB_LAB_FILE": str(lab_file)}
-    proc = subprocess.run([PYTEST, "-q", "-p", "no:cacheprovider", "-m", "lab", "labtests/test_sector_detection.py"],
+    proc = subprocess.run([PYTEST, "-q", "-p", "no:cacheprovider", "-m", "lab",
+                           "labtests/geometry/test_sector_detection.py"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout.splitlines()[-1], proc.stdout[-2000:]

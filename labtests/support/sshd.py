@@ -1,4 +1,4 @@
-"""A private OpenSSH server on 127.0.0.1 for the remote-libvirt scenario (labtests/test_remote_host.py).
+"""A private OpenSSH server on 127.0.0.1 for the remote-libvirt scenario (labtests/lab/test_remote_host.py).
 
 The sshd is Debian's own (openssh-server, with libwrap0 beside it), downloaded with `apt-get download`
 into the cache and unpacked there, never installed: installing the package would start an sshd on

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from labtests.lab import blank_disk, guest_tool
-from labtests.requires import first_disk_of, require
+from labtests.support.lab import blank_disk, guest_tool
+from labtests.support.requires import first_disk_of, require
 
 pytestmark = pytest.mark.lab
 
