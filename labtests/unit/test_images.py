@@ -99,7 +99,7 @@ def test_hash_independent_of_checkout_location(tmp_path):
 
 def test_guest_hash_covers_its_recipe():
     debian = images.load_guest("debian12")
-    files = {p.relative_to(paths.REPO).as_posix() for p in images._files_for_hash(debian)}
+    files = {p.relative_to(paths.REPO).as_posix() for p in images.files_for_hash(debian)}
     assert "packer/vars/debian12.pkrvars.hcl" in files
     assert "packer/sources.pkr.hcl" in files
     assert "scripts/build-debian-base" in files
@@ -107,7 +107,7 @@ def test_guest_hash_covers_its_recipe():
     assert "images/debian12/overlay/usr/local/sbin/sectorlab-seed" in files
     assert "redo-writer/engine.c" in files and "packer/files/sectorlab-nvme-tcp" in files
     ol9 = images.load_guest("oraclelinux9")
-    ol_files = {p.relative_to(paths.REPO).as_posix() for p in images._files_for_hash(ol9)}
+    ol_files = {p.relative_to(paths.REPO).as_posix() for p in images.files_for_hash(ol9)}
     assert "images/debian12/packages" not in ol_files
     assert images.input_hash(debian) != images.input_hash(ol9)
 

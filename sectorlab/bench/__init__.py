@@ -32,7 +32,7 @@ from .preset import (  # noqa: F401
     Preset,
     Target,
     Workload,
-    _clock,
+    clock_text,
     preset_names,
     preset_path,
 )

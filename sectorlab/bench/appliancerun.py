@@ -31,7 +31,7 @@ from ..lab.record import LabRecord
 from ..paths import write_atomic
 from . import appliancereport, devicerows
 from .appliance import AppliancePreset, Share
-from .preset import RESULTS_DIR, Progress, _clock
+from .preset import RESULTS_DIR, Progress, clock_text
 
 POOL, ROOT, MOUNT = "sl-appl", "/sl-appl", "/mnt/sl-appl"
 EXPORT_OPTIONS = "rw,sync,no_subtree_check,insecure,no_root_squash"
@@ -229,7 +229,7 @@ def _run_all(preset: AppliancePreset, data: LabRecord, results: Path, progress: 
     t0 = time.monotonic()
     for i, (share, repeat) in enumerate(order, 1):
         left = (time.monotonic() - t0) / (i - 1) * (len(order) - i + 1) if i > 1 else preset.estimate_s()
-        progress(f"run {i}/{len(order)}: {share.name} (round {repeat}), about {_clock(left)} left")
+        progress(f"run {i}/{len(order)}: {share.name} (round {repeat}), about {clock_text(left)} left")
         run_id = f"{share.dataset}-{repeat}"
         try:
             opts = appliance.prepare(share)
@@ -253,7 +253,7 @@ def run(preset: AppliancePreset, progress: Progress, results_root: Path = RESULT
     results.mkdir(parents=True, exist_ok=False)
     order_seed = preset.order_seed if preset.order_seed is not None else secrets.randbelow(2**31)
     progress(f"bench {preset.name} (seed {preset.seed or '-'}): {len(preset.plan())} runs of {len(preset.shares)} "
-             f"shares, about {_clock(preset.estimate_s())} after lab-up (order seed {order_seed}); results in "
+             f"shares, about {clock_text(preset.estimate_s())} after lab-up (order seed {order_seed}); results in "
              f"{results}")
     t0 = time.monotonic()
     try:
@@ -273,6 +273,6 @@ def run(preset: AppliancePreset, progress: Progress, results_root: Path = RESULT
         elif not any(results.iterdir()):
             results.rmdir()
     written = appliancereport.write(results)
-    progress(f"bench {preset.name} done in {_clock(time.monotonic() - t0)}; report: {written['html']} "
+    progress(f"bench {preset.name} done in {clock_text(time.monotonic() - t0)}; report: {written['html']} "
              f"(commands: {shlex.quote('sectorlab report ' + str(results))} writes it again)")
     return results

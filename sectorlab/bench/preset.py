@@ -5,7 +5,7 @@ where the target asks for it) repeated, in a random order of complete rounds (or
 host's drift over the bench falls on every configuration alike.
 
 Also what every kind of bench shares: where presets and results live (PRESETS_DIR, RESULTS_DIR),
-a preset's file by name (preset_path, preset_names), Progress and _clock.
+a preset's file by name (preset_path, preset_names), Progress and clock_text.
 """
 
 from __future__ import annotations
@@ -303,6 +303,6 @@ def _seed_figure(where: str, f: dict, context: dict) -> dict:
     return f
 
 
-def _clock(seconds: float) -> str:
+def clock_text(seconds: float) -> str:
     seconds = max(0, round(seconds))
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"

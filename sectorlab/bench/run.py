@@ -34,7 +34,7 @@ from ..inguest import rules
 from ..lab.record import LabRecord
 from ..paths import write_atomic
 from . import devicerows, report
-from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Slot, Target, Workload, _clock
+from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Slot, Target, Workload, clock_text
 from .presetfields import NULL_TARGET
 
 GUEST_DIR = "/var/tmp/sectorlab-bench"
@@ -229,7 +229,7 @@ class Bench:
         self.progress(f"run {slot.slot}/{total}: {target.name} BLOCKSIZE {bs}"
                       + (" (override)" if slot.config.override else "") + f" #{slot.repeat}"
                       + f" ({w.warmup_s} s warm-up + {w.duration_s} s); {left - 1} left after it, "
-                        f"about {_clock(per_run * left)} to go")
+                        f"about {clock_text(per_run * left)} to go")
         t0 = time.monotonic()
         files = self.measured(slot, path, race)
         self.durations.append(time.monotonic() - t0)
@@ -278,7 +278,7 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
     runs = len(preset.plan())
     order_seed = preset.order_seed if preset.order_seed is not None else secrets.randbelow(2**31)
     progress(f"bench {preset.name} (seed {preset.seed or '-'}): {runs} runs of {preset.workload.describe()}, about "
-             f"{_clock(preset.estimate_s())} of runs after lab-up; results in {results}")
+             f"{clock_text(preset.estimate_s())} of runs after lab-up; results in {results}")
     t0 = time.monotonic()
     bench = None
     try:
@@ -301,6 +301,6 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
             elif not any(results.iterdir()):
                 results.rmdir()  # lab-up failed: nothing ran
     written = report.write(results)
-    progress(f"bench {preset.name} done in {_clock(time.monotonic() - t0)} (lab-up and lab-down included); "
+    progress(f"bench {preset.name} done in {clock_text(time.monotonic() - t0)} (lab-up and lab-down included); "
              f"report: {written['html']}")
     return results

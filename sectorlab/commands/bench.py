@@ -45,7 +45,7 @@ def cmd_bench(args) -> int:
     if args.list:
         for name in bench.preset_names():
             p = bench.load_preset(name, suffix=lab_mod.suffix_from_env())
-            print(f"{name:<18} seed {p.seed or '-':<4} {len(p.plan()):>2} runs, ~{bench._clock(p.estimate_s())} "
+            print(f"{name:<18} seed {p.seed or '-':<4} {len(p.plan()):>2} runs, ~{bench.clock_text(p.estimate_s())} "
                   f"of runs  {p.title}")
         return 0
     preset = bench.load_preset(args.preset, args.duration, args.warmup, args.repeats, lab_mod.suffix_from_env(),

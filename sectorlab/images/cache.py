@@ -3,7 +3,7 @@
 A built image lives in the cache outside the repository under a name that carries the hash of
 every input that shapes it (templates, vars, provisioning scripts, the guest tools and, for
 Debian, the base recipe), so an unchanged recipe is never built twice and a changed one never
-reuses a stale image. _files_for_hash is that list of inputs: the host side's own Python modules
+reuses a stale image. files_for_hash is that list of inputs: the host side's own Python modules
 are not in it, so moving code between them rebuilds no image.
 """
 
@@ -38,7 +38,7 @@ def _redo_writer_sources() -> list[Path]:
     return sorted(REDO_WRITER_DIR.glob("*.[ch]")) + [REDO_WRITER_DIR / "Makefile"]
 
 
-def _files_for_hash(spec: GuestSpec) -> list[Path]:
+def files_for_hash(spec: GuestSpec) -> list[Path]:
     files = sorted(PACKER_DIR.glob("*.pkr.hcl")) + [spec.vars_file]
     files += sorted(p for p in (PACKER_DIR / "files").iterdir() if p.is_file())
     files += [PACKER_DIR / s for s in spec.provision_scripts]
@@ -78,7 +78,7 @@ def hash_files(files: list[Path], extra: str = "", root: Path = REPO) -> str:
 
 
 def input_hash(spec: GuestSpec) -> str:
-    return hash_files(_files_for_hash(spec), extra=f"{spec.base_image_url}\0{spec.base_image_sha256}")
+    return hash_files(files_for_hash(spec), extra=f"{spec.base_image_url}\0{spec.base_image_sha256}")
 
 
 def sha256_file(path: Path) -> str:
