@@ -27,15 +27,11 @@ import json
 import math
 import os
 import stat
-import sys
 from pathlib import Path
 
-from .errors import UsageError
+import tomllib
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from .errors import UsageError
 
 KIB = 1 << 10
 MIB = 1 << 20

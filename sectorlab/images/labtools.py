@@ -6,17 +6,13 @@ cannot be forgotten for another: load() refuses a tool without packages on every
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import tomllib
+
 from ..errors import SectorlabError
 from ..paths import REPO
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 TOOLS_FILE = REPO / "images" / "lab-tools.toml"
 TOOL_KEYS = {"purpose", "commands", "modules"}

@@ -5,17 +5,13 @@ run in the chroot after the extended guest's (images/debian12-zfs/recipe.toml)."
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import tomllib
+
 from ..errors import SectorlabError
 from ..paths import REPO
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 IMAGES = REPO / "images"
 COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")  # Debian 12's
