@@ -64,7 +64,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
-        bench-lab-up bench bench-all bench-check faults alone
+        bench-lab-up bench-floor bench bench-all bench-check faults alone
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -96,6 +96,7 @@ help:
 	@echo "make test-zfs             seed 004: OpenZFS and NFS in a guest of its own (labs/zfs-nfs.toml; its image ~6 min the first time)"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
+	@echo "make bench-floor          what the lab itself costs a redo write, per bus, in the running lab (3 rounds)"
 	@echo "make bench-writer         redo-writer against fio on the same file, post/wait and polling (4 rounds each)"
 	@echo "LAB=labs/x.toml selects another lab definition; PYTEST_ARGS='-k sector4k' narrows the scenarios"
 
@@ -270,6 +271,10 @@ bench-writer: bootstrap
 
 bench-lab-up: bootstrap
 	@$(show); show $(SECTORLAB) bench-lab-up $(LAB_ARG) --rounds 3
+
+# What the lab itself costs a redo write, per bus, in the running lab (run it on a quiet machine).
+bench-floor: bootstrap
+	@$(show); show $(SECTORLAB) bench-floor $(LAB_ARG) --rounds 3 --seconds 4
 
 bench-boot: image
 	@$(show); show $(SECTORLAB) image boot-time $(GUEST_ARG) --runs 3

@@ -17,6 +17,7 @@ from pathlib import Path
 from . import __version__, bench, images, paths
 from .commands.bench import (
     cmd_bench,
+    cmd_bench_floor,
     cmd_bench_lab_up,
     cmd_bench_writer,
     cmd_compare,
@@ -185,6 +186,15 @@ def _add_bench_commands(sub) -> None:
                    help="redo-writer --spin-us (poll before sleeping)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_writer)
+
+    p = sub.add_parser("bench-floor", help="what the lab itself costs a redo write, per bus, in the running lab "
+                                           "(redo-writer in the guest beside the model's trace)")
+    p.add_argument("--lab", type=Path, help=_LAB_HELP)
+    p.add_argument("--disk", action="append", help="a model-served disk of the lab (repeat; default: one per bus)")
+    p.add_argument("--rounds", type=whole(1, 100), default=3)
+    p.add_argument("--seconds", type=whole(1, 3600), default=4)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench_floor)
 
     p = sub.add_parser("bench-lab-up", help="cold and warm lab-up side by side (destroys the lab first)")
     p.add_argument("--lab", type=Path, help=_LAB_HELP)

@@ -135,7 +135,8 @@ resource "libvirt_domain" "vm" {
       seed_volume = libvirt_volume.seed[each.key].name
       console_log = "${var.console_dir}/${each.key}-console.log"
       # virtio, SCSI and NVMe/TCP-backing disks get <serial>/<blockio>, and minimum/optimal I/O
-      # sizes through <qemu:override> of their device (sectorlab.labdef refuses them on nvme-tcp).
+      # sizes and write-cache=off through <qemu:override> of their device (sectorlab.labdef refuses
+      # the I/O sizes on nvme-tcp).
       disks = [
         for key, d in local.disks : {
           bus      = d.bus
@@ -147,6 +148,9 @@ resource "libvirt_domain" "vm" {
           physical = d.physical_block_size
           min_io   = d.min_io_size
           opt_io   = d.opt_io_size
+          # QEMU's NVMe device keeps its volatile write cache whatever it is told: the guest sets
+          # an NVMe disk's write cache itself (sectorlab/inguest/guestprobe.py).
+          write_through = d.write_cache == "write through"
         } if d.vm == each.key && d.bus != "nvme"
       ]
     })

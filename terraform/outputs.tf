@@ -24,7 +24,7 @@ output "vms" {
 }
 
 output "disks" {
-  description = "Per data disk (key vm/disk): bus, geometry, the serial the guest sees, the sector sizes the guest must report (and the minimum/optimal I/O sizes the device advertises, 0 for none)."
+  description = "Per data disk (key vm/disk): bus, geometry, the serial the guest sees, the sector sizes the guest must report (and the minimum/optimal I/O sizes the device advertises, 0 for none), the write cache it must show."
   value = {
     for key, d in local.disks : key => {
       vm                  = d.vm
@@ -38,6 +38,7 @@ output "disks" {
       min_io_size         = d.min_io_size
       opt_io_size         = d.opt_io_size
       size_bytes          = d.size_mib * 1048576
+      write_cache         = d.write_cache
       volume              = d.socket == "" ? libvirt_volume.data[key].id : d.socket
     }
   }

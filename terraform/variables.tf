@@ -117,6 +117,7 @@ variable "vms" {
       size_mib       = number
       serial         = string
       backing_serial = string
+      write_cache    = string # what the guest's queue/write_cache must say: "write back" or "write through"
       socket         = string # the device model's Unix socket that serves the disk; "": a qcow2 volume
     }))
   }))
@@ -129,6 +130,10 @@ variable "vms" {
   validation {
     condition     = alltrue(flatten([for vm in var.vms : [for d in vm.disks : contains(["nvme", "nvme-tcp", "virtio", "scsi"], d.bus)]]))
     error_message = "A disk's bus must be one of nvme, nvme-tcp, virtio, scsi."
+  }
+  validation {
+    condition     = alltrue(flatten([for vm in var.vms : [for d in vm.disks : contains(["write back", "write through"], d.write_cache)]]))
+    error_message = "A disk's write_cache must be \"write back\" or \"write through\" (its device profile's write cache as the guest sees it)."
   }
   validation {
     condition     = !anytrue(flatten([for vm in var.vms : [for d in vm.disks : d.bus == "nvme" && d.geometry == "sector512e"]]))

@@ -64,8 +64,8 @@ def test_each_model_serves_the_guests_redo_writes_as_its_profile_specifies(model
         rows = trace.read(trace_file)[before:]
         writes = [r for r in rows if r.op == "write"]
         guest_writes = report["writes"]
-        # Each log write of the guest is one write request of the trace (its O_DSYNC adds a flush
-        # after it); the guest reads nothing back.
+        # Each log write of the guest is one write request of the trace (on a disk with a volatile
+        # cache its O_DSYNC adds a flush after it); the guest reads nothing back.
         assert abs(len(writes) - guest_writes) <= 2, (d.name, len(writes), guest_writes)
         assert not [r for r in rows if r.op == "read"], f"{d.name}: the model served reads during a write-only run"
         served = np.array([r.served_us for r in writes])

@@ -35,8 +35,8 @@ def _other_size(declared) -> int:
 
 def _recreate_controller(guest, lab_state: LabRecord, serial: str) -> str:
     """Hot-unplug the NVMe controller from the host and add it again as every lab-up does
-    (hotplug.hotplug_nvme); wait, as lab-up does (the guest probe), until the guest shows the serial;
-    its device path."""
+    (hotplug.hotplug_nvme); wait, as lab-up does (the guest probe), until the guest shows the serial,
+    and give the new namespace its write cache as lab-up does; its device path."""
     declared = lab_state.disk_with_serial(serial)
     vm = lab_state.vm(declared.vm)
     disks = lab_state.disks_of(declared.vm)
@@ -44,7 +44,7 @@ def _recreate_controller(guest, lab_state: LabRecord, serial: str) -> str:
     assert serial not in guest.check_output("lsblk -d -n -o SERIAL").split(), \
         f"serial {serial} still in the guest after device_del"
     assert hotplug.hotplug_nvme(lab_state.libvirt_uri, vm.domain, disks) == [hotplug.nvme_controller_id(disks, serial)]
-    seen = lab_mod.probe(guest, [declared], wait=lab_mod.NVME_APPEAR_TIMEOUT)["disks"]
+    seen = lab_mod.probe(guest, [declared], wait=lab_mod.NVME_APPEAR_TIMEOUT, settle=True)["disks"]
     assert serial in seen, f"serial {serial} not back {lab_mod.NVME_APPEAR_TIMEOUT:.0f} s after the hot-plug"
     return seen[serial].path
 

@@ -14,7 +14,7 @@ VM = {"console_log": "/c/lab1-console.log", "domain": "sectorlab-default-lab1",
 DISK = {"backing_serial": "", "bus": "virtio", "geometry": "sector4k", "logical_block_size": 4096,
         "min_io_size": 0, "name": "virtio-sector4k", "opt_io_size": 0, "physical_block_size": 4096,
         "serial": "sl05-vblk-4k", "size_bytes": 536870912,
-        "volume": "/v/lab1-virtio-sector4k.qcow2", "vm": "lab1"}
+        "volume": "/v/lab1-virtio-sector4k.qcow2", "vm": "lab1", "write_cache": "write through"}
 # In the order lab-up writes it: Terraform's outputs by name, then the login, what hot-plug learnt, the timing.
 RECORD = {
     "format": FORMAT, "lab": "default", "lab_file": "/repo/labs/default.toml", "libvirt_uri": "qemu:///system",

@@ -5,6 +5,7 @@ one line. Timing on a real socket is labtests/devices/test_devicemodel_host.py."
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import numpy as np
@@ -204,7 +205,7 @@ def test_trace_summary_counts_per_operation():
 def test_every_catalog_profile_is_one_the_model_takes_and_names_its_sources(name):
     p = profiles.get(name)
     profiles.check(f"device profile '{name}'", p.params)
-    assert set(p.sources) == set(p.params) == set(p.evidence), name
+    assert set(p.sources) == set(p.params) | {"write_cache"} == set(p.evidence), name
     assert all(len(s) > 20 for s in p.sources.values()), name
     assert set(p.evidence.values()) <= set(profiles.EVIDENCE)
     # A seed's measured result is never a source (the seeds' hardware names are).
@@ -226,13 +227,14 @@ def test_the_spinning_profiles_follow_from_rotation_and_seek():
     assert w.min() >= 8500 - 1 and w.max() <= 8500 + 8333 + transfer + 1
 
 
-def test_the_docs_table_lists_every_profile_with_its_parameters():
+def test_the_docs_table_lists_every_profile_with_its_parameters_and_write_cache():
     text = (REPO / "docs" / "device-models.md").read_text()
     for name, p in profiles.profiles().items():
         row = next((line for line in text.splitlines() if line.startswith(f"| `{name}` |")), None)
         assert row is not None, f"docs/device-models.md has no row for {name}"
         args = f"`{' '.join(p.args())}`" if p.params else "(none)"
         assert f"| {args} |" in row, f"docs/device-models.md: {name}'s parameters differ from the catalog"
+        assert f"| {p.write_cache} ({p.presented}) |" in row, f"docs/device-models.md: {name}'s write cache differs"
 
 
 # --- issue 44: every parameter finite and bounded, every request line strict ------------------------
@@ -274,3 +276,36 @@ def test_a_tiny_lognormal_median_never_gives_a_time_out_of_range():
     """lognormal:1e-300,1e7 has a sigma of ~300: its draws overflowed to infinity, then to a negative time."""
     rows = simulate("".join(f"{i} write 0 4096\n" for i in range(2000)), write="lognormal:1e-300,1e7", seed=5)
     assert all(0 <= r.service_us <= 1e7 for r in rows)
+
+
+# --- issue 46: the write cache as the device has it ----------------------------------------------
+
+def _entry(**change) -> dict:
+    entry = {"description": "d", "write_cache": "protected", "params": {"write": "fixed:20"},
+             "sources": {"write": "s", "write_cache": "s"},
+             "evidence": {"write": "datasheet", "write_cache": "datasheet"}}
+    return {**entry, **change}
+
+
+@pytest.mark.parametrize("change, refused", [
+    ({"write_cache": None}, "write_cache is None: expected one of none, protected, volatile"),
+    ({"write_cache": "battery"}, "write_cache is 'battery': expected one of none, protected, volatile"),
+    ({"sources": {"write": "s"}}, "no source for write_cache"),
+    ({"params": {"write": "fixed:20", "cache-size": "64M", "cache-plp": "false"}},
+     "write_cache is protected but the model's cache-plp is false"),
+    ({"write_cache": "volatile", "params": {"write": "fixed:20", "cache-size": "64M", "cache-plp": "true"}},
+     "write_cache is volatile but the model's cache-plp is true"),
+    ({"write_cache": "volatile"}, "write_cache is volatile but the model has no cache-size and no flush time"),
+], ids=["missing", "unknown", "no-source", "plp-disagrees", "volatile-plp", "volatile-free-flush"])
+def test_a_profile_without_a_known_write_cache_or_one_its_model_contradicts_is_one_line(change, refused):
+    entry = _entry(**change)
+    entry["sources"] = {**entry["sources"], **{k: "s" for k in entry["params"]}}
+    with pytest.raises(UsageError, match=re.escape(refused)) as e:
+        profiles._profile("x", entry)
+    assert "\n" not in str(e.value) and str(e.value).startswith("device profile 'x': ")
+
+
+def test_every_catalog_profile_says_its_write_cache_and_the_guest_reads_it_as_linux_would_need():
+    for name, p in profiles.profiles().items():
+        assert p.write_cache in profiles.WRITE_CACHES and p.sources["write_cache"], name
+        assert p.presented == ("write back" if p.write_cache == "volatile" else "write through"), name

@@ -24,7 +24,7 @@ def _disk(name: str, device: str = "nvme-512e") -> DiskRecord:
         "backing_serial": None, "bus": "virtio", "geometry": "sector512e",
         "logical_block_size": 512, "min_io_size": 4096, "name": name, "opt_io_size": 0,
         "physical_block_size": 4096, "serial": name, "size_bytes": 1 << 26,
-        "volume": "/x.sock", "vm": "lab1", "device": device}, "t")
+        "volume": "/x.sock", "vm": "lab1", "write_cache": "write through", "device": device}, "t")
 
 
 @pytest.fixture

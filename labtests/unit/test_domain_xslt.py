@@ -1,8 +1,9 @@
 """terraform/domain.xsl.tftpl, rendered by the Terraform that lab-up runs and applied by xsltproc to a
 domain as the libvirt provider writes it (no VM): every virtio/SCSI data disk gets its serial and
 <blockio>, and a disk whose geometry advertises a minimum or optimal I/O size gets a user alias and
-a <qemu:override> of exactly those properties on that device (libvirt 9.0's <blockio> has none); a
-disk served by its device model becomes QEMU's NBD client on the model's Unix socket."""
+a <qemu:override> of exactly those properties on that device (libvirt 9.0's <blockio> has none), as
+does a disk presented write-through (write-cache=off); a disk served by its device model becomes
+QEMU's NBD client on the model's Unix socket."""
 
 from __future__ import annotations
 
@@ -28,9 +29,10 @@ PROVIDER_DOMAIN = """<domain type="qemu"><name>sectorlab-t-vm1</name><uuid>x</uu
 
 
 def _disk(volume: str, serial: str, bus: str, logical: int, physical: int, min_io: int = 0, opt_io: int = 0,
-          export: str = "", socket: str = "") -> str:
+          export: str = "", socket: str = "", write_through: bool = False) -> str:
     return (f'{{bus = "{bus}", volume = "{volume}", serial = "{serial}", logical = {logical}, '
-            f'physical = {physical}, min_io = {min_io}, opt_io = {opt_io}, export = "{export}", socket = "{socket}"}}')
+            f'physical = {physical}, min_io = {min_io}, opt_io = {opt_io}, export = "{export}", socket = "{socket}", '
+            f'write_through = {str(write_through).lower()}}}')
 
 
 OWNER = {"lab": "t", "vm": "vm1", "lab_id": "0123456789abcdef0123456789abcdef", "machine": "fe" * 16,
@@ -82,6 +84,20 @@ def test_io_sizes_go_to_the_disks_device_through_an_override(tmp_path):
     assert props == {"b": {"min_io_size": ("unsigned", "16384"), "opt_io_size": ("unsigned", "131072")},
                      "c": {"min_io_size": ("unsigned", "16384")}}
     assert domain.findtext("uuid") == "u-1" and domain.find(f"{QEMU_NS}commandline") is not None
+
+
+def test_a_write_through_disk_gets_write_cache_off_on_its_device_and_nothing_else(tmp_path):
+    domain = _render(tmp_path, [_disk("vm1-a.qcow2", "sa", "virtio", 512, 4096, write_through=True),
+                                _disk("vm1-b.qcow2", "sb", "scsi", 4096, 4096, 16384, write_through=True),
+                                _disk("vm1-c.qcow2", "sc", "virtio", 4096, 4096)])
+    a, b, c = (_data_disk(domain, f"vm1-{x}.qcow2") for x in "abc")
+    assert c.find("alias") is None, "a write-back disk without I/O sizes keeps libvirt's own alias"
+    aliases = {a.find("alias").get("name"): "a", b.find("alias").get("name"): "b"}
+    props = {aliases[dev.get("alias")]: {p.get("name"): (p.get("type"), p.get("value"))
+                                         for p in dev.iter(f"{QEMU_NS}property")}
+             for dev in domain.findall(f"{QEMU_NS}override/{QEMU_NS}device")}
+    assert props == {"a": {"write-cache": ("string", "off")},
+                     "b": {"write-cache": ("string", "off"), "min_io_size": ("unsigned", "16384")}}
 
 
 def test_no_override_without_io_sizes(tmp_path):

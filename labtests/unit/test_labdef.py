@@ -272,7 +272,7 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     assert vm["ssh_port"] == 40100
     assert vm["disks"][0] == {"name": "nvme-tcp-sector512e", "bus": "nvme-tcp", "geometry": "sector512e",
                               "size_mib": labdef.DEFAULT_DISK_MIB, "serial": "sl00-ntcp-512e",
-                              "backing_serial": "sl00-ntcp-512e-bk",
+                              "backing_serial": "sl00-ntcp-512e-bk", "write_cache": "write through",
                               "socket": "/run/sectorlab/devices/t/nvme-tcp-sector512e/disk.sock"}
     iso = Path(vm["seed_iso"])
 

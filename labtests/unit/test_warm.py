@@ -114,6 +114,22 @@ print(json.dumps({{"blockdevices": devs}}))
     assert len(calls.read_text()) == 3 and result["behind_s"] is None
     assert [os.path.realpath(p) for p in result["dirty"]] == [str(disk_b)]
     assert [d["serial"] for d in json.loads(result["lsblk"])["blockdevices"]] == ["sa", "sb"]
+    assert result["write_cache"] == {"sa": None, "sb": None}, "files, not block devices: no queue/write_cache"
+
+
+def test_probe_sets_a_disks_write_cache_only_when_asked_and_reports_what_it_reads(tmp_path, monkeypatch):
+    """The NVMe disks' write cache is the guest's to set (QEMU's NVMe device keeps a volatile one):
+    the probe writes queue/write_cache when it says otherwise, and reads back what the kernel keeps."""
+    from sectorlab.inguest import guestprobe
+    monkeypatch.setattr(guestprobe, "SYS_BLOCK", str(tmp_path))
+    for name, now in (("nvme0n1", "write back"), ("vdb", "write through")):
+        (tmp_path / name / "queue").mkdir(parents=True)
+        (tmp_path / name / "queue" / "write_cache").write_text(now + "\n")
+    assert guestprobe.write_cache("/dev/vdb") == "write through"
+    assert guestprobe.write_cache("/dev/nvme0n1") == "write back", "not asked: left as it is"
+    assert guestprobe.write_cache("/dev/nvme0n1", "write through") == "write through"
+    assert (tmp_path / "nvme0n1" / "queue" / "write_cache").read_text() == "write through"
+    assert guestprobe.write_cache("/dev/sdz") is None
 
 
 @pytest.mark.parametrize("up_at_start", [True, False])

@@ -19,7 +19,8 @@ recognises a preset by its table and a results directory by its file. Two kinds:
   report.
 
 tools.py benchmarks the lab's own tools (`sectorlab bench-writer`: redo-writer against fio;
-`sectorlab bench-lab-up`: cold and warm lab-up). The names below are what the CLI and the
+`sectorlab bench-lab-up`: cold and warm lab-up), floor.py the lab's own cost of a redo write per bus
+(`sectorlab bench-floor`: the guest's latency beside the model's). The names below are what the CLI and the
 scenarios use.
 """
 

@@ -11,7 +11,7 @@ import json
 
 from .. import bench
 from .. import lab as lab_mod
-from ..bench import plots, report, stats, tools
+from ..bench import floor, plots, report, stats, tools
 from .common import load_lab, progress
 
 
@@ -70,6 +70,23 @@ def cmd_bench_writer(args) -> int:
               f"p99 {s['p99_us_median']:.0f} us")
     print(f"redo-writer / fio: IOPS {r['iops_ratio']:.3f}x, CPU per write {r['cpu_ratio']:.3f}x "
           f"({r['rounds']} alternating rounds of {r['seconds']} s on {r['directory']})")
+    return 0
+
+
+def cmd_bench_floor(args) -> int:
+    lab = load_lab(args)
+    r = floor.bench_floor(lab_mod.read_lab_json(lab.name, lab.path), args.disk or [], args.rounds, args.seconds,
+                          progress)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    for name, s in r["disks"].items():
+        print(f"{name:<22} {s['bus']:<8} {s['device']:<12} guest reads {s['write_cache']:<13} "
+              f"p50 {s['p50_us']['median']:.0f} us ({s['p50_us']['min']:.0f}-{s['p50_us']['max']:.0f}), "
+              f"p99 {s['p99_us']['median']:.0f} us ({s['p99_us']['min']:.0f}-{s['p99_us']['max']:.0f}); "
+              f"the model served p50 {s['model_p50_us']['median']:.1f} us; "
+              f"{s['flushes_per_write']:.2f} flushes per write")
+    print(f"({r['rounds']} rounds of {r['seconds']} s per disk, the order reversed every other round; lab {r['lab']})")
     return 0
 
 

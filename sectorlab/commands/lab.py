@@ -7,6 +7,7 @@ import sys
 from .. import fields, labdef
 from .. import lab as lab_mod
 from ..bench import preset
+from ..devices import profiles as device_profiles
 from ..errors import UsageError
 from ..lab import warm
 from ..labdef import fromhost
@@ -25,7 +26,18 @@ def cmd_lab_validate(args) -> int:
         lab_mod.check_host(lab, lab_mod.own_ports(lab.name))
     disks = sum(len(vm.disks) for vm in lab.vms)
     print(f"{args.file}: lab {lab.name}, {len(lab.vms)} VM(s), {disks} data disk(s): valid")
+    for vm, d in lab.disks():
+        print(f"  {vm.name}/{d.name}: {d.bus}, {d.geometry.name}, {_served(vm, d)}")
     return 0
+
+
+def _served(vm, disk) -> str:
+    """How a disk is served and what the guest will read of its write cache."""
+    profile = vm.profile(disk)
+    if profile is None:
+        return f"a qcow2 volume of the remote host's pool, write cache as QEMU presents it ({vm.write_cache(disk)})"
+    cache = device_profiles.get(profile).write_cache
+    return f"device profile {profile} (write cache {cache}: the guest reads \"{vm.write_cache(disk)}\")"
 
 
 def cmd_lab_from_host(args) -> int:

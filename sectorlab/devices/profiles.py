@@ -15,6 +15,10 @@ from ..geometry import CATALOG
 from . import build
 
 EVIDENCE = ("datasheet", "review", "physics", "assumed")
+# A device's write cache, and what the guest is shown of it (its queue/write_cache): Linux sends
+# flushes and FUA only to a device that says it has a volatile cache, so a device with none, or
+# one that power-loss protection makes durable, is presented write-through and gets none.
+WRITE_CACHES = {"none": "write through", "protected": "write through", "volatile": "write back"}
 
 
 @dataclass(frozen=True)
@@ -22,11 +26,17 @@ class DeviceProfile:
     name: str
     description: str
     params: dict[str, str]                       # the model's key=value parameters
+    write_cache: str                             # none | protected | volatile (WRITE_CACHES)
     sources: dict[str, str] = field(default_factory=dict)    # parameter -> where its number comes from
     evidence: dict[str, str] = field(default_factory=dict)   # parameter -> datasheet | physics | assumed
 
     def args(self) -> list[str]:
         return [f"{k}={v}" for k, v in self.params.items()]
+
+    @property
+    def presented(self) -> str:
+        """The guest's queue/write_cache for a disk this profile serves."""
+        return WRITE_CACHES[self.write_cache]
 
 
 def simulate(params: dict[str, str], requests: str = "") -> subprocess.CompletedProcess:
@@ -60,10 +70,30 @@ def _profile(name: str, entry: dict) -> DeviceProfile:
     for key, value in entry.get("evidence", {}).items():
         if value not in EVIDENCE:
             raise UsageError(f"{where}: evidence of '{key}' is '{value}': expected one of {', '.join(EVIDENCE)}")
-    missing = sorted(set(params) - set(entry.get("sources", {})))
+    missing = sorted((set(params) | {"write_cache"}) - set(entry.get("sources", {})))
     if missing:
         raise UsageError(f"{where}: no source for {', '.join(missing)}: every number names where it comes from")
-    return DeviceProfile(name, entry["description"], params, dict(entry["sources"]), dict(entry.get("evidence", {})))
+    cache = entry.get("write_cache")
+    if cache not in WRITE_CACHES:
+        raise UsageError(f"{where}: write_cache is {cache!r}: expected one of {', '.join(WRITE_CACHES)} (none: no "
+                         f"cache; protected: power-loss protected; volatile: lost on a power cut until flushed)")
+    _cache_agrees(where, cache, params)
+    return DeviceProfile(name, entry["description"], params, cache, dict(entry["sources"]),
+                         dict(entry.get("evidence", {})))
+
+
+def _cache_agrees(where: str, cache: str, params: dict[str, str]) -> None:
+    """The model's own cache parameters tell the same story as write_cache: a model cache
+    (cache-size) is power-loss protected exactly when the profile says protected, and a volatile
+    cache is one whose flush costs what the model says (a model cache to destage, or a flush time)."""
+    if "cache-size" in params:
+        plp = params.get("cache-plp", "false") == "true"
+        if plp != (cache == "protected"):
+            raise UsageError(f"{where}: write_cache is {cache} but the model's cache-plp is "
+                             f"{params.get('cache-plp', 'false')}: make them agree")
+    elif cache == "volatile" and "flush" not in params:
+        raise UsageError(f"{where}: write_cache is volatile but the model has no cache-size and no flush time: a "
+                         f"flush would cost nothing; give it one")
 
 
 @cache

@@ -13,11 +13,14 @@ Argument: one JSON object
   wait            how many seconds to wait for them
   pristine_bytes  check that the first and last this many bytes of those disks are zeros (0: no)
   lsblk           the lsblk command line to run (sectorlab.guestdisks.LSBLK_COMMAND, split)
+  set_write_cache {serial: "write through" | "write back"}: set those disks' queue/write_cache
+                  (the NVMe disks: QEMU's NVMe device says it has a volatile cache whatever it is told)
 Output: one JSON object
-  behind_s  how far the guest's clock was behind (null if not stepped)
-  waited_s  how long the serials took to appear
-  lsblk     lsblk's output (parsed on the host by sectorlab.guestdisks)
-  dirty     device paths that are not all zeros at either end
+  behind_s     how far the guest's clock was behind (null if not stepped)
+  waited_s     how long the serials took to appear
+  lsblk        lsblk's output (parsed on the host by sectorlab.guestdisks)
+  dirty        device paths that are not all zeros at either end
+  write_cache  {serial: its queue/write_cache} of the wanted disks that are visible
 """
 
 import json
@@ -27,6 +30,7 @@ import sys
 import time
 
 NVME_TCP_UNIT = "sectorlab-nvme-tcp.service"
+SYS_BLOCK = "/sys/block"
 
 
 CLOCK_QUESTION = "sectorlab-probe: host time?"
@@ -80,6 +84,23 @@ def not_zero(path, nbytes):
         os.close(fd)
 
 
+def write_cache(device, set_to=None):
+    """The disk's queue/write_cache, after setting it to `set_to` when it says otherwise; None for a
+    disk without one (the host then names it as not as declared)."""
+    path = os.path.join(SYS_BLOCK, os.path.basename(device), "queue", "write_cache")
+    try:
+        with open(path) as f:
+            now = f.read().strip()
+    except FileNotFoundError:
+        return None
+    if set_to and now != set_to:
+        with open(path, "w") as f:
+            f.write(set_to)
+        with open(path) as f:
+            now = f.read().strip()
+    return now
+
+
 def probe(request):
     behind = step_clock() if request.get("clock") else None
     nvme_tcp = set(request.get("nvme_tcp") or [])
@@ -101,7 +122,9 @@ def probe(request):
     waited = time.monotonic() - start
     nbytes = request.get("pristine_bytes", 0)
     dirty = [found[s] for s in sorted(wanted & set(found)) if nbytes and not_zero(found[s], nbytes)]
-    return {"behind_s": behind, "waited_s": round(waited, 2), "lsblk": text, "dirty": dirty}
+    setting = request.get("set_write_cache") or {}
+    caches = {s: write_cache(found[s], setting.get(s)) for s in sorted(wanted & set(found))}
+    return {"behind_s": behind, "waited_s": round(waited, 2), "lsblk": text, "dirty": dirty, "write_cache": caches}
 
 
 if __name__ == "__main__":

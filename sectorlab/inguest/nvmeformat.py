@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """reformat-nvme, the DBA's first step for a new redo disk as seed 000 walks through it on a P3700:
 reformat an NVMe namespace to another LBA data size (`nvme format --lbaf=N`), wait for the kernel
-to show the new sector size, and end with what the guest now sees and the redo BLOCKSIZE the rules
-engine (rules.py) picks for it. provision-redo-disk (redodisk.py) is the next step.
+to show the new sector size (keeping the namespace's write cache setting, which the kernel would
+take from the controller again), and end with what the guest now sees and the redo BLOCKSIZE the
+rules engine (rules.py) picks for it. provision-redo-disk (redodisk.py) is the next step.
 
 Also the one parser of `nvme id-ns -o json` (parse_lba_formats): the host's sectorlab.guestdisks and
 sectorlab.fromhost read nvme-cli's output with it too.
@@ -149,9 +150,11 @@ def reformat(args, prog: str) -> Reformatted:
         blockdev.run(["wipefs", "--all", "--quiet", f"/dev/{os.path.basename(part)}"], check=False)
     if found:
         blockdev.run(["wipefs", "--all", "--quiet", disk.path], check=False)
+    cache = _write_cache(disk)
     blockdev.run(["nvme", "format", disk.path, f"--lbaf={target}", "--ses=0", "--force"])
     how = _see_new_size(disk, args.lbads, target, controller)
     blockdev.run(["udevadm", "settle", "--timeout=10"], check=False)
+    _write_cache(disk, cache)
     logical = int(disk.attr("queue/logical_block_size"))
     physical = int(disk.attr("queue/physical_block_size"))
     now, _ = lba_formats(disk)
@@ -159,6 +162,24 @@ def reformat(args, prog: str) -> Reformatted:
         raise blockdev.Failed(f"{disk.path}: after the format the namespace uses LBA format {now}, not {target}")
     return Reformatted(disk.path, controller, target, args.lbads, logical, physical, in_use,
                        previous["data_size"], True, how, rules.evaluate(logical, physical).default_blocksize)
+
+
+def _write_cache(disk: blockdev.Disk, keep: str | None = None) -> str | None:
+    """The namespace's queue/write_cache (None where there is none), after putting `keep` back: when
+    the kernel revalidates a formatted namespace it takes the write cache from the controller again,
+    and a setting the host made (the lab's write through for a device without a volatile cache, an
+    administrator's own) would be lost."""
+    path = os.path.join(disk.sysfs, "queue", "write_cache")
+    try:
+        with open(path) as f:
+            now = f.read().strip()
+        if keep and now != keep:
+            with open(path, "w") as f:
+                f.write(keep)
+            now = keep
+    except FileNotFoundError:
+        return None
+    return now
 
 
 def _see_new_size(disk: blockdev.Disk, lbads: int, target: int, controller: str) -> str:

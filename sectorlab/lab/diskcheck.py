@@ -40,17 +40,26 @@ PROBE = Path(guestprobe.__file__)
 PRISTINE_BYTES = 65536
 
 
+# The buses whose write cache the guest sets itself: QEMU 7.2's NVMe device presents a volatile
+# write cache whatever its write-cache property says (and the in-guest NVMe/TCP target does too);
+# virtio and SCSI disks are told by their device (terraform/domain.xsl.tftpl).
+GUEST_SET_CACHE_BUSES = ("nvme", "nvme-tcp")
+
+
 def probe(guest: Guest, declared: list[DiskRecord], wait: float = 0.0, clock: bool = False,
-          pristine: bool = False) -> dict:
+          pristine: bool = False, settle: bool = False) -> dict:
     """One round trip to the guest (sectorlab/inguest/guestprobe.py as root): optionally step its clock,
     start its NVMe/TCP targets if their namespaces are not visible, wait up to `wait` s for the
-    declared serials, list its disks, and with `pristine` name the declared disks whose first or
-    last 64 KiB are not zeros (where partition tables, signatures and the scenarios' first redo
-    blocks go)."""
+    declared serials, list its disks and their write caches, and with `pristine` name the declared
+    disks whose first or last 64 KiB are not zeros (where partition tables, signatures and the
+    scenarios' first redo blocks go). With `settle` (lab-up), the NVMe disks' write cache is set to
+    what their device profile says first."""
     request = {"clock": clock,
                "nvme_tcp": sorted(d.serial for d in declared if d.bus == "nvme-tcp"),
                "serials": sorted(d.serial for d in declared), "wait": wait,
-               "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split()}
+               "pristine_bytes": PRISTINE_BYTES if pristine else 0, "lsblk": guestdisks.LSBLK_COMMAND.split(),
+               "set_write_cache": {d.serial: d.write_cache for d in declared
+                                   if settle and d.bus in GUEST_SET_CACHE_BUSES}}
     command = f"sudo -n python3 -c {shlex.quote(PROBE.read_text())} {shlex.quote(json.dumps(request))}"
     text = guest.check_output(command, timeout=wait + 120,
                               answer=(guestprobe.CLOCK_QUESTION, lambda: repr(time.time())))
@@ -63,16 +72,17 @@ def probe(guest: Guest, declared: list[DiskRecord], wait: float = 0.0, clock: bo
 
 
 def verify(data: LabRecord, guests: dict[str, Guest], progress: Progress, wait: float = 0.0, clock: bool = False,
-           pristine: bool = False) -> tuple[list[list[str]], list[str]]:
-    """Every declared disk, by serial, at its declared sector sizes. With `wait`, give disks that
-    are still appearing (hot-plugged NVMe) up to that many seconds before calling them missing;
-    with `clock`, step the guests' clocks first (after a restore); with `pristine`, fail disks that
-    hold data (a fresh lab must not show a previous run's writes)."""
-    rows = [["VM", "disk", "serial", "bus", "geometry", "guest device", "logical/physical seen"]]
+           pristine: bool = False, settle: bool = False) -> tuple[list[list[str]], list[str]]:
+    """Every declared disk, by serial, at its declared sector sizes and write cache. With `wait`,
+    give disks that are still appearing (hot-plugged NVMe) up to that many seconds before calling
+    them missing; with `clock`, step the guests' clocks first (after a restore); with `pristine`,
+    fail disks that hold data (a fresh lab must not show a previous run's writes); with `settle`,
+    set the write cache of the disks whose guest sets it (probe)."""
+    rows = [["VM", "disk", "serial", "bus", "geometry", "guest device", "logical/physical seen", "write cache"]]
     problems = []
     for vm_name, guest in guests.items():
         declared = data.disks_of(vm_name)
-        result = probe(guest, declared, wait, clock, pristine)
+        result = probe(guest, declared, wait, clock, pristine, settle)
         if result["behind_s"] is not None:
             behind = result["behind_s"]
             progress(f"{vm_name}: clock stepped {abs(behind):.1f} s {'forward' if behind >= 0 else 'back'}")
@@ -85,7 +95,7 @@ def verify(data: LabRecord, guests: dict[str, Guest], progress: Progress, wait: 
             # sector), and the optimal one where the geometry advertises it.
             want = d.sizes.topology
             if dev is None:
-                rows.append([vm_name, d.name, d.serial, d.bus, d.geometry, "MISSING", f"- (want {want})"])
+                rows.append([vm_name, d.name, d.serial, d.bus, d.geometry, "MISSING", f"- (want {want})", "-"])
                 problems.append(f"{vm_name}/{d.name} (serial {d.serial}) not in the guest")
                 continue
             got = geo.topology(dev.logical_block_size, dev.physical_block_size, dev.minimum_io_size,
@@ -94,7 +104,12 @@ def verify(data: LabRecord, guests: dict[str, Guest], progress: Progress, wait: 
             if mark:
                 problems.append(f"{dev.path}: {got}, expected {want} ({d.geometry})")
             path = dev.path + (f" (device model {d.device})" if d.device not in (None, labdef.FLOOR) else "")
-            rows.append([vm_name, d.name, d.serial, d.bus, d.geometry, path, got + mark])
+            cache = result["write_cache"].get(d.serial) or "unknown"
+            if cache != d.write_cache:
+                problems.append(f"{dev.path}: queue/write_cache is {cache}, expected {d.write_cache} (device profile "
+                                f"{d.device or 'none'}; docs/device-models.md)")
+            rows.append([vm_name, d.name, d.serial, d.bus, d.geometry, path, got + mark,
+                         cache + ("" if cache == d.write_cache else f" (want {d.write_cache})")])
         problems += [f"{path}: not empty at lab-up (expected a fresh disk)" for path in result["dirty"]]
     return rows, problems
 

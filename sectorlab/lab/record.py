@@ -154,6 +154,7 @@ class DiskRecord(_Record):
     size_bytes: int | float
     volume: str
     vm: str
+    write_cache: str  # the guest's queue/write_cache: "write through" or "write back" (devices/profiles.py)
     device: str | None = None  # a device profile: served by the device model (volume: its socket)
 
     @property

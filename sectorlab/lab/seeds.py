@@ -63,6 +63,7 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
             # A disk served by its device model is a Unix socket (modelled.py); else a qcow2 volume.
             "disks": [{"name": d.name, "bus": d.bus, "geometry": d.geometry.name, "size_mib": d.size_mib,
                        "serial": d.serial, "backing_serial": d.backing_serial or "",
+                       "write_cache": vm.write_cache(d),
                        "socket": str(modelled.server(lab.name, d.name).socket) if vm.profile(d) else ""}
                       for d in vm.disks],
         }

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import fields, inputs
 from .. import geometry as geo
+from ..devices import profiles
 from ..errors import UsageError
 from ..host import remote
 from .tables import (
@@ -78,6 +79,13 @@ class VM:
         if remote.is_remote(self.libvirt_uri):
             return None
         return disk.device or FLOOR
+
+    def write_cache(self, disk: Disk) -> str:
+        """What the guest's queue/write_cache must say of `disk`: its device profile's write cache
+        as the lab presents it (devices/profiles.py), or "write back", QEMU's own, for a qcow2
+        volume on a remote host."""
+        profile = self.profile(disk)
+        return profiles.get(profile).presented if profile else "write back"
 
 
 @dataclass

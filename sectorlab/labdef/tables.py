@@ -10,6 +10,7 @@ import re
 
 from .. import fields, images
 from .. import geometry as geo
+from ..devices import profiles
 from ..errors import UsageError
 from ..fields import whole_number
 from ..host import remote
@@ -120,7 +121,6 @@ def _catalog_name(where: str, key: str, value, known, what: str, tail: str) -> s
 
 
 def _device_name(where: str, key: str, value, got: dict) -> str:
-    from ..devices import profiles
     return _catalog_name(where, key, value, profiles.profiles(), "not a device profile of the catalog",
                          " (docs/device-models.md)")
 

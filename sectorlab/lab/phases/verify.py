@@ -15,7 +15,8 @@ NVME_APPEAR_TIMEOUT = 90.0
 
 def run(data: record.LabRecord, guests: dict[str, Guest], clock_behind: bool, pristine: bool,
         progress: Progress) -> dict:
-    rows, problems = verify(data, guests, progress, wait=NVME_APPEAR_TIMEOUT, clock=clock_behind, pristine=pristine)
+    rows, problems = verify(data, guests, progress, wait=NVME_APPEAR_TIMEOUT, clock=clock_behind, pristine=pristine,
+                            settle=True)
     return {"rows": rows, "problems": problems}
 
 

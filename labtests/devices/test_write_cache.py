@@ -1,0 +1,79 @@
+"""Each disk's write cache as its device profile has it (devices/profiles.py, "write_cache"): the
+guest's queue/write_cache reads what the lab presents (none and protected: "write through"; volatile:
+"write back"), and the device model's trace holds as many flushes per redo write as Linux sends to
+such a device: none to a write-through disk, so a power-loss-protected P3700 or a battery-backed
+array is not charged the flush per O_DSYNC write it never gets on real hardware. The default lab
+holds every bus (virtio and SCSI are told by their QEMU device, write-cache=off; NVMe and NVMe/TCP
+by the guest itself, as QEMU 7.2's NVMe device keeps its volatile cache); the behaviour lab holds
+the profiles with a cache of their own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labtests.support.requires import require
+from sectorlab.devices import profiles, trace
+from sectorlab.guest import disks as guestdisks
+
+RUN_S = 2
+
+
+def _served(lab_state):
+    return require([d for d in lab_state.disks.values() if d.device],
+                   "the lab's disks are served by no device model (a lab on a remote libvirt host)")
+
+
+def _check(d, guest, dev, record_property) -> None:
+    profile = profiles.get(d.device)
+    assert d.write_cache == profile.presented, (d.name, d.write_cache, profile.presented)
+    shown = guest.check_output("cat", f"/sys/block/{Path(dev.path).name}/queue/write_cache").strip()
+    assert shown == d.write_cache, \
+        f"{dev.path} ({d.bus}, device profile {d.device}, write cache {profile.write_cache}): queue/write_cache " \
+        f"is {shown!r}, expected {d.write_cache!r}"
+    guestdisks.unwatch(guest, [dev.path])
+    trace_file = Path(d.volume).with_name("disk.trace")
+    before = len(trace.read(trace_file))
+    result = guest.run("sudo -n redo-writer run --target", dev.path, "--duration", RUN_S, "--sessions", 1,
+                       "--blocksize", 4096, "--redo-per-txn", 4096, "--log-size", 64 << 20, "--output", "json",
+                       "--force", timeout=RUN_S + 120)
+    assert result.rc == 0, f"redo-writer on {d.name}: exit {result.rc}: {result.stderr.strip()}"
+    report = json.loads(result.stdout)
+    rows = trace.read(trace_file)[before:]
+    writes = [r for r in rows if r.op == "write"]
+    flushes = [r for r in rows if r.op == "flush"]
+    assert writes, f"{d.name}: the model saw no write of a {RUN_S} s redo-writer run"
+    said = (f"{d.name} ({d.bus}, {d.device}, write cache {profile.write_cache}, guest reads {shown}): "
+            f"{len(writes)} writes, {len(flushes)} flushes, {sum(r.fua for r in writes)} with FUA; log file "
+            f"parallel write p50 {report['log_file_parallel_write']['p50_us']:.0f} us")
+    record_property(d.name, said)
+    print(said)
+    if d.write_cache == "write through":
+        assert not flushes, f"{d.name}: {said}: a write-through disk gets no flush"
+    else:
+        assert len(flushes) >= len(writes) - 2, f"{d.name}: {said}: each O_DSYNC write carries a flush"
+
+
+def _every_disk(lab_state, lab_guests, guest_devices, record_property) -> None:
+    for d in _served(lab_state):
+        dev = guest_devices[d.vm].get(d.serial)
+        assert dev is not None, f"{d.vm}: disk {d.name} (serial {d.serial}) is not in the guest"
+        _check(d, lab_guests[d.vm], dev, record_property)
+
+
+@pytest.mark.lab
+def test_every_bus_shows_its_disks_write_cache_and_gets_flushes_as_it_says(lab_state, lab_guests, guest_devices,
+                                                                         record_property):
+    """The default lab: a disk of each geometry on each bus, served by the floor (no cache)."""
+    _every_disk(lab_state, lab_guests, guest_devices, record_property)
+
+
+@pytest.mark.lab
+@pytest.mark.behaviours
+def test_every_profile_shows_its_write_cache_and_gets_flushes_as_it_says(lab_state, lab_guests, guest_devices,
+                                                                       record_property):
+    """The behaviour lab: disks without a cache (hdd-7200, hdd-15k, the floor) and a power-loss
+    protected one (intel-p3700 on NVMe)."""
+    _every_disk(lab_state, lab_guests, guest_devices, record_property)
