@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from sectorlab import bench, lab
+from sectorlab.devices import profiles
 from sectorlab.paths import REPO
 
 pytestmark = pytest.mark.bench
@@ -130,7 +131,8 @@ def test_the_device_counts_the_bytes_of_redo_writers_own_writes(made):
 
 def test_the_models_trace_sees_redo_writers_writes_and_the_page_reads_only_at_512(made):
     """Below the guest, from each run's cut of the host trace: as many writes as redo-writer made, of
-    its bytes per write (within 1 %), flushes apart; the 512e flash (4 KiB pages) reads a page for a
+    its bytes per write (within 1 %), and flushes only where the profile has a volatile cache (none
+    here: every disk is presented write-through); the 512e flash (4 KiB pages) reads a page for a
     write at BLOCKSIZE 512 and none at 4096; the floor model counts the partly written 4 KiB sectors
     of the 512e geometry and charges nothing for them."""
     results, _ = made
@@ -144,7 +146,8 @@ def test_the_models_trace_sees_redo_writers_writes_and_the_page_reads_only_at_51
         assert abs(w["count"] - rep["writes"]) <= 0.01 * rep["writes"], (r["disk"], w, rep["writes"])
         own = rep["bytes_written"] / rep["writes"]
         assert abs(w["bytes_per_request"] - own) <= 0.01 * own, (r["disk"], w, own)
-        assert d["flush"]["count"] > 0 and w["errors"] == 0, d
+        volatile = profiles.get(d["profile"]).write_cache == "volatile"
+        assert (d["flush"]["count"] > 0) == volatile and w["errors"] == 0, d
         seen.setdefault((r["disk"], r["blocksize"]), []).append(w)
     flash, plain = (lambda bs, n=n: seen[(n, bs)] for n in ("flash-512e", "plain-512e"))
     assert all(w["unit_reads"] > 0 and w["rmw_reads"] == 0 for w in flash(512)), flash(512)
@@ -200,7 +203,8 @@ BUSES = REPO / "labtests" / "support" / "data" / "bench-buses.toml"
 
 def test_the_device_counts_redo_writers_writes_on_virtio_scsi_and_nvme(tmp_path):
     """A preset given by its path (one 512n disk on each bus): on every bus the device's counters
-    (/sys/block/X/stat) give redo-writer's own bytes per write within 1 %, and as many writes."""
+    (/sys/block/X/stat) give redo-writer's own bytes per write within 1 %, and as many writes; each
+    disk reads as its profile's write cache (the floor: write through), so no write carries a flush."""
     preset = bench.load_preset(str(BUSES), suffix=lab.suffix_from_env())
     proc = subprocess.run([str(REPO / ".venv/bin/sectorlab"), "bench", str(BUSES), "--results", str(tmp_path),
                            "--seed", "3"], capture_output=True, text=True, timeout=900)
@@ -216,7 +220,8 @@ def test_the_device_counts_redo_writers_writes_on_virtio_scsi_and_nvme(tmp_path)
         own = rep["bytes_written"] / m["writes"]
         assert abs(m["device"]["writes"] - m["writes"]) <= 0.01 * m["writes"], (r["bus"], m)
         assert abs(m["device"]["avg_request_bytes"] - own) <= 0.01 * own, (r["bus"], m["device"], own)
-        assert m["device"]["empty_flush_writes"] == m["writes"], m["device"]  # each a write-back cache
+        assert m["device"]["write_cache"] == "write through", m["device"]  # the floor: no cache
+        assert m["device"]["empty_flush_writes"] == 0, m["device"]
         seen.add(r["bus"])
     assert seen == {"virtio", "scsi", "nvme"}
 
