@@ -9,13 +9,13 @@ the profiles with a cache of their own."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from labtests.support.requires import require
-from sectorlab.devices import profiles, trace
+from sectorlab.bench import floor
+from sectorlab.devices import profiles
 from sectorlab.guest import disks as guestdisks
 
 RUN_S = 2
@@ -26,7 +26,7 @@ def _served(lab_state):
                    "the lab's disks are served by no device model (a lab on a remote libvirt host)")
 
 
-def _check(d, guest, dev, record_property) -> None:
+def _check(lab_name, d, guest, dev, record_property) -> None:
     profile = profiles.get(d.device)
     assert d.write_cache == profile.presented, (d.name, d.write_cache, profile.presented)
     shown = guest.check_output("cat", f"/sys/block/{Path(dev.path).name}/queue/write_cache").strip()
@@ -34,33 +34,24 @@ def _check(d, guest, dev, record_property) -> None:
         f"{dev.path} ({d.bus}, device profile {d.device}, write cache {profile.write_cache}): queue/write_cache " \
         f"is {shown!r}, expected {d.write_cache!r}"
     guestdisks.unwatch(guest, [dev.path])
-    trace_file = Path(d.volume).with_name("disk.trace")
-    before = len(trace.read(trace_file))
-    result = guest.run("sudo -n redo-writer run --target", dev.path, "--duration", RUN_S, "--sessions", 1,
-                       "--blocksize", 4096, "--redo-per-txn", 4096, "--log-size", 64 << 20, "--output", "json",
-                       "--force", timeout=RUN_S + 120)
-    assert result.rc == 0, f"redo-writer on {d.name}: exit {result.rc}: {result.stderr.strip()}"
-    report = json.loads(result.stdout)
-    rows = trace.read(trace_file)[before:]
-    writes = [r for r in rows if r.op == "write"]
-    flushes = [r for r in rows if r.op == "flush"]
-    assert writes, f"{d.name}: the model saw no write of a {RUN_S} s redo-writer run"
+    run = floor.measure(guest, lab_name, d, dev.path, RUN_S)  # the run and trace cut bench-floor makes
+    assert run["model_writes"], f"{d.name}: the model saw no write of a {RUN_S} s redo-writer run"
     said = (f"{d.name} ({d.bus}, {d.device}, write cache {profile.write_cache}, guest reads {shown}): "
-            f"{len(writes)} writes, {len(flushes)} flushes, {sum(r.fua for r in writes)} with FUA; log file "
-            f"parallel write p50 {report['log_file_parallel_write']['p50_us']:.0f} us")
+            f"{run['model_writes']} writes, {run['flushes']} flushes, {run['fua_writes']} with FUA; log file "
+            f"parallel write p50 {run['p50_us']:.0f} us (the model served p50 {run['model_p50_us']:.1f} us)")
     record_property(d.name, said)
     print(said)
     if d.write_cache == "write through":
-        assert not flushes, f"{d.name}: {said}: a write-through disk gets no flush"
+        assert run["flushes"] == 0, f"{d.name}: {said}: a write-through disk gets no flush"
     else:
-        assert len(flushes) >= len(writes) - 2, f"{d.name}: {said}: each O_DSYNC write carries a flush"
+        assert run["flushes"] >= run["model_writes"] - 2, f"{d.name}: {said}: each O_DSYNC write carries a flush"
 
 
 def _every_disk(lab_state, lab_guests, guest_devices, record_property) -> None:
     for d in _served(lab_state):
         dev = guest_devices[d.vm].get(d.serial)
         assert dev is not None, f"{d.vm}: disk {d.name} (serial {d.serial}) is not in the guest"
-        _check(d, lab_guests[d.vm], dev, record_property)
+        _check(lab_state.lab, d, lab_guests[d.vm], dev, record_property)
 
 
 @pytest.mark.lab

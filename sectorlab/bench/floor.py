@@ -17,7 +17,7 @@ from pathlib import Path
 from ..devices import trace
 from ..errors import UsageError
 from ..guest import disks as guestdisks
-from ..lab import diskcheck, record
+from ..lab import diskcheck, modelled, record
 from ..lab.state import Progress
 
 
@@ -59,7 +59,7 @@ def bench_floor(data: record.LabRecord, names: list[str], rounds: int, seconds: 
         runs = []
         for rnd in range(rounds):
             for d in disks if rnd % 2 == 0 else list(reversed(disks)):
-                runs.append(_run(guest, d, paths[d.name], seconds, rnd))
+                runs.append({"round": rnd, **measure(guest, data.lab, d, paths[d.name], seconds)})
                 r = runs[-1]
                 progress(f"round {rnd + 1}/{rounds}: {d.name} ({d.bus}, {d.device}, guest reads {r['write_cache']}): "
                          f"p50 {r['p50_us']:.0f} us, p99 {r['p99_us']:.0f} us, model served p50 "
@@ -70,9 +70,12 @@ def bench_floor(data: record.LabRecord, names: list[str], rounds: int, seconds: 
             "disks": {d.name: _summary([r for r in runs if r["disk"] == d.name]) for d in disks}}
 
 
-def _run(guest, d: record.DiskRecord, path: str, seconds: int, rnd: int) -> dict:
+def measure(guest, lab_name: str, d: record.DiskRecord, path: str, seconds: int) -> dict:
+    """One redo-writer run (1 session, 4 KiB redo per commit) on a model-served disk, and what the
+    model's trace holds of it: the guest's p50/p99, the write cache the guest reads, the model's
+    writes, flushes and FUA writes and its served p50 (the device path's share)."""
     cache = guest.check_output("cat", f"/sys/block/{Path(path).name}/queue/write_cache").strip()
-    trace_file = Path(d.volume).with_name("disk.trace")
+    trace_file = modelled.server(lab_name, d.name).trace
     before = len(trace.read(trace_file))
     result = guest.check_output("sudo -n redo-writer run --target", path, "--duration", seconds, "--sessions", 1,
                                 "--blocksize", 4096, "--redo-per-txn", 4096, "--log-size", 64 << 20,
@@ -80,10 +83,11 @@ def _run(guest, d: record.DiskRecord, path: str, seconds: int, rnd: int) -> dict
     guest_write = json.loads(result)["log_file_parallel_write"]
     writes_done = json.loads(result)["writes"]
     rows = trace.read(trace_file)[before:]
-    writes = [r.served_us for r in rows if r.op == "write"]
-    return {"round": rnd, "disk": d.name, "bus": d.bus, "device": d.device, "write_cache": cache,
+    served = [r for r in rows if r.op == "write"]
+    writes = [r.served_us for r in served]
+    return {"disk": d.name, "bus": d.bus, "device": d.device, "write_cache": cache,
             "p50_us": guest_write["p50_us"], "p99_us": guest_write["p99_us"], "writes": writes_done,
-            "model_writes": len(writes),
+            "model_writes": len(writes), "fua_writes": sum(r.fua for r in served),
             "flushes": sum(1 for r in rows if r.op == "flush"),
             "model_p50_us": statistics.median(writes) if writes else float("nan")}
 
