@@ -19,6 +19,11 @@
  * dropped; the run goes on with the other member, as a database goes on with the surviving
  * member of a multiplexed group. When no member is left, the run stops with an error.
  *
+ * An NBD member (the device path: a device model's socket on this host, nbd.c) is written through its
+ * own libnbd handle by the thread that writes that member. An O_DSYNC write becomes what the kernel
+ * makes of one on a block device: a write with FUA when the server takes FUA, else the write and then
+ * a flush; --sync fdatasync, the write and then a flush.
+ *
  * Every thread is started before any session commits (the sessions wait at a start gate): a thread
  * that cannot be started (too many sessions for the memory limit) stops the run before its first
  * commit, in one line.
@@ -42,6 +47,7 @@
 
 #include "common.h"
 #include "engine.h"
+#include "nbd.h"
 #include "stats.h"
 
 /* Each redo block starts with a header of this many bytes; the rest of it carries redo. */
@@ -51,10 +57,13 @@ struct member {
 	const char *path;
 	int fd;
 	int null;
+	struct nbd_target *nbd;     /* an NBD member, NULL for the others */
 	dev_t rdev;
 	uint64_t next;              /* the next log write (sequence number) this member writes */
 	uint64_t behind_bytes;      /* bytes of log writes handed out that it has not written yet */
-	uint64_t syncs;             /* written by its writer thread only */
+	/* Written by its writer thread only. */
+	uint64_t syncs, fua_writes, flushes;
+	const char *failed_call;    /* the call whose error a failed write reports */
 };
 
 /* A log write handed to the members. */
@@ -121,6 +130,32 @@ static void sleep_until(uint64_t t)
 		;
 }
 
+/* One write of `len` bytes at `off` to an NBD member, made durable as the kernel would make an
+ * O_DSYNC write to a block device (FUA, or a flush after it) or as fdatasync would (a flush). */
+static int write_nbd(struct shared *sh, struct member *m, uint64_t len, uint64_t off)
+{
+	int fua = sh->cfg->sync == SYNC_ODSYNC && nbd_target_info(m->nbd)->can_fua;
+	int err = nbd_target_write(m->nbd, sh->buf, len, off, fua);
+
+	if (err) {
+		m->failed_call = "nbd_pwrite";
+		return err;
+	}
+	if (fua) {
+		m->fua_writes++;
+		m->syncs++;
+		return 0;
+	}
+	err = nbd_target_flush(m->nbd);
+	if (err) {
+		m->failed_call = "nbd_flush";
+		return err;
+	}
+	m->flushes++;
+	m->syncs++;
+	return 0;
+}
+
 /* One physical write of `len` bytes at `off` to member `m`; returns 0 or -errno. */
 static int write_member(struct shared *sh, struct member *m, uint64_t len, uint64_t off)
 {
@@ -128,6 +163,8 @@ static int write_member(struct shared *sh, struct member *m, uint64_t len, uint6
 
 	if (m->null)
 		return 0;
+	if (m->nbd)
+		return write_nbd(sh, m, len, off);
 	while (done < len) {
 		ssize_t n = pwrite(m->fd, sh->buf + done, len - done, (off_t)(off + done));
 
@@ -259,10 +296,10 @@ static void member_failed(struct shared *sh, int idx, int err, uint64_t seq, uin
 	r->failed = 1;
 	r->error = -err;
 	r->failed_at_write = seq + 1;
-	fprintf(stderr, "%s: write of %llu bytes at offset %llu of %s failed (log write %llu): pwrite: %s\n", PROG,
+	fprintf(stderr, "%s: write of %llu bytes at offset %llu of %s failed (log write %llu): %s: %s\n", PROG,
 		(unsigned long long)len, (unsigned long long)off, sh->m[idx].path, (unsigned long long)seq + 1,
-		strerror(-err));
-	if (err == -EINVAL) {
+		sh->m[idx].failed_call ? sh->m[idx].failed_call : "pwrite", strerror(-err));
+	if (err == -EINVAL && !sh->m[idx].nbd) {
 		unsigned logical = queue_limit_of(sh->m[idx].fd, BLKSSZGET, "logical_block_size");
 		char size[48] = "";
 
@@ -773,6 +810,12 @@ static int open_member(const struct config *cfg, struct member *m, struct member
 	struct stat st;
 
 	r->path = m->path;
+	if (m->nbd) {
+		/* Checked by the command line: large enough for the log, writable, durable by FUA or flush. */
+		r->is_nbd = 1;
+		r->nbd = *nbd_target_info(m->nbd);
+		return 0;
+	}
 	if (m->fd < 0) {
 		m->null = 1;
 		return 0;
@@ -849,9 +892,11 @@ static int start_thread(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(vo
 
 static void free_run(struct shared *sh, pthread_t *threads, struct session_ctx *ctx)
 {
-	for (int k = 0; k < sh->nmembers; k++)
+	for (int k = 0; k < sh->nmembers; k++) {
 		if (sh->m[k].fd >= 0)
 			close(sh->m[k].fd);
+		nbd_target_close(sh->m[k].nbd);
+	}
 	free(sh->ring);
 	free(sh->buf);
 	free(threads);
@@ -873,8 +918,10 @@ int run(const struct config *cfg, struct results *res)
 	sh.m[1].path = cfg->second;
 	sh.nmembers = cfg->members == MEMBERS_ONE ? 1 : 2;
 	res->nmembers = sh.nmembers;
-	for (k = 0; k < sh.nmembers; k++)
+	for (k = 0; k < sh.nmembers; k++) {
 		sh.m[k].fd = cfg->member_fd[k];  /* from here on, the run's to close */
+		sh.m[k].nbd = cfg->member_nbd[k];
+	}
 	for (k = 0; k < sh.nmembers; k++) {
 		unsigned unit;
 
@@ -882,7 +929,10 @@ int run(const struct config *cfg, struct results *res)
 			free_run(&sh, NULL, NULL);
 			return -2;  /* a target we may not or cannot use: bad input, not a failed run */
 		}
-		unit = sh.m[k].null ? 0 : queue_limit_of(sh.m[k].fd, BLKIOMIN, "minimum_io_size");
+		/* An NBD server's preferred block size is the unit below which it reads and rewrites
+		 * (the NBD protocol's word for what minimum_io_size means to the kernel). */
+		unit = sh.m[k].null ? 0 : sh.m[k].nbd ? (unsigned)res->member[k].nbd.preferred_block :
+		       queue_limit_of(sh.m[k].fd, BLKIOMIN, "minimum_io_size");
 		if (unit > res->write_unit)
 			res->write_unit = unit;
 	}
@@ -967,6 +1017,8 @@ int run(const struct config *cfg, struct results *res)
 	for (k = 0; k < sh.nmembers; k++) {
 		read_devstat(&sh.m[k], &res->member[k].dev, &res->member[k].after);
 		res->member[k].syncs = sh.m[k].syncs;
+		res->member[k].fua_writes = sh.m[k].fua_writes;
+		res->member[k].flushes = sh.m[k].flushes;
 	}
 	if (sh.failed)
 		rc = -1;

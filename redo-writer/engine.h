@@ -2,15 +2,17 @@
 /*
  * The run: sessions commit into a shared log buffer; one log writer gathers everything pending
  * into one write (group commit), pads it to whole redo blocks (16-byte header each), writes it
- * with O_DIRECT and O_DSYNC and wakes the sessions the write covered. It takes everything it
- * needs in struct config (the descriptors of the members and of the events file included) and
- * gives back struct results.
+ * with O_DIRECT and O_DSYNC (an NBD member: with FUA, or followed by a flush) and wakes the
+ * sessions the write covered. It takes everything it needs in struct config (the descriptors and
+ * NBD connections of the members and the events file's descriptor included) and gives back struct
+ * results.
  */
 #ifndef REDO_WRITER_ENGINE_H
 #define REDO_WRITER_ENGINE_H
 
 #include <stdint.h>
 
+#include "nbd.h"
 #include "stats.h"
 
 enum sync_mode { SYNC_ODSYNC, SYNC_FDATASYNC };
@@ -43,8 +45,10 @@ struct config {
 	enum output_mode output;
 	int force;
 	/* Opened and checked by the command line before the run (open_outputs): each member's
-	 * descriptor (-1 for null:) and the events file's (-1 without --events). */
+	 * descriptor (-1 for null: and an NBD member), an NBD member's connection (NULL for the others)
+	 * and the events file's descriptor (-1 without --events). */
 	int member_fd[2];
+	struct nbd_target *member_nbd[2];
 	int events_fd;
 };
 
@@ -71,6 +75,11 @@ struct member_result {
 	int failed, error;          /* a write failed with errno `error` ... */
 	uint64_t failed_at_write;   /* ... at this log write (1 = the first); the member was dropped */
 	uint64_t syncs;             /* cache flushes it asked for: one per O_DSYNC write or fdatasync call */
+	/* An NBD member (the device path): what its server offered, and how its writes were made
+	 * durable: FUA writes, or flush requests after the writes. */
+	int is_nbd;
+	struct nbd_export_info nbd;
+	uint64_t fua_writes, flushes;
 	struct devinfo dev;
 	struct devstat before, after;
 };

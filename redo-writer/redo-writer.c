@@ -5,7 +5,9 @@
  * parsing, validation and --help; numbers are digits only, range-checked. Every file the run writes
  * (its log members and --events) is opened and checked here before anything is written: without
  * blocking (a FIFO would block open() until a reader came), a regular file or, for a member, a
- * block device, and no two of them one file.
+ * block device, and no two of them one file. A member may instead be an NBD export on a Unix socket
+ * of this host (nbd.c, the device path): connected here, and checked for size, write access and a
+ * way to make a write durable.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +25,7 @@
 
 #include "common.h"
 #include "engine.h"
+#include "nbd.h"
 #include "report.h"
 #include "stats.h"
 
@@ -41,7 +44,8 @@ struct opt {
 };
 
 static struct opt run_opts[] = {
-	{ "target", OPT_STR, "file or block device to write redo to ('null:' writes nothing)", NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ "target", OPT_STR, "file, block device or NBD export on this host (nbd+unix:///[EXPORT]?socket=PATH) to write "
+	  "redo to ('null:' writes nothing)", NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "mirror", OPT_STR, "second log member: a commit completes when both writes are done (multiplexed redo)", NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "race", OPT_STR, "second log member: a commit completes when the first write is done (smart flash logging)", NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "events", OPT_STR, "CSV file for every write and commit latency (for plots and statistical tests)", NULL, 0, 0, NULL, NULL, NULL, 0 },
@@ -70,8 +74,8 @@ static void usage(FILE *out)
 {
 	const struct opt *o;
 
-	fprintf(out, "usage: %s run --target PATH [options]\n       %s probe PATH [--output json]\n\nrun options:\n",
-		PROG, PROG);
+	fprintf(out, "usage: %s run --target PATH%s [options]\n       %s probe PATH [--output json]\n\nrun options:\n",
+		PROG, nbd_supported ? "|nbd+unix:///[EXPORT]?socket=PATH" : "", PROG);
 	for (o = run_opts; o->name; o++) {
 		char range[96] = "";
 
@@ -87,6 +91,9 @@ static void usage(FILE *out)
 	      "starts it, so it is the transaction's CPU plus its log file sync). kept_up: closed loop, true; open loop,\n"
 	      "the commits that arrived in the run (arrivals) and were not done at its end are at most 2 % of them or\n"
 	      "two per session, whichever is more (what is in flight and a short queue; a growing backlog is more).\n", out);
+	if (!nbd_supported)
+		fputs("\nThis build has no NBD support (built without libnbd, as the guests' static binary is): an NBD\n"
+		      "--target is refused.\n", out);
 }
 
 static struct opt *find_opt(struct opt *table, const char *name)
@@ -334,7 +341,7 @@ static int build_config(struct config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->target = str(run_opts, "target");
 	if (!cfg->target) {
-		fprintf(stderr, "%s: --target is required (a file, a block device or null:)\n", PROG);
+		fprintf(stderr, "%s: --target is required (a file, a block device, null: or nbd+unix:///[EXPORT]?socket=PATH)\n", PROG);
 		return -1;
 	}
 	if (num(run_opts, "blocksize", &cfg->blocksize) || num(run_opts, "sessions", &cfg->sessions) ||
@@ -389,10 +396,11 @@ static int build_config(struct config *cfg)
 	return 0;
 }
 
-/* A file the run writes: a log member (--target, --mirror, --race) or --events. */
+/* A file the run writes: a log member (--target, --mirror, --race) or --events; or an NBD member. */
 struct output {
 	const char *opt, *path;
 	int member, fd, created;
+	struct nbd_target *nbd;     /* an NBD member: its connection (fd -1, st unset) */
 	char *real;         /* created: its resolved path, to remove it again if the run does not happen */
 	struct stat st;
 };
@@ -410,8 +418,10 @@ static int usable(const struct output *o, mode_t mode)
 
 static int refuse_kind(const struct output *o, mode_t mode)
 {
-	fprintf(stderr, "%s: --%s %s is %s: expected %s\n", PROG, o->opt, o->path, kind_of(mode),
-		o->member ? "a regular file, a block device or null:" : "a regular file (the events CSV)");
+	fprintf(stderr, "%s: --%s %s is %s: expected %s%s%s\n", PROG, o->opt, o->path, kind_of(mode),
+		o->member ? "a regular file, a block device or null:" : "a regular file (the events CSV)",
+		o->member && S_ISSOCK(mode) ? "; an NBD server's socket is given as nbd+unix:///?socket=" : "",
+		o->member && S_ISSOCK(mode) ? o->path : "");
 	return -1;
 }
 
@@ -555,6 +565,44 @@ static int check_blockdev(const struct config *cfg, const struct output *o)
 	return 0;
 }
 
+/* An NBD member: large enough for the log, taking writes of a redo block, and a way to make a write
+ * durable as --sync asks (FUA or a flush for odsync, a flush for fdatasync). */
+static int check_nbd(const struct config *cfg, const struct output *o)
+{
+	const struct nbd_export_info *info = nbd_target_info(o->nbd);
+
+	if (info->size < cfg->log_size) {
+		fprintf(stderr, "%s: log size %llu is larger than %s (%llu bytes): give a smaller --log-size or serve a "
+			"larger export\n", PROG, cfg->log_size, o->path, (unsigned long long)info->size);
+		return -1;
+	}
+	if (info->minimum_block > cfg->blocksize || (info->minimum_block && cfg->blocksize % info->minimum_block)) {
+		fprintf(stderr, "%s: --%s %s takes writes in whole blocks of %llu bytes (its minimum block size), not of "
+			"--blocksize %llu: give a --blocksize that is a multiple of it\n", PROG, o->opt, o->path,
+			(unsigned long long)info->minimum_block, cfg->blocksize);
+		return -1;
+	}
+	if (cfg->sync == SYNC_FDATASYNC && !info->can_flush) {
+		fprintf(stderr, "%s: --sync fdatasync flushes after each write, and the server of --%s %s takes no flush: "
+			"give --sync odsync%s\n", PROG, o->opt, o->path, info->can_fua ? " (FUA writes)" : "");
+		return -1;
+	}
+	if (!info->can_fua && !info->can_flush) {
+		fprintf(stderr, "%s: the server of --%s %s takes neither FUA writes nor flushes: no write to it could be "
+			"made durable; serve it with flush support\n", PROG, o->opt, o->path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether two NBD members are one export: the same socket (by inode) and export name. */
+static int same_export(const struct output *a, const struct output *b)
+{
+	const struct nbd_export_info *x = nbd_target_info(a->nbd), *y = nbd_target_info(b->nbd);
+
+	return x->socket_dev == y->socket_dev && x->socket_ino == y->socket_ino && !strcmp(x->export_name, y->export_name);
+}
+
 /* Closes what open_outputs opened; `remove` takes away the files it created. */
 static void close_outputs(struct output *out, int n, int remove)
 {
@@ -562,6 +610,8 @@ static void close_outputs(struct output *out, int n, int remove)
 		if (out[i].fd >= 0)
 			close(out[i].fd);
 		out[i].fd = -1;
+		nbd_target_close(out[i].nbd);
+		out[i].nbd = NULL;
 		if (remove && out[i].created && out[i].real)
 			unlink(out[i].real);
 		free(out[i].real);
@@ -586,10 +636,22 @@ static int open_outputs(struct config *cfg, struct output *out, int *n)
 			continue;
 		*o = (struct output){ .opt = want[w].opt, .path = want[w].path, .member = want[w].member, .fd = -1 };
 		(*n)++;
+		if (o->member && nbd_uri_scheme(o->path)) {
+			if (!(o->nbd = nbd_target_open(o->opt, o->path)))
+				goto refused;
+			for (int i = 0; i < *n - 1; i++) {
+				if (out[i].nbd && same_export(&out[i], o)) {
+					fprintf(stderr, "%s: --%s %s is the same NBD export as --target %s: a second log member "
+						"must be another one\n", PROG, o->opt, o->path, out[i].path);
+					goto refused;
+				}
+			}
+			continue;
+		}
 		if (open_output(o, o->member ? flags : 0))
 			goto refused;
 		for (int i = 0; i < *n - 1; i++) {
-			if (!same_file(&out[i].st, &o->st))
+			if (out[i].nbd || !same_file(&out[i].st, &o->st))
 				continue;
 			if (o->member)
 				fprintf(stderr, "%s: --%s %s is the same %s as --target %s: a second log member must be "
@@ -602,13 +664,15 @@ static int open_outputs(struct config *cfg, struct output *out, int *n)
 		}
 	}
 	for (int i = 0; i < *n; i++)
-		if (S_ISBLK(out[i].st.st_mode) && check_blockdev(cfg, &out[i]))
+		if (out[i].nbd ? check_nbd(cfg, &out[i]) : S_ISBLK(out[i].st.st_mode) && check_blockdev(cfg, &out[i]))
 			goto refused;
 	for (int i = 0; i < *n; i++) {
-		if (!out[i].member)
+		if (!out[i].member) {
 			cfg->events_fd = out[i].fd;
-		else
+		} else {
 			cfg->member_fd[strcmp(out[i].opt, "target") != 0] = out[i].fd;
+			cfg->member_nbd[strcmp(out[i].opt, "target") != 0] = out[i].nbd;
+		}
 	}
 	return 0;
 refused:
@@ -708,10 +772,13 @@ int main(int argc, char **argv)
 	}
 	if (parse_args(run_opts, argc, argv, 2) || build_config(&cfg) || open_outputs(&cfg, out, &nout))
 		return 2;
-	rc = run(&cfg, &res);   /* closes the members' descriptors */
-	for (int i = 0; i < nout; i++)
-		if (out[i].member)
+	rc = run(&cfg, &res);   /* closes the members' descriptors and NBD connections */
+	for (int i = 0; i < nout; i++) {
+		if (out[i].member) {
 			out[i].fd = -1;
+			out[i].nbd = NULL;
+		}
+	}
 	if (rc >= 0 && cfg.events_fd >= 0) {
 		for (int i = 0; i < nout; i++)
 			if (!out[i].member)

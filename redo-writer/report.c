@@ -41,6 +41,9 @@ static const char *device_note(const struct member_result *m, char *buf, size_t 
 
 	if (!strcmp(m->path, "null:"))
 		return "null: writes nothing";
+	if (m->is_nbd)
+		return "an NBD export: no kernel block device under it, so no /sys/block counters (a device model's trace "
+		       "counts its requests)";
 	if (!m->is_blockdev)
 		return "not a block device: the counters of the device under a file count its other I/O too";
 	if (!m->before.valid || !m->after.valid)
@@ -122,6 +125,26 @@ static void device_json(FILE *out, const struct member_result *m, double secs)
 		100.0 * (double)(a->io_ticks_ms - b->io_ticks_ms) / (secs * 1000.0));
 }
 
+/* An NBD member's own block: what its server offered and how its writes were made durable. */
+static void nbd_json(FILE *out, const struct member_result *m)
+{
+	fputs(", \"transport\": \"nbd\", \"nbd\": {\"export\": ", out);
+	json_string(out, m->nbd.export_name);
+	fprintf(out, ", \"size_bytes\": %llu, \"can_fua\": %s, \"can_flush\": %s, \"minimum_block\": %llu, "
+		"\"preferred_block\": %llu, \"syncs\": %llu, \"fua_writes\": %llu, \"flushes\": %llu}",
+		(unsigned long long)m->nbd.size, m->nbd.can_fua ? "true" : "false", m->nbd.can_flush ? "true" : "false",
+		(unsigned long long)m->nbd.minimum_block, (unsigned long long)m->nbd.preferred_block,
+		(unsigned long long)m->syncs, (unsigned long long)m->fua_writes, (unsigned long long)m->flushes);
+}
+
+/* How the target's writes were made durable, for the text report's first line. */
+static const char *durability(const struct config *cfg, const struct member_result *m)
+{
+	if (m->is_nbd)
+		return cfg->sync == SYNC_ODSYNC && m->nbd.can_fua ? "NBD writes with FUA" : "NBD writes, each then a flush";
+	return cfg->sync == SYNC_ODSYNC ? "O_DIRECT|O_DSYNC" : "O_DIRECT + fdatasync";
+}
+
 static const char *arrival_name(enum arrival_mode a)
 {
 	return a == ARRIVAL_POISSON ? "poisson" : a == ARRIVAL_FIXED ? "fixed" : "closed";
@@ -195,13 +218,15 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 			else
 				fprintf(out, "\"error\": null, \"errno\": null, \"failed_at_write\": null, ");
 			device_json(out, &r->member[k], secs);
+			if (m->is_nbd)
+				nbd_json(out, m);
 			fprintf(out, "}");
 		}
 		fprintf(out, "]}\n");
 		return;
 	}
 	fprintf(out, "%s: %s, blocksize %llu, %llu session(s), %s, %.1f s\n", PROG, cfg->target, cfg->blocksize,
-		cfg->sessions, cfg->sync == SYNC_ODSYNC ? "O_DIRECT|O_DSYNC" : "O_DIRECT + fdatasync", r->elapsed_s);
+		cfg->sessions, durability(cfg, &r->member[0]), r->elapsed_s);
 	fprintf(out, "transactions %llu (%.1f/s), redo %llu B, written %llu B in %llu writes (%llu under 4 KiB), "
 		"wastage %llu B (%.2f%%), %.3f MB/s, %llu log wraps\n",
 		(unsigned long long)r->transactions, (double)r->transactions / secs, (unsigned long long)r->redo_bytes,
@@ -222,6 +247,12 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 	if (cfg->members == MEMBERS_RACE)
 		fprintf(out, "race: %s won %llu, %s won %llu\n", r->member[0].path, (unsigned long long)r->member[0].wins,
 			r->member[1].path, (unsigned long long)r->member[1].wins);
+	for (int k = 0; k < r->nmembers; k++)
+		if (r->member[k].is_nbd)
+			fprintf(out, "NBD member %s: export of %llu bytes, %llu writes with FUA, %llu flushes (no /sys/block "
+				"counters: no kernel block device under it)\n", r->member[k].path,
+				(unsigned long long)r->member[k].nbd.size, (unsigned long long)r->member[k].fua_writes,
+				(unsigned long long)r->member[k].flushes);
 	for (int k = 0; k < r->nmembers; k++)
 		if (r->member[k].failed)
 			fprintf(out, "member %s FAILED at log write %llu: %s; dropped, the run went on without it\n",

@@ -233,11 +233,14 @@ def _packer_snapshot(work: Path) -> Path:
     the image matches the input hash even if the working tree changes meanwhile."""
     snapshot = work / "packer"
     shutil.copytree(PACKER_DIR, snapshot)
-    # redo-writer goes into every image: a static binary runs on any of the guests.
-    make = subprocess.run(["make", "-s", "-C", str(REDO_WRITER_DIR)], capture_output=True, text=True)
+    # redo-writer goes into every image: a static binary runs on any of the guests. The host's own
+    # redo-writer links libnbd dynamically when it is installed (NBD targets), so the guests get
+    # redo-writer-static, built from the same sources without NBD.
+    make = subprocess.run(["make", "-s", "-C", str(REDO_WRITER_DIR), "redo-writer-static"], capture_output=True,
+                          text=True)
     if make.returncode != 0:
-        raise SectorlabError(f"make -C redo-writer failed: {make.stderr.strip()}")
-    shutil.copy2(REDO_WRITER_DIR / "redo-writer", snapshot / "files" / "redo-writer")
+        raise SectorlabError(f"make -C redo-writer redo-writer-static failed: {make.stderr.strip()}")
+    shutil.copy2(REDO_WRITER_DIR / "redo-writer-static", snapshot / "files" / "redo-writer")
     for tool in GUEST_TOOLS:
         shutil.copy2(tool, snapshot / "files" / tool.name)
     return snapshot
