@@ -135,7 +135,7 @@ static void sleep_until(uint64_t t)
 static int write_nbd(struct shared *sh, struct member *m, uint64_t len, uint64_t off)
 {
 	int fua = sh->cfg->sync == SYNC_ODSYNC && nbd_target_info(m->nbd)->can_fua;
-	int err = nbd_target_write(m->nbd, sh->buf, len, off, fua);
+	int err = nbd_target_write(m->nbd, sh->buf, len, off, fua, sh->cfg->reply_spin_us * 1000ULL);
 
 	if (err) {
 		m->failed_call = "nbd_pwrite";
@@ -146,7 +146,7 @@ static int write_nbd(struct shared *sh, struct member *m, uint64_t len, uint64_t
 		m->syncs++;
 		return 0;
 	}
-	err = nbd_target_flush(m->nbd);
+	err = nbd_target_flush(m->nbd, sh->cfg->reply_spin_us * 1000ULL);
 	if (err) {
 		m->failed_call = "nbd_flush";
 		return err;

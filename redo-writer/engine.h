@@ -41,6 +41,7 @@ struct config {
 	unsigned long long log_size;
 	unsigned long long max_write;       /* the log buffer: the largest single write */
 	unsigned long long spin_us;         /* poll this long before sleeping on a condition */
+	unsigned long long reply_spin_us;   /* poll an NBD member's socket this long for a reply */
 	enum sync_mode sync;
 	enum output_mode output;
 	int force;

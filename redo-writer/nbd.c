@@ -303,26 +303,60 @@ const struct nbd_export_info *nbd_target_info(const struct nbd_target *t)
 	return &t->info;
 }
 
-int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64_t off, int fua)
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits for the command `cookie`: polls the socket without sleeping for up to `spin_ns` (a reply
+ * that comes within it is read at once, with no wake-up from idle), then sleeps in poll(). 0 or
+ * -errno. */
+static int wait_for(struct nbd_target *t, int64_t cookie, uint64_t spin_ns)
+{
+	uint64_t until = spin_ns ? now_ns() + spin_ns : 0;
+
+	for (;;) {
+		int done = nbd_aio_command_completed(t->h, (uint64_t)cookie);
+
+		if (done == 1)
+			return 0;
+		if (done == -1)
+			return nbd_get_errno() ? -nbd_get_errno() : -EIO;
+		if (nbd_poll(t->h, until && now_ns() < until ? 0 : -1) == -1)
+			return nbd_get_errno() ? -nbd_get_errno() : -EIO;
+	}
+}
+
+int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64_t off, int fua, uint64_t spin_ns)
 {
 	uint64_t part = t->info.maximum_block && t->info.maximum_block < NBD_WRITE_MAX ? t->info.maximum_block :
 			NBD_WRITE_MAX;
 
 	for (uint64_t done = 0; done < len;) {
 		uint64_t n = len - done < part ? len - done : part;
+		int64_t cookie = nbd_aio_pwrite(t->h, (const char *)buf + done, n, off + done, NBD_NULL_COMPLETION,
+						fua ? LIBNBD_CMD_FLAG_FUA : 0);
+		int err;
 
-		if (nbd_pwrite(t->h, (const char *)buf + done, n, off + done, fua ? LIBNBD_CMD_FLAG_FUA : 0) == -1)
+		if (cookie == -1)
 			return nbd_get_errno() ? -nbd_get_errno() : -EIO;
+		if ((err = wait_for(t, cookie, spin_ns)))
+			return err;
 		done += n;
 	}
 	return 0;
 }
 
-int nbd_target_flush(struct nbd_target *t)
+int nbd_target_flush(struct nbd_target *t, uint64_t spin_ns)
 {
-	if (nbd_flush(t->h, 0) == -1)
+	int64_t cookie = nbd_aio_flush(t->h, NBD_NULL_COMPLETION, 0);
+
+	if (cookie == -1)
 		return nbd_get_errno() ? -nbd_get_errno() : -EIO;
-	return 0;
+	return wait_for(t, cookie, spin_ns);
 }
 
 void nbd_target_close(struct nbd_target *t)
@@ -353,15 +387,15 @@ const struct nbd_export_info *nbd_target_info(const struct nbd_target *t)
 	return NULL;
 }
 
-int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64_t off, int fua)
+int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64_t off, int fua, uint64_t spin_ns)
 {
-	(void)t, (void)buf, (void)len, (void)off, (void)fua;
+	(void)t, (void)buf, (void)len, (void)off, (void)fua, (void)spin_ns;
 	return -ENOTSUP;
 }
 
-int nbd_target_flush(struct nbd_target *t)
+int nbd_target_flush(struct nbd_target *t, uint64_t spin_ns)
 {
-	(void)t;
+	(void)t, (void)spin_ns;
 	return -ENOTSUP;
 }
 

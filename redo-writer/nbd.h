@@ -36,9 +36,11 @@ int nbd_uri_scheme(const char *value);
  * that names the value and what to do. */
 struct nbd_target *nbd_target_open(const char *opt, const char *uri);
 const struct nbd_export_info *nbd_target_info(const struct nbd_target *t);
-/* One write of `len` bytes at `off`, with FUA when `fua`; 0 or -errno (nbd_target_error says more). */
-int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64_t off, int fua);
-int nbd_target_flush(struct nbd_target *t);
+/* One write of `len` bytes at `off`, with FUA when `fua`; 0 or -errno (nbd_target_error says more).
+ * Both wait for the reply polling the socket without sleeping for up to `spin_ns` (--spin-us), then
+ * sleeping in poll(). */
+int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64_t off, int fua, uint64_t spin_ns);
+int nbd_target_flush(struct nbd_target *t, uint64_t spin_ns);
 /* libnbd's message for the last failed call of this thread, one line. */
 const char *nbd_target_error(void);
 void nbd_target_close(struct nbd_target *t);

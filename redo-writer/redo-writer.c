@@ -65,6 +65,8 @@ static struct opt run_opts[] = {
 	{ "log-size", OPT_NUM, "size of the log; writes wrap to its start (a log switch)", "67108864", 65536, 1ULL << 44, NULL, NULL, NULL, 0 },
 	{ "max-write", OPT_NUM, "log buffer: the largest single write", "1048576", 4096, 64ULL << 20, NULL, NULL, NULL, 0 },
 	{ "spin-us", OPT_NUM, "microseconds the log writer and sessions poll before sleeping (0: always sleep)", "0", 0, 100000, NULL, NULL, NULL, 0 },
+	{ "reply-spin-us", OPT_NUM, "microseconds the log writer polls an NBD member's socket for each reply before "
+	  "sleeping in poll() (0: always sleep)", "0", 0, 100000, NULL, NULL, NULL, 0 },
 	{ "output", OPT_STR, "report format", "text", 0, 0, "text|json", NULL, NULL, 0 },
 	{ "force", OPT_FLAG, "write to a block device even if it looks in use", NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, 0 },
@@ -348,7 +350,8 @@ static int build_config(struct config *cfg)
 	    num(run_opts, "duration", &cfg->duration_s) || num(run_opts, "transactions", &cfg->transactions) ||
 	    num(run_opts, "redo-per-txn", &cfg->redo_per_txn) || num(run_opts, "rate", &cfg->rate) ||
 	    num(run_opts, "log-size", &cfg->log_size) || num(run_opts, "max-write", &max_write) ||
-	    num(run_opts, "spin-us", &cfg->spin_us) || num(run_opts, "seed", &cfg->seed) ||
+	    num(run_opts, "spin-us", &cfg->spin_us) ||
+	    num(run_opts, "reply-spin-us", &cfg->reply_spin_us) || num(run_opts, "seed", &cfg->seed) ||
 	    num(run_opts, "cpu-us-per-txn", &cfg->cpu_us_per_txn) || check_arrival(cfg))
 		return -1;
 	if (find_opt(run_opts, "transactions")->given) {
