@@ -156,6 +156,55 @@ def test_the_models_trace_sees_redo_writers_writes_and_the_page_reads_only_at_51
     assert all(w["rmw_reads"] == 0 for w in plain(4096)), plain(4096)
 
 
+def test_every_run_has_its_device_path_twin_on_the_same_model(made):
+    """Right after each guest run, the same command on this host straight to the same model (its
+    target and race replaced by the models' NBD URIs, polling for replies): its report and events
+    kept beside the run's, the model's trace of it as many writes as it made, each with FUA (no
+    flush), and the 512e flash's page reads at BLOCKSIZE 512 there too: the device path sees the
+    device's behaviour without the guest."""
+    results, _ = made
+    data = json.loads((results / "bench.json").read_text())
+    assert data["device_path"]["why_not"] is None and data["device_path"]["reply_spin_us"] == 1000
+    ran = [r for r in data["runs"] if r.get("report")]
+    assert ran and all(r.get("device_path") for r in ran), [r["disk"] for r in ran if not r.get("device_path")]
+    for r in ran:
+        twin = r["device_path"]
+        rep = json.loads((results / twin["report"]).read_text())
+        assert (results / twin["events"]).stat().st_size > 0 and twin["command"] in data["device_path"]["commands"]
+        guest = r["command"].split()
+        host = twin["command"].split()
+        target = host[host.index("--target") + 1]
+        assert host[host.index("--blocksize") + 1] == guest[guest.index("--blocksize") + 1]
+        assert host[host.index("--duration") + 1] == guest[guest.index("--duration") + 1]
+        if r["disk"] == "null":
+            assert target == "null:" and "device_trace" not in twin
+            continue
+        assert target.startswith("nbd+unix:///?socket=/run/sectorlab/devices/")
+        assert rep["members"][0]["transport"] == "nbd"
+        d = twin["device_trace"][r["declared_disk"]]
+        assert (results / d["trace"]).exists() and d["trace"] != r["device_trace"][r["declared_disk"]]["trace"]
+        assert abs(d["write"]["count"] - rep["writes"]) <= 0.01 * rep["writes"] and d["flush"]["count"] == 0, d
+        assert rep["members"][0]["nbd"]["fua_writes"] == rep["writes"], rep["members"][0]
+        if r["disk"] == "flash-512e":
+            assert (d["write"]["unit_reads"] > 0) == (r["blocksize"] == 512), (r["blocksize"], d["write"])
+
+
+def test_the_report_opens_with_each_comparisons_verdict_on_both_paths(made):
+    results, _ = made
+    summary = json.loads((results / "summary.json").read_text())
+    heads = summary["headlines"]
+    assert [h["title"] for h in heads] == [c["title"] for c in _preset().compares]
+    for h in heads:
+        for path in ("guest", "device"):
+            line = h[path]
+            assert line["n"] == [2, 2] and 0 <= line["p"] <= 1 and line["floor"][0]["config"].startswith("plain-512e@")
+            assert all(0 < s for s in line["floor_share_pct"]), line
+        assert h["read_from"] in ("guest", "device") and h["why"]
+    md = (results / "report.md").read_text()
+    assert md.index("## Findings") < md.index("## The disks as the guest showed them")
+    assert md.count("    - guest path: ") == md.count("    - device path: ") == len(heads)
+
+
 def test_the_report_is_written_from_the_runs(made):
     results, _ = made
     summary = json.loads((results / "summary.json").read_text())

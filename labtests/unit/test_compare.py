@@ -182,7 +182,7 @@ def test_the_report_states_design_override_control_open_loop_and_seed(tmp_path):
     assert "Run order: randomized with seed 42, configurations interleaved; 3 run(s) per configuration; " \
            "in execution order: slow-bs512-1, fast-bs512-1." in md
     assert "512 (override) (median of 3)" in md and "fast at 512 (override) (median of 3 runs)" in md
-    assert "## Controls: the harness floor" in md and "null@512 (control)" in md
+    assert "## Controls on the guest path: the harness floor" in md and "null@512 (control)" in md
     assert "512 #2 (slot 10) (did not keep up)" in md and "| achieved rate (commits/s) |" in md
     assert "Open-loop runs (2): poisson arrivals at 1000 commits/s" in md
     assert "| log file sync ratio (`log_file_sync_p50_ms`, slow@512 / fast@512) | 2.0 x |" in md

@@ -45,7 +45,8 @@ def test_every_preset_has_a_control_and_compares_at_equal_offered_load(name):
     # smallest two-sided p of an exact Mann-Whitney test of n + n runs, 2 / C(2n, n), under a tenth of
     # the bench's alpha (8 + 8: 0.00016; 7 + 7: 0.00058; 6 + 6 would be 0.0022).
     assert all(2 / math.comb(2 * t.repeats, t.repeats) < ALPHA / 10 for t in p.targets), name
-    assert p.estimate_s() <= 600, f"{name}: {p.estimate_s():.0f} s of runs"
+    # Both paths of every run (the guest's, then its device-path twin) in under 20 minutes a preset.
+    assert p.estimate_s() <= 1200, f"{name}: {p.estimate_s():.0f} s of runs"
 
 
 def test_the_presets_are_the_five_seeds():
@@ -58,7 +59,7 @@ def test_p3700_runs_both_of_the_seeds_options():
     p = bench.load_preset("p3700-4k")
     configs = {(c.target.name, c.blocksize, c.override) for c in p.configs()}
     assert configs == {("p3700-512n", 512, False), ("p3700-512n", 4096, True), ("p3700-4kn", 4096, False),
-                       ("floor", 512, False), ("null", 4096, False)}
+                       ("floor", 512, False), ("floor", 4096, True), ("null", 4096, False)}
     assert [(t.name, bs) for t, bs in p.refused()] == [("p3700-4kn", 512)]
     assert [t.expected_sectors() for t in p.targets] == [(512, 512), (4096, 4096), (512, 512), None]
 
@@ -70,6 +71,12 @@ def test_every_preset_measures_the_labs_floor_in_the_same_bench(name):
     p = bench.load_preset(name)
     floors = [t for t in p.targets if t.disk and t.disk.device == "floor"]
     assert floors, f"{name}: no target on a floor-served disk"
+    # ... at every BLOCKSIZE a comparison uses, on each side's bus: the floor's share of each side.
+    floor_configs = {(t.disk.bus, c.blocksize) for t in floors for c in p.configs() if c.target is t}
+    for c in p.compares:
+        for side in (c["a"], c["b"]):
+            t = next(t for t in p.targets if t.name == side["disk"])
+            assert t.disk is None or (t.disk.bus, side["blocksize"]) in floor_configs, (name, side)
 
 
 def test_the_order_is_complete_rounds_each_in_a_random_order_repeatable_by_its_seed():
@@ -89,7 +96,7 @@ def test_the_order_is_complete_rounds_each_in_a_random_order_repeatable_by_its_s
 def test_command_line_overrides_flow_into_the_workload_and_the_plan():
     p = bench.load_preset("vsphere-512e", duration_s=5, warmup_s=2, repeats=2, order_seed=3)
     assert (p.workload.duration_s, p.workload.warmup_s, p.order_seed) == (5, 2, 3)
-    assert len(p.plan()) == 10 and p.estimate_s() == 10 * (5 + 2 + bench.RUN_OVERHEAD_S)
+    assert len(p.plan()) == 10 and p.estimate_s() == 10 * (2 * 5 + 2 + bench.RUN_OVERHEAD_S)
 
 
 def test_redo_writer_arguments_are_the_workload():

@@ -17,6 +17,24 @@ from . import document, stats
 from .findings import one_line
 
 PROPS = ("logbias", "recordsize", "primarycache", "compression")
+
+
+def paths_text(profiles: dict[str, str] | None) -> str:
+    """Which path each figure comes from, for the report's first screen (the redo bench's Findings),
+    and how much of the latency is the floor, from the profiles that served the pool's disks."""
+    out = ("Which path each figure comes from: the counts below NFS are the device models' own traces (what the "
+           "disks got, on this host, below the guest); the NFS counts are the guest's client's; the latency is the "
+           "guest path's, timed in the guest under TCG. There is no device path: the pool, its intent log and the "
+           "NFS server live in the guest, and redo-writer straight to a model would bypass all three.")
+    if not profiles:
+        return out + " Which profiles served the disks was not recorded."
+    if set(profiles.values()) == {"floor"}:
+        return out + (f" Every disk of this pool ({', '.join(profiles)}) is served by the floor model (no device "
+                      "time), so the floor is 100 % of every latency in this report: it compares the shares' counts, "
+                      "never their times.")
+    served = ", ".join(f"{d}: {p}" for d, p in profiles.items())
+    return out + f" The disks' profiles ({served}): no floor run measures the lab's share of the latency here."
+
 CANNOT = ("InfiniBand and IPoIB, RDMA, Oracle's dNFS, the appliance's two heads and their failover, and every "
           "throughput in MB/s or GB/s (the seed's table of them stays the seed's): the lab runs one guest on one "
           "vCPU under TCG, its NFS traffic crosses the guest's own loopback, and a MB/s figure here would measure "
@@ -102,6 +120,7 @@ def markdown(doc: dict) -> str:
              "(nothing of the file cached), the workload's writes over NFS with O_DIRECT|O_DSYNC, then a "
              "`zpool sync`. Per write of the workload: what the pool's disks got (device models' traces, below "
              "the guest), what the NFS client sent; medians over the runs, (min-max) where they differ.", "",
+             paths_text(p.get("profiles")), "",
              "## The seed's shares, as the seed set them", ""]
     for seed_rows in (True, False):
         settings, below, above = rows(doc, seed_rows)
@@ -134,7 +153,8 @@ _SHARE = {"name": stats.Text(256), "seed_row": bool, "properties": stats.MapOf(s
                        "count": stats.Whole(1, 1 << 40), "pattern": str}}
 APPLIANCE = {**{k: stats.SCALAR for k in ("title", "seed", "preset", "lab", "started")},
              "image?": stats.SCALAR, "zfs_version?": stats.SCALAR, "mount": (str, None),
-             "pool": {"data": [str], "log": [str], "data_layout": str, "log_layout": str, "ashift": (int, None)},
+             "pool": {"data": [str], "log": [str], "data_layout": str, "log_layout": str, "ashift": (int, None),
+                      "profiles?": (None, stats.MapOf(stats.Text(64)))},
              "shares": [_SHARE], "design": {"repeats": stats.Whole(1, 1000), "seed": stats.SCALAR},
              "runs": [_RUN]}
 _EXPECTED = "expected the appliance.json 'sectorlab bench' writes for an [appliance] preset"

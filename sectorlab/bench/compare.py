@@ -17,11 +17,25 @@ from __future__ import annotations
 import os
 import statistics
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import stats
-from .metrics import _LFS, ALPHA, DEFAULT_PRIMARY, METRICS, ROWS, Disk, Run, _verdict_text, metric, row_value
+from .headlines import headlines
+from .metrics import (
+    _LFS,
+    ALPHA,
+    DEFAULT_PRIMARY,
+    METRICS,
+    ROWS,
+    Disk,
+    Run,
+    _verdict_text,
+    device_view,
+    metric,
+    row_value,
+    side,
+)
 
 # Metrics that are settings or yes/no, not outcomes to test.
 UNTESTED = ("offered_rate", "kept_up")
@@ -102,22 +116,6 @@ def compare_runs(a: list[dict], b: list[dict], primary: str | None = None) -> di
         f"not tested: the primary metric {primary} is not in every run" if primary in METRICS
         else f"not tested: no metric {primary!r} (metrics: {', '.join(METRICS)})")
     return out
-
-
-def side(disks: list[Disk], selector) -> tuple[str, list[Run]]:
-    """A configuration named by a selector ("TARGET@BLOCKSIZE", or {"disk", "blocksize"}): its name
-    and its runs in the order of their repeats (refused ones too)."""
-    if isinstance(selector, dict):
-        name, blocksize = selector.get("disk"), selector.get("blocksize")
-    else:
-        name, _, blocksize = str(selector).partition("@")
-    try:
-        blocksize = int(blocksize)
-    except (TypeError, ValueError):
-        return f"{name}@{blocksize}", []
-    runs = [r for d in disks if d.name == name for r in sorted(d.runs, key=lambda r: r.repeat)
-            if r.blocksize == blocksize]
-    return f"{name}@{blocksize}", runs
 
 
 def missing_text(label: str, runs: list[Run]) -> str | None:
@@ -289,13 +287,24 @@ def seed_table(bench: dict, disks: list[Disk]) -> list[dict]:
 @dataclass
 class Findings:
     """Every comparison, control and seed figure of a bench, computed once (their bootstraps are
-    the report's slowest part) for the pictures, report.md and summary.json alike."""
+    the report's slowest part) for the pictures, report.md and summary.json alike; the device
+    path's disks and comparisons beside the guest path's, and each comparison's headline on both
+    (headlines.py)."""
     per_disk: dict[str, dict | None]
     cross: list[dict]
     controls: list[dict]
     seeds: list[dict]
+    device_disks: list[Disk] = field(default_factory=list)
+    device_cross: list[dict] = field(default_factory=list)
+    device_controls: list[dict] = field(default_factory=list)
+    headlines: list[dict] = field(default_factory=list)
 
 
 def findings_of(bench: dict, disks: list[Disk]) -> Findings:
-    return Findings({d.name: comparison(d) for d in disks}, cross_comparisons(bench, disks), controls(disks),
-                    seed_table(bench, disks))
+    cross = cross_comparisons(bench, disks)
+    device_disks = device_view(disks)
+    device_cross = cross_comparisons(bench, device_disks) if device_disks else []
+    why_not = (bench.get("device_path") or {}).get("why_not")
+    return Findings({d.name: comparison(d) for d in disks}, cross, controls(disks), seed_table(bench, disks),
+                    device_disks, device_cross, controls(device_disks) if device_disks else [],
+                    headlines(cross, device_cross, disks, device_disks, why_not))

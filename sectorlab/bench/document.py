@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 
 from . import devicerows, findings
-from .compare import Findings, findings_of, shape
+from .compare import Findings, comparison, findings_of, shape
 from .findings import _table, one_line
 from .metrics import ALPHA, ROWS, Disk, Run, _value, _verdict_text, race_wins, row_value, spread
 
@@ -110,13 +110,21 @@ def _run_name(r: Run) -> str:
     return f"{r.blocksize} #{r.repeat}" + (f" (slot {slot})" if slot is not None else "") + r.marks()
 
 
+# Runs per every-run table: the rows' labels and this many columns fit a 1,200 px page.
+RUNS_PER_TABLE = 6
+
+
 def _every_run_table(by_bs: dict[int, list[Run]]) -> list[str]:
-    """A disk's rows, one column per run that ran."""
+    """A disk's rows, one column per run that ran, RUNS_PER_TABLE runs to a table."""
     ran = [r for runs in by_bs.values() for r in runs if r.report]
-    every = [["BLOCKSIZE", *(_run_name(r) for r in ran)]]
-    every += [[label, *(_fmt(fmt, _value(r.report, get)) for r in ran)]
-              for label, get, fmt in _rows_present([[r.report for r in ran]])]
-    return ["Every run:", ""] + _table(every)
+    out = ["Every run:", ""]
+    for start in range(0, len(ran), RUNS_PER_TABLE):
+        part = ran[start:start + RUNS_PER_TABLE]
+        every = [["BLOCKSIZE", *(_run_name(r) for r in part)]]
+        every += [[label, *(_fmt(fmt, _value(r.report, get)) for r in part)]
+                  for label, get, fmt in _rows_present([[r.report for r in ran]])]
+        out += _table(every)
+    return out
 
 
 def _disk_tests(by_bs: dict[int, list[Run]], c: dict | None) -> list[str]:
@@ -183,13 +191,18 @@ def _pictures(pngs: list[Path], alt: str, results: Path) -> list[str]:
     return ["", " ".join(f"![{alt}: {png.stem.rsplit('-', 1)[-1]}]({png.relative_to(results)})" for png in pngs), ""]
 
 
-def _disk_section(d: Disk, c: dict | None, pictures: dict, results: Path) -> list[str]:
-    """One disk: its rows, the refusals and the tests, the shape of each BLOCKSIZE's commit latencies,
-    the race and the read-modify-writes, the repeats' spread and the pictures."""
+def _disk_section(d: Disk, c: dict | None, pictures: dict, results: Path, device: Disk | None = None,
+                  device_c: dict | None = None) -> list[str]:
+    """One disk: its rows on the guest path (and on the device path: `device`, its runs' twins),
+    the refusals and the tests, the shape of each BLOCKSIZE's commit latencies, the race and the
+    read-modify-writes, the repeats' spread and the pictures."""
     by_bs = d.by_blocksize()
     # Every run in a table of its own below the medians when something was repeated, so that the
     # change stays on screen.
-    out = [f"## {one_line(d.name)}", ""] + _disk_table(by_bs, c)
+    out = [f"## {one_line(d.name)}", "", "On the guest path:", ""] + _disk_table(by_bs, c)
+    if device:
+        out += ["On the device path (the same runs' twins on this host, straight to the model):", ""]
+        out += _disk_table(device.by_blocksize(), device_c)
     if any(len(runs) > 1 for runs in by_bs.values()):
         out += _every_run_table(by_bs)
     out += _disk_tests(by_bs, c)
@@ -207,25 +220,39 @@ def _disk_section(d: Disk, c: dict | None, pictures: dict, results: Path) -> lis
     return out + [""]
 
 
-def _comparison_section(i: int, c: dict, pictures: dict, results: Path) -> list[str]:
-    """The i-th comparison across disks: its headline, both sides' rows and the change, the tests
-    and the pictures; or which side did not run."""
+def _comparison_section(i: int, c: dict, pictures: dict, results: Path, device: dict | None = None) -> list[str]:
+    """The i-th comparison across disks: its headline, both sides' rows and the change on the
+    guest path and, beside them, on the device path (`device`: the same comparison of the runs'
+    device-path twins), the tests of each and the pictures; or which side did not run."""
     a, b = (f"{c[k]['disk']} at {c[k]['blocksize']}" if isinstance(c[k], dict) else str(c[k]) for k in ("a", "b"))
     out = [f"### {one_line(str(c['title'] or f'comparison {i + 1}'))}", ""]
     if c.get("not_compared"):
         return out + [f"Not compared: {', '.join(c['not_compared'])} did not run.", ""]
-    out += [f"**{c['verdict']}** on the primary metric `{c['primary']}`.", ""]
-    medians = "medians" in c["change_of"]
-    rows = [["", *(f"{x}{''.join(sorted({r.marks() for r in runs}))} "
+    device = device if device and device.get("tests") else None
+    out += [f"**{c['verdict']}** on the primary metric `{c['primary']}` on the guest path"
+            + (f", **{device['verdict']}** on the device path." if device else ".") , ""]
+    paths = [("guest", c)] + ([("device", device)] if device else [])
+    header = [""]
+    columns = []
+    for name, x in paths:
+        medians = "medians" in x["change_of"]
+        header += [f"{name}: {side}{''.join(sorted({r.marks() for r in runs}))} "
                    f"({'median of ' + str(len(runs)) + ' runs' if medians else 'one run'})"
-                   for x, runs in zip((a, b), c["runs"])), "change"]]
-    reports = [[r.report for r in runs] if medians else [runs[0].report] for runs in c["runs"]]
-    for label, get, fmt in _rows_present(reports):
-        va, vb = (row_value(v, get) for v in reports)
-        rows.append([label, _fmt(fmt, va), _fmt(fmt, vb),
-                     "" if isinstance(va, tuple) else _change_text(label, c["change_pct"].get(label), va, vb)])
+                   for side, runs in zip((a, b), x["runs"])] + [f"{name}: change"]
+        columns.append((x, [[r.report for r in runs] if medians else [runs[0].report] for runs in x["runs"]]))
+    rows = [header]
+    for label, get, fmt in _rows_present([reports for _, pair in columns for reports in pair]):
+        row = [label]
+        for x, (ra, rb) in columns:
+            va, vb = row_value(ra, get), row_value(rb, get)
+            row += [_fmt(fmt, va), _fmt(fmt, vb),
+                    "" if isinstance(va, tuple) else _change_text(label, x["change_pct"].get(label), va, vb)]
+        rows.append(row)
     out += _table(rows)
-    out += findings.tests_lines(c, a, b)
+    out += ["On the guest path:", ""] + findings.tests_lines(c, a, b)
+    if device:
+        out += ["", "On the device path (the same runs' twins on this host, straight to the models):", ""]
+        out += findings.tests_lines(device, a, b)
     for k, x in (("a", a), ("b", b)):
         out += findings.shape_line(x, shape(c["runs"][0 if k == "a" else 1]))
     pngs = [p for p in (pictures.get(("comparison", i)), pictures.get(("comparison-shift", i))) if p]
@@ -254,15 +281,22 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, foun
     and per ("comparison", i) and ("comparison-shift", i) those of the i-th comparison across disks
     (from 0), files in `results`; `found` the bench's comparisons, computed once by the caller."""
     found = found or findings_of(bench, disks)
-    out = _heading(bench, disks) + findings.design_lines(bench, disks) + _disks_table(disks)
+    why_no_device = (bench.get("device_path") or {}).get("why_not")
+    out = _heading(bench, disks) + findings.headline_section(found.headlines, why_no_device)
+    out += findings.seed_section(found.seeds, compact=True)
+    out += findings.design_lines(bench, disks) + _disks_table(disks)
+    device_disks = {d.name: d for d in found.device_disks}
     for d in disks:
-        out += _disk_section(d, found.per_disk[d.name], pictures, results)
+        twin = device_disks.get(d.name)
+        out += _disk_section(d, found.per_disk[d.name], pictures, results, twin, comparison(twin) if twin else None)
     comparisons = found.cross
     if comparisons:
         out += ["## Comparisons across disks", ""]
         for i, c in enumerate(comparisons):
-            out += _comparison_section(i, c, pictures, results)
+            device = found.device_cross[i] if i < len(found.device_cross) else None
+            out += _comparison_section(i, c, pictures, results, device)
     out += findings.controls_section(found.controls)
+    out += findings.controls_section(found.device_controls, "device path")
     out += findings.seed_section(found.seeds)
     out += _rules_section(bench)
     crosschecks = bench.get("crosschecks")
@@ -270,7 +304,9 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, foun
         out += ["## Real-database cross-checks", ""]
         out += [f"- {one_line(line)}" for line in crosschecks] + [""]
     # A fence longer than any run of backticks in the commands, so that none ends it.
-    commands = [one_line(c) for c in bench.get("commands") or []]
+    host = (bench.get("device_path") or {}).get("commands") or []
+    intro = ["# on this host, each run's device-path twin right after it:"] if host else []
+    commands = [one_line(c) for c in [*(bench.get("commands") or []), *intro, *host]]
     fence = "`" * max(3, 1 + max((len(m) for c in commands for m in re.findall("`+", c)), default=0))
     out += ["## How to run it again", "", fence, *commands, fence, ""]
     return "\n".join(one_line(line) for line in out)  # no text of the results directory breaks a line

@@ -126,11 +126,12 @@ def design_lines(bench: dict, disks: list[Disk]) -> list[str]:
     return out + [""]
 
 
-def controls_section(controls: list[dict]) -> list[str]:
-    """Each control configuration's medians beside those of what it controls: the harness floor."""
+def controls_section(controls: list[dict], path: str = "guest path") -> list[str]:
+    """Each control configuration's medians beside those of what it controls: the harness floor,
+    on one path."""
     if not controls:
         return []
-    out = ["## Controls: the harness floor", "",
+    out = [f"## Controls on the {path}: the harness floor", "",
            "A control run (a `null:` target, a control race) measures what the harness itself costs; the "
            "configurations it controls are shown beside it (medians of their runs).", ""]
     for c in controls:
@@ -142,25 +143,84 @@ def controls_section(controls: list[dict]) -> list[str]:
     return out
 
 
-def seed_section(rows: list[dict]) -> list[str]:
-    """The seed figures beside the lab's values: seed | lab | agreement, with each quote's source."""
+def _path_line(path: str, line: dict | None, why_not: str | None) -> str:
+    """One path of a headline: a -> b of the primary metric, change, p, n, CI, verdict, floor share."""
+    if line is None:
+        return f"{path} path: not tested" + (f" ({why_not})" if why_not else "")
+    m = line["metric"]
+    (ma, mb), (fa, fb) = line["medians"], line["floor"]
+    ci = _ci_text({"metric": m, "ci": line["ci"],
+                   "ci_pct": [100.0 * c / ma for c in line["ci"]] if ma else None})
+    shares = line["floor_share_pct"]
+    if fa is None and fb is None:
+        floor = "no floor run at this BLOCKSIZE"
+    else:
+        f = fa or fb
+        parts = [f"{s:.0f} % of {k}" for s, k in zip(shares, ("a", "b")) if s is not None]
+        floor = f"floor {value_text(m, f['median'])} ({f['config']}) = {' and '.join(parts)}"
+    return (f"{path} path: {value_text(m, ma)} → {value_text(m, mb)} ({_change(line)}), "
+            f"{stats.p_text(line['p'])}, n = {line['n'][0]} + {line['n'][1]}, 95 % CI {ci}: "
+            f"**{line['verdict']}**; {floor}")
+
+
+def headline_section(items: list[dict], why_no_device: str | None) -> list[str]:
+    """The first screen: each comparison of the preset, its verdict on each path in one line and
+    the path its difference is read from (headlines.py)."""
+    if not items:
+        return []
+    out = ["## Findings", "",
+           "Each comparison's primary metric on both paths, a → b: the **guest path** runs redo-writer in the "
+           "guest, through its kernel, QEMU and the emulated CPU (what the OS and the rules do); the **device "
+           "path** runs the same command on this host straight to the same device model (what the device's "
+           "timing does). The floor is the same run on the `floor` model (no device time): its share is the "
+           "part of a latency that is the lab's own path.", ""]
+    for i, h in enumerate(items, 1):
+        a, b = _selector_text(h["a"]), _selector_text(h["b"])
+        title = one_line(h.get("title") or f"comparison {i}")
+        if h.get("not_compared"):
+            out += [f"{i}. **{title}** (a = {a}, b = {b}): not compared: {', '.join(h['not_compared'])} did not run.",
+                    ""]
+            continue
+        label = (h["guest"] or h["device"] or {}).get("label", h.get("primary"))
+        where = f"read from the **{h['read_from']} path**" if h["read_from"] else "not read"
+        out += [f"{i}. **{title}** (a = {a}, b = {b}; {label}): {where}, as {h['why']}.",
+                f"    - {_path_line('guest', h['guest'], None)}",
+                f"    - {_path_line('device', h['device'], why_no_device)}", ""]
+    return out
+
+
+def seed_section(rows: list[dict], compact: bool = False) -> list[str]:
+    """The seed figures beside the lab's values: seed | lab | agreement, with each quote's source
+    (compact: without the sources and derivations, for the first screen)."""
     if not rows:
         return []
+    if compact:
+        table = [["the seed's figure", "seed", "lab (95 % CI)", "agreement"]]
+        for r in rows:
+            table.append([str(r.get("what")), f"{r.get('seed_value')} {r.get('unit') or ''}".strip(), _lab_text(r),
+                          r["agreement"]])
+        return ["### The seed's figures beside the lab's (sources below)", ""] + _table(table, numbers=False)
     out = ["## The seed's figures beside the lab's", "",
            "A ratio is median(a) / median(b) over the runs, a value the median over a's runs; the CI is a 95 % "
-           "bootstrap over runs; a seed figure agrees when it lies inside it.", ""]
+           "bootstrap over runs; a seed figure agrees when it lies inside it. Seed figures are read from the "
+           "guest path.", ""]
     table = [["figure", "seed", "lab (95 % CI)", "agreement", "source", "derivation"]]
     for r in rows:
         unit = r.get("unit") or ""
-        lab = "-" if r.get("lab_value") is None else f"{r['lab_value']:.3g}"
-        if r.get("ci"):
-            lab += f" [{r['ci'][0]:.3g}, {r['ci'][1]:.3g}]"
+        lab = _lab_text(r)
         sides = " / ".join(_selector_text(r.get(k)) for k in ("a", "b")
                            if r.get(k) and (k == "a" or r["lab"] == "ratio"))
         what = f"{r.get('what')}" + (f" (`{r['metric']}`, {sides})" if r.get("metric") else "")
         table.append([what, f"{r.get('seed_value')} {unit}".strip(), lab, r["agreement"],
                       f"{r.get('where') or '-'}: \"{r.get('quote') or ''}\"", r.get("derivation") or "-"])
     return out + _table(table, numbers=False)
+
+
+def _lab_text(r: dict) -> str:
+    lab = "-" if r.get("lab_value") is None else f"{r['lab_value']:.3g}"
+    if r.get("ci"):
+        lab += f" [{r['ci'][0]:.3g}, {r['ci'][1]:.3g}]"
+    return lab
 
 
 def _selector_text(selector) -> str:

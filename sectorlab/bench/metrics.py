@@ -142,6 +142,7 @@ class Run:
     entry: dict                   # the run's entry in bench.json
     report: dict | None = None    # redo-writer's JSON; None for a refused BLOCKSIZE
     events: Path | None = None
+    device: Run | None = None     # its device-path twin (devicepath.py), when it had one
 
     def marks(self) -> str:
         """What a table says beside the run's name: a control target, a BLOCKSIZE let through by
@@ -163,6 +164,33 @@ class Disk:
         for r in sorted(self.runs, key=lambda r: (r.blocksize, r.repeat)):
             out.setdefault(r.blocksize, []).append(r)
         return out
+
+
+def side(disks: list[Disk], selector) -> tuple[str, list[Run]]:
+    """A configuration named by a selector ("TARGET@BLOCKSIZE", or {"disk", "blocksize"}): its name
+    and its runs in the order of their repeats (refused ones too)."""
+    if isinstance(selector, dict):
+        name, blocksize = selector.get("disk"), selector.get("blocksize")
+    else:
+        name, _, blocksize = str(selector).partition("@")
+    try:
+        blocksize = int(blocksize)
+    except (TypeError, ValueError):
+        return f"{name}@{blocksize}", []
+    runs = [r for d in disks if d.name == name for r in sorted(d.runs, key=lambda r: r.repeat)
+            if r.blocksize == blocksize]
+    return f"{name}@{blocksize}", runs
+
+
+def device_view(disks: list[Disk]) -> list[Disk]:
+    """The device path's disks: each disk's runs that had a device-path twin, as those twins (a
+    refused BLOCKSIZE, which ran on neither path, is kept as it is); disks without one left out."""
+    out = []
+    for d in disks:
+        runs = [r.device if r.device else r for r in d.runs if r.device or not r.report]
+        if any(r.report for r in runs):
+            out.append(Disk(d.name, d.entry, runs))
+    return out
 
 
 def row_value(reports: list[dict], get):

@@ -186,8 +186,10 @@ class Preset:
         return [(c.target, c.blocksize, r) for c in self.configs() for r in range(1, c.target.repeats + 1)]
 
     def estimate_s(self) -> float:
+        """Every run's warm-up, its measured time on the guest path and on the device path (its twin
+        on this host, bench/devicepath.py), and its overhead."""
         w = self.workload
-        return len(self.plan()) * (w.warmup_s + w.duration_s + RUN_OVERHEAD_S)
+        return len(self.plan()) * (w.warmup_s + 2 * w.duration_s + RUN_OVERHEAD_S)
 
 
 def preset_names() -> list[str]:

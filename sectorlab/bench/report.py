@@ -48,7 +48,9 @@ from .plots import plot_comparison, plot_disk, plot_shift
 
 # 2: comparisons test one value per run (Mann-Whitney, bootstrap CI, a primary metric) instead of
 # Welch's t-test per commit; runs carry run_metrics; design, controls, seed_figures and shapes added.
-SUMMARY_VERSION = 2
+# 3: headlines (each comparison on both paths, the floor's share, the path it is read from), the
+# device path's comparisons and controls, and each run's device_path twin.
+SUMMARY_VERSION = 3
 
 
 # What the report reads of bench.json (stats.conform's shapes): every name, number and table it
@@ -72,7 +74,9 @@ _RUN = {"disk": _NAME, "blocksize": stats.OneOf(*VALID_BLOCKSIZES), "repeat?": s
         "rate?": (stats.NUMBER, None), "slot?": (int, str, None), "kept_up?": (bool, None), "model?": (str, None),
         "bus?": (str, None), "device?": (str, None), "logical?": (int, None), "physical?": (int, None),
         "rmw?": (None, {"rmw_reads": stats.COUNT}), "device_trace?": (None, stats.MapOf(_TRACE)),
-        "command?": (str, None), "cpu_us_per_txn?": (stats.NUMBER, None)}
+        "command?": (str, None), "cpu_us_per_txn?": (stats.NUMBER, None),
+        "device_path?": (None, {"report": str, "events?": (str, None), "command?": (str, None),
+                                "reply_spin_us?": (stats.NUMBER, None), "device_trace?": (None, stats.MapOf(_TRACE))})}
 _FIGURE = {"lab?": (str, None), "metric?": (str, None), "a?": (_SELECTOR, None), "b?": (_SELECTOR, None),
            **{f"{k}?": stats.SCALAR for k in ("what", "seed_value", "unit", "quote", "where", "derivation", "reason")}}
 BENCH = {"runs": [_RUN], "workload?": (None, stats.MapOf(stats.SCALAR)),
@@ -83,6 +87,8 @@ BENCH = {"runs": [_RUN], "workload?": (None, stats.MapOf(stats.SCALAR)),
                             "verdict": _VERDICT}]),
          "comparisons?": (None, [{"title?": (str, None), "a": _SIDE, "b": _SIDE, "primary?": (str, None)}]),
          "seed_figures?": (None, [_FIGURE]),
+         "device_path?": (None, {"reply_spin_us?": (stats.NUMBER, None), "commands?": (None, [str]),
+                                 "why_not?": (str, None)}),
          **{f"{k}?": stats.SCALAR for k in ("preset", "title", "lab", "started", "image", "seed")}}
 _EXPECTED = "expected what 'sectorlab bench' writes"
 
@@ -147,10 +153,24 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
                 run.events = _own_file(results, entry["events"], f"{where}: events file", seen,
                                        inputs.EVENTS_CSV_MAX)
             run.report = stats.load_report(report_path)
+            if entry.get("device_path"):
+                run.device = _twin(results, run, entry, f"{where}: device_path", seen)
         elif entry["verdict"].get("allowed", False):
             raise UsageError(f"{where}: BLOCKSIZE {run.blocksize} is allowed on {name} but no report was kept")
         disks.setdefault(name, Disk(name, entry)).runs.append(run)
     return bench, list(disks.values())
+
+
+def _twin(results: Path, run: Run, entry: dict, where: str, seen: dict) -> Run:
+    """A run's device-path twin: its entry is the run's with the device path's files, command and
+    traces in place of the guest's."""
+    twin = entry["device_path"]
+    out = Run(run.disk, run.blocksize, run.repeat, {**entry, **twin, "path": "device"})
+    out.report = stats.load_report(_own_file(results, twin["report"], f"{where}: report", seen,
+                                             inputs.REPORT_JSON_MAX))
+    if twin.get("events"):
+        out.events = _own_file(results, twin["events"], f"{where}: events file", seen, inputs.EVENTS_CSV_MAX)
+    return out
 
 
 def _public(c: dict | None) -> dict | None:
@@ -175,6 +195,9 @@ def _run_row(r: Run) -> dict:
         row["rmw"] = r.entry["rmw"]
     if r.entry.get("device_trace"):
         row["device_trace"] = r.entry["device_trace"]
+    if r.device is not None:
+        row["device_path"] = {"report": r.device.entry.get("report"), "command": r.device.entry.get("command"),
+                              "run_metrics": run_metrics(r.device.report)}
     return row
 
 
@@ -193,7 +216,10 @@ def summary(bench: dict, disks: list[Disk], found: Findings | None = None) -> di
         item["spread"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := spread(runs))}
         item["shape"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := shape(runs))}
         out["disks"].append(item)
+    out["headlines"] = found.headlines
     out["comparisons"] = [_public(c) for c in found.cross]
+    out["device_path"] = {**(bench.get("device_path") or {}), "comparisons": [_public(c) for c in found.device_cross],
+                          "controls": found.device_controls}
     out["controls"] = found.controls
     out["seed_figures"] = found.seeds
     out["rules"] = bench.get("rules") or []

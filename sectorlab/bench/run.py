@@ -33,7 +33,7 @@ from ..guest import disks as guestdisks
 from ..inguest import rules
 from ..lab.record import LabRecord
 from ..paths import write_atomic
-from . import devicerows, report
+from . import devicepath, devicerows, report
 from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Slot, Target, Workload, clock_text
 from .presetfields import NULL_TARGET
 
@@ -90,6 +90,9 @@ class Bench:
         self.paths_now: dict[str, str] = {}
         self.refusals_recorded: set[str] = set()
         self.durations: list[float] = []
+        self.host_commands: list[str] = []
+        modelled_disks = [t for t in preset.targets if t.disk and devicepath.missing(self.members(t)) is None]
+        self.twin = devicepath.Twin(data.lab, results) if modelled_disks else None
         self.bench = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "lab": preset.lab.name,
                       "lab_file": str(preset.path), "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                       "image": None, "workload": {**preset.workload.as_json(), "describe": preset.workload.describe()},
@@ -98,7 +101,9 @@ class Bench:
                                  "order": [s.run_id for s in self.order]},
                       "controls": [t.name for t in preset.targets if t.control],
                       "comparisons": preset.compares, "seed_figures": preset.seed_figures,
-                      "rules": [], "commands": self.commands, "runs": self.runs}
+                      "rules": [], "commands": self.commands, "runs": self.runs,
+                      "device_path": {"reply_spin_us": devicepath.REPLY_SPIN_US, "commands": self.host_commands,
+                                      "why_not": None if self.twin else _no_device_path(preset, self)}}
 
     # -- the guest --------------------------------------------------------------------------------
     def paths(self) -> dict[str, str]:
@@ -155,20 +160,21 @@ class Bench:
         return path, race
 
     def measured(self, slot: Slot, path: str, race: str | None) -> dict:
-        """A warm-up run, then the measured one with its events; both files fetched into runs/."""
+        """A warm-up run, then the measured one with its events; both files fetched into runs/. Then
+        its device-path twin on this host, where its members are served by models here."""
         w, target, bs = self.preset.workload, slot.config.target, slot.config.blocksize
         rid = slot.run_id
         remote = f"{GUEST_DIR}/{rid}"
         seed = (self.order_seed * 1009 + slot.slot) % 2**31
+        args = redo_writer_args(w, path, bs, w.duration_s, race, seed)
         warmup = redo_writer_args(w, path, bs, w.warmup_s, race, seed) + ["--output", "json"]
-        command = redo_writer_args(w, path, bs, w.duration_s, race, seed) + ["--events", f"{remote}.csv",
-                                                                             "--output", "json"]
+        command = args + ["--events", f"{remote}.csv", "--output", "json"]
         script = f"mkdir -p {GUEST_DIR} && {shlex.join(warmup)} >/dev/null"
         result = self.guest.run("sudo -n sh -c", script, timeout=w.warmup_s + 300)
         if not result.ok:
             raise SectorlabError(f"{rid}: the warm-up '{shlex.join(warmup)}' exited {result.rc}: "
                                  f"{result.stderr.strip()[-400:]}")
-        members = [self.entries[d.name] for d in (target.disk, target.race) if d]  # the race's member too
+        members = self.members(target)
         models = devicerows.Window(self.data.lab, [e for e in members if e.device])
         result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json", timeout=w.duration_s + 300)
         models.check_alive(rid)  # a model that died: that is why the run failed, or its results are void
@@ -183,7 +189,14 @@ class Bench:
                "warmup_command": shlex.join(warmup)}
         if models.disks:
             out["device_trace"] = models.rows(runs_dir, rid, self.results)
+        if self.twin and devicepath.missing(members) is None:
+            out["device_path"] = self.twin.run(rid, members, target.is_null, args, w.duration_s)
+            self.host_commands.append(out["device_path"]["command"])
         return out
+
+    def members(self, target: Target) -> list:
+        """The lab disks a target writes (its disk and its race member's); none for null:."""
+        return [self.entries[d.name] for d in (target.disk, target.race) if d]
 
     def save(self) -> None:
         write_atomic(self.results / "bench.json", json.dumps(self.bench, indent=2) + "\n")
@@ -228,7 +241,9 @@ class Bench:
         per_run = statistics.median(self.durations) if self.durations else w.warmup_s + w.duration_s + RUN_OVERHEAD_S
         self.progress(f"run {slot.slot}/{total}: {target.name} BLOCKSIZE {bs}"
                       + (" (override)" if slot.config.override else "") + f" #{slot.repeat}"
-                      + f" ({w.warmup_s} s warm-up + {w.duration_s} s); {left - 1} left after it, "
+                      + f" ({w.warmup_s} s warm-up + {w.duration_s} s"
+                      + (f", then {w.duration_s} s on the device path" if self.twin and devicepath.missing(
+                          self.members(target)) is None else "") + f"); {left - 1} left after it, "
                         f"about {clock_text(per_run * left)} to go")
         t0 = time.monotonic()
         files = self.measured(slot, path, race)
@@ -251,6 +266,11 @@ class Bench:
         self.bench["rules"] = asm_verdicts(self.preset, self.sectors)
         self.bench["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.save()
+
+
+def _no_device_path(preset: Preset, bench: Bench) -> str:
+    reasons = {devicepath.missing(bench.members(t)) for t in preset.targets if t.disk}
+    return next(iter(sorted(r for r in reasons if r)), "no target writes a disk")
 
 
 def _null_verdict(bs: int) -> dict:
