@@ -154,10 +154,12 @@ def _path_line(path: str, line: dict | None, why_not: str | None) -> str:
     shares = line["floor_share_pct"]
     if fa is None and fb is None:
         floor = "no floor run at this BLOCKSIZE"
+    elif fa and fb and fa["config"] == fb["config"]:
+        floor = (f"floor {value_text(m, fa['median'])} ({fa['config']}) = {shares[0]:.0f} % of a and "
+                 f"{shares[1]:.0f} % of b")
     else:
-        f = fa or fb
-        parts = [f"{s:.0f} % of {k}" for s, k in zip(shares, ("a", "b")) if s is not None]
-        floor = f"floor {value_text(m, f['median'])} ({f['config']}) = {' and '.join(parts)}"
+        floor = "; ".join(f"floor {value_text(m, f['median'])} ({f['config']}) = {s:.0f} % of {k}" if f else
+                          f"no floor run at {k}'s BLOCKSIZE" for f, s, k in zip((fa, fb), shares, ("a", "b")))
     return (f"{path} path: {value_text(m, ma)} → {value_text(m, mb)} ({_change(line)}), "
             f"{stats.p_text(line['p'])}, n = {line['n'][0]} + {line['n'][1]}, 95 % CI {ci}: "
             f"**{line['verdict']}**; {floor}")
