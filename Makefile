@@ -87,7 +87,7 @@ help:
 	@echo "make bench [PRESET=p3700-4k] [DURATION=s] [REPEATS=n] [ORDER_SEED=n]  a seed's experiment: its own lab up, every"
 	@echo "                          configuration REPEATS times in random interleaved rounds (open loop, controls), lab down,"
 	@echo "                          results/<time>-<preset>/report.html (sectorlab bench --list)"
-	@echo "make bench-all            every preset in turn (about 35 minutes; zfs-appliance builds its image the first time)"
+	@echo "make bench-all            every preset in turn (about 60 minutes; zfs-appliance builds its image the first time)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; a three-bus"
 	@echo "                          preset's device counters; a Ctrl-C and a SIGTERM"
 	@echo "make alone                with no lab up: a lab on a libvirt host over qemu+ssh (an sshd on 127.0.0.1), a Ctrl-C of make test"

@@ -157,3 +157,22 @@ def test_a_lab_of_volumes_has_no_device_path_and_says_so():
     assert devicepath.missing([served]) is None
     why = devicepath.missing([served, vol])
     assert why.startswith("disk(s) redo are volumes") and "this host's models only" in why
+
+
+def test_the_seeds_figures_are_given_on_both_paths(tmp_path):
+    """A seed figure beside the lab's value on the guest path and, on the first screen, on the
+    device path, each with its own interval and agreement."""
+    guest = {"a": ("x", _noisy(0.400, 0.010))}
+    device = {"a": _noisy(0.130, 0.002)}
+    write_bench(tmp_path, guest, device, [])
+    bench = json.loads((tmp_path / "bench.json").read_text())
+    bench["seed_figures"] = [{"what": "log file sync median", "seed_value": 0.13, "unit": "ms", "lab": "value",
+                              "metric": "log_file_sync_p50_ms", "a": "a@512", "quote": "q", "where": "w"}]
+    (tmp_path / "bench.json").write_text(json.dumps(bench))
+    written = report.write(tmp_path)
+    summary = json.loads(written["summary"].read_text())
+    (g,), (d,) = summary["seed_figures"], summary["device_path"]["seed_figures"]
+    assert g["lab_value"] == pytest.approx(0.400, abs=0.006) and g["agreement"].startswith("differs")
+    assert d["lab_value"] == pytest.approx(0.130, abs=0.002) and d["agreement"] == "agrees"
+    md = written["md"].read_text()
+    assert "| the seed's figure | seed | lab, guest path (95 % CI) | agreement | lab, device path (95 % CI) | agreement |" in md

@@ -298,6 +298,7 @@ class Findings:
     device_cross: list[dict] = field(default_factory=list)
     device_controls: list[dict] = field(default_factory=list)
     headlines: list[dict] = field(default_factory=list)
+    device_seeds: list[dict] = field(default_factory=list)  # the seed table on the device path
 
 
 def findings_of(bench: dict, disks: list[Disk]) -> Findings:
@@ -307,4 +308,5 @@ def findings_of(bench: dict, disks: list[Disk]) -> Findings:
     why_not = (bench.get("device_path") or {}).get("why_not")
     return Findings({d.name: comparison(d) for d in disks}, cross, controls(disks), seed_table(bench, disks),
                     device_disks, device_cross, controls(device_disks) if device_disks else [],
-                    headlines(cross, device_cross, disks, device_disks, why_not))
+                    headlines(cross, device_cross, disks, device_disks, why_not),
+                    seed_table(bench, device_disks) if device_disks else [])

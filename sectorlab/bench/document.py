@@ -283,7 +283,7 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, foun
     found = found or findings_of(bench, disks)
     why_no_device = (bench.get("device_path") or {}).get("why_not")
     out = _heading(bench, disks) + findings.headline_section(found.headlines, why_no_device)
-    out += findings.seed_section(found.seeds, compact=True)
+    out += findings.seed_section(found.seeds, compact=True, device=found.device_seeds)
     out += findings.design_lines(bench, disks) + _disks_table(disks)
     device_disks = {d.name: d for d in found.device_disks}
     for d in disks:

@@ -191,21 +191,29 @@ def headline_section(items: list[dict], why_no_device: str | None) -> list[str]:
     return out
 
 
-def seed_section(rows: list[dict], compact: bool = False) -> list[str]:
+def seed_section(rows: list[dict], compact: bool = False, device: list[dict] | None = None) -> list[str]:
     """The seed figures beside the lab's values: seed | lab | agreement, with each quote's source
-    (compact: without the sources and derivations, for the first screen)."""
+    (compact: without the sources and derivations, for the first screen, and with the device
+    path's value beside the guest path's where `device`, the same table on the device path, has
+    one)."""
     if not rows:
         return []
     if compact:
-        table = [["the seed's figure", "seed", "lab (95 % CI)", "agreement"]]
-        for r in rows:
-            table.append([str(r.get("what")), f"{r.get('seed_value')} {r.get('unit') or ''}".strip(), _lab_text(r),
-                          r["agreement"]])
+        both = bool(device) and any(d.get("lab_value") is not None for d in device)
+        head = ["the seed's figure", "seed", "lab, guest path (95 % CI)", "agreement"]
+        table = [head + ["lab, device path (95 % CI)", "agreement"] if both else head]
+        for i, r in enumerate(rows):
+            row = [str(r.get("what")), f"{r.get('seed_value')} {r.get('unit') or ''}".strip(), _lab_text(r),
+                   r["agreement"]]
+            if both:
+                d = device[i] if i < len(device) else {}
+                row += [_lab_text(d), d.get("agreement", "-") if d.get("lab_value") is not None else "-"]
+            table.append(row)
         return ["### The seed's figures beside the lab's (sources below)", ""] + _table(table, numbers=False)
     out = ["## The seed's figures beside the lab's", "",
            "A ratio is median(a) / median(b) over the runs, a value the median over a's runs; the CI is a 95 % "
-           "bootstrap over runs; a seed figure agrees when it lies inside it. Seed figures are read from the "
-           "guest path.", ""]
+           "bootstrap over runs; a seed figure agrees when it lies inside it. These are the guest path's; the "
+           "first screen has the device path's beside them.", ""]
     table = [["figure", "seed", "lab (95 % CI)", "agreement", "source", "derivation"]]
     for r in rows:
         unit = r.get("unit") or ""

@@ -113,8 +113,8 @@ def plot_disk(disk: Disk, stem: Path) -> list[Path]:
     per_run = [(r, *_sync_ms(r.events)) for r in runs]
     g = disk.entry
     where = f"{disk.name} ({g.get('logical')}/{g.get('physical')} B)"
-    hist = _histogram([(f"BLOCKSIZE {r.blocksize}", sync) for r, sync, _ in per_run], f"{where}: commit latency",
-                      stem.with_name(f"{stem.name}-histogram.png"))
+    hist = _histogram([(f"BLOCKSIZE {r.blocksize}", sync) for r, sync, _ in per_run],
+                      f"{where}: commit latency (guest path)", stem.with_name(f"{stem.name}-histogram.png"))
     if hist is None:
         return []
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -123,7 +123,7 @@ def plot_disk(disk: Disk, stem: Path) -> list[Path]:
     if any(len(lats) for _, _, (_, lats) in per_run):
         log_axis(ax, "y")
     ax.set(xlabel="seconds since the run started", ylabel="log file parallel write (ms, log scale)",
-           title=f"{where}: log writes over time")
+           title=f"{where}: log writes over time (guest path)")
     ax.legend(fontsize=8, markerscale=4)
     fig.tight_layout()
     return [hist, _save(fig, stem.with_name(f"{stem.name}-over-time.png"))]
@@ -139,7 +139,7 @@ def plot_comparison(c: dict, disks: list[Disk], path: Path) -> Path | None:
         if run is None or run.events is None:
             return None
         series.append((f"{c[k]['disk']} at {c[k]['blocksize']}, run {run.repeat}", _sync_ms(run.events)[0]))
-    return _histogram(series, "commit latency, one run of each side", path)
+    return _histogram(series, "commit latency, one run of each side (guest path)", path)
 
 
 def plot_shift(c: dict, path: Path) -> Path | None:
@@ -162,7 +162,7 @@ def plot_shift(c: dict, path: Path) -> Path | None:
     _log_x(ax)
     a, b = (f"{c[k]['disk']}@{c[k]['blocksize']}" if isinstance(c[k], dict) else str(c[k]) for k in ("a", "b"))
     ax.set(xlabel=f"log file sync quantile of {a} (ms, log scale)", ylabel=f"{b} - {a} (ms)",
-           title=f"shift function, {s['n'][0]} + {s['n'][1]} runs, 95 % CI")
+           title=f"shift function (guest path), {s['n'][0]} + {s['n'][1]} runs, 95 % CI")
     fig.tight_layout()
     return _save(fig, path)
 

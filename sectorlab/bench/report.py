@@ -219,7 +219,7 @@ def summary(bench: dict, disks: list[Disk], found: Findings | None = None) -> di
     out["headlines"] = found.headlines
     out["comparisons"] = [_public(c) for c in found.cross]
     out["device_path"] = {**(bench.get("device_path") or {}), "comparisons": [_public(c) for c in found.device_cross],
-                          "controls": found.device_controls}
+                          "controls": found.device_controls, "seed_figures": found.device_seeds}
     out["controls"] = found.controls
     out["seed_figures"] = found.seeds
     out["rules"] = bench.get("rules") or []
