@@ -31,6 +31,7 @@ FILESYSTEMIO = "FILESYSTEMIO_OPTIONS"
 LINUX_NONE = "set to none for Linux"  # Red Hat's tuning guide for Oracle 9i and 10g (RHEL 5)
 NETAPP_ASM = "NetApp's Oracle filesystemio_options page"
 COMPATIBLE = "must be set to 11.2 or higher"
+PLATFORM_DEPENDENT = "The default value is platform dependent."  # the 12.1 guide, on SECTOR_SIZE's default
 
 
 @dataclass
@@ -85,7 +86,8 @@ CASES = [
     Case("asm-512e-in-4096-4096-12.1", E512, 4096, True, GUIDE, "assumed", sector=4096, version="12.1",
          claim="sizes"),
     Case("asm-16k-in-4096", P16, 4096, "ORA-59012", "ORA-59012", sector=4096),
-    Case("asm-512e-in-4096-512", E512, 512, False, "ORA-15347", "assumed", sector=4096, claim="error"),
+    # A 12.2+ group whose LOGICAL_SECTOR_SIZE is not named: 512 is refused on the model's default (assumed).
+    Case("asm-512e-in-4096-512", E512, 512, False, "ORA-15347", "assumed", sector=4096),
     Case("asm-512e-in-4096/512-512", E512, 512, True, V_ASM, sector=4096, logical_sector=512),
     Case("asm-512e-in-4096/512-4096", E512, 4096, True, V_ASM, sector=4096, logical_sector=512),
     Case("asm-512e-in-4096/512-default", E512, None, True, "compatible.rdbms", "assumed", sector=4096,
@@ -120,8 +122,8 @@ CASES = [
          chosen=512, claim="sizes"),
     Case("udev-512e-19-named-4096/512", E512, 512, True, V_ASM, "documented", discovery="udev", version="19",
          sector=4096, logical_sector=512, group=(4096, 512)),
-    Case("udev-512e-19-named-4096-512", E512, 512, False, "ORA-15347", discovery="udev", version="19", sector=4096,
-         group=(4096, None)),
+    Case("udev-512e-19-named-4096-512", E512, 512, False, "ORA-15347", "assumed", discovery="udev", version="19",
+         sector=4096, group=(4096, None)),
     Case("udev-4kn", K4, None, True, "NetApp", discovery="udev", version="19", group=(4096, 4096), chosen=4096,
          claim="sizes"),
     Case("udev-16k", P16, 4096, "ORA-59012", "ORA-59012", discovery="udev", version="19"),
@@ -155,8 +157,14 @@ AUDIT_CASES = [
     Case("2-mount-asmlib-now-logical", E512, 4096,
          'ORA-15085: disk "/dev/sdb" has inconsistent sector size (expected 4096, actual 512)', ORA_15085,
          "documented", discovery="asmlib", asmlib_logical=True, version="12.1", sector=4096, operation="mount"),
+    # Neither of a 4Kn disk's sectors is 512: which one ASM reads cannot matter, the refusal is documented.
     Case("2-mount-reformatted-4kn", K4, 4096, 'ORA-15085: disk "/dev/sdb" has inconsistent sector size (expected '
-         '512, actual 4096)', "during the mount operation", sector=512, operation="mount"),
+         '512, actual 4096)', "during the mount operation", "documented", sector=512, operation="mount"),
+    Case("2-mount-reformatted-4kn-error", K4, 4096, "ORA-15085", ORA_15085, "documented", sector=512,
+         operation="mount", claim="error"),
+    # ASMLib shows a 512e disk as 4096 (its physical sector): the refusal rests on what ASMLib shows.
+    Case("2-mount-asmlib-rests-on-what-it-shows", E512, 512, "ORA-15085", ORACLEASM, "documented",
+         discovery="asmlib", version="19", sector=512, operation="mount", claim="error"),
     Case("2-mount-same-size", E512, 512, True, "during the mount operation", discovery="udev", version="19",
          sector=512, operation="mount", claim="sizes"),
     Case("2-mount-below-smallest-io", K4, 4096, "ASM refuses disk '/dev/sdb' (logical sector 4096", V_ASM,
@@ -191,6 +199,17 @@ AUDIT_CASES = [
          claim="error"),
     Case("4-asm-4kn-512", K4, 512, False, NETAPP_ASM, "assumed", discovery="udev", version="19"),
     Case("4-512e-512-buffered", E512, 512, True, FILESYSTEMIO, "assumed", io_mode="buffered", claim="warnings"),
+    # Off Linux FILESYSTEMIO_OPTIONS's default is not public: the verdict holds for both modes, or is not known.
+    Case("4-aix-file-4kn-512", K4, 512, "ORA-01378", "nothing public per platform", "assumed", platform="aix",
+         on_filesystem=True, claim="warnings"),
+    Case("4-aix-file-4kn-512-either-way", K4, 512, False, "O_DIRECT", "assumed", platform="aix", on_filesystem=True),
+    Case("4-solaris-file-4kn-512-override", K4, 512, None, "nothing public per platform", "assumed",
+         platform="solaris", on_filesystem=True, override=True),
+    Case("4-windows-file-512e-512", E512, 512, True, "nothing public per platform", "assumed", platform="windows",
+         on_filesystem=True, claim="warnings"),
+    Case("4-aix-file-4kn-512-direct", K4, 512, False, "O_DIRECT", "physics", platform="aix", on_filesystem=True,
+         io_mode="direct"),
+    Case("4-aix-device-4kn-512", K4, 512, False, "for raw devices not public", "assumed", platform="aix"),
     # 5. BLOCKSIZE 1024 above the media sector where 1024 was the native log block (Ixora's table):
     #    not known, neither allowed nor refused.
     Case("5-hp-ux-1024-512n", N512, 1024, None, IXORA, "assumed", platform="hp-ux"),
@@ -217,13 +236,25 @@ AUDIT_CASES = [
     Case("7-asmlib-4096-in-4096/512", E512, 512, "ASM refuses disk '/dev/sdb' (logical sector 4096", ORACLEASM,
          "documented", discovery="asmlib", version="19", sector=4096, logical_sector=512),
     Case("7-values", N512, 512, True, ADMIN_GUIDE, "documented"),
+    # The Guide's sentence is about CREATE DISKGROUP naming a SECTOR_SIZE other than the default, which
+    # it calls platform dependent: the model's 512 makes the check assumed; not checked elsewhere.
     Case("7-compatible-asm-11.1", K4, 4096, "ASM refuses SECTOR_SIZE 4096 with COMPATIBLE.ASM 11.1", COMPATIBLE,
-         "documented", sector=4096, compatible=("11.1", "11.1")),
+         "assumed", sector=4096, compatible=("11.1", "11.1")),
+    Case("7-compatible-asm-11.1-default", K4, 4096, "ASM refuses SECTOR_SIZE 4096", PLATFORM_DEPENDENT, "assumed",
+         sector=4096, compatible=("11.1", "11.1")),
     Case("7-compatible-rdbms-10.1", K4, 4096, "ASM refuses SECTOR_SIZE 4096 with COMPATIBLE.RDBMS 10.1",
-         COMPATIBLE, discovery="udev", version="19", compatible=("19.0", "10.1")),
-    Case("7-compatible-11.2", K4, 4096, True, COMPATIBLE, sector=4096, compatible=("11.2.0.0.0", "11.2"),
-         claim="sizes"),
+         COMPATIBLE, "assumed", discovery="udev", version="19", sector=4096, compatible=("19.0", "10.1")),
+    Case("7-compatible-11.2", K4, 4096, True, COMPATIBLE, "assumed", sector=4096,
+         compatible=("11.2.0.0.0", "11.2"), claim="sizes"),
     Case("7-compatible-512-10.1", N512, 512, True, ADMIN_GUIDE, sector=512, compatible=("10.1", "10.1")),
+    Case("7-compatible-512-is-the-default", N512, 512, True, PLATFORM_DEPENDENT, "assumed", sector=512,
+         compatible=("10.1", "10.1"), claim="sizes"),
+    Case("7-compatible-discovered-not-checked", K4, 4096, True, COMPATIBLE, "documented", discovery="udev",
+         version="19", compatible=("10.1", "10.1"), claim="warnings"),
+    Case("7-compatible-mount-not-checked", K4, 4096, True, COMPATIBLE, "documented", sector=4096,
+         operation="mount", compatible=("10.1", "10.1"), claim="warnings"),
+    Case("7-compatible-add-not-checked", K4, 4096, True, COMPATIBLE, sector=4096, operation="add",
+         compatible=("11.1", None), claim="warnings"),
 ]
 ALL_CASES = CASES + AUDIT_CASES
 

@@ -115,7 +115,11 @@ def _size(text: str) -> int:
 
 def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="Which redo BLOCKSIZE a disk accepts (ORA-01378 rules), and "
-                                "inside ASM which disk group it would be in.")
+                                "inside ASM which disk group it would be in.",
+                                epilog="exit status: 0 allowed (warnings on stderr), 1 refused (the ORA- text, or the "
+                                "engine's own words, on stderr), 2 bad usage (one line), 3 not known (the sources or "
+                                "the inputs point both ways; a warning says why). docs/redo-blocksize.md has the "
+                                "rules and their sources.")
     p.add_argument("device", nargs="?", help="block device, or a file or directory on a filesystem, to read the "
                    "sector sizes from" + (" (with --from-host: the disk's name in FILE)" if from_host else ""))
     if from_host:
@@ -128,17 +132,19 @@ def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.
     p.add_argument("--override", action="store_true", help="_disk_sector_size_override=TRUE (in the database "
                    "instance; --override-in says otherwise)")
     p.add_argument("--override-in", default="database", metavar="INSTANCE",
-                   help="the instance --override is set in: database (default; what lets redo above the media "
-                   "sector through), asm (the ASM instance: CREATE DISKGROUP without SECTOR_SIZE fails with "
+                   help="with --override, the instance it is set in: database (default; what lets redo above the "
+                   "media sector through), asm (the ASM instance: CREATE DISKGROUP without SECTOR_SIZE fails with "
                    "ORA-15086) or both")
     p.add_argument("--platform", default="linux", choices=rules.PLATFORMS, help="the database's platform "
-                   "(default linux; it decides nothing but what is known of BLOCKSIZE 1024)")
+                   "(default linux; it decides what is known of BLOCKSIZE 1024, and the I/O mode of a file on a "
+                   "file system when --io-mode is not given)")
     p.add_argument("--io-mode", metavar="MODE", help="how the database writes the log: direct (O_DIRECT: ASM, raw "
                    "devices, FILESYSTEMIO_OPTIONS DIRECTIO or SETALL) or buffered (FILESYSTEMIO_OPTIONS NONE or "
-                   "ASYNCH on a file system); default: direct on a device and in ASM, buffered for a file on a file "
-                   "system (FILESYSTEMIO_OPTIONS defaults to NONE on Linux)")
-    p.add_argument("--on-filesystem", action="store_true", help="with --logical/--physical: the log is a file on a "
-                   "file system on such a disk (a PATH on one says so itself)")
+                   "ASYNCH: a file on a file system, not a raw DEVICE); default: direct on a device and in ASM; for "
+                   "a file on a file system buffered on Linux (FILESYSTEMIO_OPTIONS defaults to NONE on Linux), not "
+                   "known on other platforms (the verdict holds for both, or is not known)")
+    p.add_argument("--on-filesystem", action="store_true", help="with --logical/--physical or --from-host: the log "
+                   "is a file on a file system on such a disk (a PATH on one says so itself)")
     asm = p.add_argument_group("ASM")
     asm.add_argument("--asm-discovery", choices=asmrules.DISCOVERY, help="how ASM finds the disk: answers which "
                      "disk group CREATE DISKGROUP makes of it, what that group takes, and what the spfile meets")
@@ -152,33 +158,48 @@ def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.
                      "SECTOR_SIZE)")
     asm.add_argument("--operation", default="create", metavar="OP",
                      help="what ASM does with the disk: create (CREATE DISKGROUP, the default), add (ALTER DISKGROUP "
-                     "ADD DISK) or mount (ALTER DISKGROUP MOUNT; a disk that now reports another sector size than "
-                     "the group's is ORA-15085); add and mount need the group's recorded --asm-sector-size")
+                     "... ADD DISK) or mount (ALTER DISKGROUP ... MOUNT; a disk that now reports another sector size "
+                     "than the group's is ORA-15085); add and mount need the group's recorded --asm-sector-size")
     asm.add_argument("--compatible-asm", metavar="VERSION", help="the group's COMPATIBLE.ASM (e.g. 11.1, 19.0): "
-                     "SECTOR_SIZE 4096 needs 11.2 or higher; not given: not checked")
+                     "CREATE DISKGROUP naming a SECTOR_SIZE of 4096 (--asm-sector-size) needs 11.2 or higher; not "
+                     "checked otherwise (a warning says so), nor when not given")
     asm.add_argument("--compatible-rdbms", metavar="VERSION", help="the group's COMPATIBLE.RDBMS, as "
                      "--compatible-asm")
-    p.add_argument("--file", default="+REDO", help="file name for messages (default +REDO)")
+    p.add_argument("--file", default="+REDO", help="the redo log's file name, as ORA-01378 names it (default "
+                   "+REDO); inside ASM a name +GROUP/... also names the disk group, as ORA-15085 does (default "
+                   "REDO)")
     p.add_argument("--redo-size", type=_size, help="also report redo wastage for one write of this many bytes")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
 
+def _asm_options(args) -> bool:
+    """Whether the command line puts the log in an ASM disk group."""
+    return bool(args.asm_discovery or args.asm_sector_size or args.asm_logical_sector_size or args.asm_version)
+
+
 def sizes_of(args, from_host) -> tuple[int, int, int | None, list[str]]:
     """(logical, physical, minimum I/O, rules the sizes came through) from the command line."""
     given = args.logical or args.physical
-    if args.on_filesystem and not given:
-        raise Usage("--on-filesystem describes a log given by --logical/--physical; a PATH on a file system says so "
-                    "itself, and a DEVICE is a raw device")
     if getattr(args, "from_host", None):
         if given or not args.device:
             raise Usage("with --from-host FILE give the disk's name in it (e.g. sdb), not --logical/--physical")
         logical, physical, min_io = from_host(args.from_host, args.device)
         return logical, physical, args.min_io or min_io, []
+    if args.on_filesystem and not (given or args.device):
+        raise Usage("--on-filesystem says the log is a file on a file system on a disk of the sizes given: give "
+                    "--logical and --physical too, or a PATH on the file system instead")
     if args.device:
         if given:
             raise Usage("give a DEVICE or --logical/--physical, not both")
         if stat.S_ISBLK(_stat(args.device).st_mode):
+            if args.on_filesystem:
+                raise Usage(f"{args.device} is a raw device: for a file on a file system on it give a PATH on that "
+                            f"file system instead (or --logical/--physical with --on-filesystem)")
+            if args.io_mode == "buffered" and not _asm_options(args):
+                raise Usage(f"--io-mode buffered is a file system's (FILESYSTEMIO_OPTIONS NONE or ASYNCH, for file "
+                            f"system files) and a redo log on the raw device {args.device} is written with direct "
+                            f"I/O: drop --io-mode buffered, or give a PATH on a file system on it")
             logical, physical = device_sectors(args.device)
             return logical, physical, args.min_io or device_min_io(args.device), []
         logical, physical, min_io = filesystem_sectors(args.device)
@@ -192,15 +213,11 @@ def asm_group_of(args, logical: int, physical: int) -> asmrules.DiskGroup | None
     """The disk group the command line describes (None: not in ASM)."""
     if args.asmlib_logical_block_size and args.asm_discovery != "asmlib":
         raise Usage("--asmlib-logical-block-size is an ASMLib setting: it needs --asm-discovery asmlib")
-    if not (args.asm_discovery or args.asm_sector_size or args.asm_logical_sector_size or args.asm_version):
-        if args.compatible_asm or args.compatible_rdbms:
-            raise Usage("--compatible-asm and --compatible-rdbms are a disk group's attributes: give --asm-sector-size "
-                        "or --asm-discovery too")
-        return None
+    compatible = (args.compatible_asm, args.compatible_rdbms)
+    if not _asm_options(args):
+        return rules.asm_group(None, compatible=compatible)  # None, or COMPATIBLE without a group: bad input
     try:
         version = asmrules.parse_version(args.asm_version)
-        compatible = (asmrules.parse_compatible(args.compatible_asm, "COMPATIBLE.ASM"),
-                      asmrules.parse_compatible(args.compatible_rdbms, "COMPATIBLE.RDBMS"))
         return asmrules.group_for(logical, physical, args.asm_discovery, version, args.asmlib_logical_block_size,
                                   args.asm_sector_size, args.asm_logical_sector_size, args.device or "DISK",
                                   compatible)
@@ -284,20 +301,14 @@ def main(argv: list[str] | None = None, prog: str = "redo-check", from_host=None
     try:
         sizes = sizes_of(args, from_host)
         logical, physical, min_io, via = sizes
-        rules.check_sizes(logical, physical, args.blocksize, min_io, args.platform)
-        rules.check_modes(args.io_mode, args.operation, args.override_in)
+        rules.check_sizes(logical, physical, args.blocksize, min_io, args.platform)  # before ASM reads them
         if args.asm_discovery and args.redo_size:
             raise Usage("--redo-size reports the wastage of one BLOCKSIZE: run it without --asm-discovery")
         group = asm_group_of(args, logical, physical)
-        context = where(args, via, group)
-        rules.check_context(group, args.io_mode, context["on_filesystem"], args.operation, args.override,
-                            args.override_in)
-        if args.asm_discovery:  # a disk or group ASM refuses: one line, not a table of refusals
-            asm_override = args.override and args.override_in in ("asm", "both")
-            asmrules.admit(group, args.device or "DISK", logical, physical, args.operation, asm_override,
-                           rules.group_name(args.file))
         verdict = rules.evaluate(logical, physical, args.blocksize, args.override, min_io=min_io, group=group,
-                                 via=via, override_in=args.override_in, **context)
+                                 via=via, override_in=args.override_in, **where(args, via, group))
+        if args.asm_discovery and verdict.asm_refusal:  # one line, not a table of refusals
+            raise asmrules.AsmError(verdict.error, verdict.claims.get("allowed", []))
         wastage = rules.redo_wastage(args.redo_size, verdict.blocksize) if args.redo_size else None
     except Usage as e:
         print(f"{prog}: {e}", file=sys.stderr)

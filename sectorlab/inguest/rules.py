@@ -8,30 +8,35 @@ together, also run on a database server (`python3 redocheck.py ...`).
 The model (RULES below, each with its evidence and source; docs/redo-blocksize.md prints them):
 - BLOCKSIZE is 512, 1024 or 4096 (Oracle 11.2+; the Administrator's Guide). Without it a redo log
   gets the disk's media (physical) sector size (seed 000: a 4Kn P3700 gets 4096).
-- On a 512e disk outside ASM the sources conflict: the Guide (as seed 003 quotes it) gives a 4 KiB
-  default, seed 003 itself a 512 default and a BLOCKSIZE 4096 that needs the override. The model
-  keeps the Guide's answer and says the conflict in the verdict (evidence assumed).
+- On a 512e disk outside ASM the sources conflict: the Guide gives a 4 KiB default (seed 003
+  carries its words without naming it), seed 003 in its own words a 512 default and a BLOCKSIZE
+  4096 that needs the override. The model keeps the Guide's answer and says the conflict in the
+  verdict (evidence assumed).
 - B < host (logical) sector with direct I/O (ASM, raw devices, FILESYSTEMIO_OPTIONS DIRECTIO or
   SETALL): ORA-01378, and _disk_sector_size_override does not help: an O_DIRECT write of B bytes to
   such a disk fails with EINVAL. With buffered I/O (a file system's NONE or ASYNCH, Linux's default)
-  the page cache makes the write possible and only the database's own check refuses it.
+  the page cache makes the write possible and only the database's own check refuses it. Off Linux
+  the default for a file on a file system is not known: the verdict holds for both, or is not known.
 - B > media sector: ORA-01378 (seeds 001, 002: 4096 on a 512n disk) unless the database instance
-  sets _disk_sector_size_override=TRUE (seeds 000, 002, 003); set in the ASM instance it does not
-  reach the database, and CREATE DISKGROUP without SECTOR_SIZE fails with ORA-15086 (asmrules.py).
+  sets _disk_sector_size_override=TRUE (seeds 000, 002; seed 003 for 4096 on 512e); set in the ASM
+  instance it does not reach the database, and CREATE DISKGROUP without SECTOR_SIZE fails with
+  ORA-15086 (asmrules.py).
   BLOCKSIZE 1024 above the media sector on HP-UX or Tru64, whose native log block it was, is not
   known: the verdict is neither allowed nor refused.
 - B < media sector (512e): allowed, but a write that covers a physical sector only in part costs
   the drive a read-modify-write: 7 of 8 writes of 512 bytes start inside a 4 KiB sector (seed 003)
   and the 8th ends inside it, so all of them do (partial_units counts both ends).
 - Inside ASM the database sees the disk group's sizes (asmrules.py): before 12.2 its SECTOR_SIZE as
-  both host and media sector (seed 003), from 12.2 LOGICAL_SECTOR_SIZE as the host sector.
+  both host and media sector (seed 003), from 12.2 LOGICAL_SECTOR_SIZE as the host sector (not
+  named: the model's default, SECTOR_SIZE, on which a BLOCKSIZE below SECTOR_SIZE then rests).
 - Each redo block carries a 16-byte header; a write is padded to whole blocks ("redo wastage").
 - A disk whose physical sector or minimum I/O size is above 4096 (QLC drives write in 16 KiB
   indirection units): no BLOCKSIZE reaches it. The model's default is then 4096, the largest; which
   one Oracle picks there is not documented, so this is where the model stops.
 Every verdict names the rules it rests on, claim by claim (CLAIMS: allowed or not, the error, the
 default, the sizes the database sees, the warnings), and each claim's evidence is the weakest of
-the rules that claim rests on; the verdict's `evidence` is its allowed-or-not claim's.
+the rules that claim rests on; the verdict's `evidence` is its allowed-or-not claim's. Only a
+refusal makes an error claim.
 """
 
 from __future__ import annotations
@@ -52,7 +57,6 @@ NATIVE_1024 = ("hp-ux", "tru64")  # Ixora's table of pre-11.2 log block sizes
 # direct: O_DIRECT (ASM, raw devices, FILESYSTEMIO_OPTIONS DIRECTIO or SETALL); buffered: through
 # the page cache (a file system's FILESYSTEMIO_OPTIONS NONE or ASYNCH).
 IO_MODES = ("direct", "buffered")
-OPERATIONS = asmrules.OPERATIONS
 # Where _disk_sector_size_override=TRUE is set: the database instance, the ASM instance, or both.
 INSTANCES = ("database", "asm", "both")
 # What a verdict says, each with the rules it rests on: whether the BLOCKSIZE is allowed, the error
@@ -86,10 +90,11 @@ RULES = {
                                       "(512e), the sources conflict: the Guide gives a 4096 default there that "
                                       "needs no override; seed 003 says the default is 512 and BLOCKSIZE 4096 fails "
                                       "without _disk_sector_size_override; the model keeps the Guide's", "assumed",
-                                      f"{ADMIN_GUIDE}, as seed 003 quotes it ('you can override the default 4K block "
-                                      "size for redo logs by specifying a 512B block size' on 'emulation-mode "
-                                      "disks'); seed 003's own words ('default is 512 bytes'; 'the above command "
-                                      "will fail unless the sector size check is overridden')"),
+                                      f"{ADMIN_GUIDE} ('you can override the default 4K block size for redo logs by "
+                                      "specifying a 512B block size' on 'emulation-mode disks'), words seed 003 "
+                                      "carries without naming their source; seed 003's own words ('default is 512 "
+                                      "bytes'; 'the above command will fail unless the sector size check is "
+                                      "overridden')"),
     "below-logical-sector": Rule("with direct I/O a BLOCKSIZE below the logical sector cannot work, override or "
                                  "not: an O_DIRECT write of it fails with EINVAL", "physics",
                                  "the kernel's O_DIRECT rule; labtests re-check it on every disk"),
@@ -101,18 +106,24 @@ RULES = {
                         "sector, and _disk_sector_size_override lifts it", "assumed",
                         f"not public: the override is public only above the media sector (seeds 000, 002, 003); "
                         f"{FILESYSTEMIO}"),
-    "io-default-filesystem": Rule("without an I/O mode, a file on a file system is written buffered: "
+    "io-default-filesystem": Rule("without an I/O mode, a file on a file system on Linux is written buffered: "
                                   "FILESYSTEMIO_OPTIONS defaults to NONE on Linux", "assumed",
                                   f"{FILESYSTEMIO}; Red Hat's tuning guide for Oracle 9i and 10g on RHEL 5 ('By "
                                   "default, this parameter is set to none for Linux'); nothing public for 11.2 "
                                   "and later"),
+    "io-default-unknown": Rule("without an I/O mode, how a file on a file system off Linux is written is not "
+                               "known: FILESYSTEMIO_OPTIONS's default there is not public, so the verdict holds "
+                               "for direct and buffered I/O both, or is not known", "assumed",
+                               f"{FILESYSTEMIO}; nothing public per platform"),
     "io-default-direct": Rule("without an I/O mode, ASM disks and raw block devices are written with direct I/O "
                               "(FILESYSTEMIO_OPTIONS is for file system files)", "assumed",
                               f"{FILESYSTEMIO}; NetApp's Oracle filesystemio_options page (ASM does direct and "
                               "asynchronous I/O whatever the parameter says); for raw devices not public"),
     "above-media-sector": Rule("BLOCKSIZE above the media sector: ORA-01378", "seed", "seeds 001 and 002"),
-    "override": Rule("_disk_sector_size_override=TRUE lets a BLOCKSIZE above the media sector through", "seed",
-                     "seeds 000, 002 and 003"),
+    "override": Rule("_disk_sector_size_override=TRUE lets a BLOCKSIZE above the disk's sector size through: "
+                     "above the media sector, and 4096 on a 512e disk (above its logical sector)", "seed",
+                     "seeds 000, 002 and 003 (000 and 002: above a 512-byte media sector; 003: BLOCKSIZE 4096 on "
+                     "a 512e device)"),
     "override-instance": Rule("_disk_sector_size_override lets redo through when the database instance sets it; set "
                               "in the ASM instance only it does not, and what it does there beyond ORA-15086 is "
                               "not public", "assumed",
@@ -120,7 +131,7 @@ RULES = {
                               "instance)'); ORA-15086 (Oracle's error messages)"),
     "below-media-sector": Rule("BLOCKSIZE below the media sector (512e): allowed, each write read-modify-written",
                                "seed", "seed 003; V$ASM_DISKGROUP (512 redo in an emulated group)"),
-"blocksize-1024": Rule("BLOCKSIZE 1024 is judged by the sector sizes alone: whether the platform accepts it "
+    "blocksize-1024": Rule("BLOCKSIZE 1024 is judged by the sector sizes alone: whether the platform accepts it "
                            "is not public", "assumed",
                            "seed 003 ('for some platforms'); Ixora's table of pre-11.2 log block sizes "
                            "(1024 on HP-UX and Tru64, 512 on Linux); no public source shows Linux accepting it"),
@@ -172,12 +183,15 @@ RULES = {
                                      "names no SECTOR_SIZE fails with ORA-15086", "documented",
                                      "ORA-15086 (Oracle's error messages: 'The _disk_sector_size_override parameter "
                                      "was used but the sector disk value was not specified in the command.')"),
-    "asm-compatible": Rule("a disk group of SECTOR_SIZE 4096 needs COMPATIBLE.ASM and COMPATIBLE.RDBMS of 11.2 or "
-                           "higher (a sector size other than the default, which is platform dependent: the model "
-                           "takes 512)", "documented",
+    "asm-compatible": Rule("CREATE DISKGROUP naming a SECTOR_SIZE other than the default needs COMPATIBLE.ASM and "
+                           "COMPATIBLE.RDBMS of 11.2 or higher", "documented",
                            f"{asmrules.GUIDE_121} ('The COMPATIBLE.ASM and COMPATIBLE.RDBMS disk group attributes "
                            "must be set to 11.2 or higher to set the sector size to a value other than the default "
                            "value.')"),
+    "asm-sector-size-default": Rule("the default SECTOR_SIZE, against which a named one is 'other than the "
+                                    "default', is 512: the Guide says only that it is platform dependent",
+                                    "assumed", f"not public: {asmrules.GUIDE_121} ('The default value is platform "
+                                    "dependent.')"),
     "asmlib-reads-one-size": Rule("ASMLib (v2, the kernel driver) shows ASM one size: the physical sector, the "
                                   "logical one with ORACLEASM_USE_LOGICAL_BLOCK_SIZE=true; what ASMLib v3 shows is "
                                   "not public", "documented", f"{ORACLEASM}; seed 000"),
@@ -225,6 +239,7 @@ class Verdict:
     media_sector: int = 0
     claims: dict[str, list[str]] = field(default_factory=dict)  # CLAIMS -> the rules each rests on
     reason: str = ""  # why, in one sentence; not part of the JSON interface
+    asm_refusal: bool = False  # ASM refuses the disk group or the disk in it; not part of the JSON interface
 
     @property
     def rests_on(self) -> list[str]:
@@ -243,6 +258,7 @@ class Verdict:
     def as_json(self) -> dict:
         out = asdict(self)
         out.pop("reason")
+        out.pop("asm_refusal")
         out.pop("claims")
         out["evidence"] = self.evidence
         out["rests_on"] = cited(self.rests_on)
@@ -286,13 +302,13 @@ def _unit_warning(media: int, min_io: int | None) -> str | None:
 
 
 def _emulated_conflict(what: str) -> str:
-    """The two sources on a 512e disk outside ASM, in their own words (seed 003)."""
-    return (f"{what} on a 512e disk outside ASM: the sources conflict. The Administrator's Guide, as seed 003 "
-            f"quotes it, makes 4096 the default on emulation-mode disks ('you can override the default 4K block "
-            f"size for redo logs by specifying a 512B block size'), so 4096 needs no override; seed 003 itself "
-            f"says the default is 512 ('default is 512 bytes') and that BLOCKSIZE 4096 there 'will fail unless the "
-            f"sector size check is overridden'. The model keeps the Guide's answer: default 4096, allowed without "
-            f"the override")
+    """The two sources on a 512e disk outside ASM, each quoted as seed 003 has it."""
+    return (f"{what} on a 512e disk outside ASM: the sources conflict. The Administrator's Guide makes 4096 the "
+            f"default on emulation-mode disks ('you can override the default 4K block size for redo logs by "
+            f"specifying a 512B block size'; seed 003 carries these words without naming their source), so 4096 "
+            f"needs no override; seed 003 in its own words says the default is 512 ('default is 512 bytes') and "
+            f"that BLOCKSIZE 4096 on a 512e device 'will fail unless the sector size check is overridden'. The "
+            f"model keeps the Guide's answer: default 4096, allowed without the override")
 
 
 def check_sizes(host_sector, media_sector, blocksize=None, min_io=None, platform="linux") -> tuple[int, int]:
@@ -330,10 +346,13 @@ def check_modes(io_mode: str | None = None, operation: str = "create", override_
 def check_context(group: asmrules.DiskGroup | None, io_mode: str | None, on_filesystem: bool, operation: str,
                   override: bool, override_in: str) -> None:
     """Inputs that do not fit together: RulesUsageError says which, and what to give instead."""
+    if override_in != "database" and not override:
+        raise RulesUsageError(f"--override-in {override_in} says which instance sets _disk_sector_size_override=TRUE: "
+                              f"add --override")
     if group is None:
         if operation != "create":
-            raise RulesUsageError(f"operation {operation} is an ASM disk group's (ALTER DISKGROUP "
-                                  f"{operation.upper()}): give the group's recorded SECTOR_SIZE (--asm-sector-size)")
+            raise RulesUsageError(f"operation {operation} is an ASM disk group's ({asmrules.STATEMENTS[operation]}): "
+                                  f"give the group's recorded SECTOR_SIZE (--asm-sector-size)")
         if override and override_in != "database":
             raise RulesUsageError(f"_disk_sector_size_override in the {override_in} instance needs an ASM disk group: "
                                   f"give --asm-sector-size or --asm-discovery, or set it in the database instance")
@@ -350,19 +369,22 @@ def check_context(group: asmrules.DiskGroup | None, io_mode: str | None, on_file
                               f"says only which group CREATE DISKGROUP would make")
 
 
+NOT_IN_ASM_COMPATIBLE = ("COMPATIBLE.ASM and COMPATIBLE.RDBMS are a disk group's attributes: give --asm-sector-size "
+                         "or --asm-discovery too")
+
+
 def asm_group(sector_size: int | None, logical_sector_size: int | None = None,
               version: tuple[int, int] | None = None, compatible=(None, None)) -> asmrules.DiskGroup | None:
     """The disk group the user names by its sizes (None: not in ASM); `compatible`: its
-    (COMPATIBLE.ASM, COMPATIBLE.RDBMS) as text, None where not given."""
+    (COMPATIBLE.ASM, COMPATIBLE.RDBMS), each as text ('11.2') or (major, minor), None where not
+    given, as asmrules takes them."""
     try:
-        parsed = tuple(asmrules.parse_compatible(text, attribute)
-                       for text, attribute in zip(compatible, ("COMPATIBLE.ASM", "COMPATIBLE.RDBMS")))
+        parsed = asmrules.parse_compatibles(compatible)
         if sector_size is None:
             if logical_sector_size is not None:
                 raise RulesUsageError("an ASM LOGICAL_SECTOR_SIZE needs the group's SECTOR_SIZE too")
             if parsed != (None, None):
-                raise RulesUsageError("COMPATIBLE.ASM and COMPATIBLE.RDBMS are a disk group's attributes: give "
-                                      "--asm-sector-size or --asm-discovery too")
+                raise RulesUsageError(NOT_IN_ASM_COMPATIBLE)
             return None
         return asmrules.explicit(sector_size, logical_sector_size, version, compatible=parsed)
     except asmrules.AsmUsageError as e:
@@ -379,18 +401,34 @@ def _dedupe(claims: dict[str, list[str]]) -> dict[str, list[str]]:
     return {claim: list(dict.fromkeys(rules)) for claim, rules in claims.items() if rules}
 
 
+def io_mode_of(io_mode: str | None, on_filesystem: bool, platform: str) -> tuple[str | None, list[str]]:
+    """The I/O mode a verdict judges by, and the rules it rests on when it is a default: direct in
+    ASM and on a raw device; for a file on a file system buffered on Linux (FILESYSTEMIO_OPTIONS
+    NONE), not known (None) on other platforms."""
+    if io_mode is not None:
+        return io_mode, []
+    if not on_filesystem:
+        return "direct", ["io-default-direct"]
+    if platform == "linux":
+        return "buffered", ["io-default-filesystem"]
+    return None, ["io-default-unknown"]
+
+
 def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, override: bool = False,
              asm_sector_size: int | None = None, file: str = "+REDO", disk: str | None = None,
              min_io: int | None = None, asm_logical_sector_size: int | None = None, platform: str = "linux",
              group: asmrules.DiskGroup | None = None, via: list[str] | None = None, io_mode: str | None = None,
              on_filesystem: bool = False, operation: str = "create", override_in: str = "database",
-             compatible_asm: str | None = None, compatible_rdbms: str | None = None) -> Verdict:
+             compatible_asm=None, compatible_rdbms=None) -> Verdict:
     """The verdict for a redo log of `blocksize` (None: the default) on a disk of host/media sectors
     (and, when known, its minimum I/O size), on the disk itself, in a file on a file system on it
-    (`on_filesystem`), or inside an ASM disk `group` (or the group of SECTOR_SIZE `asm_sector_size`)
-    at `operation` (create, add or mount); `io_mode`: direct or buffered (None: the platform's
-    default for where the log is); `override`: _disk_sector_size_override=TRUE in the instance(s)
-    `override_in`; `via`: rules the sizes came through."""
+    (`on_filesystem`), or inside an ASM disk `group` (or the group of SECTOR_SIZE `asm_sector_size`,
+    with COMPATIBLE.ASM and COMPATIBLE.RDBMS as text or (major, minor)) at `operation` (create, add
+    or mount); `io_mode`: direct or buffered (buffered is FILESYSTEMIO_OPTIONS NONE or ASYNCH, a file
+    on a file system; None: the platform's default for where the log is, io_mode_of); `override`:
+    _disk_sector_size_override=TRUE in the instance(s) `override_in`; `via`: rules the sizes came
+    through. `file` names the log in ORA-01378, and inside ASM its disk group (+GROUP/...) in
+    ORA-15085."""
     host, media = check_sizes(host_sector, media_sector, blocksize, min_io, platform)
     check_modes(io_mode, operation, override_in)
     sizes = list(via or [])
@@ -402,37 +440,43 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
     except AsmError as e:  # ORA-15375
         return Verdict(False, blocksize or asm_sector_size, asm_sector_size, str(e), [], host, media,
                        _dedupe({"sizes": sizes, "allowed": e.rules, "error": e.rules}),
-                       "the ASM disk group is not valid")
+                       "the ASM disk group is not valid", asm_refusal=True)
     check_context(group, io_mode, on_filesystem, operation, override, override_in)
     db_override = override and override_in in ("database", "both")
     asm_override = override and override_in in ("asm", "both")
     warnings: list[str] = []
     claims: dict[str, list[str]] = {"sizes": sizes, "warnings": []}
+    logical_default = False
     if group is not None:
         try:
             membership = asmrules.admit(group, disk or "DISK", host, media, operation, asm_override, group_name(file))
         except AsmError as e:
             return Verdict(False, blocksize or group.sector_size, group.sector_size, str(e), [], host, media,
                            _dedupe({"sizes": sizes + group.rests_on, "allowed": e.rules, "error": e.rules}),
-                           "ASM refuses the disk group, or this disk in it")
+                           "ASM refuses the disk group, or this disk in it", asm_refusal=True)
         sizes += group.rests_on + membership
         seen_host, seen_media = group.smallest_io, group.sector_size
-        # The database sees LOGICAL_SECTOR_SIZE from 12.2 on, named or not (not named: SECTOR_SIZE).
+        # The database sees LOGICAL_SECTOR_SIZE from 12.2 on, named or not (not named: the model's
+        # default, SECTOR_SIZE, which a BLOCKSIZE below SECTOR_SIZE is then judged on).
         seen = ["asm-logical-sector-size" if asmrules.has_logical_sector_size(group.version)
                 else "asm-one-sector-size"]
+        logical_default = group.logical_sector_size is None and asmrules.has_logical_sector_size(group.version)
         if asm_override:
             warnings.append("_disk_sector_size_override is set in the ASM instance: the model reads it as not "
                             "reaching the database, whose own setting lets redo above the media sector through (seed "
                             "003 sets it 'in the database instance' and says not to set it in the ASM instance); "
                             "what it does in ASM beyond ORA-15086 is not public")
             claims["warnings"].append("override-instance")
+        if group.compatible != (None, None) and not asmrules.compatible_checked(group, operation):
+            at = (f"at {asmrules.STATEMENTS[operation]} of an existing group" if operation != "create" else
+                  "for a group whose SECTOR_SIZE CREATE DISKGROUP takes from the disk")
+            warnings.append(f"COMPATIBLE.ASM and COMPATIBLE.RDBMS are not checked {at}: the 12.1 guide asks for 11.2 "
+                            f"or higher to set the sector size to a value other than the default, which CREATE "
+                            f"DISKGROUP does by naming SECTOR_SIZE (--asm-sector-size)")
+            claims["warnings"].append("asm-compatible")
     else:
         seen_host, seen_media, seen = host, media, []
-    if io_mode is None:  # the platform's default for where the log is
-        io_mode = "buffered" if on_filesystem else "direct"
-        io_rules = ["io-default-filesystem" if on_filesystem else "io-default-direct"]
-    else:
-        io_rules = []
+    mode, io_rules = io_mode_of(io_mode, on_filesystem, platform)
 
     default = min(seen_media, MAX_BLOCKSIZE)  # no BLOCKSIZE above 4096 exists (see the model)
     claims["default"] = seen + ["default-media-sector"]
@@ -451,14 +495,15 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
                             "SECTOR_SIZE")
     chosen = blocksize if blocksize is not None else default
     ask = _Ask(chosen, default, blocksize is None, (host, media), (seen_host, seen_media), group is not None,
-               emulated, io_mode, io_rules, db_override, asm_override, platform, file, warnings, claims, seen)
+               emulated, mode, io_rules, db_override, asm_override, platform, file, warnings, claims, seen,
+               logical_default)
     return _judge(ask)
 
 
 @dataclass
 class _Ask:
     """What _judge decides on: the BLOCKSIZE, the sectors of the disk and those the database sees,
-    where the log is, how it is written, the override, and what is said so far."""
+    where the log is, how it is written (None: not known), the override, and what is said so far."""
     chosen: int
     default: int
     is_default: bool
@@ -466,7 +511,7 @@ class _Ask:
     seen: tuple[int, int]
     in_asm: bool
     emulated: bool
-    io_mode: str
+    io_mode: str | None
     io_rules: list[str]
     db_override: bool
     asm_override: bool
@@ -475,6 +520,12 @@ class _Ask:
     warnings: list[str]
     claims: dict[str, list[str]]
     seen_rules: list[str]
+    logical_default: bool = False  # a 12.2+ disk group whose LOGICAL_SECTOR_SIZE is the model's default
+
+
+def _buffered_how(io_rules: list[str]) -> str:
+    return ("FILESYSTEMIO_OPTIONS NONE, the Linux default taken for a file on a file system" if io_rules else
+            "--io-mode buffered: FILESYSTEMIO_OPTIONS NONE or ASYNCH")
 
 
 def _judge(a: _Ask) -> Verdict:
@@ -483,6 +534,9 @@ def _judge(a: _Ask) -> Verdict:
     (host, media), (seen_host, seen_media), chosen = a.sectors, a.seen, a.chosen
     allowed = (list(a.claims["default"]) if a.is_default else []) + a.seen_rules
     a.claims["allowed"] = allowed
+    # Below SECTOR_SIZE a group's LOGICAL_SECTOR_SIZE decides; not named, it is the model's default.
+    depends = ["asm-logical-default"] if a.logical_default and chosen < seen_media else []
+    allowed += depends
     # 1024 above the media sector where it was the native log block: neither allowed nor refused.
     native_1024 = chosen == 1024 and a.platform in NATIVE_1024 and chosen > seen_media and not a.db_override
     if chosen == 1024 and not native_1024:
@@ -494,11 +548,31 @@ def _judge(a: _Ask) -> Verdict:
         allowed.append("blocksize-1024")
 
     def verdict(ok: bool | None, error: str | None, error_rules: list[str] | None, reason: str) -> Verdict:
-        a.claims["error"] = allowed if error_rules is None else error_rules
+        if error is not None:  # no error claim where nothing is refused
+            a.claims["error"] = error_rules + depends
         return Verdict(ok, chosen, a.default, error, a.warnings, seen_host, seen_media, _dedupe(a.claims), reason)
 
     refusal = ora_01378(chosen, a.file, seen_media, seen_host)
     if not direct_io_ok(chosen, host):  # below the disk's own logical sector
+        if a.io_mode is None:  # a file on a file system off Linux: FILESYSTEMIO_OPTIONS's default is not known
+            allowed += ["below-logical-sector", "buffered-io", "below-logical-error"]
+            if not a.db_override:  # refused whichever it is
+                a.warnings.append(f"how a file on a file system on {a.platform} is written is not known "
+                                  f"(FILESYSTEMIO_OPTIONS's default there is not public): BLOCKSIZE {chosen} < logical "
+                                  f"sector {host} is refused either way, by EINVAL with direct I/O (SETALL, DIRECTIO) "
+                                  f"and by the database's own check with buffered I/O (NONE, ASYNCH)")
+                a.claims["warnings"] += a.io_rules
+                return verdict(False, refusal, ["below-logical-error"],
+                               f"blocksize {chosen} < host sector {host}, whichever the I/O mode")
+            allowed += a.io_rules
+            a.warnings.append(f"not known: how a file on a file system on {a.platform} is written is not public "
+                              f"(FILESYSTEMIO_OPTIONS's default there), and it decides BLOCKSIZE {chosen} < logical "
+                              f"sector {host}: with direct I/O (SETALL, DIRECTIO) the O_DIRECT write fails with "
+                              f"EINVAL, override or not; with buffered I/O (NONE, ASYNCH) the page cache makes it "
+                              f"possible and _disk_sector_size_override is assumed to lift the database's check; "
+                              f"--io-mode says which")
+            return verdict(None, None, None, f"not known: the I/O mode decides, and its default on {a.platform} is "
+                                             f"not known")
         if a.io_mode == "direct":
             # The override changes what the database accepts, not what the disk can do.
             if a.db_override:
@@ -508,15 +582,16 @@ def _judge(a: _Ask) -> Verdict:
             return verdict(False, refusal, ["below-logical-error"],
                            f"blocksize {chosen} < the disk's logical sector {host}: O_DIRECT I/O of {chosen} bytes "
                            f"is impossible")
-        allowed += ["buffered-io"] + a.io_rules
+        allowed += ["buffered-io"] + a.io_rules  # buffered-io says the override lifts the database's check
         if not a.db_override:
             allowed.append("below-logical-error")
             return verdict(False, refusal, ["below-logical-error"],
                            f"blocksize {chosen} < host sector {host}: the database's own check, not the I/O")
-        a.warnings.append(f"BLOCKSIZE {chosen} < logical sector {host} with buffered I/O: the page cache makes the "
-                          f"write possible, and _disk_sector_size_override is assumed to lift the database's check "
-                          f"(not public)")
-        allowed.append("override")
+        a.warnings.append(f"BLOCKSIZE {chosen} < logical sector {host} is allowed here only because the log is "
+                          f"written buffered ({_buffered_how(a.io_rules)}): the write goes through the page cache, "
+                          f"and _disk_sector_size_override is assumed to lift the database's check (not public); "
+                          f"with FILESYSTEMIO_OPTIONS=SETALL or DIRECTIO the O_DIRECT write would fail with EINVAL "
+                          f"(--io-mode direct)")
     elif chosen < seen_host:
         allowed.append("asm-file-below-sector")
         return verdict(False, refusal, ["asm-which-error"],
@@ -551,10 +626,20 @@ def _judge(a: _Ask) -> Verdict:
         if a.io_mode == "direct":
             a.warnings.append(rmw_warning(chosen, media))
             a.claims["warnings"] += ["below-media-sector"] + a.io_rules
-        else:
-            a.warnings.append(f"BLOCKSIZE {chosen} < physical sector {media} with buffered I/O: the page cache, not "
-                              f"the database, decides the writes the disk sees (whole pages)")
+        elif a.io_mode == "buffered":
+            a.warnings.append(f"BLOCKSIZE {chosen} < physical sector {media}, written buffered "
+                              f"({_buffered_how(a.io_rules)}): the page cache, not the database, decides the writes "
+                              f"the disk sees (whole pages), so no read-modify-write is counted here; with "
+                              f"FILESYSTEMIO_OPTIONS=SETALL or DIRECTIO each {chosen}-byte write would be "
+                              f"read-modify-written (--io-mode direct)")
             a.claims["warnings"] += ["buffered-io"] + a.io_rules
+        else:
+            a.warnings.append(f"BLOCKSIZE {chosen} < physical sector {media}, and how a file on a file system on "
+                              f"{a.platform} is written is not known (FILESYSTEMIO_OPTIONS's default there is not "
+                              f"public): with direct I/O (SETALL, DIRECTIO) every {chosen}-byte write costs a "
+                              f"read-modify-write (it starts or ends inside a physical sector); with buffered I/O "
+                              f"(NONE, ASYNCH) the page cache decides the writes the disk sees; --io-mode says which")
+            a.claims["warnings"] += ["below-media-sector", "buffered-io"] + a.io_rules
         if not a.in_asm:  # inside ASM the group's sizes allow it; outside, this rule does
             allowed.append("below-media-sector")
     allowed.append("blocksize-values")
