@@ -102,9 +102,12 @@ def test_cli_exit_codes_and_json():
     assert ok.returncode == 0
     out = json.loads(ok.stdout)
     assert set(out) == {"allowed", "blocksize", "default_blocksize", "error", "warnings", "host_sector",
-                        "media_sector", "evidence", "rests_on"}
-    assert out["evidence"] == "seed" and {r["rule"] for r in out["rests_on"]} == {"below-media-sector",
-                                                                                  "blocksize-values"}
+                        "media_sector", "evidence", "rests_on", "claims"}
+    # The verdict's evidence is its allowed-or-not claim's (issue 49): the default's conflict on 512e
+    # and the I/O mode the read-modify-write warning assumes are claims of their own.
+    assert out["evidence"] == "seed" and out["claims"]["allowed"] == {
+        "evidence": "seed", "rests_on": ["below-media-sector", "blocksize-values"]}
+    assert {r["rule"] for r in out["rests_on"]} == {r for c in out["claims"].values() for r in c["rests_on"]}
     assert out["allowed"] is True and "read-modify-write" in ok.stderr
     refused = run_cli("--logical", "512", "--physical", "512", "--blocksize", "4096")
     assert refused.returncode == 1
@@ -243,4 +246,6 @@ def test_a_path_on_a_filesystem_gets_the_sizes_of_the_block_device_under_it(tmp_
     seen = {row.split()[0]: [int(v) for v in row.split()[1:]] for row in rows}
     out = json.loads(result.stdout)
     assert [out["host_sector"], out["media_sector"]] == seen[f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"]
-    assert out["evidence"] == "assumed" and "filesystem-device" in {r["rule"] for r in out["rests_on"]}
+    # How the sizes were read is the sizes claim's, not the allowed-or-not claim's (issue 49).
+    assert out["claims"]["sizes"] == {"evidence": "assumed", "rests_on": ["filesystem-device"]}
+    assert "filesystem-device" in {r["rule"] for r in out["rests_on"]}

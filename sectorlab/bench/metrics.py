@@ -249,6 +249,11 @@ def _verdict_text(v: dict, short: bool = False) -> str:
     table, a side of a comparison that did not run)."""
     if v.get("allowed"):
         return "allowed" + (" (default)" if v.get("blocksize") == v.get("default_blocksize") else "")
+    if v.get("allowed", False) is None:  # neither allowed nor refused: a warning says why
+        warnings = v.get("warnings") or []
+        why = next((w for w in warnings if "not known" in w), warnings[-1] if warnings else "")
+        why = re.sub(r"\s+", " ", why).strip()
+        return "not known" if short or not why else f"not known: {why}"
     error = re.sub(r"\s+", " ", v.get("error") or "").strip()
     if short:
         code = re.match(r"(ORA-\d+)", error)

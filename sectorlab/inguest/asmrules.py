@@ -12,6 +12,12 @@ docs/redo-blocksize.md prints that table.
   sector unless ORACLEASM_USE_LOGICAL_BLOCK_SIZE=true (the driver's asm_block_size()); through the
   ASM Filter Driver or a plain udev device no public source says: the model assumes the kernel's
   logical and physical sectors, and a group of the logical one when CREATE DISKGROUP names none.
+- The operation decides what a refusal is: CREATE DISKGROUP and ADD DISK refuse a disk of another
+  sector size (no public Oracle number: the engine's words); mounting a group whose disk now
+  reports another sector size is ORA-15085. _disk_sector_size_override set in the ASM instance makes
+  CREATE DISKGROUP without SECTOR_SIZE ORA-15086. CREATE DISKGROUP that names a SECTOR_SIZE other
+  than the default needs COMPATIBLE.ASM and COMPATIBLE.RDBMS of 11.2 or higher (the 12.1 guide);
+  the default is platform dependent, and the model takes 512 (assumed).
 """
 
 from __future__ import annotations
@@ -21,8 +27,15 @@ from dataclasses import dataclass, field
 
 VALID_SECTOR_SIZES = (512, 4096)
 DISCOVERY = ("asmlib", "afd", "udev")
+# CREATE DISKGROUP (a new group), ALTER DISKGROUP ... ADD DISK, ALTER DISKGROUP ... MOUNT (an existing one).
+OPERATIONS = ("create", "add", "mount")
+STATEMENTS = {"create": "CREATE DISKGROUP", "add": "ALTER DISKGROUP ... ADD DISK", "mount": "ALTER DISKGROUP ... MOUNT"}
+# The rule each discovery method's reading of a disk rests on (rules.RULES).
+READS_RULE = {"asmlib": "asmlib-reads-one-size", "afd": "afd-reads-kernel-sizes", "udev": "udev-reads-kernel-sizes"}
 LOGICAL_SECTOR_SIZE_FROM = (12, 2)
 OLDEST, NEWEST = (11, 2), 26
+COMPATIBLE_OLDEST = (10, 1)  # the lowest COMPATIBLE.ASM / COMPATIBLE.RDBMS a disk group takes
+SECTOR_SIZE_COMPATIBLE = (11, 2)
 GUIDE_121 = "Oracle ASM Administrator's Guide 12.1, 'Specifying the Sector Size for Drives'"
 
 
@@ -51,6 +64,35 @@ def parse_version(text: str | None) -> tuple[int, int] | None:
     return major, minor
 
 
+def parse_compatible(value, attribute: str) -> tuple[int, int] | None:
+    """A disk group's COMPATIBLE.ASM or COMPATIBLE.RDBMS, as text ('11.1', '11.2.0.0.0', '19.0') or
+    as (major, minor) whole numbers: (11, 1), ...; None: not given (not checked). Every function
+    here and in rules.py that takes the attributes takes either form."""
+    if value is None:
+        return None
+    if isinstance(value, tuple) and len(value) == 2 and all(type(v) is int for v in value):
+        major, minor = value
+        shown = f"{major}.{minor}"
+    elif isinstance(value, str) and re.fullmatch(r"[0-9]{1,2}(\.[0-9]{1,2}){1,4}", value):
+        major, minor = (int(p) for p in value.split(".")[:2])
+        shown = value
+    elif isinstance(value, str):
+        raise AsmUsageError(f"{attribute} {value!r} is not a version such as 11.1, 11.2.0.0.0 or 19.0")
+    else:  # from Python: the two forms it takes
+        raise AsmUsageError(f"{attribute} {value!r} is not a version such as '11.1' (text) or (11, 1) (a pair of "
+                            f"whole numbers)")
+    if (major, minor) < COMPATIBLE_OLDEST or major > NEWEST:
+        raise AsmUsageError(f"{attribute} {shown} is outside the model: expected 10.1 to {NEWEST}.x")
+    return major, minor
+
+
+def parse_compatibles(compatible) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+    """(COMPATIBLE.ASM, COMPATIBLE.RDBMS), each as parse_compatible takes it."""
+    if not (isinstance(compatible, (tuple, list)) and len(compatible) == 2):
+        raise AsmUsageError(f"compatible {compatible!r} is not a pair (COMPATIBLE.ASM, COMPATIBLE.RDBMS)")
+    return (parse_compatible(compatible[0], "COMPATIBLE.ASM"), parse_compatible(compatible[1], "COMPATIBLE.RDBMS"))
+
+
 def has_logical_sector_size(version: tuple[int, int] | None) -> bool:
     return version is None or version >= LOGICAL_SECTOR_SIZE_FROM
 
@@ -58,12 +100,21 @@ def has_logical_sector_size(version: tuple[int, int] | None) -> bool:
 @dataclass
 class DiskGroup:
     """What CREATE DISKGROUP gives, or what the user says a group has: SECTOR_SIZE and (12.2+)
-    LOGICAL_SECTOR_SIZE, and the sizes ASM reads from its disk (None: any discovery method)."""
+    LOGICAL_SECTOR_SIZE, and the sizes ASM reads from its disk (None: any discovery method).
+    `named`: SECTOR_SIZE was named (in CREATE DISKGROUP, or as an existing group's recorded one),
+    not taken from the disk; `compatible`: (COMPATIBLE.ASM, COMPATIBLE.RDBMS), given as text or
+    (major, minor) and held as (major, minor), None where not given."""
     sector_size: int
     logical_sector_size: int | None = None
     reads: tuple[int, int] | None = None  # (logical, physical) as ASM sees the disk
     rests_on: list[str] = field(default_factory=list)
     version: tuple[int, int] | None = None
+    named: bool = True
+    discovery: str | None = None
+    compatible: tuple[tuple[int, int] | None, tuple[int, int] | None] = (None, None)
+
+    def __post_init__(self):
+        self.compatible = parse_compatibles(self.compatible)  # text or (major, minor): one form from here on
 
     @property
     def smallest_io(self) -> int:
@@ -88,19 +139,19 @@ def discover(logical: int, physical: int, method: str, version: tuple[int, int] 
         raise AsmUsageError("ORACLEASM_USE_LOGICAL_BLOCK_SIZE is an ASMLib setting: it needs --asm-discovery asmlib")
     if method == "asmlib":
         one = logical if asmlib_logical else physical
-        reads, rests_on = (one, one), ["asmlib-reads-one-size"]
+        reads, rests_on = (one, one), [READS_RULE[method]]
         _valid_reads(reads, disk, "logical" if asmlib_logical else "physical")
     else:
-        reads, rests_on = (logical, physical), [f"{method}-reads-kernel-sizes"]
+        reads, rests_on = (logical, physical), [READS_RULE[method]]
         _valid_reads(reads, disk)
     logical_group = reads[0] if has_logical_sector_size(version) else None
     if logical_group is not None and method == "asmlib":
         rests_on.append("asmlib-logical-sector-size")
-    return DiskGroup(reads[0], logical_group, reads, rests_on, version)
+    return DiskGroup(reads[0], logical_group, reads, rests_on, version, named=False, discovery=method)
 
 
 def explicit(sector_size: int, logical_sector_size: int | None, version: tuple[int, int] | None,
-             reads: tuple[int, int] | None = None) -> DiskGroup:
+             reads: tuple[int, int] | None = None, compatible=(None, None)) -> DiskGroup:
     """A group whose sizes CREATE DISKGROUP names (ATTRIBUTE 'sector_size', 'logical_sector_size')."""
     for name, value in (("SECTOR_SIZE", sector_size), ("LOGICAL_SECTOR_SIZE", logical_sector_size)):
         if value is not None and value not in VALID_SECTOR_SIZES:
@@ -117,30 +168,98 @@ def explicit(sector_size: int, logical_sector_size: int | None, version: tuple[i
         rests_on.append("asm-logical-values")
     elif has_logical_sector_size(version):
         rests_on.append("asm-logical-default")
-    return DiskGroup(sector_size, logical_sector_size, reads, rests_on, version)
+    return DiskGroup(sector_size, logical_sector_size, reads, rests_on, version, compatible=compatible)
 
 
-def check_disk(group: DiskGroup, disk: str, logical: int, physical: int) -> list[str]:
+def check_operation(operation: str) -> None:
+    if operation not in OPERATIONS:
+        raise AsmUsageError(f"operation {operation!r} is not known: expected create ({STATEMENTS['create']}), add "
+                            f"({STATEMENTS['add']}) or mount ({STATEMENTS['mount']})")
+
+
+def check_disk(group: DiskGroup, disk: str, logical: int, physical: int, operation: str = "create",
+               group_name: str = "REDO") -> list[str]:
     """Raise AsmError when ASM refuses this disk, (logical, physical) as the kernel shows it, in the
-    group; else the rules its membership rests on. A disk fits when the sector size ASM reads from
-    it equals SECTOR_SIZE (12.1 guide: "the new disk must have the same sector size"; so disks of
-    different sector sizes never share a group) and its logical sector is not above the group's
-    smallest I/O. Without a discovery method either of its sectors may be the one ASM reads (ASMLib
-    reads the physical one). The refusals at CREATE or ADD DISK have no public Oracle number: they
-    are the engine's own words."""
+    group at `operation`; else the rules its membership rests on. A disk fits when the sector size
+    ASM reads from it equals SECTOR_SIZE (12.1 guide: "the new disk must have the same sector size";
+    so disks of different sector sizes never share a group) and its logical sector is not above the
+    group's smallest I/O. Without a discovery method either of its sectors may be the one ASM reads
+    (ASMLib reads the physical one). The refusals at CREATE or ADD DISK have no public Oracle number:
+    they are the engine's own words; at mount a disk that reports another sector size than the
+    group's is ORA-15085. Each refusal rests on what it depends on: which of a disk's sectors ASM
+    reads matters only when the two differ (a 512e disk)."""
     reads = group.reads or (logical, physical)
     _valid_reads(reads, disk)
-    rules = ["asm-membership", "asm-smallest-io"] + ([] if group.reads else ["asm-membership-any-discovery"])
+    # Through ASMLib ASM's I/O goes through the oracleasm driver in units of the one size it shows;
+    # otherwise the kernel's O_DIRECT rule holds the smallest I/O to the logical sector.
+    smallest = "asmlib-smallest-io" if group.discovery == "asmlib" else "asm-smallest-io"
+    if logical == physical:  # one sector size: whichever ASM reads, it is this one
+        which = []
+    else:
+        which = [READS_RULE[group.discovery]] if group.discovery else ["asm-membership-any-discovery"]
+    if operation == "mount" and group.sector_size not in reads:
+        # Neither sector ASM reads is the recorded one. Which one it reads decides this only when the
+        # other would match: through a discovery method that shows one size (ASMLib); without a
+        # discovery method a disk both of whose sectors differ from SECTOR_SIZE fails whichever it is.
+        depends = which if group.sector_size in (logical, physical) else []
+        raise AsmError(f'ORA-15085: disk "{disk}" has inconsistent sector size (expected {group.sector_size}, '
+                       f'actual {reads[1]}) with disk group "{group_name}"', ["asm-mount-sector-size"] + depends)
+    fits = ["asm-mount-sector-size" if operation == "mount" else "asm-membership", smallest] + which
     if reads[0] > group.smallest_io:
+        when = "mount" if operation == "mount" else "CREATE DISKGROUP or ADD DISK"
         raise AsmError(f"ASM refuses disk '{disk}' (logical sector {reads[0]}, as ASM reads it) in a disk group "
                        f"whose smallest I/O (LOGICAL_SECTOR_SIZE, or SECTOR_SIZE before 12.2) is {group.smallest_io} "
-                       f"bytes: the disk cannot do it (the engine's words; Oracle's error number for it is not public)",
-                       rules)
+                       f"bytes at {when}: the disk cannot do it (the engine's words; Oracle's error number for it is "
+                       f"not public)", fits)
     if group.sector_size not in reads:
         raise AsmError(f"ASM refuses disk '{disk}' ({reads[0]}/{reads[1]} B sectors, as ASM reads them) in a disk "
                        f"group of SECTOR_SIZE {group.sector_size}: a disk's sector size must equal SECTOR_SIZE "
-                       f"({GUIDE_121}; Oracle's error number for it is not public)", rules)
+                       f"({GUIDE_121}; Oracle's error number for it is not public)", ["asm-membership"] + which)
+    return fits
+
+
+def compatible_checked(group: DiskGroup, operation: str) -> bool:
+    """Whether COMPATIBLE.ASM and COMPATIBLE.RDBMS are checked against SECTOR_SIZE: the 12.1 guide
+    asks for 11.2 or higher "to set the sector size to a value other than the default value", which
+    is CREATE DISKGROUP naming a SECTOR_SIZE; not ADD DISK or MOUNT of an existing group, nor a group
+    whose SECTOR_SIZE CREATE DISKGROUP takes from the disk."""
+    return operation == "create" and group.named
+
+
+def check_compatible(group: DiskGroup, operation: str = "create") -> list[str]:
+    """At CREATE DISKGROUP naming a SECTOR_SIZE other than the default, COMPATIBLE.ASM and
+    COMPATIBLE.RDBMS must be 11.2 or higher (12.1 guide). The default is platform dependent: the
+    model takes 512 (asm-sector-size-default, assumed), so 4096 is the one checked. Only the
+    attributes given are checked; the rules the group rests on for it ([] when not checked)."""
+    if group.compatible == (None, None) or not compatible_checked(group, operation):
+        return []
+    if group.sector_size == 512:  # the default, as the model takes it: nothing to check
+        return ["asm-sector-size-default"]
+    rules = ["asm-compatible", "asm-sector-size-default"]
+    for attribute, value in zip(("COMPATIBLE.ASM", "COMPATIBLE.RDBMS"), group.compatible):
+        if value is not None and value < SECTOR_SIZE_COMPATIBLE:
+            raise AsmError(f"ASM refuses SECTOR_SIZE {group.sector_size} with {attribute} {value[0]}.{value[1]}: "
+                           f"CREATE DISKGROUP naming a sector size other than the default needs COMPATIBLE.ASM and "
+                           f"COMPATIBLE.RDBMS of 11.2 or higher ({GUIDE_121}; the default is platform dependent, "
+                           f"the model takes 512; the engine's words, Oracle's error number for it is not public)",
+                           rules)
     return rules
+
+
+def ora_15086() -> str:
+    return "ORA-15086: Diskgroup sector size must be specified."
+
+
+def admit(group: DiskGroup, disk: str, logical: int, physical: int, operation: str = "create",
+          asm_override: bool = False, group_name: str = "REDO") -> list[str]:
+    """Everything ASM checks before a redo log is written in the group: at CREATE DISKGROUP with
+    _disk_sector_size_override set in the ASM instance a SECTOR_SIZE must be named (ORA-15086), the
+    COMPATIBLE attributes a named SECTOR_SIZE of 4096 needs at CREATE DISKGROUP, and the disk's
+    membership at `operation` (one of OPERATIONS: the caller checks it, as rules.check_modes does).
+    AsmError names the refusal; else the rules the group and the disk's place in it rest on."""
+    if operation == "create" and asm_override and not group.named:
+        raise AsmError(ora_15086(), ["asm-override-sector-size"])
+    return check_compatible(group, operation) + check_disk(group, disk, logical, physical, operation, group_name)
 
 
 def ora_15347(block: int, file: str, group_sector: int) -> str:
@@ -181,16 +300,20 @@ def files_in(group: DiskGroup, name: str = "+DATA") -> list[FileVerdict]:
 
 def group_for(logical: int, physical: int, method: str | None, version: tuple[int, int] | None,
               asmlib_logical: bool = False, sector_size: int | None = None, logical_sector_size: int | None = None,
-              disk: str = "DISK") -> DiskGroup:
+              disk: str = "DISK", compatible=(None, None)) -> DiskGroup:
     """The group a disk would be in: the one CREATE DISKGROUP makes of it through `method` when no
-    size is named, else the named one, with what `method` reads from the disk for membership."""
+    size is named, else the named one, with what `method` reads from the disk for membership;
+    `compatible`: (COMPATIBLE.ASM, COMPATIBLE.RDBMS), each as text or (major, minor) (None: not
+    given); they are checked only where CREATE DISKGROUP names the SECTOR_SIZE (compatible_checked)."""
     found = discover(logical, physical, method, version, asmlib_logical, disk) if method else None
     if sector_size is None:
         if found is None or logical_sector_size is not None:
             raise AsmUsageError("name the disk group's SECTOR_SIZE (--asm-sector-size), or a discovery method "
                                 "(--asm-discovery) to say which one CREATE DISKGROUP would give")
+        found.compatible = parse_compatibles(compatible)  # described, not checked: no SECTOR_SIZE was named
         return found
-    named = explicit(sector_size, logical_sector_size, version, found.reads if found else None)
+    named = explicit(sector_size, logical_sector_size, version, found.reads if found else None, compatible)
     if found is not None:
         named.rests_on = found.rests_on[:1] + named.rests_on
+        named.discovery = found.discovery
     return named

@@ -6,7 +6,7 @@ The sizes come from flags, from a block device (its ioctls, checked against sysf
 directory on a filesystem (the block device under it), or, on the host, from a server's collector
 file (`sectorlab redo-check --from-host FILE DISK`). Standard library only: `redo-check` in every
 guest image, `python3 redocheck.py` beside rules.py and asmrules.py on a database server.
-Exit status: 0 allowed, 1 refused, 2 bad usage.
+Exit status: 0 allowed, 1 refused, 2 bad usage, 3 not known (the sources point both ways).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ except ImportError:  # flat in /usr/local/lib/sectorlab/ inside a guest
 
 BLKSSZGET = 0x1268  # logical sector size (int)
 BLKPBSZGET = 0x127B  # physical sector size (unsigned int)
-EXIT_ALLOWED, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+EXIT_ALLOWED, EXIT_REFUSED, EXIT_USAGE, EXIT_NOT_KNOWN = 0, 1, 2, 3
 Usage = rules.RulesUsageError
 
 
@@ -115,7 +115,11 @@ def _size(text: str) -> int:
 
 def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="Which redo BLOCKSIZE a disk accepts (ORA-01378 rules), and "
-                                "inside ASM which disk group it would be in.")
+                                "inside ASM which disk group it would be in.",
+                                epilog="exit status: 0 allowed (warnings on stderr), 1 refused (the ORA- text, or the "
+                                "engine's own words, on stderr), 2 bad usage (one line), 3 not known (the sources or "
+                                "the inputs point both ways; a warning says why). docs/redo-blocksize.md has the "
+                                "rules and their sources.")
     p.add_argument("device", nargs="?", help="block device, or a file or directory on a filesystem, to read the "
                    "sector sizes from" + (" (with --from-host: the disk's name in FILE)" if from_host else ""))
     if from_host:
@@ -125,9 +129,22 @@ def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.
     p.add_argument("--physical", type=_size, help="media (physical) sector size in bytes")
     p.add_argument("--min-io", type=_size, help="the device's minimum I/O size in bytes (sysfs minimum_io_size)")
     p.add_argument("--blocksize", type=_size, help="requested redo BLOCKSIZE (512, 1024 or 4096)")
-    p.add_argument("--override", action="store_true", help="_disk_sector_size_override=TRUE in the instance")
+    p.add_argument("--override", action="store_true", help="_disk_sector_size_override=TRUE (in the database "
+                   "instance; --override-in says otherwise)")
+    p.add_argument("--override-in", default="database", metavar="INSTANCE",
+                   help="with --override, the instance it is set in: database (default; what lets redo above the "
+                   "media sector through), asm (the ASM instance: CREATE DISKGROUP without SECTOR_SIZE fails with "
+                   "ORA-15086) or both")
     p.add_argument("--platform", default="linux", choices=rules.PLATFORMS, help="the database's platform "
-                   "(default linux; it decides nothing but what is known of BLOCKSIZE 1024)")
+                   "(default linux; it decides what is known of BLOCKSIZE 1024, and the I/O mode of a file on a "
+                   "file system when --io-mode is not given)")
+    p.add_argument("--io-mode", metavar="MODE", help="how the database writes the log: direct (O_DIRECT: ASM, raw "
+                   "devices, FILESYSTEMIO_OPTIONS DIRECTIO or SETALL) or buffered (FILESYSTEMIO_OPTIONS NONE or "
+                   "ASYNCH: a file on a file system, not a raw DEVICE); default: direct on a device and in ASM; for "
+                   "a file on a file system buffered on Linux (FILESYSTEMIO_OPTIONS defaults to NONE on Linux), not "
+                   "known on other platforms (the verdict holds for both, or is not known)")
+    p.add_argument("--on-filesystem", action="store_true", help="with --logical/--physical or --from-host: the log "
+                   "is a file on a file system on such a disk (a PATH on one says so itself)")
     asm = p.add_argument_group("ASM")
     asm.add_argument("--asm-discovery", choices=asmrules.DISCOVERY, help="how ASM finds the disk: answers which "
                      "disk group CREATE DISKGROUP makes of it, what that group takes, and what the spfile meets")
@@ -139,10 +156,26 @@ def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.
     asm.add_argument("--asm-logical-sector-size", type=_size,
                      help="LOGICAL_SECTOR_SIZE of that disk group (ASM 12.2 and later; not named: the model assumes "
                      "SECTOR_SIZE)")
-    p.add_argument("--file", default="+REDO", help="file name for messages (default +REDO)")
+    asm.add_argument("--operation", default="create", metavar="OP",
+                     help="what ASM does with the disk: create (CREATE DISKGROUP, the default), add (ALTER DISKGROUP "
+                     "... ADD DISK) or mount (ALTER DISKGROUP ... MOUNT; a disk that now reports another sector size "
+                     "than the group's is ORA-15085); add and mount need the group's recorded --asm-sector-size")
+    asm.add_argument("--compatible-asm", metavar="VERSION", help="the group's COMPATIBLE.ASM (e.g. 11.1, 19.0): "
+                     "CREATE DISKGROUP naming a SECTOR_SIZE of 4096 (--asm-sector-size) needs 11.2 or higher; not "
+                     "checked otherwise (a warning says so), nor when not given")
+    asm.add_argument("--compatible-rdbms", metavar="VERSION", help="the group's COMPATIBLE.RDBMS, as "
+                     "--compatible-asm")
+    p.add_argument("--file", default="+REDO", help="the redo log's file name, as ORA-01378 names it (default "
+                   "+REDO); inside ASM a name +GROUP/... also names the disk group, as ORA-15085 does (default "
+                   "REDO)")
     p.add_argument("--redo-size", type=_size, help="also report redo wastage for one write of this many bytes")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
+
+
+def _asm_options(args) -> bool:
+    """Whether the command line puts the log in an ASM disk group."""
+    return bool(args.asm_discovery or args.asm_sector_size or args.asm_logical_sector_size or args.asm_version)
 
 
 def sizes_of(args, from_host) -> tuple[int, int, int | None, list[str]]:
@@ -153,10 +186,20 @@ def sizes_of(args, from_host) -> tuple[int, int, int | None, list[str]]:
             raise Usage("with --from-host FILE give the disk's name in it (e.g. sdb), not --logical/--physical")
         logical, physical, min_io = from_host(args.from_host, args.device)
         return logical, physical, args.min_io or min_io, []
+    if args.on_filesystem and not (given or args.device):
+        raise Usage("--on-filesystem says the log is a file on a file system on a disk of the sizes given: give "
+                    "--logical and --physical too, or a PATH on the file system instead")
     if args.device:
         if given:
             raise Usage("give a DEVICE or --logical/--physical, not both")
         if stat.S_ISBLK(_stat(args.device).st_mode):
+            if args.on_filesystem:
+                raise Usage(f"{args.device} is a raw device: for a file on a file system on it give a PATH on that "
+                            f"file system instead (or --logical/--physical with --on-filesystem)")
+            if args.io_mode == "buffered" and not _asm_options(args):
+                raise Usage(f"--io-mode buffered is a file system's (FILESYSTEMIO_OPTIONS NONE or ASYNCH, for file "
+                            f"system files) and a redo log on the raw device {args.device} is written with direct "
+                            f"I/O: drop --io-mode buffered, or give a PATH on a file system on it")
             logical, physical = device_sectors(args.device)
             return logical, physical, args.min_io or device_min_io(args.device), []
         logical, physical, min_io = filesystem_sectors(args.device)
@@ -170,30 +213,43 @@ def asm_group_of(args, logical: int, physical: int) -> asmrules.DiskGroup | None
     """The disk group the command line describes (None: not in ASM)."""
     if args.asmlib_logical_block_size and args.asm_discovery != "asmlib":
         raise Usage("--asmlib-logical-block-size is an ASMLib setting: it needs --asm-discovery asmlib")
-    if not (args.asm_discovery or args.asm_sector_size or args.asm_logical_sector_size or args.asm_version):
-        return None
+    compatible = (args.compatible_asm, args.compatible_rdbms)
+    if not _asm_options(args):
+        return rules.asm_group(None, compatible=compatible)  # None, or COMPATIBLE without a group: bad input
     try:
         version = asmrules.parse_version(args.asm_version)
         return asmrules.group_for(logical, physical, args.asm_discovery, version, args.asmlib_logical_block_size,
-                                  args.asm_sector_size, args.asm_logical_sector_size, args.device or "DISK")
+                                  args.asm_sector_size, args.asm_logical_sector_size, args.device or "DISK",
+                                  compatible)
     except asmrules.AsmUsageError as e:
         raise Usage(str(e)) from None
+
+
+def where(args, via: list[str], group: asmrules.DiskGroup | None) -> dict:
+    """What rules.evaluate is told about where the log is and how it is written, from the command
+    line: a PATH on a file system is a file there, unless the ASM options say the log is in ASM (the
+    path then only names the disk whose sizes to read)."""
+    on_filesystem = args.on_filesystem or ("filesystem-device" in via and group is None)
+    return {"io_mode": args.io_mode, "on_filesystem": on_filesystem, "operation": args.operation,
+            "platform": args.platform, "file": args.file, "disk": args.device}
 
 
 def report(args, sizes, group) -> dict:
     """Every BLOCKSIZE in the group a discovery method gives: allowed, or allowed only with the
     override, and what the spfile and a file of 512-byte blocks meet there."""
     logical, physical, min_io, via = sizes
+    context = where(args, via, group)
     redo = []
     for bs in rules.VALID_BLOCKSIZES:
-        plain = rules.evaluate(logical, physical, bs, False, file=args.file, disk=args.device, min_io=min_io,
-                               platform=args.platform, group=group, via=via)
-        forced = rules.evaluate(logical, physical, bs, True, file=args.file, disk=args.device, min_io=min_io,
-                                platform=args.platform, group=group, via=via)
-        redo.append({"blocksize": bs, "allowed": plain.allowed, "needs_override": forced.allowed and not plain.allowed,
-                     "error": plain.error, "evidence": plain.evidence, "warnings": plain.warnings})
-    default = rules.evaluate(logical, physical, None, args.override, file=args.file, disk=args.device, min_io=min_io,
-                             platform=args.platform, group=group, via=via)
+        plain = rules.evaluate(logical, physical, bs, False, min_io=min_io, group=group, via=via, **context)
+        forced = rules.evaluate(logical, physical, bs, True, min_io=min_io, group=group, via=via, **context)
+        redo.append({"blocksize": bs, "allowed": plain.allowed,
+                     "needs_override": forced.allowed is True and plain.allowed is False,
+                     "error": plain.error, "evidence": plain.evidence,
+                     "error_evidence": plain.evidence_of("error") if plain.error else None,
+                     "warnings": plain.warnings})
+    default = rules.evaluate(logical, physical, None, args.override, min_io=min_io, group=group, via=via,
+                             override_in=args.override_in, **context)
     files = [asdict(f) | {"evidence": rules.weakest(f.rests_on)} for f in asmrules.files_in(group)]
     return {"disk": {"name": args.device, "logical": logical, "physical": physical, "min_io": min_io},
             "asm": {"discovery": args.asm_discovery, "version": args.asm_version,
@@ -203,10 +259,18 @@ def report(args, sizes, group) -> dict:
             "default_blocksize": default.default_blocksize, "redo": redo, "files": files}
 
 
+def _state(allowed: bool | None) -> str:
+    return "not known" if allowed is None else "allowed" if allowed else "refused"
+
+
 def _print_verdict(verdict: rules.Verdict, wastage) -> None:
-    state = "allowed" if verdict.allowed else "refused"
-    print(f"BLOCKSIZE {verdict.blocksize}: {state} (default {verdict.default_blocksize}; host sector "
-          f"{verdict.host_sector}, media sector {verdict.media_sector}; evidence: {verdict.evidence})")
+    print(f"BLOCKSIZE {verdict.blocksize}: {_state(verdict.allowed)} (default {verdict.default_blocksize}; host "
+          f"sector {verdict.host_sector}, media sector {verdict.media_sector}; evidence: {verdict.evidence})")
+    others = {claim: verdict.evidence_of(claim) for claim in ("error", "default", "sizes")
+              if claim != "error" or verdict.error}
+    if any(e not in (None, verdict.evidence) for e in others.values()):
+        print("evidence by claim: " + ", ".join(f"{claim} {e}" for claim, e in
+                                                 [("allowed", verdict.evidence), *others.items()] if e))
     if wastage:
         print(f"one write of {wastage.redo_bytes} B of redo: {wastage.blocks} blocks, {wastage.bytes_written} B "
               f"written, {wastage.wastage_bytes} B wasted ({wastage.wastage_pct}%)")
@@ -222,10 +286,11 @@ def _print_report(out: dict) -> None:
     print(f"ASM {a['version'] or '12.2+'} disk group ({how}): SECTOR_SIZE {a['sector_size']}{logical}{reads} "
           f"(evidence: {a['evidence']})")
     for r in out["redo"]:
-        state = "allowed" if r["allowed"] else "only with _disk_sector_size_override" if r["needs_override"] \
-            else "refused"
+        state = "only with _disk_sector_size_override" if r["needs_override"] else _state(r["allowed"])
         default = ", the default" if r["blocksize"] == out["default_blocksize"] else ""
-        print(f"  redo BLOCKSIZE {r['blocksize']:>4}: {state}{default} (evidence: {r['evidence']})"
+        error_evidence = f"; the error's: {r['error_evidence']}" if r["error_evidence"] not in (None, r["evidence"]) \
+            else ""
+        print(f"  redo BLOCKSIZE {r['blocksize']:>4}: {state}{default} (evidence: {r['evidence']}{error_evidence})"
               + (f": {r['error']}" if r["error"] and not r["allowed"] else ""))
     for f in out["files"]:
         print(f"  {f['what']}: {f['said']} (evidence: {f['evidence']})")
@@ -236,14 +301,14 @@ def main(argv: list[str] | None = None, prog: str = "redo-check", from_host=None
     try:
         sizes = sizes_of(args, from_host)
         logical, physical, min_io, via = sizes
-        rules.check_sizes(logical, physical, args.blocksize, min_io, args.platform)
+        rules.check_sizes(logical, physical, args.blocksize, min_io, args.platform)  # before ASM reads them
         if args.asm_discovery and args.redo_size:
             raise Usage("--redo-size reports the wastage of one BLOCKSIZE: run it without --asm-discovery")
         group = asm_group_of(args, logical, physical)
-        if args.asm_discovery:  # a disk the group refuses: one line, not a table of refusals
-            asmrules.check_disk(group, args.device or "DISK", logical, physical)
-        verdict = rules.evaluate(logical, physical, args.blocksize, args.override, file=args.file, disk=args.device,
-                                 min_io=min_io, platform=args.platform, group=group, via=via)
+        verdict = rules.evaluate(logical, physical, args.blocksize, args.override, min_io=min_io, group=group,
+                                 via=via, override_in=args.override_in, **where(args, via, group))
+        if args.asm_discovery and verdict.asm_refusal:  # one line, not a table of refusals
+            raise asmrules.AsmError(verdict.error, verdict.claims.get("allowed", []))
         wastage = rules.redo_wastage(args.redo_size, verdict.blocksize) if args.redo_size else None
     except Usage as e:
         print(f"{prog}: {e}", file=sys.stderr)
@@ -267,6 +332,8 @@ def main(argv: list[str] | None = None, prog: str = "redo-check", from_host=None
         print(f"{prog}: warning: {w}", file=sys.stderr)
     if verdict.error:
         print(verdict.error, file=sys.stderr)
+    if verdict.allowed is None:
+        return EXIT_NOT_KNOWN
     return EXIT_ALLOWED if verdict.allowed else EXIT_REFUSED
 
 
