@@ -175,4 +175,5 @@ def test_the_seeds_figures_are_given_on_both_paths(tmp_path):
     assert g["lab_value"] == pytest.approx(0.400, abs=0.006) and g["agreement"].startswith("differs")
     assert d["lab_value"] == pytest.approx(0.130, abs=0.002) and d["agreement"] == "agrees"
     md = written["md"].read_text()
-    assert "| the seed's figure | seed | lab, guest path (95 % CI) | agreement | lab, device path (95 % CI) | agreement |" in md
+    assert ("| the seed's figure | seed | lab, guest path (95 % CI) | agreement | lab, device path (95 % CI) | "
+            "agreement |") in md
