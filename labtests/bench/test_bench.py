@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -171,8 +172,8 @@ def test_every_run_has_its_device_path_twin_on_the_same_model(made):
         twin = r["device_path"]
         rep = json.loads((results / twin["report"]).read_text())
         assert (results / twin["events"]).stat().st_size > 0 and twin["command"] in data["device_path"]["commands"]
-        guest = r["command"].split()
-        host = twin["command"].split()
+        guest = shlex.split(r["command"])
+        host = shlex.split(twin["command"])
         target = host[host.index("--target") + 1]
         assert host[host.index("--blocksize") + 1] == guest[guest.index("--blocksize") + 1]
         assert host[host.index("--duration") + 1] == guest[guest.index("--duration") + 1]
