@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 from labtests.conftest import require_program
+from labtests.unit.test_redo_writer import run, run_json
 from sectorlab.devices import trace
 from sectorlab.devices.server import DeviceServer
 from sectorlab.paths import REPO
@@ -80,16 +81,6 @@ def serve(tmp_path):
     yield start
     for s in started:
         s.stop()
-
-
-def run(binary, *args):
-    return subprocess.run([binary, "run", *map(str, args)], capture_output=True, text=True, timeout=60)
-
-
-def run_json(binary, *args):
-    result = run(binary, *args, "--output", "json")
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def one_line(result, says: str) -> None:

@@ -299,6 +299,7 @@ class Findings:
     device_controls: list[dict] = field(default_factory=list)
     headlines: list[dict] = field(default_factory=list)
     device_seeds: list[dict] = field(default_factory=list)  # the seed table on the device path
+    device_per_disk: dict[str, dict | None] = field(default_factory=dict)
 
 
 def findings_of(bench: dict, disks: list[Disk]) -> Findings:
@@ -309,4 +310,5 @@ def findings_of(bench: dict, disks: list[Disk]) -> Findings:
     return Findings({d.name: comparison(d) for d in disks}, cross, controls(disks), seed_table(bench, disks),
                     device_disks, device_cross, controls(device_disks) if device_disks else [],
                     headlines(cross, device_cross, disks, device_disks, why_not),
-                    seed_table(bench, device_disks) if device_disks else [])
+                    seed_table(bench, device_disks) if device_disks else [],
+                    {d.name: comparison(d) for d in device_disks})

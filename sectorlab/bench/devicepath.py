@@ -26,28 +26,17 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from ..devices import build
 from ..errors import SectorlabError
 from ..lab import modelled
 from ..lab.record import DiskRecord
-from ..paths import REPO, write_atomic
+from ..paths import write_atomic
 from . import devicerows
 from .presetfields import NULL_TARGET
 
-REDO_WRITER = REPO / "redo-writer" / "redo-writer"
 REPLY_SPIN_US = 1000
 # A run's twin has this long beyond its own duration before it is called hung.
 SLACK_S = 120
-
-
-def host_writer() -> Path:
-    """redo-writer for this host, made up to date by make (with libnbd: scripts/bootstrap installs
-    libnbd-dev); one line naming make's error if not."""
-    proc = subprocess.run(["make", "-s", "-C", str(REDO_WRITER.parent), "redo-writer"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
-        raise SectorlabError(f"building {REDO_WRITER.relative_to(REPO)} for the device path failed: {tail[0]} "
-                             f"(run scripts/bootstrap)")
-    return REDO_WRITER
 
 
 def missing(members: list[DiskRecord]) -> str | None:
@@ -88,7 +77,7 @@ class Twin:
 
     def __init__(self, lab: str, results: Path):
         self.lab, self.results = lab, results
-        self.writer = host_writer()
+        self.writer = build.built(build.REDO_WRITER)  # with libnbd: the device path
 
     def run(self, run_id: str, members: list[DiskRecord], null: bool, command: list[str], duration_s: int) -> dict:
         """`command` is the guest's redo-writer argv, its events and output left out."""

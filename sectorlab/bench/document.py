@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 
 from . import devicerows, findings
-from .compare import Findings, comparison, findings_of, shape
+from .compare import Findings, findings_of, shape
 from .findings import _table, one_line
 from .metrics import ALPHA, ROWS, Disk, Run, _value, _verdict_text, race_wins, row_value, spread
 
@@ -288,7 +288,7 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, foun
     device_disks = {d.name: d for d in found.device_disks}
     for d in disks:
         twin = device_disks.get(d.name)
-        out += _disk_section(d, found.per_disk[d.name], pictures, results, twin, comparison(twin) if twin else None)
+        out += _disk_section(d, found.per_disk[d.name], pictures, results, twin, found.device_per_disk.get(d.name))
     comparisons = found.cross
     if comparisons:
         out += ["## Comparisons across disks", ""]

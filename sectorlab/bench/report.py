@@ -213,6 +213,7 @@ def summary(bench: dict, disks: list[Disk], found: Findings | None = None) -> di
                 "logical_block_size": e.get("logical"), "physical_block_size": e.get("physical"), "runs": []}
         item["runs"] = [_run_row(r) for r in sorted(d.runs, key=lambda r: (r.blocksize, r.repeat))]
         item["comparison"] = _public(found.per_disk[d.name])
+        item["device_comparison"] = _public(found.device_per_disk.get(d.name))
         item["spread"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := spread(runs))}
         item["shape"] = {str(bs): s for bs, runs in d.by_blocksize().items() if (s := shape(runs))}
         out["disks"].append(item)

@@ -91,8 +91,8 @@ class Bench:
         self.refusals_recorded: set[str] = set()
         self.durations: list[float] = []
         self.host_commands: list[str] = []
-        modelled_disks = [t for t in preset.targets if t.disk and devicepath.missing(self.members(t)) is None]
-        self.twin = devicepath.Twin(data.lab, results) if modelled_disks else None
+        served = [t for t in preset.targets if t.disk and devicepath.missing(self.members(t)) is None]
+        self.twin = devicepath.Twin(data.lab, results) if served else None
         self.bench = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "lab": preset.lab.name,
                       "lab_file": str(preset.path), "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                       "image": None, "workload": {**preset.workload.as_json(), "describe": preset.workload.describe()},
@@ -189,7 +189,7 @@ class Bench:
                "warmup_command": shlex.join(warmup)}
         if models.disks:
             out["device_trace"] = models.rows(runs_dir, rid, self.results)
-        if self.twin and devicepath.missing(members) is None:
+        if self.has_twin(target):
             out["device_path"] = self.twin.run(rid, members, target.is_null, args, w.duration_s)
             self.host_commands.append(out["device_path"]["command"])
         return out
@@ -197,6 +197,11 @@ class Bench:
     def members(self, target: Target) -> list:
         """The lab disks a target writes (its disk and its race member's); none for null:."""
         return [self.entries[d.name] for d in (target.disk, target.race) if d]
+
+    def has_twin(self, target: Target) -> bool:
+        """Whether the target's runs get a device-path twin: the bench has a device path and all
+        the target's disks are served by models on this host (null: writes none)."""
+        return self.twin is not None and devicepath.missing(self.members(target)) is None
 
     def save(self) -> None:
         write_atomic(self.results / "bench.json", json.dumps(self.bench, indent=2) + "\n")
@@ -242,8 +247,8 @@ class Bench:
         self.progress(f"run {slot.slot}/{total}: {target.name} BLOCKSIZE {bs}"
                       + (" (override)" if slot.config.override else "") + f" #{slot.repeat}"
                       + f" ({w.warmup_s} s warm-up + {w.duration_s} s"
-                      + (f", then {w.duration_s} s on the device path" if self.twin and devicepath.missing(
-                          self.members(target)) is None else "") + f"); {left - 1} left after it, "
+                      + (f", then {w.duration_s} s on the device path" if self.has_twin(target) else "")
+                      + f"); {left - 1} left after it, "
                         f"about {clock_text(per_run * left)} to go")
         t0 = time.monotonic()
         files = self.measured(slot, path, race)

@@ -19,11 +19,9 @@ import tempfile
 from pathlib import Path
 
 from .. import lab
+from ..devices.build import REDO_WRITER
 from ..errors import SectorlabError
 from ..lab.record import Timing
-from ..paths import REPO
-
-REDO_WRITER = REPO / "redo-writer" / "redo-writer"
 
 
 def _timed(cmd: list[str]) -> tuple[str, float]:
