@@ -5,10 +5,12 @@ back, and what follows from it.
 After the format, every view switches: sysfs, `blockdev`, the LBA format in use (`nvme id-ns`), the
 rules engine's default redo BLOCKSIZE, and O_DIRECT (a 512-byte write fails with EINVAL on 4 KiB
 sectors). A redo log written with 512-byte blocks before the switch to 4 KiB is refused after it
-(ORA-01378: its blocks are smaller than the sector the disk now has). Formatting back restores all
-of it. QEMU forgets a format when it creates the controller anew, as at every lab-up (the saved
-guest state never holds NVMe): after a hot re-plug from the host the namespace is back at its
-declared geometry. Guards sectorlab/inguest/nvmeformat.py and sectorlab/lab/hotplug.py.
+(ORA-01378: its blocks are smaller than the sector the disk now has), and an ASM disk group made on
+the disk before the switch no longer mounts (ORA-15085: the disk's sector size is not the group's).
+Formatting back restores all of it. QEMU forgets a format when it creates the controller anew, as
+at every lab-up (the saved guest state never holds NVMe): after a hot re-plug from the host the
+namespace is back at its declared geometry. Guards sectorlab/inguest/nvmeformat.py and
+sectorlab/lab/hotplug.py.
 These tests erase the NVMe data disks (QEMU zeroes a namespace on format).
 """
 
@@ -111,9 +113,12 @@ def test_reformat_and_back(nvme_disk):
     declared_size, other = declared.geometry.logical_block_size, _other_size(declared)
     _assert_geometry(guest, dev, declared_size, "before the format")
 
-    # A redo log with blocks of the declared sector size, written before the format.
+    # A redo log with blocks of the declared sector size, written before the format; and the disk
+    # group CREATE DISKGROUP would make of the disk (udev discovery: ASM reads the kernel's sizes).
     log_blocksize = declared_size
     assert one_block_write(guest, dev, log_blocksize).rc == 0
+    group = _asm_group_sector_size(guest, dev)
+    assert group == declared_size, f"{dev.path}: a disk group of SECTOR_SIZE {group} on a {declared_size}-byte disk"
 
     out = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", other, "--json")
     assert out.rc == 0, f"{dev.path}: reformat-nvme --lbads {other} exited {out.rc}: {out.stderr}"
@@ -133,12 +138,39 @@ def test_reformat_and_back(nvme_disk):
         override = guest_tool(guest, "redo-check", dev.path, "--blocksize", log_blocksize, "--override", "--json")
         assert override.rc == 0, override.stderr
 
+    # The group made before the format no longer mounts: the disk now reports another sector size
+    # (ORA-15085). From 512 to 4096 the disk itself refuses the group's 512-byte I/O (EINVAL, in
+    # _assert_geometry); from 4096 to 512 the group's 4096-byte I/O still succeeds, so the refusal is
+    # ASM's own check of the sector size it recorded.
+    mount = _asm_mount(guest, dev, group)
+    assert mount.rc == 1 and json.loads(mount.stdout)["error"] == (
+        f'ORA-15085: disk "{dev.path}" has inconsistent sector size (expected {group}, actual {other}) '
+        f'with disk group "REDO"'), f"{dev.path}: mounting a {group}-byte group on {other}: {mount.stdout}"
+    if group > other:
+        assert one_block_write(guest, dev, group).rc == 0, f"{dev.path}: the group's {group}-byte write failed"
+
     again = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", other, "--json")
     assert again.rc == 0 and again.json["changed"] is False, f"a second reformat to {other}: {again.stdout}"
 
     back = guest_tool(guest, "reformat-nvme", dev.path, "--lbads", declared_size, "--json")
     assert back.rc == 0 and back.json["changed"] is True, f"reformat back to {declared_size}: {back.stderr}"
     _assert_geometry(guest, dev, declared_size, f"after reformat-nvme --lbads {declared_size}")
+    mount = _asm_mount(guest, dev, group)
+    assert mount.rc == 0 and json.loads(mount.stdout)["allowed"] is True, \
+        f"{dev.path}: the {group}-byte group does not mount after the format back: {mount.stdout}"
+
+
+def _asm_group_sector_size(guest, dev) -> int:
+    """SECTOR_SIZE of the disk group CREATE DISKGROUP would make of the disk (udev discovery, ASM 19)."""
+    out = guest_tool(guest, "redo-check", dev.path, "--asm-discovery", "udev", "--asm-version", "19", "--json")
+    assert out.rc == 0, f"{dev.path}: redo-check --asm-discovery udev exited {out.rc}: {out.stdout} {out.stderr}"
+    return out.json["asm"]["sector_size"]
+
+
+def _asm_mount(guest, dev, sector_size: int):
+    """ALTER DISKGROUP REDO MOUNT of a group of `sector_size` holding the disk, as redo-check judges it."""
+    return guest_tool(guest, "redo-check", dev.path, "--asm-discovery", "udev", "--asm-version", "19",
+                      "--asm-sector-size", sector_size, "--operation", "mount", "--json")
 
 
 def test_reformat_forgotten_when_qemu_recreates_the_controller(nvme_disk, lab_state):

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from labtests.support.lab import disk_params, resolve_disk
+from labtests.support.lab import blank_disk, disk_params, resolve_disk
 from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
@@ -29,6 +29,12 @@ DISCOVERY = {"asmlib": ["--asm-discovery", "asmlib", "--asm-version", "19"],
              "asmlib-logical": ["--asm-discovery", "asmlib", "--asmlib-logical-block-size", "--asm-version", "19"],
              "udev": ["--asm-discovery", "udev", "--asm-version", "19"],
              "afd-12.1": ["--asm-discovery", "afd", "--asm-version", "12.1"]}
+# _disk_sector_size_override set in the ASM instance (seed 003 says to set it in the database's):
+# CREATE DISKGROUP without SECTOR_SIZE, and with SECTOR_SIZE 4096 named.
+OVERRIDE_IN_ASM = {"override-asm": ["--asm-discovery", "udev", "--asm-version", "19", "--override",
+                                    "--override-in", "asm"],
+                   "override-asm-4096": ["--asm-discovery", "udev", "--asm-version", "19", "--override",
+                                         "--override-in", "asm", "--asm-sector-size", "4096"]}
 REMOTE_DIR = "/tmp/sectorlab"
 
 
@@ -78,7 +84,8 @@ def disk(request, lab_state, lab_guests, guest_devices, helpers):
     """(guest, declared disk, device, {BLOCKSIZE: (verdict rc, verdict, write rc, its error, its report)})."""
     guest, declared, dev = resolve_disk(request.param, lab_state, lab_guests, guest_devices)
     if declared.serial not in _DONE:
-        out = guest.check_output("sudo -n sh -c", _ALL, "all", helpers, dev.path, _VERDICTS, json.dumps(DISCOVERY),
+        out = guest.check_output("sudo -n sh -c", _ALL, "all", helpers, dev.path, _VERDICTS,
+                                 json.dumps(DISCOVERY | OVERRIDE_IN_ASM),
                                  *rules.VALID_BLOCKSIZES)
         verdicts = {int(bs): (int(rc), json.loads(js)) for bs, js, rc in
                     re.findall(r"^verdict (\d+) (.*) rc=(\d+)$", out, re.M)}
@@ -88,7 +95,7 @@ def disk(request, lab_state, lab_guests, guest_devices, helpers):
         _DONE[declared.serial] = {bs: (*verdicts[bs], *writes[bs]) for bs in verdicts}
         _DONE[declared.serial]["asm"] = {name: (int(rc), json.loads(js)) for name, js, rc in
                                          re.findall(r"^asm (\S+) (.*) rc=(\d+)$", out, re.M)}
-        assert sorted(_DONE[declared.serial]["asm"]) == sorted(DISCOVERY), out
+        assert sorted(_DONE[declared.serial]["asm"]) == sorted(DISCOVERY | OVERRIDE_IN_ASM), out
     return guest, declared, dev, _DONE[declared.serial]
 
 
@@ -157,6 +164,76 @@ def test_asm_discovery_on_what_the_guest_shows(disk, name):
             assert write_rc == 0, f"{name}: BLOCKSIZE {r['blocksize']} let in, the disk fails it: {write_err}"
         # The group's smallest I/O decides what it takes below SECTOR_SIZE; above it only the override.
         assert r["allowed"] is ((want[1] or want[0]) <= r["blocksize"] <= want[0]), r
+
+
+def test_asm_override_in_the_asm_instance(disk):
+    """_disk_sector_size_override set in the ASM instance: CREATE DISKGROUP without SECTOR_SIZE is
+    ORA-15086 (documented) on every disk ASM can use; with SECTOR_SIZE 4096 named, a disk whose
+    physical sector is 4096 joins and every BLOCKSIZE let into the group is one the disk really writes
+    (the O_DIRECT writes above); a 512n disk is refused (a disk's sector size must equal SECTOR_SIZE)."""
+    guest, declared, dev, done = disk
+    physical = declared.geometry.physical_block_size
+    (rc, bare), (rc_named, named) = done["asm"]["override-asm"], done["asm"]["override-asm-4096"]
+    if physical not in (512, 4096):
+        invalid = f"ORA-59012: Disk {dev.path} uses an invalid physical sector size ({physical})."
+        assert (rc, bare["error"], rc_named, named["error"]) == (1, invalid, 1, invalid), (bare, named)
+        return
+    assert rc == 1 and bare == {"allowed": False, "error": "ORA-15086: Diskgroup sector size must be specified.",
+                                "asm": None}, bare
+    if physical == 512:
+        assert rc_named == 1 and named["allowed"] is False and "SECTOR_SIZE 4096" in named["error"], named
+        return
+    assert rc_named == 0 and named["asm"]["sector_size"] == 4096, named
+    let_in = [r["blocksize"] for r in named["redo"] if r["allowed"] or r["needs_override"]]
+    assert let_in == [4096], named["redo"]
+    for blocksize in let_in:
+        write_rc, write_err = done[blocksize][2:4]
+        assert write_rc == 0, f"BLOCKSIZE {blocksize} let into the group, the disk fails it: {write_err}"
+
+
+# On a file system on the disk, the same 512-byte redo write in the two I/O modes FILESYSTEMIO_OPTIONS
+# chooses between: through the page cache (NONE, Linux's default: O_DSYNC) and direct (DIRECTIO:
+# O_DIRECT|O_DSYNC); then redo-check's verdict on the file in each mode. One round trip.
+_BUFFERED = r'''
+dev=$1; mnt=/mnt/sectorlab-buffered; f=$mnt/redo01.log
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=1 "$dev" && mkdir -p $mnt && mount "$dev" $mnt || exit 9
+fallocate -l 1M $f && sync
+for mode in dsync direct,dsync; do
+  dd if=/dev/urandom of=$f bs=512 count=1 conv=notrunc oflag=$mode status=none 2>/tmp/sectorlab-dd.err
+  echo "dd $mode rc=$? $(tr '\n' ' ' < /tmp/sectorlab-dd.err)"
+done
+for mode in buffered direct; do
+  echo "verdict $mode $(redo-check $f --blocksize 512 --io-mode $mode --json 2>/dev/null | tr -d '\n')"
+done
+'''
+
+
+@pytest.fixture(params=[p for p in disk_params() if p.values[0][1].geometry.logical_block_size > 512][:1])
+def filesystem_disk(request, lab_state, lab_guests, guest_devices):
+    """The lab's first disk with a logical sector above 512, for a file system: blank again after."""
+    guest, declared, dev = resolve_disk(request.param, lab_state, lab_guests, guest_devices)
+    yield guest, declared, dev
+    guest.run("sudo -n umount /mnt/sectorlab-buffered")
+    blank_disk(guest, dev, declared.serial)
+
+
+def test_io_mode_decides_what_a_write_below_the_sector_does(filesystem_disk):
+    """A redo write below the logical sector fails with EINVAL only with direct I/O; through the page
+    cache it succeeds (the kernel reads and rewrites the sector). So redo-check's refusal of BLOCKSIZE
+    512 there rests on the kernel (physics) in direct mode and on Oracle's own check (assumed) in
+    buffered mode, and says which."""
+    guest, declared, dev = filesystem_disk
+    out = guest.check_output("sudo -n sh -c", _BUFFERED, "buffered", dev.path, timeout=180)
+    dd = {mode: (int(rc), err.strip()) for mode, rc, err in re.findall(r"^dd (\S+) rc=(\d+) ?(.*)$", out, re.M)}
+    verdicts = {mode: json.loads(js) for mode, js in re.findall(r"^verdict (\S+) (.*)$", out, re.M)}
+    assert dd["dsync"] == (0, ""), f"{dev.path}: a buffered 512-byte O_DSYNC write on the file failed: {dd}"
+    assert dd["direct,dsync"][0] == 1 and "Invalid argument" in dd["direct,dsync"][1], \
+        f"{dev.path}: a 512-byte O_DIRECT write below the {declared.geometry.logical_block_size}-byte sector: {dd}"
+    for mode, rule, evidence in (("buffered", "buffered-io", "assumed"), ("direct", "below-logical-sector", "physics")):
+        v = verdicts[mode]
+        assert v["allowed"] is False and v["error"].startswith("ORA-01378"), (mode, v)
+        assert v["claims"]["allowed"]["evidence"] == evidence and rule in v["claims"]["allowed"]["rests_on"], \
+            (mode, v["claims"]["allowed"])
 
 
 def test_raw_writes_refuse_the_root_disk(lab_guests):

@@ -102,6 +102,9 @@ CASES = [
          group=(4096, 4096), claim="sizes"),
     Case("asmlib-512e-12.1-4096", E512, 4096, True, ORACLEASM, "documented", discovery="asmlib", version="12.1",
          group=(4096, None), claim="sizes"),
+    # Before 12.2 the database sees the group's SECTOR_SIZE as both sectors: seed 000 (12.1.0.2).
+    Case("afd-4kn-12.1-default", K4, None, True, "seed 000", "seed", discovery="afd", version="12.1",
+         group=(4096, None), chosen=4096, claim="default"),
     Case("asmlib-logical-512e-12.1", E512, 512, True, "seed 003", discovery="asmlib", version="12.1",
          asmlib_logical=True, group=(512, None)),
     Case("asmlib-logical-512e-19-4096", E512, 4096, False, ORACLEASM, discovery="asmlib", version="19",

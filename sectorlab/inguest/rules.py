@@ -69,7 +69,8 @@ V_ASM_DISKGROUP = "Oracle Database Reference 12.2, V$ASM_DISKGROUP (LOGICAL_SECT
 ORACLEASM = "the oracleasm driver's asm_block_size() (kernel/driver.c) and /etc/sysconfig/oracleasm"
 ADMIN_GUIDE = "Oracle Database Administrator's Guide 11.2, 'Planning the Block Size of Redo Log Files'"
 FILESYSTEMIO = ("Oracle Database Reference, FILESYSTEMIO_OPTIONS ('specifies I/O operations for file system "
-                "files'; default: 'Varies by database version and operating system')")
+                "files'; default: 'Varies by database version and operating system' from 11.2.0.4, 'There is "
+                "no default value' in the 9i to 11.2.0.3 editions)")
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,8 @@ RULES = {
     "filesystem-device": Rule("a file on a filesystem gets the sector sizes of the block device under it "
                               "(a device-mapper or LVM volume: its own)", "assumed", "not public"),
     "asm-one-sector-size": Rule("inside ASM before 12.2 the database sees SECTOR_SIZE as host and media sector",
-                                "seed", "seed 003"),
+                                "seed", "seed 000 (ASM 12.1.0.2: a group's SECTOR_SIZE 4096 'passed right through to "
+                                "the database', which made 4 KiB redo by default)"),
     "asm-logical-sector-size": Rule("from 12.2 the database sees LOGICAL_SECTOR_SIZE as host sector: a 4096/512 "
                                     "group takes redo of 512 and of 4096", "documented", V_ASM_DISKGROUP),
     "asm-emulated-default": Rule("the default BLOCKSIZE in a group of LOGICAL_SECTOR_SIZE below SECTOR_SIZE is "
