@@ -72,7 +72,7 @@ def test_a_difference_within_the_guest_floors_spread_is_read_from_the_device_pat
     assert findings < md.index("## a") and findings < md.index("## Comparisons across disks")
     assert "read from the **device path**" in md
     assert re.search(r"device path: 0\.1[23]\d ms → 0\.1[45]\d ms \(\+1\d\.\d %\), p = [0-9.e-]+, n = 8 \+ 8, "
-                     r"95 % CI \[.*\): \*\*significant\*\*; floor 0\.03\d ms \(floor@512\) = \d+ % of a and \d+ % of b",
+                     r"99 % CI \[.*\): \*\*significant\*\*; floor 0\.03\d ms \(floor@512\) = \d+ % of a and \d+ % of b",
                      md), md[md.index("## Findings"):md.index("## Findings") + 2000]
     assert "On the device path (the same runs' twins on this host, straight to the models):" in md
     assert "# on this host, each run's device-path twin right after it:" in md
@@ -167,7 +167,8 @@ def test_the_seeds_figures_are_given_on_both_paths(tmp_path):
     write_bench(tmp_path, guest, device, [])
     bench = json.loads((tmp_path / "bench.json").read_text())
     bench["seed_figures"] = [{"what": "log file sync median", "seed_value": 0.13, "unit": "ms", "lab": "value",
-                              "metric": "log_file_sync_p50_ms", "a": "a@512", "quote": "q", "where": "w"}]
+                              "metric": "log_file_sync_p50_ms", "a": "a@512", "quote": "q", "where": "w",
+                              "tell_apart": 0.4}]
     (tmp_path / "bench.json").write_text(json.dumps(bench))
     written = report.write(tmp_path)
     summary = json.loads(written["summary"].read_text())
@@ -175,5 +176,5 @@ def test_the_seeds_figures_are_given_on_both_paths(tmp_path):
     assert g["lab_value"] == pytest.approx(0.400, abs=0.006) and g["agreement"].startswith("differs")
     assert d["lab_value"] == pytest.approx(0.130, abs=0.002) and d["agreement"] == "agrees"
     md = written["md"].read_text()
-    assert ("| the seed's figure | seed | lab, guest path (95 % CI) | agreement | lab, device path (95 % CI) | "
+    assert ("| the seed's figure | seed | lab, guest path (99 % CI) | agreement | lab, device path (99 % CI) | "
             "agreement |") in md

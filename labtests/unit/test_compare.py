@@ -62,7 +62,7 @@ def test_3_and_3_runs_say_they_cannot_reach_alpha():
 
 def test_p_below_alpha_with_a_ci_spanning_0_is_unclear():
     assert compare.verdict(0.001, (-0.5, 2.0)) == (
-        "unclear", "p < 0.01 but the 95 % CI of the difference spans 0: the test and the CI disagree")
+        "unclear", "p < 0.01 but the 99 % CI of the difference spans 0: the test and the CI disagree")
     assert compare.verdict(0.001, (0.1, 2.0)) == ("significant", None)
     assert compare.verdict(0.2, (-0.1, 2.0)) == ("within noise", None)
 
@@ -112,7 +112,7 @@ def _disks(config: dict[tuple[str, int], list[dict]], entry: dict | None = None)
     return list(out.values())
 
 
-SEED = {"what": "log file sync ratio", "unit": "x", "quote": "about twice as slow", "where": "seed 002",
+SEED = {"what": "log file sync ratio", "unit": "ratio", "quote": "about twice as slow", "where": "seed 002",
         "derivation": "8 ms / 4 ms", "lab": "ratio", "metric": "log_file_sync_p50_ms", "a": "slow@512", "b": "fast@512"}
 
 
@@ -129,12 +129,53 @@ def test_seed_ratio_agrees_inside_the_lab_ci_and_differs_outside():
 def test_seed_value_none_and_missing_sides():
     disks = _disks({("fast", 512): runs(A8)})
     rows = compare.seed_table({"seed_figures": [
-        {**SEED, "lab": "value", "a": "fast@512", "seed_value": 1.0},
+        {**SEED, "lab": "value", "a": "fast@512", "seed_value": 1.0, "unit": "ms", "tell_apart": 2.0},
         {**SEED, "lab": "none", "reason": "the lab has no Exadata cell"},
         {**SEED, "seed_value": 2.0}]}, disks)
     assert rows[0]["agreement"] == "agrees" and rows[0]["lab_value"] == pytest.approx(np.median(A8))
     assert rows[1]["agreement"] == "not compared: the lab has no Exadata cell"
     assert rows[2]["agreement"] == "not compared: slow@512 (not in this bench) did not run"
+
+
+def test_a_seed_figure_agrees_only_where_the_lab_ci_can_tell_it_apart():
+    """Inside the CI is not enough: the CI must be narrower than the figure's distance from the
+    value it is told apart from (1 for a ratio), else it is too wide to tell; a value figure with
+    nothing named to tell it from is not called an agreement; a CI of no width agrees exactly."""
+    assert compare.agreement(1.25, (1.1, 1.3), 1.0) == "agrees"
+    assert compare.agreement(1.25, (0.9, 1.4), 1.0) == ("too wide to tell: the lab CI [0.9, 1.4] is 0.5 wide, "
+                                                        "the seed is 0.25 from 1")
+    assert compare.agreement(0.13, (0.12, 0.14), None) == ("inside the lab CI, nothing named to tell it apart "
+                                                           "from: not an agreement")
+    assert compare.agreement(0.0, (0.0, 0.0), None) == "agrees"
+    assert compare.agreement(2.0, (1.1, 1.3), 1.0) == "differs (seed 2.0 outside lab CI [1.1, 1.3])"
+    assert compare.tell_apart({"unit": "ratio"}) == 1.0 and compare.tell_apart({"unit": "%"}) is None
+    assert compare.tell_apart({"unit": "%", "tell_apart": 50}) == 50.0
+    # A ratio's CI that holds 1 is too wide, whatever the seed's figure.
+    disks = _disks({("slow", 512): runs([x * (1.3 if i % 2 else 0.8) for i, x in enumerate(A8)]),
+                    ("fast", 512): runs(A8)})
+    (row,) = compare.seed_table({"seed_figures": [{**SEED, "seed_value": 1.0 + 1e-9}]}, disks)
+    assert row["ci"][0] < 1.0 < row["ci"][1], row
+    assert row["agreement"].startswith("too wide to tell") or row["agreement"].startswith("differs"), row
+
+
+def test_holm_adjusts_a_presets_primary_tests_as_one_family():
+    """Holm's step-down: the k-th smallest p times (m - k + 1), monotone, at most 1; the primary
+    tests of a preset's comparisons get the adjusted p, keep the raw one, and their verdict is the
+    adjusted p's."""
+    assert stats.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert stats.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0]) and stats.holm([]) == []
+    assert stats.holm([0.004]) == [0.004]
+    heads = [{"tests": [{"metric": "tps", "p": p, "ci": [1.0, 2.0], "verdict": "significant", "note": None}],
+              "primary": "tps", "n": [8, 8]} for p in (0.004, 0.006, 0.2)]
+    compare.adjust_family(heads)
+    got = [(h["tests"][0]["p_unadjusted"], h["tests"][0]["p"], h["tests"][0]["family"], h["verdict"]) for h in heads]
+    assert got == [(0.004, pytest.approx(0.012), 3, "within noise"), (0.006, pytest.approx(0.012), 3, "within noise"),
+                   (0.2, pytest.approx(0.2), 3, "within noise")]
+    assert all(h["min_p_note"] is None for h in heads)  # 8 + 8 runs: 3 x 1.55e-4 is below 0.01
+    few = [{"tests": [{"metric": "tps", "p": 0.1, "ci": [1.0, 2.0], "verdict": "x", "note": None}],
+            "primary": "tps", "n": [3, 3]} for _ in range(2)]
+    compare.adjust_family(few)
+    assert "2 x that over the preset's 2 comparisons (Holm)" in few[0]["min_p_note"]
 
 
 def test_bimodal_distributions_are_named_and_others_are_not():
@@ -185,7 +226,7 @@ def test_the_report_states_design_override_control_open_loop_and_seed(tmp_path):
     assert "## Controls on the guest path: the harness floor" in md and "null@512 (control)" in md
     assert "512 #2 (slot 10) (did not keep up)" in md and "| achieved rate (commits/s) |" in md
     assert "Open-loop runs (2): poisson arrivals at 1000 commits/s" in md
-    assert "| log file sync ratio (`log_file_sync_p50_ms`, slow@512 / fast@512) | 2.0 x |" in md
+    assert "| log file sync ratio (`log_file_sync_p50_ms`, slow@512 / fast@512) | 2.0 ratio |" in md
     s = json.loads(written["summary"].read_text())
     assert s["design"] == design and s["seed_figures"][0]["agreement"] == "agrees"
     c = s["comparisons"][0]

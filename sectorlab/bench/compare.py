@@ -3,10 +3,13 @@
 A run's commits are not independent samples (the commits one log write covers share its latency,
 and a run drifts as a whole), so the unit is the run: every metric of metrics.METRICS is one number
 per run, and two configurations are compared on their runs' numbers with the Mann-Whitney U test
-(two-sided, no normality assumed) and a bootstrap 95 % CI of the difference of the medians (b - a,
-the runs resampled). A difference is "significant" only when p < ALPHA and the CI excludes 0;
-"within noise" when p >= ALPHA; "unclear" when p < ALPHA but the CI spans 0. A comparison's headline
-is its primary metric's verdict. Also here: the shift function (per decile and p99 of log file sync,
+(two-sided, no normality assumed) and a bootstrap CI of the difference of the medians (b - a,
+the runs resampled) at the test's own level, 1 - ALPHA (99 %). A difference is "significant" only
+when p < ALPHA and the CI excludes 0; "within noise" when p >= ALPHA; "unclear" when p < ALPHA but
+the CI spans 0. A comparison's headline is its primary metric's verdict, and the primary tests of a
+preset's comparisons are one family: their p-values are Holm-adjusted over it (stats.holm) before
+the verdict. The secondary metrics and each disk's own BLOCKSIZE comparison are not adjusted, and
+the report says so. Also here: the shift function (per decile and p99 of log file sync,
 the difference of the run medians with its CI), the shape of a configuration's pooled commit
 latencies (bimodal or not), the harness floor shown by control runs and the seed figures beside the
 lab's values.
@@ -24,7 +27,6 @@ from . import stats
 from .headlines import headlines
 from .metrics import (
     _LFS,
-    ALPHA,
     DEFAULT_PRIMARY,
     METRICS,
     ROWS,
@@ -36,6 +38,7 @@ from .metrics import (
     row_value,
     side,
 )
+from .stats import ALPHA, CI_LEVEL
 
 # Metrics that are settings or yes/no, not outcomes to test.
 UNTESTED = ("offered_rate", "kept_up")
@@ -49,9 +52,9 @@ def verdict(p: float, ci: tuple[float, float]) -> tuple[str, str | None]:
     excludes_zero = ci[0] > 0 or ci[1] < 0
     if p < ALPHA:
         return ("significant", None) if excludes_zero else (
-            "unclear", f"p < {ALPHA} but the 95 % CI of the difference spans 0: the test and the CI disagree")
+            "unclear", f"p < {ALPHA} but the {CI_LEVEL} CI of the difference spans 0: the test and the CI disagree")
     if excludes_zero:
-        return "within noise", f"the 95 % CI excludes 0, but p >= {ALPHA}"
+        return "within noise", f"the {CI_LEVEL} CI excludes 0, but p >= {ALPHA}"
     return "within noise", None
 
 
@@ -73,12 +76,14 @@ def _numbers(reports: list[dict], name: str) -> list[float] | None:
     return [float(v) for v in values] if ok else None
 
 
-def min_p_note(n_a: int, n_b: int) -> str | None:
-    """Said when the runs are too few for the test to reach ALPHA at all."""
+def min_p_note(n_a: int, n_b: int, family: int = 1) -> str | None:
+    """Said when the runs are too few for the test to reach ALPHA at all (adjusted over a family of
+    `family` comparisons, Holm's smallest adjusted p is `family` times the smallest p)."""
     floor = stats.min_p(n_a, n_b)
-    if floor <= ALPHA:
+    if floor * family <= ALPHA:
         return None
-    return (f"the smallest p an exact Mann-Whitney test can give for {n_a} + {n_b} runs is {floor:.3g}: "
+    over = f", {family} x that over the preset's {family} comparisons (Holm)" if family > 1 else ""
+    return (f"the smallest p an exact Mann-Whitney test can give for {n_a} + {n_b} runs is {floor:.3g}{over}: "
             f"these runs cannot show a difference at p < {ALPHA}")
 
 
@@ -144,7 +149,24 @@ def cross_comparisons(bench: dict, disks: list[Disk]) -> list[dict]:
             item["runs"] = [ra, rb]
             item["shift"] = shift(ra, rb)
         out.append(item)
+    adjust_family(out)
     return out
+
+
+def adjust_family(items: list[dict]) -> None:
+    """Holm's adjustment over the primary tests of a preset's comparisons (those tested): each
+    primary test keeps its own p as `p_unadjusted`, gets the adjusted one as `p` with the family's
+    size `family`, and its verdict from the adjusted p; with one comparison nothing changes but the
+    record that it is a family of one."""
+    heads = [c["tests"][0] for c in items
+             if c.get("tests") and c["tests"][0]["metric"] == c.get("primary") and not c.get("not_tested")]
+    for head, p in zip(heads, stats.holm([h["p"] for h in heads])):
+        head["p_unadjusted"], head["p"], head["family"] = head["p"], p, len(heads)
+        head["verdict"], head["note"] = verdict(p, tuple(head["ci"]))
+    for c in items:
+        if c.get("tests") and c["tests"][0] in heads:
+            c["verdict"] = c["tests"][0]["verdict"]
+            c["min_p_note"] = min_p_note(*c["n"], family=len(heads))
 
 
 def comparison(disk: Disk, low: int = 512, high: int = 4096) -> dict | None:
@@ -233,11 +255,39 @@ def controls(disks: list[Disk]) -> list[dict]:
     return out
 
 
-_SEED_KEYS = ("what", "seed_value", "unit", "quote", "where", "derivation", "lab", "metric", "a", "b", "reason")
+_SEED_KEYS = ("what", "seed_value", "unit", "quote", "where", "derivation", "lab", "metric", "a", "b", "reason",
+              "tell_apart")
+
+
+def tell_apart(f: dict) -> float | None:
+    """The value a seed figure must be told apart from: the preset's, else 1 (no difference) for a
+    ratio, else none."""
+    if isinstance(f.get("tell_apart"), (int, float)):
+        return float(f["tell_apart"])
+    return 1.0 if f.get("unit") == "ratio" else None
+
+
+def agreement(seed, ci: tuple[float, float], apart: float | None) -> str:
+    """Whether the lab's CI agrees with a seed's figure. It agrees only when the figure lies inside
+    the CI and the CI is narrower than the figure's distance from the value it must be told apart
+    from (a CI that also holds "no difference" agrees with anything); a CI of no width holding the
+    figure agrees exactly."""
+    lo, hi = ci
+    if not isinstance(seed, (int, float)) or not lo <= seed <= hi:
+        return f"differs (seed {seed} outside lab CI [{lo:.3g}, {hi:.3g}])"
+    width = hi - lo
+    if width == 0:
+        return "agrees"
+    if apart is None:
+        return "inside the lab CI, nothing named to tell it apart from: not an agreement"
+    if width < abs(seed - apart):
+        return "agrees"
+    return (f"too wide to tell: the lab CI [{lo:.3g}, {hi:.3g}] is {width:.3g} wide, the seed is "
+            f"{abs(seed - apart):.3g} from {apart:g}")
 
 
 def _lab_figure(f: dict, disks: list[Disk]) -> dict:
-    """A seed figure's lab value and its 95 % CI: for "ratio" median(metric over a's runs) /
+    """A seed figure's lab value and its CI (CI_LEVEL): for "ratio" median(metric over a's runs) /
     median(metric over b's runs), for "value" the median over a's runs; or why there is none."""
     sides = [side(disks, f.get(k)) for k in (("a", "b") if f["lab"] == "ratio" else ("a",))]
     missing = [m for label, runs in sides if (m := missing_text(label, runs))]
@@ -259,12 +309,7 @@ def _lab_figure(f: dict, disks: list[Disk]) -> dict:
         runs = " + ".join(str(n) for n in out["n"])
         return {**out, "agreement": f"not tested: n = {runs} runs; a CI needs >= 2 runs per side"}
     out["ci"] = list(stats.median_ratio_ci(*values) if f["lab"] == "ratio" else stats.median_ci(values[0]))
-    lo, hi = out["ci"]
-    seed = f.get("seed_value")
-    if isinstance(seed, (int, float)) and lo <= seed <= hi:
-        out["agreement"] = "agrees"
-    else:
-        out["agreement"] = f"differs (seed {seed} outside lab CI [{lo:.3g}, {hi:.3g}])"
+    out["agreement"] = agreement(f.get("seed_value"), tuple(out["ci"]), tell_apart(f))
     return out
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 from . import devicerows, findings
 from .compare import Findings, findings_of, shape
 from .findings import _table, one_line
-from .metrics import ALPHA, ROWS, Disk, Run, _value, _verdict_text, race_wins, row_value, spread
+from .metrics import ROWS, Disk, Run, _value, _verdict_text, race_wins, row_value, spread
+from .stats import ALPHA, CI_LEVEL
 
 
 def _fmt(fmt: str, value) -> str:
@@ -55,10 +56,12 @@ def _heading(bench: dict, disks: list[Disk]) -> list[str]:
             f"{' commits/s' if w.get('rate') else ''}, a {w.get('warmup_s', '?')} s warm-up then "
             f"{w.get('duration_s', '?')} s measured.", "",
             f"Configurations are compared on one value per run (the run, not the commit, is the unit): "
-            f"Mann-Whitney U (two-sided) and a 95 % bootstrap CI of the difference of the medians. A difference "
-            f"is **significant** only when p < {ALPHA} and the CI excludes 0, **within noise** when p >= {ALPHA}, "
-            f"**unclear** when p < {ALPHA} but the CI spans 0; each comparison's headline is its primary metric "
-            f"(docs/bench-statistics.md).", ""]
+            f"Mann-Whitney U (two-sided) and a {CI_LEVEL} bootstrap CI of the difference of the medians (the "
+            f"interval at the test's level). A difference is **significant** only when p < {ALPHA} and the CI "
+            f"excludes 0, **within noise** when p >= {ALPHA}, **unclear** when p < {ALPHA} but the CI spans 0; each "
+            f"comparison's headline is its primary metric, whose p is Holm-adjusted over the preset's comparisons "
+            f"(a family: the chance of any false claim among them stays at {ALPHA}); the secondary metrics and "
+            f"each disk's BLOCKSIZE comparison are not adjusted (docs/bench-statistics.md).", ""]
     return out
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 from . import stats
-from .metrics import ALPHA, METRICS, Disk
+from .metrics import METRICS, Disk
+from .stats import ALPHA, CI_LEVEL
 
 _BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
@@ -50,6 +51,14 @@ def _ci_text(t: dict) -> str:
     return f"[{fmt.format(lo)}, {fmt.format(hi)}]{'' if unit == '%' else ' ' + unit}{pct}"
 
 
+def _p_text(t: dict) -> str:
+    """A primary test's p: Holm-adjusted over the preset's comparisons where there are several."""
+    if (t.get("family") or 1) > 1:
+        return (f"{stats.p_text(t['p'])} (Holm-adjusted over the preset's {t['family']} comparisons; "
+                f"unadjusted {stats.p_text(t['p_unadjusted'])})")
+    return stats.p_text(t["p"])
+
+
 def _change(t: dict) -> str:
     return "-" if t["change_pct"] is None else f"{t['change_pct']:+.1f} %"
 
@@ -67,18 +76,20 @@ def tests_lines(c: dict, a: str, b: str) -> list[str]:
         ma, mb = head["medians"]
         out.append(f"- Primary metric, {head['label']} (`{head['metric']}`): median {value_text(head['metric'], ma)} "
                    f"for {a} against {value_text(head['metric'], mb)} for {b} ({_change(head)}); Mann-Whitney "
-                   f"{stats.p_text(head['p'])}, n = {head['n'][0]} + {head['n'][1]} runs; 95 % bootstrap CI of the "
+                   f"{_p_text(head)}, n = {head['n'][0]} + {head['n'][1]} runs; {CI_LEVEL} bootstrap CI of the "
                    f"difference of medians {_ci_text(head)}: **{head['verdict']}**"
                    + (f" ({head['note']})" if head["note"] else "") + ".")
     if c.get("min_p_note"):
         out.append(f"- Note: {c['min_p_note']}.")
-    rows = [["metric (secondary)", f"median {a}", f"median {b}", "change", "p", "n", "95 % CI of b - a", "verdict"]]
+    rows = [["metric (secondary)", f"median {a}", f"median {b}", "change", "p", "n", f"{CI_LEVEL} CI of b - a",
+             "verdict"]]
     for t in c["tests"][1 if head else 0:]:
         rows.append([t["label"], value_text(t["metric"], t["medians"][0]), value_text(t["metric"], t["medians"][1]),
                      _change(t), stats.p_text(t["p"]), f"{t['n'][0]} + {t['n'][1]}", _ci_text(t),
                      t["verdict"] + (" (CI and p disagree)" if t["verdict"] == "unclear" else "")])
     out += ["", f"Every metric, one value per run, a = {a}, b = {b} (Mann-Whitney, two-sided; a difference is "
-                f"significant when p < {ALPHA} and the CI excludes 0):", ""] + _table(rows)
+                f"significant when p < {ALPHA} and the CI excludes 0; these secondary tests are not adjusted "
+                f"for multiplicity: read them as leads, not findings):", ""] + _table(rows)
     if c.get("untested"):
         out.append("Not tested (not in every run): " + ", ".join(f"`{m}`" for m in c["untested"]) + ".")
     return out
@@ -161,7 +172,7 @@ def _path_line(path: str, line: dict | None, why_not: str | None) -> str:
         floor = "; ".join(f"floor {value_text(m, f['median'])} ({f['config']}) = {s:.0f} % of {k}" if f else
                           f"no floor run at {k}'s BLOCKSIZE" for f, s, k in zip((fa, fb), shares, ("a", "b")))
     return (f"{path} path: {value_text(m, ma)} → {value_text(m, mb)} ({_change(line)}), "
-            f"{stats.p_text(line['p'])}, n = {line['n'][0]} + {line['n'][1]}, 95 % CI {ci}: "
+            f"{_p_text(line)}, n = {line['n'][0]} + {line['n'][1]}, {CI_LEVEL} CI {ci}: "
             f"**{line['verdict']}**; {floor}")
 
 
@@ -200,8 +211,8 @@ def seed_section(rows: list[dict], compact: bool = False, device: list[dict] | N
         return []
     if compact:
         both = bool(device) and any(d.get("lab_value") is not None for d in device)
-        head = ["the seed's figure", "seed", "lab, guest path (95 % CI)", "agreement"]
-        table = [head + ["lab, device path (95 % CI)", "agreement"] if both else head]
+        head = ["the seed's figure", "seed", f"lab, guest path ({CI_LEVEL} CI)", "agreement"]
+        table = [head + [f"lab, device path ({CI_LEVEL} CI)", "agreement"] if both else head]
         for i, r in enumerate(rows):
             row = [str(r.get("what")), f"{r.get('seed_value')} {r.get('unit') or ''}".strip(), _lab_text(r),
                    r["agreement"]]
@@ -211,10 +222,12 @@ def seed_section(rows: list[dict], compact: bool = False, device: list[dict] | N
             table.append(row)
         return ["### The seed's figures beside the lab's (sources below)", ""] + _table(table, numbers=False)
     out = ["## The seed's figures beside the lab's", "",
-           "A ratio is median(a) / median(b) over the runs, a value the median over a's runs; the CI is a 95 % "
-           "bootstrap over runs; a seed figure agrees when it lies inside it. These are the guest path's; the "
-           "first screen has the device path's beside them.", ""]
-    table = [["figure", "seed", "lab (95 % CI)", "agreement", "source", "derivation"]]
+           f"A ratio is median(a) / median(b) over the runs, a value the median over a's runs; the CI is a "
+           f"{CI_LEVEL} bootstrap over runs. A seed figure agrees when it lies inside the CI and the CI is "
+           "narrower than the figure's distance from the value it must be told apart from (1 for a ratio: no "
+           "difference; a preset's `tell_apart` otherwise); a CI that also holds that value is too wide to tell. "
+           "These are the guest path's; the first screen has the device path's beside them.", ""]
+    table = [["figure", "seed", f"lab ({CI_LEVEL} CI)", "agreement", "source", "derivation"]]
     for r in rows:
         unit = r.get("unit") or ""
         lab = _lab_text(r)

@@ -1,5 +1,5 @@
 """The report's first screen, as AWR opens with its top events: each comparison's verdict on each
-path in one line (the change of its primary metric, p, n, the 95 % CI, the floor's share and the
+path in one line (the change of its primary metric, p (Holm-adjusted), n, the 99 % CI, the floor's share and the
 path it is read from), computed here for document.py and summary.json.
 
 The floor of a path is what the same run costs on that path when the device costs nothing: the
@@ -72,6 +72,7 @@ def _path(c: dict | None, disks: list[Disk]) -> dict | None:
     shares = [100.0 * f.median / m if f and m else None for f, m in zip(floors, head["medians"])]
     return {"metric": head["metric"], "label": head["label"], "unit": head["unit"], "medians": head["medians"],
             "change_pct": head["change_pct"], "p": head["p"], "n": head["n"], "ci": head["ci"],
+            "p_unadjusted": head.get("p_unadjusted", head["p"]), "family": head.get("family", 1),
             "verdict": head["verdict"], "note": head["note"],
             "floor": [None if f is None else {"config": f.label, "median": f.median, "range": [f.low, f.high],
                                               "n": f.n} for f in floors],

@@ -2,7 +2,7 @@
 report's: per disk a log-scale histogram of log file sync and log file parallel write over time
 (plot_disk), and per comparison across disks one histogram of both sides (plot_comparison) and the
 shift function of log file sync (plot_shift: per quantile of a, the difference b - a of the run
-medians with its 95 % CI). `sectorlab plot`'s (plot_events): a log-scale latency histogram and the
+medians with its 99 % CI). `sectorlab plot`'s (plot_events): a log-scale latency histogram and the
 latency over time of every event of one --events file.
 
 matplotlib and numpy are imported inside the functions that draw: they are slow to import and
@@ -144,7 +144,7 @@ def plot_comparison(c: dict, disks: list[Disk], path: Path) -> Path | None:
 
 def plot_shift(c: dict, path: Path) -> Path | None:
     """The shift function of a comparison (compare.shift): x the quantile of a's log file sync (the
-    median of its runs, ms, log scale), y the difference b - a in ms with its 95 % bootstrap CI as
+    median of its runs, ms, log scale), y the difference b - a in ms with its 99 % bootstrap CI as
     bars, a line at 0. None when the comparison has no shift function (fewer than 2 runs a side
     with events)."""
     s = c.get("shift")
@@ -162,7 +162,7 @@ def plot_shift(c: dict, path: Path) -> Path | None:
     _log_x(ax)
     a, b = (f"{c[k]['disk']}@{c[k]['blocksize']}" if isinstance(c[k], dict) else str(c[k]) for k in ("a", "b"))
     ax.set(xlabel=f"log file sync quantile of {a} (ms, log scale)", ylabel=f"{b} - {a} (ms)",
-           title=f"shift function (guest path), {s['n'][0]} + {s['n'][1]} runs, 95 % CI")
+           title=f"shift function (guest path), {s['n'][0]} + {s['n'][1]} runs, {stats.CI_LEVEL} CI")
     fig.tight_layout()
     return _save(fig, path)
 

@@ -191,5 +191,8 @@ SEED_FIGURE_FIELDS = fields.Table("[[bench.seed_figure]]", "A number the seed pu
     fields.Field("a", fields.custom("TARGET@BLOCKSIZE", _selector), "the configuration (the numerator)"),
     fields.Field("b", fields.custom("TARGET@BLOCKSIZE", _selector), "the denominator of a ratio"),
     fields.Field("reason", fields.TEXT, "why the lab cannot give the number (lab = none)", default=""),
+    fields.Field("tell_apart", REAL, "the value the lab must tell the seed's figure apart from for an agreement "
+                 "to mean anything (no difference; default 1 for a ratio): the lab's CI must be narrower than "
+                 "the seed's distance from it"),
 ))
 TABLES = (BENCH_FIELDS, TARGET_FIELDS, COMPARE_FIELDS, ASM_FIELDS, SEED_FIGURE_FIELDS)

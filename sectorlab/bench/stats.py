@@ -48,6 +48,11 @@ ROWS = [  # (label, path in the report, format)
 # the host, no latency, rate or byte count of a bench comes near, and an integer of hundreds of
 # digits would overflow the first float it meets.
 NUMBER_MAX = 2 ** 63
+# A difference is claimed below ALPHA, and every interval beside a test is at the same level
+# (1 - ALPHA): a 99 % CI beside p < 0.01, so the test and its interval answer the same question.
+ALPHA = 0.01
+CONFIDENCE = 1 - ALPHA
+CI_LEVEL = f"{100 * CONFIDENCE:.0f} %"
 
 
 def load_json(path: Path, what: str, limit: int, expected: str):
@@ -280,6 +285,21 @@ def mann_whitney(a: list[float], b: list[float]) -> float:
     return float(scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
 
 
+def holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values (each comparison's primary test of one
+    preset), in the given order: the k-th smallest times (m - k + 1), never below the one before,
+    at most 1. A difference is claimed where the adjusted p is below ALPHA, which keeps the chance
+    of any false claim in the family at ALPHA. (scipy has Benjamini-Hochberg only, and statsmodels'
+    multipletests would bring pandas for these lines.)"""
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: ps[i])
+    out, running = [0.0] * m, 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (m - k) * ps[i]))
+        out[i] = running
+    return out
+
+
 def min_p(n_a: int, n_b: int) -> float:
     """The smallest two-sided p an exact Mann-Whitney test can give for n_a and n_b runs: the two
     complete separations out of the C(n_a + n_b, n_a) orders of the runs."""
@@ -288,25 +308,25 @@ def min_p(n_a: int, n_b: int) -> float:
 
 
 def _bootstrap(samples: tuple, statistic) -> tuple[float, float]:
-    """A 95 % percentile bootstrap CI of statistic(*samples, axis), resampling each sample (runs)
+    """A CONFIDENCE (99 %) percentile bootstrap CI of statistic(*samples, axis), resampling each sample (runs)
     on its own, with the fixed seed; BCa is unstable with a handful of runs."""
     import numpy as np
     from scipy import stats as scipy_stats
     result = scipy_stats.bootstrap(tuple(np.asarray(s, dtype=float) for s in samples), statistic,
                                    n_resamples=BOOTSTRAP_RESAMPLES, method="percentile", vectorized=True,
-                                   confidence_level=0.95, rng=np.random.default_rng(BOOTSTRAP_SEED))
+                                   confidence_level=CONFIDENCE, rng=np.random.default_rng(BOOTSTRAP_SEED))
     ci = result.confidence_interval
     return float(ci.low), float(ci.high)
 
 
 def median_shift_ci(a: list[float], b: list[float]) -> tuple[float, float]:
-    """The 95 % bootstrap CI of median(b) - median(a), the two samples resampled independently."""
+    """The CONFIDENCE bootstrap CI of median(b) - median(a), the two samples resampled independently."""
     import numpy as np
     return _bootstrap((a, b), lambda x, y, axis: np.median(y, axis=axis) - np.median(x, axis=axis))
 
 
 def median_ratio_ci(a: list[float], b: list[float]) -> tuple[float, float]:
-    """The 95 % bootstrap CI of median(a) / median(b), the two samples resampled independently."""
+    """The CONFIDENCE bootstrap CI of median(a) / median(b), the two samples resampled independently."""
     import numpy as np
 
     def ratio(x, y, axis):
@@ -316,7 +336,7 @@ def median_ratio_ci(a: list[float], b: list[float]) -> tuple[float, float]:
 
 
 def median_ci(a: list[float]) -> tuple[float, float]:
-    """The 95 % bootstrap CI of the median of one sample (runs)."""
+    """The CONFIDENCE bootstrap CI of the median of one sample (runs)."""
     import numpy as np
     return _bootstrap((a,), lambda x, axis: np.median(x, axis=axis))
 
