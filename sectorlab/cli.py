@@ -133,6 +133,9 @@ def _add_image_commands(sub) -> None:
 def _add_geometry_commands(sub) -> None:
     p = sub.add_parser("geometries", help="the geometry catalog, what each bus can present, and the latency profiles")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--held-out", action="store_true",
+                   help="each profile's model at its seed's load against the seed's iostat figures that no "
+                        "parameter came from (await, svctm, %%util, avgqu-sz)")
     p.set_defaults(func=cmd_geometries)
 
     # Listed for --help only: main hands `redo-check` to the rules engine before this parser runs.

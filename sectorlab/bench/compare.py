@@ -345,6 +345,16 @@ class Findings:
     headlines: list[dict] = field(default_factory=list)
     device_seeds: list[dict] = field(default_factory=list)  # the seed table on the device path
     device_per_disk: dict[str, dict | None] = field(default_factory=dict)
+    held_out: list[dict] = field(default_factory=list)  # the disks' models against their seeds' figures
+
+
+def held_out_of(disks: list[Disk]) -> list[dict]:
+    """The held-out device figures of the profiles the bench's disks are served by, beside the
+    model at the seed's load (devices/heldout.py; the catalog's profiles as they are now)."""
+    from ..devices import heldout
+    models = {d.entry.get("model") for d in disks}
+    items = [h for h in heldout.held_out() if h.profile in models]
+    return heldout.check(items) if items else []
 
 
 def findings_of(bench: dict, disks: list[Disk]) -> Findings:
@@ -356,4 +366,4 @@ def findings_of(bench: dict, disks: list[Disk]) -> Findings:
                     device_disks, device_cross, controls(device_disks) if device_disks else [],
                     headlines(cross, device_cross, disks, device_disks, why_not),
                     seed_table(bench, device_disks) if device_disks else [],
-                    {d.name: comparison(d) for d in device_disks})
+                    {d.name: comparison(d) for d in device_disks}, held_out_of(disks))

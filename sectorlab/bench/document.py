@@ -301,6 +301,7 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, foun
     out += findings.controls_section(found.controls)
     out += findings.controls_section(found.device_controls, "device path")
     out += findings.seed_section(found.seeds)
+    out += findings.held_out_section(found.held_out)
     out += _rules_section(bench)
     crosschecks = bench.get("crosschecks")
     if crosschecks:

@@ -239,6 +239,21 @@ def seed_section(rows: list[dict], compact: bool = False, device: list[dict] | N
     return out + _table(table, numbers=False)
 
 
+def held_out_section(rows: list[dict]) -> list[str]:
+    """The disks' device models at their seeds' loads against the seeds' iostat figures that no
+    profile parameter came from (devices/heldout.py)."""
+    if not rows:
+        return []
+    from ..devices import heldout
+    return ["## The device models against the seeds' held-out figures", "",
+            "Figures the seed's iostat printed for its device that no parameter of the profile came from, beside "
+            "the model run at the seed's own load in virtual time (Poisson arrivals at its writes per second, its "
+            f"average request size, {rows[0]['requests']:,} writes for each of {rows[0]['seeds']} generator seeds; "
+            "the median and the range over the seeds). A figure agrees when the range meets the seed's as printed, "
+            "widened by its rounding; a disagreement is the profile's, said and not tuned away "
+            "(docs/device-models.md reads each).", ""] + heldout.table(rows) + [""]
+
+
 def _lab_text(r: dict) -> str:
     lab = "-" if r.get("lab_value") is None else f"{r['lab_value']:.3g}"
     if r.get("ci"):

@@ -223,6 +223,7 @@ def summary(bench: dict, disks: list[Disk], found: Findings | None = None) -> di
                           "controls": found.device_controls, "seed_figures": found.device_seeds}
     out["controls"] = found.controls
     out["seed_figures"] = found.seeds
+    out["held_out"] = found.held_out
     out["rules"] = bench.get("rules") or []
     return out
 

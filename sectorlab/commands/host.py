@@ -24,6 +24,11 @@ def cmd_accel(args) -> int:
 
 
 def cmd_geometries(args) -> int:
+    if args.held_out:
+        from ..devices import heldout
+        rows = heldout.check()
+        print(json.dumps(rows, indent=2) if args.json else "\n".join(heldout.table(rows)))
+        return 0
     catalog = geometry.geometries()
     if args.json:
         print(json.dumps({"geometries": {n: g.as_dict() for n, g in catalog.items()},
