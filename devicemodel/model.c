@@ -167,6 +167,8 @@ void model_reset(struct model *m) {
   m->dirty_at = 0;
   m->first_at = -1;
   m->writes = 0;
+  m->buffered = 0;
+  m->buffer_clock = 0;
 }
 
 const char *model_check(const struct model *m) {
@@ -183,6 +185,10 @@ const char *model_check(const struct model *m) {
     return "physical-sector is a power of two, 512 or more (at most 65536)";
   if (m->write_unit && (m->write_unit % 512 || m->write_unit > MODEL_MAX_UNIT))
     return "write-unit is a multiple of 512 (at most 64M)";
+  if (m->write_buffer && !m->write_unit) return "write-buffer needs write-unit (it holds write units)";
+  if (m->write_buffer && (m->write_buffer < m->write_unit ||
+                          m->write_buffer / m->write_unit > MODEL_MAX_BUFFER_UNITS))
+    return "write-buffer holds 1 to 4096 write units";
   if (m->stripe > MODEL_MAX_STRIPE) return "stripe is at most 1G";
   if (m->cache_bytes > MODEL_MAX_CACHE) return "cache-size is at most 1T";
   if (!(m->fail_after_seconds >= 0 && m->fail_after_seconds <= MODEL_MAX_FAIL_SECONDS))
@@ -198,6 +204,45 @@ static uint32_t partial_units(uint32_t unit, uint64_t offset, uint32_t length) {
   int head = offset % unit != 0, tail = end % unit != 0;
   if (offset / unit == (end - 1) / unit) return head || tail;
   return (uint32_t)(head + tail);
+}
+
+/* The write buffer: is this unit in it (its slot, or -1)? */
+static int buffer_find(const struct model *m, uint64_t unit) {
+  for (uint32_t i = 0; i < m->buffered; i++)
+    if (m->buffer_unit[i] == unit) return (int)i;
+  return -1;
+}
+
+/* The unit was just written: it is the buffer's newest, the least recently written one leaving
+ * when the buffer is full. */
+static void buffer_put(struct model *m, uint64_t unit) {
+  int i = buffer_find(m, unit);
+  if (i < 0) {
+    uint32_t capacity = (uint32_t)(m->write_buffer / m->write_unit);
+    if (m->buffered < capacity) i = (int)m->buffered++;
+    else {
+      i = 0;
+      for (uint32_t j = 1; j < m->buffered; j++)
+        if (m->buffer_stamp[j] < m->buffer_stamp[i]) i = (int)j;
+    }
+    m->buffer_unit[i] = unit;
+  }
+  m->buffer_stamp[i] = ++m->buffer_clock;
+}
+
+/* Partly written units the write buffer holds (merged there, not read): the first and the last of
+ * [offset, offset+length) where each is partial; then every unit written goes into the buffer (at
+ * most its capacity, the last ones). */
+static uint32_t buffer_write(struct model *m, uint64_t offset, uint32_t length) {
+  if (!m->write_buffer || !length) return 0;
+  uint64_t unit = m->write_unit, first = offset / unit, last = (offset + length - 1) / unit;
+  uint32_t hits = 0;
+  if (offset % unit && buffer_find(m, first) >= 0) hits++;
+  if ((offset + length) % unit && last != first && buffer_find(m, last) >= 0) hits++;
+  else if ((offset + length) % unit && last == first && !(offset % unit) && buffer_find(m, first) >= 0) hits++;
+  uint64_t capacity = m->write_buffer / unit, from = last - first + 1 > capacity ? last + 1 - capacity : first;
+  for (uint64_t u = from; u <= last; u++) buffer_put(m, u);
+  return hits;
 }
 
 static int64_t us_to_ns(double us) { return (int64_t)llround(us * NS_PER_US); }
@@ -239,7 +284,8 @@ static int failing(struct model *m, enum op op, int64_t now) {
 
 static void write_request(struct model *m, struct cost *c, uint64_t offset, uint32_t length, int fua,
                           int64_t now) {
-  c->unit_reads = partial_units(m->write_unit, offset, length);
+  c->buffer_hits = buffer_write(m, offset, length);
+  c->unit_reads = partial_units(m->write_unit, offset, length) - c->buffer_hits;
   /* A unit made of whole physical sectors is read whole: that read holds the partly written sector,
    * which is not read again (a 512e drive programming 4 KiB pages reads each page once). */
   int covered = m->write_unit && m->physical_sector && m->write_unit % m->physical_sector == 0;
@@ -358,7 +404,7 @@ const char *model_set(struct model *m, const char *key, const char *value) {
   }
   if (strcmp(key, "channels") && strcmp(key, "stripe") && strcmp(key, "cache-size") &&
       strcmp(key, "physical-sector") && strcmp(key, "write-unit") && strcmp(key, "fail-after-writes") &&
-      strcmp(key, "seed"))
+      strcmp(key, "seed") && strcmp(key, "write-buffer"))
     return MODEL_NOT_MINE;
   if (parse_size(value, &u))
     return strcmp(key, "channels") == 0            ? "expected a whole number, 1 to 64"
@@ -375,6 +421,7 @@ const char *model_set(struct model *m, const char *key, const char *value) {
   }
   else if (strcmp(key, "physical-sector") == 0) m->physical_sector = u > MODEL_MAX_SECTOR ? 3 : (uint32_t)u;
   else if (strcmp(key, "write-unit") == 0) m->write_unit = u > MODEL_MAX_UNIT ? 3 : (uint32_t)u;
+  else if (strcmp(key, "write-buffer") == 0) m->write_buffer = u;
   else if (strcmp(key, "fail-after-writes") == 0) m->fail_after_writes = u;
   else m->seed = u;
   return NULL;

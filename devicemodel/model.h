@@ -16,6 +16,7 @@
 #define MODEL_MAX_STRIPE (1ULL << 30) /* stripe: at most 1 GiB */
 #define MODEL_MAX_SECTOR 65536        /* physical-sector: at most 64 KiB */
 #define MODEL_MAX_UNIT (64U << 20)    /* write-unit: at most 64 MiB */
+#define MODEL_MAX_BUFFER_UNITS 4096   /* write-buffer: at most this many write units */
 
 enum dist_kind { DIST_NONE, DIST_FIXED, DIST_NORMAL, DIST_LOGNORMAL, DIST_PERCENTILES };
 
@@ -46,6 +47,9 @@ struct model {
   uint32_t physical_sector;            /* read-modify-write of a partly written physical sector; 0: none */
   uint32_t write_unit;                 /* flash program unit: a partly written unit is read first (and a partly
                                           written physical sector inside it not again); 0: none */
+  uint64_t write_buffer;               /* bytes of DRAM holding the write units written last (least recently
+                                          written out first): a partial write into a unit it holds merges
+                                          there, with no read of the unit; 0: none (needs write-unit) */
   /* faults: every write, flush, trim and zero fails with EIO from the Nth write on (1-based; 0:
    * never) or from this many seconds after the first request (0: never) */
   uint64_t fail_after_writes;
@@ -61,6 +65,10 @@ struct model {
   int64_t dirty_at;                    /* ns: when `dirty` was last brought up to date */
   int64_t first_at;                    /* ns: the first request's arrival; -1 before it */
   uint64_t writes;
+  uint32_t buffered;                   /* units in the write buffer */
+  uint64_t buffer_clock;               /* the last write's stamp */
+  uint64_t buffer_unit[MODEL_MAX_BUFFER_UNITS];  /* which units, and when each was last written */
+  uint64_t buffer_stamp[MODEL_MAX_BUFFER_UNITS];
 };
 
 /* What the model decided for one request. */
@@ -70,6 +78,7 @@ struct cost {
   int cached;                          /* a write the cache took, or a flush the cache answered */
   uint32_t rmw_reads;                  /* physical sectors read first */
   uint32_t unit_reads;                 /* flash units read first */
+  uint32_t buffer_hits;                /* partly written units merged in the write buffer instead */
   int error;                           /* 0, or EIO for a fault */
 };
 

@@ -82,6 +82,50 @@ def test_a_write_unit_of_whole_physical_sectors_is_read_once_not_twice(offset, l
     assert rows[0].service_us == 20 + 60 * units
 
 
+def _redo_writes(n: int, size: int = 512) -> str:
+    """n sequential redo writes of `size` bytes, 1 ms apart (no queue)."""
+    return "".join(f"{i * 1000} write {i * size} {size}\n" for i in range(n))
+
+
+def test_a_write_buffer_merges_appends_into_the_unit_it_just_wrote():
+    """Sixteen 512-byte redo writes fill two 4 KiB units: without a buffer each reads its unit
+    first; with one, only the first write into each unit does (the rest merge in DRAM), and the
+    trace counts the merges."""
+    plain = simulate(_redo_writes(16), write="fixed:20", read="fixed:60", write_unit=4096)
+    buffered = simulate(_redo_writes(16), write="fixed:20", read="fixed:60", write_unit=4096, write_buffer="64k")
+    assert [r.unit_reads for r in plain] == [1] * 16 and [r.buffer_hits for r in plain] == [0] * 16
+    assert [r.unit_reads for r in buffered] == [1] + [0] * 7 + [1] + [0] * 7
+    assert [r.buffer_hits for r in buffered] == [0] + [1] * 7 + [0] + [1] * 7
+    assert [r.service_us for r in buffered][:2] == [80, 20]
+    assert trace.summary(buffered, "write")["buffer_hits"] == 14
+
+
+def test_the_write_buffer_keeps_the_units_written_last():
+    """A buffer of one 4 KiB unit: unit 0, then unit 1, then unit 0 again: unit 0 left when unit 1
+    came, so it is read again; a whole-unit write reads nothing and enters the buffer, and the
+    partial write after it merges."""
+    rows = simulate("0 write 0 512\n1000 write 4096 512\n2000 write 512 512\n3000 write 8192 4096\n"
+                    "4000 write 8192 512\n", write="fixed:20", read="fixed:60", write_unit=4096, write_buffer=4096)
+    assert [(r.unit_reads, r.buffer_hits) for r in rows] == [(1, 0), (1, 0), (1, 0), (0, 0), (0, 1)]
+
+
+def test_a_write_spanning_more_units_than_the_buffer_leaves_its_last_ones_there():
+    # 2 units of buffer, a 16 KiB write at 512 (units 0-4, its first and last partial), then writes
+    # into units 0 and 4: unit 4 is held, unit 0 is not.
+    rows = simulate("0 write 512 16384\n1000 write 16896 512\n2000 write 1024 512\n",
+                    write="fixed:20", read="fixed:60", write_unit=4096, write_buffer=8192)
+    assert [(r.unit_reads, r.buffer_hits) for r in rows] == [(2, 0), (0, 1), (1, 0)]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["write-buffer=64k"], "write-buffer needs write-unit"),
+    (["write-unit=4096", "write-buffer=1k"], "write-buffer holds 1 to 4096 write units"),
+    (["write-unit=4096", "write-buffer=32M"], "write-buffer holds 1 to 4096 write units"),
+    (["write-unit=4096", "write-buffer=lots"], "expected a whole number of bytes")])
+def test_a_bad_write_buffer_is_one_line(args, message):
+    assert message in refused(*args)
+
+
 def test_a_write_back_cache_answers_until_it_is_full_then_the_write_waits_for_destage():
     # 8 KiB of cache draining at 1 MB/s (1 byte per us): the third 4 KiB write finds it full.
     rows = simulate("0 write 0 4096\n0 write 4096 4096\n0 write 8192 4096\n", cache_size=8192,

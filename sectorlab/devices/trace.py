@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 INT_FIELDS = ("offset", "length", "fua", "channel", "cached", "rmw_reads", "unit_reads", "error")
+OPTIONAL_INT_FIELDS = ("buffer_hits",)  # absent from a trace written before the model had a write buffer
 FLOAT_FIELDS = ("t_us", "queue_us", "service_us", "served_us")
 
 
@@ -30,12 +31,14 @@ class Request:
     rmw_reads: int
     unit_reads: int
     error: int
+    buffer_hits: int = 0
 
 
 def parse(text: str) -> list[Request]:
     rows = []
     for row in csv.DictReader(text.splitlines()):
         values = {k: int(row[k]) for k in INT_FIELDS}
+        values |= {k: int(row[k]) for k in OPTIONAL_INT_FIELDS if row.get(k) not in (None, "")}
         values |= {k: float(row[k]) if row.get(k) not in (None, "") else float("nan") for k in FLOAT_FIELDS}
         rows.append(Request(op=row["op"], **values))
     return rows
@@ -63,6 +66,7 @@ def summary(requests: list[Request], op: str, channels: int = 1) -> dict:
         "utilisation": busy / (span * channels) if span > 0 else 0.0,
         "cached": sum(r.cached for r in rows), "rmw_reads": sum(r.rmw_reads for r in rows),
         "unit_reads": sum(r.unit_reads for r in rows), "errors": sum(1 for r in rows if r.error),
+        "buffer_hits": sum(r.buffer_hits for r in rows),
     }
     if not np.isnan(served).all():
         out |= {"served_p50_us": float(np.nanpercentile(served, 50)),
