@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # nothing in it (a $ is a $), and the shell never reads it as code. Each variable reaches the
 # recipes as an environment variable, quoted there: one argument, or none when empty. PYTEST_ARGS
 # alone is several arguments, split as a shell splits words (PYTEST_ARGS_SPLIT below).
-USER_VARS := GUEST LAB LAB_SUFFIX PYTEST_ARGS PRESET DURATION WARMUP REPEATS RESULTS ORDER_SEED
+USER_VARS := GUEST LAB LAB_SUFFIX PYTEST_ARGS PRESET DURATION WARMUP REPEATS RESULTS ORDER_SEED SWEEP
 # LAB_SUFFIX's default is the environment's SECTORLAB_LAB_SUFFIX, as written.
 ifeq ($(origin LAB_SUFFIX),undefined)
 override LAB_SUFFIX := $(value SECTORLAB_LAB_SUFFIX)
@@ -64,7 +64,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
-        bench-lab-up bench-floor bench bench-all bench-check faults alone
+        bench-lab-up bench-floor bench bench-all bench-check bench-sweep faults alone
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -87,6 +87,8 @@ help:
 	@echo "make bench [PRESET=p3700-4k] [DURATION=s] [REPEATS=n] [ORDER_SEED=n]  a seed's experiment: its own lab up, every"
 	@echo "                          configuration REPEATS times in random interleaved rounds (open loop, controls), lab down,"
 	@echo "                          results/<time>-<preset>/report.html (sectorlab bench --list)"
+	@echo "make bench-sweep PRESET=p [SWEEP=param]  an assumed device parameter over its plausible range on the device"
+	@echo "                          path (no lab): where each headline flips (also make bench PRESET=p SWEEP=param)"
 	@echo "make bench-all            every preset in turn (about 60 minutes; zfs-appliance builds its image the first time)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; a three-bus"
 	@echo "                          preset's device counters; a Ctrl-C and a SIGTERM"
@@ -253,7 +255,14 @@ check: bootstrap-all
 
 # A seed's experiment (labs/bench/): on a quiet machine, with no other lab up.
 bench: bootstrap
-	@$(show); show $(SECTORLAB) bench $(BENCH_ARGS)
+	@$(show); if [ -n "$$SWEEP" ]; then $(MAKE) --no-print-directory bench-sweep; else show $(SECTORLAB) bench $(BENCH_ARGS); fi
+
+# An assumed device parameter of a preset over its plausible range, on the device path (no lab):
+# make bench-sweep PRESET=vsphere-512e [SWEEP=write-buffer] [REPEATS=n] [DURATION=s] [ORDER_SEED=n].
+bench-sweep: bootstrap
+	@$(show); show $(SECTORLAB) bench-sweep $${SWEEP:+--param="$$SWEEP"} $${REPEATS:+--repeats="$$REPEATS"} \
+	  $${DURATION:+--duration="$$DURATION"} $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} \
+	  -- "$${PRESET:-vsphere-512e}"
 
 bench-all: bootstrap
 	@set -e; for p in $$($(SECTORLAB) bench --list | cut -d' ' -f1); do $(SECTORLAB) bench -- "$$p"; done

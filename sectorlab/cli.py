@@ -19,6 +19,7 @@ from .commands.bench import (
     cmd_bench,
     cmd_bench_floor,
     cmd_bench_lab_up,
+    cmd_bench_sweep,
     cmd_bench_writer,
     cmd_compare,
     cmd_plot,
@@ -198,6 +199,16 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("--seconds", type=whole(1, 3600), default=4)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_floor)
+
+    p = sub.add_parser("bench-sweep", help="an assumed device parameter of a preset varied over its plausible range "
+                                           "on the device path (no lab), and where each headline flips")
+    p.add_argument("preset", help="a preset of labs/bench/ with a [[bench.sweep]]")
+    p.add_argument("--param", help="the swept parameter (default: every [[bench.sweep]] of the preset)")
+    p.add_argument("--repeats", type=whole(2, 50), default=5, help="runs of each value and configuration (default 5)")
+    p.add_argument("--duration", type=whole(1, 3600), help="seconds of each run (default: the preset's)")
+    p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the run order (default: a new one)")
+    p.add_argument("--results", type=Path, help="where <timestamp>-<preset>-sweep-<param>/ goes (default: results/)")
+    p.set_defaults(func=cmd_bench_sweep)
 
     p = sub.add_parser("bench-lab-up", help="cold and warm lab-up side by side (destroys the lab first)")
     p.add_argument("--lab", type=Path, help=_LAB_HELP)

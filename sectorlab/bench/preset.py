@@ -151,6 +151,7 @@ class Preset:
     asm: list[dict] = field(default_factory=list)
     seed_figures: list[dict] = field(default_factory=list)
     order_seed: int | None = None
+    sweeps: list = field(default_factory=list)     # sweep.Sweep: [[bench.sweep]]
     kind: str = field(default="redo", init=False)   # its entry in kinds.KINDS
 
     def configs(self) -> list[Config]:
@@ -241,8 +242,10 @@ def from_table(path: Path, data: dict, lab: labdef.Lab, duration_s: int | None =
     asm = [ASM_FIELDS.read(f"{where} [[bench.asm]] #{i}", a, **context) for i, a in enumerate(b["asm"], 1)]
     figures = [_seed_figure(f"{where} [[bench.seed_figure]] #{i}", f, context)
                for i, f in enumerate(b["seed_figure"], 1)]
+    from . import sweep  # sweep.py runs presets: it imports this module
+    sweeps = [sweep.read(f"{where} [[bench.sweep]] #{i}", s, disks) for i, s in enumerate(b["sweep"], 1)]
     return Preset(path.stem, path, lab, b["seed"], b["title"], workload, b["blocksizes"], targets, compares, asm,
-                  figures, b["order_seed"])
+                  figures, b["order_seed"], sweeps)
 
 
 def _target(wt: str, t: dict, raw: dict, b: dict, repeats_given: bool) -> Target:

@@ -147,6 +147,8 @@ BENCH_FIELDS = fields.Table("[bench]", "What a bench preset runs: the workload o
                  default=lambda got: [], default_text="none"),
     fields.Field("seed_figure", fields.tables("[[bench.seed_figure]]"), "[[bench.seed_figure]]: the seed's "
                  "published numbers the report puts beside the lab's", default=lambda got: [], default_text="none"),
+    fields.Field("sweep", fields.tables("[[bench.sweep]]"), "[[bench.sweep]]: assumed device parameters varied over "
+                 "their plausible range (make bench-sweep)", default=lambda got: [], default_text="none"),
 ))
 TARGET_FIELDS = fields.Table("[[bench.target]]", "One target: a disk of the lab (or null:), run as a redo log.", (
     fields.Field("disk", fields.custom("a disk of the lab, or null:", _disk), "the disk; null: writes nothing "
@@ -195,4 +197,26 @@ SEED_FIGURE_FIELDS = fields.Table("[[bench.seed_figure]]", "A number the seed pu
                  "to mean anything (no difference; default 1 for a ratio): the lab's CI must be narrower than "
                  "the seed's distance from it"),
 ))
-TABLES = (BENCH_FIELDS, TARGET_FIELDS, COMPARE_FIELDS, ASM_FIELDS, SEED_FIGURE_FIELDS)
+def _values(where: str, key: str, value, got: dict) -> list[str]:
+    if not isinstance(value, list) or len(value) < 2 or not all(isinstance(v, (str, int)) for v in value):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a list of at least 2 values in the model's syntax "
+                         f"(\"0\", \"64k\", \"fixed:20\")")
+    out = [str(v) for v in value]
+    if len(set(out)) != len(out):
+        raise UsageError(f"{where}: {key} = {value!r}: a value is given twice")
+    return out
+
+
+SWEEP_FIELDS = fields.Table("[[bench.sweep]]", "An assumed parameter of a device profile varied over its plausible "
+                            "range on the device path (make bench-sweep).", (
+    fields.Field("param", fields.TEXT, "the model parameter (a key of the profile's params)",
+                 default=fields.REQUIRED),
+    fields.Field("profile", fields.TEXT, "the device profile whose disks get the values", default=fields.REQUIRED),
+    fields.Field("values", fields.custom("list of model values", _values), "the values, spanning the range",
+                 default=fields.REQUIRED),
+    fields.Field("range", fields.TEXT, "why these values are the plausible range (and where each end comes from)",
+                 default=fields.REQUIRED),
+))
+
+
+TABLES = (BENCH_FIELDS, TARGET_FIELDS, COMPARE_FIELDS, ASM_FIELDS, SEED_FIGURE_FIELDS, SWEEP_FIELDS)

@@ -12,6 +12,7 @@ import json
 from .. import bench
 from .. import lab as lab_mod
 from ..bench import floor, plots, report, stats, tools
+from ..errors import UsageError
 from .common import load_lab, progress
 
 
@@ -55,6 +56,16 @@ def cmd_bench(args) -> int:
         for path in report.render_png(results / "report.html", progress=progress).values():
             progress(f"drawn: {path}")
     print(results)
+    return 0
+
+
+def cmd_bench_sweep(args) -> int:
+    from ..bench import sweep
+    preset = bench.load_preset(args.preset, duration_s=args.duration, suffix=lab_mod.suffix_from_env())
+    if preset.kind != "redo":
+        raise UsageError(f"preset {args.preset!r} is a {preset.kind} bench: bench-sweep runs redo presets")
+    for s in sweep.pick(preset, args.param):
+        print(sweep.run(preset, s, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed))
     return 0
 
 

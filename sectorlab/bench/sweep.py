@@ -1,0 +1,301 @@
+"""`sectorlab bench-sweep` (make bench-sweep PRESET=... SWEEP=PARAM): one assumed parameter of a
+device profile varied over its stated plausible range, and where each of the preset's headlines
+flips.
+
+A preset's [[bench.sweep]] names a parameter of a profile its disks are served by, the values that
+span the range a reader could believe (each a value the model takes, in its own syntax), and why
+that range. The sweep runs on the device path only, on this host: no lab, no guest. For every
+value a model of each disk the comparisons need is started (devices/server.py, nbdkit and the
+project's filter, a disk in RAM; the swept profile's disks with the value, the others as their
+profile has them), and the preset's comparisons run on them as the bench's device path runs them:
+redo-writer through libnbd with the preset's workload, polling for replies
+(devicepath.REPLY_SPIN_US). Every (value, configuration) runs `repeats` times in complete rounds,
+each round in its own random order over all values alike, so the host's drift falls on every value
+the same. Each model gets one unmeasured run of the preset's warm-up first (its memory allocated).
+
+Per value, each comparison is tested as the bench tests it (compare.compare_runs, its primary
+metric, Holm over the preset's comparisons at that value). A comparison whose verdict is not the
+same at every value (significant one way, the other, or within noise) is printed as depending on
+the parameter, with the values between which it flips; one that holds at every value holds over the
+range. The results directory has sweep.json and report.md.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..devices import build, profiles
+from ..devices.server import DeviceServer
+from ..errors import SectorlabError, UsageError
+from ..lab import modelled
+from ..paths import write_atomic
+from . import compare
+from .devicepath import REPLY_SPIN_US, SLACK_S
+from .preset import RESULTS_DIR, Preset, Progress, Target
+from .presetfields import NULL_TARGET, SWEEP_FIELDS
+from .run import redo_writer_args
+
+# Memory each model serves (nbdkit's sparse memory plugin): the preset's log and room.
+MIN_DISK_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Sweep:
+    param: str
+    profile: str
+    values: tuple[str, ...]
+    range: str
+
+    @property
+    def own(self) -> str:
+        """The profile's own value of the parameter."""
+        return profiles.get(self.profile).params[self.param]
+
+
+def read(where: str, raw: dict, preset_disks: dict) -> Sweep:
+    """One [[bench.sweep]], checked before anything starts: a profile the preset's disks use, a
+    parameter that profile has, values the model takes."""
+    s = SWEEP_FIELDS.read(where, raw)
+    used = sorted({d.device for d in preset_disks.values() if d.device})
+    if s["profile"] not in used:
+        raise UsageError(f"{where}: profile = {s['profile']!r}: no disk of the preset is served by it; expected one "
+                         f"of {', '.join(used) or '(none: the preset has no modelled disk)'}")
+    params = profiles.get(s["profile"]).params
+    if s["param"] not in params:
+        raise UsageError(f"{where}: param = {s['param']!r}: profile {s['profile']!r} has no such parameter (it has "
+                         f"{', '.join(params)}); a sweep varies what the profile sets")
+    for v in s["values"]:
+        profiles.check(f"{where}: {s['param']} = {v!r}", {**params, s["param"]: v})
+    return Sweep(s["param"], s["profile"], tuple(s["values"]), s["range"])
+
+
+def pick(preset: Preset, param: str | None) -> list[Sweep]:
+    """The preset's sweeps, or the one of `param`; one line when there is none."""
+    if not preset.sweeps:
+        raise UsageError(f"preset {preset.name!r} has no [[bench.sweep]]: nothing to sweep (presets with one: "
+                         f"see docs/experiments.md, 'What the headlines rest on')")
+    if param is None:
+        return list(preset.sweeps)
+    chosen = [s for s in preset.sweeps if s.param == param]
+    if not chosen:
+        raise UsageError(f"SWEEP={param!r}: preset {preset.name!r} sweeps {', '.join(s.param for s in preset.sweeps)}")
+    return chosen
+
+
+@dataclass(frozen=True)
+class Config:
+    target: Target
+    blocksize: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.target.name}@{self.blocksize}"
+
+
+def configs(preset: Preset) -> list[Config]:
+    """The configurations the preset's comparisons need, in their order."""
+    by_name = {t.name: t for t in preset.targets}
+    out: list[Config] = []
+    for c in preset.compares:
+        for side in ("a", "b"):
+            cfg = Config(by_name[c[side]["disk"]], c[side]["blocksize"])
+            if cfg not in out:
+                out.append(cfg)
+    return out
+
+
+class Models:
+    """The device models of a sweep: one per (disk, its sectors as the target shows them, value),
+    started on first use, all stopped at the end."""
+
+    def __init__(self, directory: Path, sweep: Sweep, log_size: int):
+        self.directory, self.sweep, self.size = directory, sweep, max(MIN_DISK_BYTES, 2 * log_size)
+        self.servers: dict[tuple, DeviceServer] = {}
+
+    def uri(self, disk, sectors: tuple[int, int], value: str) -> str:
+        key = (disk.name, *sectors, value)
+        if key not in self.servers:
+            params = modelled.params(disk.device, *sectors)
+            if disk.device == self.sweep.profile:
+                params[self.sweep.param] = value
+            name = f"{disk.name}-{sectors[0]}-{sectors[1]}-v{self.sweep.values.index(value)}"
+            server = DeviceServer(self.directory / name, self.size, params, name="disk")
+            server.start()
+            self.servers[key] = server
+        return self.servers[key].uri()
+
+    def stop(self) -> None:
+        for s in self.servers.values():
+            s.stop()
+
+
+def _target_uris(models: Models, t: Target, value: str) -> tuple[str, str | None]:
+    if t.disk is None:
+        return NULL_TARGET, None
+    sectors = t.expected_sectors()
+    target = models.uri(t.disk, sectors, value)
+    if t.race is not None:
+        return target, models.uri(t.race, sectors, value)
+    return target, NULL_TARGET if t.race_null else None
+
+
+def run(preset: Preset, sweep: Sweep, progress: Progress, results_root: Path = RESULTS_DIR,
+        repeats: int = 5, seed: int | None = None) -> Path:
+    """The sweep's runs and its report; the results directory."""
+    writer = build.built(build.REDO_WRITER)
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
+    rng = random.Random(seed)
+    cfgs = configs(preset)
+    if not cfgs:
+        raise UsageError(f"preset {preset.name!r} has no [[bench.compare]]: a sweep shows where its comparisons flip")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    results = results_root / f"{stamp}-{preset.name}-sweep-{sweep.param}"
+    (results / "runs").mkdir(parents=True)
+    w = preset.workload
+    slots = []
+    for r in range(1, repeats + 1):
+        round_ = [(v, c) for v in sweep.values for c in cfgs]
+        rng.shuffle(round_)
+        slots += [(v, c, r) for v, c in round_]
+    estimate = len(slots) * w.duration_s + len(sweep.values) * len(cfgs) * w.warmup_s
+    progress(f"sweep of {sweep.param} on {sweep.profile} over {', '.join(sweep.values)}: {len(slots)} runs "
+             f"({len(cfgs)} configurations x {len(sweep.values)} values x {repeats}), about {estimate // 60} min "
+             f"{estimate % 60} s on the device path; results in {results}")
+    models = Models(results / "models", sweep, w.log_size)
+    runs, warm = [], set()
+    started = time.monotonic()
+    try:
+        for i, (value, cfg, rep) in enumerate(slots, 1):
+            target, race = _target_uris(models, cfg.target, value)
+            base = [str(writer), *redo_writer_args(w, target, cfg.blocksize, w.duration_s, race, seed + i)[1:],
+                    "--reply-spin-us", str(REPLY_SPIN_US), "--output", "json"]
+            if (value, cfg.key) not in warm:
+                _call(base[:base.index("--duration") + 1] + [str(w.warmup_s)] + base[base.index("--duration") + 2:],
+                      w.warmup_s, f"warm-up of {cfg.key} at {sweep.param}={value}")
+                warm.add((value, cfg.key))
+            out = _call(base, w.duration_s, f"{cfg.key} at {sweep.param}={value} #{rep}")
+            report = json.loads(out)
+            name = f"v{sweep.values.index(value)}-{cfg.target.name}-bs{cfg.blocksize}-{rep}.json"
+            write_atomic(results / "runs" / name, out)
+            runs.append({"value": value, "config": cfg.key, "repeat": rep, "slot": i, "report": f"runs/{name}",
+                         "command": shlex.join(["redo-writer", *base[1:]])})
+            progress(f"{i}/{len(slots)} {cfg.key} at {sweep.param}={value} #{rep}: log file sync p50 "
+                     f"{report['log_file_sync']['p50_us']:.0f} us ({time.monotonic() - started:.0f} s)")
+    finally:
+        models.stop()
+    doc = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "sweep": sweep.__dict__ | {
+        "own": sweep.own}, "workload": w.as_json(), "order_seed": seed, "repeats": repeats,
+        "comparisons": preset.compares, "runs": runs, "reply_spin_us": REPLY_SPIN_US,
+        "wall_s": round(time.monotonic() - started)}
+    write_atomic(results / "sweep.json", json.dumps(doc, indent=2))
+    write_report(results)
+    return results
+
+
+def _call(argv: list[str], seconds: int, what: str) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + SLACK_S)
+    except subprocess.TimeoutExpired as e:
+        raise SectorlabError(f"{what}: '{shlex.join(argv)}' did not end within {seconds + SLACK_S} s") from e
+    if proc.returncode != 0:
+        raise SectorlabError(f"{what}: '{shlex.join(argv)}' exited {proc.returncode}: {proc.stderr.strip()[-400:]}")
+    return proc.stdout
+
+
+def analyse(doc: dict, reports: dict[str, dict]) -> list[dict]:
+    """Per comparison: its test at every value (Holm over the comparisons at that value) and whether
+    its verdict holds over the range or flips (and between which values)."""
+    def key(side):
+        return f"{side['disk']}@{side['blocksize']}"
+    out = []
+    per_value = {}
+    for value in doc["sweep"]["values"]:
+        items = []
+        for c in doc["comparisons"]:
+            side = {s: [reports[r["report"]] for r in doc["runs"] if r["value"] == value and r["config"] == key(c[s])]
+                    for s in ("a", "b")}
+            items.append(compare.compare_runs(side["a"], side["b"], c.get("primary")))
+        compare.adjust_family(items)
+        per_value[value] = items
+    for i, c in enumerate(doc["comparisons"]):
+        cells = []
+        for value in doc["sweep"]["values"]:
+            item = per_value[value][i]
+            head = item["tests"][0] if item.get("tests") and item["tests"][0]["metric"] == item["primary"] else None
+            cells.append({"value": value, "verdict": item["verdict"], "n": item["n"],
+                          "medians": head["medians"] if head else None,
+                          "change_pct": head["change_pct"] if head else None, "p": head["p"] if head else None,
+                          "ci": head["ci"] if head else None, "label": head["label"] if head else item["primary"],
+                          "unit": head["unit"] if head else "", "direction": _direction(head)})
+        directions = [x["direction"] for x in cells]
+        flips = [(cells[j]["value"], cells[j + 1]["value"]) for j in range(len(cells) - 1)
+                 if directions[j] != directions[j + 1]]
+        too_few = next((per_value[v][i].get("min_p_note") for v in doc["sweep"]["values"]
+                        if per_value[v][i].get("min_p_note") or per_value[v][i].get("not_tested")), None)
+        out.append({"title": c.get("title"), "a": key(c["a"]), "b": key(c["b"]), "primary": c.get("primary"),
+                    "cells": cells, "flips": flips, "holds": not flips and not too_few,
+                    "too_few": too_few or (per_value[doc["sweep"]["values"][0]][i].get("not_tested"))})
+    return out
+
+
+def _direction(head: dict | None) -> str:
+    """'b higher', 'b lower' or 'no difference' (within noise, unclear, not tested)."""
+    if not head or head["verdict"] != "significant":
+        return "no difference"
+    return "b higher" if head["medians"][1] > head["medians"][0] else "b lower"
+
+
+def _value_text(value: str, own: str) -> str:
+    return f"`{value}`" + (" (the profile's own)" if value == own else "")
+
+
+def write_report(results: Path) -> Path:
+    doc = json.loads((results / "sweep.json").read_text())
+    reports = {r["report"]: json.loads((results / r["report"]).read_text()) for r in doc["runs"]}
+    found = analyse(doc, reports)
+    s, w = doc["sweep"], doc["workload"]
+    lines = [f"# Sweep of `{s['param']}` on `{s['profile']}`: {doc['title']}", "",
+             f"Preset `{doc['preset']}` (seed {doc['seed'] or '-'}), on the device path only (redo-writer on this "
+             f"host straight to the models, polling for replies {doc['reply_spin_us']} us). Values: "
+             f"{', '.join(_value_text(v, s['own']) for v in s['values'])}. "
+             f"Why this range: {s['range']}", "",
+             f"Workload: {w['sessions']} session(s), {w['redo_per_txn']:,} B of redo per commit, "
+             + (f"{w['rate']:,} commits/s ({w['arrival']})" if w["rate"] else "closed loop")
+             + f"; {w['warmup_s']} s warm-up per model, {w['duration_s']} s a run, {doc['repeats']} runs of each "
+             f"(value, configuration) in random rounds (order seed {doc['order_seed']}); {doc['wall_s']} s in all.",
+             "", "Each comparison's primary metric at every value (Mann-Whitney on one value per run, Holm over the "
+             "preset's comparisons at that value, 99 % bootstrap CI): a headline whose verdict is not the same at "
+             "every value **depends on the parameter** and is not a result on its own.", ""]
+    for item in found:
+        if item["flips"]:
+            verdict = ("**depends on `" + s["param"] + "`**: flips between " +
+                       "; ".join(f"`{a}` and `{b}`" for a, b in item["flips"]))
+        elif item["too_few"]:
+            verdict = f"**not told**: {item['too_few']}"
+        else:
+            verdict = "**holds over the range**"
+        lines += [f"## {item['title']} ({item['a']} → {item['b']})", "", f"Verdict over the range: {verdict}.", "",
+                  f"| `{s['param']}` | median a | median b | change | p (Holm) | 99 % CI of b - a | verdict |",
+                  "|---|---:|---:|---:|---:|---|---|"]
+        for x in item["cells"]:
+            if x["medians"] is None:
+                lines.append(f"| `{x['value']}` | - | - | - | - | - | {x['verdict']} |")
+                continue
+            ma, mb = x["medians"]
+            lines.append(f"| `{x['value']}` | {ma:.4g} {x['unit']} | {mb:.4g} {x['unit']} | "
+                         f"{x['change_pct']:+.1f} % | {x['p']:.2g} | [{x['ci'][0]:+.3g}, {x['ci'][1]:+.3g}] | "
+                         f"{x['verdict']} |")
+        lines.append("")
+    lines += ["## How to run it again", "", "```",
+              f"sectorlab bench-sweep --param {s['param']} --repeats {doc['repeats']} --duration {w['duration_s']} "
+              f"--seed {doc['order_seed']} -- {doc['preset']}", "```", ""]
+    write_atomic(results / "summary.json", json.dumps({"sweep": s, "comparisons": found}, indent=2))
+    path = results / "report.md"
+    write_atomic(path, "\n".join(lines))
+    return path
