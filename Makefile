@@ -64,7 +64,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
-        bench-lab-up bench-floor bench bench-all bench-check bench-sweep faults alone
+        bench-lab-up bench-floor bench bench-all bench-check bench-sweep bench-load faults alone
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -89,6 +89,8 @@ help:
 	@echo "                          results/<time>-<preset>/report.html (sectorlab bench --list)"
 	@echo "make bench-sweep PRESET=p [SWEEP=param]  an assumed device parameter over its plausible range on the device"
 	@echo "                          path (no lab): where each headline flips (also make bench PRESET=p SWEEP=param)"
+	@echo "make bench-load PRESET=p  the seed's own load, closed loop, on the device path (no lab): group commit and"
+	@echo "                          the seed's figures beside the lab's"
 	@echo "make bench-all            every preset in turn (about 60 minutes; zfs-appliance builds its image the first time)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; a three-bus"
 	@echo "                          preset's device counters; a Ctrl-C and a SIGTERM"
@@ -263,6 +265,12 @@ bench-sweep: bootstrap
 	@$(show); show $(SECTORLAB) bench-sweep $${SWEEP:+--param="$$SWEEP"} $${REPEATS:+--repeats="$$REPEATS"} \
 	  $${DURATION:+--duration="$$DURATION"} $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} \
 	  -- "$${PRESET:-vsphere-512e}"
+
+# The seed's own load (its sessions, redo and CPU per transaction), closed loop on the device path:
+# make bench-load PRESET=ssd-vs-hdd [REPEATS=n] [DURATION=s] [ORDER_SEED=n].
+bench-load: bootstrap
+	@$(show); show $(SECTORLAB) bench-load $${REPEATS:+--repeats="$$REPEATS"} $${DURATION:+--duration="$$DURATION"} \
+	  $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} -- "$${PRESET:-ssd-vs-hdd}"
 
 bench-all: bootstrap
 	@set -e; for p in $$($(SECTORLAB) bench --list | cut -d' ' -f1); do $(SECTORLAB) bench -- "$$p"; done

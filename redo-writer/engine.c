@@ -405,6 +405,8 @@ static int may_issue(const struct shared *sh, uint64_t len)
 	return 1;
 }
 
+static uint64_t thread_cpu_ns(void);
+
 static void *log_writer(void *arg)
 {
 	struct shared *sh = arg;
@@ -482,6 +484,7 @@ static void *log_writer(void *arg)
 		wake_sessions(sh);
 	}
 	sh->stop = 1;
+	sh->res->log_writer_cpu_ns += thread_cpu_ns();
 	pthread_cond_broadcast(&sh->job_cv);
 	pthread_cond_broadcast(&sh->written_cv);
 	pthread_mutex_unlock(&sh->lock);
@@ -682,6 +685,7 @@ static void *session(void *arg)
 			note_backlog(ctx);
 	}
 	pthread_mutex_lock(&sh->lock);
+	sh->res->session_cpu_ns += thread_cpu_ns();
 	if (--sh->sessions_left == 0) {
 		sh->stop = 1;
 		pthread_cond_signal(&sh->work);

@@ -101,6 +101,9 @@ struct results {
 	 * not started after a commit, the same at the end over all sessions; whether the run kept up. */
 	uint64_t arrivals, backlog_max, backlog_end;
 	int kept_up;
+	/* The CPU the threads used, measured (CLOCK_THREAD_CPUTIME_ID at each thread's end): the
+	 * sessions' (their transactions' CPU, commits and waits) and the log writer's. */
+	uint64_t session_cpu_ns, log_writer_cpu_ns;
 	struct member_result member[2];
 	int nmembers;
 };

@@ -159,9 +159,13 @@ static void load_json(FILE *out, const struct config *cfg, const struct results 
 {
 	fprintf(out, "\"arrival\": \"%s\", \"offered_rate\": %.1f, \"achieved_rate\": %.1f, \"arrivals\": %llu, "
 		"\"backlog_max\": %llu, \"backlog_end\": %llu, \"kept_up\": %s, \"cpu_us_per_txn\": %llu, "
-		"\"seed\": %llu, ", arrival_name(cfg->arrival), offered_rate(cfg), (double)r->transactions / secs,
-		(unsigned long long)r->arrivals, (unsigned long long)r->backlog_max, (unsigned long long)r->backlog_end,
-		r->kept_up ? "true" : "false", cfg->cpu_us_per_txn, cfg->seed);
+		"\"seed\": %llu, \"cpu_measured\": {\"sessions_us_per_txn\": %.1f, \"log_writer_us_per_write\": %.1f}, "
+		"\"commits_per_write\": %.3f, ", arrival_name(cfg->arrival), offered_rate(cfg),
+		(double)r->transactions / secs, (unsigned long long)r->arrivals, (unsigned long long)r->backlog_max,
+		(unsigned long long)r->backlog_end, r->kept_up ? "true" : "false", cfg->cpu_us_per_txn, cfg->seed,
+		r->transactions ? r->session_cpu_ns / 1e3 / (double)r->transactions : 0.0,
+		r->writes ? r->log_writer_cpu_ns / 1e3 / (double)r->writes : 0.0,
+		r->writes ? (double)r->transactions / (double)r->writes : 0.0);
 }
 
 static void load_text(FILE *out, const struct config *cfg, const struct results *r, double secs)
@@ -171,6 +175,10 @@ static void load_text(FILE *out, const struct config *cfg, const struct results 
 		(double)r->transactions / secs, (unsigned long long)r->arrivals, (unsigned long long)r->backlog_max,
 		(unsigned long long)r->backlog_end, r->kept_up ? "kept up" : "did not keep up", cfg->cpu_us_per_txn,
 		cfg->seed);
+	fprintf(out, "CPU measured: sessions %.1f us per transaction, log writer %.1f us per write; %.3f commits per "
+		"log write\n", r->transactions ? r->session_cpu_ns / 1e3 / (double)r->transactions : 0.0,
+		r->writes ? r->log_writer_cpu_ns / 1e3 / (double)r->writes : 0.0,
+		r->writes ? (double)r->transactions / (double)r->writes : 0.0);
 	if (!r->kept_up)
 		fprintf(out, "did not keep up: offered %.1f/s, achieved %.1f/s\n", offered_rate(cfg),
 			(double)r->transactions / secs);

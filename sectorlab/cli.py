@@ -19,6 +19,7 @@ from .commands.bench import (
     cmd_bench,
     cmd_bench_floor,
     cmd_bench_lab_up,
+    cmd_bench_load,
     cmd_bench_sweep,
     cmd_bench_writer,
     cmd_compare,
@@ -204,11 +205,22 @@ def _add_bench_commands(sub) -> None:
                                            "on the device path (no lab), and where each headline flips")
     p.add_argument("preset", help="a preset of labs/bench/ with a [[bench.sweep]]")
     p.add_argument("--param", help="the swept parameter (default: every [[bench.sweep]] of the preset)")
-    p.add_argument("--repeats", type=whole(2, 50), default=5, help="runs of each value and configuration (default 5)")
+    p.add_argument("--repeats", type=whole(2, 50), help="runs of each value and configuration (default: the fewest "
+                   "with which the preset's comparisons can reach p < 0.01 after Holm)")
     p.add_argument("--duration", type=whole(1, 3600), help="seconds of each run (default: the preset's)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the run order (default: a new one)")
     p.add_argument("--results", type=Path, help="where <timestamp>-<preset>-sweep-<param>/ goes (default: results/)")
     p.set_defaults(func=cmd_bench_sweep)
+
+    p = sub.add_parser("bench-load", help="the seed's own load (its sessions, redo and CPU per transaction) closed "
+                                          "loop on the device path (no lab): group commit and the seed's figures")
+    p.add_argument("preset", help="a preset of labs/bench/ with a [bench.closed_loop]")
+    p.add_argument("--repeats", type=whole(2, 50), help="runs of each configuration (default: the fewest with "
+                   "which the preset's comparisons can reach p < 0.01 after Holm)")
+    p.add_argument("--duration", type=whole(1, 3600), help="seconds of each run (default: the preset's)")
+    p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the run order (default: a new one)")
+    p.add_argument("--results", type=Path, help="where <timestamp>-<preset>-closed-loop/ goes (default: results/)")
+    p.set_defaults(func=cmd_bench_load)
 
     p = sub.add_parser("bench-lab-up", help="cold and warm lab-up side by side (destroys the lab first)")
     p.add_argument("--lab", type=Path, help=_LAB_HELP)

@@ -83,6 +83,11 @@ METRICS = {
     "offered_rate": ("offered rate", _number("offered_rate"), "commits/s", "{:,.1f}"),
     "achieved_rate": ("achieved rate", _number("achieved_rate"), "commits/s", "{:,.1f}"),
     "kept_up": ("kept up with the offered rate", lambda r: r.get("kept_up"), "", "{}"),
+    # Group commit, and the CPU the sessions really used per transaction (a report from before
+    # redo-writer measured them has neither).
+    "commits_per_write": ("commits per log write", _number("commits_per_write"), "commits", "{:.2f}"),
+    "session_cpu_us_per_txn": ("sessions' CPU per transaction, measured",
+                               lambda r: (r.get("cpu_measured") or {}).get("sessions_us_per_txn"), "us", "{:.1f}"),
 }
 DEFAULT_PRIMARY = "log_file_sync_p50_ms"
 

@@ -22,6 +22,7 @@ from ..paths import REPO
 from .presetfields import (
     ASM_FIELDS,
     BENCH_FIELDS,
+    CLOSED_LOOP_FIELDS,
     COMPARE_FIELDS,
     NULL_TARGET,
     SEED_FIGURE_FIELDS,
@@ -152,6 +153,7 @@ class Preset:
     seed_figures: list[dict] = field(default_factory=list)
     order_seed: int | None = None
     sweeps: list = field(default_factory=list)     # sweep.Sweep: [[bench.sweep]]
+    closed_loop: dict | None = None                 # [bench.closed_loop], its figures read as seed figures
     kind: str = field(default="redo", init=False)   # its entry in kinds.KINDS
 
     def configs(self) -> list[Config]:
@@ -244,8 +246,14 @@ def from_table(path: Path, data: dict, lab: labdef.Lab, duration_s: int | None =
                for i, f in enumerate(b["seed_figure"], 1)]
     from . import sweep  # sweep.py runs presets: it imports this module
     sweeps = [sweep.read(f"{where} [[bench.sweep]] #{i}", s, disks) for i, s in enumerate(b["sweep"], 1)]
+    closed = None
+    if b["closed_loop"] is not None:
+        wc = f"{where} [bench.closed_loop]"
+        closed = CLOSED_LOOP_FIELDS.read(wc, b["closed_loop"])
+        closed["figure"] = [_seed_figure(f"{wc} [[figure]] #{i}", f, context)
+                            for i, f in enumerate(closed["figure"], 1)]
     return Preset(path.stem, path, lab, b["seed"], b["title"], workload, b["blocksizes"], targets, compares, asm,
-                  figures, b["order_seed"], sweeps)
+                  figures, b["order_seed"], sweeps, closed)
 
 
 def _target(wt: str, t: dict, raw: dict, b: dict, repeats_given: bool) -> Target:

@@ -108,6 +108,12 @@ def _real(where: str, key: str, value, got: dict) -> float:
     return inputs.finite(where, key, value, -1e12, 1e12)
 
 
+def _table(where: str, key: str, value, got: dict) -> dict:
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a table ([bench.{key}])")
+    return value
+
+
 REPEATS = fields.number(1, 50)
 REAL = fields.custom("number", _real)
 BLOCKSIZES = fields.custom("list of " + ", ".join(map(str, rules.VALID_BLOCKSIZES)), _blocksizes)
@@ -149,6 +155,8 @@ BENCH_FIELDS = fields.Table("[bench]", "What a bench preset runs: the workload o
                  "published numbers the report puts beside the lab's", default=lambda got: [], default_text="none"),
     fields.Field("sweep", fields.tables("[[bench.sweep]]"), "[[bench.sweep]]: assumed device parameters varied over "
                  "their plausible range (make bench-sweep)", default=lambda got: [], default_text="none"),
+    fields.Field("closed_loop", fields.custom("a table", _table), "[bench.closed_loop]: the seed's own load, closed "
+                 "loop on the device path (make bench-load)", default_text="none"),
 ))
 TARGET_FIELDS = fields.Table("[[bench.target]]", "One target: a disk of the lab (or null:), run as a redo log.", (
     fields.Field("disk", fields.custom("a disk of the lab, or null:", _disk), "the disk; null: writes nothing "
@@ -218,5 +226,21 @@ SWEEP_FIELDS = fields.Table("[[bench.sweep]]", "An assumed parameter of a device
                  default=fields.REQUIRED),
 ))
 
+CLOSED_LOOP_FIELDS = fields.Table("[bench.closed_loop]", "The seed's own load, closed loop, run on the device path "
+                                  "(make bench-load): its sessions, redo per transaction and CPU per transaction.", (
+    fields.Field("sessions", fields.number(1, 4096), "the seed's sessions committing without think time",
+                 default=fields.REQUIRED),
+    fields.Field("redo_per_txn", fields.number(1, 64 << 20), "the seed's bytes of redo per transaction",
+                 default=fields.REQUIRED),
+    fields.Field("cpu_us_per_txn", fields.number(0, 1_000_000), "the seed's CPU (us) per transaction, applied "
+                 "before each commit and measured", default=0),
+    fields.Field("seed_tps", REAL, "the seed's transactions per second, to say how far the host got"),
+    fields.Field("source", fields.TEXT, "where each of these numbers comes from in the seed", default=fields.REQUIRED),
+    fields.Field("figure", fields.tables("[[bench.closed_loop.figure]]"), "[[bench.closed_loop.figure]]: the "
+                 "seed's figures of its closed loop beside the lab's (the fields of [[bench.seed_figure]])",
+                 default=lambda got: [], default_text="none"),
+))
 
-TABLES = (BENCH_FIELDS, TARGET_FIELDS, COMPARE_FIELDS, ASM_FIELDS, SEED_FIGURE_FIELDS, SWEEP_FIELDS)
+
+TABLES = (BENCH_FIELDS, TARGET_FIELDS, COMPARE_FIELDS, ASM_FIELDS, SEED_FIGURE_FIELDS, SWEEP_FIELDS,
+          CLOSED_LOOP_FIELDS)

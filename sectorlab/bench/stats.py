@@ -214,7 +214,8 @@ REPORT = {**{k: COUNT for k in ("tps", "elapsed_s", "transactions", "redo_bytes"
           "members?": ([{"path": str, "wins?": (COUNT, None),
                          "device?": (None, {"avg_request_bytes?": (COUNT, None)})}], None),
           "offered_rate?": (COUNT, None), "achieved_rate?": (COUNT, None), "kept_up?": (bool, None),
-          "arrival?": (str, None)}
+          "arrival?": (str, None), "commits_per_write?": (COUNT, None),
+          "cpu_measured?": (None, {"sessions_us_per_txn?": (COUNT, None), "log_writer_us_per_write?": (COUNT, None)})}
 _REPORT_EXPECTED = "expected a redo-writer --output json report"
 
 

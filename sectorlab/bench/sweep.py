@@ -23,26 +23,16 @@ range. The results directory has sweep.json and report.md.
 from __future__ import annotations
 
 import json
-import random
-import shlex
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..devices import build, profiles
-from ..devices.server import DeviceServer
-from ..errors import SectorlabError, UsageError
-from ..lab import modelled
+from ..devices import profiles
+from ..errors import UsageError
 from ..paths import write_atomic
-from . import compare
-from .devicepath import REPLY_SPIN_US, SLACK_S
-from .preset import RESULTS_DIR, Preset, Progress, Target
-from .presetfields import NULL_TARGET, SWEEP_FIELDS
-from .run import redo_writer_args
-
-# Memory each model serves (nbdkit's sparse memory plugin): the preset's log and room.
-MIN_DISK_BYTES = 64 << 20
+from . import compare, hostpath
+from .devicepath import REPLY_SPIN_US
+from .preset import RESULTS_DIR, Preset, Progress
+from .presetfields import SWEEP_FIELDS
 
 
 @dataclass(frozen=True)
@@ -71,7 +61,11 @@ def read(where: str, raw: dict, preset_disks: dict) -> Sweep:
         raise UsageError(f"{where}: param = {s['param']!r}: profile {s['profile']!r} has no such parameter (it has "
                          f"{', '.join(params)}); a sweep varies what the profile sets")
     for v in s["values"]:
-        profiles.check(f"{where}: {s['param']} = {v!r}", {**params, s["param"]: v})
+        proc = profiles.simulate({**params, s["param"]: v})
+        if proc.returncode != 0:
+            why = proc.stderr.strip().removeprefix("simulate: ")
+            raise UsageError(f"{where}: values: {s['param']} = {v!r} on profile {s['profile']!r}: {why}: give values "
+                             f"the model takes (docs/device-models.md lists its parameters and their bounds)")
     return Sweep(s["param"], s["profile"], tuple(s["values"]), s["range"])
 
 
@@ -88,124 +82,25 @@ def pick(preset: Preset, param: str | None) -> list[Sweep]:
     return chosen
 
 
-@dataclass(frozen=True)
-class Config:
-    target: Target
-    blocksize: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.target.name}@{self.blocksize}"
-
-
-def configs(preset: Preset) -> list[Config]:
-    """The configurations the preset's comparisons need, in their order."""
-    by_name = {t.name: t for t in preset.targets}
-    out: list[Config] = []
-    for c in preset.compares:
-        for side in ("a", "b"):
-            cfg = Config(by_name[c[side]["disk"]], c[side]["blocksize"])
-            if cfg not in out:
-                out.append(cfg)
-    return out
-
-
-class Models:
-    """The device models of a sweep: one per (disk, its sectors as the target shows them, value),
-    started on first use, all stopped at the end."""
-
-    def __init__(self, directory: Path, sweep: Sweep, log_size: int):
-        self.directory, self.sweep, self.size = directory, sweep, max(MIN_DISK_BYTES, 2 * log_size)
-        self.servers: dict[tuple, DeviceServer] = {}
-
-    def uri(self, disk, sectors: tuple[int, int], value: str) -> str:
-        key = (disk.name, *sectors, value)
-        if key not in self.servers:
-            params = modelled.params(disk.device, *sectors)
-            if disk.device == self.sweep.profile:
-                params[self.sweep.param] = value
-            name = f"{disk.name}-{sectors[0]}-{sectors[1]}-v{self.sweep.values.index(value)}"
-            server = DeviceServer(self.directory / name, self.size, params, name="disk")
-            server.start()
-            self.servers[key] = server
-        return self.servers[key].uri()
-
-    def stop(self) -> None:
-        for s in self.servers.values():
-            s.stop()
-
-
-def _target_uris(models: Models, t: Target, value: str) -> tuple[str, str | None]:
-    if t.disk is None:
-        return NULL_TARGET, None
-    sectors = t.expected_sectors()
-    target = models.uri(t.disk, sectors, value)
-    if t.race is not None:
-        return target, models.uri(t.race, sectors, value)
-    return target, NULL_TARGET if t.race_null else None
-
-
 def run(preset: Preset, sweep: Sweep, progress: Progress, results_root: Path = RESULTS_DIR,
-        repeats: int = 5, seed: int | None = None) -> Path:
-    """The sweep's runs and its report; the results directory."""
-    writer = build.built(build.REDO_WRITER)
-    seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
-    rng = random.Random(seed)
-    cfgs = configs(preset)
+        repeats: int | None = None, seed: int | None = None) -> Path:
+    """The sweep's runs and its report; the results directory. `repeats` by default the fewest with
+    which the preset's comparisons can reach ALPHA after Holm."""
+    repeats = repeats or hostpath.repeats_for(len(preset.compares))
+    cfgs = hostpath.configs(preset)
     if not cfgs:
         raise UsageError(f"preset {preset.name!r} has no [[bench.compare]]: a sweep shows where its comparisons flip")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    results = results_root / f"{stamp}-{preset.name}-sweep-{sweep.param}"
-    (results / "runs").mkdir(parents=True)
-    w = preset.workload
-    slots = []
-    for r in range(1, repeats + 1):
-        round_ = [(v, c) for v in sweep.values for c in cfgs]
-        rng.shuffle(round_)
-        slots += [(v, c, r) for v, c in round_]
-    estimate = len(slots) * w.duration_s + len(sweep.values) * len(cfgs) * w.warmup_s
-    progress(f"sweep of {sweep.param} on {sweep.profile} over {', '.join(sweep.values)}: {len(slots)} runs "
-             f"({len(cfgs)} configurations x {len(sweep.values)} values x {repeats}), about {estimate // 60} min "
-             f"{estimate % 60} s on the device path; results in {results}")
-    models = Models(results / "models", sweep, w.log_size)
-    runs, warm = [], set()
-    started = time.monotonic()
-    try:
-        for i, (value, cfg, rep) in enumerate(slots, 1):
-            target, race = _target_uris(models, cfg.target, value)
-            base = [str(writer), *redo_writer_args(w, target, cfg.blocksize, w.duration_s, race, seed + i)[1:],
-                    "--reply-spin-us", str(REPLY_SPIN_US), "--output", "json"]
-            if (value, cfg.key) not in warm:
-                _call(base[:base.index("--duration") + 1] + [str(w.warmup_s)] + base[base.index("--duration") + 2:],
-                      w.warmup_s, f"warm-up of {cfg.key} at {sweep.param}={value}")
-                warm.add((value, cfg.key))
-            out = _call(base, w.duration_s, f"{cfg.key} at {sweep.param}={value} #{rep}")
-            report = json.loads(out)
-            name = f"v{sweep.values.index(value)}-{cfg.target.name}-bs{cfg.blocksize}-{rep}.json"
-            write_atomic(results / "runs" / name, out)
-            runs.append({"value": value, "config": cfg.key, "repeat": rep, "slot": i, "report": f"runs/{name}",
-                         "command": shlex.join(["redo-writer", *base[1:]])})
-            progress(f"{i}/{len(slots)} {cfg.key} at {sweep.param}={value} #{rep}: log file sync p50 "
-                     f"{report['log_file_sync']['p50_us']:.0f} us ({time.monotonic() - started:.0f} s)")
-    finally:
-        models.stop()
+    results = hostpath.results_dir(results_root, f"{preset.name}-sweep-{sweep.param}")
+    variants = {v: {sweep.profile: {sweep.param: v}} for v in sweep.values}
+    done = hostpath.device_runs(preset, preset.workload, cfgs, variants, repeats, seed, results, progress,
+                                f"sweep of {sweep.param} on {sweep.profile} over {', '.join(sweep.values)}")
     doc = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "sweep": sweep.__dict__ | {
-        "own": sweep.own}, "workload": w.as_json(), "order_seed": seed, "repeats": repeats,
-        "comparisons": preset.compares, "runs": runs, "reply_spin_us": REPLY_SPIN_US,
-        "wall_s": round(time.monotonic() - started)}
+        "own": sweep.own}, "workload": preset.workload.as_json(), "order_seed": done.order_seed,
+        "repeats": repeats, "comparisons": preset.compares, "runs": done.runs, "reply_spin_us": REPLY_SPIN_US,
+        "wall_s": done.wall_s}
     write_atomic(results / "sweep.json", json.dumps(doc, indent=2))
     write_report(results)
     return results
-
-
-def _call(argv: list[str], seconds: int, what: str) -> str:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + SLACK_S)
-    except subprocess.TimeoutExpired as e:
-        raise SectorlabError(f"{what}: '{shlex.join(argv)}' did not end within {seconds + SLACK_S} s") from e
-    if proc.returncode != 0:
-        raise SectorlabError(f"{what}: '{shlex.join(argv)}' exited {proc.returncode}: {proc.stderr.strip()[-400:]}")
-    return proc.stdout
 
 
 def analyse(doc: dict, reports: dict[str, dict]) -> list[dict]:

@@ -69,6 +69,16 @@ def cmd_bench_sweep(args) -> int:
     return 0
 
 
+def cmd_bench_load(args) -> int:
+    from ..bench import load
+    preset = bench.load_preset(args.preset, duration_s=args.duration, suffix=lab_mod.suffix_from_env())
+    if preset.kind != "redo":
+        raise UsageError(f"preset {args.preset!r} is a {preset.kind} bench: bench-load runs redo presets")
+    load.workload(preset)  # one line before anything starts when the preset has no closed loop
+    print(load.run(preset, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed))
+    return 0
+
+
 def cmd_bench_writer(args) -> int:
     r = tools.bench_writer(args.dir, args.rounds, args.seconds, spin_us=args.spin_us)
     if args.json:

@@ -1,0 +1,130 @@
+"""bench-load (sectorlab/bench/load.py): the seed's own load, closed loop, on the device path. A
+preset's [bench.closed_loop] is checked before anything starts; the report gives group commit per
+configuration (commits per log write, log file sync over log file parallel write, the sessions'
+measured CPU), how far the host got against the seed's transactions/s, the comparisons and the
+seed's figures; and a real run on this host's models (redo-writer measures its threads' CPU and
+counts commits per write)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from labtests.unit.test_compare import fake_report
+from labtests.unit.test_sweep import TINY
+from sectorlab import bench
+from sectorlab.bench import load
+from sectorlab.errors import UsageError
+
+CLOSED = '''
+[bench.closed_loop]
+sessions = 3
+redo_per_txn = 2000
+cpu_us_per_txn = 100
+seed_tps = 10000
+source = "a test"
+
+[[bench.closed_loop.figure]]
+what = "commits per log write, 512 against 4096"
+seed_value = 2.0
+unit = "ratio"
+quote = "q"
+where = "w"
+lab = "ratio"
+metric = "commits_per_write"
+a = "flash@512"
+b = "flash@4096"
+'''
+
+
+def _preset(tmp_path, text: str = CLOSED):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY + text)
+    return bench.load_preset(str(path))
+
+
+def test_the_closed_loop_is_the_seeds_load_and_its_figures_are_read(tmp_path):
+    p = _preset(tmp_path)
+    w = load.workload(p)
+    assert (w.sessions, w.redo_per_txn, w.rate, w.arrival, w.cpu_us_per_txn) == (3, 2000, 0, "closed", 100)
+    (f,) = p.closed_loop["figure"]
+    assert f["metric"] == "commits_per_write" and f["a"] == {"disk": "flash", "blocksize": 512}
+    real = bench.load_preset("ssd-vs-hdd").closed_loop
+    assert (real["sessions"], real["redo_per_txn"], real["cpu_us_per_txn"]) == (84, 7881, 2960)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("", "has no [bench.closed_loop]: it does not say the seed's sessions"),
+    (CLOSED.replace("sessions = 3\n", ""), "[bench.closed_loop]: no sessions"),
+    (CLOSED.replace('metric = "commits_per_write"', 'metric = "nope"'), "metric"),
+])
+def test_a_bad_closed_loop_is_one_line(tmp_path, text, says):
+    with pytest.raises(UsageError) as e:
+        load.workload(_preset(tmp_path, text))
+    assert "\n" not in str(e.value) and says in str(e.value), str(e.value)
+
+
+def test_a_closed_loop_that_is_not_a_table_is_one_line(tmp_path):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY.replace("repeats = 2\n", "repeats = 2\nclosed_loop = 3\n"))
+    with pytest.raises(UsageError, match="closed_loop = 3: expected a table"):
+        bench.load_preset(str(path))
+
+
+def _results(tmp_path, per_config: dict[str, list[dict]]) -> tuple:
+    out = tmp_path / "res"
+    (out / "runs").mkdir(parents=True)
+    runs = []
+    for config, reports in per_config.items():
+        for i, rep in enumerate(reports, 1):
+            name = f"runs/{config.replace('@', '-')}-{i}.json"
+            (out / name).write_text(json.dumps(rep))
+            runs.append({"value": load.VARIANT, "config": config, "repeat": i, "report": name})
+    p = _preset(tmp_path)
+    doc = {"preset": "tiny", "seed": "", "title": "t", "workload": load.workload(p).as_json(),
+           "closed_loop": {k: v for k, v in p.closed_loop.items() if k != "figure"},
+           "seed_figures": p.closed_loop["figure"], "comparisons": p.compares, "order_seed": 3, "repeats": 8,
+           "runs": runs, "wall_s": 1}
+    (out / "load.json").write_text(json.dumps(doc))
+    return out, load.write_report(out)
+
+
+def _rep(sync_ms: float, commits_per_write: float, cpu: float) -> dict:
+    return fake_report(sync_ms, commits_per_write=commits_per_write,
+                       cpu_measured={"sessions_us_per_txn": cpu, "log_writer_us_per_write": 5.0})
+
+
+def test_the_report_gives_group_commit_how_far_the_host_got_and_the_figures(tmp_path):
+    a = [_rep(1.0 + i * 0.01, 2.0 + i * 0.001, 110 + i) for i in range(8)]
+    b = [_rep(0.5 + i * 0.01, 1.0 + i * 0.001, 105 + i) for i in range(8)]
+    out, md_path = _results(tmp_path, {"flash@512": a, "flash@4096": b})
+    md = md_path.read_text()
+    assert "| commits per log write | 2.00 | 1.00 |" in md
+    assert "| sessions' CPU per transaction, measured (us) | 114 | 108 |" in md
+    # tps = 4 sessions / sync time: 4 / 1.035 ms and 4 / 0.535 ms, of the seed's 10,000.
+    assert "these runs reached flash@512 38.6 %, flash@4096 74.8 % of it" in md
+    assert "**significant**" in md and "## The seed's figures beside the lab's" in md
+    summary = json.loads((out / "summary.json").read_text())
+    (fig,) = summary["seed_figures"]
+    assert fig["lab_value"] == pytest.approx(2.0, rel=0.01) and fig["agreement"] == "agrees", fig
+    assert summary["configurations"]["flash@512"]["commits_per_write"] == pytest.approx(2.0035)
+
+
+@pytest.mark.skipif(shutil.which("nbdkit") is None, reason="nbdkit is not installed (scripts/bootstrap installs it)")
+def test_a_closed_loop_runs_on_this_hosts_models(tmp_path):
+    """3 sessions, closed loop, 100 us of CPU a transaction, 2 runs of 1 s per configuration on real
+    models: redo-writer measures the sessions' CPU (at least what was applied) and its commits per
+    write (at least 1 with 3 sessions sharing a log writer)."""
+    p = _preset(tmp_path)
+    out = load.run(p, lambda line: None, tmp_path / "results", repeats=2, seed=9)
+    doc = json.loads((out / "load.json").read_text())
+    assert len(doc["runs"]) == 4 and {r["config"] for r in doc["runs"]} == {"flash@512", "flash@4096"}
+    reports = [json.loads((out / r["report"]).read_text()) for r in doc["runs"]]
+    for r in reports:
+        assert r["arrival"] == "closed" and r["cpu_us_per_txn"] == 100
+        assert r["cpu_measured"]["sessions_us_per_txn"] >= 100, r["cpu_measured"]
+        assert r["commits_per_write"] >= 1.0 and r["commits_per_write"] == pytest.approx(
+            r["transactions"] / r["writes"], rel=1e-3)
+    assert "How far the host got" in (out / "report.md").read_text()

@@ -1,0 +1,159 @@
+"""bench-sweep (sectorlab/bench/sweep.py): a preset's [[bench.sweep]] checked before anything
+starts (one line for a profile the preset does not use, a parameter the profile lacks, a value the
+model refuses, fewer than two values), where each headline flips across the values, and a real
+sweep on this host's models in a few seconds (nbdkit, the filter, redo-writer over libnbd)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from labtests.unit.test_compare import runs
+from sectorlab import bench
+from sectorlab.bench import sweep
+from sectorlab.errors import UsageError
+from sectorlab.paths import REPO
+
+TINY = '''
+[lab]
+name = "sweep-unit"
+[[vm]]
+name = "lab1"
+guest = "debian12"
+[[vm.disk]]
+name = "flash"
+bus = "virtio"
+geometry = "sector512e"
+device = "nvme-512e"
+size_mib = 64
+[[vm.disk]]
+name = "floor"
+bus = "virtio"
+geometry = "sector512e"
+device = "floor"
+size_mib = 64
+[bench]
+sessions = 1
+redo_per_txn = 512
+rate = 200
+warmup_s = 1
+duration_s = 1
+log_size_mib = 8
+blocksizes = [512, 4096]
+repeats = 2
+[[bench.compare]]
+title = "512 against 4096 on the flash"
+a = "flash@512"
+b = "flash@4096"
+'''
+SWEEP = '''
+[[bench.sweep]]
+param = "write-buffer"
+profile = "nvme-512e"
+values = ["0", "64k"]
+range = "none to 16 units"
+'''
+
+
+def _preset(tmp_path, sweep_text: str = SWEEP):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY + sweep_text)
+    return bench.load_preset(str(path))
+
+
+def test_a_presets_sweep_is_read_with_the_profiles_own_value(tmp_path):
+    (s,) = _preset(tmp_path).sweeps
+    assert (s.param, s.profile, s.values, s.own) == ("write-buffer", "nvme-512e", ("0", "64k"), "0")
+    assert [p.param for p in bench.load_preset("vsphere-512e").sweeps] == ["write-buffer", "read"]
+
+
+@pytest.mark.parametrize("change, says", [
+    (("nvme-512e", "intel-p3700"), "profile = 'intel-p3700': no disk of the preset is served by it; expected one "
+                                   "of floor, nvme-512e"),
+    (('"write-buffer"', '"cache-hit"'), "param = 'cache-hit': profile 'nvme-512e' has no such parameter"),
+    (('["0", "64k"]', '["0", "64M"]'), "values: write-buffer = '64M' on profile 'nvme-512e': write-buffer holds 1 "
+                                     "to 4096 write units"),
+    (('["0", "64k"]', '["0", "lots"]'), "write-buffer = 'lots' on profile 'nvme-512e': write-buffer=lots: expected"),
+    (('["0", "64k"]', '["64k"]'), "expected a list of at least 2 values"),
+    (('["0", "64k"]', '["0", "0"]'), "a value is given twice"),
+])
+def test_a_bad_sweep_is_one_line_before_anything_starts(tmp_path, change, says):
+    with pytest.raises(UsageError) as e:
+        _preset(tmp_path, SWEEP.replace(*change))
+    assert "\n" not in str(e.value) and says in str(e.value), str(e.value)
+    assert "[[bench.sweep]] #1" in str(e.value)
+
+
+def test_pick_names_what_there_is(tmp_path):
+    p = _preset(tmp_path)
+    assert [s.param for s in sweep.pick(p, None)] == ["write-buffer"]
+    with pytest.raises(UsageError, match="SWEEP='read': preset 'tiny' sweeps write-buffer"):
+        sweep.pick(p, "read")
+    with pytest.raises(UsageError, match="has no \\[\\[bench.sweep\\]\\]"):
+        sweep.pick(_preset(tmp_path, ""), None)
+
+
+def _doc(values, sides_per_value):
+    """A sweep.json of one comparison a -> b, its runs' reports from log file sync medians."""
+    doc = {"sweep": {"values": values}, "comparisons": [{"title": "t", "a": {"disk": "x", "blocksize": 512},
+                                                         "b": {"disk": "x", "blocksize": 4096}}], "runs": []}
+    reports = {}
+    for v, (a, b) in zip(values, sides_per_value):
+        for side, ms in (("x@512", a), ("x@4096", b)):
+            for i, rep in enumerate(runs(ms)):
+                name = f"{v}-{side}-{i}"
+                reports[name] = rep
+                doc["runs"].append({"value": v, "config": side, "report": name})
+    return doc, reports
+
+
+FAST = [0.100 + 0.001 * i for i in range(8)]
+SLOW = [0.300 + 0.001 * i for i in range(8)]
+
+
+def test_a_headline_that_changes_inside_the_range_depends_on_the_parameter():
+    doc, reports = _doc(["0", "64k", "1M"], [(SLOW, FAST), (FAST, FAST[::-1]), (FAST, FAST[::-1])])
+    (item,) = sweep.analyse(doc, reports)
+    assert [c["direction"] for c in item["cells"]] == ["b lower", "no difference", "no difference"]
+    assert item["flips"] == [("0", "64k")] and item["holds"] is False
+
+
+def test_a_headline_the_same_at_every_value_holds_and_too_few_runs_are_not_told():
+    doc, reports = _doc(["a", "b"], [(SLOW, FAST), (SLOW, FAST)])
+    (item,) = sweep.analyse(doc, reports)
+    assert item["holds"] and not item["flips"] and not item["too_few"]
+    doc, reports = _doc(["a", "b"], [(SLOW[:2], FAST[:2]), (SLOW[:2], FAST[:2])])
+    (item,) = sweep.analyse(doc, reports)
+    assert not item["holds"] and "cannot show a difference" in item["too_few"]
+
+
+@pytest.mark.skipif(shutil.which("nbdkit") is None, reason="nbdkit is not installed (scripts/bootstrap installs it)")
+def test_a_sweep_runs_on_this_hosts_models_and_reports(tmp_path):
+    """Two values x two configurations x two runs of 1 s on real models: each value's runs reach
+    their own model (the buffer's merges are in no trace of the value 0), and the report and
+    summary say the comparison is not told by 2 + 2 runs."""
+    p = _preset(tmp_path)
+    lines = []
+    out = sweep.run(p, p.sweeps[0], lines.append, tmp_path / "results", repeats=2, seed=5)
+    doc = json.loads((out / "sweep.json").read_text())
+    assert len(doc["runs"]) == 8 and {r["value"] for r in doc["runs"]} == {"0", "64k"}
+    assert doc["sweep"]["own"] == "0" and doc["order_seed"] == 5
+    reports = [json.loads((out / r["report"]).read_text()) for r in doc["runs"]]
+    assert all(r["transactions"] > 0 and r["members"][0]["path"].startswith("nbd+unix://") for r in reports)
+    traces = {d.name: (d / "disk.trace").read_text() for d in (out / "models").iterdir()}
+    assert sorted(traces) == ["flash-512-4096-v0", "flash-512-4096-v1"]
+    merged = {name: sum(int(line.rsplit(",", 1)[1]) for line in t.splitlines()[1:]) for name, t in traces.items()}
+    assert merged["flash-512-4096-v0"] == 0 and merged["flash-512-4096-v1"] > 0, merged
+    md = (out / "report.md").read_text()
+    assert "# Sweep of `write-buffer` on `nvme-512e`" in md and "`0` (the profile's own)" in md
+    assert "**not told**" in md and f"--seed 5 -- {p.name}" in md
+    assert json.loads((out / "summary.json").read_text())["comparisons"][0]["too_few"]
+    assert any("sweep of write-buffer on nvme-512e" in line for line in lines)
+
+
+def test_the_makefile_runs_a_sweep_from_bench_with_sweep():
+    text = (REPO / "Makefile").read_text()
+    assert 'if [ -n "$$SWEEP" ]; then $(MAKE) --no-print-directory bench-sweep' in text
+    assert "bench-sweep $${SWEEP:+--param=\"$$SWEEP\"}" in text
