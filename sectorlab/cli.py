@@ -132,6 +132,15 @@ def _add_image_commands(sub) -> None:
     p.set_defaults(func=cmd_image_boot_time)
 
 
+def _device_path_bench_args(p, results: str) -> None:
+    """The options bench-sweep and bench-load share (runs on the device path alone)."""
+    p.add_argument("--repeats", type=whole(2, 50), help="runs of each configuration (and value) (default: the "
+                   "fewest with which the preset's comparisons can reach p < 0.01 after Holm)")
+    p.add_argument("--duration", type=whole(1, 3600), help="seconds of each run (default: the preset's)")
+    p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the run order (default: a new one)")
+    p.add_argument("--results", type=Path, help=f"where {results} goes (default: results/)")
+
+
 def _add_geometry_commands(sub) -> None:
     p = sub.add_parser("geometries", help="the geometry catalog, what each bus can present, and the latency profiles")
     p.add_argument("--json", action="store_true")
@@ -205,21 +214,13 @@ def _add_bench_commands(sub) -> None:
                                            "on the device path (no lab), and where each headline flips")
     p.add_argument("preset", help="a preset of labs/bench/ with a [[bench.sweep]]")
     p.add_argument("--param", help="the swept parameter (default: every [[bench.sweep]] of the preset)")
-    p.add_argument("--repeats", type=whole(2, 50), help="runs of each value and configuration (default: the fewest "
-                   "with which the preset's comparisons can reach p < 0.01 after Holm)")
-    p.add_argument("--duration", type=whole(1, 3600), help="seconds of each run (default: the preset's)")
-    p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the run order (default: a new one)")
-    p.add_argument("--results", type=Path, help="where <timestamp>-<preset>-sweep-<param>/ goes (default: results/)")
+    _device_path_bench_args(p, "<timestamp>-<preset>-sweep-<param>/")
     p.set_defaults(func=cmd_bench_sweep)
 
     p = sub.add_parser("bench-load", help="the seed's own load (its sessions, redo and CPU per transaction) closed "
                                           "loop on the device path (no lab): group commit and the seed's figures")
     p.add_argument("preset", help="a preset of labs/bench/ with a [bench.closed_loop]")
-    p.add_argument("--repeats", type=whole(2, 50), help="runs of each configuration (default: the fewest with "
-                   "which the preset's comparisons can reach p < 0.01 after Holm)")
-    p.add_argument("--duration", type=whole(1, 3600), help="seconds of each run (default: the preset's)")
-    p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the run order (default: a new one)")
-    p.add_argument("--results", type=Path, help="where <timestamp>-<preset>-closed-loop/ goes (default: results/)")
+    _device_path_bench_args(p, "<timestamp>-<preset>-closed-loop/")
     p.set_defaults(func=cmd_bench_load)
 
     p = sub.add_parser("bench-lab-up", help="cold and warm lab-up side by side (destroys the lab first)")

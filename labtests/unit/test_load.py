@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from labtests.unit.test_compare import fake_report
-from labtests.unit.test_sweep import TINY
+from labtests.unit.test_sweep import TINY, tiny_preset
 from sectorlab import bench
 from sectorlab.bench import load
 from sectorlab.errors import UsageError
@@ -40,9 +40,7 @@ b = "flash@4096"
 
 
 def _preset(tmp_path, text: str = CLOSED):
-    path = tmp_path / "tiny.toml"
-    path.write_text(TINY + text)
-    return bench.load_preset(str(path))
+    return tiny_preset(tmp_path, text)
 
 
 def test_the_closed_loop_is_the_seeds_load_and_its_figures_are_read(tmp_path):

@@ -57,10 +57,15 @@ range = "none to 16 units"
 '''
 
 
-def _preset(tmp_path, sweep_text: str = SWEEP):
+def tiny_preset(tmp_path, bench_tables: str):
+    """The TINY lab with these [bench] tables after it, read as a preset."""
     path = tmp_path / "tiny.toml"
-    path.write_text(TINY + sweep_text)
+    path.write_text(TINY + bench_tables)
     return bench.load_preset(str(path))
+
+
+def _preset(tmp_path, sweep_text: str = SWEEP):
+    return tiny_preset(tmp_path, sweep_text)
 
 
 def test_a_presets_sweep_is_read_with_the_profiles_own_value(tmp_path):

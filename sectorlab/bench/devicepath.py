@@ -93,7 +93,7 @@ class Twin:
         report, events = runs_dir / f"{run_id}.device.json", runs_dir / f"{run_id}.device.csv"
         measured = [str(self.writer), *twin(command, target, race)[1:], "--events", str(events), "--output", "json"]
         models = devicerows.Window(self.lab, members) if members else None
-        out = self._call(run_id, measured, duration_s, "run")
+        out = call(measured, duration_s, f"{run_id}: the device path's run")
         if models:
             models.check_alive(run_id + " (device path)")
         write_atomic(report, out)
@@ -103,13 +103,14 @@ class Twin:
             entry["device_trace"] = models.rows(runs_dir, f"{run_id}.device", self.results)
         return entry
 
-    def _call(self, run_id: str, argv: list[str], seconds: int, what: str) -> str:
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + SLACK_S)
-        except subprocess.TimeoutExpired as e:
-            raise SectorlabError(f"{run_id}: the device path's {what} '{shlex.join(argv)}' did not end within "
-                                 f"{seconds + SLACK_S} s") from e
-        if proc.returncode != 0:
-            raise SectorlabError(f"{run_id}: the device path's {what} '{shlex.join(argv)}' exited {proc.returncode}: "
-                                 f"{proc.stderr.strip()[-400:]}")
-        return proc.stdout
+
+def call(argv: list[str], seconds: int, what: str) -> str:
+    """Run a device-path command (redo-writer on this host) and return its output; one line naming
+    `what` and the command when it fails or runs past its time and SLACK_S."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + SLACK_S)
+    except subprocess.TimeoutExpired as e:
+        raise SectorlabError(f"{what} '{shlex.join(argv)}' did not end within {seconds + SLACK_S} s") from e
+    if proc.returncode != 0:
+        raise SectorlabError(f"{what} '{shlex.join(argv)}' exited {proc.returncode}: {proc.stderr.strip()[-400:]}")
+    return proc.stdout

@@ -16,7 +16,6 @@ import json
 import random
 import shlex
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -24,11 +23,10 @@ from pathlib import Path
 
 from ..devices import build
 from ..devices.server import DeviceServer
-from ..errors import SectorlabError
 from ..lab import modelled
 from ..paths import write_atomic
 from . import stats
-from .devicepath import REPLY_SPIN_US, SLACK_S
+from .devicepath import REPLY_SPIN_US, call
 from .preset import Preset, Progress, Target, Workload
 from .presetfields import NULL_TARGET
 from .run import redo_writer_args
@@ -154,9 +152,9 @@ def device_runs(preset: Preset, w: Workload, cfgs: list[Config], variants: dict[
             at = f"{cfg.key} ({variant})" if len(variants) > 1 else cfg.key
             if (variant, cfg.key) not in warm:
                 d = base.index("--duration")
-                _call(base[:d + 1] + [str(w.warmup_s)] + base[d + 2:], w.warmup_s, f"warm-up of {at}")
+                call(base[:d + 1] + [str(w.warmup_s)] + base[d + 2:], w.warmup_s, f"warm-up of {at}")
                 warm.add((variant, cfg.key))
-            out = _call(base, w.duration_s, f"{at} #{rep}")
+            out = call(base, w.duration_s, f"{at} #{rep}")
             report = json.loads(out)
             name = f"v{list(variants).index(variant)}-{cfg.target.name}-bs{cfg.blocksize}-{rep}.json"
             write_atomic(results / "runs" / name, out)
@@ -168,12 +166,3 @@ def device_runs(preset: Preset, w: Workload, cfgs: list[Config], variants: dict[
         models.stop()
     return Done(runs, seed, round(time.monotonic() - started))
 
-
-def _call(argv: list[str], seconds: int, what: str) -> str:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + SLACK_S)
-    except subprocess.TimeoutExpired as e:
-        raise SectorlabError(f"{what}: '{shlex.join(argv)}' did not end within {seconds + SLACK_S} s") from e
-    if proc.returncode != 0:
-        raise SectorlabError(f"{what}: '{shlex.join(argv)}' exited {proc.returncode}: {proc.stderr.strip()[-400:]}")
-    return proc.stdout

@@ -59,11 +59,17 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def cmd_bench_sweep(args) -> int:
-    from ..bench import sweep
+def _redo_preset(args, command: str):
+    """The redo preset a device-path bench (bench-sweep, bench-load) runs, its run length overridden."""
     preset = bench.load_preset(args.preset, duration_s=args.duration, suffix=lab_mod.suffix_from_env())
     if preset.kind != "redo":
-        raise UsageError(f"preset {args.preset!r} is a {preset.kind} bench: bench-sweep runs redo presets")
+        raise UsageError(f"preset {args.preset!r} is a {preset.kind} bench: {command} runs redo presets")
+    return preset
+
+
+def cmd_bench_sweep(args) -> int:
+    from ..bench import sweep
+    preset = _redo_preset(args, "bench-sweep")
     for s in sweep.pick(preset, args.param):
         print(sweep.run(preset, s, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed))
     return 0
@@ -71,9 +77,7 @@ def cmd_bench_sweep(args) -> int:
 
 def cmd_bench_load(args) -> int:
     from ..bench import load
-    preset = bench.load_preset(args.preset, duration_s=args.duration, suffix=lab_mod.suffix_from_env())
-    if preset.kind != "redo":
-        raise UsageError(f"preset {args.preset!r} is a {preset.kind} bench: bench-load runs redo presets")
+    preset = _redo_preset(args, "bench-load")
     load.workload(preset)  # one line before anything starts when the preset has no closed loop
     print(load.run(preset, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed))
     return 0
