@@ -176,7 +176,7 @@ static int model_get_ready(int thread_model) {
     close(fd);
     return -1;
   }
-  fprintf(trace, "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,buffer_hits\n");
+  fprintf(trace, "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,buffer_hits,flashlog_first\n");
   fflush(trace);
   return 0;
 }
@@ -196,10 +196,10 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
   int64_t finished = now_ns();
   if (trace) {
     pthread_mutex_lock(&lock);
-    fprintf(trace, "%.3f,%s,%" PRIu64 ",%" PRIu32 ",%d,%d,%.3f,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 "\n",
+    fprintf(trace, "%.3f,%s,%" PRIu64 ",%" PRIu32 ",%d,%d,%.3f,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%d\n",
             (arrival + t0) / 1e3, op_names[op], offset, count, (flags & NBDKIT_FLAG_FUA) != 0, c.channel,
             (c.start - arrival) / 1e3, (c.done - c.start) / 1e3, (finished - c.start) / 1e3, c.cached,
-            c.rmw_reads, c.unit_reads, c.error ? c.error : (data_result ? *err : 0), c.buffer_hits);
+            c.rmw_reads, c.unit_reads, c.error ? c.error : (data_result ? *err : 0), c.buffer_hits, c.flashlog_first);
     fflush(trace);
     pthread_mutex_unlock(&lock);
   }
@@ -288,6 +288,7 @@ static struct nbdkit_filter filter = {
                    "cache-size=BYTES cache-destage-mbps=N cache-hit=DIST cache-plp=BOOL  a write-back cache\n"
                    "physical-sector=BYTES write-unit=BYTES  partial writes read first\n"
                    "write-buffer=BYTES  the units written last, merged in DRAM (no read)\n"
+                   "flashlog.KEY=VALUE  a flash log: writes and flushes go to it too, done at the first\n"
                    "fail-after-writes=N fail-after-seconds=S  EIO from then on (and SIGUSR1 to the daemon:\n"
                    "  from now on, SIGUSR2: no more); seed=N trace=FILE\n"
                    "spin-us=US  how early a sleep ends to spin the rest (default: calibrated at start)",

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +162,7 @@ void model_init(struct model *m) {
 }
 
 void model_reset(struct model *m) {
+  if (m->flashlog) model_reset(m->flashlog);
   m->rng = m->seed;
   memset(m->free_at, 0, sizeof m->free_at);
   m->dirty = 0;
@@ -193,6 +195,14 @@ const char *model_check(const struct model *m) {
   if (m->cache_bytes > MODEL_MAX_CACHE) return "cache-size is at most 1T";
   if (!(m->fail_after_seconds >= 0 && m->fail_after_seconds <= MODEL_MAX_FAIL_SECONDS))
     return "fail-after-seconds is 0 (never) to 1000000";
+  if (m->flashlog) {
+    static char why[160];
+    const char *sub = model_check(m->flashlog);
+    if (sub) {
+      snprintf(why, sizeof why, "the flash log (" MODEL_FLASHLOG "*): %s", sub);
+      return why;
+    }
+  }
   return NULL;
 }
 
@@ -326,8 +336,8 @@ static void flush_request(struct model *m, struct cost *c, int64_t now) {
   c->done = c->start + us_to_ns(dist_sample(&m->flush, &m->rng));
 }
 
-struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now) {
-  struct cost c = {.start = now, .done = now, .channel = -1};
+static struct cost disk_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now) {
+  struct cost c = {.start = now, .done = now, .channel = -1, .flashlog_first = -1};
   if (m->first_at < 0) m->first_at = now;
   if (op == OP_WRITE || op == OP_ZERO) m->writes++;
   if (failing(m, op, now)) {
@@ -343,6 +353,25 @@ struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t
   case OP_ZERO: write_request(m, &c, offset, length, fua, now); break;
   case OP_FLUSH: flush_request(m, &c, now); break;
   case OP_TRIM: break;
+  }
+  return c;
+}
+
+/* With a flash log, a write or a flush goes to both media at once and completes at the first
+ * (seed 002: "Oracle will write to the disk and flash simultaneously and allow the redo log sync
+ * operation to complete when the first device completes"); each medium's own queue, cache and
+ * partial writes decide its time. The disk's cost is the one reported, its completion the first
+ * one's; a fault of either medium fails the request. */
+struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now) {
+  struct cost c = disk_request(m, op, offset, length, fua, now);
+  if (!m->flashlog || (op != OP_WRITE && op != OP_ZERO && op != OP_FLUSH)) return c;
+  struct cost f = disk_request(m->flashlog, op, offset, length, fua, now);
+  if (f.error && !c.error) c.error = f.error;
+  if (c.error) return c;
+  c.flashlog_first = f.done < c.done;
+  if (f.done < c.done) {
+    c.done = f.done;
+    if (c.start > c.done) c.start = c.done;
   }
   return c;
 }
@@ -374,6 +403,17 @@ static int parse_number(const char *text, double *out) {
 const char *const MODEL_NOT_MINE = "not a device model key";
 
 const char *model_set(struct model *m, const char *key, const char *value) {
+  if (strncmp(key, MODEL_FLASHLOG, strlen(MODEL_FLASHLOG)) == 0) {
+    const char *sub = key + strlen(MODEL_FLASHLOG);
+    if (m->flashlog == NULL && strncmp(sub, MODEL_FLASHLOG, strlen(MODEL_FLASHLOG)) != 0) {
+      if (!(m->flashlog = malloc(sizeof *m->flashlog))) return "out of memory";
+      model_init(m->flashlog);
+    }
+    if (!m->flashlog || strncmp(sub, MODEL_FLASHLOG, strlen(MODEL_FLASHLOG)) == 0)
+      return "a flash log has no flash log of its own";
+    const char *why = model_set(m->flashlog, sub, value);
+    return why == MODEL_NOT_MINE ? "not a device model key (after " MODEL_FLASHLOG ")" : why;
+  }
   static const struct { const char *key; size_t field; } dists[] = {
     {"read", offsetof(struct model, read)}, {"write", offsetof(struct model, write)},
     {"flush", offsetof(struct model, flush)}, {"cache-hit", offsetof(struct model, cache_hit)}};

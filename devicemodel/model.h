@@ -17,6 +17,7 @@
 #define MODEL_MAX_SECTOR 65536        /* physical-sector: at most 64 KiB */
 #define MODEL_MAX_UNIT (64U << 20)    /* write-unit: at most 64 MiB */
 #define MODEL_MAX_BUFFER_UNITS 4096   /* write-buffer: at most this many write units */
+#define MODEL_FLASHLOG "flashlog."    /* the prefix of the flash log's keys */
 
 enum dist_kind { DIST_NONE, DIST_FIXED, DIST_NORMAL, DIST_LOGNORMAL, DIST_PERCENTILES };
 
@@ -55,6 +56,11 @@ struct model {
   uint64_t fail_after_writes;
   double fail_after_seconds;
   uint64_t seed;
+  /* Smart flash logging (an Exadata cell): a second medium, modelled as a device of its own (its
+   * keys are this model's with the prefix "flashlog."), that every write and flush also goes to at
+   * the same moment; the request completes when the first of the two is done. Reads and trims are
+   * the disk's. NULL: none. */
+  struct model *flashlog;
 
   /* state */
   int failed;                          /* 1: failing from now on, as switched at run time (the filter's
@@ -79,6 +85,8 @@ struct cost {
   uint32_t rmw_reads;                  /* physical sectors read first */
   uint32_t unit_reads;                 /* flash units read first */
   uint32_t buffer_hits;                /* partly written units merged in the write buffer instead */
+  int flashlog_first;                  /* with a flash log: 1 when it completed the request first, 0 when
+                                          the disk did (a tie is the disk's); -1: no flash log, or a read */
   int error;                           /* 0, or EIO for a fault */
 };
 

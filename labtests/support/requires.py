@@ -62,3 +62,31 @@ RMW_PAIR = ("the lab has no 512e disk served by a device model (it reads a partl
 def first_disk_of(record: LabRecord, bus: str) -> DiskRecord | None:
     """The lab's first disk on `bus` (in lab.json's order) with nothing added below the guest."""
     return next((d for d in record.disks.values() if d.bus == bus and _plain(d)), None)
+
+
+def flash_log_cell_of(record: LabRecord) -> DiskRecord | None:
+    """A disk served by a cell with smart flash logging (a device profile with a flash log)."""
+    from sectorlab.devices import profiles
+    return next((d for d in record.disks.values() if d.device and profiles.get(d.device).flash_log), None)
+
+
+FLASH_LOG_CELL = ("the lab has no disk served by a cell with smart flash logging (device = "
+                  "\"exadata-cell-flashlog\"; labs/behaviours.toml has one)")
+
+
+def buffer_pair_of(record: LabRecord) -> tuple[str, DiskRecord, DiskRecord] | None:
+    """(VM, a disk whose profile is a variant with a DRAM write buffer, a disk of its base profile
+    on the same VM, bus and geometry)."""
+    from sectorlab.devices import profiles
+    for d in record.disks.values():
+        p = profiles.get(d.device) if d.device else None
+        if p and p.base and p.params.get("write-buffer", "0") != "0":
+            twin = next((t for t in record.disks_of(d.vm) if t.device == p.base and t.bus == d.bus
+                         and t.geometry == d.geometry), None)
+            if twin:
+                return d.vm, d, twin
+    return None
+
+
+BUFFER_PAIR = ("the lab has no disk of a profile with a DRAM write buffer beside one of the profile it varies, "
+               "same bus and geometry (device = \"nvme-512e-dram\" and \"nvme-512e\"; labs/behaviours.toml has them)")

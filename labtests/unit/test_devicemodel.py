@@ -126,6 +126,71 @@ def test_a_bad_write_buffer_is_one_line(args, message):
     assert message in refused(*args)
 
 
+# --- smart flash logging inside a cell: the disk and the flash log at once, done at the first -------
+
+CELL = {"write": "fixed:5000", "cache_size": "1M", "cache_destage_mbps": "100", "cache_hit": "fixed:20",
+        "cache_plp": "true", "flashlog.write": "fixed:85", "flashlog.read": "fixed:85", "flashlog.write-unit": 4096}
+
+
+def test_a_cell_write_completes_at_the_first_of_its_disk_cache_and_its_flash_log():
+    """With the controller cache answering in 20 us the disk wins every write; with it at 300 us
+    the flash log wins, a whole 4 KiB page in 85 us and a 512-byte write in 85 + its page's 85 us
+    read; a read is the disk's alone."""
+    reqs = "0 write 0 4096\n1000 write 4096 512\n2000 flush 0 0\n3000 read 0 512\n"
+    fast = simulate(reqs, **CELL)
+    assert [r.flashlog_first for r in fast] == [0, 0, 0, -1]
+    assert [r.service_us for r in fast[:2]] == [20, 20]
+    slow = simulate(reqs, **(CELL | {"cache_hit": "fixed:300"}))
+    assert [r.flashlog_first for r in slow[:2]] == [1, 1]
+    assert [r.queue_us + r.service_us for r in slow[:2]] == [85, 170]
+    assert slow[3].flashlog_first == -1 and slow[3].service_us == 0  # the disk's read (no read time set)
+    summary = trace.summary(slow, "write")
+    assert (summary["flashlog_races"], summary["flashlog_first"]) == (2, 2)
+
+
+def test_each_medium_of_a_cell_keeps_its_own_queue():
+    """A slow disk with no cache and a one-channel flash log: two writes 10 us apart, the second
+    waits behind the first on the flash log (done at 170 us), not behind the disk's 5 ms."""
+    rows = simulate("0 write 0 4096\n10 write 4096 4096\n", write="fixed:5000", **{"flashlog.write": "fixed:80"})
+    assert [r.flashlog_first for r in rows] == [1, 1]
+    assert [round(r.t_us + r.queue_us + r.service_us) for r in rows] == [80, 160]
+
+
+def test_a_plain_models_trace_says_no_flash_log():
+    rows = simulate("0 write 0 4096\n", write="fixed:10")
+    assert rows[0].flashlog_first == -1 and "flashlog_races" not in trace.summary(rows, "write")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["flashlog.bogus=1"], "flashlog.bogus=1: not a device model key (after flashlog.)"),
+    (["flashlog.flashlog.write=fixed:1"], "a flash log has no flash log of its own"),
+    (["flashlog.write-buffer=4k"], "the flash log (flashlog.*): write-buffer needs write-unit"),
+    (["flashlog.write=slow"], "flashlog.write=slow: a distribution is fixed:US")])
+def test_a_bad_flash_log_is_one_line(args, message):
+    assert message in refused(*args)
+
+
+def test_a_profile_variant_is_its_base_with_what_it_states_and_a_cell_composes_its_flash_log():
+    base, f20 = profiles.get("exadata-celldisk"), profiles.get("sun-f20")
+    cell = profiles.get("exadata-cell-flashlog")
+    assert cell.params == base.params | {f"flashlog.{k}": v for k, v in f20.params.items()}
+    assert cell.sources["flashlog.write-unit"] == f20.sources["write-unit"] and cell.flash_log == "sun-f20"
+    assert cell.write_cache == base.write_cache and "flash_log" in cell.sources
+    dram = profiles.get("nvme-512e-dram")
+    assert dram.params == profiles.get("nvme-512e").params | {"write-buffer": "1M"}
+    assert dram.evidence["write-buffer"] == "assumed" and "upper end" in dram.sources["write-buffer"]
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"base": "nosuch"}, "base 'nosuch' is not a plain profile of the catalog: expected one of a, b"),
+    ({"base": "v"}, "base 'v' is not a plain profile"),
+    ({"flash_log": "v2"}, "flash_log 'v2' is not a plain profile")])
+def test_a_variant_of_no_plain_profile_is_one_line(entry, message):
+    raw = {"a": {"params": {}}, "b": {"params": {}}, "v": entry, "v2": {"base": "a"}}
+    with pytest.raises(UsageError, match=re.escape(message)):
+        profiles._composed("v", raw)
+
+
 def test_a_write_back_cache_answers_until_it_is_full_then_the_write_waits_for_destage():
     # 8 KiB of cache draining at 1 MB/s (1 byte per us): the third 4 KiB write finds it full.
     rows = simulate("0 write 0 4096\n0 write 4096 4096\n0 write 8192 4096\n", cache_size=8192,
@@ -249,7 +314,8 @@ def test_trace_summary_counts_per_operation():
 def test_every_catalog_profile_is_one_the_model_takes_and_names_its_sources(name):
     p = profiles.get(name)
     profiles.check(f"device profile '{name}'", p.params)
-    assert set(p.sources) == set(p.params) | {"write_cache"} == set(p.evidence), name
+    stated = set(p.params) | {"write_cache"} | ({"flash_log"} if p.flash_log else set())
+    assert set(p.sources) == stated == set(p.evidence), name
     assert all(len(s) > 20 for s in p.sources.values()), name
     assert set(p.evidence.values()) <= set(profiles.EVIDENCE)
     # A seed's measured result is never a source (the seeds' hardware names are).

@@ -102,7 +102,8 @@ def test_command_line_overrides_flow_into_the_workload_and_the_plan():
 def test_redo_writer_arguments_are_the_workload():
     w = bench.Workload(sessions=4, redo_per_txn=700, rate=300, arrival="poisson", cpu_us_per_txn=50, warmup_s=1,
                        duration_s=9, log_size=1 << 26)
-    assert bench.redo_writer_args(w, "/dev/vdc", 4096, 9, race="/dev/vdd", seed=5) == [
+    assert bench.redo_writer_args(w, "/dev/vdc", 4096, 9, "/dev/vdd", 5, "mirror")[4:6] == ["--mirror", "/dev/vdd"]
+    assert bench.redo_writer_args(w, "/dev/vdc", 4096, 9, second="/dev/vdd", seed=5, pairing="race") == [
         "redo-writer", "run", "--target", "/dev/vdc", "--race", "/dev/vdd", "--blocksize", "4096", "--sessions",
         "4", "--redo-per-txn", "700", "--arrival", "poisson", "--rate", "300", "--seed", "5", "--cpu-us-per-txn",
         "50", "--log-size", str(1 << 26), "--duration", "9"]
@@ -161,6 +162,11 @@ geometry = "sector512n"
     ("[bench]\n[[bench.target]]\ndisk = 'a'\n[[bench.compare]]\na = 'a@512'\nb = 'a@4096'\nprimary = 'speed'",
      r"primary = 'speed': not a metric the report gives; expected one of .*log_file_sync_p50_ms"),
     ("[bench]\n[[bench.target]]\ndisk = 'null:'\nrace = 'a'", r"race on 'null', a null: target"),
+    ("[bench]\n[[bench.target]]\ndisk = 'a'\nmirror = 'a'", r"mirror = 'a' is the target's own disk"),
+    ("[bench]\n[[bench.target]]\nname = 't'\ndisk = 'a'\nmirror = 'b'",
+     r"mirror = 'b' has geometry sector512n, the disk sector512e: the members of a log group need one sector size"),
+    ("[bench]\n[[bench.target]]\nname = 't'\ndisk = 'a'\nrace = 'null:'\nmirror = 'null:'",
+     r"race and mirror on 't': a log group's second member is raced .* or mirrored .*: give one"),
     ("[bench]\n[[bench.seed_figure]]\nwhat = 'x'\nseed_value = 1.0\nquote = 'q'\nwhere = 'w'\nlab = 'none'",
      r"lab = \"none\" without a reason"),
     ("[bench]\n[[bench.seed_figure]]\nwhat = 'x'\nseed_value = 1.0\nquote = 'q'\nwhere = 'w'\nlab = 'ratio'\n"

@@ -13,6 +13,7 @@ import pytest
 from labtests.unit.test_compare import runs
 from sectorlab import bench
 from sectorlab.bench import sweep
+from sectorlab.devices import trace
 from sectorlab.errors import UsageError
 from sectorlab.paths import REPO
 
@@ -149,7 +150,7 @@ def test_a_sweep_runs_on_this_hosts_models_and_reports(tmp_path):
     assert all(r["transactions"] > 0 and r["members"][0]["path"].startswith("nbd+unix://") for r in reports)
     traces = {d.name: (d / "disk.trace").read_text() for d in (out / "models").iterdir()}
     assert sorted(traces) == ["flash-512-4096-v0", "flash-512-4096-v1"]
-    merged = {name: sum(int(line.rsplit(",", 1)[1]) for line in t.splitlines()[1:]) for name, t in traces.items()}
+    merged = {name: sum(r.buffer_hits for r in trace.parse(t)) for name, t in traces.items()}
     assert merged["flash-512-4096-v0"] == 0 and merged["flash-512-4096-v1"] > 0, merged
     md = (out / "report.md").read_text()
     assert "# Sweep of `write-buffer` on `nvme-512e`" in md and "`0` (the profile's own)" in md

@@ -54,20 +54,21 @@ def uri(lab: str, disk: str) -> str:
     return f"nbd+unix:///?socket={modelled.server(lab, disk).socket}"
 
 
-def twin(guest_args: list[str], target: str, race: str | None) -> list[str]:
-    """The guest's redo-writer command with its target (and race member) replaced by the device
-    path's and the reply polling added; every other option as the guest's run had it."""
+def twin(guest_args: list[str], target: str, second: str | None) -> list[str]:
+    """The guest's redo-writer command with its target (and its second member, raced or mirrored)
+    replaced by the device path's and the reply polling added; every other option as the guest's
+    run had it."""
     out, i = [], 0
     while i < len(guest_args):
         arg = guest_args[i]
-        if arg in ("--target", "--race"):
-            out += [arg, target if arg == "--target" else race]
+        if arg in ("--target", "--race", "--mirror"):
+            out += [arg, target if arg == "--target" else second]
             i += 2
             continue
         out.append(arg)
         i += 1
-    if race and "--race" not in guest_args:
-        raise SectorlabError(f"a race member for the device path, but the guest's command has none: {guest_args}")
+    if second and "--race" not in guest_args and "--mirror" not in guest_args:
+        raise SectorlabError(f"a second member for the device path, but the guest's command has none: {guest_args}")
     return out + ["--reply-spin-us", str(REPLY_SPIN_US)]
 
 
@@ -86,7 +87,7 @@ class Twin:
         else:
             target = uri(self.lab, members[0].name)
             race = uri(self.lab, members[1].name) if len(members) > 1 else None
-        if not null and "--race" in command and race is None:
+        if not null and ("--race" in command or "--mirror" in command) and race is None:
             race = NULL_TARGET  # a race with null:, as the guest ran it
         runs_dir = self.results / "runs"
         runs_dir.mkdir(exist_ok=True)
@@ -96,11 +97,12 @@ class Twin:
         out = call(measured, duration_s, f"{run_id}: the device path's run")
         if models:
             models.check_alive(run_id + " (device path)")
-        write_atomic(report, out)
+        trace = models.rows(runs_dir, f"{run_id}.device", self.results) if models else None
+        write_atomic(report, devicerows.with_flash_log(out, trace))
         entry = {"report": str(report.relative_to(self.results)), "events": str(events.relative_to(self.results)),
                  "command": shlex.join(["redo-writer", *measured[1:]]), "reply_spin_us": REPLY_SPIN_US}
-        if models:
-            entry["device_trace"] = models.rows(runs_dir, f"{run_id}.device", self.results)
+        if trace:
+            entry["device_trace"] = trace
         return entry
 
 

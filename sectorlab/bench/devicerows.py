@@ -7,6 +7,7 @@ during the run fails it, naming the disk and the model's log."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
@@ -53,6 +54,36 @@ class Window:
             first, second = (writes[d.name] for d in self.disks)
             out[self.disks[0].name]["race"] = arrivals(first, second)
         return out
+
+
+def flash_log(device_trace: dict) -> dict | None:
+    """Smart flash logging inside the cells (a model with a flash log, devices/profiles.py): of the
+    writes of a run, over every cell it wrote, how many the flash log completed first (the cells'
+    FL_FLASH_FIRST against FL_DISK_FIRST); None when no disk of the run had a flash log."""
+    cells = [d["write"] for d in device_trace.values() if d.get("write", {}).get("flashlog_races")]
+    if not cells:
+        return None
+    return {"writes": sum(c["flashlog_races"] for c in cells), "flash_first": sum(c["flashlog_first"] for c in cells),
+            "source": "the device models' traces (the harness adds this to redo-writer's report)"}
+
+
+def flash_log_since(traces: dict[Path, int]) -> dict | None:
+    """flash_log() of the requests these traces got since their byte offsets (a run on the device
+    path without a lab: its models' traces, {trace: offset before the run})."""
+    summaries = {}
+    for path, offset in traces.items():
+        header, text = _since(path, offset)
+        summaries[str(path)] = {"write": trace.summary(trace.parse(header + text), "write")}
+    return flash_log(summaries)
+
+
+def with_flash_log(report_text: str, device_trace: dict | None) -> str:
+    """redo-writer's JSON report with the cells' flash log counts of its run added (unchanged when
+    no disk of the run had a flash log)."""
+    counts = flash_log(device_trace) if device_trace else None
+    if counts is None:
+        return report_text
+    return json.dumps(json.loads(report_text) | {"flash_log": counts}, indent=2)
 
 
 def arrivals(first: list, second: list) -> dict:

@@ -202,7 +202,11 @@ def headline_section(items: list[dict], why_no_device: str | None) -> list[str]:
     return out
 
 
-def seed_section(rows: list[dict], compact: bool = False, device: list[dict] | None = None) -> list[str]:
+GUEST_PATH = "These are the guest path's; the first screen has the device path's beside them."
+
+
+def seed_section(rows: list[dict], compact: bool = False, device: list[dict] | None = None,
+                 path: str = GUEST_PATH) -> list[str]:
     """The seed figures beside the lab's values: seed | lab | agreement, with each quote's source
     (compact: without the sources and derivations, for the first screen, and with the device
     path's value beside the guest path's where `device`, the same table on the device path, has
@@ -226,7 +230,7 @@ def seed_section(rows: list[dict], compact: bool = False, device: list[dict] | N
            f"{CI_LEVEL} bootstrap over runs. A seed figure agrees when it lies inside the CI and the CI is "
            "narrower than the figure's distance from the value it must be told apart from (1 for a ratio: no "
            "difference; a preset's `tell_apart` otherwise); a CI that also holds that value is too wide to tell. "
-           "These are the guest path's; the first screen has the device path's beside them.", ""]
+           + path, ""]
     table = [["figure", "seed", f"lab ({CI_LEVEL} CI)", "agreement", "source", "derivation"]]
     for r in rows:
         unit = r.get("unit") or ""

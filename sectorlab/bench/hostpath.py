@@ -25,7 +25,7 @@ from ..devices import build
 from ..devices.server import DeviceServer
 from ..lab import modelled
 from ..paths import write_atomic
-from . import stats
+from . import devicerows, stats
 from .devicepath import REPLY_SPIN_US, call
 from .preset import Preset, Progress, Target, Workload
 from .presetfields import NULL_TARGET
@@ -97,14 +97,21 @@ class Models:
         return self.servers[key].uri()
 
     def target(self, t: Target, variant: str) -> tuple[str, str | None]:
-        """The URIs of a target's log member and its race member (or null:, or None)."""
+        """The URIs of a target's log member and its second member (or null:, or None)."""
         if t.disk is None:
             return NULL_TARGET, None
         sectors = t.expected_sectors()
         target = self.uri(t.disk, sectors, variant)
-        if t.race is not None:
-            return target, self.uri(t.race, sectors, variant)
-        return target, NULL_TARGET if t.race_null else None
+        if t.second is not None:
+            return target, self.uri(t.second, sectors, variant)
+        return target, NULL_TARGET if t.second_null else None
+
+    def traces(self, t: Target, variant: str) -> dict[Path, int]:
+        """The traces of a target's models (started by target()), each with its size now."""
+        sectors = t.expected_sectors()
+        keys = [(d.name, *sectors, variant) for d in (t.disk, t.second) if d is not None]
+        return {self.servers[k].trace: (self.servers[k].trace.stat().st_size if self.servers[k].trace.exists() else 0)
+                for k in keys if k in self.servers}
 
     def stop(self) -> None:
         try:
@@ -147,14 +154,19 @@ def device_runs(preset: Preset, w: Workload, cfgs: list[Config], variants: dict[
     try:
         for i, (variant, cfg, rep) in enumerate(slots, 1):
             target, race = models.target(cfg.target, variant)
-            base = [str(writer), *redo_writer_args(w, target, cfg.blocksize, w.duration_s, race, seed + i)[1:],
+            base = [str(writer), *redo_writer_args(w, target, cfg.blocksize, w.duration_s, race, seed + i,
+                                                    cfg.target.pairing)[1:],
                     "--reply-spin-us", str(REPLY_SPIN_US), "--output", "json"]
             at = f"{cfg.key} ({variant})" if len(variants) > 1 else cfg.key
             if (variant, cfg.key) not in warm:
                 d = base.index("--duration")
                 call(base[:d + 1] + [str(w.warmup_s)] + base[d + 2:], w.warmup_s, f"warm-up of {at}")
                 warm.add((variant, cfg.key))
+            traces = models.traces(cfg.target, variant)
             out = call(base, w.duration_s, f"{at} #{rep}")
+            counts = devicerows.flash_log_since(traces)
+            if counts:
+                out = json.dumps(json.loads(out) | {"flash_log": counts}, indent=2)
             report = json.loads(out)
             name = f"v{list(variants).index(variant)}-{cfg.target.name}-bs{cfg.blocksize}-{rep}.json"
             write_atomic(results / "runs" / name, out)

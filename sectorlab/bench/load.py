@@ -119,7 +119,7 @@ def write_report(results: Path) -> Path:
         lines += [f"## {i}. {item.get('title')} ({a} → {b})", ""]
         lines += ([f"Not compared: {', '.join(item['not_compared'])}.", ""] if item.get("not_compared")
                   else tests_lines(item, a, b) + [""])
-    lines += seed_section(seeds)
+    lines += seed_section(seeds, path="These are the device path's, at the seed's closed-loop load.")
     lines += ["", "## How to run it again", "", "```",
               f"sectorlab bench-load --repeats {doc['repeats']} --duration {w['duration_s']} --seed "
               f"{doc['order_seed']} -- {doc['preset']}", "```", ""]

@@ -41,6 +41,13 @@ def _race_win_pct(r: dict) -> float | None:
     return 100.0 * members[0].get("wins", 0) / total if len(members) > 1 and total else None
 
 
+def _flash_first_pct(r: dict) -> float | None:
+    """Inside the cells (a device model with a flash log): the share of the log writes that the flash
+    log completed first (the harness adds the counts from the models' traces)."""
+    counts = r.get("flash_log") or {}
+    return 100.0 * counts["flash_first"] / counts["writes"] if counts.get("writes") else None
+
+
 def _sync_over_write(r: dict) -> float | None:
     write = r[_LFPW]["mean_us"]
     return r[_LFS]["mean_us"] / write if write else None
@@ -77,9 +84,12 @@ METRICS = {
     "writes_under_4k_pct": ("redo writes under 4 KiB", lambda r: 100.0 * r["writes_under_4k"] / r["writes"], "%",
                             "{:.2f}"),
     "write_mb_s": ("redo write rate", lambda r: r["write_mb_s"], "MB/s", "{:.3f}"),
+    # AWR's "redo size" per second: the redo generated, without the wastage of padded blocks.
+    "redo_mb_s": ("redo size per second", lambda r: _per_s(r, "redo_bytes") / 1e6, "MB/s", "{:.3f}"),
     "bytes_per_write": ("bytes per redo write", lambda r: r["bytes_written"] / r["writes"] if r["writes"] else None,
                         "B", "{:,.0f}"),
     "race_win_pct": ("first race member's wins", _race_win_pct, "%", "{:.1f}"),
+    "flash_log_first_pct": ("writes the cells' flash log completed first", _flash_first_pct, "%", "{:.1f}"),
     "offered_rate": ("offered rate", _number("offered_rate"), "commits/s", "{:,.1f}"),
     "achieved_rate": ("achieved rate", _number("achieved_rate"), "commits/s", "{:,.1f}"),
     "kept_up": ("kept up with the offered rate", lambda r: r.get("kept_up"), "", "{}"),

@@ -74,8 +74,9 @@ class Workload:
 class Target:
     name: str
     disk: labdef.Disk | None          # None: null: (writes nothing)
-    race: labdef.Disk | None = None
-    race_null: bool = False           # race = "null:"
+    second: labdef.Disk | None = None  # the log group's second member (race or mirror)
+    second_null: bool = False         # race = "null:"
+    pairing: str | None = None        # "race" (done at the first write) or "mirror" (at both); None: one member
     reformat_lbads: int | None = None
     override: bool = False
     control: bool = False
@@ -233,7 +234,7 @@ def from_table(path: Path, data: dict, lab: labdef.Lab, duration_s: int | None =
     disks = {d.name: d for vm in lab.vms for d in vm.disks}
     targets = _targets(where, b, disks, repeats is not None)
     for t in targets:
-        for d in (t.disk, t.race):
+        for d in (t.disk, t.second):
             if d is not None and b["log_size_mib"] > d.size_mib:
                 raise UsageError(f"{where}: log_size_mib = {b['log_size_mib']}: larger than disk {d.name} "
                                  f"({d.size_mib} MiB) that target {t.name!r} writes its redo log to; expected at "
@@ -257,18 +258,24 @@ def from_table(path: Path, data: dict, lab: labdef.Lab, duration_s: int | None =
 
 
 def _target(wt: str, t: dict, raw: dict, b: dict, repeats_given: bool) -> Target:
-    d, race = t["disk"], t["race"]
-    race_null = raw.get("race") == NULL_TARGET
-    if d is None and (race is not None or race_null):
-        raise UsageError(f"{wt}: race on {t['name']!r}, a null: target: race two disks, or a disk and null:")
-    if race is not None and d is not None and race.name == d.name:
-        raise UsageError(f"{wt}: race = {race.name!r} is the target's own disk: race a second disk")
-    if race is not None and race.geometry != d.geometry:
-        raise UsageError(f"{wt}: race = {race.name!r} has geometry {race.geometry.name}, the disk "
+    d = t["disk"]
+    given = [k for k in ("race", "mirror") if t[k] is not None or raw.get(k) == NULL_TARGET]
+    if len(given) > 1:
+        raise UsageError(f"{wt}: race and mirror on {t['name']!r}: a log group's second member is raced (the commit "
+                         f"done at the first write) or mirrored (done at both): give one")
+    pairing = given[0] if given else None
+    second = t[pairing] if pairing else None
+    second_null = pairing is not None and raw.get(pairing) == NULL_TARGET
+    if d is None and pairing:
+        raise UsageError(f"{wt}: {pairing} on {t['name']!r}, a null: target: pair two disks, or a disk and null:")
+    if second is not None and second.name == d.name:
+        raise UsageError(f"{wt}: {pairing} = {second.name!r} is the target's own disk: give a second disk")
+    if second is not None and second.geometry != d.geometry:
+        raise UsageError(f"{wt}: {pairing} = {second.name!r} has geometry {second.geometry.name}, the disk "
                          f"{d.geometry.name}: the members of a log group need one sector size")
     blocksizes = tuple(t["blocksizes"] or b["blocksizes"])
-    target = Target(t["name"], d, race, race_null, t["reformat_lbads"], t["override"], t["control"], blocksizes,
-                    b["repeats"] if repeats_given or t["repeats"] is None else t["repeats"])
+    target = Target(t["name"], d, second, second_null, pairing, t["reformat_lbads"], t["override"], t["control"],
+                    blocksizes, b["repeats"] if repeats_given or t["repeats"] is None else t["repeats"])
     if target.override and not any(target.needs_override(bs) for bs in blocksizes):
         sectors = target.expected_sectors()
         shown = f"{sectors[0]}/{sectors[1]} B sectors" if sectors else "no device (null:)"

@@ -165,7 +165,11 @@ TARGET_FIELDS = fields.Table("[[bench.target]]", "One target: a disk of the lab 
                  default=lambda got: got["disk"].name if got["disk"] is not None else "null",
                  default_text="the disk's name (null for null:)"),
     fields.Field("race", fields.custom("a disk of the lab, or null:", _disk),
-                 "a second disk of the same geometry written as the log group's other member"),
+                 "a second disk of the same geometry written as the log group's other member, each commit done "
+                 "when the first of the two writes is (smart flash logging, as two disks of the guest)"),
+    fields.Field("mirror", fields.custom("a disk of the lab, or null:", _disk),
+                 "a second disk of the same geometry written as the log group's other member, each commit done "
+                 "when both writes are (multiplexed redo, or ASM normal redundancy's two copies)"),
     fields.Field("reformat_lbads", fields.custom("512 or 4096", _lbads),
                  "format the NVMe namespace to this LBA size before each of its runs (bus nvme only)"),
     fields.Field("override", fields.BOOLEAN, "run the BLOCKSIZEs above the disk's sector that only "

@@ -38,13 +38,16 @@ from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Slot, Target,
 from .presetfields import NULL_TARGET
 
 GUEST_DIR = "/var/tmp/sectorlab-bench"
+PAIRED = {"race": "raced", "mirror": "mirrored", None: "raced"}  # a target's second member, as the entry says it
 
 
-def redo_writer_args(w: Workload, target: str, blocksize: int, seconds: int, race: str | None = None,
-                     seed: int = 1) -> list[str]:
+def redo_writer_args(w: Workload, target: str, blocksize: int, seconds: int, second: str | None = None,
+                     seed: int = 1, pairing: str | None = None) -> list[str]:
+    """redo-writer's command for a run; `second` is the log group's other member, written as
+    `pairing` says (race or mirror)."""
     args = ["redo-writer", "run", "--target", target]
-    if race:
-        args += ["--race", race]
+    if second:
+        args += [f"--{pairing or 'race'}", second]
     args += ["--blocksize", str(blocksize), "--sessions", str(w.sessions), "--redo-per-txn", str(w.redo_per_txn),
              "--arrival", w.arrival, "--rate", str(w.rate)]
     if w.arrival == "poisson":
@@ -144,7 +147,7 @@ class Bench:
         if self.lbads.get(disk, target.disk.geometry.logical_block_size) != want:
             self.reformat(target, disk, want)
         path = self.paths_now[disk]
-        race = NULL_TARGET if target.race_null else self.paths_now[target.race.name] if target.race else None
+        race = NULL_TARGET if target.second_null else self.paths_now[target.second.name] if target.second else None
         logical, physical = self.sectors_of(path)
         if (logical, physical) != target.expected_sectors():
             want_l, want_p = target.expected_sectors()
@@ -166,8 +169,8 @@ class Bench:
         rid = slot.run_id
         remote = f"{GUEST_DIR}/{rid}"
         seed = (self.order_seed * 1009 + slot.slot) % 2**31
-        args = redo_writer_args(w, path, bs, w.duration_s, race, seed)
-        warmup = redo_writer_args(w, path, bs, w.warmup_s, race, seed) + ["--output", "json"]
+        args = redo_writer_args(w, path, bs, w.duration_s, race, seed, target.pairing)
+        warmup = redo_writer_args(w, path, bs, w.warmup_s, race, seed, target.pairing) + ["--output", "json"]
         command = args + ["--events", f"{remote}.csv", "--output", "json"]
         script = f"mkdir -p {GUEST_DIR} && {shlex.join(warmup)} >/dev/null"
         result = self.guest.run("sudo -n sh -c", script, timeout=w.warmup_s + 300)
@@ -189,6 +192,8 @@ class Bench:
                "warmup_command": shlex.join(warmup)}
         if models.disks:
             out["device_trace"] = models.rows(runs_dir, rid, self.results)
+            report = runs_dir / f"{rid}.json"
+            write_atomic(report, devicerows.with_flash_log(report.read_text(), out["device_trace"]))
         if self.has_twin(target):
             out["device_path"] = self.twin.run(rid, members, target.is_null, args, w.duration_s)
             self.host_commands.append(out["device_path"]["command"])
@@ -196,7 +201,7 @@ class Bench:
 
     def members(self, target: Target) -> list:
         """The lab disks a target writes (its disk and its race member's); none for null:."""
-        return [self.entries[d.name] for d in (target.disk, target.race) if d]
+        return [self.entries[d.name] for d in (target.disk, target.second) if d]
 
     def has_twin(self, target: Target) -> bool:
         """Whether the target's runs get a device-path twin: the bench has a device path and all
@@ -215,8 +220,10 @@ class Bench:
         return {"disk": target.name, "vm": self.vm, "bus": e.bus if e else None,
                 "geometry": e.geometry if e else None, "declared_disk": target.disk.name if e else None,
                 "model": e.device if e else None,  # the device profile that serves the disk, or None
-                "race": NULL_TARGET if target.race_null else target.race.name if target.race else None,
-                "device": path + (f" raced with {race}" if race else ""), "logical": logical, "physical": physical,
+                **{k: (NULL_TARGET if target.second_null else target.second.name) if target.pairing == k else None
+                   for k in ("race", "mirror")},
+                "device": path + (f" {PAIRED[target.pairing]} with {race}" if race else ""),
+                "logical": logical, "physical": physical,
                 "blocksize": bs, "override": override, "control": target.control, "mode": w.mode, "rate": w.rate,
                 "arrival": w.arrival, "cpu_us_per_txn": w.cpu_us_per_txn,
                 "verdict": verdict.as_json() if verdict else _null_verdict(bs)}

@@ -43,6 +43,12 @@ class Sweep:
     range: str
 
     @property
+    def profiles(self) -> list[str]:
+        """The profiles the value goes to: the swept one and its variants that keep its value (an
+        Exadata cell with flash logging has the cell disk's controller cache)."""
+        return profiles.sharing(self.profile, self.param)
+
+    @property
     def own(self) -> str:
         """The profile's own value of the parameter."""
         return profiles.get(self.profile).params[self.param]
@@ -91,11 +97,12 @@ def run(preset: Preset, sweep: Sweep, progress: Progress, results_root: Path = R
     if not cfgs:
         raise UsageError(f"preset {preset.name!r} has no [[bench.compare]]: a sweep shows where its comparisons flip")
     results = hostpath.results_dir(results_root, f"{preset.name}-sweep-{sweep.param}")
-    variants = {v: {sweep.profile: {sweep.param: v}} for v in sweep.values}
+    variants = {v: {p: {sweep.param: v} for p in sweep.profiles} for v in sweep.values}
     done = hostpath.device_runs(preset, preset.workload, cfgs, variants, repeats, seed, results, progress,
                                 f"sweep of {sweep.param} on {sweep.profile} over {', '.join(sweep.values)}")
-    doc = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "sweep": sweep.__dict__ | {
-        "own": sweep.own}, "workload": preset.workload.as_json(), "order_seed": done.order_seed,
+    doc = {"preset": preset.name, "seed": preset.seed, "title": preset.title,
+           "sweep": sweep.__dict__ | {"own": sweep.own, "profiles": sweep.profiles},
+           "workload": preset.workload.as_json(), "order_seed": done.order_seed,
         "repeats": repeats, "comparisons": preset.compares, "runs": done.runs, "reply_spin_us": REPLY_SPIN_US,
         "wall_s": done.wall_s}
     write_atomic(results / "sweep.json", json.dumps(doc, indent=2))
@@ -158,7 +165,9 @@ def write_report(results: Path) -> Path:
     lines = [f"# Sweep of `{s['param']}` on `{s['profile']}`: {doc['title']}", "",
              f"Preset `{doc['preset']}` (seed {doc['seed'] or '-'}), on the device path only (redo-writer on this "
              f"host straight to the models, polling for replies {doc['reply_spin_us']} us). Values: "
-             f"{', '.join(_value_text(v, s['own']) for v in s['values'])}. "
+             f"{', '.join(_value_text(v, s['own']) for v in s['values'])}"
+             + (f", on the disks of {', '.join(f'`{p}`' for p in s['profiles'])} (its variants with its value)"
+                if len(s.get("profiles", [])) > 1 else "") + ". "
              f"Why this range: {s['range']}", "",
              f"Workload: {w['sessions']} session(s), {w['redo_per_txn']:,} B of redo per commit, "
              + (f"{w['rate']:,} commits/s ({w['arrival']})" if w["rate"] else "closed loop")

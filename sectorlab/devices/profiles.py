@@ -29,6 +29,8 @@ class DeviceProfile:
     write_cache: str                             # none | protected | volatile (WRITE_CACHES)
     sources: dict[str, str] = field(default_factory=dict)    # parameter -> where its number comes from
     evidence: dict[str, str] = field(default_factory=dict)   # parameter -> datasheet | physics | assumed
+    flash_log: str | None = None                 # the profile whose parameters are its flash log's ("flashlog.")
+    base: str | None = None                      # the profile it is a variant of
 
     def args(self) -> list[str]:
         return [f"{k}={v}" for k, v in self.params.items()]
@@ -64,13 +66,51 @@ def check(where: str, params: dict[str, str]) -> None:
         raise UsageError(f"{where}: {why}: fix the device profile (docs/device-models.md lists the parameters)")
 
 
+FLASH_LOG_PREFIX = "flashlog."  # the model's keys of a cell's flash log (devicemodel/model.h)
+
+
+def _plain(raw: dict, name: str) -> bool:
+    """A profile of the catalog that builds on none (a base or a flash log is one)."""
+    return name in raw and not name.startswith("_") and not {"base", "flash_log"} & set(raw[name])
+
+
+def _composed(name: str, raw: dict) -> dict:
+    """A catalog entry with what it builds on spelled out: `base` (another profile: its parameters,
+    sources, evidence and write cache, each overridden by the entry's own) and `flash_log` (a
+    profile whose parameters become the model's flash log, under "flashlog.", with their sources
+    and evidence), so that a variant of a device states only what differs and where that comes from."""
+    entry = raw[name]
+    out = {"description": entry.get("description", ""), "params": {}, "sources": {}, "evidence": {},
+           "flash_log": entry.get("flash_log"), "base": entry.get("base")}
+    for key in ("base", "flash_log"):
+        other = entry.get(key)
+        if other is None:
+            continue
+        if other == name or not _plain(raw, other):
+            raise UsageError(f"device profile '{name}': {key} {other!r} is not a plain profile of the catalog: "
+                             f"expected one of {', '.join(sorted(k for k in raw if _plain(raw, k)))}")
+        b = raw[other]
+        if key == "base":
+            out |= {"params": dict(b["params"]), "sources": dict(b.get("sources", {})),
+                    "evidence": dict(b.get("evidence", {})), "write_cache": b.get("write_cache")}
+        else:
+            for part in ("params", "sources", "evidence"):
+                out[part] |= {FLASH_LOG_PREFIX + k: v for k, v in b.get(part, {}).items() if k != "write_cache"}
+    for part in ("params", "sources", "evidence"):
+        out[part] |= entry.get(part, {})
+    if "write_cache" in entry:
+        out["write_cache"] = entry["write_cache"]
+    return out
+
+
 def _profile(name: str, entry: dict) -> DeviceProfile:
     where = f"device profile '{name}'"
     params = {k: str(v) for k, v in entry["params"].items()}
     for key, value in entry.get("evidence", {}).items():
         if value not in EVIDENCE:
             raise UsageError(f"{where}: evidence of '{key}' is '{value}': expected one of {', '.join(EVIDENCE)}")
-    missing = sorted((set(params) | {"write_cache"}) - set(entry.get("sources", {})))
+    missing = sorted((set(params) | {"write_cache"} | ({"flash_log"} if entry.get("flash_log") else set()))
+                     - set(entry.get("sources", {})))
     if missing:
         raise UsageError(f"{where}: no source for {', '.join(missing)}: every number names where it comes from")
     cache = entry.get("write_cache")
@@ -79,7 +119,7 @@ def _profile(name: str, entry: dict) -> DeviceProfile:
                          f"cache; protected: power-loss protected; volatile: lost on a power cut until flushed)")
     _cache_agrees(where, cache, params)
     return DeviceProfile(name, entry["description"], params, cache, dict(entry["sources"]),
-                         dict(entry.get("evidence", {})))
+                         dict(entry.get("evidence", {})), entry.get("flash_log"), entry.get("base"))
 
 
 def _cache_agrees(where: str, cache: str, params: dict[str, str]) -> None:
@@ -99,7 +139,14 @@ def _cache_agrees(where: str, cache: str, params: dict[str, str]) -> None:
 @cache
 def profiles() -> dict[str, DeviceProfile]:
     raw = json.loads(CATALOG.read_text()).get("device_profiles", {})
-    return {name: _profile(name, entry) for name, entry in raw.items() if not name.startswith("_")}
+    return {name: _profile(name, _composed(name, raw)) for name in raw if not name.startswith("_")}
+
+
+def sharing(name: str, param: str) -> list[str]:
+    """The profile and its variants that keep its value of `param` (a variant that sets its own
+    value is a different device in that respect)."""
+    own = get(name).params.get(param)
+    return [name] + [p.name for p in profiles().values() if p.base == name and p.params.get(param) == own]
 
 
 def get(name: str) -> DeviceProfile:

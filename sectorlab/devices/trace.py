@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 INT_FIELDS = ("offset", "length", "fua", "channel", "cached", "rmw_reads", "unit_reads", "error")
-OPTIONAL_INT_FIELDS = ("buffer_hits",)  # absent from a trace written before the model had a write buffer
+# Absent from a trace written before the model had a write buffer, or a flash log.
+OPTIONAL_INT_FIELDS = ("buffer_hits", "flashlog_first")
 FLOAT_FIELDS = ("t_us", "queue_us", "service_us", "served_us")
 
 
@@ -32,6 +33,7 @@ class Request:
     unit_reads: int
     error: int
     buffer_hits: int = 0
+    flashlog_first: int = -1  # with a flash log: 1 when it completed first, 0 when the disk did; -1: none
 
 
 def parse(text: str) -> list[Request]:
@@ -68,6 +70,9 @@ def summary(requests: list[Request], op: str, channels: int = 1) -> dict:
         "unit_reads": sum(r.unit_reads for r in rows), "errors": sum(1 for r in rows if r.error),
         "buffer_hits": sum(r.buffer_hits for r in rows),
     }
+    raced = [r.flashlog_first for r in rows if r.flashlog_first >= 0]
+    if raced:  # a cell with a flash log: who completed the requests first
+        out |= {"flashlog_races": len(raced), "flashlog_first": sum(raced)}
     if not np.isnan(served).all():
         out |= {"served_p50_us": float(np.nanpercentile(served, 50)),
                 "served_p99_us": float(np.nanpercentile(served, 99))}

@@ -1,0 +1,175 @@
+"""Two device behaviours the seeds' figures turn on, in a lab (labs/behaviours.toml), proven from
+the host's traces of the guest's writes:
+
+- seed 003's 512e flash with and without a DRAM write buffer (`nvme-512e-dram` against
+  `nvme-512e`, one geometry): 512-byte appends read their 4 KiB unit from NAND at every write
+  without the buffer, and once per unit with it;
+- seed 002's Exadata cell with smart flash logging (`exadata-cell-flashlog`): every write goes to
+  the cell disk's controller cache and to the flash log at once and completes at the first. What
+  the lab's model decided for each of the guest's requests is what the model decides for the same
+  requests in virtual time (devicemodel/simulate replaying the disk's whole trace): the served disk
+  is the composed profile, flash log included.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labtests.support.requires import BUFFER_PAIR, FLASH_LOG_CELL, buffer_pair_of, flash_log_cell_of, require
+from sectorlab.bench import devicerows
+from sectorlab.devices import profiles, trace
+from sectorlab.guest import disks as guestdisks
+from sectorlab.lab import modelled
+
+pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
+
+APPENDS = 64        # 512-byte writes, one after the other: 8 units of 4 KiB
+BASE = 1 << 20      # past the partition table's sectors
+RUN_S = 3
+UNIT = 4096         # the profiles' write unit (nvme-512e)
+
+# O_DIRECT|O_DSYNC writes of SIZE bytes, one after the other from BASE.
+WRITER = """import mmap, os, sys
+path, size, n, base = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+fd = os.open(path, os.O_WRONLY | os.O_DIRECT | os.O_DSYNC)
+buf = memoryview(mmap.mmap(-1, 4096))
+for i in range(n):
+    os.pwrite(fd, buf[:size], base + i * size)
+os.close(fd)
+"""
+
+
+def _partial_units(r: trace.Request) -> int:
+    """The units of UNIT bytes the request covers only in part (its first and its last, or its one)."""
+    first, last = r.offset // UNIT, (r.offset + r.length - 1) // UNIT
+    head, tail = r.offset % UNIT != 0, (r.offset + r.length) % UNIT != 0
+    return int(head or tail) if first == last else int(head) + int(tail)
+
+
+def _path(guest_devices, disk) -> str:
+    dev = guest_devices[disk.vm].get(disk.serial)
+    if dev is None:
+        pytest.fail(f"{disk.vm}: declared disk {disk.name} (serial {disk.serial}) is not in the guest", pytrace=False)
+    return dev.path
+
+
+def _traced(lab_state, disk, command, run_id: str) -> list[trace.Request]:
+    """The write requests the model of `disk` served while `command` ran (nothing read meanwhile)."""
+    window = devicerows.Window(lab_state.lab, [disk])
+    command()
+    window.check_alive(run_id)
+    header, text = devicerows._since(window.servers[disk.name].trace, window.offsets[disk.name])
+    rows = trace.parse(header + text)
+    assert not [r for r in rows if r.op == "read"], f"{run_id}: the model served reads during a write-only run"
+    return [r for r in rows if r.op == "write"]
+
+
+@pytest.fixture(scope="module")
+def buffered(lab_state, lab_guests, guest_devices):
+    vm, dram, nand = require(buffer_pair_of(lab_state), BUFFER_PAIR)
+    guest = lab_guests[vm]
+    paths = {d.name: _path(guest_devices, d) for d in (dram, nand)}
+    guestdisks.unwatch(guest, list(paths.values()))  # no re-probe's reads inside a run
+    return guest, dram, nand, paths
+
+
+def test_a_dram_buffer_reads_each_unit_once_for_512_byte_appends(lab_state, buffered, record_property):
+    """64 appends of 512 bytes (8 units of 4 KiB): without the buffer the model reads the unit
+    before every one of them (each leaves part of its unit unwritten); with it only before the first
+    write into each unit, the other 7 merging in DRAM; and the model's service time is the write
+    alone for a merged append, the write and a NAND read otherwise."""
+    guest, dram, nand, paths = buffered
+    got = {}
+    for d in (nand, dram):
+        got[d.name] = _traced(lab_state, d, lambda d=d: guest.check_output(
+            "sudo -n python3 -c", WRITER, paths[d.name], 512, APPENDS, BASE), f"appends-{d.name}")
+    plain, merged = got[nand.name], got[dram.name]
+    units = APPENDS * 512 // 4096
+    said = (f"{APPENDS} appends of 512 B: {nand.name} ({nand.device}) read {sum(r.unit_reads for r in plain)} units, "
+            f"merged {sum(r.buffer_hits for r in plain)}; {dram.name} ({dram.device}) read "
+            f"{sum(r.unit_reads for r in merged)}, merged {sum(r.buffer_hits for r in merged)}")
+    record_property("write_buffer_appends", said)
+    print(said)
+    assert len(plain) == len(merged) == APPENDS and {r.length for r in plain + merged} == {512}, said
+    assert [r.unit_reads for r in plain] == [1] * APPENDS and not any(r.buffer_hits for r in plain), said
+    assert [r.unit_reads for r in merged] == ([1] + [0] * 7) * units, said
+    assert [r.buffer_hits for r in merged] == ([0] + [1] * 7) * units, said
+    params = profiles.get(dram.device).params  # a merged append costs the write and its transfer, nothing read
+    alone_us = float(params["write"].removeprefix("fixed:")) + 512 / float(params["write-mbps"])
+    assert all(r.service_us == pytest.approx(alone_us, abs=0.002) for r in merged if r.buffer_hits), said
+    assert all(r.service_us > alone_us for r in plain), said
+
+
+def test_redo_at_blocksize_512_reads_nand_far_less_behind_a_dram_buffer(lab_state, buffered, record_property):
+    """redo-writer at BLOCKSIZE 512 (one session, 512 B a commit) on both drives: without the buffer
+    the model reads every unit a log write leaves in part; with it each such unit is read or merged,
+    and read at most once per unit the run wrote (the buffer holds the units written last, the log
+    is written in order); at BLOCKSIZE 4096 neither reads any."""
+    guest, dram, nand, paths = buffered
+    counts = {}
+    for d in (nand, dram):
+        for bs in (512, 4096):
+            out = {}
+
+            def redo(d=d, bs=bs, out=out):
+                out["r"] = guest.run("sudo -n redo-writer run --target", paths[d.name], "--duration", RUN_S,
+                                     "--blocksize", bs, "--sessions", 1, "--redo-per-txn", 512, "--log-size",
+                                     64 << 20, "--output", "json", "--force", timeout=RUN_S + 120)
+            writes = _traced(lab_state, d, redo, f"redo-{d.name}-{bs}")
+            assert out["r"].rc == 0, f"redo-writer on {d.name} at {bs}: exit {out['r'].rc}: {out['r'].stderr.strip()}"
+            report = json.loads(out["r"].stdout)
+            counts[(d.name, bs)] = (len(writes), sum(r.unit_reads for r in writes), sum(r.buffer_hits for r in writes),
+                                    sum(_partial_units(r) for r in writes),
+                                    len({u for r in writes for u in range(r.offset // UNIT,
+                                                                          (r.offset + r.length - 1) // UNIT + 1)}),
+                                    report["log_file_parallel_write"]["p50_us"])
+    said = "; ".join(f"{name}@{bs}: {n} writes leaving {partial} units in part ({units} units written), {reads} unit "
+                     f"reads, {hits} merged, guest lfpw p50 {p50:.0f} us"
+                     for (name, bs), (n, reads, hits, partial, units, p50) in counts.items())
+    record_property("write_buffer_redo", said)
+    print(said)
+    n, reads, hits, partial, _, _ = counts[(nand.name, 512)]
+    assert n > 0 and reads == partial >= n and hits == 0, said
+    n, reads, hits, partial, units, _ = counts[(dram.name, 512)]
+    assert n > 0 and hits > 0 and reads + hits == partial and reads <= units, said
+    assert counts[(nand.name, 4096)][1] == counts[(dram.name, 4096)][1] == 0, said
+
+
+def test_a_cell_races_its_disk_cache_and_its_flash_log_as_the_model_decides(lab_state, lab_guests, guest_devices,
+                                                                           record_property):
+    """The guest's 512-byte and 4 KiB writes to the cell: every write and flush of its trace says
+    which medium completed first (reads none), and replaying the disk's whole trace (every request
+    since the model started, at its arrival times) through the model in virtual time gives the same
+    winner and the same service time for each request: the lab serves the composed profile, its
+    flash log included."""
+    cell = require(flash_log_cell_of(lab_state), FLASH_LOG_CELL)
+    guest = lab_guests[cell.vm]
+    path = _path(guest_devices, cell)
+    guestdisks.unwatch(guest, [path])
+    for size in (512, 4096):
+        _traced(lab_state, cell, lambda size=size: guest.check_output(
+            "sudo -n python3 -c", WRITER, path, size, APPENDS, BASE + (APPENDS * 4096 if size == 512 else 0)),
+            f"cell-{size}")
+    # The trace has a line per request as it completes; the model took them in arrival order.
+    served = sorted(trace.read(modelled.server(lab_state.lab, cell.name).trace), key=lambda r: r.t_us)
+    writes = [r for r in served if r.op == "write"]
+    t0 = served[0].t_us
+    requests = "".join(f"{r.t_us - t0:.3f} {r.op} {r.offset} {r.length}{' fua' if r.fua else ''}\n" for r in served)
+    proc = profiles.simulate(modelled.params(cell.device, cell.logical_block_size, cell.physical_block_size),
+                             requests)
+    assert proc.returncode == 0, proc.stderr
+    replayed = trace.parse(proc.stdout)
+    flash_first = sum(r.flashlog_first == 1 for r in writes)
+    said = (f"{cell.name} ({cell.device}): {len(writes)} writes served, the flash log first for {flash_first}, the "
+            f"disk's cache for {len(writes) - flash_first}; replayed: "
+            f"{sum(r.flashlog_first == 1 for r in replayed if r.op == 'write')} and "
+            f"{sum(r.flashlog_first == 0 for r in replayed if r.op == 'write')}")
+    record_property("flash_log_cell", said)
+    print(said)
+    assert len(writes) >= 2 * APPENDS, said
+    assert all(r.flashlog_first in (0, 1) for r in served if r.op in ("write", "flush")), said
+    assert all(r.flashlog_first == -1 for r in served if r.op == "read"), said
+    assert [r.flashlog_first for r in replayed] == [r.flashlog_first for r in served], said
+    assert [r.service_us for r in replayed] == pytest.approx([r.service_us for r in served], abs=0.002), said
