@@ -53,6 +53,22 @@ def test_the_closed_loop_is_the_seeds_load_and_its_figures_are_read(tmp_path):
     assert (real["sessions"], real["redo_per_txn"], real["cpu_us_per_txn"]) == (84, 7881, 2960)
 
 
+def test_every_redo_preset_has_its_seeds_load_closed_loop_with_figures_the_lab_compares():
+    """Each redo preset runs its seed's closed loop; the numbers it derives from its seed are the
+    seed's arithmetic (seed 000's from its AWR: 504,694,043.7 B/s over 5,350.6 B a transaction; 3,359,023
+    log writes at 0.12 a transaction over that rate; DB time from 35.4K s of DB CPU at 59.1 %)."""
+    redo = [n for n in bench.preset_names() if bench.load_preset(n).kind == "redo"]
+    assert {"p3700-4k", "ssd-vs-hdd", "exadata-flashlog", "vsphere-512e"} <= set(redo)
+    for name in redo:
+        c = bench.load_preset(name).closed_loop
+        assert c and c["source"] and any(f["lab"] != "none" for f in c["figure"]), name
+    c = bench.load_preset("p3700-4k").closed_loop
+    tps = 504_694_043.7 / 5_350.6
+    txns = 3_359_023 / 0.12
+    assert c["seed_tps"] == round(tps) and c["redo_per_txn"] == round(5_350.6)
+    assert c["sessions"] == round(35_400 / 0.591 / (txns / tps)) and c["cpu_us_per_txn"] == round(35_400e6 / txns)
+
+
 @pytest.mark.parametrize("text, says", [
     ("", "has no [bench.closed_loop]: it does not say the seed's sessions"),
     (CLOSED.replace("sessions = 3\n", ""), "[bench.closed_loop]: no sessions"),

@@ -72,7 +72,7 @@ def _preset(tmp_path, sweep_text: str = SWEEP):
 def test_a_presets_sweep_is_read_with_the_profiles_own_value(tmp_path):
     (s,) = _preset(tmp_path).sweeps
     assert (s.param, s.profile, s.values, s.own) == ("write-buffer", "nvme-512e", ("0", "64k"), "0")
-    assert [p.param for p in bench.load_preset("vsphere-512e").sweeps] == ["write-buffer", "read"]
+    assert [p.param for p in bench.load_preset("vsphere-512e").sweeps] == ["write-buffer", "read", "write"]
 
 
 @pytest.mark.parametrize("change, says", [
@@ -163,3 +163,15 @@ def test_the_makefile_runs_a_sweep_from_bench_with_sweep():
     text = (REPO / "Makefile").read_text()
     assert 'if [ -n "$$SWEEP" ]; then $(MAKE) --no-print-directory bench-sweep' in text
     assert "bench-sweep $${SWEEP:+--param=\"$$SWEEP\"}" in text
+
+
+def test_a_sweep_reaches_the_profiles_built_on_the_swept_one_that_keep_its_value():
+    """The cell disk's cache hit is also each flash-logging cell's; the F20's write is also each
+    cell's flash log's (under flashlog.); a variant that sets its own value (nvme-512e-dram's
+    buffer) is not swept with its base."""
+    by = {s.param: s for s in bench.load_preset("exadata-flashlog").sweeps}
+    assert by["cache-hit"].profiles == {"exadata-celldisk": "cache-hit", "exadata-cell-flashlog": "cache-hit"}
+    assert by["write"].profiles == {"sun-f20": "write", "exadata-cell-flashlog": "flashlog.write"}
+    vs = {s.param: s for s in bench.load_preset("vsphere-512e").sweeps}
+    assert vs["write-buffer"].profiles == {"nvme-512e": "write-buffer"}
+    assert vs["read"].profiles == {"nvme-512e": "read", "nvme-512e-dram": "read"}

@@ -43,9 +43,10 @@ class Sweep:
     range: str
 
     @property
-    def profiles(self) -> list[str]:
-        """The profiles the value goes to: the swept one and its variants that keep its value (an
-        Exadata cell with flash logging has the cell disk's controller cache)."""
+    def profiles(self) -> dict[str, str]:
+        """Where the value goes: the swept profile and those built on it that keep its value, each
+        with its key (an Exadata cell has the cell disk's controller cache, and the F20's write
+        under flashlog.)."""
         return profiles.sharing(self.profile, self.param)
 
     @property
@@ -97,7 +98,7 @@ def run(preset: Preset, sweep: Sweep, progress: Progress, results_root: Path = R
     if not cfgs:
         raise UsageError(f"preset {preset.name!r} has no [[bench.compare]]: a sweep shows where its comparisons flip")
     results = hostpath.results_dir(results_root, f"{preset.name}-sweep-{sweep.param}")
-    variants = {v: {p: {sweep.param: v} for p in sweep.profiles} for v in sweep.values}
+    variants = {v: {p: {key: v} for p, key in sweep.profiles.items()} for v in sweep.values}
     done = hostpath.device_runs(preset, preset.workload, cfgs, variants, repeats, seed, results, progress,
                                 f"sweep of {sweep.param} on {sweep.profile} over {', '.join(sweep.values)}")
     doc = {"preset": preset.name, "seed": preset.seed, "title": preset.title,
@@ -166,8 +167,8 @@ def write_report(results: Path) -> Path:
              f"Preset `{doc['preset']}` (seed {doc['seed'] or '-'}), on the device path only (redo-writer on this "
              f"host straight to the models, polling for replies {doc['reply_spin_us']} us). Values: "
              f"{', '.join(_value_text(v, s['own']) for v in s['values'])}"
-             + (f", on the disks of {', '.join(f'`{p}`' for p in s['profiles'])} (its variants with its value)"
-                if len(s.get("profiles", [])) > 1 else "") + ". "
+             + (f", on the disks of {', '.join(f'`{p}` (`{k}`)' for p, k in s['profiles'].items())} (the "
+                "profiles built on it that keep its value)" if len(s.get("profiles", {})) > 1 else "") + ". "
              f"Why this range: {s['range']}", "",
              f"Workload: {w['sessions']} session(s), {w['redo_per_txn']:,} B of redo per commit, "
              + (f"{w['rate']:,} commits/s ({w['arrival']})" if w["rate"] else "closed loop")

@@ -142,11 +142,18 @@ def profiles() -> dict[str, DeviceProfile]:
     return {name: _profile(name, _composed(name, raw)) for name in raw if not name.startswith("_")}
 
 
-def sharing(name: str, param: str) -> list[str]:
-    """The profile and its variants that keep its value of `param` (a variant that sets its own
-    value is a different device in that respect)."""
+def sharing(name: str, param: str) -> dict[str, str]:
+    """Where the profile's `param` is, in it and in the profiles built on it that keep its value:
+    {profile: its key}, the key under "flashlog." in a cell whose flash log it is (a variant that
+    sets its own value is a different device in that respect)."""
     own = get(name).params.get(param)
-    return [name] + [p.name for p in profiles().values() if p.base == name and p.params.get(param) == own]
+    out = {name: param}
+    for p in profiles().values():
+        if p.base == name and p.params.get(param) == own:
+            out[p.name] = param
+        if p.flash_log == name and p.params.get(FLASH_LOG_PREFIX + param) == own:
+            out[p.name] = FLASH_LOG_PREFIX + param
+    return out
 
 
 def get(name: str) -> DeviceProfile:
