@@ -74,6 +74,7 @@ def test_the_pools_words_for_zpool_create():
     ('name = "zfs1"\nguest = "debian12-zfs"', 'name = "zfs1"\nguest = "debian12"',
      r"runs on one VM with guest = \"debian12-zfs\""),
     ('[appliance]\n', '[bench]\n[appliance]\n', r"both \[bench\] and \[appliance\]"),
+    ('compressible = 0', 'compressible = 101', r"compressible = 101: expected at least 0 and at most 100"),
 ])
 def test_a_bad_appliance_preset_is_one_line_naming_the_value(tmp_path, old, new, message):
     path = tmp_path / "x.toml"
@@ -144,3 +145,22 @@ def test_the_report_counts_each_level_per_write_of_the_workload(tmp_path):
     assert doc["pool"]["profiles"] == {"disk-a": "floor", "disk-b": "floor", "ssd-a": "floor", "ssd-b": "floor"}
     assert md.index("There is no device path") < md.index("## The seed's shares")
     assert "is served by the floor model (no device time), so the floor is 100 % of every latency" in md
+
+
+@pytest.mark.parametrize("pct", [0, 50, 90])
+def test_the_workloads_blocks_are_as_compressible_as_asked(tmp_path, pct):
+    """The file the workload writes into and the block it writes: random bytes and a repeated row,
+    the row `compressible` % of each block; zlib (as LZJB, a dictionary coder) keeps about the
+    random part: 0 % compressible saves nothing, 90 % saves most of the block."""
+    import subprocess
+    import sys
+    import zlib
+    path, size = tmp_path / "file", 8192
+    subprocess.run([sys.executable, "-c", appliancerun.MAKE_FILE, str(path), str(size), "1", str(pct)], check=True)
+    data = path.read_bytes()
+    assert len(data) == 1 << 20
+    blocks = [data[i:i + size] for i in range(0, len(data), size)]
+    kept = sum(len(zlib.compress(b)) for b in blocks) / len(data)
+    assert abs(kept - (100 - pct) / 100) < 0.02 + 0.01, (pct, kept)
+    p = bench.load_preset("zfs-appliance")
+    assert {s.workload.compressible for s in p.shares} == {0, 50, 90}

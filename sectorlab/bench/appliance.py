@@ -44,7 +44,7 @@ MOUNT_OPTION = re.compile(r"[a-z][a-z0-9_]*(=[A-Za-z0-9_.:/-]+)?")
 
 TOP_KEYS = {"seed", "title", "repeats", "order_seed", "mount", "pool", "workload", "share"}
 POOL_KEYS = {"data", "data_layout", "log", "log_layout", "ashift"}
-WORKLOAD_KEYS = {"name", "description", "size", "count", "file_mib", "pattern"}
+WORKLOAD_KEYS = {"name", "description", "size", "count", "file_mib", "pattern", "compressible"}
 SHARE_KEYS = {"name", "seed_row", "workload", "properties", "log_layout", "note"}
 
 
@@ -77,6 +77,7 @@ class Workload:
     count: int       # writes per run
     file_mib: int    # the file written into, made (and the cache emptied) before the writes
     pattern: str     # random: at random size-aligned offsets (seeded); append: one after another
+    compressible: int = 50  # % of each block that is a repeated row (the rest random bytes, incompressible)
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,8 @@ def _workload(where: str, w: dict) -> Workload:
         raise UsageError(f"{where}: pattern = {pattern!r}: expected one of {', '.join(PATTERNS)}")
     if pattern == "append" and size * count > file_mib << 20:
         raise UsageError(f"{where}: {count} appends of {size} B do not fit in file_mib = {file_mib}: raise file_mib")
-    return Workload(name, str(w.get("description", "")), size, count, file_mib, pattern)
+    compressible = fields.whole_number(where, "compressible", w.get("compressible", 50), 0, 100)
+    return Workload(name, str(w.get("description", "")), size, count, file_mib, pattern, compressible)
 
 
 def _share(where: str, s: dict, workloads: dict, pool: Pool) -> Share:

@@ -36,23 +36,25 @@ from .preset import RESULTS_DIR, Progress, clock_text
 POOL, ROOT, MOUNT = "sl-appl", "/sl-appl", "/mnt/sl-appl"
 EXPORT_OPTIONS = "rw,sync,no_subtree_check,insecure,no_root_squash"
 
-# The workload's file: blocks of half random bytes and half a repeated row, as a half-filled
-# database block (compression has something to find and something it cannot squeeze).
+# The workload's file: blocks of random bytes and a repeated row, the row COMPRESSIBLE % of each
+# block (50: a half-filled database block, compression has something to find and something it
+# cannot squeeze; 0: nothing to find, as encrypted or compressed data; 100: all of it).
 MAKE_FILE = """import os, random, sys
-path, size, mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-rng = random.Random(4)
+path, size, mib, pct = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rng, rows = random.Random(4), size * pct // 100
 with open(path, "wb") as f:
     for i in range((mib << 20) // size):
-        f.write(rng.randbytes(size // 2) + (b"sectorlab row %08d " % i) * (size // 2 // 23) + bytes(size // 2 % 23))
+        row = b"sectorlab row %08d " % i
+        f.write(rng.randbytes(size - rows) + (row * (rows // len(row) + 1))[:rows])
     f.flush(); os.fsync(f.fileno())
 """
 # The workload's writes on the mounted share, timed one by one; the latencies in microseconds.
 WRITER = """import json, mmap, os, random, sys, time
-path, size, count, pattern = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+path, size, count, pattern, pct = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 fd = os.open(path, os.O_WRONLY | os.O_DIRECT | os.O_DSYNC)
 blocks, rng = os.fstat(fd).st_size // size, random.Random(size)
 buf = mmap.mmap(-1, size)
-buf[:] = rng.randbytes(size // 2) + bytes([0x5a]) * (size - size // 2)
+buf[:] = rng.randbytes(size - size * pct // 100) + bytes([0x5a]) * (size * pct // 100)
 lat = []
 for i in range(count):
     offset = (rng.randrange(blocks) if pattern == "random" else i) * size
@@ -161,7 +163,7 @@ class Appliance:
             raise self._refused(share, f"zfs refused its properties {share.properties}", e) from e
         wl, path = share.workload, f"{ROOT}/{share.dataset}/file"
         try:
-            self.sh("sudo -n python3 -c", MAKE_FILE, path, wl.size, wl.file_mib, timeout=600)
+            self.sh("sudo -n python3 -c", MAKE_FILE, path, wl.size, wl.file_mib, wl.compressible, timeout=600)
         except GuestCommandError as e:
             raise self._refused(share, f"its {wl.file_mib} MiB file could not be written on the dataset", e) from e
         self.sh(f"sudo -n chmod 666 {path} && sudo -n zpool export {POOL} && "
@@ -183,6 +185,7 @@ class Appliance:
         wl = share.workload
         try:
             lat = json.loads(self.sh("python3 -c", WRITER, f"{MOUNT}/file", wl.size, wl.count, wl.pattern,
+                                     wl.compressible,
                                      timeout=1800))
         except GuestCommandError as e:
             raise self._refused(share, "the workload's writes on the NFS mount failed", e) from e
@@ -201,7 +204,7 @@ def _share_json(share: Share) -> dict:
     return {"name": share.name, "seed_row": share.seed_row, "properties": share.properties, "note": share.note,
             "log_layout": share.log_layout, "dataset": share.dataset,
             "workload": {"name": wl.name, "description": wl.description, "size": wl.size, "count": wl.count,
-                         "file_mib": wl.file_mib, "pattern": wl.pattern}}
+                         "file_mib": wl.file_mib, "pattern": wl.pattern, "compressible": wl.compressible}}
 
 
 def _design(preset: AppliancePreset, order_seed: int, order: list) -> dict:
