@@ -215,6 +215,48 @@ def test_zfs_logbias_and_the_slog_decide_where_sync_writes_land(zfs, layout, log
         assert on_slogs >= SYNC_WRITES and 0 < writes["slog-a"] < on_slogs, said
 
 
+COPY_WRITES = 16  # 1 MiB O_DIRECT|O_DSYNC appends: RMAN's BACKUP AS COPY (seed 004), a ZIL commit each
+COPIER = """import mmap, os, random, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_DSYNC, 0o600)
+buf = mmap.mmap(-1, 1 << 20)
+buf[:] = random.Random(1).randbytes(1 << 20)  # nothing for compression to find
+for i in range(int(sys.argv[2])):
+    os.pwrite(fd, buf, i << 20)
+os.close(fd)
+"""
+
+
+@pytest.mark.parametrize("logbias", ["latency", "throughput"])
+def test_zfs_one_mib_sync_writes_go_through_the_slog_or_around_it(zfs, logbias, tmp_path, record_property):
+    """Seed 004's large sequential writes (RMAN's copies, 1 MiB at a time) on a pool of the 4Kn disk
+    with two striped log devices (the seed's ZIL layout). With logbias=latency each write's data is
+    copied into log blocks on the SSDs before the write returns (OpenZFS 2.1 zfs_log_write: copied
+    records with a separate log device, whatever the size; a record whose transaction group has
+    already reached the pool is not logged again, so most of it, not all), and both SSDs take their
+    turn: their bandwidth bounds the copy, as the seed says of its mirrored ZIL. With
+    logbias=throughput the data goes to the pool disk and the log devices get the records that
+    point at it. Bytes counted per disk by the models."""
+    disks = {name: zfs.disks[name] for name in ("z4k", "slog-a", "slog-b")}
+    with zfs.pool("sl-copy", "z4k", log=("log", zfs.path("slog-a"), zfs.path("slog-b"))) as pool:
+        zfs.sh(f"sudo -n zfs create -o logbias={logbias} -o recordsize=128K -o compression=off {pool}/copy && "
+               f"sudo -n zpool sync {pool}")
+        window = devicerows.Window(zfs.lab_state.lab, list(disks.values()))
+        zfs.sh("sudo -n python3 -c", COPIER, f"/{pool}/copy/file", COPY_WRITES, timeout=600)
+        window.check_alive(f"copy-{logbias}")
+        rows = window.rows(tmp_path, f"copy-{logbias}", tmp_path)
+    kib = {name: rows[d.name]["write"].get("count", 0) * (rows[d.name]["write"].get("bytes_per_request") or 0) / 1024
+           for name, d in disks.items()}
+    on_slogs, copied = kib["slog-a"] + kib["slog-b"], COPY_WRITES * 1024
+    said = (f"logbias={logbias}: {COPY_WRITES} synchronous writes of 1 MiB ({copied:,} KiB); KiB written to the pool "
+            f"disk {kib['z4k']:,.0f}, to slog-a {kib['slog-a']:,.0f}, to slog-b {kib['slog-b']:,.0f}")
+    record_property(f"copy_{logbias}", said)
+    print(said)
+    if logbias == "latency":
+        assert on_slogs >= copied / 2 and kib["slog-a"] > 0 and kib["slog-b"] > 0, said
+    else:
+        assert kib["z4k"] >= copied and on_slogs < copied / 10, said
+
+
 # ---- NFS: a ZFS share mounted by the same guest over its own loopback ----------------------------
 
 SEED_MOUNT = "rw,bg,hard,nointr,rsize=1048576,wsize=1048576,tcp,vers=3,timeo=600"  # seed 004's
