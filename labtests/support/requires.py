@@ -44,10 +44,14 @@ BEHAVIOURS = ("the lab has no two plain disks and one served by a spinning disk'
 
 
 def rmw_pair_of(record: LabRecord) -> tuple[str, DiskRecord, DiskRecord] | None:
-    """(VM, a model-served disk that reads before a partial write (a physical sector larger than the
-    logical one, a model with times: not the floor), a plain disk of its VM, bus and geometry)."""
+    """(VM, a model-served disk that reads a partly written physical sector before the write (a
+    physical sector larger than the logical one, a model with times: not the floor, and no flash
+    write unit, whose reads are the unit's: buffer_pair_of), a plain disk of its VM, bus and
+    geometry)."""
+    from sectorlab.devices import profiles
     for d in record.disks.values():
-        if d.device and d.device != "floor" and d.physical_block_size > d.logical_block_size:
+        unit = profiles.get(d.device).params.get("write-unit", "0") if d.device else "0"
+        if d.device and d.device != "floor" and d.physical_block_size > d.logical_block_size and unit == "0":
             twin = next((t for t in record.disks_of(d.vm) if _plain(t) and t.bus == d.bus
                          and t.geometry == d.geometry), None)
             if twin:

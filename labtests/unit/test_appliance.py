@@ -141,10 +141,12 @@ def test_the_report_counts_each_level_per_write_of_the_workload(tmp_path):
     assert above.startswith("| DATAFILES | 1.00 | 8192 | 2 | 50.50 | 99.00 |"), above
     assert "## The lab's counterfactuals" in md and "| DATAFILES, mirrored ZIL |" in md
     assert "InfiniBand" in md and written["html"].read_text().startswith("<!DOCTYPE html>")
-    # Where each figure comes from, before the tables: all four disks served by the floor model.
-    assert doc["pool"]["profiles"] == {"disk-a": "floor", "disk-b": "floor", "ssd-a": "floor", "ssd-b": "floor"}
+    # Where each figure comes from, before the tables: the pool's disks served by the floor model, its
+    # log devices by the F20 module standing in for the seed's unnamed SSDs.
+    assert doc["pool"]["profiles"] == {"disk-a": "floor", "disk-b": "floor", "ssd-a": "sun-f20-module",
+                                       "ssd-b": "sun-f20-module"}
     assert md.index("There is no device path") < md.index("## The seed's shares")
-    assert "is served by the floor model (no device time), so the floor is 100 % of every latency" in md
+    assert "ssd-a: sun-f20-module" in md and "no floor run measures the lab's share of the latency" in md
 
 
 @pytest.mark.parametrize("pct", [0, 50, 90])

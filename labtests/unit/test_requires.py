@@ -51,6 +51,23 @@ def test_rmw_pair_is_a_model_served_512e_disk_and_a_plain_twin_on_the_same_vm():
     assert requires.rmw_pair_of(native) is None
 
 
+def test_rmw_pair_is_not_a_flash_drive_whose_partial_writes_read_its_unit():
+    """A 512e flash drive (a write unit) reads its unit, not the sector, before a partial write: it
+    is the DRAM buffer scenario's, not the read-modify-write one's, even when it comes first."""
+    lab = records.lab({"lab1": records.vm()},
+                      [_disk("dram", device="nvme-512e-dram", **E512), _disk("nand", device="nvme-512e", **E512),
+                       _disk("rmw", device="hdd-7200", **E512), _disk("twin", device="floor", **E512)])
+    vm, rmw, twin = requires.rmw_pair_of(lab)
+    assert (rmw.name, twin.name) == ("rmw", "twin")
+    vm, dram, nand = requires.buffer_pair_of(lab)
+    assert (dram.name, nand.name) == ("dram", "nand")
+    cell = records.lab({"lab1": records.vm()}, [_disk("cell", device="exadata-cell-flashlog"), _disk("a")])
+    assert requires.flash_log_cell_of(cell).name == "cell" and requires.buffer_pair_of(cell) is None
+    with pytest.raises(pytest.skip.Exception, match="exadata-cell-flashlog"):
+        requires.require(requires.flash_log_cell_of(records.lab({"lab1": records.vm()}, [_disk("a")])),
+                         requires.FLASH_LOG_CELL)
+
+
 def test_first_disk_skips_disks_with_something_added():
     lab = records.lab({"lab1": records.vm()}, [_disk("a-slow", **SLOW), _disk("b")])
     assert requires.first_disk_of(lab, "virtio").name == "b"

@@ -171,7 +171,8 @@ def test_a_sweep_reaches_the_profiles_built_on_the_swept_one_that_keep_its_value
     buffer) is not swept with its base."""
     by = {s.param: s for s in bench.load_preset("exadata-flashlog").sweeps}
     assert by["cache-hit"].profiles == {"exadata-celldisk": "cache-hit", "exadata-cell-flashlog": "cache-hit"}
-    assert by["write"].profiles == {"sun-f20": "write", "exadata-cell-flashlog": "flashlog.write"}
+    assert by["write"].profiles == {"sun-f20": "write", "exadata-cell-flashlog": "flashlog.write",
+                                    "sun-f20-module": "write"}
     vs = {s.param: s for s in bench.load_preset("vsphere-512e").sweeps}
     assert vs["write-buffer"].profiles == {"nvme-512e": "write-buffer"}
     assert vs["read"].profiles == {"nvme-512e": "read", "nvme-512e-dram": "read"}
