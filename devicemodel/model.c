@@ -161,8 +161,14 @@ void model_init(struct model *m) {
   model_reset(m);
 }
 
+/* The flash log's draws are its own stream, from its disk's seed unless it has one of its own. */
+#define FLASHLOG_SEED_OFFSET 0x9e3779b97f4a7c15ULL
+
 void model_reset(struct model *m) {
-  if (m->flashlog) model_reset(m->flashlog);
+  if (m->flashlog) {
+    if (!m->flashlog->seed_set) m->flashlog->seed = m->seed + FLASHLOG_SEED_OFFSET;
+    model_reset(m->flashlog);
+  }
   m->rng = m->seed;
   memset(m->free_at, 0, sizeof m->free_at);
   m->dirty = 0;
@@ -197,7 +203,10 @@ const char *model_check(const struct model *m) {
     return "fail-after-seconds is 0 (never) to 1000000";
   if (m->flashlog) {
     static char why[160];
-    const char *sub = model_check(m->flashlog);
+    const char *sub = m->flashlog->write.kind == DIST_NONE
+                          ? "it has no write time: give " MODEL_FLASHLOG "write (a flash log that writes in no time "
+                            "would answer every write first)"
+                          : model_check(m->flashlog);
     if (sub) {
       snprintf(why, sizeof why, "the flash log (" MODEL_FLASHLOG "*): %s", sub);
       return why;
@@ -337,7 +346,8 @@ static void flush_request(struct model *m, struct cost *c, int64_t now) {
 }
 
 static struct cost disk_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now) {
-  struct cost c = {.start = now, .done = now, .channel = -1, .flashlog_first = -1};
+  struct cost c = {.start = now, .done = now, .channel = -1, .flashlog_first = -1, .flashlog_start = -1,
+                   .flashlog_done = -1};
   if (m->first_at < 0) m->first_at = now;
   if (op == OP_WRITE || op == OP_ZERO) m->writes++;
   if (failing(m, op, now)) {
@@ -360,18 +370,22 @@ static struct cost disk_request(struct model *m, enum op op, uint64_t offset, ui
 /* With a flash log, a write or a flush goes to both media at once and completes at the first
  * (seed 002: "Oracle will write to the disk and flash simultaneously and allow the redo log sync
  * operation to complete when the first device completes"); each medium's own queue, cache and
- * partial writes decide its time. The disk's cost is the one reported, its completion the first
- * one's; a fault of either medium fails the request. */
+ * partial writes decide its time, and the disk serves its whole request whoever answers (the cost's
+ * start, done and channel stay the disk's). A fault of the flash log leaves the disk's answer (the
+ * cell writes redo to its disk whatever the flash log does); a fault of the disk fails the request,
+ * and the flash log is not written (the cell has nowhere to keep the redo). */
 struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now) {
   struct cost c = disk_request(m, op, offset, length, fua, now);
-  if (!m->flashlog || (op != OP_WRITE && op != OP_ZERO && op != OP_FLUSH)) return c;
+  c.answered = c.done;
+  if (!m->flashlog || c.error || (op != OP_WRITE && op != OP_ZERO && op != OP_FLUSH)) return c;
   struct cost f = disk_request(m->flashlog, op, offset, length, fua, now);
-  if (f.error && !c.error) c.error = f.error;
-  if (c.error) return c;
-  c.flashlog_first = f.done < c.done;
+  c.flashlog_first = 0;
+  if (f.error) return c;
+  c.flashlog_start = f.start;
+  c.flashlog_done = f.done;
   if (f.done < c.done) {
-    c.done = f.done;
-    if (c.start > c.done) c.start = c.done;
+    c.flashlog_first = 1;
+    c.answered = f.done;
   }
   return c;
 }
@@ -463,6 +477,9 @@ const char *model_set(struct model *m, const char *key, const char *value) {
   else if (strcmp(key, "write-unit") == 0) m->write_unit = u > MODEL_MAX_UNIT ? 3 : (uint32_t)u;
   else if (strcmp(key, "write-buffer") == 0) m->write_buffer = u;
   else if (strcmp(key, "fail-after-writes") == 0) m->fail_after_writes = u;
-  else m->seed = u;
+  else {
+    m->seed = u;
+    m->seed_set = 1;
+  }
   return NULL;
 }

@@ -56,6 +56,8 @@ struct model {
   uint64_t fail_after_writes;
   double fail_after_seconds;
   uint64_t seed;
+  int seed_set;                        /* seed= was given (a flash log without its own seed draws from
+                                          its disk's, offset, not from the default) */
   /* Smart flash logging (an Exadata cell): a second medium, modelled as a device of its own (its
    * keys are this model's with the prefix "flashlog."), that every write and flush also goes to at
    * the same moment; the request completes when the first of the two is done. Reads and trims are
@@ -77,16 +79,22 @@ struct model {
   uint64_t buffer_stamp[MODEL_MAX_BUFFER_UNITS];
 };
 
-/* What the model decided for one request. */
+/* What the model decided for one request. With a flash log, start, done, channel, cached and the
+ * reads are the disk's own (its queue and utilisation as they are, whoever answers first); the
+ * flash log's own times are beside them, and `answered` is when the host gets its reply. */
 struct cost {
   int64_t start, done;                 /* ns: service starts (after its queue), and completes */
+  int64_t answered;                    /* ns: the reply: done, or the flash log's done when it is first */
+  int64_t flashlog_start, flashlog_done;  /* ns: the flash log's service (-1: no flash log's, or it failed) */
   int channel;                         /* -1: the cache answered, no channel */
   int cached;                          /* a write the cache took, or a flush the cache answered */
   uint32_t rmw_reads;                  /* physical sectors read first */
   uint32_t unit_reads;                 /* flash units read first */
   uint32_t buffer_hits;                /* partly written units merged in the write buffer instead */
   int flashlog_first;                  /* with a flash log: 1 when it completed the request first, 0 when
-                                          the disk did (a tie is the disk's); -1: no flash log, or a read */
+                                          the disk did (a tie is the disk's, and so is every request the
+                                          flash log failed: the cell falls back to its disk); -1: no flash
+                                          log, or a read */
   int error;                           /* 0, or EIO for a fault */
 };
 

@@ -68,14 +68,14 @@ def first_disk_of(record: LabRecord, bus: str) -> DiskRecord | None:
     return next((d for d in record.disks.values() if d.bus == bus and _plain(d)), None)
 
 
-def flash_log_cell_of(record: LabRecord) -> DiskRecord | None:
-    """A disk served by a cell with smart flash logging (a device profile with a flash log)."""
+def flash_log_cells_of(record: LabRecord) -> list[DiskRecord]:
+    """The disks served by a cell with smart flash logging (a device profile with a flash log)."""
     from sectorlab.devices import profiles
-    return next((d for d in record.disks.values() if d.device and profiles.get(d.device).flash_log), None)
+    return [d for d in record.disks.values() if d.device and profiles.get(d.device).flash_log]
 
 
 FLASH_LOG_CELL = ("the lab has no disk served by a cell with smart flash logging (device = "
-                  "\"exadata-cell-flashlog\"; labs/behaviours.toml has one)")
+                  "\"exadata-cell-flashlog\"; labs/behaviours.toml has two)")
 
 
 def buffer_pair_of(record: LabRecord) -> tuple[str, DiskRecord, DiskRecord] | None:

@@ -166,3 +166,20 @@ def test_the_workloads_blocks_are_as_compressible_as_asked(tmp_path, pct):
     assert abs(kept - (100 - pct) / 100) < 0.02 + 0.01, (pct, kept)
     p = bench.load_preset("zfs-appliance")
     assert {s.workload.compressible for s in p.shares} == {0, 50, 90}
+
+
+def test_every_compressibility_writes_the_same_places(tmp_path):
+    """The workload's random offsets come from a generator of their own, not the one that fills its
+    block: the DATAFILES shares at 0, 50 and 90 % compressible write the same blocks, so their pool
+    bytes differ by what LZJB finds, not by where the writes went."""
+    import subprocess
+    import sys
+    size, blocks, written = 8192, 64, {}
+    for pct in (0, 50, 90):
+        path = tmp_path / f"file{pct}"
+        path.write_bytes(bytes(size * blocks))
+        subprocess.run([sys.executable, "-c", appliancerun.WRITER, str(path), str(size), "16", "random", str(pct)],
+                       check=True, capture_output=True)
+        data = path.read_bytes()
+        written[pct] = {i for i in range(blocks) if any(data[i * size:(i + 1) * size])}
+    assert 4 < len(written[0]) <= 16 and written[0] == written[50] == written[90], written

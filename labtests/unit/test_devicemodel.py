@@ -135,25 +135,62 @@ CELL = {"write": "fixed:5000", "cache_size": "1M", "cache_destage_mbps": "100", 
 def test_a_cell_write_completes_at_the_first_of_its_disk_cache_and_its_flash_log():
     """With the controller cache answering in 20 us the disk wins every write; with it at 300 us
     the flash log wins, a whole 4 KiB page in 85 us and a 512-byte write in 85 + its page's 85 us
-    read; a read is the disk's alone."""
+    read, while the disk's own columns keep its 300 us cache hits; a read is the disk's alone."""
     reqs = "0 write 0 4096\n1000 write 4096 512\n2000 flush 0 0\n3000 read 0 512\n"
     fast = simulate(reqs, **CELL)
     assert [r.flashlog_first for r in fast] == [0, 0, 0, -1]
-    assert [r.service_us for r in fast[:2]] == [20, 20]
+    assert [r.service_us for r in fast[:2]] == [20, 20] and [r.answer_us for r in fast[:2]] == [20, 20]
+    assert [r.flashlog_service_us for r in fast[:2]] == [85, 170]  # the flash log wrote too, later
     slow = simulate(reqs, **(CELL | {"cache_hit": "fixed:300"}))
     assert [r.flashlog_first for r in slow[:2]] == [1, 1]
-    assert [r.queue_us + r.service_us for r in slow[:2]] == [85, 170]
+    assert [r.answer_us for r in slow[:2]] == [85, 170]
+    assert [(r.service_us, r.cached) for r in slow[:2]] == [(300, 1), (300, 1)]  # the disk's cache took them
     assert slow[3].flashlog_first == -1 and slow[3].service_us == 0  # the disk's read (no read time set)
+    assert np.isnan(slow[3].flashlog_service_us)
     summary = trace.summary(slow, "write")
     assert (summary["flashlog_races"], summary["flashlog_first"]) == (2, 2)
+    assert summary["await_p50_us"] == pytest.approx(127.5)  # the replies, not the disk's 300 us
 
 
 def test_each_medium_of_a_cell_keeps_its_own_queue():
     """A slow disk with no cache and a one-channel flash log: two writes 10 us apart, the second
-    waits behind the first on the flash log (done at 170 us), not behind the disk's 5 ms."""
+    waits behind the first on the flash log (answered at 160 us) and, on the disk, behind its
+    first 5 ms: the disk's channel is busy 10 ms whoever answered."""
     rows = simulate("0 write 0 4096\n10 write 4096 4096\n", write="fixed:5000", **{"flashlog.write": "fixed:80"})
     assert [r.flashlog_first for r in rows] == [1, 1]
-    assert [round(r.t_us + r.queue_us + r.service_us) for r in rows] == [80, 160]
+    assert [round(r.t_us + r.answer_us) for r in rows] == [80, 160]
+    assert [r.queue_us for r in rows] == [0, 4990] and trace.summary(rows, "write")["utilisation"] > 0.99
+
+
+def test_a_flash_log_that_fails_leaves_the_disks_answer_and_a_disk_that_fails_fails_the_write():
+    """The cell falls back to its disk when the flash log faults; when the disk faults there is
+    nowhere to keep the redo: the write fails and the flash log is not written."""
+    reqs = "0 write 0 4096\n1000 write 4096 4096\n"
+    flash_down = simulate(reqs, write="fixed:500", **{"flashlog.write": "fixed:80", "flashlog.fail-after-writes": 1})
+    assert [(r.error, r.flashlog_first, r.answer_us) for r in flash_down] == [(0, 0, 500), (0, 0, 500)]
+    assert all(np.isnan(r.flashlog_service_us) for r in flash_down)
+    disk_down = simulate(reqs, write="fixed:500", fail_after_writes=1, **{"flashlog.write": "fixed:80"})
+    assert [(r.error, r.flashlog_first) for r in disk_down] == [(5, -1), (5, -1)]
+    assert all(np.isnan(r.flashlog_service_us) for r in disk_down)
+
+
+def test_a_flash_logs_draws_follow_the_cells_seed_unless_it_has_its_own():
+    reqs = "".join(f"{i * 10_000} write {i * 4096} 4096\n" for i in range(20))
+    cell = {"write": "fixed:5000", "flashlog.write": "lognormal:80,400"}
+    draws = {seed: [r.flashlog_service_us for r in simulate(reqs, seed=seed, **cell)] for seed in (1, 2)}
+    assert draws[1] != draws[2]
+    own = {seed: [r.flashlog_service_us for r in simulate(reqs, seed=seed, **cell, **{"flashlog.seed": 9})]
+           for seed in (1, 2)}
+    assert own[1] == own[2] != draws[1]
+
+
+def test_a_flash_log_whose_queue_runs_away_is_refused():
+    """30 writes of 4 GiB at 0.001 MB/s on the flash log (50 days each): past the model's clock,
+    though the disk is quick."""
+    proc = subprocess.run([str(build.built(build.SIMULATE)), "write=fixed:1", "flashlog.write=fixed:1",
+                           "flashlog.write-mbps=0.001"], input="0 write 0 4294967295\n" * 30, capture_output=True,
+                          text=True)
+    assert proc.returncode == 2 and "runs past" in proc.stderr, proc.stderr
 
 
 def test_a_plain_models_trace_says_no_flash_log():
@@ -164,7 +201,9 @@ def test_a_plain_models_trace_says_no_flash_log():
 @pytest.mark.parametrize("args, message", [
     (["flashlog.bogus=1"], "flashlog.bogus=1: not a device model key (after flashlog.)"),
     (["flashlog.flashlog.write=fixed:1"], "a flash log has no flash log of its own"),
-    (["flashlog.write-buffer=4k"], "the flash log (flashlog.*): write-buffer needs write-unit"),
+    (["flashlog.write=fixed:1", "flashlog.write-buffer=4k"],
+     "the flash log (flashlog.*): write-buffer needs write-unit"),
+    (["flashlog.read=fixed:1"], "the flash log (flashlog.*): it has no write time: give flashlog.write"),
     (["flashlog.write=slow"], "flashlog.write=slow: a distribution is fixed:US")])
 def test_a_bad_flash_log_is_one_line(args, message):
     assert message in refused(*args)
@@ -179,6 +218,22 @@ def test_a_profile_variant_is_its_base_with_what_it_states_and_a_cell_composes_i
     dram = profiles.get("nvme-512e-dram")
     assert dram.params == profiles.get("nvme-512e").params | {"write-buffer": "1M"}
     assert dram.evidence["write-buffer"] == "assumed" and "upper end" in dram.sources["write-buffer"]
+
+
+def test_a_cell_presents_the_weaker_cache_of_its_two_media():
+    """A write the flash log answers first is as safe as the flash log's cache: a cell whose flash
+    log has a volatile cache is presented write back, whatever its disk's controller cache."""
+    raw = {"disk": {"params": {"write": "fixed:100", "cache-size": "1M", "cache-destage-mbps": "100",
+                               "cache-hit": "fixed:20", "cache-plp": "true"}, "write_cache": "protected"},
+           "volatile": {"params": {"write": "fixed:50", "flush": "fixed:500"}, "write_cache": "volatile"},
+           "cell": {"description": "", "base": "disk", "flash_log": "volatile"}}
+    for p in raw.values():
+        p["sources"] = {k: "s" for k in [*p.get("params", {}), "write_cache", "flash_log"]}
+    cell = profiles._profile("cell", profiles._composed("cell", raw))
+    assert cell.write_cache == "volatile" and cell.presented == "write back"
+    assert [profiles.weaker(a, b) for a, b in [("none", "protected"), ("protected", "none"), ("none", "none"),
+                                              ("volatile", "none")]] == ["protected", "protected", "none", "volatile"]
+    assert profiles.get("exadata-cell-flashlog").write_cache == "protected"  # battery-backed cache, F20 supercaps
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -433,6 +433,9 @@ def test_a_model_served_nvme_disk_is_backed_by_the_model_and_a_512e_disk_gets_it
         "qcow2", "on a remote libvirt host: the volume"
     assert "physical-sector" not in modelled.params("intel-p3700", 512, 512)
     assert modelled.params("floor", 512, 4096) == {"physical-sector": "4096"}  # 512e: the floor's only parameter
+    cell = modelled.params("exadata-cell-flashlog", 512, 4096)  # a 512e cell: both media get the guest's writes
+    assert cell["physical-sector"] == cell["flashlog.physical-sector"] == "4096"
+    assert "flashlog.physical-sector" not in modelled.params("exadata-cell-flashlog", 512, 512)
 
 
 def test_a_running_model_that_serves_another_size_or_profile_is_named(tmp_path, monkeypatch):

@@ -61,10 +61,12 @@ def test_rmw_pair_is_not_a_flash_drive_whose_partial_writes_read_its_unit():
     assert (rmw.name, twin.name) == ("rmw", "twin")
     vm, dram, nand = requires.buffer_pair_of(lab)
     assert (dram.name, nand.name) == ("dram", "nand")
-    cell = records.lab({"lab1": records.vm()}, [_disk("cell", device="exadata-cell-flashlog"), _disk("a")])
-    assert requires.flash_log_cell_of(cell).name == "cell" and requires.buffer_pair_of(cell) is None
+    cell = records.lab({"lab1": records.vm()}, [_disk("cell", device="exadata-cell-flashlog"), _disk("a"),
+                                                _disk("busy", device="exadata-cell-flashlog-busy")])
+    assert [d.name for d in requires.flash_log_cells_of(cell)] == ["cell", "busy"]
+    assert requires.buffer_pair_of(cell) is None
     with pytest.raises(pytest.skip.Exception, match="exadata-cell-flashlog"):
-        requires.require(requires.flash_log_cell_of(records.lab({"lab1": records.vm()}, [_disk("a")])),
+        requires.require(requires.flash_log_cells_of(records.lab({"lab1": records.vm()}, [_disk("a")])),
                          requires.FLASH_LOG_CELL)
 
 

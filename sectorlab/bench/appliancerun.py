@@ -52,9 +52,10 @@ with open(path, "wb") as f:
 WRITER = """import json, mmap, os, random, sys, time
 path, size, count, pattern, pct = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 fd = os.open(path, os.O_WRONLY | os.O_DIRECT | os.O_DSYNC)
-blocks, rng = os.fstat(fd).st_size // size, random.Random(size)
+# the offsets' generator apart from the block's, so that every compressibility writes the same places
+blocks, rng, data = os.fstat(fd).st_size // size, random.Random(size), random.Random(-size)
 buf = mmap.mmap(-1, size)
-buf[:] = rng.randbytes(size - size * pct // 100) + bytes([0x5a]) * (size * pct // 100)
+buf[:] = data.randbytes(size - size * pct // 100) + bytes([0x5a]) * (size * pct // 100)
 lat = []
 for i in range(count):
     offset = (rng.randrange(blocks) if pattern == "random" else i) * size

@@ -41,13 +41,10 @@ class Sweep:
     profile: str
     values: tuple[str, ...]
     range: str
-
-    @property
-    def profiles(self) -> dict[str, str]:
-        """Where the value goes: the swept profile and those built on it that keep its value, each
-        with its key (an Exadata cell has the cell disk's controller cache, and the F20's write
-        under flashlog.)."""
-        return profiles.sharing(self.profile, self.param)
+    # Where the value goes: the swept profile and those built on it that keep its value and serve a
+    # disk of the preset, each with its key (an Exadata cell has the cell disk's controller cache,
+    # and the F20's write under flashlog.).
+    profiles: dict[str, str]
 
     @property
     def own(self) -> str:
@@ -57,7 +54,7 @@ class Sweep:
 
 def read(where: str, raw: dict, preset_disks: dict) -> Sweep:
     """One [[bench.sweep]], checked before anything starts: a profile the preset's disks use, a
-    parameter that profile has, values the model takes."""
+    parameter that profile has, values the model takes in every profile the value goes to."""
     s = SWEEP_FIELDS.read(where, raw)
     used = sorted({d.device for d in preset_disks.values() if d.device})
     if s["profile"] not in used:
@@ -67,13 +64,16 @@ def read(where: str, raw: dict, preset_disks: dict) -> Sweep:
     if s["param"] not in params:
         raise UsageError(f"{where}: param = {s['param']!r}: profile {s['profile']!r} has no such parameter (it has "
                          f"{', '.join(params)}); a sweep varies what the profile sets")
+    targets = {p: key for p, key in profiles.sharing(s["profile"], s["param"]).items() if p in used}
     for v in s["values"]:
-        proc = profiles.simulate({**params, s["param"]: v})
-        if proc.returncode != 0:
-            why = proc.stderr.strip().removeprefix("simulate: ")
-            raise UsageError(f"{where}: values: {s['param']} = {v!r} on profile {s['profile']!r}: {why}: give values "
-                             f"the model takes (docs/device-models.md lists its parameters and their bounds)")
-    return Sweep(s["param"], s["profile"], tuple(s["values"]), s["range"])
+        for p, key in targets.items():
+            proc = profiles.simulate({**profiles.get(p).params, key: v})
+            if proc.returncode != 0:
+                why = proc.stderr.strip().removeprefix("simulate: ")
+                raise UsageError(f"{where}: values: {s['param']} = {v!r} on profile {p!r} ({key}): {why}: give "
+                                 f"values the model takes (docs/device-models.md lists its parameters and their "
+                                 f"bounds)")
+    return Sweep(s["param"], s["profile"], tuple(s["values"]), s["range"], targets)
 
 
 def pick(preset: Preset, param: str | None) -> list[Sweep]:
@@ -102,7 +102,7 @@ def run(preset: Preset, sweep: Sweep, progress: Progress, results_root: Path = R
     done = hostpath.device_runs(preset, preset.workload, cfgs, variants, repeats, seed, results, progress,
                                 f"sweep of {sweep.param} on {sweep.profile} over {', '.join(sweep.values)}")
     doc = {"preset": preset.name, "seed": preset.seed, "title": preset.title,
-           "sweep": sweep.__dict__ | {"own": sweep.own, "profiles": sweep.profiles},
+           "sweep": sweep.__dict__ | {"own": sweep.own},
            "workload": preset.workload.as_json(), "order_seed": done.order_seed,
         "repeats": repeats, "comparisons": preset.compares, "runs": done.runs, "reply_spin_us": REPLY_SPIN_US,
         "wall_s": done.wall_s}

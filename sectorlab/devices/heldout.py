@@ -112,9 +112,10 @@ def at_load(params: dict[str, str], load: Load, n: int, seed: int, what: str = "
 
 
 def iostat(rows) -> dict[str, float]:
-    """await, svctm, %util and avgqu-sz of requests (trace rows: arrival t_us, queue_us, service_us),
-    as iostat computes them over the span from the first arrival to the last completion."""
-    spans = sorted((r.t_us, r.t_us + r.queue_us + r.service_us) for r in rows)
+    """await, svctm, %util and avgqu-sz of requests (trace rows: arrival t_us to the reply,
+    answer_us), as the host's iostat computes them over the span from the first arrival to the last
+    reply."""
+    spans = sorted((r.t_us, r.t_us + r.answer_us) for r in rows)
     start, end = spans[0][0], max(e for _, e in spans)
     busy, (cur_s, cur_e) = 0.0, spans[0]
     for s, e in spans[1:]:

@@ -21,12 +21,23 @@ EVIDENCE = ("datasheet", "review", "physics", "assumed")
 WRITE_CACHES = {"none": "write through", "protected": "write through", "volatile": "write back"}
 
 
+def weaker(a: str, b: str) -> str:
+    """Of two media that both answer writes (a cell's disk and its flash log), the cache a host must
+    treat the device by: volatile when either is (a write the volatile one answered first is lost
+    on a power cut until flushed), else protected when either is, else none."""
+    for kind in ("volatile", "protected"):
+        if kind in (a, b):
+            return kind
+    return "none"
+
+
 @dataclass(frozen=True)
 class DeviceProfile:
     name: str
     description: str
     params: dict[str, str]                       # the model's key=value parameters
-    write_cache: str                             # none | protected | volatile (WRITE_CACHES)
+    write_cache: str                             # none | protected | volatile (WRITE_CACHES); a cell's: the
+                                                 # weaker of its disk's and its flash log's
     sources: dict[str, str] = field(default_factory=dict)    # parameter -> where its number comes from
     evidence: dict[str, str] = field(default_factory=dict)   # parameter -> datasheet | physics | assumed
     flash_log: str | None = None                 # the profile whose parameters are its flash log's ("flashlog.")
@@ -96,6 +107,7 @@ def _composed(name: str, raw: dict) -> dict:
         else:
             for part in ("params", "sources", "evidence"):
                 out[part] |= {FLASH_LOG_PREFIX + k: v for k, v in b.get(part, {}).items() if k != "write_cache"}
+            out["flash_log_cache"] = b.get("write_cache")
     for part in ("params", "sources", "evidence"):
         out[part] |= entry.get(part, {})
     if "write_cache" in entry:
@@ -117,7 +129,9 @@ def _profile(name: str, entry: dict) -> DeviceProfile:
     if cache not in WRITE_CACHES:
         raise UsageError(f"{where}: write_cache is {cache!r}: expected one of {', '.join(WRITE_CACHES)} (none: no "
                          f"cache; protected: power-loss protected; volatile: lost on a power cut until flushed)")
-    _cache_agrees(where, cache, params)
+    _cache_agrees(where, cache, {k: v for k, v in params.items() if not k.startswith(FLASH_LOG_PREFIX)})
+    if entry.get("flash_log"):  # the flash log's cache was checked as its own profile's
+        cache = weaker(cache, entry["flash_log_cache"])
     return DeviceProfile(name, entry["description"], params, cache, dict(entry["sources"]),
                          dict(entry.get("evidence", {})), entry.get("flash_log"), entry.get("base"))
 

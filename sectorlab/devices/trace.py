@@ -15,6 +15,8 @@ INT_FIELDS = ("offset", "length", "fua", "channel", "cached", "rmw_reads", "unit
 # Absent from a trace written before the model had a write buffer, or a flash log.
 OPTIONAL_INT_FIELDS = ("buffer_hits", "flashlog_first")
 FLOAT_FIELDS = ("t_us", "queue_us", "service_us", "served_us")
+# The flash log's own times, beside the disk's (empty: no flash log, or it failed the request).
+OPTIONAL_FLOAT_FIELDS = ("flashlog_queue_us", "flashlog_service_us")
 
 
 @dataclass(frozen=True)
@@ -27,13 +29,28 @@ class Request:
     channel: int
     queue_us: float
     service_us: float
-    served_us: float        # nan in simulate's output: only a real run is served
+    served_us: float        # the reply, from its medium's start (nan in simulate's output: only a real run is served)
     cached: int
     rmw_reads: int
     unit_reads: int
     error: int
     buffer_hits: int = 0
     flashlog_first: int = -1  # with a flash log: 1 when it completed first, 0 when the disk did; -1: none
+    flashlog_queue_us: float = float("nan")
+    flashlog_service_us: float = float("nan")
+
+    @property
+    def answer_us(self) -> float:
+        """From arrival to the reply: the disk's queue and service, or the flash log's when it was
+        first (the disk's own columns are its medium's, busy whoever answers)."""
+        if self.flashlog_first == 1:
+            return self.flashlog_queue_us + self.flashlog_service_us
+        return self.queue_us + self.service_us
+
+    @property
+    def answer_service_us(self) -> float:
+        """The service time of the medium that answered (what served_us is held against)."""
+        return self.flashlog_service_us if self.flashlog_first == 1 else self.service_us
 
 
 def parse(text: str) -> list[Request]:
@@ -41,7 +58,8 @@ def parse(text: str) -> list[Request]:
     for row in csv.DictReader(text.splitlines()):
         values = {k: int(row[k]) for k in INT_FIELDS}
         values |= {k: int(row[k]) for k in OPTIONAL_INT_FIELDS if row.get(k) not in (None, "")}
-        values |= {k: float(row[k]) if row.get(k) not in (None, "") else float("nan") for k in FLOAT_FIELDS}
+        values |= {k: float(row[k]) if row.get(k) not in (None, "") else float("nan")
+                   for k in FLOAT_FIELDS + OPTIONAL_FLOAT_FIELDS}
         rows.append(Request(op=row["op"], **values))
     return rows
 
@@ -64,7 +82,7 @@ def summary(requests: list[Request], op: str, channels: int = 1) -> dict:
         "op": op, "count": len(rows), "bytes_per_request": float(np.mean([r.length for r in rows])),
         "service_p50_us": float(np.percentile(service, 50)), "service_p99_us": float(np.percentile(service, 99)),
         "queue_p50_us": float(np.percentile(queue, 50)), "queue_p99_us": float(np.percentile(queue, 99)),
-        "await_p50_us": float(np.percentile(queue + service, 50)),
+        "await_p50_us": float(np.percentile([r.answer_us for r in rows], 50)),
         "utilisation": busy / (span * channels) if span > 0 else 0.0,
         "cached": sum(r.cached for r in rows), "rmw_reads": sum(r.rmw_reads for r in rows),
         "unit_reads": sum(r.unit_reads for r in rows), "errors": sum(1 for r in rows if r.error),
