@@ -176,7 +176,7 @@ static int model_get_ready(int thread_model) {
     close(fd);
     return -1;
   }
-  fprintf(trace, "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us\n");
+  fprintf(trace, "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us\n");
   fflush(trace);
   return 0;
 }
@@ -201,12 +201,14 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
                (c.flashlog_done - c.flashlog_start) / 1e3);
     /* served: from the answering medium's start to the reply, against its service time */
     int64_t from = c.flashlog_first == 1 ? c.flashlog_start : c.start;
+    char durable[32] = "";
+    if (c.durable >= 0) snprintf(durable, sizeof durable, "%.3f", (c.durable - arrival) / 1e3);
     pthread_mutex_lock(&lock);
-    fprintf(trace, "%.3f,%s,%" PRIu64 ",%" PRIu32 ",%d,%d,%.3f,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%d,%s\n",
+    fprintf(trace, "%.3f,%s,%" PRIu64 ",%" PRIu32 ",%d,%d,%.3f,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%d,%s,%s\n",
             (arrival + t0) / 1e3, op_names[op], offset, count, (flags & NBDKIT_FLAG_FUA) != 0, c.channel,
             (c.start - arrival) / 1e3, (c.done - c.start) / 1e3, (finished - from) / 1e3, c.cached,
             c.rmw_reads, c.unit_reads, c.error ? c.error : (data_result ? *err : 0), c.buffer_hits, c.flashlog_first,
-            flash);
+            flash, durable);
     fflush(trace);
     pthread_mutex_unlock(&lock);
   }

@@ -319,12 +319,15 @@ static void write_request(struct model *m, struct cost *c, uint64_t offset, uint
     m->dirty += length;
     c->cached = 1;
     c->done = c->start + us_to_ns(dist_sample(&m->cache_hit, &m->rng));
+    /* the cache drains in order: this write is on the media once all that is dirty has drained */
+    c->durable = m->cache_plp ? c->done : c->start + (int64_t)ceil(m->dirty * 1000.0 / m->destage_mbps);
     return;
   }
   int64_t service = us_to_ns(dist_sample(&m->write, &m->rng)) + transfer_ns(m->write_mbps, length);
   for (uint32_t i = 0; i < c->rmw_reads + c->unit_reads; i++)
     service += us_to_ns(dist_sample(&m->read, &m->rng));
   on_media(m, c, now, service, offset);
+  c->durable = c->done;
 }
 
 static void flush_request(struct model *m, struct cost *c, int64_t now) {
@@ -347,7 +350,7 @@ static void flush_request(struct model *m, struct cost *c, int64_t now) {
 
 static struct cost disk_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now) {
   struct cost c = {.start = now, .done = now, .channel = -1, .flashlog_first = -1, .flashlog_start = -1,
-                   .flashlog_done = -1};
+                   .flashlog_done = -1, .durable = -1};
   if (m->first_at < 0) m->first_at = now;
   if (op == OP_WRITE || op == OP_ZERO) m->writes++;
   if (failing(m, op, now)) {
@@ -383,6 +386,7 @@ struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t
   if (f.error) return c;
   c.flashlog_start = f.start;
   c.flashlog_done = f.done;
+  if (f.durable >= 0 && (c.durable < 0 || f.durable < c.durable)) c.durable = f.durable;
   if (f.done < c.done) {
     c.flashlog_first = 1;
     c.answered = f.done;

@@ -86,6 +86,10 @@ struct cost {
   int64_t start, done;                 /* ns: service starts (after its queue), and completes */
   int64_t answered;                    /* ns: the reply: done, or the flash log's done when it is first */
   int64_t flashlog_start, flashlog_done;  /* ns: the flash log's service (-1: no flash log's, or it failed) */
+  int64_t durable;                     /* ns: a write's data survives a power cut from then on: on the media
+                                          (done), in a protected cache (done), or destaged from a volatile
+                                          one (when the drain passes its last byte); a cell's, the first of
+                                          its two media's; -1: not a write, or failed */
   int channel;                         /* -1: the cache answered, no channel */
   int cached;                          /* a write the cache took, or a flush the cache answered */
   uint32_t rmw_reads;                  /* physical sectors read first */

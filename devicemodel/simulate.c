@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
   double t_us, last_t_us = 0;
   long lineno = 0;
   int r;
-  printf("t_us,op,offset,length,fua,channel,queue_us,service_us,cached,rmw_reads,unit_reads,error,buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us\n");
+  printf("t_us,op,offset,length,fua,channel,queue_us,service_us,cached,rmw_reads,unit_reads,error,buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us\n");
   while ((r = read_line(line, ++lineno)) > 0) {
     char *field[6];
     int n = 0;
@@ -135,7 +135,8 @@ int main(int argc, char **argv) {
       return bad_line(lineno, line, "OFFSET is a whole number of bytes, OFFSET + LENGTH at most 2^63 - 1");
     int64_t now = (int64_t)(t_us * 1000.0 + 0.5);
     struct cost c = model_request(&m, (enum op)op, offset, (uint32_t)length, n == 5, now);
-    if ((double)c.done > MAX_VIRTUAL_NS || (double)c.flashlog_done > MAX_VIRTUAL_NS) {
+    if ((double)c.done > MAX_VIRTUAL_NS || (double)c.flashlog_done > MAX_VIRTUAL_NS ||
+        (double)c.durable > MAX_VIRTUAL_NS) {
       fprintf(stderr, "simulate: line %ld: the model's queue runs past %.0f s of virtual time: the requests and "
               "the parameters (a bandwidth near 0?) give a load no disk serves\n", lineno, MAX_VIRTUAL_NS / 1e9);
       return 2;
@@ -143,9 +144,11 @@ int main(int argc, char **argv) {
     char flash[64] = ",";
     if (c.flashlog_done >= 0)
       snprintf(flash, sizeof flash, "%.3f,%.3f", (c.flashlog_start - now) / 1e3, (c.flashlog_done - c.flashlog_start) / 1e3);
-    printf("%.3f,%s,%" PRIu64 ",%" PRIu64 ",%d,%d,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%d,%s\n", t_us, op_names[op],
+    char durable[32] = "";
+    if (c.durable >= 0) snprintf(durable, sizeof durable, "%.3f", (c.durable - now) / 1e3);
+    printf("%.3f,%s,%" PRIu64 ",%" PRIu64 ",%d,%d,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%d,%s,%s\n", t_us, op_names[op],
            offset, length, n == 5, c.channel, (c.start - now) / 1e3, (c.done - c.start) / 1e3, c.cached,
-           c.rmw_reads, c.unit_reads, c.error, c.buffer_hits, c.flashlog_first, flash);
+           c.rmw_reads, c.unit_reads, c.error, c.buffer_hits, c.flashlog_first, flash, durable);
   }
   return r < 0 ? 2 : 0;
 }

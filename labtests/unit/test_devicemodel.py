@@ -369,7 +369,7 @@ def test_trace_summary_counts_per_operation():
 def test_every_catalog_profile_is_one_the_model_takes_and_names_its_sources(name):
     p = profiles.get(name)
     profiles.check(f"device profile '{name}'", p.params)
-    stated = set(p.params) | {"write_cache"} | ({"flash_log"} if p.flash_log else set())
+    stated = set(p.params) | {"write_cache"} | {k for k in ("flash_log", "power_loss") if getattr(p, k)}
     assert set(p.sources) == stated == set(p.evidence), name
     assert all(len(s) > 20 for s in p.sources.values()), name
     assert set(p.evidence.values()) <= set(profiles.EVIDENCE)
@@ -474,3 +474,28 @@ def test_every_catalog_profile_says_its_write_cache_and_the_guest_reads_it_as_li
     for name, p in profiles.profiles().items():
         assert p.write_cache in profiles.WRITE_CACHES and p.sources["write_cache"], name
         assert p.presented == ("write back" if p.write_cache == "volatile" else "write through"), name
+
+
+# --- power loss: when each write's data survives a cut ---------------------------------------------
+
+def test_a_write_is_durable_on_the_media_in_a_protected_cache_or_once_a_volatile_one_drains_past_it():
+    """No cache: at its completion. A protected cache: when the cache takes it. A volatile cache of
+    8 KiB draining at 1 MB/s (1 byte per us): the first 4 KiB write is durable 4,096 us after its
+    start, the second 8,192 us (the drain passes its last byte), whatever the cache hit says; a FUA
+    write through a volatile cache goes to the media and is durable when done. Reads and flushes
+    carry no durability."""
+    media = simulate("0 write 0 4096\n1000 read 0 4096\n2000 flush 0 0\n", write="fixed:100", read="fixed:50")
+    assert [r.durable_us for r in media[:1]] == [100]
+    assert all(np.isnan(r.durable_us) for r in media[1:])
+    cache = {"cache_size": 8192, "cache_destage_mbps": 1, "cache_hit": "fixed:5", "write": "fixed:1000"}
+    protected = simulate("0 write 0 4096\n0 write 4096 4096\n", **cache, cache_plp="true")
+    assert [r.durable_us for r in protected] == [5, 5]
+    volatile = simulate("0 write 0 4096\n0 write 4096 4096\n10 write 8192 4096 fua\n", **cache)
+    assert [r.answer_us for r in volatile[:2]] == [5, 5]
+    assert [r.durable_us for r in volatile[:2]] == [4096, 8192]
+    assert volatile[2].cached == 0 and volatile[2].durable_us == volatile[2].queue_us + volatile[2].service_us
+
+
+def test_a_cells_write_is_durable_when_the_first_of_its_media_has_it():
+    rows = simulate("0 write 0 4096\n", write="fixed:5000", **{"flashlog.write": "fixed:80"})
+    assert rows[0].durable_us == 80 and rows[0].service_us == 5000

@@ -19,6 +19,11 @@ EVIDENCE = ("datasheet", "review", "physics", "assumed")
 # flushes and FUA only to a device that says it has a volatile cache, so a device with none, or
 # one that power-loss protection makes durable, is presented write-through and gets none.
 WRITE_CACHES = {"none": "write through", "protected": "write through", "volatile": "write back"}
+# What a power cut does to a write in flight on the media (docs/crash.md): protected, each atomic unit
+# (physical sector, or flash write unit) lands whole or not at all, a read-modify-write included;
+# unprotected, a unit that a read-modify-write or a partial program had in flight can be left
+# unreadable, the logical sectors beside the write included (Dell, "4K Sector HDD FAQ", 2014).
+POWER_LOSS = ("protected", "unprotected")
 
 
 def weaker(a: str, b: str) -> str:
@@ -42,6 +47,7 @@ class DeviceProfile:
     evidence: dict[str, str] = field(default_factory=dict)   # parameter -> datasheet | physics | assumed
     flash_log: str | None = None                 # the profile whose parameters are its flash log's ("flashlog.")
     base: str | None = None                      # the profile it is a variant of
+    power_loss: str | None = None                # protected | unprotected (POWER_LOSS); None: not stated
 
     def args(self) -> list[str]:
         return [f"{k}={v}" for k, v in self.params.items()]
@@ -103,15 +109,17 @@ def _composed(name: str, raw: dict) -> dict:
         b = raw[other]
         if key == "base":
             out |= {"params": dict(b["params"]), "sources": dict(b.get("sources", {})),
-                    "evidence": dict(b.get("evidence", {})), "write_cache": b.get("write_cache")}
+                    "evidence": dict(b.get("evidence", {})), "write_cache": b.get("write_cache"),
+                    "power_loss": b.get("power_loss")}
         else:
             for part in ("params", "sources", "evidence"):
                 out[part] |= {FLASH_LOG_PREFIX + k: v for k, v in b.get(part, {}).items() if k != "write_cache"}
             out["flash_log_cache"] = b.get("write_cache")
     for part in ("params", "sources", "evidence"):
         out[part] |= entry.get(part, {})
-    if "write_cache" in entry:
-        out["write_cache"] = entry["write_cache"]
+    for key in ("write_cache", "power_loss"):
+        if key in entry:
+            out[key] = entry[key]
     return out
 
 
@@ -121,19 +129,23 @@ def _profile(name: str, entry: dict) -> DeviceProfile:
     for key, value in entry.get("evidence", {}).items():
         if value not in EVIDENCE:
             raise UsageError(f"{where}: evidence of '{key}' is '{value}': expected one of {', '.join(EVIDENCE)}")
-    missing = sorted((set(params) | {"write_cache"} | ({"flash_log"} if entry.get("flash_log") else set()))
-                     - set(entry.get("sources", {})))
+    stated = {k for k in ("flash_log", "power_loss") if entry.get(k)}
+    missing = sorted((set(params) | {"write_cache"} | stated) - set(entry.get("sources", {})))
     if missing:
         raise UsageError(f"{where}: no source for {', '.join(missing)}: every number names where it comes from")
     cache = entry.get("write_cache")
     if cache not in WRITE_CACHES:
         raise UsageError(f"{where}: write_cache is {cache!r}: expected one of {', '.join(WRITE_CACHES)} (none: no "
                          f"cache; protected: power-loss protected; volatile: lost on a power cut until flushed)")
+    if entry.get("power_loss") not in (None, *POWER_LOSS):
+        raise UsageError(f"{where}: power_loss is {entry['power_loss']!r}: expected one of {', '.join(POWER_LOSS)} "
+                         f"(what a power cut does to a write in flight: docs/crash.md)")
     _cache_agrees(where, cache, {k: v for k, v in params.items() if not k.startswith(FLASH_LOG_PREFIX)})
     if entry.get("flash_log"):  # the flash log's cache was checked as its own profile's
         cache = weaker(cache, entry["flash_log_cache"])
     return DeviceProfile(name, entry["description"], params, cache, dict(entry["sources"]),
-                         dict(entry.get("evidence", {})), entry.get("flash_log"), entry.get("base"))
+                         dict(entry.get("evidence", {})), entry.get("flash_log"), entry.get("base"),
+                         entry.get("power_loss"))
 
 
 def _cache_agrees(where: str, cache: str, params: dict[str, str]) -> None:

@@ -16,7 +16,8 @@ INT_FIELDS = ("offset", "length", "fua", "channel", "cached", "rmw_reads", "unit
 OPTIONAL_INT_FIELDS = ("buffer_hits", "flashlog_first")
 FLOAT_FIELDS = ("t_us", "queue_us", "service_us", "served_us")
 # The flash log's own times, beside the disk's (empty: no flash log, or it failed the request).
-OPTIONAL_FLOAT_FIELDS = ("flashlog_queue_us", "flashlog_service_us")
+# When a write's data survives a power cut, from its arrival (empty: not a write, or it failed).
+OPTIONAL_FLOAT_FIELDS = ("flashlog_queue_us", "flashlog_service_us", "durable_us")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Request:
     flashlog_first: int = -1  # with a flash log: 1 when it completed first, 0 when the disk did; -1: none
     flashlog_queue_us: float = float("nan")
     flashlog_service_us: float = float("nan")
+    durable_us: float = float("nan")   # a write: from arrival until it survives a power cut (devicemodel/model.h)
 
     @property
     def answer_us(self) -> float:
