@@ -195,20 +195,15 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
   }
   int64_t finished = now_ns();
   if (trace) {
-    char flash[64] = ",";
-    if (c.flashlog_done >= 0)
-      snprintf(flash, sizeof flash, "%.3f,%.3f", (c.flashlog_start - arrival) / 1e3,
-               (c.flashlog_done - c.flashlog_start) / 1e3);
+    char tail[160];
+    model_trace_tail(tail, sizeof tail, &c, arrival);
     /* served: from the answering medium's start to the reply, against its service time */
     int64_t from = c.flashlog_first == 1 ? c.flashlog_start : c.start;
-    char durable[32] = "";
-    if (c.durable >= 0) snprintf(durable, sizeof durable, "%.3f", (c.durable - arrival) / 1e3);
     pthread_mutex_lock(&lock);
-    fprintf(trace, "%.3f,%s,%" PRIu64 ",%" PRIu32 ",%d,%d,%.3f,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%d,%s,%s\n",
+    fprintf(trace, "%.3f,%s,%" PRIu64 ",%" PRIu32 ",%d,%d,%.3f,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%s\n",
             (arrival + t0) / 1e3, op_names[op], offset, count, (flags & NBDKIT_FLAG_FUA) != 0, c.channel,
             (c.start - arrival) / 1e3, (c.done - c.start) / 1e3, (finished - from) / 1e3, c.cached,
-            c.rmw_reads, c.unit_reads, c.error ? c.error : (data_result ? *err : 0), c.buffer_hits, c.flashlog_first,
-            flash, durable);
+            c.rmw_reads, c.unit_reads, c.error ? c.error : (data_result ? *err : 0), tail);
     fflush(trace);
     pthread_mutex_unlock(&lock);
   }

@@ -3,6 +3,7 @@
 #include "model.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <math.h>
 #include <stdio.h>
@@ -394,6 +395,15 @@ struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t
   return c;
 }
 
+int model_trace_tail(char *buf, size_t size, const struct cost *c, int64_t arrival) {
+  char flash[64] = ",", durable[32] = "";
+  if (c->flashlog_done >= 0)
+    snprintf(flash, sizeof flash, "%.3f,%.3f", (c->flashlog_start - arrival) / 1e3,
+             (c->flashlog_done - c->flashlog_start) / 1e3);
+  if (c->durable >= 0) snprintf(durable, sizeof durable, "%.3f", (c->durable - arrival) / 1e3);
+  return snprintf(buf, size, "%" PRIu32 ",%d,%s,%s", c->buffer_hits, c->flashlog_first, flash, durable);
+}
+
 /* "4096", "4k", "512M", "1G": bytes (powers of 1024, as nbdkit's sizes); digits only before the suffix. */
 static int parse_size(const char *text, uint64_t *out) {
   char *end;
@@ -423,12 +433,11 @@ const char *const MODEL_NOT_MINE = "not a device model key";
 const char *model_set(struct model *m, const char *key, const char *value) {
   if (strncmp(key, MODEL_FLASHLOG, strlen(MODEL_FLASHLOG)) == 0) {
     const char *sub = key + strlen(MODEL_FLASHLOG);
-    if (m->flashlog == NULL && strncmp(sub, MODEL_FLASHLOG, strlen(MODEL_FLASHLOG)) != 0) {
+    if (strncmp(sub, MODEL_FLASHLOG, strlen(MODEL_FLASHLOG)) == 0) return "a flash log has no flash log of its own";
+    if (m->flashlog == NULL) {
       if (!(m->flashlog = malloc(sizeof *m->flashlog))) return "out of memory";
       model_init(m->flashlog);
     }
-    if (!m->flashlog || strncmp(sub, MODEL_FLASHLOG, strlen(MODEL_FLASHLOG)) == 0)
-      return "a flash log has no flash log of its own";
     const char *why = model_set(m->flashlog, sub, value);
     return why == MODEL_NOT_MINE ? "not a device model key (after " MODEL_FLASHLOG ")" : why;
   }

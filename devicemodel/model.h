@@ -4,6 +4,7 @@
 #ifndef SECTORLAB_MODEL_H
 #define SECTORLAB_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define MODEL_MAX_CHANNELS 64
@@ -121,5 +122,9 @@ void model_init(struct model *m);      /* defaults: no service time, one channel
 const char *model_check(const struct model *m);  /* NULL, or what is inconsistent */
 void model_reset(struct model *m);     /* state only */
 struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now);
+/* The trace's last columns of a request that arrived at `arrival` (ns), as both the filter and
+ * simulate write them: buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us
+ * (the empty ones left empty). Returns snprintf's count. */
+int model_trace_tail(char *buf, size_t size, const struct cost *c, int64_t arrival);
 
 #endif

@@ -141,14 +141,11 @@ int main(int argc, char **argv) {
               "the parameters (a bandwidth near 0?) give a load no disk serves\n", lineno, MAX_VIRTUAL_NS / 1e9);
       return 2;
     }
-    char flash[64] = ",";
-    if (c.flashlog_done >= 0)
-      snprintf(flash, sizeof flash, "%.3f,%.3f", (c.flashlog_start - now) / 1e3, (c.flashlog_done - c.flashlog_start) / 1e3);
-    char durable[32] = "";
-    if (c.durable >= 0) snprintf(durable, sizeof durable, "%.3f", (c.durable - now) / 1e3);
-    printf("%.3f,%s,%" PRIu64 ",%" PRIu64 ",%d,%d,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%d,%s,%s\n", t_us, op_names[op],
+    char tail[160];
+    model_trace_tail(tail, sizeof tail, &c, now);
+    printf("%.3f,%s,%" PRIu64 ",%" PRIu64 ",%d,%d,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%s\n", t_us, op_names[op],
            offset, length, n == 5, c.channel, (c.start - now) / 1e3, (c.done - c.start) / 1e3, c.cached,
-           c.rmw_reads, c.unit_reads, c.error, c.buffer_hits, c.flashlog_first, flash, durable);
+           c.rmw_reads, c.unit_reads, c.error, tail);
   }
   return r < 0 ? 2 : 0;
 }

@@ -50,8 +50,8 @@ def rmw_pair_of(record: LabRecord) -> tuple[str, DiskRecord, DiskRecord] | None:
     geometry)."""
     from sectorlab.devices import profiles
     for d in record.disks.values():
-        unit = profiles.get(d.device).params.get("write-unit", "0") if d.device else "0"
-        if d.device and d.device != "floor" and d.physical_block_size > d.logical_block_size and unit == "0":
+        unit = profiles.get(d.device).write_unit if d.device else 0
+        if d.device and d.device != "floor" and d.physical_block_size > d.logical_block_size and unit == 0:
             twin = next((t for t in record.disks_of(d.vm) if _plain(t) and t.bus == d.bus
                          and t.geometry == d.geometry), None)
             if twin:

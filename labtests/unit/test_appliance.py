@@ -163,9 +163,16 @@ def test_the_workloads_blocks_are_as_compressible_as_asked(tmp_path, pct):
     assert len(data) == 1 << 20
     blocks = [data[i:i + size] for i in range(0, len(data), size)]
     kept = sum(len(zlib.compress(b)) for b in blocks) / len(data)
-    assert abs(kept - (100 - pct) / 100) < 0.02 + 0.01, (pct, kept)
-    p = bench.load_preset("zfs-appliance")
-    assert {s.workload.compressible for s in p.shares} == {0, 50, 90}
+    assert abs(kept - (100 - pct) / 100) < ZLIB_SLACK, (pct, kept)
+
+
+# zlib's own framing and the row's few bytes that survive compression: about 2 % of a block, and 1 %
+# for the rows' rounding to whole copies.
+ZLIB_SLACK = 0.03
+
+
+def test_the_appliance_preset_sweeps_compressibility():
+    assert {s.workload.compressible for s in bench.load_preset("zfs-appliance").shares} == {0, 50, 90}
 
 
 def test_every_compressibility_writes_the_same_places(tmp_path):

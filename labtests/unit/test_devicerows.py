@@ -54,6 +54,22 @@ def test_the_runs_rows_are_the_trace_after_the_offset_with_flushes_apart(served,
     assert (runs / "r1.d.trace.csv").read_text().splitlines()[0] + "\n" == HEADER
 
 
+@pytest.mark.parametrize("race", [True, False])
+def test_only_a_races_two_members_get_their_arrivals_paired(tmp_path, monkeypatch, race):
+    """A mirror's two members (or an appliance's two log devices) are no race: no race rows."""
+    monkeypatch.setattr(modelled, "SERVE_DIR", tmp_path / "devices")
+    for name in ("a", "b"):
+        s = modelled.server("lab", name)
+        s.directory.mkdir(parents=True)
+        s.identity_file.write_text(procs.identity(os.getpid()) + "\n")
+        s.trace.write_text(HEADER + "0.0,write,0,4096,0,0,0,20,21,0,0,0,0\n")
+    window = devicerows.Window("lab", [_disk("a"), _disk("b")], race=race)
+    runs = tmp_path / "results" / "runs"
+    runs.mkdir(parents=True)
+    rows = window.rows(runs, "r1", tmp_path / "results")
+    assert ("race" in rows["a"]) is race
+
+
 def test_a_model_that_died_fails_the_run_naming_the_disk_and_its_log(served):
     window = devicerows.Window("lab", [_disk("d")])
     served.identity_file.write_text("999999999 1\n")  # no such process: the daemon is gone

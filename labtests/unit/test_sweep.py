@@ -94,6 +94,16 @@ def test_a_bad_sweep_is_one_line_before_anything_starts(tmp_path, change, says):
     assert "[[bench.sweep]] #1" in str(e.value)
 
 
+def test_a_variant_that_sets_the_parameter_itself_is_not_swept_even_at_the_same_value(monkeypatch):
+    from sectorlab.devices import profiles
+    raw = {"a": {"params": {"write": "fixed:10"}},
+           "same": {"base": "a", "params": {"write": "fixed:10"}}, "keeps": {"base": "a"}}
+    made = {n: profiles.DeviceProfile(n, "", {"write": "fixed:10"}, "none", base=raw[n].get("base")) for n in raw}
+    monkeypatch.setattr(profiles, "_raw", lambda: raw)
+    monkeypatch.setattr(profiles, "profiles", lambda: made)
+    assert profiles.sharing("a", "write") == {"a": "write", "keeps": "write"}
+
+
 def test_a_value_the_swept_profile_takes_but_a_variant_of_it_refuses_is_one_line(tmp_path):
     """A 2 MiB write unit suits nvme-512e but not its DRAM variant, whose 1 MiB buffer then holds
     no unit: the sweep reaches the variant (a disk of the preset is served by it), so it is refused."""

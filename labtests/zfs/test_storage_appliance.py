@@ -215,7 +215,7 @@ def test_zfs_logbias_and_the_slog_decide_where_sync_writes_land(zfs, layout, log
         assert on_slogs >= SYNC_WRITES and 0 < writes["slog-a"] < on_slogs, said
 
 
-COPY_WRITES = 16  # 1 MiB O_DIRECT|O_DSYNC appends: RMAN's BACKUP AS COPY (seed 004), a ZIL commit each
+COPY_WRITES = 16  # 1 MiB O_DSYNC appends: RMAN's BACKUP AS COPY (seed 004), a ZIL commit each
 COPIER = """import mmap, os, random, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_DSYNC, 0o600)
 buf = mmap.mmap(-1, 1 << 20)

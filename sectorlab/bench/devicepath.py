@@ -93,7 +93,7 @@ class Twin:
         runs_dir.mkdir(exist_ok=True)
         report, events = runs_dir / f"{run_id}.device.json", runs_dir / f"{run_id}.device.csv"
         measured = [str(self.writer), *twin(command, target, race)[1:], "--events", str(events), "--output", "json"]
-        models = devicerows.Window(self.lab, members) if members else None
+        models = devicerows.Window(self.lab, members, race="--race" in command) if members else None
         out = call(measured, duration_s, f"{run_id}: the device path's run")
         if models:
             models.check_alive(run_id + " (device path)")

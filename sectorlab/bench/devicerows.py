@@ -21,10 +21,11 @@ OPS = ("write", "flush", "read")
 
 
 class Window:
-    """The traces of these model-served disks from now on (their byte offsets now)."""
+    """The traces of these model-served disks from now on (their byte offsets now); `race`: the two
+    disks are a race's members (their arrivals are paired in rows())."""
 
-    def __init__(self, lab: str, disks: list[DiskRecord]):
-        self.lab, self.disks = lab, disks
+    def __init__(self, lab: str, disks: list[DiskRecord], race: bool = False):
+        self.lab, self.disks, self.race = lab, disks, race
         self.servers = {d.name: modelled.server(lab, d.name) for d in disks}
         self.offsets = {name: _size(s.trace) for name, s in self.servers.items()}
 
@@ -50,7 +51,7 @@ class Window:
             channels = int(modelled.params(d.device, d.logical_block_size, d.physical_block_size).get("channels", "1"))
             out[d.name] = {"profile": d.device, "trace": str(kept.relative_to(results)),
                            **{op: trace.summary(requests, op, channels) for op in OPS}}
-        if len(self.disks) == 2:
+        if self.race and len(self.disks) == 2:
             first, second = (writes[d.name] for d in self.disks)
             out[self.disks[0].name]["race"] = arrivals(first, second)
         return out
@@ -67,14 +68,15 @@ def flash_log(device_trace: dict) -> dict | None:
             "source": "the device models' traces (the harness adds this to redo-writer's report)"}
 
 
-def flash_log_since(traces: dict[Path, int]) -> dict | None:
-    """flash_log() of the requests these traces got since their byte offsets (a run on the device
-    path without a lab: its models' traces, {trace: offset before the run})."""
-    summaries = {}
+def writes_since(traces: dict[Path, int]) -> dict:
+    """The write summary of the requests these traces got since their byte offsets, per trace, as
+    rows() has them (a run on the device path without a lab: its models' traces, {trace: offset
+    before the run})."""
+    out = {}
     for path, offset in traces.items():
         header, text = _since(path, offset)
-        summaries[str(path)] = {"write": trace.summary(trace.parse(header + text), "write")}
-    return flash_log(summaries)
+        out[str(path)] = {"write": trace.summary(trace.parse(header + text), "write")}
+    return out
 
 
 def with_flash_log(report_text: str, device_trace: dict | None) -> str:

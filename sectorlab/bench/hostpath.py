@@ -164,9 +164,7 @@ def device_runs(preset: Preset, w: Workload, cfgs: list[Config], variants: dict[
                 warm.add((variant, cfg.key))
             traces = models.traces(cfg.target, variant)
             out = call(base, w.duration_s, f"{at} #{rep}")
-            counts = devicerows.flash_log_since(traces)
-            if counts:
-                out = json.dumps(json.loads(out) | {"flash_log": counts}, indent=2)
+            out = devicerows.with_flash_log(out, devicerows.writes_since(traces))
             report = json.loads(out)
             name = f"v{list(variants).index(variant)}-{cfg.target.name}-bs{cfg.blocksize}-{rep}.json"
             write_atomic(results / "runs" / name, out)

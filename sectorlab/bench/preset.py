@@ -75,7 +75,7 @@ class Target:
     name: str
     disk: labdef.Disk | None          # None: null: (writes nothing)
     second: labdef.Disk | None = None  # the log group's second member (race or mirror)
-    second_null: bool = False         # race = "null:"
+    second_null: bool = False         # the second member is null: (race = "null:" or mirror = "null:")
     pairing: str | None = None        # "race" (done at the first write) or "mirror" (at both); None: one member
     reformat_lbads: int | None = None
     override: bool = False

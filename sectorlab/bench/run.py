@@ -38,7 +38,7 @@ from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Slot, Target,
 from .presetfields import NULL_TARGET
 
 GUEST_DIR = "/var/tmp/sectorlab-bench"
-PAIRED = {"race": "raced", "mirror": "mirrored", None: "raced"}  # a target's second member, as the entry says it
+PAIRED = {"race": "raced", "mirror": "mirrored"}  # a target's second member, as the entry says it
 
 
 def redo_writer_args(w: Workload, target: str, blocksize: int, seconds: int, second: str | None = None,
@@ -178,7 +178,7 @@ class Bench:
             raise SectorlabError(f"{rid}: the warm-up '{shlex.join(warmup)}' exited {result.rc}: "
                                  f"{result.stderr.strip()[-400:]}")
         members = self.members(target)
-        models = devicerows.Window(self.data.lab, [e for e in members if e.device])
+        models = devicerows.Window(self.data.lab, [e for e in members if e.device], race=target.pairing == "race")
         result = self.guest.run("sudo -n sh -c", f"{shlex.join(command)} > {remote}.json", timeout=w.duration_s + 300)
         models.check_alive(rid)  # a model that died: that is why the run failed, or its results are void
         if not result.ok:

@@ -51,14 +51,10 @@ class Rules:
             stated = sorted(n for n, q in profiles.profiles().items() if q.power_loss)
             raise UsageError(f"device profile {profile!r} does not state its power_loss (protected or unprotected): "
                              f"a crash run needs it; profiles that do: {', '.join(stated)}")
-        unit = max(int(logical), _bytes(params.get("physical-sector", "0")), _bytes(params.get("write-unit", "0")))
+        unit = max(int(logical), profiles.size_bytes(params.get("physical-sector", "0")),
+                   profiles.size_bytes(params.get("write-unit", "0")))
         return cls(profile, p.power_loss, p.write_cache, "cache-size" in params, unit,
                    float(params.get("cache-destage-mbps", "0")))
-
-
-def _bytes(text: str) -> int:
-    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:].lower(), 1)
-    return int(text[:-1] if mult > 1 else text) * mult
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,33 @@ class DeviceProfile:
         """The guest's queue/write_cache for a disk this profile serves."""
         return WRITE_CACHES[self.write_cache]
 
+    @property
+    def write_unit(self) -> int:
+        """The flash write unit its model reads before a partial write (bytes; 0: none: it reads the
+        physical sector instead)."""
+        return size_bytes(self.params.get("write-unit", "0"))
+
+    def params_for(self, logical: int, physical: int) -> dict[str, str]:
+        """The model's parameters for a disk of this profile and sectors: the profile's, and the
+        physical sector when larger than the logical one (a 512e disk reads a partly written 4 KiB
+        sector first, whatever drive it is; the profile's write unit, when it has one, holds it), on
+        each medium of a cell with a flash log (both are written the guest's 512-byte writes)."""
+        out = dict(self.params)
+        if int(physical) > int(logical):
+            out["physical-sector"] = str(physical)
+            if self.flash_log:
+                out[FLASH_LOG_PREFIX + "physical-sector"] = str(physical)
+        return out
+
+
+SIZE_SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def size_bytes(text: str) -> int:
+    """A model size ("4096", "16k", "1M", as devicemodel/model.c reads them) in bytes."""
+    mult = SIZE_SUFFIXES.get(text[-1:].lower(), 1)
+    return int(text[:-1] if mult > 1 else text) * mult
+
 
 def simulate(params: dict[str, str], requests: str = "") -> subprocess.CompletedProcess:
     """devicemodel/simulate with these parameters on these requests ("T_US OP OFFSET LENGTH [fua]"
@@ -163,21 +190,27 @@ def _cache_agrees(where: str, cache: str, params: dict[str, str]) -> None:
 
 
 @cache
+def _raw() -> dict:
+    return json.loads(CATALOG.read_text()).get("device_profiles", {})
+
+
+@cache
 def profiles() -> dict[str, DeviceProfile]:
-    raw = json.loads(CATALOG.read_text()).get("device_profiles", {})
+    raw = _raw()
     return {name: _profile(name, _composed(name, raw)) for name in raw if not name.startswith("_")}
 
 
 def sharing(name: str, param: str) -> dict[str, str]:
-    """Where the profile's `param` is, in it and in the profiles built on it that keep its value:
-    {profile: its key}, the key under "flashlog." in a cell whose flash log it is (a variant that
-    sets its own value is a different device in that respect)."""
-    own = get(name).params.get(param)
+    """Where the profile's `param` is, in it and in the profiles built on it that do not set it
+    themselves: {profile: its key}, the key under "flashlog." in a cell whose flash log it is (a
+    variant that sets the parameter, even to the same value, is a different device in that respect)."""
+    get(name)
     out = {name: param}
     for p in profiles().values():
-        if p.base == name and p.params.get(param) == own:
+        own = _raw()[p.name].get("params", {})
+        if p.base == name and param not in own:
             out[p.name] = param
-        if p.flash_log == name and p.params.get(FLASH_LOG_PREFIX + param) == own:
+        if p.flash_log == name and FLASH_LOG_PREFIX + param not in own:
             out[p.name] = FLASH_LOG_PREFIX + param
     return out
 

@@ -34,17 +34,8 @@ def server(lab_name: str, disk_name: str, size: int = 0, params: dict[str, str] 
 
 
 def params(profile: str, logical: int, physical: int) -> dict[str, str]:
-    """The model's parameters for a disk of this profile and sectors: the profile's, and the physical
-    sector when larger than the logical one (a 512e disk reads a partly written 4 KiB sector first,
-    whatever drive it is; the profile's write unit, when it has one, holds it), on each medium of a
-    cell with a flash log (both are written the guest's 512-byte writes)."""
-    p = profiles.get(profile)
-    out = dict(p.params)
-    if int(physical) > int(logical):
-        out["physical-sector"] = str(physical)
-        if p.flash_log:
-            out[profiles.FLASH_LOG_PREFIX + "physical-sector"] = str(physical)
-    return out
+    """The model's parameters for a disk of this profile and sectors (DeviceProfile.params_for)."""
+    return profiles.get(profile).params_for(logical, physical)
 
 
 def devices(lab: labdef.Lab) -> dict[str, str | None]:
