@@ -64,7 +64,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
-        bench-lab-up bench-floor bench bench-all bench-check bench-sweep bench-load faults alone
+        bench-lab-up bench-floor bench bench-all bench-check bench-sweep bench-load crash faults alone
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -91,6 +91,8 @@ help:
 	@echo "                          path (no lab): where each headline flips (also make bench PRESET=p SWEEP=param)"
 	@echo "make bench-load PRESET=p  the seed's own load, closed loop, on the device path (no lab): group commit and"
 	@echo "                          the seed's figures beside the lab's"
+	@echo "make crash [PRESET=redo-matrix]  power cuts on the device path (no lab) per profile, geometry and BLOCKSIZE,"
+	@echo "                          judged by redo-writer verify: acknowledged commits lost, torn blocks (docs/crash.md)"
 	@echo "make bench-all            every preset in turn (about 60 minutes; zfs-appliance builds its image the first time)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; a three-bus"
 	@echo "                          preset's device counters; a Ctrl-C and a SIGTERM"
@@ -271,6 +273,12 @@ bench-sweep: bootstrap
 bench-load: bootstrap
 	@$(show); show $(SECTORLAB) bench-load $${REPEATS:+--repeats="$$REPEATS"} $${DURATION:+--duration="$$DURATION"} \
 	  $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} -- "$${PRESET:-ssd-vs-hdd}"
+
+# Power cuts on the device path (no lab), judged by redo-writer verify; docs/crash.md:
+# make crash [PRESET=redo-matrix] [CUTS=n] [CRASH_SEED=n].
+crash: bootstrap
+	@$(show); show $(SECTORLAB) crash $${CUTS:+--cuts="$$CUTS"} $${CRASH_SEED:+--seed="$$CRASH_SEED"} \
+	  $${RESULTS:+--results="$$RESULTS"} -- "$${PRESET:-redo-matrix}"
 
 bench-all: bootstrap
 	@set -e; for p in $$($(SECTORLAB) bench --list | cut -d' ' -f1); do $(SECTORLAB) bench -- "$$p"; done

@@ -48,10 +48,8 @@
 #include "common.h"
 #include "engine.h"
 #include "nbd.h"
+#include "redoblock.h"
 #include "stats.h"
-
-/* Each redo block starts with a header of this many bytes; the rest of it carries redo. */
-#define REDO_BLOCK_HEADER 16
 
 struct member {
 	const char *path;
@@ -66,9 +64,9 @@ struct member {
 	const char *failed_call;    /* the call whose error a failed write reports */
 };
 
-/* A log write handed to the members. */
+/* A log write handed to the members; its bytes are at buf + bpos. */
 struct job {
-	uint64_t off, len, pending, blocks, t0;
+	uint64_t off, len, pending, blocks, t0, bpos;
 	int done[2];
 };
 
@@ -89,7 +87,10 @@ struct shared {
 	int stop, failed, sessions_left;
 	struct member m[2];
 	int nmembers;
+	/* The log buffer: --format plain, max_write bytes of 0xa5 that every write is made from;
+	 * checked, two of that, each write's own bytes at its job's bpos, the next after buf_next. */
 	char *buf;
+	uint64_t buf_size, buf_next;
 	uint64_t log_offset;
 	uint64_t start_ns, deadline_ns;
 	/* log writes handed to the members: ring[seq % ring_size] for seq in [released, issued) */
@@ -132,10 +133,10 @@ static void sleep_until(uint64_t t)
 
 /* One write of `len` bytes at `off` to an NBD member, made durable as the kernel would make an
  * O_DSYNC write to a block device (FUA, or a flush after it) or as fdatasync would (a flush). */
-static int write_nbd(struct shared *sh, struct member *m, uint64_t len, uint64_t off)
+static int write_nbd(struct shared *sh, struct member *m, const char *buf, uint64_t len, uint64_t off)
 {
 	int fua = sh->cfg->sync == SYNC_ODSYNC && nbd_target_info(m->nbd)->can_fua;
-	int err = nbd_target_write(m->nbd, sh->buf, len, off, fua, sh->cfg->reply_spin_us * 1000ULL);
+	int err = nbd_target_write(m->nbd, buf, len, off, fua, sh->cfg->reply_spin_us * 1000ULL);
 
 	if (err) {
 		m->failed_call = "nbd_pwrite";
@@ -156,17 +157,17 @@ static int write_nbd(struct shared *sh, struct member *m, uint64_t len, uint64_t
 	return 0;
 }
 
-/* One physical write of `len` bytes at `off` to member `m`; returns 0 or -errno. */
-static int write_member(struct shared *sh, struct member *m, uint64_t len, uint64_t off)
+/* One physical write of the `len` bytes at `buf` to member `m` at `off`; returns 0 or -errno. */
+static int write_member(struct shared *sh, struct member *m, const char *buf, uint64_t len, uint64_t off)
 {
 	uint64_t done = 0;
 
 	if (m->null)
 		return 0;
 	if (m->nbd)
-		return write_nbd(sh, m, len, off);
+		return write_nbd(sh, m, buf, len, off);
 	while (done < len) {
-		ssize_t n = pwrite(m->fd, sh->buf + done, len - done, (off_t)(off + done));
+		ssize_t n = pwrite(m->fd, buf + done, len - done, (off_t)(off + done));
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -339,7 +340,7 @@ struct member_arg {
 };
 
 /* A member's writer: the log writes handed out, in order; what it is behind and contiguous in the
- * log goes in one write. */
+ * log (and, --format checked, in the log buffer) goes in one write. */
 static void *member_writer(void *arg)
 {
 	struct shared *sh = ((struct member_arg *)arg)->sh;
@@ -348,7 +349,7 @@ static void *member_writer(void *arg)
 
 	pthread_mutex_lock(&sh->lock);
 	for (;;) {
-		uint64_t first, n, off, len, i;
+		uint64_t first, n, off, len, bpos, i;
 		int err;
 
 		while (m->next == sh->issued && !sh->stop && !sh->res->member[idx].failed)
@@ -358,15 +359,17 @@ static void *member_writer(void *arg)
 		first = m->next;
 		off = sh->ring[first % sh->ring_size].off;
 		len = sh->ring[first % sh->ring_size].len;
+		bpos = sh->ring[first % sh->ring_size].bpos;
 		for (n = 1; first + n < sh->issued; n++) {
 			const struct job *j = &sh->ring[(first + n) % sh->ring_size];
 
-			if (j->off != off + len || len + j->len > sh->cfg->max_write)
+			if (j->off != off + len || len + j->len > sh->cfg->max_write ||
+			    (sh->cfg->format == FORMAT_CHECKED && j->bpos != bpos + len))
 				break;
 			len += j->len;
 		}
 		pthread_mutex_unlock(&sh->lock);
-		err = write_member(sh, m, len, off);
+		err = write_member(sh, m, sh->buf + bpos, len, off);
 		pthread_mutex_lock(&sh->lock);
 		if (err) {
 			member_failed(sh, idx, err, first, len, off);
@@ -407,6 +410,40 @@ static int may_issue(const struct shared *sh, uint64_t len)
 
 static uint64_t thread_cpu_ns(void);
 
+/*
+ * Called with the lock held: where in the log buffer a write of `len` bytes goes. Plain: at its
+ * start, always (every byte is 0xa5). Checked: after the last write, or at the start when it does not
+ * fit before the end. The buffer is two log buffers long, and a member behind in a race has at most
+ * one log buffer of writes left to write, this one included (may_issue): the write never lands on
+ * bytes a member has still to write (a mirror, or one member, has none left). Every place is a
+ * multiple of the block size, as O_DIRECT's buffer alignment wants.
+ */
+static uint64_t place_write(struct shared *sh, uint64_t len)
+{
+	uint64_t at;
+
+	if (sh->cfg->format == FORMAT_PLAIN)
+		return 0;
+	at = sh->buf_next + len <= sh->buf_size ? sh->buf_next : 0;
+	sh->buf_next = at + len;
+	return at;
+}
+
+/* Called with the lock held, returns with it held: --format checked fills the blocks of the write of
+ * `pending` redo bytes at log offset `off` before it is issued (and before its time starts), with
+ * the lock let go so that sessions go on committing. Its first redo byte is the next one to be
+ * written (one log write in flight at a time); its sequence is the log's pass, 1 before any wrap. */
+static void fill_checked(struct shared *sh, uint64_t bpos, uint64_t off, uint64_t blocks, uint64_t pending)
+{
+	const struct config *cfg = sh->cfg;
+	uint64_t pos = sh->written;
+	uint32_t sequence = (uint32_t)(sh->res->wraps + 1);
+
+	pthread_mutex_unlock(&sh->lock);
+	redo_fill((unsigned char *)sh->buf + bpos, cfg->blocksize, blocks, pending, pos, off / cfg->blocksize, sequence);
+	pthread_mutex_lock(&sh->lock);
+}
+
 static void *log_writer(void *arg)
 {
 	struct shared *sh = arg;
@@ -416,7 +453,7 @@ static void *log_writer(void *arg)
 
 	pthread_mutex_lock(&sh->lock);
 	for (;;) {
-		uint64_t pending, blocks, len, off;
+		uint64_t pending, blocks, len, off, bpos;
 		struct job *j;
 		int err, k;
 
@@ -453,8 +490,15 @@ static void *log_writer(void *arg)
 		}
 		off = sh->log_offset;
 		sh->log_offset += len;
+		bpos = place_write(sh, len);
+		if (cfg->format == FORMAT_CHECKED) {
+			fill_checked(sh, bpos, off, blocks, pending);
+			if (sh->failed)
+				break;
+		}
 		j = &sh->ring[sh->issued % sh->ring_size];
-		*j = (struct job){ .off = off, .len = len, .pending = pending, .blocks = blocks, .t0 = now_ns() };
+		*j = (struct job){ .off = off, .len = len, .pending = pending, .blocks = blocks, .t0 = now_ns(),
+				   .bpos = bpos };
 		if (sh->nmembers > 1) {
 			/* The members' threads write it; they release it. */
 			for (k = 0; k < sh->nmembers; k++)
@@ -471,7 +515,7 @@ static void *log_writer(void *arg)
 		sh->issued++;
 		pthread_mutex_unlock(&sh->lock);
 
-		err = write_member(sh, &sh->m[0], len, off);
+		err = write_member(sh, &sh->m[0], sh->buf + bpos, len, off);
 
 		pthread_mutex_lock(&sh->lock);
 		if (err) {
@@ -940,13 +984,14 @@ int run(const struct config *cfg, struct results *res)
 		if (unit > res->write_unit)
 			res->write_unit = unit;
 	}
-	if (posix_memalign((void **)&sh.buf, 4096, cfg->max_write)) {
-		fprintf(stderr, "%s: cannot allocate a %llu-byte log buffer\n", PROG, cfg->max_write);
+	sh.buf_size = cfg->format == FORMAT_CHECKED ? 2 * cfg->max_write : cfg->max_write;
+	if (posix_memalign((void **)&sh.buf, 4096, sh.buf_size)) {
+		fprintf(stderr, "%s: cannot allocate a %llu-byte log buffer\n", PROG, (unsigned long long)sh.buf_size);
 		sh.buf = NULL;
 		free_run(&sh, NULL, NULL);
 		return -1;
 	}
-	memset(sh.buf, 0xa5, cfg->max_write);
+	memset(sh.buf, 0xa5, sh.buf_size);
 	/* At most one log buffer of writes behind, each at least one redo block: the ring holds them. */
 	sh.ring_size = cfg->max_write / cfg->blocksize + 2;
 	sh.ring = calloc(sh.ring_size, sizeof(*sh.ring));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The run: sessions commit into a shared log buffer; one log writer gathers everything pending
- * into one write (group commit), pads it to whole redo blocks (16-byte header each), writes it
+ * into one write (group commit), pads it to whole redo blocks (16-byte header each; --format
+ * checked fills them as redoblock.h says, before the write's time starts), writes it
  * with O_DIRECT and O_DSYNC (an NBD member: with FUA, or followed by a flush) and wakes the
  * sessions the write covered. It takes everything it needs in struct config (the descriptors and
  * NBD connections of the members and the events file's descriptor included) and gives back struct
@@ -20,6 +21,9 @@ enum sync_mode { SYNC_ODSYNC, SYNC_FDATASYNC };
  * as Exadata smart flash logging writes to disk and flash at once). */
 enum members_mode { MEMBERS_ONE, MEMBERS_MIRROR, MEMBERS_RACE };
 enum output_mode { OUTPUT_TEXT, OUTPUT_JSON };
+/* What the redo blocks hold: plain, 0xa5 throughout (header bytes included); checked, a real header,
+ * a CRC32C and redo bytes recomputable from their position (redoblock.h), as `verify` reads them. */
+enum redo_format { FORMAT_PLAIN, FORMAT_CHECKED };
 /* How commits arrive: closed, each session commits again as soon as its last commit is done; open
  * loop, on a schedule of its own (evenly spaced or Poisson), whether or not the last one is done. */
 enum arrival_mode { ARRIVAL_CLOSED, ARRIVAL_FIXED, ARRIVAL_POISSON };
@@ -44,6 +48,7 @@ struct config {
 	unsigned long long reply_spin_us;   /* poll an NBD member's socket this long for a reply */
 	enum sync_mode sync;
 	enum output_mode output;
+	enum redo_format format;
 	int force;
 	/* Opened and checked by the command line before the run (open_outputs): each member's
 	 * descriptor (-1 for null: and an NBD member), an NBD member's connection (NULL for the others)

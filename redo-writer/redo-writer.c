@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * redo-writer command line: `run` (the log-writer benchmark) and `probe` (a device's sector
- * geometry). Options come from one table (name, help, default, bounds, multiple-of) that drives
+ * redo-writer command line: `run` (the log-writer benchmark), `verify` (crash recovery on a log image
+ * the run wrote with --format checked, verify.c) and `probe` (a device's sector geometry). Options
+ * come from one table per command (name, help, default, bounds, multiple-of) that drives
  * parsing, validation and --help; numbers are digits only, range-checked. Every file the run writes
  * (its log members and --events) is opened and checked here before anything is written: without
  * blocking (a FIFO would block open() until a reader came), a regular file or, for a member, a
@@ -26,8 +27,10 @@
 #include "common.h"
 #include "engine.h"
 #include "nbd.h"
+#include "redoblock.h"
 #include "report.h"
 #include "stats.h"
+#include "verify.h"
 
 enum opt_kind { OPT_NUM, OPT_STR, OPT_FLAG };
 
@@ -67,18 +70,31 @@ static struct opt run_opts[] = {
 	{ "spin-us", OPT_NUM, "microseconds the log writer and sessions poll before sleeping (0: always sleep)", "0", 0, 100000, NULL, NULL, NULL, 0 },
 	{ "reply-spin-us", OPT_NUM, "microseconds the log writer polls an NBD member's socket for each reply before "
 	  "sleeping in poll() (0: always sleep)", "0", 0, 100000, NULL, NULL, NULL, 0 },
+	{ "format", OPT_STR, "what the redo blocks hold: plain (0xa5 throughout) or checked (a header, a CRC32C and "
+	  "redo bytes recomputable from their position, for verify)", "plain", 0, 0, "plain|checked", NULL, NULL, 0 },
 	{ "output", OPT_STR, "report format", "text", 0, 0, "text|json", NULL, NULL, 0 },
 	{ "force", OPT_FLAG, "write to a block device even if it looks in use", NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, 0 },
 };
 
-static void usage(FILE *out)
-{
-	const struct opt *o;
+static struct opt verify_opts[] = {
+	{ "target", OPT_STR, "the log image, read only: a file or a block device", NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ "blocksize", OPT_NUM, "redo block size in bytes the log was written with", NULL, 512, 65536,
+	  "512|1024|2048|4096|8192|16384|32768|65536", NULL, NULL, 0 },
+	{ "log-size", OPT_NUM, "size of the log (the run's --log-size)", NULL, 512, 1ULL << 44, NULL, NULL, NULL, 0 },
+	{ "acknowledged", OPT_NUM, "redo byte position every acknowledged commit lies within: counts the redo lost",
+	  NULL, 0, ~0ULL, NULL, NULL, NULL, 0 },
+	{ "redo-per-txn", OPT_NUM, "redo bytes a commit generates: counts the commits lost (with --acknowledged)", NULL,
+	  1, 64ULL << 20, NULL, NULL, NULL, 0 },
+	{ "unreadable", OPT_STR, "file of lines OFFSET LENGTH (bytes, decimal): ranges a read fails on (medium errors)",
+	  NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ "output", OPT_STR, "report format", "text", 0, 0, "text|json", NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, 0 },
+};
 
-	fprintf(out, "usage: %s run --target PATH%s [options]\n       %s probe PATH [--output json]\n\nrun options:\n",
-		PROG, nbd_supported ? "|nbd+unix:///[EXPORT]?socket=PATH" : "", PROG);
-	for (o = run_opts; o->name; o++) {
+static void usage_options(FILE *out, const struct opt *o)
+{
+	for (; o->name; o++) {
 		char range[96] = "";
 
 		if (o->kind == OPT_NUM && !o->choices)
@@ -87,12 +103,23 @@ static void usage(FILE *out)
 			snprintf(range, sizeof(range), " {%s}", o->choices);
 		fprintf(out, "  --%-14s %s%s%s%s\n", o->name, o->help, range, o->def ? ", default " : "", o->def ? o->def : "");
 	}
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: %s run --target PATH%s [options]\n       %s verify --target PATH --blocksize N --log-size "
+		"SIZE [options]\n       %s probe PATH [--output json]\n\nrun options:\n", PROG,
+		nbd_supported ? "|nbd+unix:///[EXPORT]?socket=PATH" : "", PROG, PROG);
+	usage_options(out, run_opts);
 	fputs("\nOpen loop (--arrival fixed|poisson): each session has a schedule of rate/sessions commits per second\n"
 	      "of its own; a commit that arrives while its session is busy waits for it (it is queued, not dropped).\n"
 	      "commit_response: from a commit's arrival to its redo written (closed loop: it arrives when its session\n"
 	      "starts it, so it is the transaction's CPU plus its log file sync). kept_up: closed loop, true; open loop,\n"
 	      "the commits that arrived in the run (arrivals) and were not done at its end are at most 2 % of them or\n"
 	      "two per session, whichever is more (what is in flight and a short queue; a growing backlog is more).\n", out);
+	fputs("\nverify options (crash recovery on a log written with run --format checked; exit 0 verified, whatever\n"
+	      "was lost, 1 the image cannot be read, 2 bad input):\n", out);
+	usage_options(out, verify_opts);
 	if (!nbd_supported)
 		fputs("\nThis build has no NBD support (built without libnbd, as the guests' static binary is): an NBD\n"
 		      "--target is refused.\n", out);
@@ -335,6 +362,23 @@ static int check_arrival(struct config *cfg)
 	return 0;
 }
 
+/* --format: checked numbers a log's blocks in 32 bits. */
+static int check_format(struct config *cfg)
+{
+	const char *format = str(run_opts, "format");
+
+	if (check_choice(find_opt(run_opts, "format"), format))
+		return -1;
+	cfg->format = !strcmp(format, "checked") ? FORMAT_CHECKED : FORMAT_PLAIN;
+	if (cfg->format == FORMAT_CHECKED && cfg->log_size / cfg->blocksize > REDO_BLOCK_MAX_BLOCKS) {
+		fprintf(stderr, "%s: --format checked numbers blocks in 32 bits: expected a log of at most %llu blocks "
+			"(--log-size %llu is %llu blocks of %llu bytes)\n", PROG, REDO_BLOCK_MAX_BLOCKS, cfg->log_size,
+			cfg->log_size / cfg->blocksize, cfg->blocksize);
+		return -1;
+	}
+	return 0;
+}
+
 static int build_config(struct config *cfg)
 {
 	const char *sync, *output;
@@ -372,6 +416,8 @@ static int build_config(struct config *cfg)
 		return -1;
 	}
 	cfg->max_write = max_write;
+	if (check_format(cfg))
+		return -1;
 	sync = str(run_opts, "sync");
 	output = str(run_opts, "output");
 	if (check_choice(find_opt(run_opts, "sync"), sync) || check_choice(find_opt(run_opts, "output"), output))
@@ -745,6 +791,41 @@ static int probe(const char *path, enum output_mode output)
 	return 0;
 }
 
+/* verify's options; 0, or -1 reported. */
+static int build_verify_config(struct verify_config *cfg)
+{
+	static const char *const required[][2] = { { "target", "the log image: a file or a block device" },
+		{ "blocksize", "the redo block size the log was written with" }, { "log-size", "the run's --log-size" } };
+	const char *output = str(verify_opts, "output");
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		if (!find_opt(verify_opts, required[i][0])->given) {
+			fprintf(stderr, "%s: verify needs --%s: expected %s\n", PROG, required[i][0], required[i][1]);
+			return -1;
+		}
+	}
+	cfg->target = str(verify_opts, "target");
+	cfg->unreadable = str(verify_opts, "unreadable");
+	cfg->has_acknowledged = find_opt(verify_opts, "acknowledged")->given;
+	cfg->has_redo_per_txn = find_opt(verify_opts, "redo-per-txn")->given;
+	if (num(verify_opts, "blocksize", &cfg->blocksize) || num(verify_opts, "log-size", &cfg->log_size) ||
+	    num(verify_opts, "acknowledged", &cfg->acknowledged) || num(verify_opts, "redo-per-txn", &cfg->redo_per_txn) ||
+	    check_choice(find_opt(verify_opts, "output"), output))
+		return -1;
+	cfg->json = !strcmp(output, "json");
+	if (cfg->log_size % cfg->blocksize || cfg->log_size / cfg->blocksize > REDO_BLOCK_MAX_BLOCKS) {
+		fprintf(stderr, "%s: --log-size %llu: expected a multiple of the block size %llu, of at most %llu blocks\n",
+			PROG, cfg->log_size, cfg->blocksize, REDO_BLOCK_MAX_BLOCKS);
+		return -1;
+	}
+	if (cfg->has_redo_per_txn && !cfg->has_acknowledged) {
+		fprintf(stderr, "%s: --redo-per-txn counts the commits lost: expected --acknowledged too\n", PROG);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct output out[3];
@@ -769,8 +850,15 @@ int main(int argc, char **argv)
 		}
 		return probe(argv[2], argc == 5 && !strcmp(argv[4], "json") ? OUTPUT_JSON : OUTPUT_TEXT);
 	}
+	if (!strcmp(argv[1], "verify")) {
+		struct verify_config vcfg;
+
+		if (parse_args(verify_opts, argc, argv, 2) || build_verify_config(&vcfg))
+			return 2;
+		return verify(&vcfg);
+	}
 	if (strcmp(argv[1], "run")) {
-		fprintf(stderr, "%s: unknown command '%.60s': expected run or probe\n", PROG, argv[1]);
+		fprintf(stderr, "%s: unknown command '%.60s': expected run, verify or probe\n", PROG, argv[1]);
 		return 2;
 	}
 	if (parse_args(run_opts, argc, argv, 2) || build_config(&cfg) || open_outputs(&cfg, out, &nout))

@@ -192,13 +192,13 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 	if (cfg->output == OUTPUT_JSON) {
 		fputs("{\"target\": ", out);
 		json_string(out, cfg->target);
-		fprintf(out, ", \"blocksize\": %llu, \"sessions\": %llu, \"sync\": \"%s\", "
+		fprintf(out, ", \"blocksize\": %llu, \"sessions\": %llu, \"sync\": \"%s\", \"format\": \"%s\", "
 			"\"elapsed_s\": %.3f, \"transactions\": %llu, \"tps\": %.1f, \"redo_bytes\": %llu, "
 			"\"bytes_written\": %llu, \"wastage_bytes\": %llu, \"wastage_pct\": %.2f, \"writes\": %llu, "
 			"\"writes_under_4k\": %llu, \"write_unit\": %llu, \"writes_under_unit\": %llu, "
 			"\"writes_unaligned_to_unit\": %llu, \"partial_units\": %llu, \"wraps\": %llu, \"write_mb_s\": %.3f, ",
 			cfg->blocksize, cfg->sessions, cfg->sync == SYNC_ODSYNC ? "odsync" : "fdatasync",
-			r->elapsed_s, (unsigned long long)r->transactions, (double)r->transactions / secs,
+			cfg->format == FORMAT_CHECKED ? "checked" : "plain", r->elapsed_s, (unsigned long long)r->transactions, (double)r->transactions / secs,
 			(unsigned long long)r->redo_bytes, (unsigned long long)r->bytes_written,
 			(unsigned long long)r->wastage_bytes, wastage_pct, (unsigned long long)r->writes,
 			(unsigned long long)r->writes_small, (unsigned long long)r->write_unit,
@@ -233,8 +233,9 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 		fprintf(out, "]}\n");
 		return;
 	}
-	fprintf(out, "%s: %s, blocksize %llu, %llu session(s), %s, %.1f s\n", PROG, cfg->target, cfg->blocksize,
-		cfg->sessions, durability(cfg, &r->member[0]), r->elapsed_s);
+	fprintf(out, "%s: %s, blocksize %llu, %llu session(s), %s%s, %.1f s\n", PROG, cfg->target, cfg->blocksize,
+		cfg->sessions, durability(cfg, &r->member[0]), cfg->format == FORMAT_CHECKED ? ", checked blocks" : "",
+		r->elapsed_s);
 	fprintf(out, "transactions %llu (%.1f/s), redo %llu B, written %llu B in %llu writes (%llu under 4 KiB), "
 		"wastage %llu B (%.2f%%), %.3f MB/s, %llu log wraps\n",
 		(unsigned long long)r->transactions, (double)r->transactions / secs, (unsigned long long)r->redo_bytes,

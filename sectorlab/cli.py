@@ -23,6 +23,7 @@ from .commands.bench import (
     cmd_bench_sweep,
     cmd_bench_writer,
     cmd_compare,
+    cmd_crash,
     cmd_plot,
     cmd_report,
 )
@@ -216,6 +217,14 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("--param", help="the swept parameter (default: every [[bench.sweep]] of the preset)")
     _device_path_bench_args(p, "<timestamp>-<preset>-sweep-<param>/")
     p.set_defaults(func=cmd_bench_sweep)
+
+    p = sub.add_parser("crash", help="power cuts on the device path (no lab), per profile, geometry and redo "
+                                      "BLOCKSIZE, judged by redo-writer verify: acknowledged commits lost, torn blocks")
+    p.add_argument("preset", help="a crash preset of labs/crash/ (or a path to one)")
+    p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the cuts (default: the preset's)")
+    p.add_argument("--cuts", type=whole(1, 10000), help="cuts per cell (default: the preset's)")
+    p.add_argument("--results", type=Path, help="where <timestamp>-crash-<preset>/ goes (default: results/)")
+    p.set_defaults(func=cmd_crash)
 
     p = sub.add_parser("bench-load", help="the seed's own load (its sessions, redo and CPU per transaction) closed "
                                           "loop on the device path (no lab): group commit and the seed's figures")

@@ -4,10 +4,14 @@ objects (libvirt.get_host keeps one per URI for the process) and leaves none beh
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
+from labtests.conftest import require_program
 from sectorlab import labdef
 from sectorlab.host import libvirt
+from sectorlab.paths import REPO
 
 
 @pytest.fixture(autouse=True)
@@ -20,3 +24,12 @@ def _fresh_libvirt_hosts():
     libvirt.clear_hosts()
     yield
     libvirt.clear_hosts()
+
+
+@pytest.fixture(scope="module")
+def redo_writer():
+    """redo-writer built from the tree (make -C redo-writer), its path."""
+    require_program("cc")
+    build = subprocess.run(["make", "-s", "-C", str(REPO / "redo-writer")], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    return str(REPO / "redo-writer" / "redo-writer")

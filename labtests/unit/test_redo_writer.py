@@ -18,19 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from labtests.conftest import require_program
 from sectorlab.inguest import rules
 from sectorlab.paths import REPO
 
 SRC = REPO / "redo-writer"
-
-
-@pytest.fixture(scope="module")
-def redo_writer():
-    require_program("cc")
-    build = subprocess.run(["make", "-s", "-C", str(SRC)], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    return str(SRC / "redo-writer")
 
 
 def run(binary, *args):
@@ -147,11 +138,28 @@ def test_json_report_fields(redo_writer):
                                               "lab cannot offer"),
     (["--cpu-us-per-txn", 1000001], "--cpu-us-per-txn 1000001 is out of range: expected 0 to 1000000"),
     (["--seed", "x"], "--seed 'x' is not a whole number"),
+    (["--format", "oracle"], "--format 'oracle' is not one of plain|checked"),
+    (["--format", "checked", "--log-size", 1 << 44, "--max-write", 65536],
+     "--format checked numbers blocks in 32 bits: expected a log of at most 4294967296 blocks (--log-size "
+     "17592186044416 is 34359738368 blocks of 512 bytes)"),
 ])
 def test_bad_input_exits_2_with_one_line(redo_writer, tmp_path, args, message):
     result = run(redo_writer, "--target", tmp_path / "r.log", *args)
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("format_args", [[], ["--format", "plain"]])
+def test_plain_format_writes_0xa5_as_before(redo_writer, tmp_path, format_args):
+    """The default: every byte of every written block 0xa5, header bytes included (benches stay comparable
+    with runs from before --format); the checked format is test_redo_verify.py's."""
+    log = tmp_path / "redo.log"
+    out = run_json(redo_writer, "--target", log, "--blocksize", 4096, "--transactions", 20, "--redo-per-txn", 3000,
+                   "--sessions", 2, "--log-size", 1 << 20, "--max-write", 65536, *format_args)
+    image = log.read_bytes()
+    assert out["format"] == "plain" and out["bytes_written"] > 0
+    assert image[:out["bytes_written"]] == b"\xa5" * out["bytes_written"]
+    assert image[out["bytes_written"]:] == bytes(len(image) - out["bytes_written"])
 
 
 def test_unwritable_path(redo_writer, tmp_path):

@@ -75,6 +75,17 @@ def cmd_bench_sweep(args) -> int:
     return 0
 
 
+def cmd_crash(args) -> int:
+    import dataclasses
+
+    from ..crash import run as crash
+    preset = crash.load(args.preset)
+    preset = dataclasses.replace(preset, seed=preset.seed if args.seed is None else args.seed,
+                                 cuts=args.cuts or preset.cuts)
+    print(crash.run(preset, progress, args.results or bench.RESULTS_DIR))
+    return 0
+
+
 def cmd_bench_load(args) -> int:
     from ..bench import load
     preset = _redo_preset(args, "bench-load")

@@ -58,7 +58,8 @@ def cmd_lab_from_host(args) -> int:
 
 def file_tables() -> str:
     """The field tables of a lab definition and a bench preset, as Markdown."""
-    return fields.markdown(list(labdef.TABLES) + list(preset.TABLES))
+    from ..crash.run import CRASH_FIELDS
+    return fields.markdown(list(labdef.TABLES) + list(preset.TABLES) + [CRASH_FIELDS])
 
 
 def cmd_lab_fields(args) -> int:

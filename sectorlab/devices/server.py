@@ -30,6 +30,9 @@ class DeviceServer:
     size: int
     params: dict[str, str] = field(default_factory=dict)
     name: str = "disk"
+    # A file to serve instead of memory (nbdkit's file plugin): what was written is there to read
+    # after the model stops (a crash run builds its states from it). Made `size` bytes, sparse.
+    backing: Path | None = None
 
     @property
     def socket(self) -> Path:
@@ -55,8 +58,10 @@ class DeviceServer:
         nbdkit = shutil.which("nbdkit")
         if nbdkit is None:
             raise SectorlabError("nbdkit is not installed: run scripts/bootstrap (it installs Debian's nbdkit)")
+        plugin = (["file", f"file={self.backing}"] if self.backing is not None
+                  else ["memory", f"size={self.size}", "allocator=sparse"])
         return [nbdkit, "--unix", str(self.socket), "--pidfile", str(self.pidfile), "--log=stderr",
-                f"--filter={build.built(build.FILTER)}", "memory", f"size={self.size}", "allocator=sparse",
+                f"--filter={build.built(build.FILTER)}", *plugin,
                 *(f"{k}={v}" for k, v in self.params.items()), f"trace={self.trace}"]
 
     def pid(self) -> int | None:
@@ -69,6 +74,9 @@ class DeviceServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         for stale in (self.socket, self.pidfile, self.identity_file):
             stale.unlink(missing_ok=True)
+        if self.backing is not None:
+            with open(self.backing, "xb") as f:  # a file of its own: never one that is there already
+                f.truncate(self.size)
         with open(self.log, "w") as log:
             # In a session of its own (a Ctrl-C or hang-up of the command that started it does not
             # reach it); nbdkit's parent exits once the socket listens and the pid file is written.

@@ -1,0 +1,89 @@
+"""`sectorlab crash` (sectorlab/crash/run.py) on this host: a crash preset checked whole before
+anything runs, and the small cell of the matrix (labs/crash/small.toml) run for real: a model of a
+512e disk without read-modify-write protection, redo-writer writing checked redo through libnbd,
+cuts drawn over the run and judged by redo-writer verify."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from sectorlab.crash import report
+from sectorlab.crash import run as crash
+from sectorlab.errors import UsageError
+
+pytestmark = pytest.mark.skipif(shutil.which("nbdkit") is None, reason="nbdkit is not installed")
+
+GOOD = """[crash]
+title = "t"
+profiles = ["hdd-7200-client"]
+geometries = ["sector512e", "sector4k"]
+blocksizes = [512, 4096]
+cuts = 5
+sessions = 1
+redo_per_txn = 512
+rate = 200
+seconds = 1
+log_size_mib = 8
+seed = 1
+"""
+
+
+@pytest.mark.parametrize("change, says", [
+    (('profiles = ["hdd-7200-client"]', 'profiles = ["floor"]'),
+     "device profile 'floor' does not state its power_loss"),
+    (('profiles = ["hdd-7200-client"]', 'profiles = ["exadata-cell-flashlog"]'), "a cell with a flash log"),
+    (("cuts = 5", "cuts = 0"), "cuts = 0: expected at least 1 and at most 10000"),
+    (("blocksizes = [512, 4096]", "blocksizes = [8192]"), "blocksizes = [8192]: expected a list of redo BLOCKSIZEs"),
+    (('geometries = ["sector512e", "sector4k"]', 'geometries = ["sector999"]'), "sector999"),
+    (("seed = 1", "seed = 1\nflavour = 2"), "unknown key 'flavour'"),
+    (("seconds = 1", 'seconds = "1"'), "seconds = '1': expected a whole number"),
+])
+def test_a_bad_crash_preset_is_one_line_before_anything_runs(tmp_path, change, says):
+    path = tmp_path / "p.toml"
+    path.write_text(GOOD.replace(*change))
+    with pytest.raises(UsageError) as e:
+        crash.load(str(path))
+    assert says in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_the_rules_engine_forbids_512_on_4kn_and_the_matrix_lists_it():
+    p = crash.load("redo-matrix")
+    forbidden = [c.key for c in p.cells if p.forbidden(c)]
+    assert forbidden == [f"{prof}/sector4k@512" for prof in ("hdd-7200-client", "hdd-7200", "hdd-7200-wce",
+                                                             "intel-p3700")]
+    assert len(p.cells) == 4 * 3 * 2 and p.cuts >= 200
+
+
+def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
+    """512e without read-modify-write protection: at BLOCKSIZE 512 a cut during a log write's
+    read-modify-write can leave its 4 KiB sector unreadable, the redo acknowledged before it in the
+    same sector included; at 4096 every write is whole sectors, nothing is read first, and no cut
+    loses what was acknowledged. Every cut's recovery ends where the checksums say, with no
+    corruption the checksum missed."""
+    lines = []
+    out = crash.run(crash.load("small"), lines.append, tmp_path)
+    doc = json.loads((out / "crash.json").read_text())
+    by = {c["blocksize"]: c for c in doc["cells"]}
+    assert set(by) == {512, 4096} and all(len(c["cuts"]) == 60 for c in by.values())
+    assert all(c["writes"] > 20 for c in by.values()), {b: c["writes"] for b, c in by.items()}
+    lost = {b: sum(x["lost_commits"] > 0 for x in c["cuts"]) for b, c in by.items()}
+    unreadable = {b: sum(x["unreadable_blocks"] for x in c["cuts"]) for b, c in by.items()}
+    said = f"cuts losing acknowledged commits {lost}, unreadable blocks {unreadable}"
+    assert lost[4096] == 0 and unreadable[4096] == 0, said
+    assert lost[512] > 0 and unreadable[512] > 0, said
+    assert all(x["corrupt_undetected"] == 0 for c in by.values() for x in c["cuts"]), said
+    assert all(x["recovered_to"] >= 0 for c in by.values() for x in c["cuts"])
+    md = (out / "report.md").read_text()
+    assert "# Crash: 512e without read-modify-write protection" in md
+    row = r"\| `hdd-7200-client` \| unprotected \| none \| sector512e \| 4096 \| 4096 \| [\d,]+ \| 0/60 "
+    assert re.search(row, md), md
+    assert len(lines) == 2 and all("cuts" in line for line in lines)
+
+
+def test_the_report_gives_an_exact_interval_of_the_share_of_cuts():
+    assert report.share(0, 200) == "0/200 (0.0 %, 0.0-1.8)"
+    assert report.share(20, 200) == "20/200 (10.0 %, 6.2-15.0)"

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * verify: crash recovery on a log image (verify.h). Two passes over the image, read only and a
+ * chunk at a time: the first finds the current sequence (the highest of any good block whose block
+ * number is its index), the second follows the chain from block 0 and counts what it meets. A good
+ * block is one whose checksum is right and whose header is of this format (type, version, 1 <= used
+ * <= blocksize - 16). The chain's next block must be readable, good, of the current sequence, at its
+ * own block number, and start where the previous one ended (its position = the previous one's plus
+ * its used bytes; the first block any). Blocks named unreadable are never read.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/fs.h>
+
+#include "common.h"
+#include "nbd.h"
+#include "redoblock.h"
+#include "report.h"
+#include "verify.h"
+
+/* The image is read this many bytes at a time (a whole number of blocks: a block is at most 64 KiB). */
+#define CHUNK_BYTES (1U << 20)
+
+/* Byte ranges [off, end), sorted and merged. */
+struct range {
+	uint64_t off, end;
+};
+
+struct ranges {
+	struct range *r;
+	size_t n, cap;
+};
+
+/* One block as read. */
+struct view {
+	const unsigned char *data;
+	int unreadable, zero, crc_ok, good;
+	struct redo_header h;
+	uint64_t pos, mask;         /* the position its payload holds, and the bits of it that it holds */
+};
+
+struct verifier {
+	const struct verify_config *cfg;
+	int fd;
+	uint64_t blocks, chunk_blocks;
+	unsigned char *chunk;
+	unsigned char *skip;        /* per block of the chunk: unreadable, not read */
+	struct ranges bad;
+	uint32_t sequence;
+	/* The chain: blocks recovered, redo bytes in them, the first one's position (the bits known). */
+	int ended;
+	uint64_t recovered, sum, first, first_mask, end_block;
+	const char *end_reason;
+	/* The block before, as a check of the header alone reads it: of the current sequence at its
+	 * block number, and where the next should start (the bits known). */
+	int prev_current;
+	uint64_t prev_next, prev_mask;
+	uint64_t torn, torn_header_ok, unreadable, valid_after_end, corrupt_undetected;
+};
+
+static int by_offset(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int add_range(struct ranges *rs, uint64_t off, uint64_t end)
+{
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? 2 * rs->cap : 16;
+		struct range *r = realloc(rs->r, cap * sizeof(*r));
+
+		if (!r)
+			return -1;
+		rs->r = r;
+		rs->cap = cap;
+	}
+	rs->r[rs->n++] = (struct range){ off, end };
+	return 0;
+}
+
+static void merge_ranges(struct ranges *rs)
+{
+	size_t n = 0;
+
+	if (!rs->n)
+		return;
+	qsort(rs->r, rs->n, sizeof(*rs->r), by_offset);
+	for (size_t i = 1; i < rs->n; i++) {
+		if (rs->r[i].off <= rs->r[n].end) {
+			if (rs->r[i].end > rs->r[n].end)
+				rs->r[n].end = rs->r[i].end;
+		} else {
+			rs->r[++n] = rs->r[i];
+		}
+	}
+	rs->n = n + 1;
+}
+
+/* Whether [off, end) overlaps a range. */
+static int range_hit(const struct ranges *rs, uint64_t off, uint64_t end)
+{
+	size_t lo = 0, hi = rs->n;
+
+	while (lo < hi) {       /* the first range that ends after off */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rs->r[mid].end <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < rs->n && rs->r[lo].off < end;
+}
+
+/* A whole number of at most 20 digits that fits in 64 bits. */
+static int parse_u64(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!len || len > 20)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9' || v > (~0ULL - (uint64_t)(s[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* One line of --unreadable: "OFFSET LENGTH", decimal, separated by blanks; a blank line is none. */
+static int parse_range_line(char *line, struct ranges *rs)
+{
+	const char *blank = " \t\r\n";
+	char *a = line + strspn(line, blank), *b;
+	size_t na = strcspn(a, blank), nb;
+	uint64_t off, len;
+
+	if (!*a)
+		return 0;
+	b = a + na + strspn(a + na, blank);
+	nb = strcspn(b, blank);
+	if (parse_u64(a, na, &off) || parse_u64(b, nb, &len) || b[nb + strspn(b + nb, blank)] || !len ||
+	    off + len < off)
+		return -1;
+	return add_range(rs, off, off + len) ? -2 : 0;
+}
+
+/* Reads the --unreadable file; 0, or 2 (bad input, reported). */
+static int read_ranges(const char *path, struct ranges *rs)
+{
+	char line[256];
+	unsigned long n = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		fprintf(stderr, "%s: --unreadable %s: %s: expected a file of lines OFFSET LENGTH\n", PROG, path,
+			strerror(errno));
+		return 2;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		int rc;
+
+		n++;
+		rc = strchr(line, '\n') || feof(f) ? parse_range_line(line, rs) : -1;
+		if (rc) {
+			fprintf(stderr, "%s: --unreadable %s line %lu: %s\n", PROG, path, n, rc == -2 ? "out of memory" :
+				"expected two numbers, OFFSET and LENGTH in bytes (decimal digits, LENGTH at least 1)");
+			fclose(f);
+			return 2;
+		}
+	}
+	fclose(f);
+	merge_ranges(rs);
+	return 0;
+}
+
+/* The image's size, or -1 reported (2: bad input). */
+static int image_size(const char *path, int fd, const struct stat *st, uint64_t *size)
+{
+	if (S_ISREG(st->st_mode)) {
+		*size = (uint64_t)st->st_size;
+		return 0;
+	}
+	if (ioctl(fd, BLKGETSIZE64, size)) {
+		fprintf(stderr, "%s: --target %s: ioctl BLKGETSIZE64: %s\n", PROG, path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Opens the image read only: 0 with v->fd set, else the exit status (reported). */
+static int open_image(struct verifier *v)
+{
+	const struct verify_config *cfg = v->cfg;
+	struct stat st;
+	uint64_t size;
+
+	if (nbd_uri_scheme(cfg->target)) {
+		fprintf(stderr, "%s: verify --target %s: expected a file or a block device (verify reads no NBD "
+			"export: copy it to a file, e.g. with nbdcopy)\n", PROG, cfg->target);
+		return 2;
+	}
+	if (stat(cfg->target, &st)) {
+		fprintf(stderr, "%s: --target %s: %s: expected the log image (a file or a block device)\n", PROG,
+			cfg->target, strerror(errno));
+		return 2;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		fprintf(stderr, "%s: --target %s is not a regular file or a block device: expected the log image\n", PROG,
+			cfg->target);
+		return 2;
+	}
+	v->fd = open(cfg->target, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (v->fd < 0) {
+		fprintf(stderr, "%s: cannot read %s: open: %s\n", PROG, cfg->target, strerror(errno));
+		return 1;
+	}
+	if (fstat(v->fd, &st) || image_size(cfg->target, v->fd, &st, &size))
+		return 1;
+	if (size < cfg->log_size) {
+		fprintf(stderr, "%s: --log-size %llu is larger than %s (%llu bytes): expected the log's size, the "
+			"run's --log-size\n", PROG, cfg->log_size, cfg->target, (unsigned long long)size);
+		return 2;
+	}
+	return 0;
+}
+
+/* Reads `n` blocks from block `first` into the chunk, around those that are unreadable; 0 or -1
+ * reported. */
+static int read_chunk(struct verifier *v, uint64_t first, uint64_t n)
+{
+	uint64_t bs = v->cfg->blocksize, k = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		v->skip[i] = (unsigned char)range_hit(&v->bad, (first + i) * bs, (first + i + 1) * bs);
+	while (k < n) {
+		uint64_t run = 0, done = 0;
+
+		for (; k < n && v->skip[k]; k++)
+			;
+		for (; k + run < n && !v->skip[k + run]; run++)
+			;
+		while (done < run * bs) {
+			uint64_t off = (first + k) * bs + done;
+			ssize_t got = pread(v->fd, v->chunk + k * bs + done, run * bs - done, (off_t)off);
+
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0) {
+				fprintf(stderr, "%s: cannot read %s at offset %llu: %s (a medium error: give its range in "
+					"--unreadable)\n", PROG, v->cfg->target, (unsigned long long)off,
+					got ? strerror(errno) : "unexpected end of the image");
+				return -1;
+			}
+			done += (uint64_t)got;
+		}
+		k += run;
+	}
+	return 0;
+}
+
+static int all_zero(const unsigned char *p, size_t n)
+{
+	return !p[0] && !memcmp(p, p + 1, n - 1);
+}
+
+/* Block `k` of the chunk, as read. */
+static void look(const struct verifier *v, uint64_t k, struct view *b)
+{
+	size_t bs = v->cfg->blocksize;
+
+	memset(b, 0, sizeof(*b));
+	b->unreadable = v->skip[k];
+	if (b->unreadable)
+		return;
+	b->data = v->chunk + k * bs;
+	redo_parse(b->data, &b->h);
+	b->crc_ok = b->h.checksum == redo_checksum(b->data, bs);
+	b->good = b->crc_ok && redo_header_valid(&b->h, bs);
+	b->zero = !b->crc_ok && all_zero(b->data, bs);
+	b->pos = redo_pos(b->data, &b->h, &b->mask);
+}
+
+/* First pass: the current sequence. */
+static void note_sequence(struct verifier *v, uint64_t i, const struct view *b)
+{
+	if (b->good && b->h.number == i && b->h.sequence > v->sequence)
+		v->sequence = b->h.sequence;
+}
+
+/* Why block `i` does not continue the chain; NULL when it does. */
+static const char *chain_break(const struct verifier *v, uint64_t i, const struct view *b)
+{
+	if (b->unreadable)
+		return "unreadable";
+	if (b->zero)
+		return "unwritten";
+	if (!b->good)
+		return "bad-checksum";
+	if (b->h.sequence != v->sequence)
+		return b->h.sequence < v->sequence ? "older-sequence" : "block-number";
+	if (b->h.number != i)
+		return "block-number";
+	/* The low bits of a difference are those of the low bits: a partly known position checks on them. */
+	if (((b->pos - v->sum) ^ v->first) & v->first_mask & b->mask)
+		return "position";
+	return NULL;
+}
+
+static void extend_chain(struct verifier *v, const struct view *b)
+{
+	if (b->mask & ~v->first_mask) {
+		v->first = (b->pos - v->sum) & b->mask;
+		v->first_mask = b->mask;
+	}
+	v->sum += b->h.used;
+	v->recovered++;
+	v->corrupt_undetected += !redo_payload_ok(b->data, &b->h, v->cfg->blocksize);
+}
+
+/* Whether the header reads as the current sequence's block `i`, whatever the checksum says. */
+static int reads_current(const struct verifier *v, uint64_t i, const struct view *b)
+{
+	return !b->unreadable && v->sequence && b->h.type == REDO_BLOCK_TYPE && b->h.version == REDO_BLOCK_VERSION &&
+	       b->h.sequence == v->sequence && b->h.number == i;
+}
+
+/* A torn block: its header reads as current, its checksum fails. Would a check of the header alone
+ * have taken it: a used count in range, and the position where the block before ended? */
+static void note_torn(struct verifier *v, uint64_t i, const struct view *b)
+{
+	int current = reads_current(v, i, b) && redo_header_valid(&b->h, v->cfg->blocksize);
+
+	if (reads_current(v, i, b) && !b->crc_ok) {
+		v->torn++;
+		v->torn_header_ok += current && (!v->prev_current || !((b->pos ^ v->prev_next) & b->mask & v->prev_mask));
+	}
+	v->prev_current = current;
+	v->prev_next = b->pos + b->h.used;
+	v->prev_mask = b->mask;
+}
+
+/* Second pass: the chain, and what the log holds around it. */
+static void recover_block(struct verifier *v, uint64_t i, const struct view *b)
+{
+	const char *why;
+
+	v->unreadable += b->unreadable;
+	if (!v->ended) {
+		why = chain_break(v, i, b);
+		if (!why) {
+			extend_chain(v, b);
+		} else {
+			v->ended = 1;
+			v->end_block = i;
+			v->end_reason = why;
+		}
+	} else if (b->good && b->h.sequence == v->sequence && b->h.number == i) {
+		v->valid_after_end++;
+	}
+	note_torn(v, i, b);
+}
+
+/* One pass over the image, `fn` on every block in order; 0 or -1 (reported). */
+static int walk(struct verifier *v, void (*fn)(struct verifier *, uint64_t, const struct view *))
+{
+	struct view b;
+
+	for (uint64_t first = 0; first < v->blocks; first += v->chunk_blocks) {
+		uint64_t n = v->blocks - first < v->chunk_blocks ? v->blocks - first : v->chunk_blocks;
+
+		if (read_chunk(v, first, n))
+			return -1;
+		for (uint64_t k = 0; k < n; k++) {
+			look(v, k, &b);
+			fn(v, first + k, &b);
+		}
+	}
+	return 0;
+}
+
+static uint64_t recovered_to(const struct verifier *v)
+{
+	return v->recovered ? (v->first & v->first_mask) + v->sum : 0;
+}
+
+static void report_json(const struct verifier *v)
+{
+	const struct verify_config *cfg = v->cfg;
+	uint64_t to = recovered_to(v), lost = cfg->acknowledged > to ? cfg->acknowledged - to : 0;
+
+	fputs("{\"target\": ", stdout);
+	json_string(stdout, cfg->target);
+	printf(", \"blocksize\": %llu, \"log_size\": %llu, \"blocks\": %llu, \"sequence\": %u, \"blocks_recovered\": "
+	       "%llu, \"recovered_to\": %llu, ", cfg->blocksize, cfg->log_size, (unsigned long long)v->blocks,
+	       v->sequence, (unsigned long long)v->recovered, (unsigned long long)to);
+	if (v->ended)
+		printf("\"end_block\": %llu, ", (unsigned long long)v->end_block);
+	else
+		printf("\"end_block\": null, ");
+	printf("\"end_reason\": \"%s\", \"torn_blocks\": %llu, \"torn_header_ok\": %llu, \"unreadable_blocks\": %llu, "
+	       "\"valid_after_end\": %llu, \"corrupt_undetected\": %llu, ", v->end_reason,
+	       (unsigned long long)v->torn, (unsigned long long)v->torn_header_ok, (unsigned long long)v->unreadable,
+	       (unsigned long long)v->valid_after_end, (unsigned long long)v->corrupt_undetected);
+	if (!cfg->has_acknowledged) {
+		printf("\"acknowledged\": null, \"lost_bytes\": null, \"redo_per_txn\": null, \"lost_commits\": null, "
+		       "\"recovered_beyond_acknowledged\": null}\n");
+		return;
+	}
+	printf("\"acknowledged\": %llu, \"lost_bytes\": %llu, ", cfg->acknowledged, (unsigned long long)lost);
+	if (cfg->has_redo_per_txn)
+		printf("\"redo_per_txn\": %llu, \"lost_commits\": %llu, ", cfg->redo_per_txn,
+		       (unsigned long long)((lost + cfg->redo_per_txn - 1) / cfg->redo_per_txn));
+	else
+		printf("\"redo_per_txn\": null, \"lost_commits\": null, ");
+	printf("\"recovered_beyond_acknowledged\": %llu}\n", to > cfg->acknowledged ? (unsigned long long)(to -
+	       cfg->acknowledged) : 0ULL);
+}
+
+static void report_text(const struct verifier *v)
+{
+	const struct verify_config *cfg = v->cfg;
+	uint64_t to = recovered_to(v), lost = cfg->acknowledged > to ? cfg->acknowledged - to : 0;
+
+	printf("%s verify: %s, blocksize %llu, %llu blocks, log sequence %u\n", PROG, cfg->target, cfg->blocksize,
+	       (unsigned long long)v->blocks, v->sequence);
+	printf("recovered %llu blocks, the redo to byte %llu; ", (unsigned long long)v->recovered,
+	       (unsigned long long)to);
+	if (v->ended)
+		printf("it ends at block %llu (offset %llu): %s\n", (unsigned long long)v->end_block,
+		       (unsigned long long)(v->end_block * cfg->blocksize), v->end_reason);
+	else
+		printf("it runs to the end of the log\n");
+	printf("torn blocks %llu (%llu a check of the header alone would have taken), unreadable blocks %llu, good "
+	       "blocks after the end %llu, recovered blocks whose bytes are wrong %llu\n", (unsigned long long)v->torn,
+	       (unsigned long long)v->torn_header_ok, (unsigned long long)v->unreadable,
+	       (unsigned long long)v->valid_after_end, (unsigned long long)v->corrupt_undetected);
+	if (!cfg->has_acknowledged)
+		return;
+	printf("acknowledged to byte %llu: %llu bytes lost", cfg->acknowledged, (unsigned long long)lost);
+	if (cfg->has_redo_per_txn)
+		printf(" (%llu commits)", (unsigned long long)((lost + cfg->redo_per_txn - 1) / cfg->redo_per_txn));
+	printf(", %llu bytes recovered beyond it\n", to > cfg->acknowledged ? (unsigned long long)(to -
+	       cfg->acknowledged) : 0ULL);
+}
+
+static int run_verify(struct verifier *v)
+{
+	int rc;
+
+	if (v->cfg->unreadable && (rc = read_ranges(v->cfg->unreadable, &v->bad)))
+		return rc;
+	if ((rc = open_image(v)))
+		return rc;
+	v->chunk_blocks = CHUNK_BYTES / v->cfg->blocksize;
+	v->chunk = malloc(CHUNK_BYTES);
+	v->skip = malloc(v->chunk_blocks);
+	if (!v->chunk || !v->skip) {
+		fprintf(stderr, "%s: out of memory for a %u-byte read buffer\n", PROG, CHUNK_BYTES);
+		return 1;
+	}
+	if (walk(v, note_sequence) || walk(v, recover_block))
+		return 1;
+	if (!v->ended)
+		v->end_reason = "end-of-log";
+	if (v->cfg->json)
+		report_json(v);
+	else
+		report_text(v);
+	return 0;
+}
+
+int verify(const struct verify_config *cfg)
+{
+	struct verifier v = { .cfg = cfg, .fd = -1, .blocks = cfg->log_size / cfg->blocksize };
+	int rc = run_verify(&v);
+
+	if (v.fd >= 0)
+		close(v.fd);
+	free(v.chunk);
+	free(v.skip);
+	free(v.bad.r);
+	return rc;
+}

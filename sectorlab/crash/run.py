@@ -1,0 +1,273 @@
+"""`sectorlab crash` (make crash PRESET=...): power cuts on the device path, judged by redo-writer.
+
+A crash preset (labs/crash/*.toml) names device profiles, geometries and redo BLOCKSIZEs; each cell
+of that matrix the rules engine allows is run once: a device model of the profile at the geometry
+(devices/server.py, nbdkit and the project's filter over a file in /dev/shm, so that what was
+written can be read after), redo-writer on this host writing checked redo blocks through libnbd
+(`run --format checked`: a header with the log sequence, block number and a CRC32C), its trace and
+the disk's final image kept. Then `cuts` moments drawn from a seeded generator over the run, each a
+power cut (crash/powerloss.py decides from the trace what survives, the tears drawn from the same
+generator): its disk image is built from the final image (every byte of the log is written once:
+the log must not wrap) and judged by `redo-writer verify`, crash recovery on the image: the end of
+redo, torn blocks found by the checksum, those a header check alone would have taken, unreadable
+blocks, and the acknowledged commits lost. A commit is acknowledged when its log write was answered
+(with FUA, or by the flush after it) before the cut: the trace is written on this host at the reply,
+outside the disk that crashes.
+
+What this method can and cannot produce (docs/crash.md): any cut of one run's writes, cheaply (no
+guest, no reboot); not a database's recovery (those judges run in a lab) and not a write that
+overwrites an earlier one (the log here never wraps). Cells the rules engine forbids are listed as
+forbidden and not run; a profile that does not state its power loss is one line before anything."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomllib
+
+from .. import fields, geometry
+from ..devices import build, profiles, trace
+from ..devices.server import DeviceServer
+from ..errors import SectorlabError, UsageError
+from ..inguest import rules
+from ..paths import REPO, write_atomic
+from . import powerloss
+
+PRESETS_DIR = REPO / "labs" / "crash"
+WORK_DIR = Path("/dev/shm")   # the disks' files: a flush of the file plugin costs nothing on tmpfs
+HEADER = struct.Struct("<BBHIII")  # type, version, used, block number, sequence, checksum (redo-writer/redoblock.h)
+
+
+def _names(kind: str, known):
+    """A list of names each of which `known` takes (profiles.get, geometry.get: one line otherwise)."""
+    def check(where: str, key: str, value, got: dict) -> list:
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{where}: {key} = {value!r}: expected a list of {kind} names")
+        for v in value:
+            known(v)
+        return value
+    return fields.custom(f"list of {kind} names", check)
+
+
+def _blocksizes(where: str, key: str, value, got: dict) -> list:
+    if not isinstance(value, list) or not value or any(v not in (512, 1024, 4096) for v in value):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a list of redo BLOCKSIZEs 512, 1024 or 4096")
+    return value
+
+
+CRASH_FIELDS = fields.Table("[crash]", "A crash preset (labs/crash/*.toml, make crash): power cuts on the device "
+                            "path, per cell of profiles x geometries x BLOCKSIZEs (docs/crash.md).", (
+    fields.Field("title", fields.TEXT, "what the matrix shows", default=fields.REQUIRED),
+    fields.Field("profiles", _names("device profile", profiles.get),
+                 "device profiles that state their power_loss", default=fields.REQUIRED),
+    fields.Field("geometries", _names("geometry", geometry.get), "geometries of the catalog", default=fields.REQUIRED),
+    fields.Field("blocksizes", fields.custom("list of 512, 1024, 4096", _blocksizes), "redo BLOCKSIZEs",
+                 default=fields.REQUIRED),
+    fields.Field("cuts", fields.number(1, 10000), "power cuts per cell, each judged by redo-writer verify",
+                 default=200),
+    fields.Field("sessions", fields.number(1, 64), "redo-writer's sessions", default=4),
+    fields.Field("redo_per_txn", fields.number(1, 1 << 20), "bytes of redo a commit", default=512),
+    fields.Field("rate", fields.number(1, 100000), "commits per second offered (Poisson): a load every profile "
+                 "writes into a log that does not wrap", default=300),
+    fields.Field("seconds", fields.number(1, 600), "the run's length", default=3),
+    fields.Field("log_size_mib", fields.number(1, 4096), "the log (it must not wrap)", default=64),
+    fields.Field("seed", fields.number(0, 2**31 - 1), "of the cells' order, the loads' arrivals, the cuts and the "
+                 "tears", default=fields.REQUIRED),
+))
+
+
+@dataclass(frozen=True)
+class Cell:
+    profile: str
+    geometry: str
+    blocksize: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.profile}/{self.geometry}@{self.blocksize}"
+
+
+@dataclass(frozen=True)
+class CrashPreset:
+    name: str
+    title: str
+    cells: tuple[Cell, ...]
+    cuts: int
+    sessions: int
+    redo_per_txn: int
+    rate: int            # commits per second offered (Poisson), so that every profile writes a log that fits
+    seconds: int
+    log_size: int
+    seed: int
+
+    def forbidden(self, cell: Cell) -> str | None:
+        """The rules engine's refusal of the cell's BLOCKSIZE on its geometry, with
+        _disk_sector_size_override as a DBA would set it to get there (ORA-01378 below the logical
+        sector), or None."""
+        g = geometry.get(cell.geometry)
+        v = rules.evaluate(g.logical_block_size, g.physical_block_size, cell.blocksize, override=True)
+        return None if v.allowed else (v.error or "not allowed")
+
+    @staticmethod
+    def override(cell: Cell) -> bool:
+        """Whether the cell's BLOCKSIZE needs _disk_sector_size_override on its geometry (4096 on 512n)."""
+        g = geometry.get(cell.geometry)
+        return not rules.evaluate(g.logical_block_size, g.physical_block_size, cell.blocksize).allowed
+
+
+def load(name: str) -> CrashPreset:
+    """A crash preset by name (labs/crash/NAME.toml) or path, checked whole before anything runs."""
+    path = Path(name) if name.endswith(".toml") else PRESETS_DIR / f"{name}.toml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.toml")))
+        raise UsageError(f"crash preset {name!r}: no file {path}; expected one of {known}")
+    try:
+        raw = tomllib.loads(path.read_text()).get("crash")
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not TOML: {e}") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path.name}: no [crash] table: a crash preset is one")
+    raw = CRASH_FIELDS.read(f"{path.name} [crash]", raw)
+    cells = tuple(Cell(p, g, bs) for p in raw["profiles"] for g in raw["geometries"] for bs in raw["blocksizes"])
+    for c in cells:  # one line now, not after the first cells ran
+        g = geometry.get(c.geometry)
+        powerloss.Rules.of(c.profile, profiles.get(c.profile).params_for(g.logical_block_size,
+                                                                         g.physical_block_size), g.logical_block_size)
+    return CrashPreset(path.stem, raw["title"], cells, raw["cuts"], raw["sessions"], raw["redo_per_txn"],
+                       raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"])
+
+
+def redo_ends(writes: list[trace.Request], image: bytes, blocksize: int) -> list[int]:
+    """Per write (in log order), the redo byte position at its end: the redo its blocks carry (each
+    block header's `used`) added up from the log's start."""
+    out, pos = [], 0
+    for w in writes:
+        for off in range(w.offset, w.offset + w.length, blocksize):
+            pos += HEADER.unpack_from(image, off)[2]
+        out.append(pos)
+    return out
+
+
+def acknowledged_at(writes: list[trace.Request], flushes: list[trace.Request]) -> list[float]:
+    """When each write was acknowledged to the writer (us, the trace's clock): its reply when it was
+    a FUA write, else the reply of the first flush that arrived after its reply."""
+    done = sorted((f.t_us, f.t_us + f.answer_us) for f in flushes if not f.error)
+    out = []
+    for w in writes:
+        answered = w.t_us + w.answer_us
+        out.append(answered if w.fua else next((d for a, d in done if a >= answered), math.inf))
+    return out
+
+
+def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) -> dict:
+    """The cell's run and its cuts, each judged; what the report shows of it."""
+    g = geometry.get(cell.geometry)
+    params = profiles.get(cell.profile).params_for(g.logical_block_size, g.physical_block_size)
+    rules_ = powerloss.Rules.of(cell.profile, params, g.logical_block_size)
+    writer = build.built(build.REDO_WRITER)
+    server = DeviceServer(work / "model", preset.log_size + (1 << 20), params, backing=work / "disk.img")
+    command = [str(writer), "run", "--format", "checked", "--target", server.uri(), "--blocksize",
+               str(cell.blocksize), "--sessions", str(preset.sessions), "--redo-per-txn", str(preset.redo_per_txn),
+               "--rate", str(preset.rate), "--arrival", "poisson", "--seed", str(rng.getrandbits(31)),
+               "--log-size", str(preset.log_size), "--duration", str(preset.seconds), "--output", "json"]
+    server.start()
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=preset.seconds + 120)
+    finally:
+        server.stop()
+    if proc.returncode != 0:
+        raise SectorlabError(f"{cell.key}: redo-writer exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    report = json.loads(proc.stdout)
+    if report["wraps"]:
+        raise UsageError(f"{cell.key}: the log wrapped {report['wraps']} times in {preset.seconds} s: a cut's state "
+                         f"is built from each byte written once; give log_size_mib more than "
+                         f"{report['bytes_written'] >> 20} or fewer seconds")
+    requests = trace.read(server.trace)
+    writes = sorted((r for r in requests if r.op == "write" and not r.error), key=lambda r: r.offset)
+    flushes = [r for r in requests if r.op == "flush"]
+    for a, b in zip(writes, writes[1:]):
+        if a.offset + a.length > b.offset:
+            raise SectorlabError(f"{cell.key}: bytes {b.offset}-{a.offset + a.length} were written twice: a cut's "
+                                 f"state is built from each byte written once")
+    # what the log's writes reach, in whole blocks: the image each cut leaves, and what verify reads
+    extent = -(-max(w.offset + w.length for w in writes) // cell.blocksize) * cell.blocksize
+    image = (work / "disk.img").read_bytes()[:extent]
+    ends, acked = redo_ends(writes, image, cell.blocksize), acknowledged_at(writes, flushes)
+    t0 = min(r.t_us for r in writes)
+    t1 = max(r.t_us + max(r.answer_us, 0 if math.isnan(r.durable_us) else r.durable_us) for r in writes)
+    cuts = []
+    for _ in range(preset.cuts):
+        at = rng.uniform(t0, t1)
+        state = powerloss.cut(requests, rules_, at, rng)
+        position = max([e for e, a in zip(ends, acked) if a <= at], default=0)
+        verdict = _judge(work, image, state, cell.blocksize, preset, position)
+        cuts.append({"cut_us": round(at - t0, 3), "acknowledged": position, "durable": state.writes_durable,
+                     "lost": state.writes_lost, "torn": state.writes_torn, "units_unreadable": state.units_unreadable,
+                     **{k: verdict[k] for k in VERDICT_KEYS}})
+    return {"cell": cell.key, "profile": cell.profile, "geometry": cell.geometry, "blocksize": cell.blocksize,
+            "override": preset.override(cell),
+            "power_loss": rules_.power_loss, "write_cache": rules_.write_cache, "atomic_unit": rules_.unit,
+            "writes": len(writes), "fua_writes": sum(w.fua for w in writes), "flushes": len(flushes),
+            "transactions": report["transactions"], "command": command, "cuts": cuts}
+
+
+VERDICT_KEYS = ("recovered_to", "end_reason", "torn_blocks", "torn_header_ok", "unreadable_blocks",
+                "valid_after_end", "lost_bytes", "lost_commits", "corrupt_undetected")
+
+
+def _judge(work: Path, final: bytes, state: powerloss.State, blocksize: int, preset: CrashPreset,
+           acknowledged: int) -> dict:
+    """redo-writer verify on the disk the cut left: the landed bytes from the final image, the rest
+    as never written (zeros), the unreadable ranges as medium errors."""
+    disk = bytearray(len(final))
+    for off, length in state.landed:
+        disk[off:off + length] = final[off:off + length]
+    (work / "cut.img").write_bytes(disk)
+    (work / "unreadable").write_text("".join(f"{off} {length}\n" for off, length in state.unreadable))
+    proc = subprocess.run([str(build.built(build.REDO_WRITER)), "verify", "--target", str(work / "cut.img"),
+                           "--blocksize", str(blocksize), "--log-size", str(len(final)), "--acknowledged",
+                           str(acknowledged), "--redo-per-txn", str(preset.redo_per_txn), "--unreadable",
+                           str(work / "unreadable"), "--output", "json"], capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise SectorlabError(f"redo-writer verify exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    return json.loads(proc.stdout)
+
+
+def run(preset: CrashPreset, progress, results_root: Path) -> Path:
+    """Every cell of the preset (forbidden ones listed), in a random order from the preset's seed;
+    the results directory (crash.json, report.md)."""
+    results = results_root / f"{time.strftime('%Y%m%d-%H%M%S')}-crash-{preset.name}"
+    results.mkdir(parents=True)
+    rng = random.Random(preset.seed)
+    runnable = [c for c in preset.cells if preset.forbidden(c) is None]
+    order = rng.sample(runnable, len(runnable))
+    started, cells = time.monotonic(), []
+    for i, cell in enumerate(order, 1):
+        work = Path(tempfile.mkdtemp(prefix="sectorlab-crash-", dir=WORK_DIR))
+        try:
+            out = run_cell(preset, cell, work, random.Random(rng.getrandbits(64)))
+            shutil.copy(work / "model" / "disk.trace", results / f"{cell.key.replace('/', '-')}.trace.csv")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        cells.append(out)
+        lost = sum(c["lost_commits"] > 0 for c in out["cuts"])
+        progress(f"{i}/{len(order)} {cell.key}: {out['writes']} log writes, {len(out['cuts'])} cuts, acknowledged "
+                 f"commits lost in {lost} ({time.monotonic() - started:.0f} s)")
+    doc = {"preset": preset.name, "title": preset.title, "seed": preset.seed, "cuts": preset.cuts,
+           "load": {"sessions": preset.sessions, "redo_per_txn": preset.redo_per_txn, "rate": preset.rate,
+                    "seconds": preset.seconds, "log_size": preset.log_size},
+           "forbidden": [{"cell": c.key, "why": preset.forbidden(c)} for c in preset.cells if preset.forbidden(c)],
+           "cells": cells, "wall_s": round(time.monotonic() - started)}
+    write_atomic(results / "crash.json", json.dumps(doc, indent=2))
+    from . import report
+    write_atomic(results / "report.md", report.markdown(doc))
+    return results
