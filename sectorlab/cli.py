@@ -224,6 +224,8 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the cuts (default: the preset's)")
     p.add_argument("--cuts", type=whole(1, 10000), help="cuts per cell (default: the preset's)")
     p.add_argument("--results", type=Path, help="where <timestamp>-crash-<preset>/ goes (default: results/)")
+    p.add_argument("--png", action="store_true", help="draw report.html as on a desktop and a phone (headless "
+                   "Chromium)")
     p.set_defaults(func=cmd_crash)
 
     p = sub.add_parser("bench-load", help="the seed's own load (its sessions, redo and CPU per transaction) closed "

@@ -79,11 +79,13 @@ def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
     assert all(x["recovered_to"] >= 0 for c in by.values() for x in c["cuts"])
     md = (out / "report.md").read_text()
     assert "# Crash: 512e without read-modify-write protection" in md
-    row = r"\| `hdd-7200-client` \| unprotected \| none \| sector512e \| 4096 \| 4096 \| [\d,]+ \| 0/60 "
+    row = r"\| `hdd-7200-client` \(unprotected, no write cache\) \| sector512e \| 4096 \| [\d,]+ \| 0/60 = 0.0 % "
     assert re.search(row, md), md
+    assert "**Acknowledged commits lost** on `hdd-7200-client` (unprotected, no write cache), sector512e at " \
+           "BLOCKSIZE 512" in md and (out / "report.html").exists()
     assert len(lines) == 2 and all("cuts" in line for line in lines)
 
 
 def test_the_report_gives_an_exact_interval_of_the_share_of_cuts():
-    assert report.share(0, 200) == "0/200 (0.0 %, 0.0-1.8)"
-    assert report.share(20, 200) == "20/200 (10.0 %, 6.2-15.0)"
+    assert report.share(0, 200) == "0/200 = 0.0 % (0.0-1.8)"
+    assert report.share(20, 200) == "20/200 = 10.0 % (6.2-15.0)"

@@ -82,7 +82,11 @@ def cmd_crash(args) -> int:
     preset = crash.load(args.preset)
     preset = dataclasses.replace(preset, seed=preset.seed if args.seed is None else args.seed,
                                  cuts=args.cuts or preset.cuts)
-    print(crash.run(preset, progress, args.results or bench.RESULTS_DIR))
+    results = crash.run(preset, progress, args.results or bench.RESULTS_DIR)
+    if args.png:
+        for path in report.render_png(results / "report.html", progress=progress).values():
+            progress(f"drawn: {path}")
+    print(results)
     return 0
 
 

@@ -269,5 +269,5 @@ def run(preset: CrashPreset, progress, results_root: Path) -> Path:
            "cells": cells, "wall_s": round(time.monotonic() - started)}
     write_atomic(results / "crash.json", json.dumps(doc, indent=2))
     from . import report
-    write_atomic(results / "report.md", report.markdown(doc))
+    report.write(results)
     return results
