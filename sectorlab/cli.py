@@ -223,6 +223,8 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("preset", help="a crash preset of labs/crash/ (or a path to one)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the cuts (default: the preset's)")
     p.add_argument("--cuts", type=whole(1, 10000), help="cuts per cell (default: the preset's)")
+    p.add_argument("--at", type=fraction(0, 86_400_000), metavar="MS", help="one cut per cell at this moment, in "
+                   "milliseconds from the run's first write (default: --cuts moments drawn over the run)")
     p.add_argument("--results", type=Path, help="where <timestamp>-crash-<preset>/ goes (default: results/)")
     p.add_argument("--png", action="store_true", help="draw report.html as on a desktop and a phone (headless "
                    "Chromium)")

@@ -89,3 +89,20 @@ def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
 def test_the_report_gives_an_exact_interval_of_the_share_of_cuts():
     assert report.share(0, 200) == "0/200 = 0.0 % (0.0-1.8)"
     assert report.share(20, 200) == "20/200 = 10.0 % (6.2-15.0)"
+
+
+def test_a_cut_at_a_chosen_moment_and_one_outside_the_run(tmp_path, monkeypatch):
+    """--at: one cut at that moment of each cell's run; a moment after the run is one line naming
+    the run's span, and the cell's model and files are gone either way."""
+    import dataclasses
+    monkeypatch.setattr(crash, "WORK_DIR", tmp_path / "shm")
+    crash.WORK_DIR.mkdir()
+    small = crash.load("small")
+    one = dataclasses.replace(small, cells=small.cells[:1], cuts=1, at_ms=500.0)
+    doc = json.loads((crash.run(one, lambda _: None, tmp_path / "at") / "crash.json").read_text())
+    (cut,) = doc["cells"][0]["cuts"]
+    assert cut["cut_us"] == pytest.approx(500_000, abs=0.01) and cut["durable"] > 0
+    with pytest.raises(UsageError, match=r"--at 99999: hdd-7200-client/sector512e@\d+'s run wrote from 0 to "
+                                         r"[\d.]+ ms: expected a moment inside it"):
+        crash.run(dataclasses.replace(one, at_ms=99999.0), lambda _: None, tmp_path / "late")
+    assert not list(crash.WORK_DIR.iterdir())

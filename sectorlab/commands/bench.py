@@ -81,7 +81,7 @@ def cmd_crash(args) -> int:
     from ..crash import run as crash
     preset = crash.load(args.preset)
     preset = dataclasses.replace(preset, seed=preset.seed if args.seed is None else args.seed,
-                                 cuts=args.cuts or preset.cuts)
+                                 cuts=1 if args.at is not None else args.cuts or preset.cuts, at_ms=args.at)
     results = crash.run(preset, progress, args.results or bench.RESULTS_DIR)
     if args.png:
         for path in report.render_png(results / "report.html", progress=progress).values():

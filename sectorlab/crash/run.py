@@ -108,6 +108,7 @@ class CrashPreset:
     seconds: int
     log_size: int
     seed: int
+    at_ms: float | None = None  # one cut at this moment of each run (ms from its first write), not drawn
 
     def forbidden(self, cell: Cell) -> str | None:
         """The rules engine's refusal of the cell's BLOCKSIZE on its geometry, with
@@ -204,9 +205,13 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) ->
     ends, acked = redo_ends(writes, image, cell.blocksize), acknowledged_at(writes, flushes)
     t0 = min(r.t_us for r in writes)
     t1 = max(r.t_us + max(r.answer_us, 0 if math.isnan(r.durable_us) else r.durable_us) for r in writes)
+    if preset.at_ms is not None and not 0 <= preset.at_ms * 1000 <= t1 - t0:
+        raise UsageError(f"--at {preset.at_ms:g}: {cell.key}'s run wrote from 0 to {(t1 - t0) / 1000:.1f} ms: expected "
+                         f"a moment inside it")
+    moments = ([t0 + preset.at_ms * 1000] if preset.at_ms is not None
+               else [rng.uniform(t0, t1) for _ in range(preset.cuts)])
     cuts = []
-    for _ in range(preset.cuts):
-        at = rng.uniform(t0, t1)
+    for at in moments:
         state = powerloss.cut(requests, rules_, at, rng)
         position = max([e for e, a in zip(ends, acked) if a <= at], default=0)
         verdict = _judge(work, image, state, cell.blocksize, preset, position)
@@ -263,6 +268,7 @@ def run(preset: CrashPreset, progress, results_root: Path) -> Path:
         progress(f"{i}/{len(order)} {cell.key}: {out['writes']} log writes, {len(out['cuts'])} cuts, acknowledged "
                  f"commits lost in {lost} ({time.monotonic() - started:.0f} s)")
     doc = {"preset": preset.name, "title": preset.title, "seed": preset.seed, "cuts": preset.cuts,
+           "at_ms": preset.at_ms,
            "load": {"sessions": preset.sessions, "redo_per_txn": preset.redo_per_txn, "rate": preset.rate,
                     "seconds": preset.seconds, "log_size": preset.log_size},
            "forbidden": [{"cell": c.key, "why": preset.forbidden(c)} for c in preset.cells if preset.forbidden(c)],
