@@ -5,6 +5,7 @@ the same seed gives the same state."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -64,7 +65,9 @@ def test_a_volatile_cache_keeps_a_write_until_it_drains_or_a_flush_completes():
     assert all(w.answer_us == 20 for w in rows)
     early = powerloss.cut(rows, r, 21, random.Random(1))
     assert (early.writes_torn, early.writes_lost, early.writes_durable) == (1, 1, 0)
-    assert powerloss.acknowledged(rows, 21) == rows
+    assert powerloss.acknowledged_at(rows, []) == [math.inf, math.inf]  # no FUA and no flush: never acknowledged
+    fua = simulate("0 write 0 4096 fua\n", **{k.replace("-", "_"): v for k, v in params.items()})
+    assert powerloss.acknowledged_at(fua, []) == [fua[0].answer_us] and fua[0].cached == 0  # FUA: past the cache
     late = powerloss.cut(rows, r, 100, random.Random(1))
     assert late.writes_durable == 2 and late.landed == ((0, 4096), (4096, 4096))  # 8 KiB drain in 58.5 us
     flush_only = rules(write_cache="volatile", unit=512)
@@ -104,3 +107,10 @@ def test_a_state_never_invents_bytes_and_every_durable_write_is_whole(writes, cu
     assert kind == "unprotected" or not state.unreadable
     assert all(off % 4096 == 0 and length == 4096 for off, length in state.unreadable)
     assert state.writes_durable + state.writes_lost + state.writes_torn == len(submitted)
+
+
+def test_a_write_without_fua_is_acknowledged_by_the_flush_after_its_reply():
+    rows = simulate("0 write 0 4096\n10 write 4096 4096\n200 flush 0 0\n", write="fixed:50", flush="fixed:30")
+    writes, flushes = rows[:2], rows[2:]
+    # the second write waits 40 us behind the first (answered at 100); the flush arrives at 200, done at 230
+    assert powerloss.acknowledged_at(writes, flushes) == [230, 230]

@@ -130,7 +130,13 @@ def _units(offset: int, length: int, unit: int) -> list[tuple[int, int, bool]]:
     return out
 
 
-def acknowledged(requests: list[Request], cut_us: float) -> list[Request]:
-    """The writes whose replies the host had before the cut (the trace is written on the host, the
-    reply's time is the model's), in arrival order."""
-    return [r for r in requests if r.op in ("write", "zero") and not r.error and r.t_us + r.answer_us <= cut_us]
+def acknowledged_at(writes: list[Request], flushes: list[Request]) -> list[float]:
+    """When each write was acknowledged to the writer (us, the trace's clock, which the filter writes
+    on the host at the reply: outside the disk that crashes): its reply when it was a FUA write, else
+    the reply of the first flush that arrived after its reply; inf when none did."""
+    done = sorted((f.t_us, f.t_us + f.answer_us) for f in flushes if not f.error)
+    out = []
+    for w in writes:
+        answered = w.t_us + w.answer_us
+        out.append(answered if w.fua else next((d for a, d in done if a >= answered), math.inf))
+    return out

@@ -158,17 +158,6 @@ def redo_ends(writes: list[trace.Request], image: bytes, blocksize: int) -> list
     return out
 
 
-def acknowledged_at(writes: list[trace.Request], flushes: list[trace.Request]) -> list[float]:
-    """When each write was acknowledged to the writer (us, the trace's clock): its reply when it was
-    a FUA write, else the reply of the first flush that arrived after its reply."""
-    done = sorted((f.t_us, f.t_us + f.answer_us) for f in flushes if not f.error)
-    out = []
-    for w in writes:
-        answered = w.t_us + w.answer_us
-        out.append(answered if w.fua else next((d for a, d in done if a >= answered), math.inf))
-    return out
-
-
 def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) -> dict:
     """The cell's run and its cuts, each judged; what the report shows of it."""
     g = geometry.get(cell.geometry)
@@ -202,7 +191,7 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) ->
     # what the log's writes reach, in whole blocks: the image each cut leaves, and what verify reads
     extent = -(-max(w.offset + w.length for w in writes) // cell.blocksize) * cell.blocksize
     image = (work / "disk.img").read_bytes()[:extent]
-    ends, acked = redo_ends(writes, image, cell.blocksize), acknowledged_at(writes, flushes)
+    ends, acked = redo_ends(writes, image, cell.blocksize), powerloss.acknowledged_at(writes, flushes)
     t0 = min(r.t_us for r in writes)
     t1 = max(r.t_us + max(r.answer_us, 0 if math.isnan(r.durable_us) else r.durable_us) for r in writes)
     if preset.at_ms is not None and not 0 <= preset.at_ms * 1000 <= t1 - t0:
