@@ -63,7 +63,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${REPEATS:+--repeats="$$REPEATS"} $${RESULTS:+--results="$$RESULTS"} \
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
-.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
+.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-crash test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench-floor bench bench-all bench-check bench-sweep bench-load crash faults alone
 
 help:
@@ -100,6 +100,7 @@ help:
 	@echo "make faults               a VM's QEMU killed, a volume deleted, a device model killed, the state directory lost:"
 	@echo "                          lab-status names each, lab-up/down heal it"
 	@echo "make test-zfs             seed 004: OpenZFS and NFS in a guest of its own (labs/zfs-nfs.toml; its image ~6 min the first time)"
+	@echo "make test-crash           a power cut in a lab of its own: QEMU killed mid-redo, recovery judged in the guest"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
 	@echo "make bench-floor          what the lab itself costs a redo write, per bus, in the running lab (3 rounds)"
@@ -224,6 +225,11 @@ test-behaviours: bootstrap
 # is built the first time (about 6 min), then cached like any other (docs/zfs-nfs.md).
 test-zfs: bootstrap
 	$(call lab-run,,-m zfs labtests,labs/zfs-nfs.toml)
+
+# A power cut in a lab of its own (labs/power-cut.toml; docs/crash.md): the guest's QEMU killed
+# mid-redo, the disk set to what the cut left, recovery judged in the guest.
+test-crash: bootstrap
+	$(call lab-run,,-m crash labtests,labs/power-cut.toml)
 
 test-crosscheck: export SECTORLAB_LAB_SUFFIX := $(LAB_SUFFIX)-db
 test-crosscheck:

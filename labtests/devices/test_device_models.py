@@ -74,7 +74,7 @@ def test_each_model_serves_the_guests_redo_writes_as_its_profile_specifies(model
         for q, rel in ((50, 0.05), (99, 0.10)):
             ok, how = _consistent(modelled, q, np.percentile(want, q), rel, 20)
             assert ok, f"{d.name} ({d.device}): {how}"
-        late = served - modelled
+        late = served - np.array([r.answer_service_us for r in writes])  # a cell's flash log may answer first
         late50, late99 = np.percentile(late, 50), np.percentile(late, 99)
         assert late50 <= OVERSHOOT_P50_US, f"{d.name}: served minus modelled p50 {late50:.1f} us, p99 {late99:.1f} us"
         guest_p50 = report["log_file_parallel_write"]["p50_us"]

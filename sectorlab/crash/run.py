@@ -147,15 +147,42 @@ def load(name: str) -> CrashPreset:
                        raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"])
 
 
-def redo_ends(writes: list[trace.Request], image: bytes, blocksize: int) -> list[int]:
-    """Per write (in log order), the redo byte position at its end: the redo its blocks carry (each
-    block header's `used`) added up from the log's start."""
-    out, pos = [], 0
-    for w in writes:
-        for off in range(w.offset, w.offset + w.length, blocksize):
-            pos += HEADER.unpack_from(image, off)[2]
-        out.append(pos)
-    return out
+@dataclass
+class RedoLog:
+    """A run's log as its disk's trace has it: the log writes in log order (each byte written once:
+    the log did not wrap), the flushes, and what the writes reach in whole blocks (the image a cut
+    leaves, and what verify reads)."""
+    writes: list[trace.Request]
+    flushes: list[trace.Request]
+    blocksize: int
+    extent: int
+    ends: list[int] | None = None      # per write, the redo byte position at its end (positions())
+
+    @classmethod
+    def of(cls, requests: list[trace.Request], blocksize: int, what: str) -> RedoLog:
+        writes = sorted((r for r in requests if r.op == "write" and not r.error), key=lambda r: r.offset)
+        if not writes:
+            raise SectorlabError(f"{what}: the disk's trace has no write: nothing to cut")
+        for a, b in zip(writes, writes[1:]):
+            if a.offset + a.length > b.offset:
+                raise SectorlabError(f"{what}: bytes {b.offset}-{a.offset + a.length} were written twice: a cut's "
+                                     f"state is built from each byte written once")
+        extent = -(-max(w.offset + w.length for w in writes) // blocksize) * blocksize
+        return cls(writes, [r for r in requests if r.op == "flush"], blocksize, extent)
+
+    def positions(self, image: bytes) -> None:
+        """Each write's end in redo bytes: the redo its blocks carry (each block header's `used`)
+        added up from the log's start, read from the final image."""
+        self.ends, pos = [], 0
+        for w in self.writes:
+            for off in range(w.offset, w.offset + w.length, self.blocksize):
+                pos += HEADER.unpack_from(image, off)[2]
+            self.ends.append(pos)
+        self._acked = powerloss.acknowledged_at(self.writes, self.flushes)
+
+    def acknowledged(self, at_us: float) -> int:
+        """The redo position every commit acknowledged before `at_us` lies within."""
+        return max([e for e, a in zip(self.ends, self._acked) if a <= at_us], default=0)
 
 
 def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) -> dict:
@@ -182,16 +209,10 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) ->
                          f"is built from each byte written once; give log_size_mib more than "
                          f"{report['bytes_written'] >> 20} or fewer seconds")
     requests = trace.read(server.trace)
-    writes = sorted((r for r in requests if r.op == "write" and not r.error), key=lambda r: r.offset)
-    flushes = [r for r in requests if r.op == "flush"]
-    for a, b in zip(writes, writes[1:]):
-        if a.offset + a.length > b.offset:
-            raise SectorlabError(f"{cell.key}: bytes {b.offset}-{a.offset + a.length} were written twice: a cut's "
-                                 f"state is built from each byte written once")
-    # what the log's writes reach, in whole blocks: the image each cut leaves, and what verify reads
-    extent = -(-max(w.offset + w.length for w in writes) // cell.blocksize) * cell.blocksize
-    image = (work / "disk.img").read_bytes()[:extent]
-    ends, acked = redo_ends(writes, image, cell.blocksize), powerloss.acknowledged_at(writes, flushes)
+    log = RedoLog.of(requests, cell.blocksize, cell.key)
+    image = (work / "disk.img").read_bytes()[:log.extent]
+    log.positions(image)
+    writes, flushes = log.writes, log.flushes
     t0 = min(r.t_us for r in writes)
     t1 = max(r.t_us + max(r.answer_us, 0 if math.isnan(r.durable_us) else r.durable_us) for r in writes)
     if preset.at_ms is not None and not 0 <= preset.at_ms * 1000 <= t1 - t0:
@@ -202,7 +223,7 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) ->
     cuts = []
     for at in moments:
         state = powerloss.cut(requests, rules_, at, rng)
-        position = max([e for e, a in zip(ends, acked) if a <= at], default=0)
+        position = log.acknowledged(at)
         verdict = _judge(work, image, state, cell.blocksize, preset, position)
         cuts.append({"cut_us": round(at - t0, 3), "acknowledged": position, "durable": state.writes_durable,
                      "lost": state.writes_lost, "torn": state.writes_torn, "units_unreadable": state.units_unreadable,
@@ -218,22 +239,39 @@ VERDICT_KEYS = ("recovered_to", "end_reason", "torn_blocks", "torn_header_ok", "
                 "valid_after_end", "lost_bytes", "lost_commits", "corrupt_undetected")
 
 
-def _judge(work: Path, final: bytes, state: powerloss.State, blocksize: int, preset: CrashPreset,
-           acknowledged: int) -> dict:
-    """redo-writer verify on the disk the cut left: the landed bytes from the final image, the rest
-    as never written (zeros), the unreadable ranges as medium errors."""
+def disk_after(final: bytes, state: powerloss.State) -> bytearray:
+    """The disk a cut left: the landed bytes from the final image, the rest as never written (zeros;
+    the unreadable ranges are the state's, for verify to be told)."""
     disk = bytearray(len(final))
     for off, length in state.landed:
         disk[off:off + length] = final[off:off + length]
-    (work / "cut.img").write_bytes(disk)
-    (work / "unreadable").write_text("".join(f"{off} {length}\n" for off, length in state.unreadable))
-    proc = subprocess.run([str(build.built(build.REDO_WRITER)), "verify", "--target", str(work / "cut.img"),
-                           "--blocksize", str(blocksize), "--log-size", str(len(final)), "--acknowledged",
-                           str(acknowledged), "--redo-per-txn", str(preset.redo_per_txn), "--unreadable",
-                           str(work / "unreadable"), "--output", "json"], capture_output=True, text=True, timeout=60)
+    return disk
+
+
+def verify_args(blocksize: int, log_size: int, acknowledged: int, redo_per_txn: int, unreadable: str) -> list[str]:
+    """redo-writer verify's options (after --target), as the host and a guest run it."""
+    return ["--blocksize", str(blocksize), "--log-size", str(log_size), "--acknowledged", str(acknowledged),
+            "--redo-per-txn", str(redo_per_txn), "--unreadable", unreadable, "--output", "json"]
+
+
+def verify(image: Path, unreadable: list[tuple[int, int]], blocksize: int, acknowledged: int,
+           redo_per_txn: int) -> dict:
+    """redo-writer verify on this host on a disk image, its unreadable ranges named in a file beside it."""
+    ranges = image.with_name(image.name + ".unreadable")
+    ranges.write_text("".join(f"{off} {length}\n" for off, length in unreadable))
+    proc = subprocess.run([str(build.built(build.REDO_WRITER)), "verify", "--target", str(image),
+                           *verify_args(blocksize, image.stat().st_size, acknowledged, redo_per_txn, str(ranges))],
+                          capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
         raise SectorlabError(f"redo-writer verify exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
     return json.loads(proc.stdout)
+
+
+def _judge(work: Path, final: bytes, state: powerloss.State, blocksize: int, preset: CrashPreset,
+           acknowledged: int) -> dict:
+    """redo-writer verify on the disk the cut left."""
+    (work / "cut.img").write_bytes(disk_after(final, state))
+    return verify(work / "cut.img", list(state.unreadable), blocksize, acknowledged, preset.redo_per_txn)
 
 
 def run(preset: CrashPreset, progress, results_root: Path) -> Path:

@@ -49,6 +49,11 @@ class Request:
             return self.flashlog_queue_us + self.flashlog_service_us
         return self.queue_us + self.service_us
 
+    @property
+    def answer_service_us(self) -> float:
+        """The service time of the medium that answered: what served_us is held against."""
+        return self.flashlog_service_us if self.flashlog_first == 1 else self.service_us
+
 
 def parse(text: str) -> list[Request]:
     rows = []

@@ -1,0 +1,101 @@
+"""A power cut of a lab's disk, for the guest to recover from: the guest's QEMU is killed (its pid
+from libvirt's pid file of that very domain), the moment taken on the host's clock, which the
+model's trace shares; the disk's model keeps running. What the cut left (crash/powerloss.py, on the
+trace of the disk's model) is then written into the model's disk through its socket (qemu-img, an
+NBD client), so that the guest, started again, reads the disk a power cut would have left. The
+ranges a cut leaves unreadable are returned for the judge to be told: the model does not yet answer
+them with a medium error.
+
+The disk's log must not wrap (each byte written once, as the device path's crash runs need: the
+cut's state is built from the final image and zeros)."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..devices import profiles, trace
+from ..errors import SectorlabError
+from ..host import libvirt
+from ..lab import modelled
+from ..lab.record import DiskRecord, LabRecord
+from . import powerloss
+from .run import WORK_DIR, RedoLog, disk_after
+
+
+@dataclass(frozen=True)
+class Cut:
+    at_us: float                  # the host's CLOCK_MONOTONIC, as the trace's t_us
+    state: powerloss.State
+    log: RedoLog
+    acknowledged: int             # the redo position every commit acknowledged before the cut lies within
+    image: Path                   # the disk the cut left, as written back into the model (its log's extent)
+
+
+def kill(record: LabRecord, vm: str) -> float:
+    """SIGKILL to the QEMU of the lab's domain of `vm`: a power cut as the guest sees it. Returns the
+    moment (us, CLOCK_MONOTONIC) just before the signal."""
+    domain = record.vm(vm).domain
+    pid = libvirt.qemu_pid(domain)
+    at_us = time.monotonic_ns() / 1000
+    os.kill(pid, signal.SIGKILL)
+    host = libvirt.get_host(record.libvirt_uri)
+    deadline = time.monotonic() + 30
+    while host.virsh("domstate", domain, check=False).strip() == "running":
+        if time.monotonic() > deadline:
+            raise SectorlabError(f"{domain}: still running 30 s after its QEMU (pid {pid}) was killed")
+        time.sleep(0.2)
+    return at_us
+
+
+def start(record: LabRecord, vm: str) -> None:
+    """The domain started again, booting afresh (a saved state of it is not a power-on)."""
+    host = libvirt.get_host(record.libvirt_uri)
+    host.virsh("start", "--force-boot", record.vm(vm).domain)
+
+
+def _qemu_img() -> str:
+    found = shutil.which("qemu-img")
+    if found is None:
+        raise SectorlabError("qemu-img is not installed: run scripts/bootstrap (Debian's qemu-utils)")
+    return found
+
+
+def _uri(record: LabRecord, disk: DiskRecord) -> str:
+    return modelled.server(record.lab, disk.name).uri()
+
+
+def apply(record: LabRecord, disk: DiskRecord, at_us: float, blocksize: int, rng: random.Random) -> Cut:
+    """What the cut at `at_us` left of the redo on `disk`, written into its model's disk."""
+    server = modelled.server(record.lab, disk.name)
+    requests = trace.read(server.trace)
+    log = RedoLog.of([r for r in requests if r.t_us <= at_us or r.op != "write"], blocksize, f"{disk.vm}/{disk.name}")
+    params = profiles.get(disk.device).params_for(disk.logical_block_size, disk.physical_block_size)
+    rules = powerloss.Rules.of(disk.device, params, disk.logical_block_size)
+    work = Path(tempfile.mkdtemp(prefix="sectorlab-cut-", dir=WORK_DIR))
+    try:
+        whole = work / "final.img"
+        subprocess.run([_qemu_img(), "convert", "-f", "raw", "-O", "raw", _uri(record, disk), str(whole)],
+                       check=True, capture_output=True, text=True, timeout=300)
+        final = whole.read_bytes()
+        log.positions(final[:log.extent])
+        state = powerloss.cut(requests, rules, at_us, rng)
+        disk_bytes = disk_after(final, state)
+        whole.write_bytes(disk_bytes)
+        subprocess.run([_qemu_img(), "convert", "-n", "-f", "raw", "-O", "raw", str(whole), _uri(record, disk)],
+                       check=True, capture_output=True, text=True, timeout=300)
+        image = Path(tempfile.mkstemp(prefix="sectorlab-cut-", suffix=".img", dir=WORK_DIR)[1])
+        image.write_bytes(disk_bytes[:log.extent])
+    except subprocess.CalledProcessError as e:
+        raise SectorlabError(f"{disk.vm}/{disk.name}: qemu-img on its model's socket exited {e.returncode}: "
+                             f"{(e.stderr or '').strip()[-300:]}") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return Cut(at_us, state, log, log.acknowledged(at_us), image)
