@@ -40,6 +40,19 @@ static volatile sig_atomic_t fault_switch;
 
 static void on_fault_signal(int sig) { fault_switch = sig == SIGUSR1; }
 
+/* Medium errors, as a power cut leaves them (docs/crash.md): the byte ranges of the file
+ * `unreadable=PATH` names (lines "OFFSET LENGTH"; no file: none), looked at again when the file
+ * changes (at most every 50 ms). A read that touches one fails with EIO; so does a write that
+ * covers one only in part (the drive would have to read it first); a write that covers one whole
+ * rewrites it, and it reads again (a drive reallocates the sector). */
+#define UNREADABLE_MAX 65536
+#define UNREADABLE_POLL_NS 50000000
+static char *unreadable_path;
+static struct timespec unreadable_mtime;
+static int64_t unreadable_polled = -UNREADABLE_POLL_NS;
+static uint64_t unreadable_off[UNREADABLE_MAX], unreadable_len[UNREADABLE_MAX];
+static size_t unreadable_n;
+
 static int64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -110,6 +123,53 @@ static void model_load(void) {
 static void model_unload(void) {
   if (trace) fclose(trace);
   free(trace_path);
+  free(unreadable_path);
+}
+
+/* Called with the lock held: the ranges of the file, read again if it changed. */
+static void unreadable_poll(int64_t now) {
+  struct stat st;
+  if (!unreadable_path || now - unreadable_polled < UNREADABLE_POLL_NS) return;
+  unreadable_polled = now;
+  if (stat(unreadable_path, &st) != 0) {
+    unreadable_n = 0;
+    return;
+  }
+  if (st.st_mtim.tv_sec == unreadable_mtime.tv_sec && st.st_mtim.tv_nsec == unreadable_mtime.tv_nsec) return;
+  unreadable_mtime = st.st_mtim;
+  FILE *f = fopen(unreadable_path, "r");
+  unreadable_n = 0;
+  if (!f) return;
+  uint64_t off, len;
+  while (unreadable_n < UNREADABLE_MAX && fscanf(f, "%" SCNu64 " %" SCNu64, &off, &len) == 2)
+    if (len) {
+      unreadable_off[unreadable_n] = off;
+      unreadable_len[unreadable_n++] = len;
+    }
+  fclose(f);
+  nbdkit_debug("unreadable=%s: %zu ranges", unreadable_path, unreadable_n);
+}
+
+/* Called with the lock held: EIO when the request meets a medium error, as the docs above say; a
+ * write that covers a range whole takes it away. */
+static int unreadable_meets(enum op op, uint64_t offset, uint32_t count) {
+  uint64_t end = offset + count;
+  int error = 0;
+  for (size_t i = 0; i < unreadable_n;) {
+    uint64_t a = unreadable_off[i], b = a + unreadable_len[i];
+    if (b <= offset || a >= end) {
+      i++;
+      continue;
+    }
+    if (op == OP_READ || a < offset || b > end) {
+      error = EIO;
+      i++;
+      continue;
+    }
+    unreadable_off[i] = unreadable_off[--unreadable_n];  /* rewritten whole */
+    unreadable_len[i] = unreadable_len[unreadable_n];
+  }
+  return error;
 }
 
 static int model_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key, const char *value) {
@@ -127,6 +187,11 @@ static int model_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const 
     free(trace_path);
     trace_path = strdup(value);
     return trace_path ? 0 : -1;
+  }
+  if (strcmp(key, "unreadable") == 0) {
+    free(unreadable_path);
+    unreadable_path = strdup(value);
+    return unreadable_path ? 0 : -1;
   }
   const char *why = model_set(&model, key, value);
   if (why == MODEL_NOT_MINE) return next(nxdata, key, value);
@@ -215,6 +280,8 @@ static struct cost cost_of(enum op op, uint64_t offset, uint32_t count, uint32_t
   model.failed = fault_switch;
   *arrival = now_ns();
   struct cost c = model_request(&model, op, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, *arrival);
+  unreadable_poll(*arrival);
+  if (!c.error && (op == OP_READ || op == OP_WRITE || op == OP_ZERO)) c.error = unreadable_meets(op, offset, count);
   pthread_mutex_unlock(&lock);
   return c;
 }
@@ -295,6 +362,7 @@ static struct nbdkit_filter filter = {
                    "flashlog.KEY=VALUE  a flash log: writes and flushes go to it too, done at the first\n"
                    "fail-after-writes=N fail-after-seconds=S  EIO from then on (and SIGUSR1 to the daemon:\n"
                    "  from now on, SIGUSR2: no more); seed=N trace=FILE\n"
+                   "unreadable=FILE  medium errors: lines OFFSET LENGTH (read again when the file changes)\n"
                    "spin-us=US  how early a sleep ends to spin the rest (default: calibrated at start)",
     .get_ready = model_get_ready,
     .pread = model_pread,

@@ -235,7 +235,35 @@ static int open_image(struct verifier *v)
 	return 0;
 }
 
-/* Reads `n` blocks from block `first` into the chunk, around those that are unreadable; 0 or -1
+/* Reads block k of the chunk alone after a medium error in its run: 0 read, 1 unreadable (EIO: it
+ * is counted as a block named in --unreadable is), -1 reported. */
+static int read_one(struct verifier *v, uint64_t first, uint64_t k)
+{
+	uint64_t bs = v->cfg->blocksize, done = 0;
+
+	while (done < bs) {
+		uint64_t off = (first + k) * bs + done;
+		ssize_t got = pread(v->fd, v->chunk + k * bs + done, bs - done, (off_t)off);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && errno == EIO) {
+			memset(v->chunk + k * bs, 0, bs);
+			v->skip[k] = 1;
+			return 1;
+		}
+		if (got <= 0) {
+			fprintf(stderr, "%s: cannot read %s at offset %llu: %s\n", PROG, v->cfg->target,
+				(unsigned long long)off, got ? strerror(errno) : "unexpected end of the image");
+			return -1;
+		}
+		done += (uint64_t)got;
+	}
+	return 0;
+}
+
+/* Reads `n` blocks from block `first` into the chunk, around those that are unreadable (named in
+ * --unreadable, or answered with EIO: a medium error, read again block by block); 0 or -1
  * reported. */
 static int read_chunk(struct verifier *v, uint64_t first, uint64_t n)
 {
@@ -256,10 +284,15 @@ static int read_chunk(struct verifier *v, uint64_t first, uint64_t n)
 
 			if (got < 0 && errno == EINTR)
 				continue;
+			if (got < 0 && errno == EIO) {  /* block by block from where the run stopped */
+				for (uint64_t j = k + done / bs; j < k + run; j++)
+					if (read_one(v, first, j) < 0)
+						return -1;
+				break;
+			}
 			if (got <= 0) {
-				fprintf(stderr, "%s: cannot read %s at offset %llu: %s (a medium error: give its range in "
-					"--unreadable)\n", PROG, v->cfg->target, (unsigned long long)off,
-					got ? strerror(errno) : "unexpected end of the image");
+				fprintf(stderr, "%s: cannot read %s at offset %llu: %s\n", PROG, v->cfg->target,
+					(unsigned long long)off, got ? strerror(errno) : "unexpected end of the image");
 				return -1;
 			}
 			done += (uint64_t)got;

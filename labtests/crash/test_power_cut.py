@@ -4,7 +4,7 @@ killed mid-run (never a clean shutdown); the disk is set to what the cut left (c
 power-loss rules on the disk's trace); the guest boots again and redo-writer verify in it recovers
 the log from the disk. Its verdict must be the host's on the same state, byte for byte what the cut
 left: the guest reads through the whole path (virtio, QEMU, NBD, the model) the disk a cut would
-leave."""
+leave, the sectors the cut left unreadable answered with EIO by the model."""
 
 from __future__ import annotations
 
@@ -56,12 +56,23 @@ def test_a_killed_guest_recovers_from_its_disk_what_the_cut_left(lab_state, lab_
         crashlab.start(lab_state, disk.vm)
         guest.wait_until_up(300)
         path = _device(lab_state, guest, disk)
-        ranges = "".join(f"{off} {length}\n" for off, length in cut.state.unreadable)
-        assert guest.run("sh -c", f"printf %s '{ranges}' > /var/tmp/unreadable").ok
+        # the unreadable sectors are not named to the guest's verify: the model answers them with EIO
         got = guest.run("sudo -n redo-writer verify --target", path,
-                        *crash.verify_args(BLOCKSIZE, cut.log.extent, cut.acknowledged, REDO, "/var/tmp/unreadable"))
+                        *crash.verify_args(BLOCKSIZE, cut.log.extent, cut.acknowledged, REDO))
         assert got.rc == 0, got.stderr
         inside = json.loads(got.stdout)
+        # Whatever the cut drew, a medium error in the middle of the recovered redo: the physical
+        # sector of block k made unreadable in the model; the guest, its cache dropped, must stop there.
+        k = inside["blocks_recovered"] // 2
+        sector = (k * BLOCKSIZE // 4096 * 4096, 4096)
+        server.unreadable.write_text("".join(f"{o} {n}\n" for o, n in [*cut.state.unreadable, sector]))
+        time.sleep(0.2)  # the model reads the file again on its next request after 50 ms
+        assert guest.run("sudo -n blockdev --flushbufs", path).ok
+        again = guest.run("sudo -n redo-writer verify --target", path,
+                          *crash.verify_args(BLOCKSIZE, cut.log.extent, cut.acknowledged, REDO))
+        assert again.rc == 0, again.stderr
+        stopped = json.loads(again.stdout)
+        host_stopped = crash.verify(cut.image, [*cut.state.unreadable, sector], BLOCKSIZE, cut.acknowledged, REDO)
     finally:
         cut.image.unlink(missing_ok=True)
     said = (f"cut after {len(cut.log.writes)} log writes: {cut.state.writes_durable} durable, {cut.state.writes_torn} "
@@ -74,3 +85,7 @@ def test_a_killed_guest_recovers_from_its_disk_what_the_cut_left(lab_state, lab_
     assert {k: inside[k] for k in crash.VERDICT_KEYS} == {k: host[k] for k in crash.VERDICT_KEYS}, (inside, host)
     assert inside["lost_bytes"] == max(0, cut.acknowledged - inside["recovered_to"]) and \
         inside["corrupt_undetected"] == 0, said
+    assert {k: stopped[k] for k in crash.VERDICT_KEYS} == {k: host_stopped[k] for k in crash.VERDICT_KEYS}, \
+        (stopped, host_stopped)
+    assert stopped["end_reason"] == "unreadable" and stopped["unreadable_blocks"] >= 4096 // BLOCKSIZE and \
+        stopped["blocks_recovered"] <= sector[0] // BLOCKSIZE, stopped

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -210,3 +211,30 @@ def test_the_daemon_runs_in_a_session_of_its_own_and_stops_by_its_identity(tmp_p
     assert disk.pid() is None and not disk.identity_file.exists()
     disk.identity_file.write_text(f"{os.getpid()} 1\n")   # this test's pid with another start time
     assert disk.pid() is None and disk.stop() is False
+
+
+def test_a_medium_error_fails_reads_and_partial_writes_until_a_whole_write_rewrites_it(tmp_path):
+    """The model's `unreadable=` file (a power cut's unreadable sectors, crash/lab.py), written while
+    the model runs: a read that touches the range fails with EIO, as does a write into part of it
+    (the drive would read it first); a write of the whole range rewrites it, and it reads again."""
+    disk = DeviceServer(tmp_path / "d", size=MIB, params={})
+    disk.start()
+    try:
+        def io(command: str) -> str:
+            out = subprocess.run(["qemu-io", "-f", "raw", "-c", command, disk.uri()], capture_output=True,
+                                 text=True, timeout=60)
+            return out.stdout + out.stderr
+        eio = "failed: Input/output error"
+        assert eio not in io("read 0 8k")
+        disk.unreadable.write_text("4096 4096\n")
+        time.sleep(0.1)  # the model looks at the file again at most every 50 ms
+        io("read 0 512")  # a request after the file changed, so that it is read
+        assert eio in io("read 4096 512") and eio in io("read 0 8k")
+        assert eio not in io("read 0 4096")  # beside it, all is well
+        assert eio in io("write 4096 512")  # part of it: read first
+        assert eio not in io("write 4096 4096")  # all of it: rewritten
+        assert eio not in io("read 0 8k")
+    finally:
+        disk.stop()
+    rows = trace.read(disk.trace)
+    assert [r.error for r in rows if r.op == "read" and r.offset == 4096 and r.length == 512] == [5]

@@ -3,14 +3,16 @@ from libvirt's pid file of that very domain), the moment taken on the host's clo
 model's trace shares; the disk's model keeps running. What the cut left (crash/powerloss.py, on the
 trace of the disk's model) is then written into the model's disk through its socket (qemu-img, an
 NBD client), so that the guest, started again, reads the disk a power cut would have left. The
-ranges a cut leaves unreadable are returned for the judge to be told: the model does not yet answer
-them with a medium error.
+ranges a cut leaves unreadable go to the model's `unreadable=` file: from then on it answers them
+with EIO, as a drive with a medium error does. What the cut decided is kept beside the trace
+(cut.json).
 
 The disk's log must not wrap (each byte written once, as the device path's crash runs need: the
 cut's state is built from the final image and zeros)."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -26,6 +28,7 @@ from ..errors import SectorlabError
 from ..host import libvirt
 from ..lab import modelled
 from ..lab.record import DiskRecord, LabRecord
+from ..paths import write_atomic
 from . import powerloss
 from .run import WORK_DIR, RedoLog, disk_after
 
@@ -91,6 +94,11 @@ def apply(record: LabRecord, disk: DiskRecord, at_us: float, blocksize: int, rng
         whole.write_bytes(disk_bytes)
         subprocess.run([_qemu_img(), "convert", "-n", "-f", "raw", "-O", "raw", str(whole), _uri(record, disk)],
                        check=True, capture_output=True, text=True, timeout=300)
+        # the medium errors after the disk's bytes: a write that covers a range whole rewrites it
+        write_atomic(server.unreadable, "".join(f"{off} {length}\n" for off, length in state.unreadable))
+        write_atomic(server.directory / "cut.json", json.dumps(
+            {"at_us": at_us, "landed": state.landed, "unreadable": state.unreadable, "durable": state.writes_durable,
+             "torn": state.writes_torn, "lost": state.writes_lost}, indent=1))
         image = Path(tempfile.mkstemp(prefix="sectorlab-cut-", suffix=".img", dir=WORK_DIR)[1])
         image.write_bytes(disk_bytes[:log.extent])
     except subprocess.CalledProcessError as e:

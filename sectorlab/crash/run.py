@@ -248,10 +248,13 @@ def disk_after(final: bytes, state: powerloss.State) -> bytearray:
     return disk
 
 
-def verify_args(blocksize: int, log_size: int, acknowledged: int, redo_per_txn: int, unreadable: str) -> list[str]:
-    """redo-writer verify's options (after --target), as the host and a guest run it."""
+def verify_args(blocksize: int, log_size: int, acknowledged: int, redo_per_txn: int,
+                unreadable: str | None = None) -> list[str]:
+    """redo-writer verify's options (after --target), as the host and a guest run it; `unreadable`:
+    a file naming the ranges a read would fail on (a device answers them with EIO itself)."""
     return ["--blocksize", str(blocksize), "--log-size", str(log_size), "--acknowledged", str(acknowledged),
-            "--redo-per-txn", str(redo_per_txn), "--unreadable", unreadable, "--output", "json"]
+            "--redo-per-txn", str(redo_per_txn), *(["--unreadable", unreadable] if unreadable else []),
+            "--output", "json"]
 
 
 def verify(image: Path, unreadable: list[tuple[int, int]], blocksize: int, acknowledged: int,

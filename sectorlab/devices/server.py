@@ -43,6 +43,12 @@ class DeviceServer:
         return self.directory / f"{self.name}.trace"
 
     @property
+    def unreadable(self) -> Path:
+        """The model's medium errors: lines "OFFSET LENGTH" (none while it is absent; read again when
+        it changes: a power cut's unreadable sectors, crash/lab.py)."""
+        return self.directory / f"{self.name}.unreadable"
+
+    @property
     def log(self) -> Path:
         return self.directory / f"{self.name}.log"
 
@@ -62,7 +68,7 @@ class DeviceServer:
                   else ["memory", f"size={self.size}", "allocator=sparse"])
         return [nbdkit, "--unix", str(self.socket), "--pidfile", str(self.pidfile), "--log=stderr",
                 f"--filter={build.built(build.FILTER)}", *plugin,
-                *(f"{k}={v}" for k, v in self.params.items()), f"trace={self.trace}"]
+                *(f"{k}={v}" for k, v in self.params.items()), f"trace={self.trace}", f"unreadable={self.unreadable}"]
 
     def pid(self) -> int | None:
         """The daemon's pid, if that very process (its recorded start time) still runs."""
@@ -72,7 +78,7 @@ class DeviceServer:
         if self.pid() is not None:
             raise SectorlabError(f"the device model of {self.name} already runs (pid {self.pid()}, {self.socket})")
         self.directory.mkdir(parents=True, exist_ok=True)
-        for stale in (self.socket, self.pidfile, self.identity_file):
+        for stale in (self.socket, self.pidfile, self.identity_file, self.unreadable):  # a fresh disk reads whole
             stale.unlink(missing_ok=True)
         if self.backing is not None:
             with open(self.backing, "xb") as f:  # a file of its own: never one that is there already
@@ -83,16 +89,24 @@ class DeviceServer:
             proc = subprocess.run(self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, timeout=timeout,
                                   start_new_session=True)
         # nbdkit's background process writes the pid file once its socket listens, maybe just after
-        # the parent exited.
+        # the parent exited: the file can be there and still empty for a moment (a loaded host).
         deadline = time.monotonic() + timeout
-        while proc.returncode == 0 and not self.pidfile.exists() and time.monotonic() < deadline:
+        while proc.returncode == 0 and not self._written_pid() and time.monotonic() < deadline:
             time.sleep(0.01)
-        if proc.returncode != 0 or not self.pidfile.exists():
+        pid = self._written_pid() if proc.returncode == 0 else None
+        if pid is None:
             why = self.log.read_text().strip().splitlines()[-1:] or [f"exit {proc.returncode}, no pid file"]
             raise SectorlabError(f"the device model of {self.name} did not start: {why[0].removeprefix('nbdkit: ')} "
                                  f"(log {self.log})")
-        pid = int(self.pidfile.read_text().split()[0])
         self.identity_file.write_text(procs.identity(pid) + "\n")
+
+    def _written_pid(self) -> int | None:
+        """The pid nbdkit wrote in its pid file, once the file holds a whole line."""
+        try:
+            text = self.pidfile.read_text()
+        except FileNotFoundError:
+            return None
+        return int(text.split()[0]) if text.endswith("\n") and text.split() and text.split()[0].isdigit() else None
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Stop the daemon this directory records; False when it was not running."""
