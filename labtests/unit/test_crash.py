@@ -83,6 +83,8 @@ def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
     assert re.search(row, md), md
     assert "**Acknowledged commits lost** on `hdd-7200-client` (unprotected, no write cache), sector512e at " \
            "BLOCKSIZE 512" in md and (out / "report.html").exists()
+    assert re.search(r"At BLOCKSIZE 4096: 0/60 = 0.0 % \(0.0-6.0\); Fisher's exact test p = \S+ \(n = 60 and 60 cuts\)",
+                     md), md
     assert len(lines) == 2 and all("cuts" in line for line in lines)
 
 

@@ -78,14 +78,12 @@ def timeline(writes: list[Request], flushes: list[Request], rules: Rules) -> lis
     - a volatile disk whose cache the model does not size keeps a write in its cache until a flush
       that arrived after the write was answered writes it out: on the media while that flush runs;
     - otherwise the write is on the media from the end of its queue until the model's durability."""
-    flush_times = sorted((f.t_us, f.t_us + f.queue_us, f.t_us + f.answer_us) for f in flushes if not f.error)
+    flush_times = _flushes(flushes)
     out = []
     for w in writes:
         durable = w.t_us + w.durable_us if not math.isnan(w.durable_us) else math.inf
         if rules.write_cache == "volatile" and not rules.sized_cache:
-            answered = w.t_us + w.answer_us
-            out.append(next(((start, done) for arrived, start, done in flush_times if arrived >= answered),
-                            (math.inf, math.inf)))
+            out.append(_flush_after(flush_times, w.t_us + w.answer_us))
         elif w.cached and rules.write_cache == "volatile" and math.isfinite(durable):
             out.append((max(w.t_us, durable - w.length / rules.destage_mbps), durable))  # bytes at MB/s: us
         else:
@@ -134,9 +132,16 @@ def acknowledged_at(writes: list[Request], flushes: list[Request]) -> list[float
     """When each write was acknowledged to the writer (us, the trace's clock, which the filter writes
     on the host at the reply: outside the disk that crashes): its reply when it was a FUA write, else
     the reply of the first flush that arrived after its reply; inf when none did."""
-    done = sorted((f.t_us, f.t_us + f.answer_us) for f in flushes if not f.error)
-    out = []
-    for w in writes:
-        answered = w.t_us + w.answer_us
-        out.append(answered if w.fua else next((d for a, d in done if a >= answered), math.inf))
-    return out
+    flush_times = _flushes(flushes)
+    return [w.t_us + w.answer_us if w.fua else _flush_after(flush_times, w.t_us + w.answer_us)[1] for w in writes]
+
+
+def _flushes(flushes: list[Request]) -> list[tuple[float, float, float]]:
+    """The flushes that succeeded: (arrival, start, reply), us on the trace's clock, in arrival order."""
+    return sorted((f.t_us, f.t_us + f.queue_us, f.t_us + f.answer_us) for f in flushes if not f.error)
+
+
+def _flush_after(flush_times: list[tuple[float, float, float]], answered: float) -> tuple[float, float]:
+    """(start, reply) of the first flush that arrived after a write's reply: the one that makes it
+    durable and acknowledges it; (inf, inf) when none did."""
+    return next(((start, done) for arrived, start, done in flush_times if arrived >= answered), (math.inf, math.inf))

@@ -8,7 +8,7 @@ import json
 import statistics
 from pathlib import Path
 
-from scipy.stats import binomtest
+from scipy.stats import binomtest, fisher_exact
 
 from ..bench.findings import one_line
 from ..paths import write_atomic
@@ -58,6 +58,15 @@ COLUMNS = ["disk (power loss, cache)", "geometry", "BLOCKSIZE", "log writes",
            "corruption not detected"]
 
 
+def against(c: dict, other: dict) -> str:
+    """The same disk at its other BLOCKSIZE: its share of cuts that lost acknowledged commits, and
+    Fisher's exact test of the two shares (two-sided)."""
+    k, o = counts(c), counts(other)
+    p = fisher_exact([[k["losing"], k["n"] - k["losing"]], [o["losing"], o["n"] - o["losing"]]]).pvalue
+    return (f" At BLOCKSIZE {other['blocksize']}: {share(o['losing'], o['n'])}; Fisher's exact test p = {p:.2g} "
+            f"(n = {k['n']} and {o['n']} cuts){', within noise' if p >= 0.01 else ''}.")
+
+
 def headlines(doc: dict) -> list[str]:
     """What a DBA reads first: where acknowledged redo was lost, where blocks tore, and the cells
     that lost nothing said to have."""
@@ -68,7 +77,9 @@ def headlines(doc: dict) -> list[str]:
         if k["losing"]:
             out.append(f"- **Acknowledged commits lost** on {disk(c)}, {cell(c['geometry'])} at BLOCKSIZE "
                        f"{c['blocksize']}: in {share(k['losing'], k['n'])} of the cuts, {k['lost_mean']:.1f} "
-                       f"commits on average (at most {k['lost_max']}); {k['unreadable']} blocks left unreadable.")
+                       f"commits on average (at most {k['lost_max']}); {k['unreadable']} blocks left unreadable."
+                       + "".join(against(c, o) for o in cells if o is not c and (o["profile"], o["geometry"]) ==
+                                 (c["profile"], c["geometry"])))
     for c in cells:
         k = counts(c)
         if k["torn_cuts"]:
