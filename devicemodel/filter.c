@@ -33,6 +33,15 @@ static FILE *trace;
 static int64_t t0;
 static __thread int slack_set;
 
+/* The write log (`writelog=PATH`, for crash states built from one run: sectorlab/crash/writelog.py):
+ * every write and zero the model lets through, in arrival order, as a record of four little-endian
+ * fields, its arrival (ns, CLOCK_MONOTONIC, as the trace's t_us), offset, length and op (1 write,
+ * 4 zero), then a write's bytes. A trim is not logged (a drive may read the trimmed bytes as they
+ * were). The model's disk is blank when it starts, so the log is the disk's whole history. */
+#define WRITELOG_MAGIC "sectorlab-writelog 1\n"
+static char *writelog_path;
+static FILE *writelog;
+
 /* A member that fails at a chosen moment (a test's fault, from the host): SIGUSR1 to the daemon and
  * every write, zero, flush and trim fails with EIO from the next request on; SIGUSR2 and they work
  * again. Reads still work. */
@@ -122,7 +131,9 @@ static void model_load(void) {
 
 static void model_unload(void) {
   if (trace) fclose(trace);
+  if (writelog) fclose(writelog);
   free(trace_path);
+  free(writelog_path);
   free(unreadable_path);
 }
 
@@ -188,6 +199,11 @@ static int model_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const 
     trace_path = strdup(value);
     return trace_path ? 0 : -1;
   }
+  if (strcmp(key, "writelog") == 0) {
+    free(writelog_path);
+    writelog_path = strdup(value);
+    return writelog_path ? 0 : -1;
+  }
   if (strcmp(key, "unreadable") == 0) {
     free(unreadable_path);
     unreadable_path = strdup(value);
@@ -212,37 +228,63 @@ static int model_config_complete(nbdkit_next_config_complete *next, nbdkit_backe
   return next(nxdata);
 }
 
+/* A file the model writes (key=PATH): never through a symlink, never blocking on a FIFO, only ever
+ * a regular file (emptied once it is known to be one). */
+static FILE *open_output(const char *key, const char *path) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    nbdkit_error("%s=%s: %s: expected a regular file%s", key, path,
+                 S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode)
+                 ? "a directory" : "a device or special file", S_ISLNK(st.st_mode) ? " (it is not followed)" : "");
+    return NULL;
+  }
+  int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    nbdkit_error("%s=%s: %s", key, path,
+                 errno == ELOOP ? "a symbolic link: expected a regular file (it is not followed)" : strerror(errno));
+    return NULL;
+  }
+  FILE *f = NULL;
+  int fl = fcntl(fd, F_GETFL);
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ||
+      ftruncate(fd, 0) || !(f = fdopen(fd, "w"))) {
+    nbdkit_error("%s=%s: %s", key, path,
+                 fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) ? "not a regular file: expected a regular file"
+                                                              : strerror(errno));
+    close(fd);
+    return NULL;
+  }
+  return f;
+}
+
 static int model_get_ready(int thread_model) {
   (void)thread_model;
   if (spin_ns < 0) spin_ns = calibrate_spin();
   fprintf(stderr, "sectorlab-model: sleeps end %.1f us early and spin the rest (spin-us)\n", spin_ns / 1e3);
+  if (writelog_path) {
+    if (!(writelog = open_output("writelog", writelog_path))) return -1;
+    if (fputs(WRITELOG_MAGIC, writelog) == EOF || fflush(writelog)) {
+      nbdkit_error("writelog=%s: %s", writelog_path, strerror(errno));
+      return -1;
+    }
+  }
   if (!trace_path) return 0;
-  /* Never through a symlink, never blocking on a FIFO, only ever a regular file (emptied once it is
-   * known to be one). */
-  struct stat st;
-  if (lstat(trace_path, &st) == 0 && !S_ISREG(st.st_mode)) {
-    nbdkit_error("trace=%s: %s: expected a regular file%s", trace_path,
-                 S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode)
-                 ? "a directory" : "a device or special file", S_ISLNK(st.st_mode) ? " (it is not followed)" : "");
-    return -1;
-  }
-  int fd = open(trace_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    nbdkit_error("trace=%s: %s", trace_path,
-                 errno == ELOOP ? "a symbolic link: expected a regular file (it is not followed)" : strerror(errno));
-    return -1;
-  }
-  int fl = fcntl(fd, F_GETFL);
-  if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ||
-      ftruncate(fd, 0) || !(trace = fdopen(fd, "w"))) {
-    nbdkit_error("trace=%s: %s", trace_path,
-                 fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) ? "not a regular file: expected a regular file"
-                                                              : strerror(errno));
-    close(fd);
-    return -1;
-  }
+  if (!(trace = open_output("trace", trace_path))) return -1;
   fprintf(trace, "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us\n");
   fflush(trace);
+  return 0;
+}
+
+/* Called with the lock held, for a write or zero the model lets through: its record in the log. A
+ * log that cannot be written fails the request (a crash state built from it would be wrong). */
+static int writelog_record(enum op op, uint64_t offset, uint32_t count, const void *buf, int64_t arrival) {
+  if (!writelog) return 0;
+  uint64_t head[3] = {(uint64_t)(arrival + t0), offset, (uint64_t)count | (uint64_t)op << 32};
+  if (fwrite(head, sizeof head, 1, writelog) != 1 || (buf && count && fwrite(buf, count, 1, writelog) != 1) ||
+      fflush(writelog)) {
+    nbdkit_error("writelog=%s: %s", writelog_path, strerror(errno));
+    return EIO;
+  }
   return 0;
 }
 
@@ -275,13 +317,15 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
   return data_result;
 }
 
-static struct cost cost_of(enum op op, uint64_t offset, uint32_t count, uint32_t flags, int64_t *arrival) {
+static struct cost cost_of(enum op op, uint64_t offset, uint32_t count, uint32_t flags, const void *buf,
+                           int64_t *arrival) {
   pthread_mutex_lock(&lock);
   model.failed = fault_switch;
   *arrival = now_ns();
   struct cost c = model_request(&model, op, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, *arrival);
   unreadable_poll(*arrival);
   if (!c.error && (op == OP_READ || op == OP_WRITE || op == OP_ZERO)) c.error = unreadable_meets(op, offset, count);
+  if (!c.error && (op == OP_WRITE || op == OP_ZERO)) c.error = writelog_record(op, offset, count, buf, *arrival);
   pthread_mutex_unlock(&lock);
   return c;
 }
@@ -290,7 +334,7 @@ static int model_pread(nbdkit_next *next, void *handle, void *buf, uint32_t coun
                        uint32_t flags, int *err) {
   (void)handle;
   int64_t arrival;
-  struct cost c = cost_of(OP_READ, offset, count, flags, &arrival);
+  struct cost c = cost_of(OP_READ, offset, count, flags, NULL, &arrival);
   int r = c.error ? -1 : next->pread(next, buf, count, offset, flags, err);
   return serve(OP_READ, offset, count, flags, r, err, arrival, c);
 }
@@ -299,7 +343,7 @@ static int model_pwrite(nbdkit_next *next, void *handle, const void *buf, uint32
                         uint32_t flags, int *err) {
   (void)handle;
   int64_t arrival;
-  struct cost c = cost_of(OP_WRITE, offset, count, flags, &arrival);
+  struct cost c = cost_of(OP_WRITE, offset, count, flags, buf, &arrival);
   int r = c.error ? -1 : next->pwrite(next, buf, count, offset, flags, err);
   return serve(OP_WRITE, offset, count, flags, r, err, arrival, c);
 }
@@ -307,7 +351,7 @@ static int model_pwrite(nbdkit_next *next, void *handle, const void *buf, uint32
 static int model_flush(nbdkit_next *next, void *handle, uint32_t flags, int *err) {
   (void)handle;
   int64_t arrival;
-  struct cost c = cost_of(OP_FLUSH, 0, 0, flags, &arrival);
+  struct cost c = cost_of(OP_FLUSH, 0, 0, flags, NULL, &arrival);
   int r = c.error ? -1 : next->flush(next, flags, err);
   return serve(OP_FLUSH, 0, 0, flags, r, err, arrival, c);
 }
@@ -316,7 +360,7 @@ static int model_trim(nbdkit_next *next, void *handle, uint32_t count, uint64_t 
                       int *err) {
   (void)handle;
   int64_t arrival;
-  struct cost c = cost_of(OP_TRIM, offset, count, flags, &arrival);
+  struct cost c = cost_of(OP_TRIM, offset, count, flags, NULL, &arrival);
   int r = c.error ? -1 : next->trim(next, count, offset, flags, err);
   return serve(OP_TRIM, offset, count, flags, r, err, arrival, c);
 }
@@ -325,7 +369,7 @@ static int model_zero(nbdkit_next *next, void *handle, uint32_t count, uint64_t 
                       int *err) {
   (void)handle;
   int64_t arrival;
-  struct cost c = cost_of(OP_ZERO, offset, count, flags, &arrival);
+  struct cost c = cost_of(OP_ZERO, offset, count, flags, NULL, &arrival);
   int r = c.error ? -1 : next->zero(next, count, offset, flags, err);
   return serve(OP_ZERO, offset, count, flags, r, err, arrival, c);
 }
@@ -362,6 +406,7 @@ static struct nbdkit_filter filter = {
                    "flashlog.KEY=VALUE  a flash log: writes and flushes go to it too, done at the first\n"
                    "fail-after-writes=N fail-after-seconds=S  EIO from then on (and SIGUSR1 to the daemon:\n"
                    "  from now on, SIGUSR2: no more); seed=N trace=FILE\n"
+                   "writelog=FILE  every write's arrival, place and bytes, for crash states\n"
                    "unreadable=FILE  medium errors: lines OFFSET LENGTH (read again when the file changes)\n"
                    "spin-us=US  how early a sleep ends to spin the rest (default: calibrated at start)",
     .get_ready = model_get_ready,

@@ -238,3 +238,40 @@ def test_a_medium_error_fails_reads_and_partial_writes_until_a_whole_write_rewri
         disk.stop()
     rows = trace.read(disk.trace)
     assert [r.error for r in rows if r.op == "read" and r.offset == 4096 and r.length == 512] == [5]
+
+
+def test_a_write_log_rebuilds_the_disk_as_it_was_after_any_write(tmp_path):
+    """The model's write log (crash states of a disk whose bytes are overwritten, crash/writelog.py):
+    writes over each other, a zero among them; the disk built from the log with every write landed
+    is the model's own final disk byte for byte, and the one built for a cut between two writes is
+    the disk after the writes before it and none after (each laid over the last in arrival order)."""
+    from sectorlab.crash import powerloss, writelog
+    disk = DeviceServer(tmp_path / "d", size=MIB, params={}, write_log=True)
+    steps = [("write -P 1 0 64k", 0, 65536, 1), ("write -P 2 4096 8k", 4096, 8192, 2),
+             ("write -z 8192 4k", 8192, 4096, 0), ("write -P 3 512 512", 512, 512, 3), ("flush", 0, 0, None)]
+    disk.start()
+    try:
+        for command, *_ in steps:  # one qemu-io each: each request is answered before the next arrives
+            out = subprocess.run(["qemu-io", "-f", "raw", "-c", command, disk.uri()], capture_output=True, text=True,
+                                 timeout=60)
+            assert out.returncode == 0 and "error" not in out.stdout + out.stderr, out
+        final = tmp_path / "final.img"
+        subprocess.run(["qemu-img", "convert", "-f", "raw", "-O", "raw", disk.uri(), str(final)], check=True,
+                       timeout=60)
+    finally:
+        disk.stop()
+    requests = trace.read(disk.trace)
+    writes = sorted((r for r in requests if r.op in ("write", "zero")), key=lambda r: r.t_us)
+    assert [(r.offset, r.length) for r in writes] == [(o, n) for _, o, n, p in steps if p is not None]
+    rules = powerloss.Rules("test", "protected", "none", False, 512)
+    import random
+    for k in range(len(writes) + 1):  # after the k-th write's reply, before the next one arrives
+        at = writes[k - 1].t_us + writes[k - 1].answer_us + 1 if k else writes[0].t_us - 1
+        state = powerloss.cut(requests, rules, at, random.Random(1))
+        built = tmp_path / f"cut{k}.img"
+        writelog.build(disk.writelog, requests, state, MIB, built)
+        want = bytearray(MIB)
+        for _, offset, length, pattern in [s for s in steps if s[3] is not None][:k]:
+            want[offset:offset + length] = bytes([pattern]) * length
+        assert built.read_bytes() == bytes(want), f"the disk after {k} writes"
+    assert (tmp_path / f"cut{len(writes)}.img").read_bytes() == final.read_bytes()

@@ -108,3 +108,40 @@ def test_a_cut_at_a_chosen_moment_and_one_outside_the_run(tmp_path, monkeypatch)
                                          r"[\d.]+ ms: expected a moment inside it"):
         crash.run(dataclasses.replace(one, at_ms=99999.0), lambda _: None, tmp_path / "late")
     assert not list(crash.WORK_DIR.iterdir())
+
+
+def _log(records: list[tuple[int, int, int, int, bytes]]) -> bytes:
+    from sectorlab.crash import writelog
+    return writelog.MAGIC + b"".join(writelog.HEAD.pack(t, off, n | op << 32) + data for t, off, n, op, data in records)
+
+
+@pytest.mark.parametrize("body, says", [
+    (b"not a log\n", "not a device model's write log"),
+    (_log([(1000, 0, 512, 1, b"x" * 512)])[:-100], "cut short: its last write's bytes end at"),
+    (_log([(1000, 0, 512, 1, b"x" * 512)]) + b"\0" * 10, "cut short at byte"),
+    (_log([(1000, 0, 512, 7, b"")]), "op 7, expected 1 (write) or 4 (zero)"),
+])
+def test_a_write_log_that_is_not_whole_is_one_line(tmp_path, body, says):
+    from sectorlab.crash import writelog
+    from sectorlab.errors import SectorlabError
+    path = tmp_path / "disk.writelog"
+    path.write_bytes(body)
+    with pytest.raises(SectorlabError, match=re.escape(says)):
+        writelog.records(path)
+
+
+def test_a_write_log_of_another_run_than_the_trace_is_refused(tmp_path):
+    from sectorlab.crash import writelog
+    from sectorlab.devices import trace
+    from sectorlab.errors import SectorlabError
+    path = tmp_path / "disk.writelog"
+    path.write_bytes(_log([(1_000_000, 0, 512, 1, b"x" * 512), (2_000_000, 4096, 0, 4, b"")]))
+    head = "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error\n"
+    same = trace.parse(head + "1000.000,write,0,512,0,0,1,1,1,0,0,0,0\n")
+    assert list(writelog.match(same, writelog.records(path))) == [0]
+    for row, says in [("1000.000,write,512,512,0,0,1,1,1,0,0,0,0", "not the write log's write of 512 at 0"),
+                      ("1500.000,write,0,512,0,0,1,1,1,0,0,0,0", "not the write log's"),
+                      ("1000.000,write,0,512,0,0,1,1,1,0,0,0,0\n3000.000,zero,0,512,0,0,1,1,1,0,0,0,0",
+                       "the write log has 1 writes and zeros, the trace 2")]:
+        with pytest.raises(SectorlabError, match=re.escape(says)):
+            writelog.match(trace.parse(head + row + "\n"), writelog.records(path))

@@ -452,12 +452,15 @@ def test_a_running_model_that_serves_another_size_or_profile_is_named(tmp_path, 
         '[[vm.disk]]\nname = "same"\nbus = "virtio"\ngeometry = "sector512e"\nsize_mib = 64\n'
         '[[vm.disk]]\nname = "grown"\nbus = "virtio"\ngeometry = "sector512n"\nsize_mib = 128\n'
         '[[vm.disk]]\nname = "slow"\nbus = "virtio"\ngeometry = "sector512n"\ndevice = "hdd-15k"\nsize_mib = 64\n'
-        '[[vm.disk]]\nname = "new"\nbus = "virtio"\ngeometry = "sector512n"\nsize_mib = 64\n'))
-    served = {"same": (64, "floor", {"physical-sector": "4096"}), "grown": (64, "floor", {}), "slow": (64, "floor", {})}
+        '[[vm.disk]]\nname = "new"\nbus = "virtio"\ngeometry = "sector512n"\nsize_mib = 64\n'
+        '[[vm.disk]]\nname = "logged"\nbus = "virtio"\ngeometry = "sector512n"\nsize_mib = 64\nwrite_log = true\n'))
+    served = {"same": (64, "floor", {"physical-sector": "4096"}), "grown": (64, "floor", {}), "slow": (64, "floor", {}),
+              "logged": (64, "floor", {})}
     for name, (mib, profile, params) in served.items():
         (tmp_path / "m" / name).mkdir(parents=True)
         (tmp_path / "m" / name / modelled.SERVED).write_text(
             json.dumps({"size": mib << 20, "profile": profile, "params": params}))
     assert modelled.changed(lab) == [
         "disk grown's device model serves 64 MiB as floor, the definition asks for 128 MiB as floor",
-        "disk slow's device model serves 64 MiB as floor, the definition asks for 64 MiB as hdd-15k"]
+        "disk slow's device model serves 64 MiB as floor, the definition asks for 64 MiB as hdd-15k",
+        "disk logged's device model serves 64 MiB as floor, the definition asks for 64 MiB as floor with a write log"]

@@ -12,8 +12,9 @@ became durable) and the profile's power-loss rules (docs/crash.md has them with 
   unit the write covers only in part (a read-modify-write, a partial program) is old, new or
   unreadable, its neighbours' bytes included.
 
-A state is a list of byte ranges that landed (each from the run's final image: the caller checks
-that no byte was written twice) and a list of unreadable ranges. Nothing here reads a disk."""
+A state is a list of byte ranges that landed, each with the write it is of (its bytes: the run's
+final image where no byte was written twice, else the write log's, crash/writelog.py), and a list of
+unreadable ranges. Nothing here reads a disk."""
 
 from __future__ import annotations
 
@@ -68,6 +69,7 @@ class State:
     writes_lost: int         # submitted, not on the media at the cut (nothing of them landed)
     writes_torn: int         # on the media at the cut: landed unit by unit
     units_unreadable: int
+    sources: tuple[int, ...] = ()  # per landed range, the index in the requests given of the write it is of
 
 
 def timeline(writes: list[Request], flushes: list[Request], rules: Rules) -> list[tuple[float, float]]:
@@ -93,15 +95,17 @@ def timeline(writes: list[Request], flushes: list[Request], rules: Rules) -> lis
 
 def cut(requests: list[Request], rules: Rules, cut_us: float, rng: random.Random) -> State:
     """The state a cut at `cut_us` leaves (the trace's clock), the tears drawn from `rng`."""
-    writes = [r for r in requests if r.op in ("write", "zero") and not r.error and r.length]
+    index = [i for i, r in enumerate(requests) if r.op in ("write", "zero") and not r.error and r.length]
+    writes = [requests[i] for i in index]
     flushes = [r for r in requests if r.op == "flush"]
-    landed, unreadable = [], []
+    landed, unreadable, sources = [], [], []
     n_durable = n_lost = n_torn = n_bad = 0
-    for w, (on_media, durable) in zip(writes, timeline(writes, flushes, rules)):
+    for i, w, (on_media, durable) in zip(index, writes, timeline(writes, flushes, rules)):
         if w.t_us > cut_us:
             continue
         if durable <= cut_us:
             landed.append((w.offset, w.length))
+            sources.append(i)
             n_durable += 1
         elif on_media > cut_us:
             n_lost += 1
@@ -111,11 +115,12 @@ def cut(requests: list[Request], rules: Rules, cut_us: float, rng: random.Random
                 outcome = rng.choice(OUTCOMES if partial and rules.power_loss == "unprotected" else OUTCOMES[:2])
                 if outcome == "new":
                     landed.append((start, length))
+                    sources.append(i)
                 elif outcome == "unreadable":
                     unit_start = start - start % rules.unit
                     unreadable.append((unit_start, rules.unit))
                     n_bad += 1
-    return State(cut_us, tuple(landed), tuple(unreadable), n_durable, n_lost, n_torn, n_bad)
+    return State(cut_us, tuple(landed), tuple(unreadable), n_durable, n_lost, n_torn, n_bad, tuple(sources))
 
 
 def _units(offset: int, length: int, unit: int) -> list[tuple[int, int, bool]]:

@@ -33,6 +33,9 @@ class DeviceServer:
     # A file to serve instead of memory (nbdkit's file plugin): what was written is there to read
     # after the model stops (a crash run builds its states from it). Made `size` bytes, sparse.
     backing: Path | None = None
+    # Every write's bytes kept in arrival order (the filter's writelog=): any moment's crash state of
+    # the disk can be built from one run (crash/writelog.py). It grows by every byte written.
+    write_log: bool = False
 
     @property
     def socket(self) -> Path:
@@ -47,6 +50,10 @@ class DeviceServer:
         """The model's medium errors: lines "OFFSET LENGTH" (none while it is absent; read again when
         it changes: a power cut's unreadable sectors, crash/lab.py)."""
         return self.directory / f"{self.name}.unreadable"
+
+    @property
+    def writelog(self) -> Path:
+        return self.directory / f"{self.name}.writelog"
 
     @property
     def log(self) -> Path:
@@ -68,7 +75,8 @@ class DeviceServer:
                   else ["memory", f"size={self.size}", "allocator=sparse"])
         return [nbdkit, "--unix", str(self.socket), "--pidfile", str(self.pidfile), "--log=stderr",
                 f"--filter={build.built(build.FILTER)}", *plugin,
-                *(f"{k}={v}" for k, v in self.params.items()), f"trace={self.trace}", f"unreadable={self.unreadable}"]
+                *(f"{k}={v}" for k, v in self.params.items()), f"trace={self.trace}", f"unreadable={self.unreadable}",
+                *([f"writelog={self.writelog}"] if self.write_log else [])]
 
     def pid(self) -> int | None:
         """The daemon's pid, if that very process (its recorded start time) still runs."""
@@ -78,7 +86,8 @@ class DeviceServer:
         if self.pid() is not None:
             raise SectorlabError(f"the device model of {self.name} already runs (pid {self.pid()}, {self.socket})")
         self.directory.mkdir(parents=True, exist_ok=True)
-        for stale in (self.socket, self.pidfile, self.identity_file, self.unreadable):  # a fresh disk reads whole
+        # a fresh disk reads whole, and its history starts now
+        for stale in (self.socket, self.pidfile, self.identity_file, self.unreadable, self.writelog):
             stale.unlink(missing_ok=True)
         if self.backing is not None:
             with open(self.backing, "xb") as f:  # a file of its own: never one that is there already

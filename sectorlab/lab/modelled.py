@@ -29,8 +29,10 @@ def lab_dir(lab_name: str) -> Path:
     return SERVE_DIR / lab_name
 
 
-def server(lab_name: str, disk_name: str, size: int = 0, params: dict[str, str] | None = None) -> DeviceServer:
-    return DeviceServer(lab_dir(lab_name) / disk_name, size=size, params=params or {}, name="disk")
+def server(lab_name: str, disk_name: str, size: int = 0, params: dict[str, str] | None = None,
+           write_log: bool = False) -> DeviceServer:
+    return DeviceServer(lab_dir(lab_name) / disk_name, size=size, params=params or {}, name="disk",
+                        write_log=write_log)
 
 
 def params(profile: str, logical: int, physical: int) -> dict[str, str]:
@@ -72,7 +74,12 @@ SERVED = "served.json"  # beside a running model: the size, profile and paramete
 def _served(profile: str, d: labdef.Disk) -> dict:
     g = d.geometry
     return {"size": d.size_mib << 20, "profile": profile,
-            "params": params(profile, g.logical_block_size, g.physical_block_size)}
+            "params": params(profile, g.logical_block_size, g.physical_block_size), "write_log": d.write_log}
+
+
+def _what(served: dict) -> str:
+    return (f"{served.get('size', 0) >> 20} MiB as {served.get('profile', '?')}"
+            + (" with a write log" if served.get("write_log") else ""))
 
 
 def changed(lab: labdef.Lab) -> list[str]:
@@ -89,9 +96,9 @@ def changed(lab: labdef.Lab) -> list[str]:
             got = json.loads((s.directory / SERVED).read_text())
         except (OSError, ValueError):
             got = {}
+        got.setdefault("write_log", False)  # a model started before disks could keep one
         if got != want:
-            out.append(f"disk {d.name}'s device model serves {got.get('size', 0) >> 20} MiB as "
-                       f"{got.get('profile', '?')}, the definition asks for {want['size'] >> 20} MiB as {profile}")
+            out.append(f"disk {d.name}'s device model serves {_what(got)}, the definition asks for {_what(want)}")
     return out
 
 
@@ -103,7 +110,7 @@ def start(lab: labdef.Lab, qemu_uid: int, progress: Progress) -> list[str]:
         if not profile:
             continue
         served = _served(profile, d)
-        s = server(lab.name, d.name, served["size"], served["params"])
+        s = server(lab.name, d.name, served["size"], served["params"], served["write_log"])
         if s.pid() is not None:
             continue
         for directory in (SERVE_DIR, lab_dir(lab.name), s.directory):

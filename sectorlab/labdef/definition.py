@@ -55,6 +55,7 @@ class Disk:
     size_mib: int
     serial: str
     device: str | None = None  # the device profile asked for (devices/); None: the lab's floor
+    write_log: bool = False    # its model keeps every write's bytes (crash states from one run)
 
 
     @property
@@ -235,7 +236,7 @@ def _disk(where: str, dt, context: dict, seen: _Seen, vm_name: str) -> Disk:
         raise UsageError(f"{where}: duplicate serial {serial!r} (also disk {seen.serials[serial]}): the guest "
                          f"finds disks by serial, so serials must be unique in the lab")
     seen.serials[serial] = name
-    return Disk(name, bus, g, d["size_mib"], serial, device)
+    return Disk(name, bus, g, d["size_mib"], serial, device, d["write_log"])
 
 
 def default_serial(bus: str, geometry_name: str, index: int) -> str:

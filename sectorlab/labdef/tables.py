@@ -198,6 +198,11 @@ DISK_FIELDS = fields.Table("[[vm.disk]]", "One data disk of a VM.", (
                  default=DEFAULT_DISK_MIB),
     fields.Field("serial", fields.custom("1-20 of A-Z, a-z, 0-9, '-', '_'", _serial),
                  "the serial the guest finds it by, unique in the lab", default_text="slNN-BUS-GEOMETRY"),
+    fields.Field("write_log", fields.BOOLEAN,
+                 "its device model keeps every write's bytes on the host, from which a power cut's state "
+                 "at any moment of a run is built (docs/crash.md); as much host disk as is written (none on a "
+                 "remote libvirt host, where no model serves it)",
+                 default=False),
 ))
 _POWER = f"integer, a power of two, {geo.MIN_BLOCK_SIZE}"
 _MULTIPLE = "integer, a multiple of logical"
