@@ -270,6 +270,27 @@ class Guest:
             raise self._unreachable(f"'{command}' did not complete: {e}") from e
         return CommandResult(command, rc, out, err)
 
+    def stream(self, cmd: str, *args, on_line: Callable[[str], None], timeout: float = 3600.0) -> CommandResult:
+        """Run a command, calling on_line with each line of its output as it arrives (the caller
+        takes the moment); its status and output when it ends. A guest that goes away mid-command
+        (its QEMU killed) ends it too: rc -1, the output read until then."""
+        command = shell_join(cmd, args)
+        if self._client is None or not self._transport_alive():
+            self.connect()
+        assert self._client is not None
+        lines: list[str] = []
+        try:
+            _, stdout, stderr = self._client.exec_command(command, timeout=timeout)
+            for raw in stdout:
+                line = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+                lines.append(line.rstrip("\n"))
+                on_line(lines[-1])
+            err = stderr.read().decode(errors="replace")
+            rc = stdout.channel.recv_exit_status()
+        except (OSError, paramiko.SSHException, EOFError) as e:
+            return CommandResult(command, -1, "\n".join(lines), f"the guest went away: {e}")
+        return CommandResult(command, rc, "\n".join(lines), err)
+
     def check_output(self, cmd: str, *args, timeout: float = 300.0,
                      answer: tuple[str, Callable[[], str]] | None = None) -> str:
         __tracebackhide__ = True
