@@ -64,7 +64,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-crash test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
-        bench-lab-up bench-floor bench bench-all bench-check bench-sweep bench-load crash faults alone
+        bench-lab-up bench-floor bench bench-all bench-check bench-sweep bench-load crash crash-db faults alone
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -93,6 +93,8 @@ help:
 	@echo "                          the seed's figures beside the lab's"
 	@echo "make crash [PRESET=redo-matrix]  power cuts on the device path (no lab) per profile, geometry and BLOCKSIZE,"
 	@echo "                          judged by redo-writer verify: acknowledged commits lost, torn blocks (docs/crash.md)"
+	@echo "make crash-db [CUTS=20] [JUDGES=a,b]  power cuts judged by MariaDB (doublewrite on, off) and PostgreSQL"
+	@echo "                          (full_page_writes on, off) in a lab of their own, 4 disks; about 45 minutes"
 	@echo "make bench-all            every preset in turn (about 60 minutes; zfs-appliance builds its image the first time)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; a three-bus"
 	@echo "                          preset's device counters; a Ctrl-C and a SIGTERM"
@@ -100,7 +102,8 @@ help:
 	@echo "make faults               a VM's QEMU killed, a volume deleted, a device model killed, the state directory lost:"
 	@echo "                          lab-status names each, lab-up/down heal it"
 	@echo "make test-zfs             seed 004: OpenZFS and NFS in a guest of its own (labs/zfs-nfs.toml; its image ~6 min the first time)"
-	@echo "make test-crash           a power cut in a lab of its own: QEMU killed mid-redo, recovery judged in the guest"
+	@echo "make test-crash           power cuts in a lab of its own: QEMU killed mid-redo and mid-commit, recovery judged"
+	@echo "                          in the guest by redo-writer, MariaDB and PostgreSQL"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
 	@echo "make bench-floor          what the lab itself costs a redo write, per bus, in the running lab (3 rounds)"
@@ -285,6 +288,15 @@ bench-load: bootstrap
 crash: bootstrap
 	@$(show); show $(SECTORLAB) crash $${CUTS:+--cuts="$$CUTS"} $${CRASH_SEED:+--seed="$$CRASH_SEED"} \
 	  $${RESULTS:+--results="$$RESULTS"} -- "$${PRESET:-redo-matrix}"
+
+# The databases' power cuts: a lab of their own (labs/crash-databases.toml), taken down after.
+crash-db: bootstrap
+	@$(show); rc=0; lab=labs/crash-databases.toml; \
+	  if show $(SECTORLAB) lab up --lab $$lab; then \
+	    show $(SECTORLAB) crash-db --lab $$lab $${CUTS:+--cuts="$$CUTS"} $${CRASH_SEED:+--seed="$$CRASH_SEED"} \
+	      $${JUDGES:+--judges="$$JUDGES"} $${RESULTS:+--results="$$RESULTS"} || rc=1; \
+	  else rc=1; fi; \
+	  $(SECTORLAB) lab down --lab $$lab || rc=1; exit $$rc
 
 bench-all: bootstrap
 	@set -e; for p in $$($(SECTORLAB) bench --list | cut -d' ' -f1); do $(SECTORLAB) bench -- "$$p"; done

@@ -24,6 +24,7 @@ from .commands.bench import (
     cmd_bench_writer,
     cmd_compare,
     cmd_crash,
+    cmd_crash_db,
     cmd_plot,
     cmd_report,
 )
@@ -229,6 +230,20 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("--png", action="store_true", help="draw report.html as on a desktop and a phone (headless "
                    "Chromium)")
     p.set_defaults(func=cmd_crash)
+
+    p = sub.add_parser("crash-db", help="power cuts judged by real databases in the running lab (make crash-db): "
+                                        "MariaDB's doublewrite and PostgreSQL's full_page_writes on and off")
+    p.add_argument("--lab", type=Path, help=_LAB_HELP + " (make crash-db: labs/crash-databases.toml)")
+    p.add_argument("--judges", help="comma-separated judges (default: all: mariadb-doublewrite-on, "
+                   "mariadb-doublewrite-off, postgres-fpw-on, postgres-fpw-off)")
+    p.add_argument("--cuts", type=whole(1, 1000), default=20, help="cuts per disk and judge: the real cut and "
+                   "CUTS-1 more moments of its run (default 20)")
+    p.add_argument("--seed", type=whole(0, 2**31 - 1), default=20261127, help="of the judges' order, the moments "
+                   "and the tears")
+    p.add_argument("--results", type=Path, help="where <timestamp>-crash-db-<lab>/ goes (default: results/)")
+    p.add_argument("--png", action="store_true", help="draw report.html as on a desktop and a phone (headless "
+                   "Chromium)")
+    p.set_defaults(func=cmd_crash_db)
 
     p = sub.add_parser("bench-load", help="the seed's own load (its sessions, redo and CPU per transaction) closed "
                                           "loop on the device path (no lab): group commit and the seed's figures")

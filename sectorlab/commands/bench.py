@@ -90,6 +90,21 @@ def cmd_crash(args) -> int:
     return 0
 
 
+def cmd_crash_db(args) -> int:
+    from ..crash import databases, dbmatrix
+    lab = load_lab(args)
+    judges = args.judges.split(",") if args.judges else list(databases.JUDGES)
+    for j in judges:
+        databases.judge_of(j)
+    results = dbmatrix.run(lab_mod.read_lab_json(lab.name, lab.path), judges, args.cuts, args.seed, progress,
+                           args.results or bench.RESULTS_DIR)
+    if args.png:
+        for path in report.render_png(results / "report.html", progress=progress).values():
+            progress(f"drawn: {path}")
+    print(results)
+    return 0
+
+
 def cmd_bench_load(args) -> int:
     from ..bench import load
     preset = _redo_preset(args, "bench-load")

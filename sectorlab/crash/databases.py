@@ -153,7 +153,9 @@ dev=$1; mnt=$2; run=$3; db=$4; value=$5
 set +e
 mkdir -p "$mnt" "$run"
 blockdev --flushbufs "$dev"
-if ! mount "$dev" "$mnt" 2>"$run/mount.err"; then echo "mounted 0"; echo "why $(tr '\n' ' ' < "$run/mount.err")"; exit 0; fi
+if ! mount "$dev" "$mnt" 2>"$run/mount.err"; then
+  echo "mounted 0"; echo "why $(tr '\n' ' ' < "$run/mount.err")"; exit 0
+fi
 echo "mounted 1"
 case $db in
   mariadb)
@@ -164,7 +166,8 @@ case $db in
       echo "ids $(sql 'SELECT id FROM log ORDER BY id' 2>&1 | tr '\n' ' ')"
       echo "sum_k $(sql 'SELECT COALESCE(SUM(k), -1) FROM t' 2>&1 | tr '\n' ' ')"
       echo "count_log $(sql 'SELECT COUNT(*) FROM log' 2>&1 | tr '\n' ' ')"
-      echo "check $(sql 'CHECK TABLE t, log EXTENDED' 2>&1 | awk -F'\t' '$3 != "status" || $4 != "OK"' | tr '\n\t' '; ')"
+      echo "check $(sql 'CHECK TABLE t, log EXTENDED' 2>&1 | awk -F'\t' '$3 != "status" || $4 != "OK"' |
+        tr '\n\t' '; ')"
     fi
     mariadb_kill "$run"
     echo "errors $(grep -c '\[ERROR\]' "$run/error.log" 2>/dev/null)"
@@ -178,7 +181,8 @@ case $db in
       echo "sum_k $(psql_ -c 'SELECT COALESCE(SUM(k), -1) FROM t' 2>&1 | tr '\n' ' ')"
       echo "count_log $(psql_ -c 'SELECT COUNT(*) FROM log' 2>&1 | tr '\n' ' ')"
       echo "check $(psql_ -c "CREATE EXTENSION IF NOT EXISTS amcheck;
-        SELECT 'heap ' || count(*) FROM (SELECT * FROM verify_heapam('t') UNION ALL SELECT * FROM verify_heapam('log')) c
+        SELECT 'heap ' || count(*)
+          FROM (SELECT * FROM verify_heapam('t') UNION ALL SELECT * FROM verify_heapam('log')) c
           HAVING count(*) > 0;
         SELECT bt_index_check('t_pkey', true), bt_index_check('log_pkey', true) WHERE false;" 2>&1 | tr '\n' ' ')"
       runuser -u postgres -- "$pgbin/pg_ctl" -D "$mnt/pg" -m fast -w -t 120 stop >/dev/null 2>&1
@@ -187,7 +191,8 @@ case $db in
     fi
     runuser -u postgres -- "$pgbin/pg_ctl" -D "$mnt/pg" -m immediate -w -t 60 stop >/dev/null 2>&1
     echo "errors $(grep -c -E '(ERROR|FATAL|PANIC):' "$run/postgres.log" 2>/dev/null)"
-    echo "why $(grep -E '(ERROR|FATAL|PANIC):' "$run/postgres.log" 2>/dev/null | head -3 | cut -c1-200 | tr '\n' ' ')" ;;
+    echo "why $(grep -E '(ERROR|FATAL|PANIC):' "$run/postgres.log" 2>/dev/null | head -3 | cut -c1-200 |
+      tr '\n' ' ')" ;;
 esac
 cd /
 umount "$mnt" 2>/dev/null || { fuser -km "$mnt" 2>/dev/null; sleep 1; umount "$mnt"; }
@@ -200,7 +205,8 @@ mnt=$1; run=$2; db=$3
 set +e
 case $db in
   mariadb) mariadb_kill "$run" ;;
-  postgres) [ -d "$mnt/pg" ] && runuser -u postgres -- "$pgbin/pg_ctl" -D "$mnt/pg" -m immediate -w -t 60 stop >/dev/null 2>&1 ;;
+  postgres) [ -d "$mnt/pg" ] &&
+              runuser -u postgres -- "$pgbin/pg_ctl" -D "$mnt/pg" -m immediate -w -t 60 stop >/dev/null 2>&1 ;;
 esac
 cd /
 if mountpoint -q "$mnt"; then umount "$mnt" || { fuser -km "$mnt" 2>/dev/null; sleep 1; umount "$mnt"; }; fi

@@ -46,9 +46,11 @@ RUN = "/run/sectorlab-crash"
 
 @dataclass
 class Target:
-    """A database disk of the run and its judge."""
+    """A database disk of the run, its judge, and the disk of the same sectors in the same VM that
+    the copies are written to."""
     disk: DiskRecord
     judge: str
+    judge_disk: DiskRecord
     acks: list[tuple[float, int]] = field(default_factory=list)  # (host CLOCK_MONOTONIC us, id) as read
     requests: list[trace.Request] = field(default_factory=list)
     log: Path | None = None         # the write log, kept from the cut on
@@ -94,7 +96,7 @@ def _rules(disk: DiskRecord) -> powerloss.Rules:
     return powerloss.Rules.of(disk.device, params, disk.logical_block_size)
 
 
-def check(record: LabRecord, targets: list[Target], judge_disk: DiskRecord) -> None:
+def check(record: LabRecord, targets: list[Target]) -> None:
     """One line for what the run cannot do: a judge that is not one, a disk without a write log or
     whose profile does not say what a power cut does, a judge disk of another geometry or smaller."""
     for t in targets:
@@ -103,7 +105,7 @@ def check(record: LabRecord, targets: list[Target], judge_disk: DiskRecord) -> N
         if not modelled.server(record.lab, t.disk.name).writelog.exists():
             raise SectorlabError(f"disk {t.disk.name}: its device model keeps no write log: set write_log = true "
                                  f"in its [[vm.disk]] and bring the lab up again")
-        g, j = t.disk, judge_disk
+        g, j = t.disk, t.judge_disk
         if (g.logical_block_size, g.physical_block_size) != (j.logical_block_size, j.physical_block_size) or \
                 j.size_bytes < g.size_bytes or j.vm != g.vm:
             raise SectorlabError(f"judge disk {j.name} ({j.logical_block_size}/{j.physical_block_size}, "
@@ -112,12 +114,15 @@ def check(record: LabRecord, targets: list[Target], judge_disk: DiskRecord) -> N
                                  f"VM {g.vm}): expected the same sectors and VM, at least its size")
 
 
-def run(record: LabRecord, guest, targets: list[Target], judge_disk: DiskRecord, copies: int, seed: int,
+def run(record: LabRecord, guest, targets: list[Target], copies: int, seed: int,
         progress: Callable[[str], None] = print) -> list[dict]:
     """The run (a real cut and `copies` more states per target), every state judged; its rows."""
-    check(record, targets, judge_disk)
+    check(record, targets)
+    if len({t.disk.vm for t in targets}) != 1:
+        raise SectorlabError(f"a run's disks are of one VM (the one whose QEMU is killed): "
+                             f"{', '.join(f'{t.disk.vm}/{t.name}' for t in targets)}")
     rng = random.Random(seed)
-    vm = judge_disk.vm
+    vm = targets[0].disk.vm
     work = Path(tempfile.mkdtemp(prefix="sectorlab-dbcut-", dir=WORK_DIR))
     rows: list[dict] = []
     try:
@@ -147,12 +152,13 @@ def run(record: LabRecord, guest, targets: list[Target], judge_disk: DiskRecord,
                 moment = rng.uniform(first, at)
                 state = powerloss.cut(t.requests, _rules(t.disk), moment, rng)
                 image = _build(work, t, state)
-                _write_into(record, judge_disk, image, state.unreadable)
+                _write_into(record, t.judge_disk, image, state.unreadable)
                 image.unlink()
                 row = _row(t, f"copy {k + 1}", moment, state)
-                row |= _judge(record, guest, t, judge_disk, row["acknowledged"], progress).row()
+                row |= _judge(record, guest, t, t.judge_disk, row["acknowledged"], progress).row()
                 rows.append(row)
-        modelled.server(record.lab, judge_disk.name).unreadable.unlink(missing_ok=True)
+        for t in targets:
+            modelled.server(record.lab, t.judge_disk.name).unreadable.unlink(missing_ok=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return rows
@@ -202,7 +208,13 @@ def _build(work: Path, t: Target, state: powerloss.State) -> Path:
 
 
 def _row(t: Target, kind: str, moment: float, state: powerloss.State) -> dict:
-    return {"disk": t.name, "profile": t.disk.device, "geometry": t.disk.geometry, "kind": kind,
+    first = min(a for a, _ in t.acks)
+    during = [r for r in t.requests if r.op == "write" and not r.error and first <= r.t_us <= moment]
+    unit = _rules(t.disk).unit
+    return {"disk": t.name, "profile": t.disk.device, "geometry": t.disk.geometry,
+            "sectors": f"{t.disk.logical_block_size}/{t.disk.physical_block_size}", "kind": kind,
+            "writes": len(during), "atomic_unit": unit,
+            "partial_unit_writes": sum(bool(r.offset % unit or r.length % unit) for r in during),
             "moment_s": round((moment - min(a for a, _ in t.acks)) / 1e6, 3),
             "acknowledged": t.acknowledged_at(moment), "writes_durable": state.writes_durable,
             "writes_torn": state.writes_torn, "writes_lost": state.writes_lost,
