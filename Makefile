@@ -291,9 +291,9 @@ crash: bootstrap
 
 # The databases' power cuts: a lab of their own (labs/crash-databases.toml), taken down after.
 crash-db: bootstrap
-	@$(show); rc=0; lab=labs/crash-databases.toml; \
-	  if show $(SECTORLAB) lab up --lab $$lab; then \
-	    show $(SECTORLAB) crash-db --lab $$lab $${CUTS:+--cuts="$$CUTS"} $${CRASH_SEED:+--seed="$$CRASH_SEED"} \
+	@rc=0; lab=labs/crash-databases.toml; \
+	  if $(SECTORLAB) lab up --lab $$lab; then \
+	    $(SECTORLAB) crash-db --lab $$lab $${CUTS:+--cuts="$$CUTS"} $${CRASH_SEED:+--seed="$$CRASH_SEED"} \
 	      $${JUDGES:+--judges="$$JUDGES"} $${RESULTS:+--results="$$RESULTS"} || rc=1; \
 	  else rc=1; fi; \
 	  $(SECTORLAB) lab down --lab $$lab || rc=1; exit $$rc
