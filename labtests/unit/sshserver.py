@@ -79,7 +79,11 @@ class SSHServer:
             reply = self.server.replies.get(command, (127, "", f"sh: {command}: not found\n"))
             # A callable reply talks with the client over the channel first (a question on stdout,
             # an answer on stdin), then returns the status and the rest of the output.
-            rc, out, err = reply(channel) if callable(reply) else reply
+            # One that returns None has ended the connection itself (a guest that went away).
+            answered = reply(channel) if callable(reply) else reply
+            if answered is None:
+                return
+            rc, out, err = answered
             channel.sendall(out.encode())
             channel.sendall_stderr(err.encode())
             channel.send_exit_status(rc)

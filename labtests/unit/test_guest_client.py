@@ -209,3 +209,35 @@ def test_a_crashed_guest_stops_the_scenarios(pytester):
     result = pytester.runpytest_inprocess()
     result.assert_outcomes(failed=1)
     assert "stopping: Guest(lab1): the guest's kernel panicked" in result.stdout.str()
+
+
+def _acks_then_close(channel):
+    """Three lines, apart in time, then the connection goes away without an exit status (a guest
+    whose QEMU was killed)."""
+    import time
+    for i in (1, 2, 3):
+        channel.sendall(f"ack {i}\n".encode())
+        time.sleep(0.2)
+    channel.get_transport().close()
+    return None
+
+
+def test_stream_hands_each_line_over_as_it_arrives_and_survives_the_guest_going_away(keys, tmp_path):
+    import time
+
+    from labtests.unit.sshserver import SSHServer
+    server = SSHServer(keys["host"], "lab", keys["login"], {"acks": _acks_then_close, "nvme version":
+                                                              (0, "nvme version 2.3\n", "")})
+    try:
+        g = guest.Guest("vm", "127.0.0.1", server.port, "lab", keys["login"].write(tmp_path / "id"),
+                        keys["host"].public_openssh)
+        g.wait_until_up(timeout=20)
+        seen: list[tuple[float, str]] = []
+        result = g.stream("acks", on_line=lambda line: seen.append((time.monotonic(), line)))
+        assert [line for _, line in seen] == ["ack 1", "ack 2", "ack 3"]
+        assert seen[2][0] - seen[0][0] >= 0.3, seen  # taken as they came, not at the end
+        assert result.rc == -1 and result.stdout == "ack 1\nack 2\nack 3"
+        assert g.stream("nvme version", on_line=lambda line: None).stdout == "nvme version 2.3"
+        g.close()
+    finally:
+        server.close()

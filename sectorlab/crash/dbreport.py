@@ -57,7 +57,7 @@ def headlines(doc: dict) -> list[str]:
         k = counts(rows)
         if k["broken"] or k["undetected"]:
             line = (f"- **{cell(judge)}** on {_disk(rows[0])}: not back whole after {share(k['broken'], k['n'])} of "
-                    f"the cuts ({k['down']} did not come up, {k['losing']} lost acknowledged commits); "
+                    f"the cuts ({k['down']} did not come up, {k['losing']} came up without acknowledged commits); "
                     f"{k['undetected']} wrong without a word from the database.")
             for on, off in PROTECTION.items():
                 if judge == off and (disk, on) in cells:

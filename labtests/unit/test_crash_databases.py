@@ -1,0 +1,108 @@
+"""The databases' power-cut judges read on the host (crash/databases.py), their report
+(crash/dbreport.py) and the matrix's cells (crash/dbmatrix.py), without a guest."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from labtests.unit import records
+from sectorlab.crash import databases, dbmatrix, dbreport
+from sectorlab.errors import SectorlabError, UsageError
+
+CAME_UP = "mounted 1\nstarted 1\nrecovery_s 1.25\nids 1 2 3 4 5 \nsum_k 5 \ncount_log 5 \ncheck \nerrors 0\n" \
+          "restored 0\nwhy \n"
+
+
+def test_a_database_that_came_back_with_every_acknowledged_commit_is_whole():
+    v = databases.parse("mariadb-doublewrite-on", CAME_UP, acknowledged=4)
+    assert (v.started, v.recovery_s, v.ids, v.lost, v.consistent, v.detected, v.undetected) == \
+        (True, 1.25, {1, 2, 3, 4, 5}, 0, True, False, False)
+
+
+def test_a_missing_acknowledged_commit_the_database_said_nothing_of_is_undetected():
+    v = databases.parse("postgres-fpw-off", CAME_UP.replace("ids 1 2 3 4 5", "ids 1 2 4 5"), acknowledged=4)
+    assert (v.lost, v.detected, v.undetected) == (1, False, True)
+    # the same with a page the database found bad: detected, not silent
+    v = databases.parse("postgres-fpw-off", CAME_UP.replace("ids 1 2 3 4 5", "ids 1 2 4 5").replace(
+        "errors 0", "errors 1"), acknowledged=4)
+    assert (v.lost, v.detected, v.undetected) == (1, True, False)
+
+
+def test_tables_that_disagree_are_wrong_even_with_every_commit_there():
+    v = databases.parse("postgres-fpw-off", CAME_UP.replace("sum_k 5", "sum_k 4"), acknowledged=5)
+    assert (v.lost, v.consistent, v.undetected) == (0, False, True)
+
+
+def test_a_database_that_did_not_come_up_lost_every_acknowledged_commit_and_said_so():
+    text = "mounted 1\nstarted 0\nerrors 3\nrestored 0\nwhy InnoDB: Unable to apply log to corrupted page 516\n"
+    v = databases.parse("mariadb-doublewrite-off", text, acknowledged=166)
+    assert (v.started, v.lost, v.detected, v.undetected) == (False, 166, True, False)
+    assert "corrupted page 516" in v.why
+
+
+def test_an_error_where_ids_were_expected_is_the_database_speaking():
+    v = databases.parse("postgres-fpw-off", CAME_UP.replace(
+        "ids 1 2 3 4 5 ", "ids ERROR:  invalid page in block 3 of relation base/16384/16390 "), acknowledged=2)
+    assert v.detected and "invalid page in block 3" in v.check and v.lost == 2
+
+
+def test_output_that_is_not_a_judges_is_one_line():
+    with pytest.raises(SectorlabError, match=re.escape("judge postgres-fpw-on: its output has no 'mounted' line")):
+        databases.parse("postgres-fpw-on", "sudo: a password is required\n", 3)
+    with pytest.raises(UsageError, match=re.escape("judge 'oracle': expected one of mariadb-doublewrite-on, ")):
+        databases.judge_of("oracle")
+
+
+def _row(judge: str, disk: str = "client-512e", **changes) -> dict:
+    base = {"disk": disk, "profile": "hdd-7200-client", "geometry": "sector512e", "sectors": "512/4096",
+            "kind": "copy", "writes": 900, "atomic_unit": 4096, "partial_unit_writes": 0, "moment_s": 1.0,
+            "acknowledged": 10, "writes_durable": 800, "writes_torn": 1, "writes_lost": 2, "units_unreadable": 0,
+            "judge": judge, "mounted": True, "started": True, "recovery_s": 1.0, "recovered": 10, "lost": 0,
+            "consistent": True, "detected": False, "undetected": False, "check": "", "checksum_failures": 0,
+            "errors": 0, "restored": 0, "why": ""}
+    return base | changes
+
+
+def test_the_report_tests_a_protection_off_against_on_and_says_which_cells_came_back_whole():
+    down = {"started": False, "lost": 10, "recovered": 0, "consistent": None, "detected": True, "errors": 3,
+            "recovery_s": None, "why": "InnoDB: Unable to apply log to corrupted page 516"}
+    rows = ([_row("mariadb-doublewrite-off", **down) for _ in range(12)] + [_row("mariadb-doublewrite-off")] * 8
+            + [_row("mariadb-doublewrite-on")] * 20)
+    doc = {"lab": "crash-db", "judges": ["mariadb-doublewrite-on", "mariadb-doublewrite-off"], "cuts": 20,
+           "seed": 1, "rows_per_table": 20000, "checkpoint_every": 50, "min_acks": 150, "rows": rows, "wall_s": 9}
+    text = dbreport.markdown(doc)
+    assert "**mariadb-doublewrite-off** on `hdd-7200-client` sector512e (512/4096): not back whole after " \
+           "12/20 = 60.0 % (36.1-80.9) of the cuts (12 did not come up, 0 came up without acknowledged commits)" in text
+    assert "With mariadb-doublewrite-on: 0/20 = 0.0 % (0.0-16.8); Fisher's exact test p = 4.5e-05 (n = 20 and " \
+           "20 cuts)." in text
+    assert "**Back whole after every cut** in 1 cells: mariadb-doublewrite-on on client-512e (20 cuts)" in text
+    assert "No database write covered its disk's atomic unit in part" in text
+    assert "Unable to apply log to corrupted page 516" in text
+    partial = dbreport.markdown(doc | {"rows": [_row("mariadb-doublewrite-on", partial_unit_writes=3)]})
+    assert "No database write covered" not in partial and "| 3 of 900 |" in partial
+
+
+def test_the_matrix_pairs_each_logged_disk_with_a_judge_disk_of_its_sectors(tmp_path, monkeypatch):
+    from sectorlab.lab import modelled
+    monkeypatch.setattr(modelled, "SERVE_DIR", tmp_path)
+    raw = records.record()
+    raw["lab"] = "crash-db"
+    db = records.DISK | {"name": "client-512e", "geometry": "sector512e", "logical_block_size": 512,
+                         "physical_block_size": 4096, "device": "hdd-7200-client", "serial": "a"}
+    judge = db | {"name": "judge-512e", "device": None, "serial": "b"}
+    other = db | {"name": "judge-4k", "device": None, "serial": "c", "logical_block_size": 4096, "geometry": "sector4k"}
+    raw["disks"] = {"lab1/client-512e": db, "lab1/judge-4k": other}
+    from sectorlab.lab.record import LabRecord
+    with pytest.raises(UsageError, match=re.escape("lab crash-db: no disk keeps a write log (write_log = true)")):
+        dbmatrix.pairs(LabRecord.from_json(raw, "test"))
+    log = modelled.server("crash-db", "client-512e").writelog
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b"")
+    with pytest.raises(UsageError, match=re.escape("disk client-512e (512/4096) has no judge disk: add one to VM "
+                                                   "lab1 with the same sectors")):
+        dbmatrix.pairs(LabRecord.from_json(raw, "test"))
+    raw["disks"]["lab1/judge-512e"] = judge
+    got = dbmatrix.pairs(LabRecord.from_json(raw, "test"))
+    assert [(d.name, j.name) for d, j in got] == [("client-512e", "judge-512e")]
