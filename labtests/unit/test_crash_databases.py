@@ -106,3 +106,23 @@ def test_the_matrix_pairs_each_logged_disk_with_a_judge_disk_of_its_sectors(tmp_
     raw["disks"]["lab1/judge-512e"] = judge
     got = dbmatrix.pairs(LabRecord.from_json(raw, "test"))
     assert [(d.name, j.name) for d, j in got] == [("client-512e", "judge-512e")]
+
+
+def test_the_stack_without_atomic_writes_is_said_in_one_line(tmp_path, monkeypatch):
+    from sectorlab.crash import atomic
+    assert atomic.kernel_lacks("6.12.48+deb12-amd64") is None and atomic.kernel_lacks("6.11.0") is None
+    assert "the guest's kernel 6.1.0-40-amd64 reports no atomic_write_* limits" in \
+        atomic.kernel_lacks("6.1.0-40-amd64")
+    fake = tmp_path / atomic.QEMU
+    for props, version, lacks in [("nvme options:\n  serial=<str>\n", "7.2.22", True),
+                                  ("nvme options:\n  atomic.awun=<uint16>\n  atomic.awupf=<uint16>\n", "10.0.3", False)]:
+        fake.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && echo 'QEMU emulator version {version}' && exit 0\n"
+                        f"printf '{props}'\n")
+        fake.chmod(0o755)
+        monkeypatch.setenv("PATH", str(tmp_path))
+        said = atomic.line("6.12.1")
+        if lacks:
+            assert said == (f"atomic writes: not run: the host's QEMU {version} has no NVMe atomic write parameters "
+                            f"(atomic.awun, atomic.awupf: QEMU 10, bookworm-backports); the rest runs without them")
+        else:
+            assert said is None and atomic.line("6.1.0") is not None

@@ -19,7 +19,7 @@ from ..errors import UsageError
 from ..lab import modelled
 from ..lab.record import DiskRecord, LabRecord
 from ..paths import write_atomic
-from . import databases, dblab
+from . import atomic, databases, dblab
 
 
 def pairs(record: LabRecord) -> list[tuple[DiskRecord, DiskRecord]]:
@@ -55,6 +55,10 @@ def run(record: LabRecord, judges: list[str], cuts: int, seed: int, progress: Ca
     results = results_root / f"{time.strftime('%Y%m%d-%H%M%S')}-crash-db-{record.lab}"
     results.mkdir(parents=True)
     rng = random.Random(seed)
+    release = lab_mod.guests_from_lab_json(record)[vm].run("uname -r").stdout.strip()
+    lacking = atomic.line(release)
+    if lacking:
+        progress(lacking)
     started, rows = time.monotonic(), []
     for i, judge in enumerate(rng.sample(judges, len(judges)), 1):
         guest = lab_mod.guests_from_lab_json(record)[vm]
@@ -62,7 +66,8 @@ def run(record: LabRecord, judges: list[str], cuts: int, seed: int, progress: Ca
         progress(f"{i}/{len(judges)} {judge}: on {', '.join(d.name for d, _ in cells)}; {cuts} cuts each")
         rows += dblab.run(record, guest, targets, cuts - 1, rng.getrandbits(31), progress)
         guest.close()
-        write_atomic(results / "crash-db.json", json.dumps(_doc(record, judges, cuts, seed, rows, started), indent=1))
+        write_atomic(results / "crash-db.json",
+                     json.dumps(_doc(record, judges, cuts, seed, rows, started) | {"atomic": lacking}, indent=1))
     from . import dbreport
     dbreport.write(results)
     return results

@@ -123,7 +123,8 @@ def markdown(doc: dict) -> str:
              f"offered (Poisson), {load['seconds']} s, checked "
              f"redo blocks; each cut a moment drawn over the run, its tears drawn from the same seeded generator "
              f"(crash/powerloss.py; docs/crash.md has the rules and their sources), judged by `redo-writer verify`.",
-             "", *headlines(doc), "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+             "", *headlines(doc), *([f"- {cell(doc['atomic'])}."] if doc.get("atomic") else []), "",
+             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for c in sorted(doc["cells"], key=lambda x: (x["profile"], x["geometry"], x["blocksize"])):
         lines.append("| " + " | ".join(cell_row(c)) + " |")
     if doc["forbidden"]:
