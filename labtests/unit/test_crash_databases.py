@@ -114,8 +114,8 @@ def test_the_stack_without_atomic_writes_is_said_in_one_line(tmp_path, monkeypat
     assert "the guest's kernel 6.1.0-40-amd64 reports no atomic_write_* limits" in \
         atomic.kernel_lacks("6.1.0-40-amd64")
     fake = tmp_path / atomic.QEMU
-    for props, version, lacks in [("nvme options:\n  serial=<str>\n", "7.2.22", True),
-                                  ("nvme options:\n  atomic.awun=<uint16>\n  atomic.awupf=<uint16>\n", "10.0.3", False)]:
+    with_atomic = "nvme options:\n  atomic.awun=<uint16>\n  atomic.awupf=<uint16>\n"
+    for props, version, lacks in [("nvme options:\n  serial=<str>\n", "7.2.22", True), (with_atomic, "10.0.3", False)]:
         fake.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && echo 'QEMU emulator version {version}' && exit 0\n"
                         f"printf '{props}'\n")
         fake.chmod(0o755)
