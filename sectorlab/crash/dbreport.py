@@ -113,8 +113,8 @@ def markdown(doc: dict) -> str:
               "server's launch to its first answer, in the guest under TCG: the real cut's on the cell's own disk "
               "(its device model's times), the copies' on the judge disk, whose model adds nothing of its own "
               "(the floor): a copy's time is the database's and the lab's work, not the device's. A cell with no "
-              "failures says 0: that is what was measured, in these cuts of these runs; how often a cut hurts follows from the "
-              "assumed shares of each tear's outcomes (docs/crash.md).", ""]
+              "failures says 0: that is what was measured, in these cuts of these runs; how often a cut hurts "
+              "follows from the assumed shares of each tear's outcomes (docs/crash.md).", ""]
     return "\n".join(lines)
 
 
