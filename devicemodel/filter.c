@@ -34,13 +34,17 @@ static int64_t t0;
 static __thread int slack_set;
 
 /* The write log (`writelog=PATH`, for crash states built from one run: sectorlab/crash/writelog.py):
- * every write and zero the model lets through, in arrival order, as a record of four little-endian
- * fields, its arrival (ns, CLOCK_MONOTONIC, as the trace's t_us), offset, length and op (1 write,
- * 4 zero), then a write's bytes. A trim is not logged (a drive may read the trimmed bytes as they
- * were). The model's disk is blank when it starts, so the log is the disk's whole history. */
+ * every write and zero whose data landed, as a record of three little-endian 64-bit fields, its
+ * arrival (ns, CLOCK_MONOTONIC, as the trace's t_us), offset, and length | op << 32 (op 1 write, 4
+ * zero), then a write's bytes. Records follow the landing of the data (the reader orders them by
+ * arrival); they have a lock of their own, so that logging never holds up the model's clock. A
+ * request whose record cannot be written whole fails, and its part-record is cut off. A trim is
+ * not logged (a drive may read the trimmed bytes as they were). The model's disk is blank when it
+ * starts, so the log is the disk's whole history. */
 #define WRITELOG_MAGIC "sectorlab-writelog 1\n"
 static char *writelog_path;
 static FILE *writelog;
+static pthread_mutex_t writelog_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A member that fails at a chosen moment (a test's fault, from the host): SIGUSR1 to the daemon and
  * every write, zero, flush and trim fails with EIO from the next request on; SIGUSR2 and they work
@@ -275,17 +279,29 @@ static int model_get_ready(int thread_model) {
   return 0;
 }
 
-/* Called with the lock held, for a write or zero the model lets through: its record in the log. A
- * log that cannot be written fails the request (a crash state built from it would be wrong). */
-static int writelog_record(enum op op, uint64_t offset, uint32_t count, const void *buf, int64_t arrival) {
+/* A write or zero whose data landed: its record in the log; -1 (and *err) when the record could not
+ * be written whole (a crash state built from the log would be wrong): it is cut off again. */
+static int writelog_record(enum op op, uint64_t offset, uint32_t count, const void *buf, int64_t arrival,
+                           int *err) {
   if (!writelog) return 0;
   uint64_t head[3] = {(uint64_t)(arrival + t0), offset, (uint64_t)count | (uint64_t)op << 32};
+  int r = 0;
+  pthread_mutex_lock(&writelog_lock);
+  off_t at = ftello(writelog);
   if (fwrite(head, sizeof head, 1, writelog) != 1 || (buf && count && fwrite(buf, count, 1, writelog) != 1) ||
       fflush(writelog)) {
     nbdkit_error("writelog=%s: %s", writelog_path, strerror(errno));
-    return EIO;
+    clearerr(writelog);
+    if (at < 0 || ftruncate(fileno(writelog), at) || fseeko(writelog, at, SEEK_SET)) {
+      nbdkit_error("writelog=%s: its last record cannot be cut off: no more records", writelog_path);
+      fclose(writelog);
+      writelog = NULL;
+    }
+    *err = EIO;
+    r = -1;
   }
-  return 0;
+  pthread_mutex_unlock(&writelog_lock);
+  return r;
 }
 
 static const char *const op_names[] = {"read", "write", "flush", "trim", "zero"};
@@ -317,15 +333,13 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
   return data_result;
 }
 
-static struct cost cost_of(enum op op, uint64_t offset, uint32_t count, uint32_t flags, const void *buf,
-                           int64_t *arrival) {
+static struct cost cost_of(enum op op, uint64_t offset, uint32_t count, uint32_t flags, int64_t *arrival) {
   pthread_mutex_lock(&lock);
   model.failed = fault_switch;
   *arrival = now_ns();
   struct cost c = model_request(&model, op, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, *arrival);
   unreadable_poll(*arrival);
   if (!c.error && (op == OP_READ || op == OP_WRITE || op == OP_ZERO)) c.error = unreadable_meets(op, offset, count);
-  if (!c.error && (op == OP_WRITE || op == OP_ZERO)) c.error = writelog_record(op, offset, count, buf, *arrival);
   pthread_mutex_unlock(&lock);
   return c;
 }
@@ -334,7 +348,7 @@ static int model_pread(nbdkit_next *next, void *handle, void *buf, uint32_t coun
                        uint32_t flags, int *err) {
   (void)handle;
   int64_t arrival;
-  struct cost c = cost_of(OP_READ, offset, count, flags, NULL, &arrival);
+  struct cost c = cost_of(OP_READ, offset, count, flags, &arrival);
   int r = c.error ? -1 : next->pread(next, buf, count, offset, flags, err);
   return serve(OP_READ, offset, count, flags, r, err, arrival, c);
 }
@@ -343,15 +357,16 @@ static int model_pwrite(nbdkit_next *next, void *handle, const void *buf, uint32
                         uint32_t flags, int *err) {
   (void)handle;
   int64_t arrival;
-  struct cost c = cost_of(OP_WRITE, offset, count, flags, buf, &arrival);
+  struct cost c = cost_of(OP_WRITE, offset, count, flags, &arrival);
   int r = c.error ? -1 : next->pwrite(next, buf, count, offset, flags, err);
+  if (r == 0) r = writelog_record(OP_WRITE, offset, count, buf, arrival, err);
   return serve(OP_WRITE, offset, count, flags, r, err, arrival, c);
 }
 
 static int model_flush(nbdkit_next *next, void *handle, uint32_t flags, int *err) {
   (void)handle;
   int64_t arrival;
-  struct cost c = cost_of(OP_FLUSH, 0, 0, flags, NULL, &arrival);
+  struct cost c = cost_of(OP_FLUSH, 0, 0, flags, &arrival);
   int r = c.error ? -1 : next->flush(next, flags, err);
   return serve(OP_FLUSH, 0, 0, flags, r, err, arrival, c);
 }
@@ -360,7 +375,7 @@ static int model_trim(nbdkit_next *next, void *handle, uint32_t count, uint64_t 
                       int *err) {
   (void)handle;
   int64_t arrival;
-  struct cost c = cost_of(OP_TRIM, offset, count, flags, NULL, &arrival);
+  struct cost c = cost_of(OP_TRIM, offset, count, flags, &arrival);
   int r = c.error ? -1 : next->trim(next, count, offset, flags, err);
   return serve(OP_TRIM, offset, count, flags, r, err, arrival, c);
 }
@@ -369,8 +384,9 @@ static int model_zero(nbdkit_next *next, void *handle, uint32_t count, uint64_t 
                       int *err) {
   (void)handle;
   int64_t arrival;
-  struct cost c = cost_of(OP_ZERO, offset, count, flags, NULL, &arrival);
+  struct cost c = cost_of(OP_ZERO, offset, count, flags, &arrival);
   int r = c.error ? -1 : next->zero(next, count, offset, flags, err);
+  if (r == 0) r = writelog_record(OP_ZERO, offset, count, NULL, arrival, err);
   return serve(OP_ZERO, offset, count, flags, r, err, arrival, c);
 }
 

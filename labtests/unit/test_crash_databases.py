@@ -126,3 +126,20 @@ def test_the_stack_without_atomic_writes_is_said_in_one_line(tmp_path, monkeypat
                             f"(atomic.awun, atomic.awupf: QEMU 10, bookworm-backports); the rest runs without them")
         else:
             assert said is None and atomic.line("6.1.0") is not None
+
+
+def test_a_commit_missing_below_one_that_survived_is_a_hole_even_before_the_host_had_its_ack():
+    v = databases.parse("postgres-fpw-off", CAME_UP.replace("ids 1 2 3 4 5", "ids 1 2 3 5").replace(
+        "count_log 5", "count_log 4").replace("sum_k 5", "sum_k 4"), acknowledged=2)
+    assert (v.lost, v.holes, v.consistent, v.undetected) == (0, 1, False, True)
+
+
+def test_ids_the_database_would_not_give_are_not_read_and_pg_checksums_that_did_not_run_is_said():
+    text = CAME_UP.replace("ids 1 2 3 4 5 ", "ids ERROR:  could not read block 0 in file \"base/5/16390\" ") + \
+        "checksum_error pg_checksums did not check: pg_checksums: error: cluster must be shut down\n"
+    v = databases.parse("postgres-fpw-on", text, acknowledged=3)
+    assert (v.ids_read, v.lost, v.detected) == (False, 3, True)
+    assert "pg_checksums did not check" in v.check and "could not read block 0" in v.check
+    doc = {"lab": "l", "judges": ["postgres-fpw-on"], "cuts": 1, "seed": 1, "rows_per_table": 1,
+           "checkpoint_every": 50, "min_acks": 1, "rows": [_row(**v.row())], "wall_s": 1}
+    assert "| 1/1 = 100.0 % (2.5-100.0) | 0 | 0 (0) |" in dbreport.markdown(doc)

@@ -39,6 +39,7 @@ JUDGES = {
 
 _COMMON = r'''
 set -eu
+RECOVERY_S=180  # a recovery that takes longer is counted as not coming up
 pgbin=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb /usr/pgsql-*/bin/initdb 2>/dev/null | sort -V | tail -1)")
 mariadb_cnf() {  # mnt run setting
   cat > "$2/my.cnf" <<EOF
@@ -58,14 +59,13 @@ innodb_max_dirty_pages_pct_lwm=0
 innodb_doublewrite=$3
 EOF
 }
-mariadb_start() {  # run: waits until it answers; prints the seconds it took; 1 when it did not
-  t0=$(date +%s.%N)
+mariadb_start() {  # run: waits until it answers; prints the seconds it took; 1 when it did not in time
+  t0=$(date +%s.%N); deadline=$(( $(date +%s) + RECOVERY_S ))
   setsid mariadbd --defaults-file="$1/my.cnf" </dev/null >"$1/stdout.log" 2>&1 &
   echo $! > "$1/launched.pid"
-  i=0
   until mariadb-admin --socket="$1/mariadb.sock" -uroot ping >/dev/null 2>&1; do
     kill -0 "$(cat "$1/launched.pid")" 2>/dev/null || return 1
-    i=$((i + 1)); [ "$i" -lt 1800 ] || return 1
+    if [ "$(date +%s)" -ge "$deadline" ]; then echo "[ERROR] no answer in $RECOVERY_S s" >> "$1/error.log"; return 1; fi
     sleep 0.1
   done
   awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }'
@@ -91,7 +91,8 @@ EOF
 }
 pg_start() {  # datadir run: prints the seconds it took; 1 when it did not start
   t0=$(date +%s.%N)
-  runuser -u postgres -- "$pgbin/pg_ctl" -D "$1" -l "$2/postgres.log" -w -t 120 -o "-k $2" start >/dev/null || return 1
+  runuser -u postgres -- "$pgbin/pg_ctl" -D "$1" -l "$2/postgres.log" -w -t "$RECOVERY_S" -o "-k $2" start \
+    >/dev/null || return 1
   awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }'
 }
 psql_() { runuser -u postgres -- "$pgbin/psql" -X -q -A -t -h "$run" -U postgres -d crash -v ON_ERROR_STOP=1 "$@"; }
@@ -180,14 +181,17 @@ case $db in
       echo "ids $(psql_ -c 'SELECT id FROM log ORDER BY id' 2>&1 | tr '\n' ' ')"
       echo "sum_k $(psql_ -c 'SELECT COALESCE(SUM(k), -1) FROM t' 2>&1 | tr '\n' ' ')"
       echo "count_log $(psql_ -c 'SELECT COUNT(*) FROM log' 2>&1 | tr '\n' ' ')"
-      echo "check $(psql_ -c "CREATE EXTENSION IF NOT EXISTS amcheck;
-        SELECT 'heap ' || count(*)
+      # amcheck: the heap's tuples, then each index against its heap (bt_index_check returns void: an
+      # empty line each when all is well, an ERROR when not)
+      echo "check $(psql_ -c "CREATE EXTENSION IF NOT EXISTS amcheck" -c "SELECT 'heap ' || count(*)
           FROM (SELECT * FROM verify_heapam('t') UNION ALL SELECT * FROM verify_heapam('log')) c
-          HAVING count(*) > 0;
-        SELECT bt_index_check('t_pkey', true), bt_index_check('log_pkey', true) WHERE false;" 2>&1 | tr '\n' ' ')"
+          HAVING count(*) > 0" -c "SELECT bt_index_check('t_pkey', true)" \
+          -c "SELECT bt_index_check('log_pkey', true)" 2>&1 | tr '\n' ' ')"
       runuser -u postgres -- "$pgbin/pg_ctl" -D "$mnt/pg" -m fast -w -t 120 stop >/dev/null 2>&1
       bad=$(runuser -u postgres -- "$pgbin/pg_checksums" --check -D "$mnt/pg" 2>&1)
-      echo "checksum_failures $(echo "$bad" | sed -n 's/^Bad checksums: *//p')"
+      n=$(echo "$bad" | sed -n 's/^Bad checksums: *//p')
+      if [ -n "$n" ]; then echo "checksum_failures $n"
+      else echo "checksum_error pg_checksums did not check: $(echo "$bad" | tail -2 | tr '\n' ' ')"; fi
     fi
     runuser -u postgres -- "$pgbin/pg_ctl" -D "$mnt/pg" -m immediate -w -t 60 stop >/dev/null 2>&1
     echo "errors $(grep -c -E '(ERROR|FATAL|PANIC):' "$run/postgres.log" 2>/dev/null)"
@@ -239,14 +243,24 @@ class Verdict:
     restored: int = 0               # pages InnoDB restored from its doublewrite buffer
     why: str = ""
     acknowledged: int = 0           # ids 1..acknowledged were acknowledged before the cut
+    ids_read: bool = False          # the ids in `log` were read (the database answered the query)
 
     @property
     def lost(self) -> int:
         """Acknowledged commits the recovered database does not have (all of them when it did not
         come up)."""
-        if not self.started:
+        if not self.started or not self.ids_read:
             return self.acknowledged
         return sum(1 for i in range(1, self.acknowledged + 1) if i not in self.ids)
+
+    @property
+    def holes(self) -> int:
+        """Ids missing below the highest one there: with one session, each of them had committed
+        before the next began (acknowledged to the client, whether or not the host had the line
+        yet), so a hole is a commit lost while a later one survived."""
+        if not self.ids:
+            return 0
+        return max(self.ids) - len(self.ids)
 
     @property
     def detected(self) -> bool:
@@ -257,10 +271,11 @@ class Verdict:
 
     @property
     def consistent(self) -> bool | None:
-        """Every committed transaction both inserted its id and added 1 to k (None: not read)."""
+        """Every committed transaction both inserted its id and added 1 to k, and no commit is missing
+        below one that survived (None: not read)."""
         if self.sum_k is None or self.count_log is None:
             return None
-        return self.sum_k == self.count_log
+        return self.sum_k == self.count_log and self.holes == 0
 
     @property
     def undetected(self) -> bool:
@@ -271,7 +286,8 @@ class Verdict:
     def row(self) -> dict:
         return {"judge": self.judge, "mounted": self.mounted, "started": self.started,
                 "recovery_s": self.recovery_s, "acknowledged": self.acknowledged, "recovered": len(self.ids),
-                "lost": self.lost, "consistent": self.consistent, "detected": self.detected,
+                "ids_read": self.ids_read, "lost": self.lost, "holes": self.holes, "consistent": self.consistent,
+                "detected": self.detected,
                 "undetected": self.undetected, "check": self.check, "checksum_failures": self.checksum_failures,
                 "errors": self.errors, "restored": self.restored, "why": self.why}
 
@@ -289,10 +305,13 @@ def parse(judge: str, text: str, acknowledged: int) -> Verdict:
         return int(said[key]) if re.fullmatch(r"-?\d+", said.get(key, "")) else None
 
     ids_text = said.get("ids", "")
-    ids = {int(i) for i in ids_text.split()} if re.fullmatch(r"[\d ]*", ids_text) else set()
+    ids_ok = bool(re.fullmatch(r"[\d ]*", ids_text))
+    ids = {int(i) for i in ids_text.split()} if ids_ok else set()
     check = said.get("check", "")
     if ids_text and not re.fullmatch(r"[\d ]*", ids_text):
         check = f"reading log: {ids_text[:200]}; {check}".strip("; ")
+    if said.get("checksum_error"):
+        check = f"{said['checksum_error'][:200]}; {check}".strip("; ")
     for key in ("sum_k", "count_log"):
         if said.get(key) and number(key) is None:
             check = f"{key}: {said[key][:200]}; {check}".strip("; ")
@@ -300,7 +319,8 @@ def parse(judge: str, text: str, acknowledged: int) -> Verdict:
     return Verdict(judge, said["mounted"] == "1", said.get("started") == "1",
                    float(recovery) if recovery and re.fullmatch(r"[\d.]+", recovery) else None, ids,
                    number("sum_k"), number("count_log"), check, number("checksum_failures") or 0,
-                   number("errors") or 0, number("restored") or 0, said.get("why", ""), acknowledged)
+                   number("errors") or 0, number("restored") or 0, said.get("why", ""), acknowledged,
+                   "ids" in said and ids_ok)
 
 
 def setup_script() -> str:

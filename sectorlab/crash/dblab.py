@@ -35,7 +35,6 @@ from ..lab.record import DiskRecord, LabRecord
 from ..paths import write_atomic
 from . import databases, powerloss, writelog
 from . import lab as crashlab
-from .run import WORK_DIR
 
 MIN_ACKS = 150          # acknowledged commits of every workload before the cut's moment is drawn
 MAX_WAIT_S = 600        # for them
@@ -123,7 +122,8 @@ def run(record: LabRecord, guest, targets: list[Target], copies: int, seed: int,
                              f"{', '.join(f'{t.disk.vm}/{t.name}' for t in targets)}")
     rng = random.Random(seed)
     vm = targets[0].disk.vm
-    work = Path(tempfile.mkdtemp(prefix="sectorlab-dbcut-", dir=WORK_DIR))
+    # the logs' copies and the states built from them: on disk, beside the lab's write logs
+    work = Path(tempfile.mkdtemp(prefix="dbcut-", dir=modelled.server(record.lab, targets[0].name).writelog.parent))
     rows: list[dict] = []
     try:
         for t in targets:
@@ -134,9 +134,8 @@ def run(record: LabRecord, guest, targets: list[Target], copies: int, seed: int,
         at = _workloads_then_kill(record, guest, targets, vm, rng, progress)
         for t in targets:  # what the run wrote, kept before anything else is written to the disk
             server = modelled.server(record.lab, t.disk.name)
-            t.requests = trace.read(server.trace)
             t.log = work / f"{t.name}.writelog"
-            shutil.copyfile(server.writelog, t.log)
+            t.requests = _settled(server, t.log)
             state = powerloss.cut(t.requests, _rules(t.disk), at, rng)
             image = _build(work, t, state)
             _write_into(record, t.disk, image, state.unreadable)
@@ -157,11 +156,52 @@ def run(record: LabRecord, guest, targets: list[Target], copies: int, seed: int,
                 row = _row(t, f"copy {k + 1}", moment, state)
                 row |= _judge(record, guest, t, t.judge_disk, row["acknowledged"], progress).row()
                 rows.append(row)
-        for t in targets:
-            modelled.server(record.lab, t.judge_disk.name).unreadable.unlink(missing_ok=True)
     finally:
+        _clean_up(record, guest, targets, vm, progress)
         shutil.rmtree(work, ignore_errors=True)
     return rows
+
+
+SETTLE_S = 120
+
+
+def _settled(server, copy: Path) -> list[trace.Request]:
+    """The model's trace once it has a row for every record of its write log (the dead QEMU's last
+    requests are still being served: the log has a write when its data lands, the trace once its
+    modelled time is over), and the log copied to `copy`."""
+    def traced(requests: list[trace.Request]) -> int:
+        return sum(1 for r in requests if r.op in ("write", "zero") and not r.error and r.length)
+
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        before = traced(trace.read(server.trace))
+        shutil.copyfile(server.writelog, copy)
+        logged = sum(1 for r in writelog.records(copy) if r.length)
+        requests = trace.read(server.trace)
+        if before == traced(requests) == logged:  # and nothing came in while the log was copied
+            return requests
+        if time.monotonic() > deadline:
+            raise SectorlabError(f"{server.trace}: {traced(requests)} writes traced, {logged} in its write log "
+                                 f"{SETTLE_S} s after the cut: the model is stuck")
+        time.sleep(0.2)
+
+
+def _clean_up(record: LabRecord, guest, targets: list[Target], vm: str, progress: Callable[[str], None]) -> None:
+    """Whatever the run came to: the guest running, no database or mount of the run left in it, no
+    medium error left on any of its disks. A failure here is said, not raised over the run's own."""
+    for t in targets:
+        for d in (t.disk, t.judge_disk):
+            modelled.server(record.lab, d.name).unreadable.unlink(missing_ok=True)
+    try:
+        if not crashlab.running(record, vm):
+            crashlab.start(record, vm)
+            guest.wait_until_up(300)
+        for t in targets:
+            db, _, _ = databases.judge_of(t.judge)
+            for name in (t.name, f"judge-{t.name}"):
+                _root(guest, databases.stop_script(), f"{MOUNT}/{name}", f"{RUN}/{name}", db, timeout=300)
+    except SectorlabError as e:
+        progress(f"clean-up after the run: {e}")
 
 
 def _workloads_then_kill(record: LabRecord, guest, targets: list[Target], vm: str, rng: random.Random,

@@ -20,11 +20,13 @@ PROTECTION = {"mariadb-doublewrite-on": "mariadb-doublewrite-off", "postgres-fpw
 
 def counts(rows: list[dict]) -> dict:
     up = [r for r in rows if r["started"]]
-    losing = [r["lost"] for r in rows if r["started"] and r["lost"] > 0]
+    losing = [r["lost"] for r in rows if r["started"] and r.get("ids_read", True) and r["lost"] > 0]
     times = sorted(r["recovery_s"] for r in up if r["recovery_s"] is not None and r["kind"] != "real")
     real = [r["recovery_s"] for r in up if r["recovery_s"] is not None and r["kind"] == "real"]
     return {"n": len(rows), "down": sum(not r["started"] for r in rows),
-            "broken": sum((not r["started"]) or r["lost"] > 0 or r["consistent"] is False for r in rows),
+            "broken": sum((not r["started"]) or not r.get("ids_read", True) or r["lost"] > 0
+                          or r["consistent"] is False for r in rows),
+            "holes": sum(r.get("holes", 0) > 0 for r in rows),
             "losing": len(losing), "lost_max": max(losing, default=0),
             "detected": sum(r["detected"] for r in rows), "undetected": sum(r["undetected"] for r in rows),
             "restored": sum(r["restored"] for r in rows), "checksum": sum(r["checksum_failures"] for r in rows),
@@ -108,12 +110,15 @@ def markdown(doc: dict) -> str:
         lines += ["", "What the databases said when they did not come back whole (first lines of their logs):", ""]
         lines += [f"- {cell(j)}: {cell(w[:300])}" for j, w in why[:12]]
     lines += ["", "Not back whole: the database did not come up, or an acknowledged commit is missing, or SUM(k) "
-              "differs from the commits in `log`. Corruption not detected: wrong while the database came up and "
+              "differs from the commits in `log`, or an id is missing below one that is there (one session: it "
+              "had committed before the next began). Corruption not detected: wrong while the database came up and "
               "its checks (CHECK TABLE; amcheck and pg_checksums) found nothing. Recovery is timed from the "
               "server's launch to its first answer, in the guest under TCG: the real cut's on the cell's own disk "
               "(its device model's times), the copies' on the judge disk, whose model adds nothing of its own "
               "(the floor): a copy's time is the database's and the lab's work, not the device's. A cell with no "
-              "failures says 0: that is what was measured, in these cuts of these runs; how often a cut hurts "
+              "failures says 0: that is what was measured, in these cuts of these runs. A cell's cuts are one "
+              "real cut and moments of the same run: the intervals and Fisher's test take them as independent "
+              "trials, which they are only as far as one run's I/O is like another's; how often a cut hurts "
               "follows from the assumed shares of each tear's outcomes (docs/crash.md).", ""]
     return "\n".join(lines)
 

@@ -58,6 +58,12 @@ def kill(record: LabRecord, vm: str) -> float:
     return at_us
 
 
+def running(record: LabRecord, vm: str) -> bool:
+    """Whether libvirt says the lab's domain of `vm` runs."""
+    host = libvirt.get_host(record.libvirt_uri)
+    return host.virsh("domstate", record.vm(vm).domain, check=False).strip() == "running"
+
+
 def start(record: LabRecord, vm: str) -> None:
     """The domain started again, booting afresh (a saved state of it is not a power-on)."""
     host = libvirt.get_host(record.libvirt_uri)

@@ -282,8 +282,9 @@ def run(preset: CrashPreset, progress, results_root: Path) -> Path:
     the results directory (crash.json, report.md)."""
     results = results_root / f"{time.strftime('%Y%m%d-%H%M%S')}-crash-{preset.name}"
     results.mkdir(parents=True)
-    if atomic.line():
-        progress(atomic.line())
+    lacking = atomic.line()
+    if lacking:
+        progress(lacking)
     rng = random.Random(preset.seed)
     runnable = [c for c in preset.cells if preset.forbidden(c) is None]
     order = rng.sample(runnable, len(runnable))
@@ -304,7 +305,7 @@ def run(preset: CrashPreset, progress, results_root: Path) -> Path:
            "load": {"sessions": preset.sessions, "redo_per_txn": preset.redo_per_txn, "rate": preset.rate,
                     "seconds": preset.seconds, "log_size": preset.log_size},
            "forbidden": [{"cell": c.key, "why": preset.forbidden(c)} for c in preset.cells if preset.forbidden(c)],
-           "cells": cells, "wall_s": round(time.monotonic() - started), "atomic": atomic.line()}
+           "cells": cells, "wall_s": round(time.monotonic() - started), "atomic": lacking}
     write_atomic(results / "crash.json", json.dumps(doc, indent=2))
     from . import report
     report.write(results)

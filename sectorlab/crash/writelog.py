@@ -1,5 +1,5 @@
 """A crash state of a disk whose bytes were overwritten, built from one run: the device model's
-write log (the filter's `writelog=`: every write and zero it let through, in arrival order, with
+write log (the filter's `writelog=`: every write and zero whose data landed, with its arrival and
 its bytes; the model's disk is blank when it starts, so the log is the disk's whole history) and
 what a cut leaves of those writes (crash/powerloss.py, on the same model's trace). The state is the
 blank disk with each landed range of each write laid down in arrival order: a write lost at the cut
@@ -37,7 +37,8 @@ class Record:
 
 
 def records(path: Path) -> list[Record]:
-    """The log's records, in arrival order; one line when it is not a whole write log."""
+    """The log's records, in arrival order (the filter writes each once its data landed); one line
+    when it is not a whole write log."""
     out = []
     size = path.stat().st_size
     with open(path, "rb") as f:
@@ -59,7 +60,7 @@ def records(path: Path) -> list[Record]:
                 f.seek(pos)
         if pos != size:
             raise SectorlabError(f"{path}: cut short: its last write's bytes end at {pos}, the file at {size}")
-    return out
+    return sorted(out, key=lambda r: (r.arrival_ns, r.offset, r.length))
 
 
 def match(requests: list[Request], log: list[Record]) -> dict[int, Record]:
@@ -67,7 +68,7 @@ def match(requests: list[Request], log: list[Record]) -> dict[int, Record]:
     its record: the two in arrival order, the same op, place and length, arrivals within 1 us (the
     trace prints them to the ns)."""
     index = sorted((i for i, r in enumerate(requests) if r.op in ("write", "zero") and not r.error and r.length),
-                   key=lambda i: requests[i].t_us)
+                   key=lambda i: (round(requests[i].t_us * 1000), requests[i].offset, requests[i].length))
     logged = [r for r in log if r.length]
     if len(index) != len(logged):
         raise SectorlabError(f"the write log has {len(logged)} writes and zeros, the trace {len(index)}: they are "

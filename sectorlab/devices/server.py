@@ -33,9 +33,10 @@ class DeviceServer:
     # A file to serve instead of memory (nbdkit's file plugin): what was written is there to read
     # after the model stops (a crash run builds its states from it). Made `size` bytes, sparse.
     backing: Path | None = None
-    # Every write's bytes kept in arrival order (the filter's writelog=): any moment's crash state of
+    # Every write's bytes kept with its arrival (the filter's writelog=): any moment's crash state of
     # the disk can be built from one run (crash/writelog.py). It grows by every byte written.
     write_log: bool = False
+    log_dir: Path | None = None  # where the write log goes (default: the directory); a disk's, not RAM's
 
     @property
     def socket(self) -> Path:
@@ -53,7 +54,7 @@ class DeviceServer:
 
     @property
     def writelog(self) -> Path:
-        return self.directory / f"{self.name}.writelog"
+        return (self.log_dir or self.directory) / f"{self.name}.writelog"
 
     @property
     def log(self) -> Path:
@@ -89,6 +90,8 @@ class DeviceServer:
         # a fresh disk reads whole, and its history starts now
         for stale in (self.socket, self.pidfile, self.identity_file, self.unreadable, self.writelog):
             stale.unlink(missing_ok=True)
+        if self.write_log:
+            self.writelog.parent.mkdir(parents=True, exist_ok=True)
         if self.backing is not None:
             with open(self.backing, "xb") as f:  # a file of its own: never one that is there already
                 f.truncate(self.size)

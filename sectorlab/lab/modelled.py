@@ -19,10 +19,13 @@ from ..devices.server import DeviceServer
 from ..errors import SectorlabError, UsageError
 from ..host import libvirt
 from .record import DiskRecord
-from .state import Progress
+from .state import Progress, state_dir
 
 SERVE_DIR = Path("/run/sectorlab/devices")
 MEMORY_SHARE = 0.5  # of the host's memory that a lab's model-served disks may take if written through
+
+
+WRITELOGS = "writelogs"  # in the lab's state directory: the disks' write logs, one directory each
 
 
 def lab_dir(lab_name: str) -> Path:
@@ -31,8 +34,10 @@ def lab_dir(lab_name: str) -> Path:
 
 def server(lab_name: str, disk_name: str, size: int = 0, params: dict[str, str] | None = None,
            write_log: bool = False) -> DeviceServer:
+    # A write log grows by every byte written: it goes to the lab's state directory, on disk (the
+    # models' directory is under /run, in RAM on most hosts), and goes with the lab.
     return DeviceServer(lab_dir(lab_name) / disk_name, size=size, params=params or {}, name="disk",
-                        write_log=write_log)
+                        write_log=write_log, log_dir=state_dir(lab_name) / WRITELOGS / disk_name)
 
 
 def params(profile: str, logical: int, physical: int) -> dict[str, str]:
@@ -132,8 +137,9 @@ def dead(lab_name: str, disks: list[DiskRecord]) -> list[str]:
 
 def stop(lab_name: str, progress: Progress) -> list[str]:
     """Stop every server of the lab (each by its recorded pid and start time) and remove the lab's
-    directory; returns the disks stopped."""
+    directory and its disks' write logs; returns the disks stopped."""
     root = lab_dir(lab_name)
+    shutil.rmtree(state_dir(lab_name) / WRITELOGS, ignore_errors=True)
     if not root.is_dir():
         return []
     stopped = []
