@@ -6,13 +6,12 @@ whole (it did not come up, or acknowledged commits were missing), those it said 
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from scipy.stats import fisher_exact
 
-from ..paths import write_atomic
+from . import report
 from .report import cell, share
 
 PROTECTION = {"mariadb-doublewrite-on": "mariadb-doublewrite-off", "postgres-fpw-on": "postgres-fpw-off"}
@@ -124,10 +123,4 @@ def markdown(doc: dict) -> str:
 
 
 def write(results: Path) -> dict[str, Path]:
-    from ..bench.document import html
-    doc = json.loads((results / "crash-db.json").read_text())
-    text = markdown(doc)
-    out = {"md": results / "report.md", "html": results / "report.html"}
-    write_atomic(out["md"], text)
-    write_atomic(out["html"], html(text, results))
-    return out
+    return report.write(results, "crash-db.json", markdown)

@@ -102,11 +102,12 @@ def headlines(doc: dict) -> list[str]:
     return out
 
 
-def write(results: Path) -> dict[str, Path]:
-    """report.md and report.html (as a bench's: one file, nothing from the network) from crash.json."""
+def write(results: Path, source: str = "crash.json", render=None) -> dict[str, Path]:
+    """report.md and report.html (as a bench's: one file, nothing from the network) from the results'
+    `source` (crash.json; crash-db.json with dbreport.markdown as `render`)."""
     from ..bench.document import html
-    doc = json.loads((results / "crash.json").read_text())
-    text = markdown(doc)
+    doc = json.loads((results / source).read_text())
+    text = (render or markdown)(doc)
     out = {"md": results / "report.md", "html": results / "report.html"}
     write_atomic(out["md"], text)
     write_atomic(out["html"], html(text, results))
