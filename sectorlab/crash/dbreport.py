@@ -67,8 +67,20 @@ def headlines(doc: dict) -> list[str]:
                     o = counts(cells[(disk, on)])
                     p = fisher_exact([[k["broken"], k["n"] - k["broken"]], [o["broken"], o["n"] - o["broken"]]]).pvalue
                     line += (f" With {cell(on)}: {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g} "
-                             f"(n = {k['n']} and {o['n']} cuts){', within noise' if p >= 0.01 else ''}.")
+                             f"(n = {k['n']} and {o['n']} cuts){', not significant at the 1 % level' if p >= 0.01 else ''}.")
             out.append(line)
+    for on, off in PROTECTION.items():  # each protection over all the disks
+        ons = [r for (_, j), rows in cells.items() if j == on for r in rows]
+        offs = [r for (_, j), rows in cells.items() if j == off for r in rows]
+        if ons and offs:
+            k, o = counts(offs), counts(ons)
+            p = fisher_exact([[k["broken"], k["n"] - k["broken"]], [o["broken"], o["n"] - o["broken"]]]).pvalue
+            out.append(f"- **Over all the disks**: {cell(off)} not back whole after {share(k['broken'], k['n'])} of "
+                       f"the cuts, {cell(on)} after {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g}"
+                       f"{', not significant at the 1 % level' if p >= 0.01 else ''}."
+                       + (f" InnoDB restored {o['restored']} torn pages from its doublewrite buffer, in "
+                          f"{sum(r['restored'] > 0 for r in ons)} of the {o['n']} cuts with it on."
+                          if on.startswith("mariadb") else ""))
     whole = [(d, j) for (d, j), rows in cells.items() if not counts(rows)["broken"] and not counts(rows)["undetected"]]
     if whole:
         out.append(f"- **Back whole after every cut** in {len(whole)} cells: "
@@ -103,11 +115,14 @@ def markdown(doc: dict) -> str:
             _disk(rows[0]), cell(judge), str(k["n"]), share(k["broken"], k["n"]), str(k["down"]),
             f"{k['losing']} ({k['lost_max']})", str(k["undetected"]), str(k["restored"]), str(k["checksum"]),
             str(k["torn"]), f"{k['partial']} of {k['writes']:,}", k["recovery_real"], k["recovery"]]) + " |")
-    why = sorted({(r["judge"], r["why"] or r["check"]) for r in doc["rows"]
-                  if r["detected"] and (r["why"] or r["check"])})
-    if why:
-        lines += ["", "What the databases said when they did not come back whole (first lines of their logs):", ""]
-        lines += [f"- {cell(j)}: {cell(w[:300])}" for j, w in why[:12]]
+    said = {}
+    for r in doc["rows"]:  # up to three of each judge, in the order they came
+        if r["detected"] and (r["why"] or r["check"]) and len(said.setdefault(r["judge"], [])) < 3:
+            said[r["judge"]].append(f"{r['disk']} {r['kind']}: {r['why'] or r['check']}")
+    if said:
+        lines += ["", "What the databases said when they did not come back whole (the first lines of their logs; up "
+                  "to three per judge):", ""]
+        lines += [f"- {cell(j)}, {cell(w[:300])}" for j in sorted(said) for w in said[j]]
     lines += ["", "Not back whole: the database did not come up, or an acknowledged commit is missing, or SUM(k) "
               "differs from the commits in `log`, or an id is missing below one that is there (one session: it "
               "had committed before the next began). Corruption not detected: wrong while the database came up and "
