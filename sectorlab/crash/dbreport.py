@@ -53,6 +53,10 @@ COLUMNS = ["disk", "judge", "cuts", "not back whole: down or commits lost (95 % 
            "in part", "recovery s, real cut (the cell's disk)", "recovery s, copies: median (range) (the judge disk)"]
 
 
+def _significance(p: float) -> str:
+    return ", not significant at the 1 % level" if p >= 0.01 else ""
+
+
 def headlines(doc: dict) -> list[str]:
     out = []
     cells = _cells(doc)
@@ -67,7 +71,7 @@ def headlines(doc: dict) -> list[str]:
                     o = counts(cells[(disk, on)])
                     p = fisher_exact([[k["broken"], k["n"] - k["broken"]], [o["broken"], o["n"] - o["broken"]]]).pvalue
                     line += (f" With {cell(on)}: {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g} "
-                             f"(n = {k['n']} and {o['n']} cuts){', not significant at the 1 % level' if p >= 0.01 else ''}.")
+                             f"(n = {k['n']} and {o['n']} cuts){_significance(p)}.")
             out.append(line)
     for on, off in PROTECTION.items():  # each protection over all the disks
         ons = [r for (_, j), rows in cells.items() if j == on for r in rows]
@@ -77,7 +81,7 @@ def headlines(doc: dict) -> list[str]:
             p = fisher_exact([[k["broken"], k["n"] - k["broken"]], [o["broken"], o["n"] - o["broken"]]]).pvalue
             out.append(f"- **Over all the disks**: {cell(off)} not back whole after {share(k['broken'], k['n'])} of "
                        f"the cuts, {cell(on)} after {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g}"
-                       f"{', not significant at the 1 % level' if p >= 0.01 else ''}."
+                       f"{_significance(p)}."
                        + (f" InnoDB restored {o['restored']} torn pages from its doublewrite buffer, in "
                           f"{sum(r['restored'] > 0 for r in ons)} of the {o['n']} cuts with it on."
                           if on.startswith("mariadb") else ""))
