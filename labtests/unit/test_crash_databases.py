@@ -86,7 +86,8 @@ def test_the_report_tests_a_protection_off_against_on_and_says_which_cells_came_
 
 def test_the_matrix_pairs_each_logged_disk_with_a_judge_disk_of_its_sectors(tmp_path, monkeypatch):
     from sectorlab.lab import modelled
-    monkeypatch.setattr(modelled, "SERVE_DIR", tmp_path)
+    monkeypatch.setattr(modelled, "SERVE_DIR", tmp_path / "serve")
+    monkeypatch.setattr(modelled, "state_dir", lambda lab: tmp_path / "state" / lab)
     raw = records.record()
     raw["lab"] = "crash-db"
     db = records.DISK | {"name": "client-512e", "geometry": "sector512e", "logical_block_size": 512,
