@@ -143,4 +143,26 @@ def test_ids_the_database_would_not_give_are_not_read_and_pg_checksums_that_did_
     assert "pg_checksums did not check" in v.check and "could not read block 0" in v.check
     doc = {"lab": "l", "judges": ["postgres-fpw-on"], "cuts": 1, "seed": 1, "rows_per_table": 1,
            "checkpoint_every": 50, "min_acks": 1, "rows": [_row(**v.row())], "wall_s": 1}
-    assert "| 1/1 = 100.0 % (2.5-100.0) | 0 | 0 (0) |" in dbreport.markdown(doc)
+    assert "| 1/1 = 100.0 % (2.5-100.0) | 0 | 0 | 0 |" in dbreport.markdown(doc)
+
+
+def test_a_judge_whose_database_the_image_lacks_is_one_line():
+    from sectorlab.guest.client import CommandResult
+
+    class Guest:
+        def __init__(self, has: set[str]):
+            self.has, self.asked = has, []
+
+        def run(self, cmd, *args):
+            self.asked.append(args[0])
+            ok = any(name in args[0] for name in self.has)
+            return CommandResult(cmd, 0 if ok else 1, "", "")
+
+    bare = Guest(set())
+    with pytest.raises(UsageError, match=re.escape("judge postgres-fpw-off: the guest image ol9 has no PostgreSQL "
+                                                   "server (initdb, pg_ctl): use a Debian 12 image")):
+        databases.require(bare, "ol9", "postgres-fpw-off")
+    with pytest.raises(UsageError, match=re.escape("judge mariadb-doublewrite-on: the guest image ol9 has no MariaDB "
+                                                   "server (mariadbd) with its data directory template")):
+        databases.require(bare, "ol9", "mariadb-doublewrite-on")
+    databases.require(Guest({"mariadbd"}), "debian12", "mariadb-doublewrite-on")

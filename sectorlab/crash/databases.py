@@ -219,6 +219,24 @@ exit 0
 '''
 
 
+# What each database needs in the guest image (packer/scripts/common/databases.sh installs them).
+NEEDS = {
+    "mariadb": ("command -v mariadbd && test -d /usr/local/share/sectorlab/mariadb-datadir",
+                "MariaDB server (mariadbd) with its data directory template"),
+    "postgres": ("ls -d /usr/lib/postgresql/*/bin/initdb /usr/pgsql-*/bin/initdb 2>/dev/null | grep -q .",
+                 "PostgreSQL server (initdb, pg_ctl)"),
+}
+
+
+def require(guest, image: str, judge: str) -> None:
+    """One line when the guest's image lacks the judge's database."""
+    db = judge_of(judge)[0]
+    test, what = NEEDS[db]
+    if not guest.run("sudo -n sh -c", test).ok:  # as root: /usr/sbin on the PATH
+        raise UsageError(f"judge {judge}: the guest image {image} has no {what}: use a Debian 12 image "
+                         f"(packer/scripts/common/databases.sh installs them)")
+
+
 def judge_of(name: str) -> tuple[str, str, str]:
     """(database, setting, value) of a judge; one line naming the judges when it is not one."""
     if name not in JUDGES:

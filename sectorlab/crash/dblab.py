@@ -125,6 +125,8 @@ def run(record: LabRecord, guest, targets: list[Target], copies: int, seed: int,
     # the logs' copies and the states built from them: on disk, beside the lab's write logs
     work = Path(tempfile.mkdtemp(prefix="dbcut-", dir=modelled.server(record.lab, targets[0].name).writelog.parent))
     rows: list[dict] = []
+    for t in targets:
+        databases.require(guest, record.vm(vm).guest, t.judge)
     try:
         for t in targets:
             db, _, value = databases.judge_of(t.judge)

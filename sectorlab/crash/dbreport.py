@@ -47,10 +47,15 @@ def _disk(r: dict) -> str:
     return f"`{cell(r['profile'])}` {cell(r['geometry'])} ({r['sectors']})"
 
 
-COLUMNS = ["disk", "judge", "cuts", "not back whole: down or commits lost (95 % CI)", "did not come up",
-           "cuts losing acknowledged commits (max lost)", "corruption not detected", "pages restored from the "
-           "doublewrite buffer", "checksum failures", "cuts with a torn write", "writes covering their atomic unit "
-           "in part", "recovery s, real cut (the cell's disk)", "recovery s, copies: median (range) (the judge disk)"]
+COLUMNS = ["disk", "judge", "cuts", "not back whole (95 % CI)", "down", "short", "silent", "torn", "partial",
+           "restored / bad checksums", "recovery s: real; copies"]
+LEGEND = ("Not back whole: the database did not come up (down), came up short of an acknowledged commit (short: "
+          "the most missing in brackets), with an id missing below one that is there (one session: it had committed "
+          "before the next began), or with SUM(k) unequal to the commits in `log`. Silent: wrong while the "
+          "database came up and its checks (CHECK TABLE; amcheck and pg_checksums) found nothing: corruption not "
+          "detected. Torn: cuts that tore a write in flight. Partial: the run's writes that covered their disk's "
+          "atomic unit in part, of all its writes. Restored / bad checksums: pages InnoDB restored from its "
+          "doublewrite buffer; pages pg_checksums found bad after a clean stop. ")
 
 
 def _significance(p: float) -> str:
@@ -60,6 +65,18 @@ def _significance(p: float) -> str:
 def headlines(doc: dict) -> list[str]:
     out = []
     cells = _cells(doc)
+    for on, off in PROTECTION.items():  # each protection over all the disks
+        ons = [r for (_, j), rows in cells.items() if j == on for r in rows]
+        offs = [r for (_, j), rows in cells.items() if j == off for r in rows]
+        if ons and offs:
+            k, o = counts(offs), counts(ons)
+            p = fisher_exact([[k["broken"], k["n"] - k["broken"]], [o["broken"], o["n"] - o["broken"]]]).pvalue
+            out.append(f"- **Over all the disks**: {cell(off)} not back whole after {share(k['broken'], k['n'])} of "
+                       f"the cuts, {cell(on)} after {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g}"
+                       f"{_significance(p)}."
+                       + (f" InnoDB restored {o['restored']} torn pages from its doublewrite buffer, in "
+                          f"{sum(r['restored'] > 0 for r in ons)} of the {o['n']} cuts with it on."
+                          if on.startswith("mariadb") else ""))
     for (disk, judge), rows in cells.items():
         k = counts(rows)
         if k["broken"] or k["undetected"]:
@@ -73,18 +90,6 @@ def headlines(doc: dict) -> list[str]:
                     line += (f" With {cell(on)}: {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g} "
                              f"(n = {k['n']} and {o['n']} cuts){_significance(p)}.")
             out.append(line)
-    for on, off in PROTECTION.items():  # each protection over all the disks
-        ons = [r for (_, j), rows in cells.items() if j == on for r in rows]
-        offs = [r for (_, j), rows in cells.items() if j == off for r in rows]
-        if ons and offs:
-            k, o = counts(offs), counts(ons)
-            p = fisher_exact([[k["broken"], k["n"] - k["broken"]], [o["broken"], o["n"] - o["broken"]]]).pvalue
-            out.append(f"- **Over all the disks**: {cell(off)} not back whole after {share(k['broken'], k['n'])} of "
-                       f"the cuts, {cell(on)} after {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g}"
-                       f"{_significance(p)}."
-                       + (f" InnoDB restored {o['restored']} torn pages from its doublewrite buffer, in "
-                          f"{sum(r['restored'] > 0 for r in ons)} of the {o['n']} cuts with it on."
-                          if on.startswith("mariadb") else ""))
     whole = [(d, j) for (d, j), rows in cells.items() if not counts(rows)["broken"] and not counts(rows)["undetected"]]
     if whole:
         out.append(f"- **Back whole after every cut** in {len(whole)} cells: "
@@ -117,8 +122,9 @@ def markdown(doc: dict) -> str:
         k = counts(rows)
         lines.append("| " + " | ".join([
             _disk(rows[0]), cell(judge), str(k["n"]), share(k["broken"], k["n"]), str(k["down"]),
-            f"{k['losing']} ({k['lost_max']})", str(k["undetected"]), str(k["restored"]), str(k["checksum"]),
-            str(k["torn"]), f"{k['partial']} of {k['writes']:,}", k["recovery_real"], k["recovery"]]) + " |")
+            f"{k['losing']} ({k['lost_max']})" if k["losing"] else "0", str(k["undetected"]), str(k["torn"]),
+            f"{k['partial']} of {k['writes']:,}", f"{k['restored']} / {k['checksum']}",
+            f"{k['recovery_real']}; {k['recovery']}"]) + " |")
     said = {}
     for r in doc["rows"]:  # up to three of each judge, in the order they came
         if r["detected"] and (r["why"] or r["check"]) and len(said.setdefault(r["judge"], [])) < 3:
@@ -127,10 +133,7 @@ def markdown(doc: dict) -> str:
         lines += ["", "What the databases said when they did not come back whole (the first lines of their logs; up "
                   "to three per judge):", ""]
         lines += [f"- {cell(j)}, {cell(w[:300])}" for j in sorted(said) for w in said[j]]
-    lines += ["", "Not back whole: the database did not come up, or an acknowledged commit is missing, or SUM(k) "
-              "differs from the commits in `log`, or an id is missing below one that is there (one session: it "
-              "had committed before the next began). Corruption not detected: wrong while the database came up and "
-              "its checks (CHECK TABLE; amcheck and pg_checksums) found nothing. Recovery is timed from the "
+    lines += ["", LEGEND + "Recovery is timed from the "
               "server's launch to its first answer, in the guest under TCG: the real cut's on the cell's own disk "
               "(its device model's times), the copies' on the judge disk, whose model adds nothing of its own "
               "(the floor): a copy's time is the database's and the lab's work, not the device's. A cell with no "
