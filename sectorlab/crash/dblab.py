@@ -174,16 +174,23 @@ def _settled(server, copy: Path) -> list[trace.Request]:
     def traced(requests: list[trace.Request]) -> int:
         return sum(1 for r in requests if r.op in ("write", "zero") and not r.error and r.length)
 
+    def logged(path: Path) -> int:
+        try:
+            return sum(1 for r in writelog.records(path) if r.length)
+        except SectorlabError:
+            return -1  # a record still being written
+
     deadline = time.monotonic() + SETTLE_S
-    while True:
+    while True:  # the live log's heads are counted while it settles; it is copied once, when it has
         before = traced(trace.read(server.trace))
-        shutil.copyfile(server.writelog, copy)
-        logged = sum(1 for r in writelog.records(copy) if r.length)
+        n = logged(server.writelog)
         requests = trace.read(server.trace)
-        if before == traced(requests) == logged:  # and nothing came in while the log was copied
-            return requests
+        if before == traced(requests) == n:
+            shutil.copyfile(server.writelog, copy)
+            if logged(copy) == n:  # and nothing came in while it was copied
+                return requests
         if time.monotonic() > deadline:
-            raise SectorlabError(f"{server.trace}: {traced(requests)} writes traced, {logged} in its write log "
+            raise SectorlabError(f"{server.trace}: {traced(requests)} writes traced, {n} in its write log "
                                  f"{SETTLE_S} s after the cut: the model is stuck")
         time.sleep(0.2)
 
