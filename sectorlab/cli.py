@@ -134,13 +134,21 @@ def _add_image_commands(sub) -> None:
     p.set_defaults(func=cmd_image_boot_time)
 
 
+def results_root(text: str) -> Path:
+    """An argparse type: --results, a directory where a run's own directory goes (paths.results_root)."""
+    try:
+        return paths.results_root(text)
+    except SectorlabError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--results ")) from None
+
+
 def _device_path_bench_args(p, results: str) -> None:
     """The options bench-sweep and bench-load share (runs on the device path alone)."""
     p.add_argument("--repeats", type=whole(2, 50), help="runs of each configuration (and value) (default: the "
                    "fewest with which the preset's comparisons can reach p < 0.01 after Holm)")
     p.add_argument("--duration", type=whole(1, 3600), help="seconds of each run (default: the preset's)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the run order (default: a new one)")
-    p.add_argument("--results", type=Path, help=f"where {results} goes (default: results/)")
+    p.add_argument("--results", type=results_root, help=f"where {results} goes (default: results/)")
 
 
 def _add_geometry_commands(sub) -> None:
@@ -188,7 +196,7 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("--repeats", type=int, help="runs of every configuration (default: the preset's)")
     p.add_argument("--seed", type=int, help="the seed of the run order (default: the preset's order_seed, else a "
                                             "new one, printed and recorded in bench.json)")
-    p.add_argument("--results", type=Path, default=bench.RESULTS_DIR,
+    p.add_argument("--results", type=results_root, default=bench.RESULTS_DIR,
                    help="where <timestamp>-<preset>/ goes (default: results/ in the project, not committed)")
     p.add_argument("--png", action="store_true", help="also draw report.html as on a desktop and a phone")
     p.add_argument("--list", action="store_true", help="the presets, their runs and estimated run time")
@@ -226,7 +234,7 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("--cuts", type=whole(1, 10000), help="cuts per cell (default: the preset's)")
     p.add_argument("--at", type=fraction(0, 86_400_000), metavar="MS", help="one cut per cell at this moment, in "
                    "milliseconds from the run's first write (default: --cuts moments drawn over the run)")
-    p.add_argument("--results", type=Path, help="where <timestamp>-crash-<preset>/ goes (default: results/)")
+    p.add_argument("--results", type=results_root, help="where <timestamp>-crash-<preset>/ goes (default: results/)")
     p.add_argument("--png", action="store_true", help="draw report.html as on a desktop and a phone (headless "
                    "Chromium)")
     p.set_defaults(func=cmd_crash)
@@ -240,7 +248,7 @@ def _add_bench_commands(sub) -> None:
                    "CUTS-1 more moments of its run (default 20)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), default=20261127, help="of the judges' order, the moments "
                    "and the tears")
-    p.add_argument("--results", type=Path, help="where <timestamp>-crash-db-<lab>/ goes (default: results/)")
+    p.add_argument("--results", type=results_root, help="where <timestamp>-crash-db-<lab>/ goes (default: results/)")
     p.add_argument("--png", action="store_true", help="draw report.html as on a desktop and a phone (headless "
                    "Chromium)")
     p.set_defaults(func=cmd_crash_db)

@@ -110,3 +110,53 @@ def link_or_copy(src: Path | str, dst: Path | str) -> None:
 def slug(text: str) -> str:
     """A name as a file name: anything but letters, digits, '.', '_' and '-' becomes '_'."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", text)
+
+
+def results_root(path: Path | str, what: str = "--results") -> Path:
+    """A directory the runs' own directories go in (`--results`), checked before anything runs: a
+    directory, or a name whose nearest existing parent is one; never a file, device or FIFO (a
+    run's directory was made under /dev/null, or under README.md, only to fail at the end)."""
+    path = Path(path)
+    if "\0" in str(path) or not str(path):
+        raise UsageError(f"{what} {str(path)!r}: expected a directory's name")
+    probe = path
+    while True:
+        try:
+            st = os.stat(probe)
+            break
+        except FileNotFoundError:
+            if probe.parent == probe:
+                raise UsageError(f"{what} {path}: no such directory and none above it; expected a directory") from None
+            probe = probe.parent
+        except OSError as e:
+            raise UsageError(f"{what} {path}: {e.strerror}; expected a directory sectorlab may write in") from e
+    if not stat.S_ISDIR(st.st_mode):
+        where = "is" if probe == path else f"lies under {probe}, which is"
+        raise UsageError(f"{what} {path}: {where} not a directory ({_kind(st)}); expected a directory (or a new "
+                         f"name) where a run's results directory goes")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path}: {probe} may not be written by this user; expected a directory you may "
+                         f"write in")
+    return path
+
+
+def _kind(st: os.stat_result) -> str:
+    return ("a regular file" if stat.S_ISREG(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode)
+            else "a block device" if stat.S_ISBLK(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+            else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a directory")
+
+
+def new_results_dir(root: Path | str, name: str, stamp: str | None = None) -> Path:
+    """ROOT/<timestamp>-NAME, made new (never one that exists): one results directory of a run.
+    `root` is checked as results_root() checks it; NAME is made a file name (slug)."""
+    import time
+    root = results_root(root)
+    out = root / f"{stamp or time.strftime('%Y%m%d-%H%M%S')}-{slug(name)}"
+    try:
+        out.mkdir(parents=True)
+    except FileExistsError:
+        raise UsageError(f"results directory {out} exists already (two runs in one second?); expected a new one: "
+                         f"run again") from None
+    except OSError as e:
+        raise UsageError(f"results directory {out}: {e.strerror}; expected a directory sectorlab may make") from e
+    return out

@@ -28,7 +28,7 @@ from .. import lab as lab_mod
 from ..errors import SectorlabError, UsageError
 from ..guest import GuestCommandError
 from ..lab.record import LabRecord
-from ..paths import write_atomic
+from ..paths import new_results_dir, write_atomic
 from . import appliancereport, devicerows
 from .appliance import AppliancePreset, Share
 from .preset import RESULTS_DIR, Progress, clock_text
@@ -254,8 +254,7 @@ def _run_all(preset: AppliancePreset, data: LabRecord, results: Path, progress: 
 
 def run(preset: AppliancePreset, progress: Progress, results_root: Path = RESULTS_DIR) -> Path:
     """Lab-up, every run, lab-down (whatever happened), the report: the results directory."""
-    results = results_root / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{preset.name}"
-    results.mkdir(parents=True, exist_ok=False)
+    results = new_results_dir(results_root, preset.name)
     order_seed = preset.order_seed if preset.order_seed is not None else secrets.randbelow(2**31)
     progress(f"bench {preset.name} (seed {preset.seed or '-'}): {len(preset.plan())} runs of {len(preset.shares)} "
              f"shares, about {clock_text(preset.estimate_s())} after lab-up (order seed {order_seed}); results in "

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..devices import build
 from ..devices.server import DeviceServer
 from ..lab import modelled
-from ..paths import write_atomic
+from ..paths import new_results_dir, write_atomic
 from . import devicerows, stats
 from .devicepath import REPLY_SPIN_US, call
 from .preset import Preset, Progress, Target, Workload
@@ -67,8 +67,8 @@ def repeats_for(comparisons: int) -> int:
 
 
 def results_dir(root: Path, name: str) -> Path:
-    out = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{name}"
-    (out / "runs").mkdir(parents=True)
+    out = new_results_dir(root, name)
+    (out / "runs").mkdir()
     return out
 
 

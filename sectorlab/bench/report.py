@@ -302,14 +302,22 @@ _HEIGHT_RE = re.compile(r'data-sectorlab-height="(\d+)"')
 REPORT_HTML_MAX = 256 << 20
 
 
+def chromium() -> str:
+    """The headless browser --png draws with, or one line saying how to install it: asked before a
+    run starts, not after its hours of work."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        raise SectorlabError("--png: chromium is not installed: run 'scripts/bootstrap --all' (it installs Debian's "
+                             "chromium), or run without --png and draw later with 'sectorlab report DIR --png'")
+    return browser
+
+
 def render_png(html_path: Path, screens: dict[str, int] = SCREENS,
                progress: Callable[[str], None] = lambda msg: None) -> dict[str, Path]:
     """report.html as a reader sees it, one PNG per screen (report-desktop.png, report-phone.png),
     drawn by headless Chromium (scripts/bootstrap installs it), as tall as the page (a page
     larger than PNG_MAX_PIXELS is cut there, and said)."""
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        raise SectorlabError("chromium is not installed: run 'scripts/bootstrap --all' (it installs Debian's chromium)")
+    browser = chromium()
     page = inputs.read_text(html_path, "report page", REPORT_HTML_MAX)
     out = {}
     with tempfile.TemporaryDirectory(prefix="sectorlab-page-") as work:

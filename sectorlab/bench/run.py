@@ -32,7 +32,7 @@ from ..errors import SectorlabError
 from ..guest import disks as guestdisks
 from ..inguest import rules
 from ..lab.record import LabRecord
-from ..paths import write_atomic
+from ..paths import new_results_dir, write_atomic
 from . import devicepath, devicerows, report
 from .preset import RESULTS_DIR, RUN_OVERHEAD_S, Preset, Progress, Slot, Target, Workload, clock_text
 from .presetfields import NULL_TARGET
@@ -304,9 +304,7 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
     if others:
         progress(f"warning: lab(s) {', '.join(others)} also up: their guests share this host's cores with the "
                  f"bench's and make its numbers noisier ('make lab-down' first for numbers to quote)")
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    results = results_root / f"{stamp}-{preset.name}"
-    results.mkdir(parents=True, exist_ok=False)
+    results = new_results_dir(results_root, preset.name)
     runs = len(preset.plan())
     order_seed = preset.order_seed if preset.order_seed is not None else secrets.randbelow(2**31)
     progress(f"bench {preset.name} (seed {preset.seed or '-'}): {runs} runs of {preset.workload.describe()}, about "

@@ -34,6 +34,8 @@ def cmd_plot(args) -> int:
 
 
 def cmd_report(args) -> int:
+    if args.png:
+        report.chromium()  # before the run, not after it
     written = bench.write_report(args.results)
     if args.png:
         written.update(report.render_png(written["html"], progress=progress))
@@ -43,6 +45,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.png:
+        report.chromium()  # before the run, not after it
     if args.list:
         for name in bench.preset_names():
             p = bench.load_preset(name, suffix=lab_mod.suffix_from_env())
@@ -79,6 +83,8 @@ def cmd_crash(args) -> int:
     import dataclasses
 
     from ..crash import run as crash
+    if args.png:
+        report.chromium()  # before the run, not after it
     preset = crash.load(args.preset)
     preset = dataclasses.replace(preset, seed=preset.seed if args.seed is None else args.seed,
                                  cuts=1 if args.at is not None else args.cuts or preset.cuts, at_ms=args.at)
@@ -91,6 +97,8 @@ def cmd_crash(args) -> int:
 
 
 def cmd_crash_db(args) -> int:
+    if args.png:
+        report.chromium()  # before the run, not after it
     from ..crash import databases, dbmatrix
     lab = load_lab(args)
     judges = args.judges.split(",") if args.judges else list(databases.JUDGES)

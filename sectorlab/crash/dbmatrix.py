@@ -18,7 +18,7 @@ from .. import lab as lab_mod
 from ..errors import UsageError
 from ..lab import modelled
 from ..lab.record import DiskRecord, LabRecord
-from ..paths import write_atomic
+from ..paths import new_results_dir, write_atomic
 from . import atomic, databases, dblab
 
 
@@ -52,8 +52,7 @@ def run(record: LabRecord, judges: list[str], cuts: int, seed: int, progress: Ca
         databases.judge_of(j)
     cells = pairs(record)
     vm = cells[0][0].vm
-    results = results_root / f"{time.strftime('%Y%m%d-%H%M%S')}-crash-db-{record.lab}"
-    results.mkdir(parents=True)
+    results = new_results_dir(results_root, f"crash-db-{record.lab}")
     rng = random.Random(seed)
     release = lab_mod.guests_from_lab_json(record)[vm].run("uname -r").stdout.strip()
     lacking = atomic.line(release)

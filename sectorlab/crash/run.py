@@ -39,7 +39,7 @@ from ..devices import build, profiles, trace
 from ..devices.server import DeviceServer
 from ..errors import SectorlabError, UsageError
 from ..inguest import rules
-from ..paths import REPO, write_atomic
+from ..paths import REPO, new_results_dir, write_atomic
 from . import atomic, powerloss
 
 PRESETS_DIR = REPO / "labs" / "crash"
@@ -280,8 +280,7 @@ def _judge(work: Path, final: bytes, state: powerloss.State, blocksize: int, pre
 def run(preset: CrashPreset, progress, results_root: Path) -> Path:
     """Every cell of the preset (forbidden ones listed), in a random order from the preset's seed;
     the results directory (crash.json, report.md)."""
-    results = results_root / f"{time.strftime('%Y%m%d-%H%M%S')}-crash-{preset.name}"
-    results.mkdir(parents=True)
+    results = new_results_dir(results_root, f"crash-{preset.name}")
     lacking = atomic.line()
     if lacking:
         progress(lacking)
