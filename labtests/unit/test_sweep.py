@@ -188,7 +188,7 @@ def test_a_sweep_runs_on_this_hosts_models_and_reports(tmp_path):
 
 def test_the_makefile_runs_a_sweep_from_bench_with_sweep():
     text = (REPO / "Makefile").read_text()
-    assert 'if [ -n "$$SWEEP" ]; then $(MAKE) --no-print-directory bench-sweep' in text
+    assert "ifeq ($(SWEEP),)" in text and "else\nbench: bench-sweep\nendif" in text
     assert "bench-sweep $${SWEEP:+--param=\"$$SWEEP\"}" in text
 
 

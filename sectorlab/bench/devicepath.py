@@ -5,7 +5,7 @@ its kernel and the emulated CPU in the way.
 Every measured run of a target whose members are all served by a model on this host (or null:,
 which writes nothing: the harness floor on this host) is followed at once by its device-path twin:
 the same workload, BLOCKSIZE, duration and Poisson seed, the guest's device replaced by
-`nbd+unix:///?socket=<the model's socket>`, so both paths share the run's slot in the random order
+`nbd+unix:///?socket=<the model's socket, percent-encoded>`, so both paths share the run's slot in the random order
 and the host's drift alike. It has no warm-up of its own: the guest's run has just written the same
 offsets of the same model (whose memory is then allocated), and a host process has no caches to
 fill. The log writer polls the socket for each reply for up to
@@ -50,8 +50,9 @@ def missing(members: list[DiskRecord]) -> str | None:
 
 
 def uri(lab: str, disk: str) -> str:
-    """The NBD URI of a lab disk's model, as QEMU reaches it (its default export)."""
-    return f"nbd+unix:///?socket={modelled.server(lab, disk).socket}"
+    """The NBD URI of a lab disk's model, as QEMU reaches it (its default export; the socket's path
+    percent-encoded, DeviceServer.uri)."""
+    return modelled.server(lab, disk).uri()
 
 
 def twin(guest_args: list[str], target: str, second: str | None) -> list[str]:

@@ -90,7 +90,8 @@ class Models:
         if key not in self.servers:
             params = modelled.params(disk.device, *sectors) | self.variants[variant].get(disk.device, {})
             name = f"{disk.name}-{sectors[0]}-{sectors[1]}-v{list(self.variants).index(variant)}"
-            server = DeviceServer(self.work / name, self.size, params, name="disk")
+            # tied to this process: a sectorlab killed mid-run leaves no model behind
+            server = DeviceServer(self.work / name, self.size, params, name="disk", tied_to_parent=True)
             server.start()
             write_atomic(server.directory / "params.json", json.dumps(params, indent=2))
             self.servers[key] = server

@@ -1,12 +1,20 @@
-"""One modelled disk on the host: an nbdkit daemon (started in a session of its own; nbdkit forks
-into the background once its socket listens) serving a sparse disk in RAM through the device model filter,
-on a Unix socket, with its pid, identity, log and trace in one directory of its own.
+"""One modelled disk on the host: an nbdkit server (started in a session of its own) serving a
+sparse disk in RAM through the device model filter, on a Unix socket, with its pid, identity, log
+and trace in one directory of its own.
 
     d = DeviceServer(directory, size=1 << 30, params=profile.params)
     d.start()          # returns when the socket accepts
-    ... nbd+unix:///?socket={d.socket} ...
+    ... d.uri() ...    # nbd+unix:///?socket=<the socket's path, percent-encoded>
     d.fail(); d.heal() # its writes fail with EIO from now on; they work again
     d.stop()           # SIGTERM to that very process (pid and start time), then its trace is complete
+
+Two lifetimes. A model of the device path (bench-sweep, bench-load, crash, a unit test) is tied to
+the process that starts it (`tied_to_parent`, the default): nbdkit runs with --exit-with-parent
+(the kernel sends it SIGTERM when its parent ends, prctl's PR_SET_PDEATHSIG), so a sectorlab
+killed mid-run (a CI timeout, SIGKILL, the OOM killer) leaves no server behind under a temporary
+directory. A lab's models (lab/modelled.py) must outlive `sectorlab lab up`, which starts them and
+exits: they are not tied (tied_to_parent=False) and nbdkit forks into the background as a daemon
+once its socket listens.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +46,11 @@ class DeviceServer:
     # the disk can be built from one run (crash/writelog.py). It grows by every byte written.
     write_log: bool = False
     log_dir: Path | None = None  # where the write log goes (default: the directory); a disk's, not RAM's
+    # Ends with the process that starts it (nbdkit --exit-with-parent, which also keeps nbdkit in
+    # the foreground, a child of this process); False: a daemon that outlives it (a lab's model).
+    tied_to_parent: bool = True
+    # The foreground nbdkit this object started (tied_to_parent), waited for when it stops.
+    _proc: subprocess.Popen | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def socket(self) -> Path:
@@ -74,13 +88,13 @@ class DeviceServer:
             raise SectorlabError("nbdkit is not installed: run scripts/bootstrap (it installs Debian's nbdkit)")
         plugin = (["file", f"file={self.backing}"] if self.backing is not None
                   else ["memory", f"size={self.size}", "allocator=sparse"])
-        return [nbdkit, "--unix", str(self.socket), "--pidfile", str(self.pidfile), "--log=stderr",
-                f"--filter={build.built(build.FILTER)}", *plugin,
+        return [nbdkit, *(["--exit-with-parent"] if self.tied_to_parent else []), "--unix", str(self.socket),
+                "--pidfile", str(self.pidfile), "--log=stderr", f"--filter={build.built(build.FILTER)}", *plugin,
                 *(f"{k}={v}" for k, v in self.params.items()), f"trace={self.trace}", f"unreadable={self.unreadable}",
                 *([f"writelog={self.writelog}"] if self.write_log else [])]
 
     def pid(self) -> int | None:
-        """The daemon's pid, if that very process (its recorded start time) still runs."""
+        """The server's pid, if that very process (its recorded start time) still runs."""
         return procs.read_identity(self.identity_file)
 
     def start(self, timeout: float = 10.0) -> None:
@@ -97,20 +111,49 @@ class DeviceServer:
                 f.truncate(self.size)
         with open(self.log, "w") as log:
             # In a session of its own (a Ctrl-C or hang-up of the command that started it does not
-            # reach it); nbdkit's parent exits once the socket listens and the pid file is written.
-            proc = subprocess.run(self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, timeout=timeout,
-                                  start_new_session=True)
-        # nbdkit's background process writes the pid file once its socket listens, maybe just after
-        # the parent exited: the file can be there and still empty for a moment (a loaded host).
-        deadline = time.monotonic() + timeout
-        while proc.returncode == 0 and not self._written_pid() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        pid = self._written_pid() if proc.returncode == 0 else None
+            # reach it). A daemon's first process exits once the socket listens and the pid file is
+            # written; a tied nbdkit stays in the foreground, this process's child, and writes the
+            # pid file (its own pid) once its socket listens.
+            proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    start_new_session=True)
+        try:
+            pid = self._wait_for_pid(proc, timeout)
+        except BaseException:
+            self._end(proc)
+            raise
         if pid is None:
+            self._end(proc)
             why = self.log.read_text().strip().splitlines()[-1:] or [f"exit {proc.returncode}, no pid file"]
             raise SectorlabError(f"the device model of {self.name} did not start: {why[0].removeprefix('nbdkit: ')} "
                                  f"(log {self.log})")
+        if pid == proc.pid:
+            self._proc = proc  # in the foreground: reaped when it stops
         self.identity_file.write_text(procs.identity(pid) + "\n")
+
+    def _wait_for_pid(self, proc: subprocess.Popen, timeout: float) -> int | None:
+        """The pid nbdkit writes once its socket listens; None when nbdkit exits with an error first or
+        writes none within `timeout`. A daemon's first process exits 0 before (or just after) the
+        background process writes the file, which can be there and still empty for a moment (a loaded
+        host); a foreground nbdkit (tied) writes its own pid and keeps running."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid = self._written_pid()
+            if pid is not None:
+                if proc.poll() is None and pid != proc.pid:  # a daemon: its first process is about to exit
+                    proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+                return pid
+            rc = proc.poll()
+            if rc is not None and rc != 0:
+                return None
+            time.sleep(0.01)
+        return None
+
+    @staticmethod
+    def _end(proc: subprocess.Popen) -> None:
+        """A start that failed leaves no process behind: nbdkit's own process ended and reaped."""
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
 
     def _written_pid(self) -> int | None:
         """The pid nbdkit wrote in its pid file, once the file holds a whole line."""
@@ -121,20 +164,31 @@ class DeviceServer:
         return int(text.split()[0]) if text.endswith("\n") and text.split() and text.split()[0].isdigit() else None
 
     def stop(self, timeout: float = 10.0) -> bool:
-        """Stop the daemon this directory records; False when it was not running."""
+        """Stop the server this directory records; False when it was not running."""
         pid = self.pid()
         if pid is None:
+            self._reap()  # one that ended by itself
             return False
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while self.pid() is not None:
+        while self.pid() is not None:  # a zombie runs no more (procs.start_time)
             if time.monotonic() > deadline:
                 os.kill(pid, signal.SIGKILL)
+                if self._proc is not None:
+                    self._proc.wait(timeout=timeout)
+                self._reap()
                 raise SectorlabError(f"the device model of {self.name} (pid {pid}) ignored SIGTERM for "
                                      f"{timeout:.0f} s and was killed; its trace may be cut short ({self.trace})")
             time.sleep(0.02)
+        self._reap()
         self.identity_file.unlink(missing_ok=True)
         return True
+
+    def _reap(self) -> None:
+        """A foreground nbdkit this object started is this process's child: wait for it, so that no
+        zombie is left (a daemon's parent is init)."""
+        if self._proc is not None and self._proc.poll() is not None:
+            self._proc = None
 
     def fail(self) -> None:
         """Every write, zero, flush and trim fails with EIO from the model's next request on (a member
@@ -152,4 +206,12 @@ class DeviceServer:
         os.kill(pid, sig)
 
     def uri(self) -> str:
-        return f"nbd+unix:///?socket={self.socket}"
+        return nbd_uri(self.socket)
+
+
+def nbd_uri(socket: Path | str) -> str:
+    """The NBD URI of the default export on a Unix socket: nbd+unix:///?socket=PATH, the path
+    percent-encoded (RFC 3986; NBD's URI spec), so that a '#', '?', '&', '%' or space in a
+    directory's name ($TMPDIR's, a results directory's) is the path's and not the URI's: a raw '#'
+    began a fragment and '&' another parameter. redo-writer, libnbd and QEMU decode it."""
+    return "nbd+unix:///?socket=" + urllib.parse.quote(str(socket), safe="/")

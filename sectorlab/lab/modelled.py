@@ -35,9 +35,11 @@ def lab_dir(lab_name: str) -> Path:
 def server(lab_name: str, disk_name: str, size: int = 0, params: dict[str, str] | None = None,
            write_log: bool = False) -> DeviceServer:
     # A write log grows by every byte written: it goes to the lab's state directory, on disk (the
-    # models' directory is under /run, in RAM on most hosts), and goes with the lab.
+    # models' directory is under /run, in RAM on most hosts), and goes with the lab. A lab's models
+    # outlive the `sectorlab lab up` that starts them: not tied to it (the device path's are).
     return DeviceServer(lab_dir(lab_name) / disk_name, size=size, params=params or {}, name="disk",
-                        write_log=write_log, log_dir=state_dir(lab_name) / WRITELOGS / disk_name)
+                        write_log=write_log, log_dir=state_dir(lab_name) / WRITELOGS / disk_name,
+                        tied_to_parent=False)
 
 
 def params(profile: str, logical: int, physical: int) -> dict[str, str]:
