@@ -25,6 +25,7 @@
 #include <nbdkit-filter.h>
 
 #include "model.h"
+#include "unreadable.h"
 
 static struct model model;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -54,17 +55,40 @@ static volatile sig_atomic_t fault_switch;
 static void on_fault_signal(int sig) { fault_switch = sig == SIGUSR1; }
 
 /* Medium errors, as a power cut leaves them (docs/crash.md): the byte ranges of the file
- * `unreadable=PATH` names (lines "OFFSET LENGTH"; no file: none), looked at again when the file
- * changes (at most every 50 ms). A read that touches one fails with EIO; so does a write that
- * covers one only in part (the drive would have to read it first); a write that covers one whole
- * rewrites it, and it reads again (a drive reallocates the sector). */
-#define UNREADABLE_MAX 65536
+ * `unreadable=PATH` names (lines "OFFSET LENGTH", read by redo-writer/unreadable.c, the reader
+ * `redo-writer verify --unreadable` shares, so that the two never disagree about what a cut left; no
+ * file: none), looked at again when it changes (at most every 50 ms). A read that touches one fails
+ * with EIO; so does a write that covers one only in part (the drive would have to read it first); a
+ * write that covers one whole rewrites it, and it reads again (a drive reallocates the sector). The
+ * file is read by a request's thread before it takes the model's lock (a slow or large file holds up
+ * that request, never the others), without blocking (a FIFO is refused, not waited on). A file that
+ * is refused (a bad line, too large, not a regular file, one of the model's other files) is one error
+ * in nbdkit's log, and until it changes every read, write and zero fails with EIO: the model cannot
+ * say which ranges a cut left, and a disk that answered as if none were would pass a recovery test
+ * that should fail. At start, such a file stops nbdkit from starting. */
 #define UNREADABLE_POLL_NS 50000000
 static char *unreadable_path;
-static struct timespec unreadable_mtime;
-static int64_t unreadable_polled = -UNREADABLE_POLL_NS;
-static uint64_t unreadable_off[UNREADABLE_MAX], unreadable_len[UNREADABLE_MAX];
+static pthread_mutex_t unreadable_load_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t unreadable_polled = -UNREADABLE_POLL_NS;  /* these three: under unreadable_load_lock */
+static int unreadable_present;
+static struct stat unreadable_seen;
+static struct unreadable_range *unreadable;             /* these three: under the model's lock */
 static size_t unreadable_n;
+static int unreadable_refused;
+
+/* The files the filter writes, and the one nbdkit serves (the file plugin's file=, which passes
+ * through this filter's config on its way down): none of them may be another, by device and inode
+ * (a hard link or a symbolic link is the same file under another name). The served file is known by
+ * its path as the plugin resolved it when the filter's files are opened; the plugin opens it only per
+ * connection, and a filter is handed no plugin's descriptor to compare. */
+static char *served_path;
+struct own_file {
+  const char *key;
+  const char *path;
+  struct stat st;
+  int known;
+};
+static struct own_file served = {.key = "file"}, trace_file = {.key = "trace"}, writelog_file = {.key = "writelog"};
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -139,30 +163,92 @@ static void model_unload(void) {
   free(trace_path);
   free(writelog_path);
   free(unreadable_path);
+  free(served_path);
+  free(unreadable);
 }
 
-/* Called with the lock held: the ranges of the file, read again if it changed. */
-static void unreadable_poll(int64_t now) {
-  struct stat st;
-  if (!unreadable_path || now - unreadable_polled < UNREADABLE_POLL_NS) return;
-  unreadable_polled = now;
-  if (stat(unreadable_path, &st) != 0) {
-    unreadable_n = 0;
-    return;
+static int same_inode(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Which of the model's other files (or the served one) `st` is; NULL: none. */
+static const struct own_file *own_file_of(const struct stat *st) {
+  const struct own_file *files[] = {&served, &trace_file, &writelog_file};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+    if (files[i]->known && same_inode(&files[i]->st, st)) return files[i];
+  return NULL;
+}
+
+/* Says of `key`=`path` that it is `other` (the served file, or another of the filter's files). */
+static void refuse_same_file(const char *key, const char *path, const struct own_file *other) {
+  if (other == &served)
+    nbdkit_error("%s=%s is the disk nbdkit serves (file=%s; the same device and inode): expected a file of "
+                 "its own; give %s= another path", key, path, other->path, key);
+  else
+    nbdkit_error("%s=%s is the same file as %s=%s (the same device and inode): expected a file of its own; give "
+                 "%s= another path", key, path, other->key, other->path, key);
+}
+
+/* The unreadable= file as it is now: 0 and its ranges in *list (none when there is no file), or -1
+ * with what is wrong in `why` (the words that follow its name). */
+static int unreadable_read(struct unreadable_list *list, char *why, size_t size, struct stat *st) {
+  memset(st, 0, sizeof *st);
+  enum unreadable_status status = unreadable_load(unreadable_path, list, why, size, st);
+  const struct own_file *other = st->st_mode ? own_file_of(st) : NULL;
+  if (other) {  /* before what its bytes say: a served disk is no list of ranges */
+    free(list->range);
+    list->range = NULL;
+    list->n = 0;
+    if (other == &served)
+      snprintf(why, size, "is the disk nbdkit serves (file=%s; the same device and inode): expected a file of its "
+               "own", other->path);
+    else
+      snprintf(why, size, "is the same file as %s=%s (the same device and inode): expected a file of its own",
+               other->key, other->path);
+    return -1;
   }
-  if (st.st_mtim.tv_sec == unreadable_mtime.tv_sec && st.st_mtim.tv_nsec == unreadable_mtime.tv_nsec) return;
-  unreadable_mtime = st.st_mtim;
-  FILE *f = fopen(unreadable_path, "r");
-  unreadable_n = 0;
-  if (!f) return;
-  uint64_t off, len;
-  while (unreadable_n < UNREADABLE_MAX && fscanf(f, "%" SCNu64 " %" SCNu64, &off, &len) == 2)
-    if (len) {
-      unreadable_off[unreadable_n] = off;
-      unreadable_len[unreadable_n++] = len;
+  return status == UNREADABLE_OK || status == UNREADABLE_ABSENT ? 0 : -1;
+}
+
+/* Puts the ranges read into force, under the model's lock. */
+static void unreadable_install(struct unreadable_list *list, int refused) {
+  pthread_mutex_lock(&lock);
+  struct unreadable_range *old = unreadable;
+  unreadable = list->range;
+  unreadable_n = list->n;
+  unreadable_refused = refused;
+  pthread_mutex_unlock(&lock);
+  free(old);
+}
+
+/* Called before the model's lock is taken: the ranges of the file, read again if it changed (another
+ * name, size or time; write_atomic renames a new file over it). One request's thread looks at a time;
+ * the others go on with the ranges as they are. */
+static void unreadable_refresh(void) {
+  if (!unreadable_path || pthread_mutex_trylock(&unreadable_load_lock)) return;
+  int64_t now = now_ns();
+  struct stat st;
+  if (now - unreadable_polled >= UNREADABLE_POLL_NS) {
+    unreadable_polled = now;
+    int present = stat(unreadable_path, &st) == 0;
+    if (present != unreadable_present ||
+        (present && (!same_inode(&st, &unreadable_seen) || st.st_size != unreadable_seen.st_size ||
+                     st.st_mtim.tv_sec != unreadable_seen.st_mtim.tv_sec ||
+                     st.st_mtim.tv_nsec != unreadable_seen.st_mtim.tv_nsec))) {
+      struct unreadable_list list;
+      char why[256];
+      int refused = unreadable_read(&list, why, sizeof why, &st) != 0;
+      unreadable_present = present;
+      unreadable_seen = st;
+      if (refused)
+        nbdkit_error("unreadable=%s %s: every read, write and zero fails with EIO until the file is good again",
+                     unreadable_path, why);
+      else
+        nbdkit_debug("unreadable=%s: %zu ranges", unreadable_path, list.n);
+      unreadable_install(&list, refused);
     }
-  fclose(f);
-  nbdkit_debug("unreadable=%s: %zu ranges", unreadable_path, unreadable_n);
+  }
+  pthread_mutex_unlock(&unreadable_load_lock);
 }
 
 /* Called with the lock held: EIO when the request meets a medium error, as the docs above say; a
@@ -170,8 +256,9 @@ static void unreadable_poll(int64_t now) {
 static int unreadable_meets(enum op op, uint64_t offset, uint32_t count) {
   uint64_t end = offset + count;
   int error = 0;
+  if (unreadable_refused) return EIO;
   for (size_t i = 0; i < unreadable_n;) {
-    uint64_t a = unreadable_off[i], b = a + unreadable_len[i];
+    uint64_t a = unreadable[i].offset, b = a + unreadable[i].length;
     if (b <= offset || a >= end) {
       i++;
       continue;
@@ -181,8 +268,7 @@ static int unreadable_meets(enum op op, uint64_t offset, uint32_t count) {
       i++;
       continue;
     }
-    unreadable_off[i] = unreadable_off[--unreadable_n];  /* rewritten whole */
-    unreadable_len[i] = unreadable_len[unreadable_n];
+    unreadable[i] = unreadable[--unreadable_n];  /* rewritten whole */
   }
   return error;
 }
@@ -213,6 +299,11 @@ static int model_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const 
     unreadable_path = strdup(value);
     return unreadable_path ? 0 : -1;
   }
+  if (strcmp(key, "file") == 0) {  /* the file plugin's: remembered, and passed on */
+    free(served_path);
+    if (!(served_path = strdup(value))) return -1;
+    return next(nxdata, key, value);
+  }
   const char *why = model_set(&model, key, value);
   if (why == MODEL_NOT_MINE) return next(nxdata, key, value);
   if (why) {
@@ -233,49 +324,114 @@ static int model_config_complete(nbdkit_next_config_complete *next, nbdkit_backe
 }
 
 /* A file the model writes (key=PATH): never through a symlink, never blocking on a FIFO, only ever
- * a regular file (emptied once it is known to be one). */
-static FILE *open_output(const char *key, const char *path) {
+ * a regular file. Opened without emptying it: it is emptied only once it is known to be none of the
+ * model's other files and not the disk nbdkit serves (model_get_ready). The descriptor, or -1 after
+ * one error line; *created when the open made the file. */
+static int open_output(struct own_file *f, int *created) {
   struct stat st;
+  const char *key = f->key, *path = f->path;
+  *created = 0;
   if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
     nbdkit_error("%s=%s: %s: expected a regular file%s", key, path,
                  S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode)
                  ? "a directory" : "a device or special file", S_ISLNK(st.st_mode) ? " (it is not followed)" : "");
-    return NULL;
+    return -1;
   }
-  int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+  const int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  int fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+  if (fd >= 0)
+    *created = 1;
+  else if (errno == EEXIST)
+    fd = open(path, flags);
   if (fd < 0) {
     nbdkit_error("%s=%s: %s", key, path,
                  errno == ELOOP ? "a symbolic link: expected a regular file (it is not followed)" : strerror(errno));
-    return NULL;
+    return -1;
   }
-  FILE *f = NULL;
   int fl = fcntl(fd, F_GETFL);
-  if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ||
-      ftruncate(fd, 0) || !(f = fdopen(fd, "w"))) {
+  if (fstat(fd, &f->st) || !S_ISREG(f->st.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK)) {
     nbdkit_error("%s=%s: %s", key, path,
                  fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) ? "not a regular file: expected a regular file"
                                                               : strerror(errno));
     close(fd);
+    return -1;
+  }
+  f->known = 1;
+  return fd;
+}
+
+/* The filter's files, checked against each other and the served disk before any is emptied or
+ * written: the trace, the write log, and the unreadable= ranges as they are at start. 0, or -1 after
+ * one error line (and the files it made taken away again). */
+static int open_files(int *trace_fd, int *writelog_fd) {
+  struct own_file *outputs[] = {&writelog_file, &trace_file};
+  int *fds[] = {writelog_fd, trace_fd}, created[2] = {0, 0};
+  struct unreadable_list list = {NULL, 0};
+  *trace_fd = *writelog_fd = -1;
+  writelog_file.path = writelog_path;
+  trace_file.path = trace_path;
+  served.path = served_path;
+  served.known = served_path && stat(served_path, &served.st) == 0;  /* else the plugin has refused it */
+  for (int i = 0; i < 2; i++) {
+    if (!outputs[i]->path) continue;
+    if ((*fds[i] = open_output(outputs[i], &created[i])) < 0) goto refused;
+    outputs[i]->known = 0;  /* not compared with itself */
+    const struct own_file *other = own_file_of(&outputs[i]->st);
+    outputs[i]->known = 1;
+    if (other) {
+      refuse_same_file(outputs[i]->key, outputs[i]->path, other);
+      goto refused;
+    }
+  }
+  if (unreadable_path) {
+    char why[256];
+    struct stat st;
+    if (unreadable_read(&list, why, sizeof why, &st)) {
+      nbdkit_error("unreadable=%s %s", unreadable_path, why);
+      goto refused;
+    }
+    unreadable_present = st.st_mode != 0;
+    unreadable_seen = st;
+    unreadable_polled = now_ns();
+    unreadable_install(&list, 0);
+  }
+  return 0;
+refused:
+  for (int i = 0; i < 2; i++) {
+    if (*fds[i] >= 0) close(*fds[i]);
+    *fds[i] = -1;
+    if (created[i]) unlink(outputs[i]->path);
+  }
+  return -1;
+}
+
+/* An output checked by open_files, emptied and given its first line. */
+static FILE *start_output(int fd, const char *key, const char *path, const char *first_line) {
+  FILE *f = NULL;
+  if (ftruncate(fd, 0) || !(f = fdopen(fd, "w")) || fputs(first_line, f) == EOF || fflush(f)) {
+    nbdkit_error("%s=%s: %s", key, path, strerror(errno));
+    if (f) fclose(f);
+    else close(fd);
     return NULL;
   }
   return f;
 }
 
+static const char trace_header[] =
+    "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,buffer_hits,"
+    "flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us\n";
+
 static int model_get_ready(int thread_model) {
   (void)thread_model;
+  int trace_fd, writelog_fd;
+  if (open_files(&trace_fd, &writelog_fd)) return -1;
+  if (writelog_fd >= 0 && !(writelog = start_output(writelog_fd, "writelog", writelog_path, WRITELOG_MAGIC))) {
+    if (trace_fd >= 0) close(trace_fd);
+    return -1;
+  }
+  if (trace_fd >= 0 && !(trace = start_output(trace_fd, "trace", trace_path, trace_header))) return -1;
   if (spin_ns < 0) spin_ns = calibrate_spin();
   fprintf(stderr, "sectorlab-model: sleeps end %.1f us early and spin the rest (spin-us)\n", spin_ns / 1e3);
-  if (writelog_path) {
-    if (!(writelog = open_output("writelog", writelog_path))) return -1;
-    if (fputs(WRITELOG_MAGIC, writelog) == EOF || fflush(writelog)) {
-      nbdkit_error("writelog=%s: %s", writelog_path, strerror(errno));
-      return -1;
-    }
-  }
-  if (!trace_path) return 0;
-  if (!(trace = open_output("trace", trace_path))) return -1;
-  fprintf(trace, "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us\n");
-  fflush(trace);
   return 0;
 }
 
@@ -334,11 +490,11 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
 }
 
 static struct cost cost_of(enum op op, uint64_t offset, uint32_t count, uint32_t flags, int64_t *arrival) {
+  unreadable_refresh();
   pthread_mutex_lock(&lock);
   model.failed = fault_switch;
   *arrival = now_ns();
   struct cost c = model_request(&model, op, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, *arrival);
-  unreadable_poll(*arrival);
   if (!c.error && (op == OP_READ || op == OP_WRITE || op == OP_ZERO)) c.error = unreadable_meets(op, offset, count);
   pthread_mutex_unlock(&lock);
   return c;

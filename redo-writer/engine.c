@@ -299,7 +299,8 @@ static void member_failed(struct shared *sh, int idx, int err, uint64_t seq, uin
 	r->failed_at_write = seq + 1;
 	fprintf(stderr, "%s: write of %llu bytes at offset %llu of %s failed (log write %llu): %s: %s\n", PROG,
 		(unsigned long long)len, (unsigned long long)off, sh->m[idx].path, (unsigned long long)seq + 1,
-		sh->m[idx].failed_call ? sh->m[idx].failed_call : "pwrite", strerror(-err));
+		sh->m[idx].failed_call ? sh->m[idx].failed_call : "pwrite",
+		nbd_target_failure(sh->m[idx].nbd) ? nbd_target_failure(sh->m[idx].nbd) : strerror(-err));
 	if (err == -EINVAL && !sh->m[idx].nbd) {
 		unsigned logical = queue_limit_of(sh->m[idx].fd, BLKSSZGET, "logical_block_size");
 		char size[48] = "";

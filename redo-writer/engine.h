@@ -46,6 +46,7 @@ struct config {
 	unsigned long long max_write;       /* the log buffer: the largest single write */
 	unsigned long long spin_us;         /* poll this long before sleeping on a condition */
 	unsigned long long reply_spin_us;   /* poll an NBD member's socket this long for a reply */
+	unsigned long long nbd_timeout_s;   /* an NBD member's connect, handshake and each reply: at most this */
 	enum sync_mode sync;
 	enum output_mode output;
 	enum redo_format format;

@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "nbd.h"
@@ -48,8 +50,6 @@ int nbd_uri_scheme(const char *value)
 
 #include <libnbd.h>
 
-/* The handshake of a socket that accepts but is no NBD server would never end: it is given this long. */
-#define HANDSHAKE_MS 10000
 /* libnbd's own bound on a request's payload; a longer log write is sent in parts of at most this. */
 #define NBD_WRITE_MAX (64ULL << 20)
 
@@ -58,6 +58,10 @@ const int nbd_supported = 1;
 struct nbd_target {
 	struct nbd_handle *h;
 	struct nbd_export_info info;
+	int timeout_s;              /* --nbd-timeout: the connection, the handshake and each reply */
+	int stalled;                /* a reply did not come in time: commands are still in flight */
+	char socket[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char failure[320];          /* why the last write or flush failed, when not libnbd's word */
 };
 
 struct nbd_uri {
@@ -198,25 +202,77 @@ const char *nbd_target_error(void)
 	return error_line;
 }
 
-/* Connects and completes the handshake within HANDSHAKE_MS; 0, -1 failed (libnbd's error and errno
- * set), -2 timed out. */
-static int connect_within(struct nbd_handle *h, const char *socket)
-{
-	int64_t deadline = now_ms() + HANDSHAKE_MS;
+/* How a connection ended before it was ready. */
+enum connect_result {
+	CONNECTED,
+	CONNECT_FAILED,             /* connect() on the socket: nothing listens (errno in *err) */
+	CONNECT_TIMED_OUT,          /* connect() did not complete in time: a backlog nobody accepts from */
+	HANDSHAKE_FAILED,           /* the server answered, and refused the export or the handshake */
+	HANDSHAKE_TIMED_OUT,        /* it accepted, and did not finish the handshake in time */
+};
 
-	if (nbd_aio_connect_unix(h, socket) == -1)
+/* Connects to the Unix socket `path` without blocking, by `deadline` (ms): the descriptor, or -1 with
+ * *result and *err set. A connect() of one's own, rather than libnbd's, tells "nothing listens" from
+ * what the server then says: libnbd reports both with the same errno (ENOENT is also its word for an
+ * export the server does not have). */
+static int connect_socket(const char *path, int64_t deadline, enum connect_result *result, int *err)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	*result = CONNECT_FAILED;
+	if (fd < 0) {
+		*err = errno;
 		return -1;
+	}
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	while (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		struct timespec pause = { 0, 10000000 };
+
+		*err = errno;
+		if (*err == EINTR)
+			continue;
+		/* A full backlog (a server that listens and does not accept): Unix sockets say so at once,
+		 * and the connect is tried again until the deadline. */
+		if (*err != EAGAIN)
+			goto failed;
+		if (now_ms() >= deadline) {
+			*result = CONNECT_TIMED_OUT;
+			goto failed;
+		}
+		nanosleep(&pause, NULL);
+	}
+	return fd;
+failed:
+	close(fd);
+	return -1;
+}
+
+/* Connects and completes the handshake by `timeout_s` from now; CONNECTED, or how it failed (errno
+ * in *err for CONNECT_FAILED; libnbd's error set for HANDSHAKE_FAILED). */
+static enum connect_result connect_within(struct nbd_handle *h, const char *socket, int timeout_s, int *err)
+{
+	int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
+	enum connect_result result;
+	int fd = connect_socket(socket, deadline, &result, err);
+
+	if (fd < 0)
+		return result;
+	if (nbd_aio_connect_socket(h, fd) == -1) {  /* libnbd owns fd from here */
+		*err = nbd_get_errno();
+		return HANDSHAKE_FAILED;
+	}
 	while (!nbd_aio_is_ready(h)) {
 		int64_t left = deadline - now_ms();
 
 		if (nbd_aio_is_dead(h) || nbd_aio_is_closed(h))
-			return -1;
+			return HANDSHAKE_FAILED;
 		if (left <= 0)
-			return -2;
+			return HANDSHAKE_TIMED_OUT;
 		if (nbd_poll(h, (int)left) == -1)
-			return -1;
+			return HANDSHAKE_FAILED;
 	}
-	return 0;
+	return CONNECTED;
 }
 
 static int64_t block_size(struct nbd_handle *h, int which)
@@ -226,12 +282,13 @@ static int64_t block_size(struct nbd_handle *h, int which)
 	return v > 0 ? v : 0;
 }
 
-struct nbd_target *nbd_target_open(const char *opt, const char *uri)
+struct nbd_target *nbd_target_open(const char *opt, const char *uri, int timeout_s)
 {
 	struct nbd_target *t;
 	struct nbd_uri u;
 	struct stat st;
-	int rc;
+	enum connect_result rc;
+	int err = 0;
 
 	if (parse_uri(opt, uri, &u))
 		return NULL;
@@ -261,21 +318,34 @@ struct nbd_target *nbd_target_open(const char *opt, const char *uri)
 		fprintf(stderr, "%s: --%s %s: nbd_set_export_name: %s\n", PROG, opt, uri, nbd_target_error());
 		goto refused;
 	}
-	rc = connect_within(t->h, u.socket);
-	if (rc == -2) {
-		fprintf(stderr, "%s: --%s %s: the server on %s did not complete the NBD handshake within %d s: give the "
-			"socket of an NBD server\n", PROG, opt, uri, u.socket, HANDSHAKE_MS / 1000);
+	t->timeout_s = timeout_s;
+	snprintf(t->socket, sizeof(t->socket), "%s", u.socket);
+	rc = connect_within(t->h, u.socket, timeout_s, &err);
+	switch (rc) {
+	case CONNECTED:
+		break;
+	case CONNECT_FAILED:
+		if (err == ECONNREFUSED || err == ENOENT)
+			fprintf(stderr, "%s: --%s %s: nothing serves socket %s (connect: %s): start the NBD server (a lab's "
+				"device model: sectorlab lab up), or give the socket of one that runs\n", PROG, opt, uri,
+				u.socket, strerror(err));
+		else
+			fprintf(stderr, "%s: --%s %s: cannot connect to socket %s: connect: %s\n", PROG, opt, uri, u.socket,
+				strerror(err));
 		goto refused;
-	}
-	if (rc && (nbd_get_errno() == ECONNREFUSED || nbd_get_errno() == ENOENT)) {
-		fprintf(stderr, "%s: --%s %s: nothing serves socket %s (connect: %s): start the NBD server (a lab's device "
-			"model: sectorlab lab up), or give the socket of one that runs\n", PROG, opt, uri, u.socket,
-			strerror(nbd_get_errno()));
+	case CONNECT_TIMED_OUT:
+		fprintf(stderr, "%s: --%s %s: the server on %s did not accept the connection within %d s (--nbd-timeout): "
+			"give the socket of an NBD server that runs, or a longer --nbd-timeout\n", PROG, opt, uri, u.socket,
+			timeout_s);
 		goto refused;
-	}
-	if (rc) {
-		fprintf(stderr, "%s: --%s %s: the NBD handshake on %s failed: %s: give the socket of an NBD server that "
-			"serves export '%s'\n", PROG, opt, uri, u.socket, nbd_target_error(), u.export_name);
+	case HANDSHAKE_TIMED_OUT:
+		fprintf(stderr, "%s: --%s %s: the server on %s accepted the connection and did not complete the NBD "
+			"handshake within %d s (--nbd-timeout): give the socket of an NBD server, or a longer --nbd-timeout\n",
+			PROG, opt, uri, u.socket, timeout_s);
+		goto refused;
+	case HANDSHAKE_FAILED:
+		fprintf(stderr, "%s: --%s %s: the server on %s refused the NBD handshake for export '%s': %s: give an export "
+			"that server serves\n", PROG, opt, uri, u.socket, u.export_name, nbd_target_error());
 		goto refused;
 	}
 	if (nbd_is_read_only(t->h) == 1) {
@@ -311,21 +381,32 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* Waits for the command `cookie`: polls the socket without sleeping for up to `spin_ns` (a reply
- * that comes within it is read at once, with no wake-up from idle), then sleeps in poll(). 0 or
- * -errno. */
-static int wait_for(struct nbd_target *t, int64_t cookie, uint64_t spin_ns)
+/* Waits for the command `cookie`, at most --nbd-timeout: polls the socket without sleeping for up to
+ * `spin_ns` (a reply that comes within it is read at once, with no wake-up from idle), then sleeps in
+ * poll(). 0 or -errno; -ETIMEDOUT when no reply came in time (t->failure says so). */
+static int wait_for(struct nbd_target *t, int64_t cookie, uint64_t spin_ns, const char *what)
 {
-	uint64_t until = spin_ns ? now_ns() + spin_ns : 0;
+	uint64_t start = now_ns(), until = spin_ns ? start + spin_ns : 0;
+	uint64_t deadline = start + (uint64_t)t->timeout_s * 1000000000ULL;
 
 	for (;;) {
 		int done = nbd_aio_command_completed(t->h, (uint64_t)cookie);
+		uint64_t now = now_ns();
+		int wait_ms;
 
 		if (done == 1)
 			return 0;
 		if (done == -1)
 			return nbd_get_errno() ? -nbd_get_errno() : -EIO;
-		if (nbd_poll(t->h, until && now_ns() < until ? 0 : -1) == -1)
+		if (now >= deadline) {
+			t->stalled = 1;
+			snprintf(t->failure, sizeof(t->failure), "the server on %s sent no reply to the %s within %d s "
+				 "(--nbd-timeout)", t->socket, what, t->timeout_s);
+			return -ETIMEDOUT;
+		}
+		/* poll()'s wait in whole ms, rounded up so that it never spins short of the deadline */
+		wait_ms = until && now < until ? 0 : (int)((deadline - now + 999999) / 1000000);
+		if (nbd_poll(t->h, wait_ms) == -1)
 			return nbd_get_errno() ? -nbd_get_errno() : -EIO;
 	}
 }
@@ -343,7 +424,7 @@ int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64
 
 		if (cookie == -1)
 			return nbd_get_errno() ? -nbd_get_errno() : -EIO;
-		if ((err = wait_for(t, cookie, spin_ns)))
+		if ((err = wait_for(t, cookie, spin_ns, "write")))
 			return err;
 		done += n;
 	}
@@ -356,15 +437,31 @@ int nbd_target_flush(struct nbd_target *t, uint64_t spin_ns)
 
 	if (cookie == -1)
 		return nbd_get_errno() ? -nbd_get_errno() : -EIO;
-	return wait_for(t, cookie, spin_ns);
+	return wait_for(t, cookie, spin_ns, "flush");
 }
 
+const char *nbd_target_failure(const struct nbd_target *t)
+{
+	return t && *t->failure ? t->failure : NULL;
+}
+
+/* NBD_CMD_DISC when nothing is in flight, so that the server sees a client that left, not a dropped
+ * one; given --nbd-timeout to go out. nbd_shutdown() would wait for every reply still due, forever
+ * from a server that stalled. */
 void nbd_target_close(struct nbd_target *t)
 {
 	if (!t)
 		return;
-	if (nbd_aio_is_ready(t->h))
-		nbd_shutdown(t->h, 0);  /* NBD_CMD_DISC: the server sees a client that left, not a dropped one */
+	if (!t->stalled && nbd_aio_is_ready(t->h) && nbd_aio_in_flight(t->h) == 0 && nbd_aio_disconnect(t->h, 0) == 0) {
+		int64_t deadline = now_ms() + (int64_t)t->timeout_s * 1000;
+
+		while (!nbd_aio_is_closed(t->h) && !nbd_aio_is_dead(t->h)) {
+			int64_t left = deadline - now_ms();
+
+			if (left <= 0 || nbd_poll(t->h, (int)left) == -1)
+				break;
+		}
+	}
 	nbd_close(t->h);
 	free(t);
 }
@@ -373,8 +470,9 @@ void nbd_target_close(struct nbd_target *t)
 
 const int nbd_supported = 0;
 
-struct nbd_target *nbd_target_open(const char *opt, const char *uri)
+struct nbd_target *nbd_target_open(const char *opt, const char *uri, int timeout_s)
 {
+	(void)timeout_s;
 	fprintf(stderr, "%s: --%s %s is an NBD URI, and this redo-writer is built without NBD support (libnbd was not "
 		"installed at its build; the guests' static binary never has it): on the host, run scripts/bootstrap, "
 		"then make -C redo-writer\n", PROG, opt, uri);
@@ -402,6 +500,12 @@ int nbd_target_flush(struct nbd_target *t, uint64_t spin_ns)
 const char *nbd_target_error(void)
 {
 	return "built without NBD support";
+}
+
+const char *nbd_target_failure(const struct nbd_target *t)
+{
+	(void)t;
+	return NULL;
 }
 
 void nbd_target_close(struct nbd_target *t)

@@ -32,17 +32,23 @@ extern const int nbd_supported;
  * path: 1 yes, 0 no. */
 int nbd_uri_scheme(const char *value);
 
-/* Parses, checks and connects to the NBD URI `uri` given as --`opt`; NULL after printing one line
- * that names the value and what to do. */
-struct nbd_target *nbd_target_open(const char *opt, const char *uri);
+/* Parses, checks and connects to the NBD URI `uri` given as --`opt`, within `timeout_s` seconds
+ * (--nbd-timeout: the connect and the handshake; later, each reply); NULL after printing one line
+ * that names the value and what to do: nothing listening on the socket (connect() failed), a server
+ * that refused the export or the handshake (what it said), one that did not answer in time. */
+struct nbd_target *nbd_target_open(const char *opt, const char *uri, int timeout_s);
 const struct nbd_export_info *nbd_target_info(const struct nbd_target *t);
 /* One write of `len` bytes at `off`, with FUA when `fua`; 0 or -errno (nbd_target_error says more).
- * Both wait for the reply polling the socket without sleeping for up to `spin_ns` (--spin-us), then
- * sleeping in poll(). */
+ * Both wait for the reply polling the socket without sleeping for up to `spin_ns` (--reply-spin-us),
+ * then sleeping in poll(), for at most the target's timeout: -ETIMEDOUT after it (nbd_target_failure
+ * names the socket and the wait). */
 int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64_t off, int fua, uint64_t spin_ns);
 int nbd_target_flush(struct nbd_target *t, uint64_t spin_ns);
 /* libnbd's message for the last failed call of this thread, one line. */
 const char *nbd_target_error(void);
+/* Why the target's last write or flush failed when libnbd has no word for it (no reply in time), one
+ * line; NULL otherwise. */
+const char *nbd_target_failure(const struct nbd_target *t);
 void nbd_target_close(struct nbd_target *t);
 
 #endif

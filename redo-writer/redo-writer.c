@@ -70,6 +70,9 @@ static struct opt run_opts[] = {
 	{ "spin-us", OPT_NUM, "microseconds the log writer and sessions poll before sleeping (0: always sleep)", "0", 0, 100000, NULL, NULL, NULL, 0 },
 	{ "reply-spin-us", OPT_NUM, "microseconds the log writer polls an NBD member's socket for each reply before "
 	  "sleeping in poll() (0: always sleep)", "0", 0, 100000, NULL, NULL, NULL, 0 },
+	{ "nbd-timeout", OPT_NUM, "seconds an NBD member's server has to accept the connection, complete the handshake, and "
+	  "answer each write or flush (a modelled device's longest service time is 10 s); past it the member fails",
+	  "30", 1, 3600, NULL, NULL, NULL, 0 },
 	{ "format", OPT_STR, "what the redo blocks hold: plain (0xa5 throughout) or checked (a header, a CRC32C and "
 	  "redo bytes recomputable from their position, for verify)", "plain", 0, 0, "plain|checked", NULL, NULL, 0 },
 	{ "output", OPT_STR, "report format", "text", 0, 0, "text|json", NULL, NULL, 0 },
@@ -395,7 +398,8 @@ static int build_config(struct config *cfg)
 	    num(run_opts, "redo-per-txn", &cfg->redo_per_txn) || num(run_opts, "rate", &cfg->rate) ||
 	    num(run_opts, "log-size", &cfg->log_size) || num(run_opts, "max-write", &max_write) ||
 	    num(run_opts, "spin-us", &cfg->spin_us) ||
-	    num(run_opts, "reply-spin-us", &cfg->reply_spin_us) || num(run_opts, "seed", &cfg->seed) ||
+	    num(run_opts, "reply-spin-us", &cfg->reply_spin_us) || num(run_opts, "nbd-timeout", &cfg->nbd_timeout_s) ||
+	    num(run_opts, "seed", &cfg->seed) ||
 	    num(run_opts, "cpu-us-per-txn", &cfg->cpu_us_per_txn) || check_arrival(cfg))
 		return -1;
 	if (find_opt(run_opts, "transactions")->given) {
@@ -686,7 +690,7 @@ static int open_outputs(struct config *cfg, struct output *out, int *n)
 		*o = (struct output){ .opt = want[w].opt, .path = want[w].path, .member = want[w].member, .fd = -1 };
 		(*n)++;
 		if (o->member && nbd_uri_scheme(o->path)) {
-			if (!(o->nbd = nbd_target_open(o->opt, o->path)))
+			if (!(o->nbd = nbd_target_open(o->opt, o->path, (int)cfg->nbd_timeout_s)))
 				goto refused;
 			for (int i = 0; i < *n - 1; i++) {
 				if (out[i].nbd && same_export(&out[i], o)) {
@@ -791,6 +795,25 @@ static int probe(const char *path, enum output_mode output)
 	return 0;
 }
 
+/*
+ * --acknowledged is a redo byte position, and positions count on across the log's passes (a wrapped
+ * log's block 0 holds redo from past --log-size), so the bound is not the log's size but the most redo
+ * a log of this size can hold before its 32-bit sequence numbers run out: 2^32 - 1 passes of its
+ * blocks, each carrying blocksize - 16 redo bytes. Past that, no run's position is meant (2^64 - 1 was
+ * taken, and counted a wrapped number of commits lost); 0, or -1 reported.
+ */
+static int check_acknowledged(const struct verify_config *cfg)
+{
+	unsigned long long per_pass = cfg->log_size / cfg->blocksize * (cfg->blocksize - REDO_BLOCK_HEADER), most;
+
+	if (__builtin_mul_overflow(per_pass, 0xffffffffULL, &most) || cfg->acknowledged <= most)
+		return 0;
+	fprintf(stderr, "%s: --acknowledged %llu is past any redo position a log of --log-size %llu in %llu-byte blocks "
+		"reaches (%llu redo bytes a pass, 4294967295 passes: %llu): expected the run's acknowledged position (its "
+		"report's redo_bytes)\n", PROG, cfg->acknowledged, cfg->log_size, cfg->blocksize, per_pass, most);
+	return -1;
+}
+
 /* verify's options; 0, or -1 reported. */
 static int build_verify_config(struct verify_config *cfg)
 {
@@ -819,6 +842,8 @@ static int build_verify_config(struct verify_config *cfg)
 			PROG, cfg->log_size, cfg->blocksize, REDO_BLOCK_MAX_BLOCKS);
 		return -1;
 	}
+	if (cfg->has_acknowledged && check_acknowledged(cfg))
+		return -1;
 	if (cfg->has_redo_per_txn && !cfg->has_acknowledged) {
 		fprintf(stderr, "%s: --redo-per-txn counts the commits lost: expected --acknowledged too\n", PROG);
 		return -1;

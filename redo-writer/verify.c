@@ -23,6 +23,7 @@
 #include "nbd.h"
 #include "redoblock.h"
 #include "report.h"
+#include "unreadable.h"
 #include "verify.h"
 
 /* The image is read this many bytes at a time (a whole number of blocks: a block is at most 64 KiB). */
@@ -121,65 +122,25 @@ static int range_hit(const struct ranges *rs, uint64_t off, uint64_t end)
 	return lo < rs->n && rs->r[lo].off < end;
 }
 
-/* A whole number of at most 20 digits that fits in 64 bits. */
-static int parse_u64(const char *s, size_t len, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!len || len > 20)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9' || v > (~0ULL - (uint64_t)(s[i] - '0')) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
-/* One line of --unreadable: "OFFSET LENGTH", decimal, separated by blanks; a blank line is none. */
-static int parse_range_line(char *line, struct ranges *rs)
-{
-	const char *blank = " \t\r\n";
-	char *a = line + strspn(line, blank), *b;
-	size_t na = strcspn(a, blank), nb;
-	uint64_t off, len;
-
-	if (!*a)
-		return 0;
-	b = a + na + strspn(a + na, blank);
-	nb = strcspn(b, blank);
-	if (parse_u64(a, na, &off) || parse_u64(b, nb, &len) || b[nb + strspn(b + nb, blank)] || !len ||
-	    off + len < off)
-		return -1;
-	return add_range(rs, off, off + len) ? -2 : 0;
-}
-
-/* Reads the --unreadable file; 0, or 2 (bad input, reported). */
+/* The --unreadable file (unreadable.c, the reader the device model's unreadable= shares): its ranges,
+ * sorted and merged; 0, or 2 (bad input, reported). */
 static int read_ranges(const char *path, struct ranges *rs)
 {
-	char line[256];
-	unsigned long n = 0;
-	FILE *f = fopen(path, "r");
+	struct unreadable_list list;
+	char why[256];
 
-	if (!f) {
-		fprintf(stderr, "%s: --unreadable %s: %s: expected a file of lines OFFSET LENGTH\n", PROG, path,
-			strerror(errno));
+	if (unreadable_load(path, &list, why, sizeof(why), NULL) != UNREADABLE_OK) {
+		fprintf(stderr, "%s: --unreadable %s %s\n", PROG, path, why);
 		return 2;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		int rc;
-
-		n++;
-		rc = strchr(line, '\n') || feof(f) ? parse_range_line(line, rs) : -1;
-		if (rc) {
-			fprintf(stderr, "%s: --unreadable %s line %lu: %s\n", PROG, path, n, rc == -2 ? "out of memory" :
-				"expected two numbers, OFFSET and LENGTH in bytes (decimal digits, LENGTH at least 1)");
-			fclose(f);
+	for (size_t i = 0; i < list.n; i++) {
+		if (add_range(rs, list.range[i].offset, list.range[i].offset + list.range[i].length)) {
+			fprintf(stderr, "%s: --unreadable %s: out of memory for %zu ranges\n", PROG, path, list.n);
+			free(list.range);
 			return 2;
 		}
 	}
-	fclose(f);
+	free(list.range);
 	merge_ranges(rs);
 	return 0;
 }
@@ -422,15 +383,42 @@ static int walk(struct verifier *v, void (*fn)(struct verifier *, uint64_t, cons
 	return 0;
 }
 
+/* The redo position after the chain; a position so near 2^64 that the chain's redo would pass it (a
+ * crafted block) is taken as 2^64 - 1, never wrapped round to a small one. */
 static uint64_t recovered_to(const struct verifier *v)
 {
-	return v->recovered ? (v->first & v->first_mask) + v->sum : 0;
+	uint64_t to;
+
+	if (!v->recovered)
+		return 0;
+	return __builtin_add_overflow(v->first & v->first_mask, v->sum, &to) ? UINT64_MAX : to;
+}
+
+/* What --acknowledged makes of the recovery: redo bytes lost (acknowledged, not recovered), the commits
+ * they held (rounded up: a commit with a byte lost is lost), and redo recovered past it. Differences
+ * are taken only the way they are positive, and the commits without adding to `lost` (it may be near
+ * 2^64: lost + redo_per_txn - 1 wrapped to a count of 0 commits). */
+struct losses {
+	uint64_t to, lost, commits, beyond;
+};
+
+static struct losses losses_of(const struct verifier *v)
+{
+	const struct verify_config *cfg = v->cfg;
+	struct losses l = { .to = recovered_to(v) };
+
+	l.lost = cfg->acknowledged > l.to ? cfg->acknowledged - l.to : 0;
+	l.beyond = l.to > cfg->acknowledged ? l.to - cfg->acknowledged : 0;
+	if (cfg->has_redo_per_txn)
+		l.commits = l.lost / cfg->redo_per_txn + (l.lost % cfg->redo_per_txn != 0);
+	return l;
 }
 
 static void report_json(const struct verifier *v)
 {
 	const struct verify_config *cfg = v->cfg;
-	uint64_t to = recovered_to(v), lost = cfg->acknowledged > to ? cfg->acknowledged - to : 0;
+	struct losses l = losses_of(v);
+	uint64_t to = l.to;
 
 	fputs("{\"target\": ", stdout);
 	json_string(stdout, cfg->target);
@@ -450,20 +438,20 @@ static void report_json(const struct verifier *v)
 		       "\"recovered_beyond_acknowledged\": null}\n");
 		return;
 	}
-	printf("\"acknowledged\": %llu, \"lost_bytes\": %llu, ", cfg->acknowledged, (unsigned long long)lost);
+	printf("\"acknowledged\": %llu, \"lost_bytes\": %llu, ", cfg->acknowledged, (unsigned long long)l.lost);
 	if (cfg->has_redo_per_txn)
 		printf("\"redo_per_txn\": %llu, \"lost_commits\": %llu, ", cfg->redo_per_txn,
-		       (unsigned long long)((lost + cfg->redo_per_txn - 1) / cfg->redo_per_txn));
+		       (unsigned long long)l.commits);
 	else
 		printf("\"redo_per_txn\": null, \"lost_commits\": null, ");
-	printf("\"recovered_beyond_acknowledged\": %llu}\n", to > cfg->acknowledged ? (unsigned long long)(to -
-	       cfg->acknowledged) : 0ULL);
+	printf("\"recovered_beyond_acknowledged\": %llu}\n", (unsigned long long)l.beyond);
 }
 
 static void report_text(const struct verifier *v)
 {
 	const struct verify_config *cfg = v->cfg;
-	uint64_t to = recovered_to(v), lost = cfg->acknowledged > to ? cfg->acknowledged - to : 0;
+	struct losses l = losses_of(v);
+	uint64_t to = l.to;
 
 	printf("%s verify: %s, blocksize %llu, %llu blocks, log sequence %u\n", PROG, cfg->target, cfg->blocksize,
 	       (unsigned long long)v->blocks, v->sequence);
@@ -480,11 +468,10 @@ static void report_text(const struct verifier *v)
 	       (unsigned long long)v->valid_after_end, (unsigned long long)v->corrupt_undetected);
 	if (!cfg->has_acknowledged)
 		return;
-	printf("acknowledged to byte %llu: %llu bytes lost", cfg->acknowledged, (unsigned long long)lost);
+	printf("acknowledged to byte %llu: %llu bytes lost", cfg->acknowledged, (unsigned long long)l.lost);
 	if (cfg->has_redo_per_txn)
-		printf(" (%llu commits)", (unsigned long long)((lost + cfg->redo_per_txn - 1) / cfg->redo_per_txn));
-	printf(", %llu bytes recovered beyond it\n", to > cfg->acknowledged ? (unsigned long long)(to -
-	       cfg->acknowledged) : 0ULL);
+		printf(" (%llu commits)", (unsigned long long)l.commits);
+	printf(", %llu bytes recovered beyond it\n", (unsigned long long)l.beyond);
 }
 
 static int run_verify(struct verifier *v)
