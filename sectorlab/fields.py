@@ -37,6 +37,20 @@ def whole_number(where: str, key: str, value, minimum: int, maximum: int | None 
     return value
 
 
+def no_duplicates(where: str, key: str, values: list, same: Callable[[Any], Any] = lambda v: v) -> list:
+    """`values` when no two of them are one (by `same`: what makes two values one, such as a value
+    as it is read, "64k" and "65536"); else one UsageError line naming both and where they are."""
+    seen: dict = {}
+    for i, value in enumerate(values, 1):
+        first = seen.setdefault(same(value), i)
+        if first != i:
+            other = values[first - 1]
+            shown = (f"{value!r} is given twice" if other == value
+                     else f"{other!r} and {value!r} are one value")
+            raise UsageError(f"{where}: {key}: {shown} (#{first} and #{i}); expected each once")
+    return values
+
+
 @dataclass(frozen=True)
 class Kind:
     """What a field's value must be: `doc` for the docs' type column, `check` to refuse or keep it."""
