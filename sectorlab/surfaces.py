@@ -67,7 +67,7 @@ BENCH_RECORD = Content("bench record (bench.json)", "JSON", inputs.BENCH_JSON_MA
 APPLIANCE_RECORD = Content("appliance record (appliance.json)", "JSON", inputs.BENCH_JSON_MAX, "a key of an object")
 IMAGE_RECORD = Content("image build record", "JSON", 64 * inputs.KIB, "a key of an object")  # images.cache.RECORD_MAX
 RESULTS = Content("results directory", "results")
-RANGES = Content("medium errors (lines OFFSET LENGTH)", "text")
+RANGES = Content("medium errors (lines OFFSET LENGTH)", "text", 4 * inputs.MIB)  # redo-writer/unreadable.c
 LOG_IMAGE = Content("redo log image", "binary")
 BLOCK_DEVICE = Content("a block device (its sizes; never read)", "none")
 PATH_ON_FILESYSTEM = Content("a block device, or a file or directory on one (its sizes; never read)", "none")
@@ -124,7 +124,7 @@ def _model(key: str, names: str, content: Content) -> Surface:
     return Surface("model", "", key, argv, names, content)
 
 
-_RUN_OPTIONS = "--transactions 1 --log-size 65536 --output json"
+_RUN_OPTIONS = "--transactions 1 --log-size 65536 --max-write 65536 --output json"
 _VERIFY_OPTIONS = "--blocksize 512 --log-size 65536"
 
 SURFACES: tuple[Surface, ...] = (
@@ -198,12 +198,13 @@ NOT_FILES: dict[tuple[str, str, str], str] = {
 
 def markdown() -> str:
     """The registry as the table docs/reliability.md shows."""
-    rows = ["| program | command | option | names | content | bound |", "|---|---|---|---|---|---|"]
+    rows = ["| program | command | option | names | holds | bound |", "|---|---|---|---|---|---|"]
     for s in SURFACES:
         bound = "" if s.content.bound is None else _size(s.content.bound)
         member = f" ({s.member})" if s.member else ""
-        rows.append(f"| {s.program} | {s.command or '-'} | `{s.option}`{member} | {s.names} | {s.content.name} "
-                    f"({s.content.syntax}) | {bound} |")
+        syntax = f" ({s.content.syntax})" if s.content.syntax in ("TOML", "JSON", "CSV", "text") else ""
+        rows.append(f"| {s.program} | {s.command or '-'} | `{s.option}`{member} | {s.names} | {s.content.name}{syntax} "
+                    f"| {bound} |")
     return "\n".join(rows) + "\n"
 
 
