@@ -50,7 +50,8 @@ class Content:
     """What a surface's file holds. `syntax`: TOML, JSON, CSV, text, binary, results (a results
     directory) or none (a path whose metadata alone is read: a block device's sizes, a place to
     write in). `bound`: the largest such file read, in bytes (None: not one read whole).
-    `duplicate`: what in it is a name that must not be given twice ('' where nothing is named)."""
+    `duplicate`: what in it is a name that must not be given twice ('' where nothing is named; a
+    JSON file's keys are such names in every kind)."""
     name: str
     syntax: str
     bound: int | None = None
@@ -60,12 +61,12 @@ class Content:
 LAB = Content("lab definition", "TOML", inputs.LAB_DEFINITION_MAX, "a VM's name")
 BENCH_PRESET = Content("bench preset", "TOML", inputs.LAB_DEFINITION_MAX, "a disk's name")
 CRASH_PRESET = Content("crash preset", "TOML", inputs.LAB_DEFINITION_MAX, "a profile of its list")
-COLLECTOR = Content("collector file", "JSON", inputs.COLLECTOR_MAX, "a key of an object")
-REDO_REPORT = Content("redo-writer report", "JSON", inputs.REPORT_JSON_MAX, "a key of an object")
+COLLECTOR = Content("collector file", "JSON", inputs.COLLECTOR_MAX, "a disk's name")
+REDO_REPORT = Content("redo-writer report", "JSON", inputs.REPORT_JSON_MAX)
 EVENTS = Content("redo-writer events", "CSV", inputs.EVENTS_CSV_MAX)
-BENCH_RECORD = Content("bench record (bench.json)", "JSON", inputs.BENCH_JSON_MAX, "a key of an object")
-APPLIANCE_RECORD = Content("appliance record (appliance.json)", "JSON", inputs.BENCH_JSON_MAX, "a key of an object")
-IMAGE_RECORD = Content("image build record", "JSON", 64 * inputs.KIB, "a key of an object")  # images.cache.RECORD_MAX
+BENCH_RECORD = Content("bench record (bench.json)", "JSON", inputs.BENCH_JSON_MAX, "a run (disk, BLOCKSIZE, repeat)")
+APPLIANCE_RECORD = Content("appliance record (appliance.json)", "JSON", inputs.BENCH_JSON_MAX, "a share's name")
+IMAGE_RECORD = Content("image build record", "JSON", 64 * inputs.KIB)  # images.cache.RECORD_MAX
 RESULTS = Content("results directory", "results")
 RANGES = Content("medium errors (lines OFFSET LENGTH)", "text", 4 * inputs.MIB)  # redo-writer/unreadable.c
 LOG_IMAGE = Content("redo log image", "binary")

@@ -12,7 +12,10 @@ and it names the value, no traceback, nothing created or changed outside (the ca
 directory, the image cache, the temporary directory, the checkout's results/ and labs/, the served
 file's bytes), within CASE_SECONDS. sectorlab's cases run in this process (cli.main) with
 everything that would start a process refused and recorded, so that a value wrongly taken cannot
-start a lab; redo-writer and the model run for real, with a timeout."""
+start a lab; redo-writer and the model run for real, with a timeout. Beside the battery, each
+entry takes a valid value, so that its refusals are of the value and not of a wrong command line.
+
+Which cases the old code failed, and what each class of them was, is in docs/reliability.md."""
 
 from __future__ import annotations
 
@@ -231,9 +234,10 @@ def hostile_values(s: Surface) -> list[str]:
         out += ["nested-5000"] if c.syntax in ("TOML", "JSON") else []
         out += ["dotted-key-100000"] if c.syntax == "TOML" else []
         out += ["duplicate"] if c.duplicate else []
+        out += ["duplicate-key"] if c.syntax == "JSON" else []
     if _named_member(s):
         out += ["named-twice", "nul-in-name", "dotdot-escape", "absolute-name"]
-    elif s.member in ("bench.json", "appliance.json"):
+    elif s.member and s.names == DIRECTORY_READ:  # a file of a fixed name in the directory
         out.append("link-out-of-the-directory")
     return out
 
@@ -312,8 +316,16 @@ DUPLICATE_KEY = {surfaces.COLLECTOR.name: "blockdevices", surfaces.REDO_REPORT.n
                  surfaces.IMAGE_RECORD.name: "built_at"}
 
 
+def _duplicate_key(s: Surface, text: str) -> tuple[str, str]:
+    """The valid JSON text with a key of its outermost object given twice, and that key."""
+    doc = json.loads(text)
+    key = DUPLICATE_KEY[s.content.name]
+    other = json.dumps({key: doc[key] + "-2" if isinstance(doc[key], str) else doc[key]})
+    return text.rstrip()[:-1] + ", " + other[1:], key
+
+
 def _duplicated(s: Surface, text: str) -> tuple[str, str]:
-    """The valid text with one name given twice, and that name."""
+    """The valid text with one name (Content.duplicate) given twice, and that name."""
     c = s.content
     if c is surfaces.LAB:
         return text + text, "lab1"
@@ -324,12 +336,15 @@ def _duplicated(s: Surface, text: str) -> tuple[str, str]:
         line = next(x for x in text.splitlines() if x.startswith("profiles = "))
         first = json.loads(line.split("=", 1)[1])[0]
         return text.replace(line, f"profiles = {json.dumps([first, first])}"), first
-    if c.syntax == "JSON":  # a key of the outermost object given twice (a text's value differing)
-        doc = json.loads(text)
-        key = DUPLICATE_KEY[c.name]
-        other = json.dumps({key: doc[key] + "-2" if isinstance(doc[key], str) else doc[key]})
-        return text.rstrip()[:-1] + ", " + other[1:], key
-    raise AssertionError(f"no duplicate for {c}")
+    doc = json.loads(text)
+    if c is surfaces.COLLECTOR:  # a second disk of the same name, of other sectors
+        disk = doc["blockdevices"][0]
+        doc["blockdevices"].append({**disk, "log-sec": 4096, "phy-sec": 4096})
+        return json.dumps(doc), disk["name"]
+    if c is surfaces.APPLIANCE_RECORD:
+        doc["shares"].append(dict(doc["shares"][0]))
+        return json.dumps(doc), doc["shares"][0]["name"]
+    raise AssertionError(f"no duplicate for {c} (bench.json's is made by _member_case)")
 
 
 def _content(hostile: str, s: Surface, text: str) -> tuple[bytes | None, str]:
@@ -349,6 +364,9 @@ def _content(hostile: str, s: Surface, text: str) -> tuple[bytes | None, str]:
         return ("a" + ".a" * 99_999 + " = 1\n").encode(), ""
     if hostile == "duplicate":
         dup, name = _duplicated(s, text)
+        return dup.encode(), name
+    if hostile == "duplicate-key":
+        dup, name = _duplicate_key(s, text)
         return dup.encode(), name
     return None, ""
 
@@ -432,6 +450,16 @@ def _member_case(hostile: str, s: Surface, tmp: Path) -> tuple[str, tuple[str, .
     if not _named_member(s):
         member = r / s.member
         text = member.read_text()
+        if hostile == "duplicate" and s.content is surfaces.BENCH_RECORD:  # the first run again, in files of its own
+            bench = json.loads(text)
+            run = json.loads(json.dumps(bench["runs"][0]))
+            for entry in (run, run["device_path"]):
+                for key in ("report", "events"):
+                    shutil.copyfile(r / entry[key], r / f"{entry[key]}.again")
+                    entry[key] += ".again"
+            bench["runs"].append(run)
+            member.write_text(json.dumps(bench))
+            return str(r), (str(member), repr(s.member), f"'{run['disk']}'")
         member.unlink()
         if hostile == "link-out-of-the-directory":
             outside = tmp / f"outside-{s.member}"
@@ -779,6 +807,6 @@ def test_the_battery_has_every_surface_and_value():
     assert {s.id for s, _ in CASES} == {s.id for s in SURFACES}
     kinds = {h for _, h in CASES}
     assert kinds >= {"fifo", "char-device", "directory", "symlink-to-dev-zero", "not-utf8", "nested-5000",
-                     "dotted-key-100000", "huge", "duplicate", "nul-in-name", "dotdot-escape", "dev-null",
-                     "regular-file", "under-a-file", "served", "served-hard-link", "served-symlink",
+                     "dotted-key-100000", "huge", "duplicate", "duplicate-key", "nul-in-name", "dotdot-escape",
+                     "dev-null", "regular-file", "under-a-file", "served", "served-hard-link", "served-symlink",
                      "another-model-file"}, kinds
