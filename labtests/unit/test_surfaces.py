@@ -93,19 +93,42 @@ def _parsers():
     yield from _walk(redocheck.build_parser("sectorlab redo-check", from_host=True), ("redo-check",))
 
 
-def test_every_command_line_option_that_names_a_file_is_a_surface():
+def _command_line_coverage() -> dict[str, list]:
+    """What is wrong between the command lines and the registry, by kind (each list empty: nothing)."""
     options = {("sectorlab", command, _option(a)) for command, a in _parsers()}
     naming = {("sectorlab", command, _option(a)) for command, a in _parsers() if _names_a_file(a)}
     registered = {s.key for s in SURFACES if s.program == "sectorlab" and not s.option.startswith("$")}
-    missing = sorted(naming - registered - set(surfaces.NOT_FILES))
-    assert not missing, f"options that name a file and are not in sectorlab/surfaces.py: {missing}"
-    gone = sorted((registered | set(surfaces.NOT_FILES)) - options)
-    assert not gone, f"entries of sectorlab/surfaces.py the command line no longer has: {gone}"
-    both = sorted(registered & set(surfaces.NOT_FILES))
-    assert not both, f"in SURFACES and NOT_FILES at once: {both}"
-    # The walk would find each: a surface it cannot see is one it would miss when it is new.
-    unseen = sorted((registered | set(surfaces.NOT_FILES)) - naming)
-    assert not unseen, f"entries the walk does not take for a file's option (make it see them): {unseen}"
+    known = registered | set(surfaces.NOT_FILES)
+    return {"options that name a file and are not in sectorlab/surfaces.py": sorted(naming - known),
+            "entries of sectorlab/surfaces.py the command line no longer has": sorted(known - options),
+            "in SURFACES and NOT_FILES at once": sorted(registered & set(surfaces.NOT_FILES)),
+            # The walk must find each: a surface it cannot see is one it would miss when it is new.
+            "entries the walk does not take for a file's option (make it see them)": sorted(known - naming)}
+
+
+def test_every_command_line_option_that_names_a_file_is_a_surface():
+    for what, keys in _command_line_coverage().items():
+        assert not keys, f"{what}: {keys}"
+
+
+@pytest.mark.parametrize("how", ["type", "metavar", "help", "positional"])
+def test_a_new_option_that_names_a_file_is_found(monkeypatch, how):
+    """The walk finds an option it was not told of: a new command's file, however it is declared."""
+    real = cli.build_parser
+
+    def build():
+        parser = real()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        p = sub.add_parser("new-command")
+        declared = {"type": dict(type=Path), "metavar": dict(metavar="FILE"), "help": dict(help="the file to read")}
+        if how == "positional":
+            p.add_argument("source", help="where the input directory is")
+        else:
+            p.add_argument("--source", **declared[how])
+        return parser
+    monkeypatch.setattr(cli, "build_parser", build)
+    assert _command_line_coverage()["options that name a file and are not in sectorlab/surfaces.py"] == [
+        ("sectorlab", "new-command", "source" if how == "positional" else "--source")]
 
 
 def test_the_environment_variables_named_are_read_by_sectorlab():
@@ -385,7 +408,7 @@ def _fill(text: str, values: dict[str, str]) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], text)
 
 
-def _place(hostile: str, s: Surface, at: Path, tmp: Path, text: str) -> tuple[str, tuple[str, ...]]:
+def _place(hostile: str, s: Surface, at: Path, text: str) -> tuple[str, tuple[str, ...]]:
     """Makes the hostile value at `at` (a file read, or a member); returns (value, words naming it)."""
     at.parent.mkdir(parents=True, exist_ok=True)
     data, word = _content(hostile, s, text)
@@ -466,7 +489,7 @@ def _member_case(hostile: str, s: Surface, tmp: Path) -> tuple[str, tuple[str, .
             outside.write_text(text)
             member.symlink_to(outside)
             return str(r), (str(member), repr(s.member), str(outside))
-        _, named = _place(hostile, s, member, tmp, text)
+        _, named = _place(hostile, s, member, text)
         return str(r), named + (repr(s.member),)
     bench = json.loads((r / "bench.json").read_text())
     entry, key = _named_entry(bench, s.member)
@@ -492,7 +515,7 @@ def _member_case(hostile: str, s: Surface, tmp: Path) -> tuple[str, tuple[str, .
     member = r / name
     text = member.read_text()
     member.unlink()
-    _, named = _place(hostile, s, member, tmp, text)
+    _, named = _place(hostile, s, member, text)
     return str(r), named + (name,)
 
 
@@ -533,7 +556,7 @@ def make_case(s: Surface, hostile: str, tmp: Path, w: World) -> Case:
             os.mkdir(value)
         named = (value,)
     elif s.names == DIRECTORY_READ and not s.member:
-        value, named = _place(hostile, s, tmp / "in put" / "results", tmp, "")
+        value, named = _place(hostile, s, tmp / "in put" / "results", "")
     elif s.names == DIRECTORY_READ:
         value, named = _member_case(hostile, s, tmp)
     elif s.member == ".json":  # the record beside the image named
@@ -541,12 +564,12 @@ def make_case(s: Surface, hostile: str, tmp: Path, w: World) -> Case:
         image.parent.mkdir()
         image.write_bytes(b"")
         record = dict(IMAGE_RECORD, image=str(image))
-        _, named = _place(hostile, s, image.with_suffix(".json"), tmp, json.dumps(record))
+        _, named = _place(hostile, s, image.with_suffix(".json"), json.dumps(record))
         value, named = str(image), (str(image), *named)
     else:
         suffix = {"TOML": ".toml", "JSON": ".json", "CSV": ".csv"}.get(s.content.syntax, "")
         text = _valid_text(s) if s.content.syntax in TEXT_SYNTAX else ""
-        value, named = _place(hostile, s, tmp / "in put" / f"hostile{suffix}", tmp, text)
+        value, named = _place(hostile, s, tmp / "in put" / f"hostile{suffix}", text)
     values["path"] = value
     return Case([_fill(a, values) for a in s.argv], {k: _fill(v, values) for k, v in s.env}, named, value,
                 may_create, served)
