@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from . import __version__, bench, images, paths
+from . import __version__, bench, fields, images, paths
 from .commands.bench import (
     cmd_bench,
     cmd_bench_floor,
@@ -46,7 +46,7 @@ from .commands.lab import (
     cmd_lab_validate,
     cmd_terraform_check,
 )
-from .errors import SectorlabError
+from .errors import SectorlabError, UsageError
 from .inguest import redocheck
 
 _LAB_HELP = "lab definition (default: $SECTORLAB_LAB_FILE or labs/default.toml)"
@@ -85,6 +85,19 @@ def fraction(low: float, high: float):
             raise argparse.ArgumentTypeError(f"{text!r}: expected a number above {low:g} and below {high:g}")
         return value
     return parse
+
+
+def judges(text: str) -> list[str]:
+    """An argparse type: crash-db's --judges, comma-separated judges (crash/databases.JUDGES), none
+    given twice (it would run twice and count its cuts twice)."""
+    from .crash import databases
+    names = text.split(",")
+    try:
+        for name in names:
+            databases.judge_of(name)
+        return fields.no_duplicates(repr(text), "judge", names)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -231,9 +244,10 @@ def _add_bench_commands(sub) -> None:
                                       "BLOCKSIZE, judged by redo-writer verify: acknowledged commits lost, torn blocks")
     p.add_argument("preset", help="a crash preset of labs/crash/ (or a path to one)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the cuts (default: the preset's)")
-    p.add_argument("--cuts", type=whole(1, 10000), help="cuts per cell (default: the preset's)")
-    p.add_argument("--at", type=fraction(0, 86_400_000), metavar="MS", help="one cut per cell at this moment, in "
-                   "milliseconds from the run's first write (default: --cuts moments drawn over the run)")
+    when = p.add_mutually_exclusive_group()  # --at is one cut: with --cuts, one of the two would go unsaid
+    when.add_argument("--cuts", type=whole(1, 10000), help="cuts per cell (default: the preset's)")
+    when.add_argument("--at", type=fraction(0, 86_400_000), metavar="MS", help="one cut per cell at this moment, in "
+                      "milliseconds from the run's first write (default: --cuts moments drawn over the run)")
     p.add_argument("--results", type=results_root, help="where <timestamp>-crash-<preset>/ goes (default: results/)")
     p.add_argument("--png", action="store_true", help="draw report.html as on a desktop and a phone (headless "
                    "Chromium)")
@@ -242,8 +256,8 @@ def _add_bench_commands(sub) -> None:
     p = sub.add_parser("crash-db", help="power cuts judged by real databases in the running lab (make crash-db): "
                                         "MariaDB's doublewrite and PostgreSQL's full_page_writes on and off")
     p.add_argument("--lab", type=Path, help=_LAB_HELP + " (make crash-db: labs/crash-databases.toml)")
-    p.add_argument("--judges", help="comma-separated judges (default: all: mariadb-doublewrite-on, "
-                   "mariadb-doublewrite-off, postgres-fpw-on, postgres-fpw-off)")
+    p.add_argument("--judges", type=judges, help="comma-separated judges, each once (default: all: "
+                   "mariadb-doublewrite-on, mariadb-doublewrite-off, postgres-fpw-on, postgres-fpw-off)")
     p.add_argument("--cuts", type=whole(1, 1000), default=20, help="cuts per disk and judge: the real cut and "
                    "CUTS-1 more moments of its run (default 20)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), default=20261127, help="of the judges' order, the moments "

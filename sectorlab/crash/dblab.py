@@ -29,7 +29,7 @@ from typing import Callable
 
 from .. import lab as lab_mod
 from ..devices import profiles, trace
-from ..errors import SectorlabError
+from ..errors import SectorlabError, UsageError
 from ..lab import modelled
 from ..lab.record import DiskRecord, LabRecord
 from ..paths import write_atomic
@@ -177,6 +177,8 @@ def _settled(server, copy: Path) -> list[trace.Request]:
     def logged(path: Path) -> int:
         try:
             return sum(1 for r in writelog.records(path) if r.length)
+        except UsageError:
+            raise  # not a write log at all (a FIFO, a directory): waiting would not make it one
         except SectorlabError:
             return -1  # a record still being written
 

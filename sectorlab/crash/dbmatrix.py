@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from .. import fields
 from .. import lab as lab_mod
 from ..errors import UsageError
 from ..lab import modelled
@@ -45,11 +46,20 @@ def pairs(record: LabRecord) -> list[tuple[DiskRecord, DiskRecord]]:
     return out
 
 
+def check_judges(judges: list[str]) -> list[str]:
+    """Each a judge (crash/databases.JUDGES), at least one, none given twice (it would run twice and
+    its cuts be counted twice); one line otherwise."""
+    if not judges:
+        raise UsageError(f"crash-db: no judge: expected one or more of {', '.join(databases.JUDGES)}")
+    for j in judges:
+        databases.judge_of(j)
+    return fields.no_duplicates("crash-db", "judges", judges)
+
+
 def run(record: LabRecord, judges: list[str], cuts: int, seed: int, progress: Callable[[str], None],
         results_root: Path) -> Path:
     """The matrix; its results directory."""
-    for j in judges:
-        databases.judge_of(j)
+    check_judges(judges)
     cells = pairs(record)
     vm = cells[0][0].vm
     results = new_results_dir(results_root, f"crash-db-{record.lab}")

@@ -90,23 +90,24 @@ def apply(record: LabRecord, disk: DiskRecord, at_us: float, blocksize: int, rng
     rules = powerloss.Rules.of(disk.device, params, disk.logical_block_size)
     work = Path(tempfile.mkdtemp(prefix="sectorlab-cut-", dir=WORK_DIR))
     try:
-        whole = work / "final.img"
+        whole = work / "final.img"  # sparse: qemu-img leaves what was never written a hole
         subprocess.run([_qemu_img(), "convert", "-f", "raw", "-O", "raw", _uri(record, disk), str(whole)],
                        check=True, capture_output=True, text=True, timeout=300)
-        final = whole.read_bytes()
-        log.positions(final[:log.extent])
+        log.positions(whole)
         state = powerloss.cut(requests, rules, at_us, rng)
-        disk_bytes = disk_after(final, state)
-        whole.write_bytes(disk_bytes)
-        subprocess.run([_qemu_img(), "convert", "-n", "-f", "raw", "-O", "raw", str(whole), _uri(record, disk)],
+        size = whole.stat().st_size
+        cut = work / "cut.img"
+        disk_after(whole, state, cut, size)  # the whole disk, built a piece at a time
+        subprocess.run([_qemu_img(), "convert", "-n", "-f", "raw", "-O", "raw", str(cut), _uri(record, disk)],
                        check=True, capture_output=True, text=True, timeout=300)
         # the medium errors after the disk's bytes: a write that covers a range whole rewrites it
         write_atomic(server.unreadable, "".join(f"{off} {length}\n" for off, length in state.unreadable))
         write_atomic(server.directory / "cut.json", json.dumps(
             {"at_us": at_us, "landed": state.landed, "unreadable": state.unreadable, "durable": state.writes_durable,
              "torn": state.writes_torn, "lost": state.writes_lost}, indent=1))
-        image = Path(tempfile.mkstemp(prefix="sectorlab-cut-", suffix=".img", dir=WORK_DIR)[1])
-        image.write_bytes(disk_bytes[:log.extent])
+        fd, name = tempfile.mkstemp(prefix="sectorlab-cut-", suffix=".img", dir=WORK_DIR)
+        image = Path(name)
+        disk_after(whole, state, fd, min(log.extent, size))  # the log's extent of the same disk
     except subprocess.CalledProcessError as e:
         raise SectorlabError(f"{disk.vm}/{disk.name}: qemu-img on its model's socket exited {e.returncode}: "
                              f"{(e.stderr or '').strip()[-300:]}") from None

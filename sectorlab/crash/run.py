@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -32,9 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
-
-from .. import fields, geometry
+from .. import fields, geometry, inputs
 from ..devices import build, profiles, trace
 from ..devices.server import DeviceServer
 from ..errors import SectorlabError, UsageError
@@ -45,23 +45,29 @@ from . import atomic, powerloss
 PRESETS_DIR = REPO / "labs" / "crash"
 WORK_DIR = Path("/dev/shm")   # the disks' files: a flush of the file plugin costs nothing on tmpfs
 HEADER = struct.Struct("<BBHIII")  # type, version, used, block number, sequence, checksum (redo-writer/redoblock.h)
+# The most bytes of a disk image held in memory at once: a cut's disk is built and its log read in
+# pieces of this, never whole (a log of 2 GiB read whole took 2.1 GB; 4 GiB was a MemoryError).
+CHUNK = 1 << 20
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a preset's name in labs/crash/
 
 
 def _names(kind: str, known):
-    """A list of names each of which `known` takes (profiles.get, geometry.get: one line otherwise)."""
+    """A list of names each of which `known` takes (profiles.get, geometry.get: one line otherwise),
+    none given twice (the cell would run twice, its second trace over the first's)."""
     def check(where: str, key: str, value, got: dict) -> list:
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
             raise UsageError(f"{where}: {key} = {value!r}: expected a list of {kind} names")
         for v in value:
             known(v)
-        return value
+        return fields.no_duplicates(where, key, value)
     return fields.custom(f"list of {kind} names", check)
 
 
 def _blocksizes(where: str, key: str, value, got: dict) -> list:
-    if not isinstance(value, list) or not value or any(v not in (512, 1024, 4096) for v in value):
+    if not isinstance(value, list) or not value or any(
+            isinstance(v, bool) or not isinstance(v, int) or v not in (512, 1024, 4096) for v in value):
         raise UsageError(f"{where}: {key} = {value!r}: expected a list of redo BLOCKSIZEs 512, 1024 or 4096")
-    return value
+    return fields.no_duplicates(where, key, value)
 
 
 CRASH_FIELDS = fields.Table("[crash]", "A crash preset (labs/crash/*.toml, make crash): power cuts on the device "
@@ -124,27 +130,58 @@ class CrashPreset:
         g = geometry.get(cell.geometry)
         return not rules.evaluate(g.logical_block_size, g.physical_block_size, cell.blocksize).allowed
 
+    def runnable(self) -> list[Cell]:
+        """The cells the rules engine allows; one line naming each cell and why when it allows none
+        (a run of none would end, exit 0, with an empty report)."""
+        allowed = [c for c in self.cells if self.forbidden(c) is None]
+        if not allowed:
+            why = "; ".join(f"{c.key}: {self.forbidden(c)}" for c in self.cells)
+            raise UsageError(f"crash preset {self.name}: every cell is forbidden by the rules engine ({why}); "
+                             f"expected at least one cell it allows: add a BLOCKSIZE at or above a geometry's "
+                             f"logical sector, or such a geometry")
+        return allowed
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+
+
+def preset_path(name: str) -> Path:
+    """A crash preset's file: a name of labs/crash/, or the path of a TOML file (one with a '/' or
+    ending .toml). A name is a name: never '..', a leading '-', a NUL or another path's part."""
+    if "\0" not in name and (name.endswith(".toml") or "/" in name):
+        return Path(name)  # anything but a regular file there is refused when it is read (inputs.read_toml)
+    path = PRESETS_DIR / f"{name}.toml"
+    if not NAME.fullmatch(name) or not path.is_file():
+        raise UsageError(f"crash preset {name!r}: expected one of {', '.join(preset_names())} (labs/crash/*.toml), "
+                         f"or the path of a .toml file")
+    return path
+
 
 def load(name: str) -> CrashPreset:
-    """A crash preset by name (labs/crash/NAME.toml) or path, checked whole before anything runs."""
-    path = Path(name) if name.endswith(".toml") else PRESETS_DIR / f"{name}.toml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.toml")))
-        raise UsageError(f"crash preset {name!r}: no file {path}; expected one of {known}")
-    try:
-        raw = tomllib.loads(path.read_text()).get("crash")
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: not TOML: {e}") from None
+    """A crash preset by name (labs/crash/NAME.toml) or path, checked whole before anything runs:
+    read within the lab definition's bound (inputs.read_toml), only a [crash] table, no name given
+    twice, and at least one cell the rules engine allows."""
+    path = preset_path(name)
+    doc = inputs.read_toml(path, "crash preset", inputs.LAB_DEFINITION_MAX)
+    outside = sorted(set(doc) - {"crash"})
+    if outside:
+        raise UsageError(f"crash preset {path}: {outside[0]!r} is outside [crash]: expected only a [crash] table "
+                         f"(its keys: {', '.join(sorted(CRASH_FIELDS.keys()))}); move it into [crash] or remove it")
+    raw = doc.get("crash")
     if not isinstance(raw, dict):
-        raise UsageError(f"{path.name}: no [crash] table: a crash preset is one")
+        raise UsageError(f"crash preset {path}: no [crash] table: expected one, holding "
+                         f"{', '.join(f.name for f in CRASH_FIELDS.fields if f.default is fields.REQUIRED)}")
     raw = CRASH_FIELDS.read(f"{path.name} [crash]", raw)
     cells = tuple(Cell(p, g, bs) for p in raw["profiles"] for g in raw["geometries"] for bs in raw["blocksizes"])
     for c in cells:  # one line now, not after the first cells ran
         g = geometry.get(c.geometry)
         powerloss.Rules.of(c.profile, profiles.get(c.profile).params_for(g.logical_block_size,
                                                                          g.physical_block_size), g.logical_block_size)
-    return CrashPreset(path.stem, raw["title"], cells, raw["cuts"], raw["sessions"], raw["redo_per_txn"],
-                       raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"])
+    preset = CrashPreset(path.stem, raw["title"], cells, raw["cuts"], raw["sessions"], raw["redo_per_txn"],
+                         raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"])
+    preset.runnable()
+    return preset
 
 
 @dataclass
@@ -170,19 +207,35 @@ class RedoLog:
         extent = -(-max(w.offset + w.length for w in writes) // blocksize) * blocksize
         return cls(writes, [r for r in requests if r.op == "flush"], blocksize, extent)
 
-    def positions(self, image: bytes) -> None:
+    def positions(self, image: Path) -> None:
         """Each write's end in redo bytes: the redo its blocks carry (each block header's `used`)
-        added up from the log's start, read from the final image."""
+        added up from the log's start, read from the final image a piece (CHUNK) at a time."""
         self.ends, pos = [], 0
-        for w in self.writes:
-            for off in range(w.offset, w.offset + w.length, self.blocksize):
-                pos += HEADER.unpack_from(image, off)[2]
-            self.ends.append(pos)
+        with open(image, "rb", buffering=0) as f:
+            for w in self.writes:
+                for data, blocks in _pieces(f.fileno(), image, w.offset, w.length, self.blocksize):
+                    pos += sum(HEADER.unpack_from(data, k)[2] for k in blocks)
+                self.ends.append(pos)
         self._acked = powerloss.acknowledged_at(self.writes, self.flushes)
 
     def acknowledged(self, at_us: float) -> int:
         """The redo position every commit acknowledged before `at_us` lies within."""
         return max([e for e, a in zip(self.ends, self._acked) if a <= at_us], default=0)
+
+
+def _pieces(fd: int, path: Path, offset: int, length: int, blocksize: int):
+    """The blocks of `length` bytes at `offset`, read CHUNK (whole blocks) at a time: (a piece's
+    bytes, the offsets in them of its blocks' headers)."""
+    step = max(CHUNK // blocksize, 1) * blocksize
+    for start in range(offset, offset + length, step):
+        n = min(step, offset + length - start)
+        blocks = range(0, n, blocksize)
+        want = max(n, blocks[-1] + HEADER.size)
+        data = os.pread(fd, want, start)
+        if len(data) < want:
+            raise SectorlabError(f"{path}: ends at byte {start + len(data)}, before the log write at {offset} "
+                                 f"(+{length}) that its disk's trace has")
+        yield data, blocks
 
 
 def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) -> dict:
@@ -210,7 +263,7 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) ->
                          f"{report['bytes_written'] >> 20} or fewer seconds")
     requests = trace.read(server.trace)
     log = RedoLog.of(requests, cell.blocksize, cell.key)
-    image = (work / "disk.img").read_bytes()[:log.extent]
+    image = work / "disk.img"
     log.positions(image)
     writes, flushes = log.writes, log.flushes
     t0 = min(r.t_us for r in writes)
@@ -224,7 +277,7 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) ->
     for at in moments:
         state = powerloss.cut(requests, rules_, at, rng)
         position = log.acknowledged(at)
-        verdict = _judge(work, image, state, cell.blocksize, preset, position)
+        verdict = _judge(work, image, log.extent, state, cell.blocksize, preset, position)
         cuts.append({"cut_us": round(at - t0, 3), "acknowledged": position, "durable": state.writes_durable,
                      "lost": state.writes_lost, "torn": state.writes_torn, "units_unreadable": state.units_unreadable,
                      **{k: verdict[k] for k in VERDICT_KEYS}})
@@ -239,13 +292,31 @@ VERDICT_KEYS = ("recovered_to", "end_reason", "torn_blocks", "torn_header_ok", "
                 "valid_after_end", "lost_bytes", "lost_commits", "corrupt_undetected")
 
 
-def disk_after(final: bytes, state: powerloss.State) -> bytearray:
-    """The disk a cut left: the landed bytes from the final image, the rest as never written (zeros;
-    the unreadable ranges are the state's, for verify to be told)."""
-    disk = bytearray(len(final))
-    for off, length in state.landed:
-        disk[off:off + length] = final[off:off + length]
-    return disk
+def disk_after(final: Path, state: powerloss.State, out: Path | int, size: int) -> None:
+    """The disk a cut left, written to `out` (a path made new, or a new file's descriptor) as a
+    sparse file of `size` bytes: the landed bytes copied from the final image a piece (CHUNK) at a
+    time, the rest as never written (zeros; the unreadable ranges are the state's, for verify to be
+    told). Every byte of the log is written once, so the landed ranges' order does not matter:
+    they are copied merged, in disk order."""
+    merged: list[list[int]] = []
+    for off, length in sorted(state.landed):
+        end = min(off + length, size)
+        if end <= off:
+            continue
+        if merged and off <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([off, end])
+    with open(final, "rb", buffering=0) as src, open(out, "xb" if not isinstance(out, int) else "wb",
+                                                     buffering=0) as dst:
+        dst.truncate(size)
+        for off, end in merged:
+            while off < end:
+                data = os.pread(src.fileno(), min(CHUNK, end - off), off)
+                if not data:
+                    raise SectorlabError(f"{final}: ends at byte {off}, within bytes the cut left landed "
+                                         f"(up to {end})")
+                off += os.pwrite(dst.fileno(), data, off)
 
 
 def verify_args(blocksize: int, log_size: int, acknowledged: int, redo_per_txn: int,
@@ -270,22 +341,24 @@ def verify(image: Path, unreadable: list[tuple[int, int]], blocksize: int, ackno
     return json.loads(proc.stdout)
 
 
-def _judge(work: Path, final: bytes, state: powerloss.State, blocksize: int, preset: CrashPreset,
+def _judge(work: Path, final: Path, extent: int, state: powerloss.State, blocksize: int, preset: CrashPreset,
            acknowledged: int) -> dict:
-    """redo-writer verify on the disk the cut left."""
-    (work / "cut.img").write_bytes(disk_after(final, state))
-    return verify(work / "cut.img", list(state.unreadable), blocksize, acknowledged, preset.redo_per_txn)
+    """redo-writer verify on the disk the cut left (the log's extent of it)."""
+    image = work / "cut.img"
+    image.unlink(missing_ok=True)
+    disk_after(final, state, image, extent)
+    return verify(image, list(state.unreadable), blocksize, acknowledged, preset.redo_per_txn)
 
 
 def run(preset: CrashPreset, progress, results_root: Path) -> Path:
     """Every cell of the preset (forbidden ones listed), in a random order from the preset's seed;
     the results directory (crash.json, report.md)."""
+    runnable = preset.runnable()  # before a results directory is made
     results = new_results_dir(results_root, f"crash-{preset.name}")
     lacking = atomic.line()
     if lacking:
         progress(lacking)
     rng = random.Random(preset.seed)
-    runnable = [c for c in preset.cells if preset.forbidden(c) is None]
     order = rng.sample(runnable, len(runnable))
     started, cells = time.monotonic(), []
     for i, cell in enumerate(order, 1):

@@ -13,12 +13,13 @@ and an order of landing other than arrival for two writes in flight over the sam
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..devices.trace import Request
-from ..errors import SectorlabError
+from ..errors import SectorlabError, UsageError
 from . import powerloss
 
 MAGIC = b"sectorlab-writelog 1\n"
@@ -36,12 +37,31 @@ class Record:
     data_at: int  # where its bytes start in the log (a zero has none)
 
 
+def _open(path: Path) -> tuple[int, int]:
+    """(descriptor, size) of the write log, opened without blocking (a FIFO is refused, not waited
+    on) and only when it is a regular file; its size as it is now: what is read, however it grows."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise UsageError(f"write log {path}: {e.strerror}; expected the device model's write log") from e
+    except ValueError as e:  # a NUL in the name
+        raise UsageError(f"write log {str(path)!r}: {e}; expected the device model's write log") from e
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+        raise UsageError(f"write log {path}: {kind}; expected the device model's write log, a regular file")
+    return fd, st.st_size
+
+
 def records(path: Path) -> list[Record]:
     """The log's records, in arrival order (the filter writes each once its data landed); one line
-    when it is not a whole write log."""
+    when it is not a whole write log, or not a regular file (a FIFO is not waited on). Only its
+    heads are read, and only up to the size it had when it was opened."""
     out = []
-    size = path.stat().st_size
-    with open(path, "rb") as f:
+    fd, size = _open(path)
+    with os.fdopen(fd, "rb") as f:
         if f.read(len(MAGIC)) != MAGIC:
             raise SectorlabError(f"{path}: not a device model's write log (it starts {MAGIC!r})")
         pos = len(MAGIC)
@@ -89,7 +109,8 @@ def build(log_path: Path, requests: list[Request], state: powerloss.State, size:
     ranges of each write, from the log, in arrival order."""
     matched = match(requests, records(log_path))
     order = sorted(range(len(state.landed)), key=lambda k: requests[state.sources[k]].t_us)
-    with open(log_path, "rb") as log, open(out, "xb") as disk:
+    fd, _ = _open(log_path)
+    with os.fdopen(fd, "rb") as log, open(out, "xb") as disk:
         disk.truncate(size)
         src, dst = log.fileno(), disk.fileno()
         for k in order:
