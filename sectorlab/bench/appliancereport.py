@@ -11,7 +11,7 @@ import math
 import statistics
 from pathlib import Path
 
-from .. import inputs
+from .. import fields, inputs
 from ..errors import UsageError
 from . import document, stats
 from .findings import one_line
@@ -170,6 +170,8 @@ def load(results: Path) -> dict:
     if not doc.get("runs"):
         raise UsageError(f"{path}: no run finished: nothing to report")
     stats.conform(doc, APPLIANCE, str(path), _EXPECTED)
+    # a share heads its rows and its runs are found by its name: two of one name would mix their runs
+    fields.no_duplicates(f"{path}: shares", "name", [s["name"] for s in doc["shares"]])
     for i, run in enumerate(doc["runs"]):
         if not run["latency_us"]:
             raise UsageError(f"{path}: runs[{i}].latency_us: no write timed; {_EXPECTED}")

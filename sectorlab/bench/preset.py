@@ -24,6 +24,7 @@ from .presetfields import (
     BENCH_FIELDS,
     CLOSED_LOOP_FIELDS,
     COMPARE_FIELDS,
+    DEFAULT_PRIMARY,
     NULL_TARGET,
     SEED_FIGURE_FIELDS,
     TABLES,  # noqa: F401 (sectorlab lab fields prints them from here)
@@ -242,17 +243,18 @@ def from_table(path: Path, data: dict, lab: labdef.Lab, duration_s: int | None =
     context = {"targets": {t.name for t in targets}, "blocksizes": {t.name: t.blocksizes for t in targets}}
     compares = [_compare(f"{where} [[bench.compare]] #{i}", c, context, targets)
                 for i, c in enumerate(b["compare"], 1)]
+    no_twice(f"{where} [[bench.compare]]", compares)
     asm = [ASM_FIELDS.read(f"{where} [[bench.asm]] #{i}", a, **context) for i, a in enumerate(b["asm"], 1)]
-    figures = [_seed_figure(f"{where} [[bench.seed_figure]] #{i}", f, context)
-               for i, f in enumerate(b["seed_figure"], 1)]
+    figures = _seed_figures(f"{where} [[bench.seed_figure]]", b["seed_figure"], context)
     from . import sweep  # sweep.py runs presets: it imports this module
     sweeps = [sweep.read(f"{where} [[bench.sweep]] #{i}", s, disks) for i, s in enumerate(b["sweep"], 1)]
+    # SWEEP=PARAM picks a sweep by its parameter, and its results directory is named after it
+    fields.no_duplicates(f"{where} [[bench.sweep]]", "param", [s.param for s in sweeps])
     closed = None
     if b["closed_loop"] is not None:
         wc = f"{where} [bench.closed_loop]"
         closed = CLOSED_LOOP_FIELDS.read(wc, b["closed_loop"])
-        closed["figure"] = [_seed_figure(f"{wc} [[figure]] #{i}", f, context)
-                            for i, f in enumerate(closed["figure"], 1)]
+        closed["figure"] = _seed_figures(f"{wc} [[figure]]", closed["figure"], context)
     return Preset(path.stem, path, lab, b["seed"], b["title"], workload, b["blocksizes"], targets, compares, asm,
                   figures, b["order_seed"], sweeps, closed)
 
@@ -309,8 +311,38 @@ def _compare(where: str, c: dict, context: dict, targets: list[Target]) -> dict:
     return {"title": title, "a": c["a"], "b": c["b"], "primary": c["primary"]}
 
 
+def comparison_key(c: dict) -> tuple:
+    """What makes two comparisons one test: the same two configurations (either way round: b
+    against a is a against b, mirrored) on the same primary metric."""
+    sides = sorted(f"{c[s]['disk']}@{c[s]['blocksize']}" for s in ("a", "b"))
+    return (*sides, c.get("primary") or DEFAULT_PRIMARY)
+
+
+def no_twice(where: str, compares: list[dict]) -> None:
+    """One line when a comparison is given twice: Holm would count its test twice in the family
+    (each p doubled) and the report would show it twice."""
+    text = {id(c): f"{c['a']['disk']}@{c['a']['blocksize']} against {c['b']['disk']}@{c['b']['blocksize']} on "
+                   f"{c.get('primary') or DEFAULT_PRIMARY}" for c in compares}
+    keys = {text[id(c)]: comparison_key(c) for c in compares}
+    fields.no_duplicates(where, "a and b", [text[id(c)] for c in compares], same=keys.__getitem__)
+
+
+def _seed_figures(where: str, raw: list, context: dict) -> list[dict]:
+    """An array of seed figures, each read, none given twice (by what it is)."""
+    figures = [_seed_figure(f"{where} #{i}", f, context) for i, f in enumerate(raw, 1)]
+    fields.no_duplicates(where, "what", [f["what"] for f in figures], same=lambda w: " ".join(w.split()).lower())
+    return figures
+
+
 def _seed_figure(where: str, f: dict, context: dict) -> dict:
     f = SEED_FIGURE_FIELDS.read(where, f, **context)
+    if f["lab"] == "ratio" or f["unit"] == "ratio":
+        # A ratio of two medians of times, rates or counts is above 0: 0 or below is no seed's ratio,
+        # and a CI could never be told apart from it.
+        for key in ("seed_value", "tell_apart"):
+            if f[key] is not None and not f[key] > 0:
+                raise UsageError(f"{where}: {key} = {f[key]!r} of a ratio: expected a number above 0 (a ratio of "
+                                 f"two medians; 1 is no difference)")
     if f["lab"] == "none":
         if not f["reason"]:
             raise UsageError(f"{where}: lab = \"none\" without a reason: say why the lab cannot give this number")

@@ -18,6 +18,20 @@ MAX_RATE = 20_000
 ARRIVALS = ("closed", "fixed", "poisson")
 SEED_LAB = ("ratio", "value", "none")
 DEFAULT_PRIMARY = "log_file_sync_p50_ms"
+# Comparisons a bench tests and seed figures it holds against the lab's, at most (a preset's
+# [[bench.compare]], [[bench.seed_figure]] and closed-loop figures, and `sectorlab report`'s
+# bench.json alike). The presets hold at most 4 comparisons (exadata-flashlog) and 5 figures
+# (ssd-vs-hdd's closed loop): 32 leaves them room eight times over. Each comparison is tested
+# metric by metric with bootstraps, on both paths: 32 comparisons of 50 runs a side took the
+# report 9.4 s on this host (guest path alone), where 500 copies of one ran past 60 s; and Holm over
+# 32 needs 8 runs a side (hostpath.repeats_for), well within a preset's 50 repeats.
+MAX_COMPARISONS = 32
+MAX_FIGURES = 32
+# A sweep's values, and a preset's sweeps, at most: the presets sweep 2 to 4 values and have up to 3
+# sweeps. Each value is checked by a run of the model first, then a model per configuration and
+# `repeats` runs of each on this host (16 values of 2 configurations at 8 repeats of 8 s: 34 min).
+MAX_SWEEP_VALUES = 16
+MAX_SWEEPS = 16
 
 
 def _blocksizes(where: str, key: str, value, got: dict) -> list[int]:
@@ -108,6 +122,24 @@ def _real(where: str, key: str, value, got: dict) -> float:
     return inputs.finite(where, key, value, -1e12, 1e12)
 
 
+def _positive(where: str, key: str, value, got: dict) -> float:
+    """A quantity that is above 0 or meaningless (a rate, a seed's transactions/s): finite, and of
+    a size such a figure has."""
+    return inputs.finite(where, key, value, 0, 1e12, low_open=True)
+
+
+def bounded_tables(title: str, most: int) -> fields.Kind:
+    """An array of at most `most` TOML tables, written [[TITLE]] in the file."""
+    def check(where: str, key: str, value, got: dict) -> list:
+        if not isinstance(value, list):
+            raise UsageError(f"{where}: {key} = {value!r}: expected {title} tables")
+        if len(value) > most:
+            raise UsageError(f"{where}: {len(value)} {title} tables: expected at most {most} (the presets' largest "
+                             f"has a few; each is tested with bootstraps on both paths)")
+        return value
+    return fields.Kind(f"{title} tables, at most {most}", check)
+
+
 def _table(where: str, key: str, value, got: dict) -> dict:
     if not isinstance(value, dict):
         raise UsageError(f"{where}: {key} = {value!r}: expected a table ([bench.{key}])")
@@ -116,6 +148,7 @@ def _table(where: str, key: str, value, got: dict) -> dict:
 
 REPEATS = fields.number(1, 50)
 REAL = fields.custom("number", _real)
+POSITIVE = fields.custom("number above 0", _positive)
 BLOCKSIZES = fields.custom("list of " + ", ".join(map(str, rules.VALID_BLOCKSIZES)), _blocksizes)
 BENCH_FIELDS = fields.Table("[bench]", "What a bench preset runs: the workload of redo-writer and its runs.", (
     fields.Field("seed", fields.TEXT, "the seed the preset reproduces (shared/seeds/NNN)", default=""),
@@ -147,14 +180,15 @@ BENCH_FIELDS = fields.Table("[bench]", "What a bench preset runs: the workload o
                  "--seed)", default_text="a new one per bench, recorded in bench.json"),
     fields.Field("target", fields.tables("[[bench.target]]"), "[[bench.target]]: what to run on",
                  default_text="every disk"),
-    fields.Field("compare", fields.tables("[[bench.compare]]"), "[[bench.compare]]: pairs of configurations the "
-                 "report compares", default=lambda got: [], default_text="none"),
+    fields.Field("compare", bounded_tables("[[bench.compare]]", MAX_COMPARISONS), "[[bench.compare]]: pairs of "
+                 "configurations the report compares", default=lambda got: [], default_text="none"),
     fields.Field("asm", fields.tables("[[bench.asm]]"), "[[bench.asm]]: ASM disk groups to evaluate",
                  default=lambda got: [], default_text="none"),
-    fields.Field("seed_figure", fields.tables("[[bench.seed_figure]]"), "[[bench.seed_figure]]: the seed's "
-                 "published numbers the report puts beside the lab's", default=lambda got: [], default_text="none"),
-    fields.Field("sweep", fields.tables("[[bench.sweep]]"), "[[bench.sweep]]: assumed device parameters varied over "
-                 "their plausible range (make bench-sweep)", default=lambda got: [], default_text="none"),
+    fields.Field("seed_figure", bounded_tables("[[bench.seed_figure]]", MAX_FIGURES), "[[bench.seed_figure]]: the "
+                 "seed's published numbers the report puts beside the lab's", default=lambda got: [],
+                 default_text="none"),
+    fields.Field("sweep", bounded_tables("[[bench.sweep]]", MAX_SWEEPS), "[[bench.sweep]]: assumed device parameters "
+                 "varied over their plausible range (make bench-sweep)", default=lambda got: [], default_text="none"),
     fields.Field("closed_loop", fields.custom("a table", _table), "[bench.closed_loop]: the seed's own load, closed "
                  "loop on the device path (make bench-load)", default_text="none"),
 ))
@@ -210,9 +244,11 @@ SEED_FIGURE_FIELDS = fields.Table("[[bench.seed_figure]]", "A number the seed pu
                  "the seed's distance from it"),
 ))
 def _values(where: str, key: str, value, got: dict) -> list[str]:
-    if not isinstance(value, list) or len(value) < 2 or not all(isinstance(v, (str, int)) for v in value):
-        raise UsageError(f"{where}: {key} = {value!r}: expected a list of at least 2 values in the model's syntax "
-                         f"(\"0\", \"64k\", \"fixed:20\")")
+    if (not isinstance(value, list) or not 2 <= len(value) <= MAX_SWEEP_VALUES
+            or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value)):
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:60] + f"... ({len(value)} long)"
+        raise UsageError(f"{where}: {key} = {shown}: expected a list of at least 2 values (at most "
+                         f"{MAX_SWEEP_VALUES}) in the model's syntax (\"0\", \"64k\", \"fixed:20\")")
     out = [str(v) for v in value]
     if len(set(out)) != len(out):
         raise UsageError(f"{where}: {key} = {value!r}: a value is given twice")
@@ -224,7 +260,8 @@ SWEEP_FIELDS = fields.Table("[[bench.sweep]]", "An assumed parameter of a device
     fields.Field("param", fields.TEXT, "the model parameter (a key of the profile's params)",
                  default=fields.REQUIRED),
     fields.Field("profile", fields.TEXT, "the device profile whose disks get the values", default=fields.REQUIRED),
-    fields.Field("values", fields.custom("list of model values", _values), "the values, spanning the range",
+    fields.Field("values", fields.custom(f"list of 2 to {MAX_SWEEP_VALUES} model values", _values),
+                 "the values, spanning the range; no two the same as the model reads them (64k is 65536)",
                  default=fields.REQUIRED),
     fields.Field("range", fields.TEXT, "why these values are the plausible range (and where each end comes from)",
                  default=fields.REQUIRED),
@@ -238,10 +275,10 @@ CLOSED_LOOP_FIELDS = fields.Table("[bench.closed_loop]", "The seed's own load, c
                  default=fields.REQUIRED),
     fields.Field("cpu_us_per_txn", fields.number(0, 1_000_000), "the seed's CPU (us) per transaction, applied "
                  "before each commit and measured", default=0),
-    fields.Field("seed_tps", REAL, "the seed's transactions per second, to say how far the host got"),
+    fields.Field("seed_tps", POSITIVE, "the seed's transactions per second, to say how far the host got"),
     fields.Field("source", fields.TEXT, "where each of these numbers comes from in the seed", default=fields.REQUIRED),
-    fields.Field("figure", fields.tables("[[bench.closed_loop.figure]]"), "[[bench.closed_loop.figure]]: the "
-                 "seed's figures of its closed loop beside the lab's (the fields of [[bench.seed_figure]])",
+    fields.Field("figure", bounded_tables("[[bench.closed_loop.figure]]", MAX_FIGURES), "[[bench.closed_loop.figure]]: "
+                 "the seed's figures of its closed loop beside the lab's (the fields of [[bench.seed_figure]])",
                  default=lambda got: [], default_text="none"),
 ))
 

@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from .. import inputs
+from .. import fields, inputs
 from ..errors import SectorlabError, UsageError
 from ..inguest.rules import VALID_BLOCKSIZES
 from ..paths import slug
@@ -45,6 +45,8 @@ from .compare import Findings, findings_of, shape
 from .document import _change_text, html, markdown  # noqa: F401 (_change_text: the unit tests read it here)
 from .metrics import ALPHA, ROWS, Disk, Run, _value, race_wins, run_metrics, spread
 from .plots import plot_comparison, plot_disk, plot_shift
+from .preset import no_twice
+from .presetfields import MAX_COMPARISONS, MAX_FIGURES
 
 # 2: comparisons test one value per run (Mann-Whitney, bootstrap CI, a primary metric) instead of
 # Welch's t-test per commit; runs carry run_metrics; design, controls, seed_figures and shapes added.
@@ -139,6 +141,10 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
     if not isinstance(bench, dict) or not isinstance(bench.get("runs"), list) or not bench["runs"]:
         raise UsageError(f"{bench_path}: no 'runs' list; expected what 'sectorlab bench' writes")
     stats.conform(bench, BENCH, str(bench_path), _EXPECTED)
+    _bounded(bench, str(bench_path))
+    # A run is its configuration's repeat: one given twice would be counted twice in every test.
+    fields.no_duplicates(f"{bench_path}: runs", "disk, BLOCKSIZE and repeat",
+                         [f"{e['disk']!r} at {e['blocksize']}, repeat {e.get('repeat', 1)}" for e in bench["runs"]])
     disks: dict[str, Disk] = {}
     seen: dict[tuple[int, int], str] = {}
     for i, entry in enumerate(bench["runs"]):
@@ -159,6 +165,19 @@ def load(results: Path) -> tuple[dict, list[Disk]]:
             raise UsageError(f"{where}: BLOCKSIZE {run.blocksize} is allowed on {name} but no report was kept")
         disks.setdefault(name, Disk(name, entry)).runs.append(run)
     return bench, list(disks.values())
+
+
+def _bounded(bench: dict, where: str) -> None:
+    """bench.json's comparisons and seed figures, as many as a preset may have (MAX_COMPARISONS,
+    MAX_FIGURES: each is tested with bootstraps, so 500 copies of one comparison ran the report past
+    60 s), and none given twice (Holm would count its test twice in the family)."""
+    for key, most in (("comparisons", MAX_COMPARISONS), ("seed_figures", MAX_FIGURES)):
+        items = bench.get(key) or []
+        if len(items) > most:
+            raise UsageError(f"{where}: {len(items)} {key}, more than the {most} a preset may have; {_EXPECTED}")
+    compares = bench.get("comparisons") or []
+    if compares:
+        no_twice(f"{where}: comparisons", compares)
 
 
 def _twin(results: Path, run: Run, entry: dict, where: str, seen: dict) -> Run:

@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import fields
 from ..devices import profiles
 from ..errors import UsageError
 from ..paths import write_atomic
@@ -67,13 +68,45 @@ def read(where: str, raw: dict, preset_disks: dict) -> Sweep:
     targets = {p: key for p, key in profiles.sharing(s["profile"], s["param"]).items() if p in used}
     for v in s["values"]:
         for p, key in targets.items():
-            proc = profiles.simulate({**profiles.get(p).params, key: v})
-            if proc.returncode != 0:
-                why = proc.stderr.strip().removeprefix("simulate: ")
+            params = {**profiles.get(p).params, key: v}
+            proc = profiles.simulate(params)
+            why = proc.stderr.strip().removeprefix("simulate: ") if proc.returncode != 0 else None
+            if why is None and (why := profiles.buffer_problem(params)) is not None:
+                # The model takes it, rounded down to whole write units: the value swept would not be
+                # the value run.
+                raise UsageError(f"{where}: values: on profile {p!r}, {why}")
+            if why:
                 raise UsageError(f"{where}: values: {s['param']} = {v!r} on profile {p!r} ({key}): {why}: give "
                                  f"values the model takes (docs/device-models.md lists its parameters and their "
                                  f"bounds)")
+    fields.no_duplicates(where, "values", s["values"], same=lambda v: model_value(s["param"], v))
     return Sweep(s["param"], s["profile"], tuple(s["values"]), s["range"], targets)
+
+
+# The model's keys by how it reads their values (devicemodel/model.c, model_set): sizes and counts
+# with an optional k, M, G or T; decimal numbers; distributions of microseconds.
+SIZE_KEYS = ("channels", "stripe", "cache-size", "physical-sector", "write-unit", "write-buffer",
+             "fail-after-writes", "seed")
+NUMBER_KEYS = ("read-mbps", "write-mbps", "cache-destage-mbps", "fail-after-seconds")
+DISTRIBUTION_KEYS = ("read", "write", "flush", "cache-hit")
+
+
+def model_value(param: str, text: str):
+    """A value of a model parameter as the model reads it, so that two spellings of one value meet
+    ("64k" and "65536", "fixed:20" and "fixed:20.0"): a size in bytes, a number, a distribution's
+    kind and numbers; any other value as written. `text` is one the model took (sweep.read)."""
+    key = param.removeprefix(profiles.FLASH_LOG_PREFIX)
+    try:
+        if key in SIZE_KEYS:
+            return profiles.size_bytes(text)
+        if key in NUMBER_KEYS:
+            return float(text)
+        if key in DISTRIBUTION_KEYS:
+            kind, _, numbers = text.partition(":")
+            return (kind, *(float(x) for part in numbers.split(",") for x in part.split("=")))
+    except ValueError:
+        pass
+    return text
 
 
 def pick(preset: Preset, param: str | None) -> list[Sweep]:

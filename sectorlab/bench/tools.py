@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .. import lab
+from .. import lab, paths
 from ..devices.build import REDO_WRITER
 from ..errors import SectorlabError
 from ..lab.record import Timing
@@ -54,6 +54,8 @@ def fio_round(target: Path, seconds: int, size: int) -> dict:
 
 def bench_writer(directory: Path, rounds: int = 3, seconds: int = 10, size: int = 256 << 20,
                  spin_us: int = 0) -> dict:
+    # a directory, or a new name under one: /dev/null, a file or a FIFO is one line, not a traceback
+    paths.results_root(directory, "--dir")
     if not REDO_WRITER.exists():
         raise SectorlabError(f"{REDO_WRITER} is not built: run 'make -C redo-writer'")
     if shutil.which("fio") is None:

@@ -85,6 +85,27 @@ def size_bytes(text: str) -> int:
     return int(text[:-1] if mult > 1 else text) * mult
 
 
+def buffer_problem(params: dict[str, str]) -> str | None:
+    """Why a write buffer (write-buffer=BYTES, of write-unit units) is not a whole number of write
+    units, on the model or its flash log (flashlog.), with the nearest whole multiples; None when it
+    is, or there is none. The model holds the units that fit and drops the rest unsaid (6,000 bytes
+    of 4 KiB units held one), so a profile or sweep value meant otherwise is refused, not rounded."""
+    for prefix in ("", FLASH_LOG_PREFIX):
+        buffer, unit = params.get(prefix + "write-buffer"), params.get(prefix + "write-unit")
+        try:
+            b, u = size_bytes(str(buffer)), size_bytes(str(unit))
+        except ValueError:  # absent or not a size: the model says what is wrong with it
+            continue
+        if not b or not u or b % u == 0:
+            continue
+        low = b // u * u
+        nearest = " or ".join(f"{m:,} ({m // u} unit{'s' if m // u > 1 else ''})" for m in (low, low + u) if m)
+        return (f"{prefix}write-buffer = {buffer!r} is {b:,} bytes, not a whole number of write units of {u:,} bytes "
+                f"({prefix}write-unit = {unit!r}): expected a multiple of {u:,}, such as {nearest}"
+                + (", or 0 (no buffer)" if not low else ""))
+    return None
+
+
 def simulate(params: dict[str, str], requests: str = "") -> subprocess.CompletedProcess:
     """devicemodel/simulate with these parameters on these requests ("T_US OP OFFSET LENGTH [fua]"
     lines): the model's decisions in virtual time, as a trace on stdout (devices/trace.parse)."""
@@ -105,8 +126,8 @@ def specified_writes(params: dict[str, str], n: int, size: int = 4096) -> list[f
 def check(where: str, params: dict[str, str]) -> None:
     """Refuse parameters the model refuses, in its own words, naming where they came from."""
     proc = simulate(params)
-    if proc.returncode != 0:
-        why = proc.stderr.strip().removeprefix("simulate: ")
+    why = proc.stderr.strip().removeprefix("simulate: ") if proc.returncode != 0 else buffer_problem(params)
+    if why:
         raise UsageError(f"{where}: {why}: fix the device profile (docs/device-models.md lists the parameters)")
 
 
@@ -168,6 +189,8 @@ def _profile(name: str, entry: dict) -> DeviceProfile:
         raise UsageError(f"{where}: power_loss is {entry['power_loss']!r}: expected one of {', '.join(POWER_LOSS)} "
                          f"(what a power cut does to a write in flight: docs/crash.md)")
     _cache_agrees(where, cache, {k: v for k, v in params.items() if not k.startswith(FLASH_LOG_PREFIX)})
+    if buffer_problem(params):
+        raise UsageError(f"{where}: {buffer_problem(params)}")
     if entry.get("flash_log"):  # the flash log's cache was checked as its own profile's
         cache = weaker(cache, entry["flash_log_cache"])
     return DeviceProfile(name, entry["description"], params, cache, dict(entry["sources"]),

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import procs
-from ..errors import SectorlabError
-from . import build
+from ..errors import SectorlabError, UsageError
+from . import build, profiles
 
 
 @dataclass
@@ -100,6 +100,9 @@ class DeviceServer:
     def start(self, timeout: float = 10.0) -> None:
         if self.pid() is not None:
             raise SectorlabError(f"the device model of {self.name} already runs (pid {self.pid()}, {self.socket})")
+        problem = profiles.buffer_problem(self.params)  # the model would round it down, unsaid
+        if problem:
+            raise UsageError(f"the device model of {self.name}: {problem}")
         self.directory.mkdir(parents=True, exist_ok=True)
         # a fresh disk reads whole, and its history starts now
         for stale in (self.socket, self.pidfile, self.identity_file, self.unreadable, self.writelog):
