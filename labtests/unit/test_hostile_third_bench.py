@@ -555,8 +555,9 @@ def test_a_labs_model_outlives_the_command_that_started_it(short_dir, tmp_path):
     started = _killed_parent("lab", short_dir, tmp_path / "unused.toml")
     server = DeviceServer(short_dir / "lab", 4 * MIB, {}, tied_to_parent=False)
     try:
-        time.sleep(0.5)  # a tied model would be ending by now; this one serves on
         assert server.pid() == started["pids"][0] and _accepts(started["sockets"][0])
+        # a daemon, not told to follow its parent: it serves on (the tied ones are given the flag)
+        assert b"--exit-with-parent" not in Path(f"/proc/{started['pids'][0]}/cmdline").read_bytes()
     finally:
         assert server.stop()
     assert not _running(started["pids"][0])
