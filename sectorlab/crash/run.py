@@ -115,6 +115,7 @@ class CrashPreset:
     log_size: int
     seed: int
     at_ms: float | None = None  # one cut at this moment of each run (ms from its first write), not drawn
+    path: Path | None = None    # the file it was read from
 
     def forbidden(self, cell: Cell) -> str | None:
         """The rules engine's refusal of the cell's BLOCKSIZE on its geometry, with
@@ -136,9 +137,9 @@ class CrashPreset:
         allowed = [c for c in self.cells if self.forbidden(c) is None]
         if not allowed:
             why = "; ".join(f"{c.key}: {self.forbidden(c)}" for c in self.cells)
-            raise UsageError(f"crash preset {self.name}: every cell is forbidden by the rules engine ({why}); "
-                             f"expected at least one cell it allows: add a BLOCKSIZE at or above a geometry's "
-                             f"logical sector, or such a geometry")
+            raise UsageError(f"crash preset {self.path or self.name}: every cell is forbidden by the rules engine "
+                             f"({why}); expected at least one cell it allows: add a BLOCKSIZE at or above a "
+                             f"geometry's logical sector, or such a geometry")
         return allowed
 
 
@@ -172,14 +173,14 @@ def load(name: str) -> CrashPreset:
     if not isinstance(raw, dict):
         raise UsageError(f"crash preset {path}: no [crash] table: expected one, holding "
                          f"{', '.join(f.name for f in CRASH_FIELDS.fields if f.default is fields.REQUIRED)}")
-    raw = CRASH_FIELDS.read(f"{path.name} [crash]", raw)
+    raw = CRASH_FIELDS.read(f"{path} [crash]", raw)
     cells = tuple(Cell(p, g, bs) for p in raw["profiles"] for g in raw["geometries"] for bs in raw["blocksizes"])
     for c in cells:  # one line now, not after the first cells ran
         g = geometry.get(c.geometry)
         powerloss.Rules.of(c.profile, profiles.get(c.profile).params_for(g.logical_block_size,
                                                                          g.physical_block_size), g.logical_block_size)
     preset = CrashPreset(path.stem, raw["title"], cells, raw["cuts"], raw["sessions"], raw["redo_per_txn"],
-                         raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"])
+                         raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"], path=path)
     preset.runnable()
     return preset
 
