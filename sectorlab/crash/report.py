@@ -117,7 +117,7 @@ def write(results: Path, source: str = "crash.json", render=None) -> dict[str, P
 def markdown(doc: dict) -> str:
     load = doc["load"]
     lines = [f"# Crash: {cell(doc['title'])}", "",
-             f"`sectorlab crash --seed {doc['seed']} -- {doc['preset']}`: {len(doc['cells'])} cells, "
+             f"`sectorlab crash --seed {doc['seed']} -- {one_line(doc['preset'])}`: {len(doc['cells'])} cells, "
              f"{doc['cuts']} cuts each, {doc['wall_s']} s. The load: redo-writer on this host through libnbd "
              f"(the device path), "
              f"{load['sessions']} sessions, {load['redo_per_txn']} B of redo a commit, {load['rate']} commits/s "
