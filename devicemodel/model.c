@@ -198,6 +198,9 @@ const char *model_check(const struct model *m) {
   if (m->write_buffer && (m->write_buffer < m->write_unit ||
                           m->write_buffer / m->write_unit > MODEL_MAX_BUFFER_UNITS))
     return "write-buffer holds 1 to 4096 write units";
+  /* A buffer of part of a unit would be rounded down unsaid (it holds whole units). */
+  if (m->write_buffer && m->write_buffer % m->write_unit)
+    return "write-buffer is a whole number of write units";
   if (m->stripe > MODEL_MAX_STRIPE) return "stripe is at most 1G";
   if (m->cache_bytes > MODEL_MAX_CACHE) return "cache-size is at most 1T";
   if (!(m->fail_after_seconds >= 0 && m->fail_after_seconds <= MODEL_MAX_FAIL_SECONDS))

@@ -191,11 +191,29 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number JSON has; expected a finite number")
 
 
+class _TwiceError(ValueError):
+    pass
+
+
+def _once(pairs: list) -> dict:
+    """A JSON object whose keys are each given once (Python's json keeps the last of two silently:
+    a record that says two things is refused, not read as one of them)."""
+    table = dict(pairs)
+    if len(table) != len(pairs):
+        seen = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _TwiceError(f"the key {twice!r} is given twice in one object")
+    return table
+
+
 def json_value(text: str, what: str, path: Path | str, expected: str = "JSON as sectorlab writes it"):
     """JSON text as Python values, or one UsageError line: not JSON, NaN or Infinity (which
-    Python's json takes by default), a number beyond a float's range, or nested past 64."""
+    Python's json takes by default), a key given twice in one object, a number beyond a float's
+    range, or nested past 64."""
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_once)
+    except _TwiceError as e:
+        raise UsageError(f"{what} {path}: {e}; expected {expected}") from e
     except RecursionError as e:
         raise UsageError(f"{what} {path}: nested too deep; expected {expected}") from e
     except ValueError as e:

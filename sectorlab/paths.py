@@ -112,6 +112,34 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", text)
 
 
+def output_file(path: Path | str, what: str) -> Path:
+    """A file sectorlab will write (-o), checked before anything is read or said: its directory
+    exists and may be written, and nothing but a regular file or a link is in its place (the
+    writing itself is write_atomic's)."""
+    path = Path(path)
+    if "\0" in str(path) or not path.name:
+        raise UsageError(f"{what} {str(path)!r}: expected a file's name")
+    parent = path.parent
+    try:
+        st = os.stat(parent)
+    except OSError as e:
+        raise UsageError(f"{what} {path}: {parent}: {e.strerror}; expected a file in a directory that exists") from e
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{what} {path}: {parent} is {_kind(st)}, not a directory; expected a file in a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path}: {parent} may not be written by this user; expected a directory you may "
+                         f"write in")
+    try:
+        here = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as e:
+        raise UsageError(f"{what} {path}: {e.strerror}; expected a file sectorlab may write") from e
+    if not (stat.S_ISREG(here.st_mode) or stat.S_ISLNK(here.st_mode)):
+        raise UsageError(f"{what} {path}: {_kind(here)} is in its place; expected a regular file or nothing there")
+    return path
+
+
 def results_root(path: Path | str, what: str = "--results") -> Path:
     """A directory the runs' own directories go in (`--results`), checked before anything runs: a
     directory, or a name whose nearest existing parent is one; never a file, device or FIFO (a
@@ -141,7 +169,8 @@ def results_root(path: Path | str, what: str = "--results") -> Path:
 
 
 def _kind(st: os.stat_result) -> str:
-    return ("a regular file" if stat.S_ISREG(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode)
+    return ("a regular file" if stat.S_ISREG(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode)
+            else "a character device" if stat.S_ISCHR(st.st_mode)
             else "a block device" if stat.S_ISBLK(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
             else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a directory")
 

@@ -631,3 +631,18 @@ def test_the_nbd_timeout_is_whole_seconds_in_range(redo_writer, value, says):
         assert proc.returncode == 0, proc.stderr
     else:
         _one_line(proc, f"redo-writer: {says}")
+
+
+# The model itself (simulate and the filter share model.c's check): a write buffer of part of a
+# write unit is refused; it was rounded down to whole units, unsaid (6000 bytes held one unit).
+@pytest.mark.parametrize("buffer, ok", [("6000", False), ("4097", False), ("8192", True), ("4096", True)])
+def test_the_model_refuses_a_write_buffer_of_part_of_a_unit(buffer, ok):
+    from sectorlab.devices import build
+    proc = subprocess.run([str(build.built(build.SIMULATE)), "write=fixed:20", "write-unit=4096",
+                           f"write-buffer={buffer}"], input="0 write 0 4096\n", capture_output=True, text=True,
+                          timeout=30)
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+    else:
+        assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout)
+        assert proc.stderr.strip().splitlines() == ["simulate: write-buffer is a whole number of write units"]

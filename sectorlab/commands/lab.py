@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import fields, labdef
+from .. import fields, labdef, paths
 from .. import lab as lab_mod
 from ..bench import preset
 from ..devices import profiles as device_profiles
@@ -41,8 +41,10 @@ def _served(vm, disk) -> str:
 
 
 def cmd_lab_from_host(args) -> int:
-    if args.output is not None and args.output.exists() and not args.force:
-        raise UsageError(f"-o {args.output}: the file exists; choose another name or add --force to replace it")
+    if args.output is not None:
+        paths.output_file(args.output, "-o")
+        if args.output.exists() and not args.force:
+            raise UsageError(f"-o {args.output}: the file exists; choose another name or add --force to replace it")
     disks, skipped = fromhost.read(args.file)
     plan = fromhost.plan(disks, skipped, args.file.name, fromhost.lab_name_for(args.output), args.size_mib)
     for note in plan.not_reproduced:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import tomli_w
 
+from .. import fields, inputs
 from .. import geometry as geo
-from .. import inputs
 from ..devices import profiles as device_profiles
 from ..errors import SectorlabError, UsageError, one_line
 from ..guest import disks as guestdisks
@@ -96,6 +96,9 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
     if not isinstance(data, dict) or not isinstance(data.get("blockdevices"), list):
         raise _bad(path, "no 'blockdevices' list")
     disks, skipped = [], []
+    fields.no_duplicates(f"collector file {path}", "blockdevices' names",
+                         [e.get("name") if isinstance(e, dict) else e for e in data["blockdevices"]],
+                         same=lambda v: v if isinstance(v, str) else repr(v))
     for entry in data["blockdevices"]:
         if not isinstance(entry, dict):
             raise _bad(path, f"a block device that is not an object: {entry!r}")
