@@ -114,8 +114,8 @@ def test_a_value_the_swept_profile_takes_but_a_variant_of_it_refuses_is_one_line
     assert bench.load_preset(str(path)).sweeps[0].profiles == {"nvme-512e": "write-unit",
                                                                "nvme-512e-dram": "write-unit"}
     path.write_text(text + SWEEP.replace('"write-buffer"', '"write-unit"').replace('["0", "64k"]', '["4k", "2M"]'))
-    with pytest.raises(UsageError, match=re.escape("write-unit = '2M' on profile 'nvme-512e-dram' (write-unit): "
-                                                   "write-buffer holds 1 to 4096 write units")):
+    with pytest.raises(UsageError, match=re.escape("on profile 'nvme-512e-dram', write-buffer = '1M' is 1,048,576 "
+                                                   "bytes, not a whole number of write units of 2,097,152 bytes")):
         bench.load_preset(str(path))
 
 

@@ -69,12 +69,12 @@ def read(where: str, raw: dict, preset_disks: dict) -> Sweep:
     for v in s["values"]:
         for p, key in targets.items():
             params = {**profiles.get(p).params, key: v}
+            # A buffer of part of a write unit first, with the nearest whole multiples (the model
+            # refuses it too, in fewer words).
+            if (why := profiles.buffer_problem(params)) is not None:
+                raise UsageError(f"{where}: values: on profile {p!r}, {why}")
             proc = profiles.simulate(params)
             why = proc.stderr.strip().removeprefix("simulate: ") if proc.returncode != 0 else None
-            if why is None and (why := profiles.buffer_problem(params)) is not None:
-                # The model takes it, rounded down to whole write units: the value swept would not be
-                # the value run.
-                raise UsageError(f"{where}: values: on profile {p!r}, {why}")
             if why:
                 raise UsageError(f"{where}: values: {s['param']} = {v!r} on profile {p!r} ({key}): {why}: give "
                                  f"values the model takes (docs/device-models.md lists its parameters and their "

@@ -125,8 +125,10 @@ def specified_writes(params: dict[str, str], n: int, size: int = 4096) -> list[f
 
 def check(where: str, params: dict[str, str]) -> None:
     """Refuse parameters the model refuses, in its own words, naming where they came from."""
-    proc = simulate(params)
-    why = proc.stderr.strip().removeprefix("simulate: ") if proc.returncode != 0 else buffer_problem(params)
+    why = buffer_problem(params)  # with the nearest whole multiples (the model says less)
+    if why is None:
+        proc = simulate(params)
+        why = proc.stderr.strip().removeprefix("simulate: ") if proc.returncode != 0 else None
     if why:
         raise UsageError(f"{where}: {why}: fix the device profile (docs/device-models.md lists the parameters)")
 
