@@ -589,6 +589,16 @@ def test_a_lab_cut_never_holds_the_disk_in_memory(tmp_path, monkeypatch):
     disk = SimpleNamespace(vm="vm1", name="d", device="hdd-7200-client", logical_block_size=512,
                            physical_block_size=4096)
     at = writes[31].t_us + 50  # 32 writes durable, the rest after the cut
+    # What the work directory (/dev/shm in a real cut: memory) holds when the cut disk is written
+    # back: one disk's landed bytes, not the final image and a second, cut copy beside it.
+    held = []
+    real_run = crashlab.subprocess.run
+
+    def run(argv, *args, **kwargs):
+        held.append(sum(p.stat().st_blocks * 512 for p in tmp_path.rglob("*") if p.is_file()
+                        and p != served and model not in p.parents))
+        return real_run(argv, *args, **kwargs)
+    monkeypatch.setattr(crashlab.subprocess, "run", run)
     tracemalloc.start()
     try:
         cut = crashlab.apply(record, disk, at, 4096, random.Random(1))
@@ -606,6 +616,7 @@ def test_a_lab_cut_never_holds_the_disk_in_memory(tmp_path, monkeypatch):
             assert f.read(4096) == bytes(4096)
         assert json.loads((model / "cut.json").read_text())["durable"] == 32
         assert peak < 32 * MIB, f"{peak / MIB:.1f} MiB allocated for a 256 MiB disk"
+        assert len(held) == 2 and held[1] <= 32 * 4096 + 64 * 1024, f"{held[1]:,} bytes held at the write-back"
     finally:
         cut.image.unlink(missing_ok=True)
 

@@ -30,7 +30,7 @@ from ..lab import modelled
 from ..lab.record import DiskRecord, LabRecord
 from ..paths import write_atomic
 from . import powerloss
-from .run import WORK_DIR, RedoLog, disk_after
+from .run import WORK_DIR, RedoLog, cut_in_place, disk_after
 
 
 @dataclass(frozen=True)
@@ -96,9 +96,8 @@ def apply(record: LabRecord, disk: DiskRecord, at_us: float, blocksize: int, rng
         log.positions(whole)
         state = powerloss.cut(requests, rules, at_us, rng)
         size = whole.stat().st_size
-        cut = work / "cut.img"
-        disk_after(whole, state, cut, size)  # the whole disk, built a piece at a time
-        subprocess.run([_qemu_img(), "convert", "-n", "-f", "raw", "-O", "raw", str(cut), _uri(record, disk)],
+        cut_in_place(whole, state)  # the final image becomes the disk the cut left (no copy of it)
+        subprocess.run([_qemu_img(), "convert", "-n", "-f", "raw", "-O", "raw", str(whole), _uri(record, disk)],
                        check=True, capture_output=True, text=True, timeout=300)
         # the medium errors after the disk's bytes: a write that covers a range whole rewrites it
         write_atomic(server.unreadable, "".join(f"{off} {length}\n" for off, length in state.unreadable))
@@ -107,7 +106,11 @@ def apply(record: LabRecord, disk: DiskRecord, at_us: float, blocksize: int, rng
              "torn": state.writes_torn, "lost": state.writes_lost}, indent=1))
         fd, name = tempfile.mkstemp(prefix="sectorlab-cut-", suffix=".img", dir=WORK_DIR)
         image = Path(name)
-        disk_after(whole, state, fd, min(log.extent, size))  # the log's extent of the same disk
+        try:
+            disk_after(whole, state, fd, min(log.extent, size))  # the log's extent of the same disk
+        except BaseException:
+            image.unlink(missing_ok=True)
+            raise
     except subprocess.CalledProcessError as e:
         raise SectorlabError(f"{disk.vm}/{disk.name}: qemu-img on its model's socket exited {e.returncode}: "
                              f"{(e.stderr or '').strip()[-300:]}") from None

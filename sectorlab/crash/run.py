@@ -299,15 +299,7 @@ def disk_after(final: Path, state: powerloss.State, out: Path | int, size: int) 
     time, the rest as never written (zeros; the unreadable ranges are the state's, for verify to be
     told). Every byte of the log is written once, so the landed ranges' order does not matter:
     they are copied merged, in disk order."""
-    merged: list[list[int]] = []
-    for off, length in sorted(state.landed):
-        end = min(off + length, size)
-        if end <= off:
-            continue
-        if merged and off <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([off, end])
+    merged = _landed(state, size)
     with open(final, "rb", buffering=0) as src, open(out, "xb" if not isinstance(out, int) else "wb",
                                                      buffering=0) as dst:
         dst.truncate(size)
@@ -318,6 +310,42 @@ def disk_after(final: Path, state: powerloss.State, out: Path | int, size: int) 
                     raise SectorlabError(f"{final}: ends at byte {off}, within bytes the cut left landed "
                                          f"(up to {end})")
                 off += os.pwrite(dst.fileno(), data, off)
+
+
+def _landed(state: powerloss.State, size: int) -> list[list[int]]:
+    """The cut's landed ranges within `size` bytes, merged, in disk order ([start, end) each)."""
+    merged: list[list[int]] = []
+    for off, length in sorted(state.landed):
+        end = min(off + length, size)
+        if end <= off:
+            continue
+        if merged and off <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([off, end])
+    return merged
+
+
+_FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
+
+
+def cut_in_place(image: Path, state: powerloss.State) -> None:
+    """The disk a cut left, made of the final image in its own place (no second copy of the disk
+    in /dev/shm, which is memory): every byte that did not land is punched out, a hole that reads
+    as zeros, as never written. Where the filesystem cannot punch holes, zeros are written a piece
+    (CHUNK) at a time."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    with open(image, "r+b", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size
+        pos = 0
+        for start, end in [*_landed(state, size), [size, size]]:
+            if start > pos and libc.fallocate(f.fileno(), _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE,
+                                              pos, start - pos) != 0:
+                for off in range(pos, start, CHUNK):
+                    os.pwrite(f.fileno(), bytes(min(CHUNK, start - off)), off)
+            pos = max(pos, end)
 
 
 def verify_args(blocksize: int, log_size: int, acknowledged: int, redo_per_txn: int,
