@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # nothing in it (a $ is a $), and the shell never reads it as code. Each variable reaches the
 # recipes as an environment variable, quoted there: one argument, or none when empty. PYTEST_ARGS
 # alone is several arguments, split as a shell splits words (PYTEST_ARGS_SPLIT below).
-# A variable a recipe reads (as $$NAME in the shell) must be here: labtests/unit/test_hostile_make.py
+# A variable a recipe reads (as $$NAME in the shell) must be here: labtests/unit/test_hostile_third_make.py
 # fails on one that is not.
 USER_VARS := GUEST LAB LAB_SUFFIX PYTEST_ARGS PRESET DURATION WARMUP REPEATS RESULTS ORDER_SEED SWEEP \
              CUTS CRASH_SEED JUDGES

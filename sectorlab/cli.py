@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from . import __version__, bench, fields, images, paths
+from . import __version__, bench, images, paths
 from .commands.bench import (
     cmd_bench,
     cmd_bench_floor,
@@ -90,12 +90,9 @@ def fraction(low: float, high: float):
 def judges(text: str) -> list[str]:
     """An argparse type: crash-db's --judges, comma-separated judges (crash/databases.JUDGES), none
     given twice (it would run twice and count its cuts twice)."""
-    from .crash import databases
-    names = text.split(",")
+    from .crash import dbmatrix
     try:
-        for name in names:
-            databases.judge_of(name)
-        return fields.no_duplicates(repr(text), "judge", names)
+        return dbmatrix.check_judges(text.split(","))
     except UsageError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -48,33 +48,51 @@ def _size(n: int) -> str:
     return f"{n / KIB:,.1f} KiB" if n >= KIB else f"{n} bytes"
 
 
-def _open(path: Path, what: str) -> int:
-    try:
-        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        raise UsageError(f"{what} {path}: {e.strerror}; expected a file") from e
-    except ValueError as e:  # a NUL byte in the name
-        raise UsageError(f"{what} {str(path)!r}: {e}; expected a file name") from e
-
-
 def check_regular(path: Path | str, what: str, limit: int) -> int:
     """The size of `path` after checking that it is a regular file of at most `limit` bytes.
     Opened without blocking, so that a FIFO nobody writes to is refused instead of waited on."""
+    fd, st = open_regular(path, what, limit=limit)
+    os.close(fd)
+    return st.st_size
+
+
+def kind_of(st: os.stat_result) -> str:
+    """What a file is, as a refusal names it ("a FIFO", "a directory", ...)."""
+    mode = st.st_mode
+    return ("a regular file" if stat.S_ISREG(mode) else "a directory" if stat.S_ISDIR(mode)
+            else "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file")
+
+
+def open_regular(path: Path | str, what: str, expected: str = "a file",
+                 limit: int | None = None) -> tuple[int, os.stat_result]:
+    """(descriptor, its fstat) of `path` opened without blocking (a FIFO nobody writes to is refused,
+    not waited on), when it is a regular file (of at most `limit` bytes); one UsageError line
+    naming the file, what it is and `expected` otherwise. The caller closes the descriptor."""
     path = Path(path)
-    fd = _open(path, what)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise UsageError(f"{what} {path}: {e.strerror}; expected {expected}") from e
+    except ValueError as e:  # a NUL byte in the name
+        raise UsageError(f"{what} {str(path)!r}: {e}; expected a file name") from e
     try:
         st = os.fstat(fd)
-    finally:
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{what} {path}: {kind_of(st)}; expected "
+                             + ("a regular file" if expected == "a file" else f"{expected}, a regular file"))
+        if limit is not None:
+            _checked(path, st, what, limit)
+    except BaseException:
         os.close(fd)
-    return _checked(path, st, what, limit)
+        raise
+    return fd, st
 
 
 def _checked(path: Path, st: os.stat_result, what: str, limit: int) -> int:
     if not stat.S_ISREG(st.st_mode):
-        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode)
-                else "a block device" if stat.S_ISBLK(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-                else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
-        raise UsageError(f"{what} {path}: {kind}; expected a regular file")
+        raise UsageError(f"{what} {path}: {kind_of(st)}; expected a regular file")
     if st.st_size > limit:
         raise UsageError(f"{what} {path}: {_size(st.st_size)}, over the {_size(limit)} such a file can be; "
                          f"expected a smaller file (is it the right one?)")
@@ -85,12 +103,7 @@ def read_text(path: Path | str, what: str, limit: int) -> str:
     """The text of `path`, read within `limit` bytes: one UsageError line for a file that is not
     regular, is larger (also one that grows while it is read) or is not UTF-8."""
     path = Path(path)
-    fd = _open(path, what)
-    try:
-        _checked(path, os.fstat(fd), what, limit)
-    except BaseException:
-        os.close(fd)
-        raise
+    fd, _ = open_regular(path, what, limit=limit)
     with os.fdopen(fd, "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:

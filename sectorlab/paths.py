@@ -17,6 +17,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from . import inputs
 from .errors import UsageError
 
 PACKAGE = Path(__file__).resolve().parent
@@ -55,6 +56,23 @@ def manifest_path() -> Path:
     return REPO / "images" / "manifest.json"
 
 
+def _in_place(path: Path, named: str) -> os.stat_result | None:
+    """What is at `path` now (lstat), when sectorlab may write a file there: nothing (None), a
+    regular file or a symbolic link (replaced, never followed); a directory, device, FIFO or socket
+    is one UsageError line and is left as it is."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise UsageError(f"{named}: {e.strerror}; expected a file sectorlab may write") from e
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, FIFO or socket)"
+        raise UsageError(f"{named}: {kind} is where sectorlab writes this file; expected a regular file or "
+                         f"nothing there: move it away and run again")
+    return st
+
+
 def write_atomic(path: Path | str, data: str | bytes) -> None:
     """Write a file whole or not at all, and never through whatever is in its place: the bytes go
     to a new temporary file beside it (created exclusively, so a symbolic link or file planted
@@ -63,16 +81,7 @@ def write_atomic(path: Path | str, data: str | bytes) -> None:
     write outside it; a directory, device, FIFO or socket at `path` is one UsageError line and is
     left as it is. An interrupt or a reader at the same moment never sees half a file."""
     path = Path(path)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror}; expected a file sectorlab may write") from e
-    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, FIFO or socket)"
-        raise UsageError(f"{path}: {kind} is where sectorlab writes this file; expected a regular file or "
-                         f"nothing there: move it away and run again")
+    st = _in_place(path, str(path))
     payload = data.encode() if isinstance(data, str) else data
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".tmp", dir=path.parent)
@@ -125,18 +134,12 @@ def output_file(path: Path | str, what: str) -> Path:
     except OSError as e:
         raise UsageError(f"{what} {path}: {parent}: {e.strerror}; expected a file in a directory that exists") from e
     if not stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"{what} {path}: {parent} is {_kind(st)}, not a directory; expected a file in a directory")
+        raise UsageError(f"{what} {path}: {parent} is {inputs.kind_of(st)}, not a directory; expected a file in a "
+                         f"directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {path}: {parent} may not be written by this user; expected a directory you may "
                          f"write in")
-    try:
-        here = os.lstat(path)
-    except FileNotFoundError:
-        return path
-    except OSError as e:
-        raise UsageError(f"{what} {path}: {e.strerror}; expected a file sectorlab may write") from e
-    if not (stat.S_ISREG(here.st_mode) or stat.S_ISLNK(here.st_mode)):
-        raise UsageError(f"{what} {path}: {_kind(here)} is in its place; expected a regular file or nothing there")
+    _in_place(path, f"{what} {path}")
     return path
 
 
@@ -160,19 +163,12 @@ def results_root(path: Path | str, what: str = "--results") -> Path:
             raise UsageError(f"{what} {path}: {e.strerror}; expected a directory sectorlab may write in") from e
     if not stat.S_ISDIR(st.st_mode):
         where = "is" if probe == path else f"lies under {probe}, which is"
-        raise UsageError(f"{what} {path}: {where} not a directory ({_kind(st)}); expected a directory (or a new "
-                         f"name) where a run's results directory goes")
+        raise UsageError(f"{what} {path}: {where} not a directory ({inputs.kind_of(st)}); expected a directory (or a "
+                         f"new name) where a run's results directory goes")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {path}: {probe} may not be written by this user; expected a directory you may "
                          f"write in")
     return path
-
-
-def _kind(st: os.stat_result) -> str:
-    return ("a regular file" if stat.S_ISREG(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode)
-            else "a character device" if stat.S_ISCHR(st.st_mode)
-            else "a block device" if stat.S_ISBLK(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-            else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a directory")
 
 
 def new_results_dir(root: Path | str, name: str, stamp: str | None = None) -> Path:

@@ -32,8 +32,11 @@ from hypothesis import strategies as st
 from sectorlab.paths import REPO
 
 MAKE_DIR = REPO  # where make runs: the checkout's Makefile
-USER_VARS = ("GUEST", "LAB", "LAB_SUFFIX", "PYTEST_ARGS", "PRESET", "DURATION", "WARMUP", "REPEATS", "RESULTS",
-             "ORDER_SEED")
+# The Makefile's protected variables, as make has them (test_hostile_third_make.py checks that every
+# variable a recipe reads is one).
+USER_VARS = tuple(subprocess.run(["make", "--no-print-directory", "-s", "--eval", "_vars: ; @echo $(USER_VARS)",
+                                  "_vars"], cwd=MAKE_DIR, capture_output=True, text=True, check=True,
+                                 env={k: v for k, v in os.environ.items() if not k.startswith("MAKE")}).stdout.split())
 # make strips a command-line value's leading white space (its own syntax); the rest is kept as written.
 MAKE_STRIPS = " \t\n\v\f\r"
 PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,

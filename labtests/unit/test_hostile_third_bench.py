@@ -630,8 +630,7 @@ def test_report_of_what_is_not_a_results_directory_is_one_line(capsys, path):
 
 
 def test_the_bench_presets_are_within_every_bound():
-    """Every preset of the project is read with these checks (no bound above is below what they use)."""
-    for name in bench.preset_names():
-        p = bench.load_preset(name)
-        if p.kind == "redo":
-            assert len(p.compares) <= 32 and all(len(s.values) <= 16 for s in p.sweeps), name
+    """Every preset of the project loads with these checks: no bound above is below what they use
+    (load_preset refuses a preset past one)."""
+    loaded = [bench.load_preset(name) for name in bench.preset_names()]
+    assert len(loaded) == len(bench.preset_names()) > 0

@@ -408,16 +408,6 @@ def test_at_and_cuts_together_are_one_line(argv, says, capsys):
     assert args is None and says in err and err.count("\n") == 1, err
 
 
-def test_at_and_cuts_together_are_refused_by_the_command_too(monkeypatch):
-    """cmd_crash is also called with a namespace of its own (not through the parser)."""
-    from sectorlab.commands import bench as commands
-    monkeypatch.setattr(crash, "run", lambda *a: pytest.fail("the preset ran"))
-    args = argparse.Namespace(preset="small", seed=None, cuts=3, at=500.0, results=None, png=False)
-    with pytest.raises(UsageError, match=r"--at 500 and --cuts 3: .*expected one of the two") as e:
-        commands.cmd_crash(args)
-    _one_line(e.value)
-
-
 JUDGES = [
     ("postgres-fpw-on,postgres-fpw-on", "'postgres-fpw-on' is given twice (#1 and #2)"),
     ("mariadb-doublewrite-on,postgres-fpw-off,mariadb-doublewrite-on", "'mariadb-doublewrite-on' is given twice "
@@ -630,7 +620,7 @@ def _log_bytes() -> bytes:
 @pytest.mark.parametrize("kind, says", [
     ("fifo", "a FIFO; expected the device model's write log, a regular file"),
     ("directory", "a directory; expected the device model's write log"),
-    ("link-to-dev-zero", "a device; expected the device model's write log"),
+    ("link-to-dev-zero", "a character device; expected the device model's write log"),
     ("dangling-link", "No such file or directory; expected the device model's write log"),
     ("control", None),
 ])

@@ -14,26 +14,22 @@ import subprocess
 
 import pytest
 
-from labtests.unit.test_hostile_make import MAKE_DIR, _call, _checkout, _env, _filled, _stubbed, stubs  # noqa: F401
+from labtests.unit.test_hostile_make import (  # noqa: F401
+    MAKE_DIR,
+    USER_VARS,
+    _call,
+    _checkout,
+    _env,
+    _filled,
+    _stubbed,
+    stubs,
+)
 from sectorlab.paths import REPO
 
 MAKEFILE = REPO / "Makefile"
 # What a recipe may read from its environment besides the protected variables: bash's own, and
 # what the Makefile exports itself (found below).
 SHELL_OWN = {"SECONDS", "HOME", "PATH"}
-
-
-def _make_says(expression: str, *args: str, env: dict[str, str] | None = None) -> str:
-    """What make prints for `expression` (make syntax) after reading the Makefile."""
-    proc = subprocess.run(["make", "--no-print-directory", "-s", "--eval", f"_said: ; @printf '%s' '{expression}'",
-                           *args, "_said"], cwd=MAKE_DIR, env=env or _env(), capture_output=True, text=True,
-                          timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def user_vars() -> list[str]:
-    return _make_says("$(USER_VARS)").split()
 
 
 def _recipe_text() -> str:
@@ -57,7 +53,7 @@ def test_every_variable_a_recipe_reads_is_protected():
     USER_VARS fails here before a user can pass it $(shell ...)."""
     read = set(re.findall(r"\$\$\{?([A-Z][A-Z0-9_]*)", _recipe_text()))
     exported = set(re.findall(r"^export ([A-Z][A-Z0-9_]*)", MAKEFILE.read_text(), re.M))
-    unprotected = sorted(read - set(user_vars()) - exported - SHELL_OWN)
+    unprotected = sorted(read - set(USER_VARS) - exported - SHELL_OWN)
     assert not unprotected, f"recipes read {unprotected}, which are not in the Makefile's USER_VARS"
     assert {"CUTS", "CRASH_SEED", "JUDGES"} <= read  # what this test is about is still found
 
@@ -68,7 +64,7 @@ def test_every_protected_variable_is_taken_as_written(tmp_path, channel):
     the value as written, nothing expanded, nothing run."""
     marker = tmp_path / "PWNED"
     value = f"$(shell touch {marker})${{HOME}}$$(touch {marker})`touch {marker}`"
-    for var in user_vars():
+    for var in USER_VARS:
         if channel == "command line":
             args, env = [f"{var}={value}"], _env()
         else:

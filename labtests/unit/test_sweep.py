@@ -85,7 +85,7 @@ def test_a_presets_sweep_is_read_with_the_profiles_own_value(tmp_path):
     (('["0", "64k"]', '["0", "lots"]'), "write-buffer = 'lots' on profile 'nvme-512e' (write-buffer): "
                                       "write-buffer=lots: expected"),
     (('["0", "64k"]', '["64k"]'), "expected a list of at least 2 values"),
-    (('["0", "64k"]', '["0", "0"]'), "a value is given twice"),
+    (('["0", "64k"]', '["0", "0"]'), "values: '0' is given twice (#1 and #2)"),
 ])
 def test_a_bad_sweep_is_one_line_before_anything_starts(tmp_path, change, says):
     with pytest.raises(UsageError) as e:

@@ -249,10 +249,7 @@ def _values(where: str, key: str, value, got: dict) -> list[str]:
         shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:60] + f"... ({len(value)} long)"
         raise UsageError(f"{where}: {key} = {shown}: expected a list of at least 2 values (at most "
                          f"{MAX_SWEEP_VALUES}) in the model's syntax (\"0\", \"64k\", \"fixed:20\")")
-    out = [str(v) for v in value]
-    if len(set(out)) != len(out):
-        raise UsageError(f"{where}: {key} = {value!r}: a value is given twice")
-    return out
+    return [str(v) for v in value]  # a value given twice, in any spelling, is sweep.read's to refuse
 
 
 SWEEP_FIELDS = fields.Table("[[bench.sweep]]", "An assumed parameter of a device profile varied over its plausible "

@@ -83,9 +83,6 @@ def cmd_crash(args) -> int:
     import dataclasses
 
     from ..crash import run as crash
-    if args.at is not None and args.cuts is not None:
-        raise UsageError(f"--at {args.at:g} and --cuts {args.cuts}: --at is one cut at that moment; expected one of "
-                         f"the two")
     if args.png:
         report.chromium()  # before the run, not after it
     preset = crash.load(args.preset)
@@ -104,7 +101,6 @@ def cmd_crash_db(args) -> int:
         report.chromium()  # before the run, not after it
     from ..crash import databases, dbmatrix
     judges = args.judges or list(databases.JUDGES)  # each a judge, none twice (the parser's type)
-    dbmatrix.check_judges(judges)
     lab = load_lab(args)
     results = dbmatrix.run(lab_mod.read_lab_json(lab.name, lab.path), judges, args.cuts, args.seed, progress,
                            args.results or bench.RESULTS_DIR)

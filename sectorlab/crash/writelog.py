@@ -13,13 +13,13 @@ and an order of landing other than arrival for two writes in flight over the sam
 from __future__ import annotations
 
 import os
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import inputs
 from ..devices.trace import Request
-from ..errors import SectorlabError, UsageError
+from ..errors import SectorlabError
 from . import powerloss
 
 MAGIC = b"sectorlab-writelog 1\n"
@@ -38,20 +38,9 @@ class Record:
 
 
 def _open(path: Path) -> tuple[int, int]:
-    """(descriptor, size) of the write log, opened without blocking (a FIFO is refused, not waited
-    on) and only when it is a regular file; its size as it is now: what is read, however it grows."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        raise UsageError(f"write log {path}: {e.strerror}; expected the device model's write log") from e
-    except ValueError as e:  # a NUL in the name
-        raise UsageError(f"write log {str(path)!r}: {e}; expected the device model's write log") from e
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
-        raise UsageError(f"write log {path}: {kind}; expected the device model's write log, a regular file")
+    """(descriptor, size) of the write log, opened by the one reader's rules (a regular file, not
+    waited on); its size as it is now: what is read, however it grows."""
+    fd, st = inputs.open_regular(path, "write log", "the device model's write log")
     return fd, st.st_size
 
 

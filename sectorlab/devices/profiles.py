@@ -6,6 +6,7 @@ parameter in one line, the same line the nbdkit filter would print."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from dataclasses import dataclass, field
 from functools import cache
@@ -80,7 +81,11 @@ SIZE_SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def size_bytes(text: str) -> int:
-    """A model size ("4096", "16k", "1M", as devicemodel/model.c reads them) in bytes."""
+    """A model size ("4096", "16k", "1M", as devicemodel/model.c's parse_size reads them: decimal
+    digits, one suffix) in bytes; ValueError for what the model would refuse (Python's int() takes
+    '+4097', ' 4097' and '4_097')."""
+    if not re.fullmatch(r"[0-9]+[kmgtKMGT]?", text):
+        raise ValueError(f"{text!r} is not a size: expected decimal digits and at most one of k, M, G, T")
     mult = SIZE_SUFFIXES.get(text[-1:].lower(), 1)
     return int(text[:-1] if mult > 1 else text) * mult
 
@@ -88,8 +93,8 @@ def size_bytes(text: str) -> int:
 def buffer_problem(params: dict[str, str]) -> str | None:
     """Why a write buffer (write-buffer=BYTES, of write-unit units) is not a whole number of write
     units, on the model or its flash log (flashlog.), with the nearest whole multiples; None when it
-    is, or there is none. The model holds the units that fit and drops the rest unsaid (6,000 bytes
-    of 4 KiB units held one), so a profile or sweep value meant otherwise is refused, not rounded."""
+    is, or there is none. The model refuses such a buffer too (it held the units that fit and dropped
+    the rest unsaid: 6,000 bytes of 4 KiB units held one); this says it before a model starts."""
     for prefix in ("", FLASH_LOG_PREFIX):
         buffer, unit = params.get(prefix + "write-buffer"), params.get(prefix + "write-unit")
         try:

@@ -100,7 +100,7 @@ class DeviceServer:
     def start(self, timeout: float = 10.0) -> None:
         if self.pid() is not None:
             raise SectorlabError(f"the device model of {self.name} already runs (pid {self.pid()}, {self.socket})")
-        problem = profiles.buffer_problem(self.params)  # the model would round it down, unsaid
+        problem = profiles.buffer_problem(self.params)  # in more words than the model's own refusal
         if problem:
             raise UsageError(f"the device model of {self.name}: {problem}")
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -143,7 +143,16 @@ class DeviceServer:
             pid = self._written_pid()
             if pid is not None:
                 if proc.poll() is None and pid != proc.pid:  # a daemon: its first process is about to exit
-                    proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+                    try:
+                        proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+                    except subprocess.TimeoutExpired:
+                        # The daemon that wrote its pid here would be left with no identity file,
+                        # which stop() goes by: it is ended with the start that failed.
+                        try:
+                            os.kill(pid, signal.SIGTERM)
+                        except ProcessLookupError:
+                            pass
+                        raise
                 return pid
             rc = proc.poll()
             if rc is not None and rc != 0:

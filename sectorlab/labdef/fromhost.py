@@ -95,10 +95,7 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
         data = data["lsblk"]
     if not isinstance(data, dict) or not isinstance(data.get("blockdevices"), list):
         raise _bad(path, "no 'blockdevices' list")
-    disks, skipped = [], []
-    fields.no_duplicates(f"collector file {path}", "blockdevices' names",
-                         [e.get("name") if isinstance(e, dict) else e for e in data["blockdevices"]],
-                         same=lambda v: v if isinstance(v, str) else repr(v))
+    disks, skipped, names, seen = [], [], [], set()
     for entry in data["blockdevices"]:
         if not isinstance(entry, dict):
             raise _bad(path, f"a block device that is not an object: {entry!r}")
@@ -108,6 +105,10 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
         name = entry["name"]
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._:-]{1,64}", name):
             raise _bad(path, f"a device name {name!r} that is not a kernel name")
+        names.append(name)  # a device is named once: which of two would a disk of the lab be?
+        if name in seen:
+            fields.no_duplicates(f"collector file {path}", "blockdevices' names", names)
+        seen.add(name)
         num = {c: _number(path, entry, c) for c in ("log-sec", "phy-sec", "min-io", "opt-io", "size")}
         if NOT_DISKS.fullmatch(name) or num["size"] == 0:
             skipped.append(f"{name}: not a disk the lab reproduces (loop, optical, RAM, device-mapper, RAID, "
