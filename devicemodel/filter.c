@@ -237,9 +237,12 @@ static void unreadable_refresh(void) {
                      st.st_mtim.tv_nsec != unreadable_seen.st_mtim.tv_nsec))) {
       struct unreadable_list list;
       char why[256];
+      struct stat polled = st;
       int refused = unreadable_read(&list, why, sizeof why, &st) != 0;
       unreadable_present = present;
-      unreadable_seen = st;
+      /* A file that could not be opened has no fstat: what stat() saw stands for it, so that the
+       * same bad file is said once, not read again and said at every poll. */
+      unreadable_seen = st.st_mode ? st : polled;
       if (refused)
         nbdkit_error("unreadable=%s %s: every read, write and zero fails with EIO until the file is good again",
                      unreadable_path, why);
@@ -363,9 +366,20 @@ static int open_output(struct own_file *f, int *created) {
 /* The filter's files, checked against each other and the served disk before any is emptied or
  * written: the trace, the write log, and the unreadable= ranges as they are at start. 0, or -1 after
  * one error line (and the files it made taken away again). */
+/* Which outputs open_files made (the write log, the trace): a start that fails after it takes them
+ * away again. */
+static int outputs_created[2];
+
+static void take_away_created(void) {
+  const char *paths[] = {writelog_path, trace_path};
+  for (int i = 0; i < 2; i++)
+    if (outputs_created[i]) unlink(paths[i]);
+}
+
 static int open_files(int *trace_fd, int *writelog_fd) {
   struct own_file *outputs[] = {&writelog_file, &trace_file};
-  int *fds[] = {writelog_fd, trace_fd}, created[2] = {0, 0};
+  int *fds[] = {writelog_fd, trace_fd}, *created = outputs_created;
+  created[0] = created[1] = 0;
   struct unreadable_list list = {NULL, 0};
   *trace_fd = *writelog_fd = -1;
   writelog_file.path = writelog_path;
@@ -427,9 +441,15 @@ static int model_get_ready(int thread_model) {
   if (open_files(&trace_fd, &writelog_fd)) return -1;
   if (writelog_fd >= 0 && !(writelog = start_output(writelog_fd, "writelog", writelog_path, WRITELOG_MAGIC))) {
     if (trace_fd >= 0) close(trace_fd);
+    take_away_created();
     return -1;
   }
-  if (trace_fd >= 0 && !(trace = start_output(trace_fd, "trace", trace_path, trace_header))) return -1;
+  if (trace_fd >= 0 && !(trace = start_output(trace_fd, "trace", trace_path, trace_header))) {
+    if (writelog) fclose(writelog);
+    writelog = NULL;
+    take_away_created();
+    return -1;
+  }
   if (spin_ns < 0) spin_ns = calibrate_spin();
   fprintf(stderr, "sectorlab-model: sleeps end %.1f us early and spin the rest (spin-us)\n", spin_ns / 1e3);
   return 0;

@@ -199,8 +199,15 @@ const char *model_check(const struct model *m) {
                           m->write_buffer / m->write_unit > MODEL_MAX_BUFFER_UNITS))
     return "write-buffer holds 1 to 4096 write units";
   /* A buffer of part of a unit would be rounded down unsaid (it holds whole units). */
-  if (m->write_buffer && m->write_buffer % m->write_unit)
-    return "write-buffer is a whole number of write units";
+  if (m->write_buffer && m->write_buffer % m->write_unit) {
+    static char why[200];  /* checked once, before any request */
+    uint64_t low = m->write_buffer / m->write_unit * m->write_unit;
+    snprintf(why, sizeof why, "write-buffer=%llu is not a whole number of write-unit=%llu units: expected a "
+             "multiple of %llu, such as %llu or %llu", (unsigned long long)m->write_buffer,
+             (unsigned long long)m->write_unit, (unsigned long long)m->write_unit, (unsigned long long)low,
+             (unsigned long long)(low + m->write_unit));
+    return why;
+  }
   if (m->stripe > MODEL_MAX_STRIPE) return "stripe is at most 1G";
   if (m->cache_bytes > MODEL_MAX_CACHE) return "cache-size is at most 1T";
   if (!(m->fail_after_seconds >= 0 && m->fail_after_seconds <= MODEL_MAX_FAIL_SECONDS))

@@ -209,6 +209,7 @@ enum connect_result {
 	CONNECT_TIMED_OUT,          /* connect() did not complete in time: a backlog nobody accepts from */
 	HANDSHAKE_FAILED,           /* the server answered, and refused the export or the handshake */
 	HANDSHAKE_TIMED_OUT,        /* it accepted, and did not finish the handshake in time */
+	LOCAL_FAILED,               /* libnbd would not take the connected socket (libnbd's error set) */
 };
 
 /* Connects to the Unix socket `path` without blocking, by `deadline` (ms): the descriptor, or -1 with
@@ -258,9 +259,11 @@ static enum connect_result connect_within(struct nbd_handle *h, const char *sock
 
 	if (fd < 0)
 		return result;
-	if (nbd_aio_connect_socket(h, fd) == -1) {  /* libnbd owns fd from here */
+	/* libnbd owns fd once this succeeds (nbd_connect_socket(3)); on failure it is still ours. */
+	if (nbd_aio_connect_socket(h, fd) == -1) {
 		*err = nbd_get_errno();
-		return HANDSHAKE_FAILED;
+		close(fd);
+		return LOCAL_FAILED;
 	}
 	while (!nbd_aio_is_ready(h)) {
 		int64_t left = deadline - now_ms();
@@ -330,8 +333,14 @@ struct nbd_target *nbd_target_open(const char *opt, const char *uri, int timeout
 				"device model: sectorlab lab up), or give the socket of one that runs\n", PROG, opt, uri,
 				u.socket, strerror(err));
 		else
-			fprintf(stderr, "%s: --%s %s: cannot connect to socket %s: connect: %s\n", PROG, opt, uri, u.socket,
-				strerror(err));
+			fprintf(stderr, "%s: --%s %s: cannot connect to socket %s: connect: %s: give a socket this user may "
+				"connect to (its directory and the socket writable), or run as its owner\n", PROG, opt, uri,
+				u.socket, strerror(err));
+		goto refused;
+	case LOCAL_FAILED:
+		fprintf(stderr, "%s: --%s %s: connected to %s, but libnbd would not take the socket (nbd_aio_connect_socket: "
+			"%s): a fault of this host's libnbd, not of the server: run scripts/bootstrap again\n", PROG, opt, uri,
+			u.socket, nbd_target_error());
 		goto refused;
 	case CONNECT_TIMED_OUT:
 		fprintf(stderr, "%s: --%s %s: the server on %s did not accept the connection within %d s (--nbd-timeout): "

@@ -140,7 +140,8 @@ enum unreadable_status unreadable_load(const char *path, struct unreadable_list 
 		return err == ENOENT ? UNREADABLE_ABSENT : UNREADABLE_REFUSED;
 	}
 	if (fstat(fd, &st)) {
-		snprintf(why, why_size, "cannot be read: fstat: %s", strerror(errno));
+		snprintf(why, why_size, "cannot be read: fstat: %s: expected a readable file of "
+				 "lines OFFSET LENGTH", strerror(errno));
 		goto refused;
 	}
 	if (st_out)
@@ -167,7 +168,8 @@ enum unreadable_status unreadable_load(const char *path, struct unreadable_list 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			snprintf(why, why_size, "cannot be read: read: %s", strerror(errno));
+			snprintf(why, why_size, "cannot be read: read: %s: expected a readable file of "
+				 "lines OFFSET LENGTH", strerror(errno));
 			goto refused;
 		}
 		if (!n)

@@ -30,6 +30,7 @@ import pytest
 
 from labtests.conftest import require_program
 from sectorlab.devices import build
+from sectorlab.devices.server import nbd_uri
 from sectorlab.errors import SectorlabError
 from sectorlab.paths import REPO
 
@@ -268,7 +269,7 @@ class RunningModel:
             time.sleep(0.01)
 
     def io(self, command: str) -> str:
-        out = _run([require_program("qemu-io"), "-f", "raw", "-c", command, f"nbd+unix:///?socket={self.socket}"])
+        out = _run([require_program("qemu-io"), "-f", "raw", "-c", command, nbd_uri(self.socket)])
         return out.stdout + out.stderr
 
     def replace(self, content) -> None:
@@ -518,7 +519,7 @@ def fake_nbd(tmp_path):
 RUN = ("--blocksize", 4096, "--redo-per-txn", 4080, "--log-size", MIB, "--transactions", 20)
 NO_REPLY = "nbd_pwrite: the server on {sock} sent no reply to the write within 1 s (--nbd-timeout)"
 STALL_CASES = [
-    ("accepts-and-says-nothing", "silent", 0, [], 2, "--target nbd+unix:///?socket={sock}: the server on {sock} "
+    ("accepts-and-says-nothing", "silent", 0, [], 2, "--target {uri}: the server on {sock} "
      "accepted the connection and did not complete the NBD handshake within 1 s (--nbd-timeout)"),
     ("never-accepts", "backlog", 0, [], 2, "the server on {sock} did not accept the connection within 1 s "
      "(--nbd-timeout)"),
@@ -539,9 +540,9 @@ def test_an_nbd_server_that_stalls_ends_the_run_in_one_line(nbd_writer, fake_nbd
     --nbd-timeout, and the run ends in one line naming the socket and the wait (exit 2 before the
     run, 1 for a run whose only member failed)."""
     server = fake_nbd(mode, answers)
-    proc = _run([nbd_writer, "run", "--target", f"nbd+unix:///?socket={server.path}", *RUN, "--nbd-timeout", 1,
+    proc = _run([nbd_writer, "run", "--target", nbd_uri(server.path), *RUN, "--nbd-timeout", 1,
                  *args])
-    _one_line(proc, says.format(sock=server.path), status=status)
+    _one_line(proc, says.format(sock=server.path, uri=nbd_uri(server.path)), status=status)
 
 
 def test_a_mirror_member_that_stalls_mid_run_is_dropped_and_the_run_goes_on(nbd_writer, fake_nbd, tmp_path):
@@ -549,13 +550,13 @@ def test_a_mirror_member_that_stalls_mid_run_is_dropped_and_the_run_goes_on(nbd_
     socket, and the file beside it takes the rest (exit 3), as a member that failed with EIO is."""
     server = fake_nbd("newstyle", answers=5)
     log = tmp_path / "redo.log"
-    proc = _run([nbd_writer, "run", "--target", f"nbd+unix:///?socket={server.path}", "--mirror", log, *RUN,
+    proc = _run([nbd_writer, "run", "--target", nbd_uri(server.path), "--mirror", log, *RUN,
                  "--nbd-timeout", 1, "--output", "json"])
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.splitlines() == [
-        f"redo-writer: write of 4096 bytes at offset {5 * 4096} of nbd+unix:///?socket={server.path} failed (log "
+        f"redo-writer: write of 4096 bytes at offset {5 * 4096} of {nbd_uri(server.path)} failed (log "
         f"write 6): " + NO_REPLY.format(sock=server.path),
-        f"redo-writer: member nbd+unix:///?socket={server.path} dropped; going on with {log}"], proc.stderr
+        f"redo-writer: member {nbd_uri(server.path)} dropped; going on with {log}"], proc.stderr
     nbd, file = json.loads(proc.stdout)["members"]
     assert nbd["failed"] and nbd["writes"] == 5 and file["writes"] == 20
 
@@ -582,21 +583,21 @@ def strict_exports(tmp_path):
 def test_an_export_the_server_refuses_is_not_a_socket_nothing_serves(nbd_writer, strict_exports):
     """A server that answered and refused the export was reported as "nothing serves socket" (libnbd
     gives ENOENT for both): the line now says the server refused it and what it said."""
-    proc = _run([nbd_writer, "run", "--target", f"nbd+unix:///bad?socket={strict_exports}", *RUN])
+    proc = _run([nbd_writer, "run", "--target", nbd_uri(strict_exports).replace(":///?", ":///bad?"), *RUN])
     line = _one_line(proc, f"the server on {strict_exports} refused the NBD handshake for export 'bad': ")
     assert "has no export named 'bad'" in line and "nothing serves" not in line
 
 
 def test_an_export_a_server_of_ones_own_refuses_says_so(nbd_writer, fake_nbd):
     server = fake_nbd("refuse")
-    proc = _run([nbd_writer, "run", "--target", f"nbd+unix:///disk?socket={server.path}", *RUN])
+    proc = _run([nbd_writer, "run", "--target", nbd_uri(server.path).replace(":///?", ":///disk?"), *RUN])
     line = _one_line(proc, f"the server on {server.path} refused the NBD handshake for export 'disk': ")
     assert "nothing serves" not in line
 
 
 def test_the_export_it_serves_is_written(nbd_writer, strict_exports):
     """The control beside the refused export: the same server, the export it serves."""
-    proc = _run([nbd_writer, "run", "--target", f"nbd+unix:///good?socket={strict_exports}", *RUN])
+    proc = _run([nbd_writer, "run", "--target", nbd_uri(strict_exports).replace(":///?", ":///good?"), *RUN])
     assert proc.returncode == 0, proc.stderr
 
 
@@ -604,7 +605,7 @@ def test_a_server_of_ones_own_that_answers_every_request_is_written(nbd_writer, 
     """The control beside the stalls: the same fake server answering everything takes the whole run (the
     stalls are its silence, not its handshake)."""
     server = fake_nbd("newstyle", answers=10**9)
-    proc = _run([nbd_writer, "run", "--target", f"nbd+unix:///?socket={server.path}", *RUN, "--output", "json"])
+    proc = _run([nbd_writer, "run", "--target", nbd_uri(server.path), *RUN, "--output", "json"])
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["members"][0]["nbd"]["fua_writes"] == 20
 
@@ -614,7 +615,7 @@ def test_a_socket_nothing_listens_on_is_still_nothing_serves(nbd_writer, tmp_pat
     dead = socket.socket(socket.AF_UNIX)
     dead.bind(str(tmp_path / "dead.sock"))
     try:
-        proc = _run([nbd_writer, "run", "--target", f"nbd+unix:///?socket={tmp_path}/dead.sock", *RUN])
+        proc = _run([nbd_writer, "run", "--target", nbd_uri(tmp_path / "dead.sock"), *RUN])
     finally:
         dead.close()
     _one_line(proc, f"nothing serves socket {tmp_path}/dead.sock (connect: Connection refused)")
@@ -645,4 +646,7 @@ def test_the_model_refuses_a_write_buffer_of_part_of_a_unit(buffer, ok):
         assert proc.returncode == 0, proc.stderr
     else:
         assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout)
-        assert proc.stderr.strip().splitlines() == ["simulate: write-buffer is a whole number of write units"]
+        low = int(buffer) // 4096 * 4096
+        assert proc.stderr.strip().splitlines() == [
+            f"simulate: write-buffer={buffer} is not a whole number of write-unit=4096 units: expected a multiple of "
+            f"4096, such as {low} or {low + 4096}"]
