@@ -12,14 +12,12 @@ temporary directory, each stopped by the test that started it."""
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import math
 import os
 import random
 import shutil
 import socket
-import stat
 import struct
 import subprocess
 import threading
@@ -29,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from labtests.conftest import require_program
+from labtests.unit.test_hostile_native import _snapshot
 from sectorlab.devices import build
 from sectorlab.devices.server import nbd_uri
 from sectorlab.errors import SectorlabError
@@ -53,20 +52,6 @@ def _one_line(proc: subprocess.CompletedProcess, says: str, status: int | None =
     assert len(lines) == 1 and proc.stderr.endswith("\n"), proc.stderr
     assert says in lines[0], proc.stderr
     return lines[0]
-
-
-def _snapshot(root: Path) -> dict:
-    """Every name under root: its kind, size and (a regular file's) digest; a link's target."""
-    seen = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath, name)
-            s = p.lstat()
-            seen[str(p.relative_to(root))] = (
-                stat.S_IFMT(s.st_mode), s.st_size,
-                hashlib.sha256(p.read_bytes()).hexdigest() if stat.S_ISREG(s.st_mode) else None,
-                os.readlink(p) if stat.S_ISLNK(s.st_mode) else None)
-    return seen
 
 
 @pytest.fixture(scope="module")
