@@ -70,8 +70,8 @@ static void on_fault_signal(int sig) { fault_switch = sig == SIGUSR1; }
 static char *unreadable_path;
 static pthread_mutex_t unreadable_load_lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t unreadable_polled = -UNREADABLE_POLL_NS;  /* these three: under unreadable_load_lock */
-static int unreadable_present;
-static struct stat unreadable_seen;
+static int unreadable_stat_errno;                       /* what stat() said at the last look: 0, ENOENT, ... */
+static struct stat unreadable_seen;                     /* and what it saw (when 0) */
 static struct unreadable_range *unreadable;             /* these three: under the model's lock */
 static size_t unreadable_n;
 static int unreadable_refused;
@@ -221,31 +221,46 @@ static void unreadable_install(struct unreadable_list *list, int refused) {
   free(old);
 }
 
-/* Called before the model's lock is taken: the ranges of the file, read again if it changed (another
- * name, size or time; write_atomic renames a new file over it). One request's thread looks at a time;
- * the others go on with the ranges as they are. */
+/* What stat() says of the unreadable= file now: 0 with *st, or its errno (ENOENT: there is none). */
+static int unreadable_stat(struct stat *st) {
+  if (stat(unreadable_path, st) == 0) return 0;
+  int err = errno ? errno : EIO;
+  memset(st, 0, sizeof *st);
+  return err;
+}
+
+/* Whether the file stat() sees now (`err`, `st`) may be another than at the last look: another
+ * name, size or time, or another answer from stat() itself (it appeared, went away, or its directory
+ * stopped being searchable). */
+static int unreadable_changed(int err, const struct stat *st) {
+  if (err != unreadable_stat_errno) return 1;
+  return !err && (!same_inode(st, &unreadable_seen) || st->st_size != unreadable_seen.st_size ||
+                  st->st_mtim.tv_sec != unreadable_seen.st_mtim.tv_sec ||
+                  st->st_mtim.tv_nsec != unreadable_seen.st_mtim.tv_nsec);
+}
+
+/* Called before the model's lock is taken: the ranges of the file, read again if it changed
+ * (write_atomic renames a new file over it). One request's thread looks at a time; the others go on
+ * with the ranges as they are. What the next look compares with is what stat() said this time, read
+ * or refused: a file that cannot be opened (EACCES) has no fstat, and one that is refused is the same
+ * file until stat() sees another, so an unchanged bad file is said once, not read and said again at
+ * every look. */
 static void unreadable_refresh(void) {
   if (!unreadable_path || pthread_mutex_trylock(&unreadable_load_lock)) return;
   int64_t now = now_ns();
-  struct stat st;
   if (now - unreadable_polled >= UNREADABLE_POLL_NS) {
     unreadable_polled = now;
-    int present = stat(unreadable_path, &st) == 0;
-    if (present != unreadable_present ||
-        (present && (!same_inode(&st, &unreadable_seen) || st.st_size != unreadable_seen.st_size ||
-                     st.st_mtim.tv_sec != unreadable_seen.st_mtim.tv_sec ||
-                     st.st_mtim.tv_nsec != unreadable_seen.st_mtim.tv_nsec))) {
+    struct stat st, opened;
+    int err = unreadable_stat(&st);
+    if (unreadable_changed(err, &st)) {
       struct unreadable_list list;
       char why[256];
-      struct stat polled = st;
-      int refused = unreadable_read(&list, why, sizeof why, &st) != 0;
-      unreadable_present = present;
-      /* A file that could not be opened has no fstat: what stat() saw stands for it, so that the
-       * same bad file is said once, not read again and said at every poll. */
-      unreadable_seen = st.st_mode ? st : polled;
+      int refused = unreadable_read(&list, why, sizeof why, &opened) != 0;
+      unreadable_stat_errno = err;
+      unreadable_seen = st;
       if (refused)
-        nbdkit_error("unreadable=%s %s: every read, write and zero fails with EIO until the file is good again",
-                     unreadable_path, why);
+        nbdkit_error("unreadable=%s %s: every read, write and zero fails with EIO until the file is good again "
+                     "or removed", unreadable_path, why);
       else
         nbdkit_debug("unreadable=%s: %zu ranges", unreadable_path, list.n);
       unreadable_install(&list, refused);
@@ -363,63 +378,8 @@ static int open_output(struct own_file *f, int *created) {
   return fd;
 }
 
-/* The filter's files, checked against each other and the served disk before any is emptied or
- * written: the trace, the write log, and the unreadable= ranges as they are at start. 0, or -1 after
- * one error line (and the files it made taken away again). */
-/* Which outputs open_files made (the write log, the trace): a start that fails after it takes them
- * away again. */
-static int outputs_created[2];
-
-static void take_away_created(void) {
-  const char *paths[] = {writelog_path, trace_path};
-  for (int i = 0; i < 2; i++)
-    if (outputs_created[i]) unlink(paths[i]);
-}
-
-static int open_files(int *trace_fd, int *writelog_fd) {
-  struct own_file *outputs[] = {&writelog_file, &trace_file};
-  int *fds[] = {writelog_fd, trace_fd}, *created = outputs_created;
-  created[0] = created[1] = 0;
-  struct unreadable_list list = {NULL, 0};
-  *trace_fd = *writelog_fd = -1;
-  writelog_file.path = writelog_path;
-  trace_file.path = trace_path;
-  served.path = served_path;
-  served.known = served_path && stat(served_path, &served.st) == 0;  /* else the plugin has refused it */
-  for (int i = 0; i < 2; i++) {
-    if (!outputs[i]->path) continue;
-    if ((*fds[i] = open_output(outputs[i], &created[i])) < 0) goto refused;
-    outputs[i]->known = 0;  /* not compared with itself */
-    const struct own_file *other = own_file_of(&outputs[i]->st);
-    outputs[i]->known = 1;
-    if (other) {
-      refuse_same_file(outputs[i]->key, outputs[i]->path, other);
-      goto refused;
-    }
-  }
-  if (unreadable_path) {
-    char why[256];
-    struct stat st;
-    if (unreadable_read(&list, why, sizeof why, &st)) {
-      nbdkit_error("unreadable=%s %s", unreadable_path, why);
-      goto refused;
-    }
-    unreadable_present = st.st_mode != 0;
-    unreadable_seen = st;
-    unreadable_polled = now_ns();
-    unreadable_install(&list, 0);
-  }
-  return 0;
-refused:
-  for (int i = 0; i < 2; i++) {
-    if (*fds[i] >= 0) close(*fds[i]);
-    *fds[i] = -1;
-    if (created[i]) unlink(outputs[i]->path);
-  }
-  return -1;
-}
-
-/* An output checked by open_files, emptied and given its first line. */
+/* An output checked by open_files, emptied and given its first line: its stream, or NULL after one
+ * error line (the descriptor is then closed). */
 static FILE *start_output(int fd, const char *key, const char *path, const char *first_line) {
   FILE *f = NULL;
   if (ftruncate(fd, 0) || !(f = fdopen(fd, "w")) || fputs(first_line, f) == EOF || fflush(f)) {
@@ -435,21 +395,65 @@ static const char trace_header[] =
     "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,buffer_hits,"
     "flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us\n";
 
+/* The filter's files, checked against each other and the served disk before any is emptied or
+ * written: the trace, the write log, and the unreadable= ranges as they are at start; then the write
+ * log and the trace emptied and started (`writelog` and `trace`). 0, or -1 after one error line, with
+ * nothing left open and the files it made taken away again, whatever step failed. */
+static int open_files(void) {
+  struct own_file *outputs[] = {&writelog_file, &trace_file};
+  FILE **streams[] = {&writelog, &trace};
+  const char *first_lines[] = {WRITELOG_MAGIC, trace_header};
+  int fds[2] = {-1, -1}, created[2] = {0, 0};
+  struct unreadable_list list = {NULL, 0};
+  writelog_file.path = writelog_path;
+  trace_file.path = trace_path;
+  served.path = served_path;
+  served.known = served_path && stat(served_path, &served.st) == 0;  /* else the plugin has refused it */
+  for (int i = 0; i < 2; i++) {
+    if (!outputs[i]->path) continue;
+    if ((fds[i] = open_output(outputs[i], &created[i])) < 0) goto refused;
+    outputs[i]->known = 0;  /* not compared with itself */
+    const struct own_file *other = own_file_of(&outputs[i]->st);
+    outputs[i]->known = 1;
+    if (other) {
+      refuse_same_file(outputs[i]->key, outputs[i]->path, other);
+      goto refused;
+    }
+  }
+  if (unreadable_path) {
+    char why[256];
+    struct stat opened;
+    unreadable_stat_errno = unreadable_stat(&unreadable_seen);  /* what the first look compares with */
+    if (unreadable_read(&list, why, sizeof why, &opened)) {
+      nbdkit_error("unreadable=%s %s", unreadable_path, why);
+      goto refused;
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    if (fds[i] < 0) continue;
+    *streams[i] = start_output(fds[i], outputs[i]->key, outputs[i]->path, first_lines[i]);
+    fds[i] = -1;  /* the stream's now, or closed */
+    if (!*streams[i]) goto refused;
+  }
+  if (unreadable_path) {
+    unreadable_polled = now_ns();
+    unreadable_install(&list, 0);
+  }
+  return 0;
+refused:
+  free(list.range);
+  for (int i = 0; i < 2; i++) {
+    if (*streams[i]) fclose(*streams[i]);
+    *streams[i] = NULL;
+    if (fds[i] >= 0) close(fds[i]);
+    if (created[i]) unlink(outputs[i]->path);
+  }
+  return -1;
+}
+
 static int model_get_ready(int thread_model) {
   (void)thread_model;
-  int trace_fd, writelog_fd;
-  if (open_files(&trace_fd, &writelog_fd)) return -1;
-  if (writelog_fd >= 0 && !(writelog = start_output(writelog_fd, "writelog", writelog_path, WRITELOG_MAGIC))) {
-    if (trace_fd >= 0) close(trace_fd);
-    take_away_created();
-    return -1;
-  }
-  if (trace_fd >= 0 && !(trace = start_output(trace_fd, "trace", trace_path, trace_header))) {
-    if (writelog) fclose(writelog);
-    writelog = NULL;
-    take_away_created();
-    return -1;
-  }
+  if (open_files()) return -1;
   if (spin_ns < 0) spin_ns = calibrate_spin();
   fprintf(stderr, "sectorlab-model: sleeps end %.1f us early and spin the rest (spin-us)\n", spin_ns / 1e3);
   return 0;

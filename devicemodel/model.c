@@ -195,25 +195,31 @@ const char *model_check(const struct model *m) {
   if (m->write_unit && (m->write_unit % 512 || m->write_unit > MODEL_MAX_UNIT))
     return "write-unit is a multiple of 512 (at most 64M)";
   if (m->write_buffer && !m->write_unit) return "write-buffer needs write-unit (it holds write units)";
-  if (m->write_buffer && (m->write_buffer < m->write_unit ||
-                          m->write_buffer / m->write_unit > MODEL_MAX_BUFFER_UNITS))
-    return "write-buffer holds 1 to 4096 write units";
-  /* A buffer of part of a unit would be rounded down unsaid (it holds whole units). */
-  if (m->write_buffer && m->write_buffer % m->write_unit) {
-    static char why[200];  /* checked once, before any request */
-    uint64_t low = m->write_buffer / m->write_unit * m->write_unit;
-    snprintf(why, sizeof why, "write-buffer=%llu is not a whole number of write-unit=%llu units: expected a "
-             "multiple of %llu, such as %llu or %llu", (unsigned long long)m->write_buffer,
-             (unsigned long long)m->write_unit, (unsigned long long)m->write_unit, (unsigned long long)low,
-             (unsigned long long)(low + m->write_unit));
+  /* A buffer of part of a unit would be rounded down unsaid (it holds whole units): said with the
+   * nearest multiples it can hold, before the count of units (a buffer below one unit is of part of one). */
+  if (m->write_buffer && m->write_buffer % m->write_unit &&
+      m->write_buffer / m->write_unit <= MODEL_MAX_BUFFER_UNITS) {
+    static char why[240];  /* checked once, before any request */
+    unsigned long long b = m->write_buffer, u = m->write_unit, low = b / u * u;
+    if (!low)
+      snprintf(why, sizeof why, "write-buffer=%llu is not a whole number of write-unit=%llu units: expected a "
+               "multiple of %llu, such as %llu or 0 (no buffer)", b, u, u, u);
+    else if (low / u == MODEL_MAX_BUFFER_UNITS)
+      snprintf(why, sizeof why, "write-buffer=%llu is not a whole number of write-unit=%llu units: expected a "
+               "multiple of %llu, such as %llu (%d units, the most it holds)", b, u, u, low, MODEL_MAX_BUFFER_UNITS);
+    else
+      snprintf(why, sizeof why, "write-buffer=%llu is not a whole number of write-unit=%llu units: expected a "
+               "multiple of %llu, such as %llu or %llu", b, u, u, low, low + u);
     return why;
   }
+  if (m->write_buffer && m->write_buffer / m->write_unit > MODEL_MAX_BUFFER_UNITS)
+    return "write-buffer holds 1 to 4096 write units";
   if (m->stripe > MODEL_MAX_STRIPE) return "stripe is at most 1G";
   if (m->cache_bytes > MODEL_MAX_CACHE) return "cache-size is at most 1T";
   if (!(m->fail_after_seconds >= 0 && m->fail_after_seconds <= MODEL_MAX_FAIL_SECONDS))
     return "fail-after-seconds is 0 (never) to 1000000";
   if (m->flashlog) {
-    static char why[160];
+    static char why[320];  /* the write buffer's line fits, after its prefix */
     const char *sub = m->flashlog->write.kind == DIST_NONE
                           ? "it has no write time: give " MODEL_FLASHLOG "write (a flash log that writes in no time "
                             "would answer every write first)"

@@ -205,11 +205,12 @@ const char *nbd_target_error(void)
 /* How a connection ended before it was ready. */
 enum connect_result {
 	CONNECTED,
+	SOCKET_FAILED,              /* socket(): this host has no descriptor or memory for one (errno in *err) */
 	CONNECT_FAILED,             /* connect() on the socket: nothing listens (errno in *err) */
 	CONNECT_TIMED_OUT,          /* connect() did not complete in time: a backlog nobody accepts from */
 	HANDSHAKE_FAILED,           /* the server answered, and refused the export or the handshake */
 	HANDSHAKE_TIMED_OUT,        /* it accepted, and did not finish the handshake in time */
-	LOCAL_FAILED,               /* libnbd would not take the connected socket (libnbd's error set) */
+	LOCAL_FAILED,               /* libnbd failed on this host to take the connected socket (its error set) */
 };
 
 /* Connects to the Unix socket `path` without blocking, by `deadline` (ms): the descriptor, or -1 with
@@ -221,11 +222,12 @@ static int connect_socket(const char *path, int64_t deadline, enum connect_resul
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
-	*result = CONNECT_FAILED;
+	*result = SOCKET_FAILED;
 	if (fd < 0) {
 		*err = errno;
 		return -1;
 	}
+	*result = CONNECT_FAILED;
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
 	while (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
 		struct timespec pause = { 0, 10000000 };
@@ -250,7 +252,8 @@ failed:
 }
 
 /* Connects and completes the handshake by `timeout_s` from now; CONNECTED, or how it failed (errno
- * in *err for CONNECT_FAILED; libnbd's error set for HANDSHAKE_FAILED). */
+ * in *err for SOCKET_FAILED and CONNECT_FAILED; libnbd's error set for LOCAL_FAILED and
+ * HANDSHAKE_FAILED). */
 static enum connect_result connect_within(struct nbd_handle *h, const char *socket, int timeout_s, int *err)
 {
 	int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
@@ -259,11 +262,21 @@ static enum connect_result connect_within(struct nbd_handle *h, const char *sock
 
 	if (fd < 0)
 		return result;
-	/* libnbd owns fd once this succeeds (nbd_connect_socket(3)); on failure it is still ours. */
-	if (nbd_aio_connect_socket(h, fd) == -1) {
-		*err = nbd_get_errno();
+	/* Who holds fd when nbd_aio_connect_socket fails: its manual promises libnbd the socket only on
+	 * success, and libnbd (every release from 1.2 on: lib/connect.c and its generated wrapper) leaves
+	 * it to the caller only when it refuses the handle's state, before it looks at fd. Past that check it is libnbd's
+	 * on every failure: one of its own on this host (fcntl, memory) closes fd and leaves the handle
+	 * newly created; a handshake that fails at once (a server whose first bytes are no NBD greeting)
+	 * leaves the handle dead, fd closed by libnbd or held until nbd_close. So the state is checked
+	 * first, fd is closed here only when libnbd never took it, and never after the call (a second
+	 * close could end a descriptor another thread has opened under the same number since). */
+	if (!nbd_aio_is_created(h)) {
 		close(fd);
 		return LOCAL_FAILED;
+	}
+	if (nbd_aio_connect_socket(h, fd) == -1) {
+		*err = nbd_get_errno();
+		return nbd_aio_is_created(h) ? LOCAL_FAILED : HANDSHAKE_FAILED;
 	}
 	while (!nbd_aio_is_ready(h)) {
 		int64_t left = deadline - now_ms();
@@ -332,15 +345,25 @@ struct nbd_target *nbd_target_open(const char *opt, const char *uri, int timeout
 			fprintf(stderr, "%s: --%s %s: nothing serves socket %s (connect: %s): start the NBD server (a lab's "
 				"device model: sectorlab lab up), or give the socket of one that runs\n", PROG, opt, uri,
 				u.socket, strerror(err));
+		else if (err == EACCES || err == EPERM)
+			fprintf(stderr, "%s: --%s %s: cannot connect to socket %s (connect: %s): expected a socket this user "
+				"may write to, in directories it may search: give such a socket, or run as the socket's "
+				"owner\n", PROG, opt, uri, u.socket, strerror(err));
 		else
-			fprintf(stderr, "%s: --%s %s: cannot connect to socket %s: connect: %s: give a socket this user may "
-				"connect to (its directory and the socket writable), or run as its owner\n", PROG, opt, uri,
-				u.socket, strerror(err));
+			fprintf(stderr, "%s: --%s %s: cannot connect to socket %s (connect: %s): expected the Unix stream socket "
+				"an NBD server listens on: give the socket of one that runs (a lab's device model: "
+				"sectorlab lab up; or nbdkit --unix PATH ...)\n", PROG, opt, uri, u.socket, strerror(err));
+		goto refused;
+	case SOCKET_FAILED:
+		fprintf(stderr, "%s: --%s %s: cannot make a socket to connect to %s (socket: %s): expected a free "
+			"descriptor and memory on this host: raise the open-file limit (ulimit -n) or free memory, and "
+			"run again\n", PROG, opt, uri, u.socket, strerror(err));
 		goto refused;
 	case LOCAL_FAILED:
-		fprintf(stderr, "%s: --%s %s: connected to %s, but libnbd would not take the socket (nbd_aio_connect_socket: "
-			"%s): a fault of this host's libnbd, not of the server: run scripts/bootstrap again\n", PROG, opt, uri,
-			u.socket, nbd_target_error());
+		fprintf(stderr, "%s: --%s %s: connected to socket %s, and libnbd failed on this host to take the "
+			"connection (%s): not the server's doing; expected libnbd to take a connected Unix socket: check "
+			"this host's memory and open-file limit (ulimit -n), and run again\n", PROG, opt, uri, u.socket,
+			nbd_target_error());
 		goto refused;
 	case CONNECT_TIMED_OUT:
 		fprintf(stderr, "%s: --%s %s: the server on %s did not accept the connection within %d s (--nbd-timeout): "

@@ -136,12 +136,13 @@ enum unreadable_status unreadable_load(const char *path, struct unreadable_list 
 	if (fd < 0) {
 		int err = errno;
 
-		snprintf(why, why_size, "cannot be read: open: %s: expected a file of lines OFFSET LENGTH", strerror(err));
+		snprintf(why, why_size, "cannot be read: open: %s: expected a file of lines OFFSET LENGTH this user may "
+			 "read: give the path of one (its directories searchable, the file readable)", strerror(err));
 		return err == ENOENT ? UNREADABLE_ABSENT : UNREADABLE_REFUSED;
 	}
 	if (fstat(fd, &st)) {
-		snprintf(why, why_size, "cannot be read: fstat: %s: expected a readable file of "
-				 "lines OFFSET LENGTH", strerror(errno));
+		snprintf(why, why_size, "cannot be read: fstat: %s: expected a file of lines OFFSET LENGTH that fstat "
+			 "describes: check the file system it is on (dmesg), and write the file again", strerror(errno));
 		goto refused;
 	}
 	if (st_out)
@@ -159,7 +160,8 @@ enum unreadable_status unreadable_load(const char *path, struct unreadable_list 
 	cap = (size_t)st.st_size + 1;
 	text = malloc(cap);
 	if (!text) {
-		snprintf(why, why_size, "cannot be read: out of memory for %zu bytes", cap);
+		snprintf(why, why_size, "cannot be read: out of memory for %zu bytes: expected room for the file: "
+			 "free memory, and run again", cap);
 		goto refused;
 	}
 	while (got < cap) {
@@ -168,8 +170,8 @@ enum unreadable_status unreadable_load(const char *path, struct unreadable_list 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			snprintf(why, why_size, "cannot be read: read: %s: expected a readable file of "
-				 "lines OFFSET LENGTH", strerror(errno));
+			snprintf(why, why_size, "cannot be read: read: %s: expected a file of lines OFFSET LENGTH that "
+				 "reads whole: check the disk it is on (dmesg), and write the file again", strerror(errno));
 			goto refused;
 		}
 		if (!n)

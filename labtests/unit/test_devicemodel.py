@@ -119,7 +119,8 @@ def test_a_write_spanning_more_units_than_the_buffer_leaves_its_last_ones_there(
 
 @pytest.mark.parametrize("args, message", [
     (["write-buffer=64k"], "write-buffer needs write-unit"),
-    (["write-unit=4096", "write-buffer=1k"], "write-buffer holds 1 to 4096 write units"),
+    (["write-unit=4096", "write-buffer=1k"], "write-buffer=1024 is not a whole number of write-unit=4096 units: "
+                                             "expected a multiple of 4096, such as 4096 or 0 (no buffer)"),
     (["write-unit=4096", "write-buffer=32M"], "write-buffer holds 1 to 4096 write units"),
     (["write-unit=4096", "write-buffer=lots"], "expected a whole number of bytes")])
 def test_a_bad_write_buffer_is_one_line(args, message):

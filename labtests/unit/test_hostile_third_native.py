@@ -239,10 +239,11 @@ def test_the_model_and_verify_read_an_unreadable_file_alike(model_filter, redo_w
 
 class RunningModel:
     """nbdkit with the model over a 1 MiB memory disk on a socket of its own, unreadable= at `ranges`
-    (absent at start); io() runs one qemu-io command on it."""
+    (m.unreadable beside it unless given; absent at start); io() runs one qemu-io command on it."""
 
-    def __init__(self, model_filter: str, directory: Path):
-        self.socket, self.ranges, self.log = directory / "m.sock", directory / "m.unreadable", directory / "m.log"
+    def __init__(self, model_filter: str, directory: Path, ranges: Path | None = None):
+        self.socket, self.log = directory / "m.sock", directory / "m.log"
+        self.ranges = ranges or directory / "m.unreadable"
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen([shutil.which("nbdkit"), "-f", "-U", str(self.socket),
                                           f"--filter={model_filter}", "memory", "size=1M", "spin-us=0",
@@ -263,6 +264,10 @@ class RunningModel:
         new = self.ranges.with_name("m.new")
         if content == "fifo":
             os.mkfifo(new)
+        elif content == "socket":   # stat() sees it, open() fails (ENXIO), for root too
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(str(new))
+            listener.close()
         else:
             new.write_bytes(content)
         os.replace(new, self.ranges)
@@ -307,6 +312,78 @@ def test_a_running_model_reads_its_unreadable_file_without_blocking_and_strictly
         assert EIO not in model.io("read 0 8k"), "a good file again: the disk reads"
     finally:
         model.stop()
+
+
+def _looks(model: RunningModel, times: int) -> list[str]:
+    """`times` reads, each after the model's next look at its file (at most every 50 ms); what each said."""
+    said = []
+    for _ in range(times):
+        time.sleep(0.07)
+        said.append(model.io("read 0 512"))
+    return said
+
+
+def test_an_unreadable_file_that_cannot_be_opened_is_said_once_and_its_removal_clears_it(model_filter, tmp_path):
+    """A file that stat() sees and open() refuses (here a socket; EACCES for another user) left the
+    model's memory of it empty, so it was never the file of the last look: under load it was opened
+    again and an error logged every 50 ms. Now an unchanged bad file is said once, every read fails
+    with EIO while it is there, and once it is removed the disk reads again (an absent file is no
+    ranges)."""
+    require_program("qemu-io")
+    model = RunningModel(model_filter, tmp_path)
+    try:
+        assert EIO not in model.io("read 0 8k")
+        model.replace("socket")
+        assert all(EIO in said for said in _looks(model, 5)), "a file that cannot be read fails every read"
+        errors = [line for line in model.log.read_text().splitlines() if f"error: unreadable={model.ranges} " in line]
+        assert len(errors) == 1 and "cannot be read: open: " in errors[0], errors
+        model.ranges.unlink()
+        assert not any(EIO in said for said in _looks(model, 2)), "no file: no ranges, the disk reads"
+    finally:
+        model.stop()
+
+
+def test_what_stat_says_of_the_unreadable_file_is_a_change_of_its_own(model_filter, tmp_path):
+    """stat() failing one way and then another (ENOENT, ENOTDIR: a directory on the way that became
+    a file) was one state, "no file": the model never looked again. Now each is a change: a file it
+    cannot reach fails every read as it does at start, and it reads again once the path is absent."""
+    require_program("qemu-io")
+    on_the_way = tmp_path / "sub"
+    model = RunningModel(model_filter, tmp_path, ranges=on_the_way / "m.unreadable")
+    try:
+        assert EIO not in model.io("read 0 8k")
+        on_the_way.write_bytes(b"")
+        assert all(EIO in said for said in _looks(model, 2)), "a path it cannot reach fails every read"
+        errors = [line for line in model.log.read_text().splitlines() if f"error: unreadable={model.ranges} " in line]
+        assert len(errors) == 1 and "cannot be read: open: Not a directory" in errors[0], errors
+        on_the_way.unlink()
+        assert not any(EIO in said for said in _looks(model, 2)), "no file again: the disk reads"
+    finally:
+        model.stop()
+
+
+def test_a_start_that_fails_writing_the_trace_takes_away_the_files_it_made(model_filter, tmp_path):
+    """When the trace could not be started (its first line, after the write log's), the write log
+    stayed open and both files the start had made were left behind, where a refused start takes them
+    away. Now every failing step of the start cleans up alike. (A file size limit of 100 bytes: the
+    write log's first line fits, the trace's does not; a file that was there already stays.)"""
+    import resource
+    import signal
+
+    def limit_file_size():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+
+    writelog, trace, kept = tmp_path / "w.log", tmp_path / "t.csv", tmp_path / "kept.log"
+    kept.write_bytes(b"there before")
+    for log in (writelog, kept):
+        proc = subprocess.run([shutil.which("nbdkit"), "-f", "-U", "-", f"--filter={model_filter}", "memory",
+                               "size=1M", "spin-us=0", f"writelog={log}", f"trace={trace}", "--run", "true"],
+                              capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                              preexec_fn=limit_file_size)
+        _one_line(proc, f"nbdkit: error: trace={trace}: File too large", status=None)
+        assert not writelog.exists() and not trace.exists(), sorted(p.name for p in tmp_path.iterdir())
+        assert kept.exists(), "a write log that was there before the start is not taken away"
 
 
 def _cut_state_with_unreadable_ranges():
@@ -402,7 +479,8 @@ class FakeNBD:
     """An NBD server of the test's own on a Unix socket, in threads. `silent` accepts and says nothing;
     `newstyle` (fixed newstyle, NBD_OPT_GO) and `oldstyle` complete their handshake (a 64 MiB export
     that takes FUA and flushes), answer the first `answers` requests and then no more; `refuse` answers
-    NBD_OPT_GO with "no such export"; `backlog` listens, never accepts, and its backlog is full."""
+    NBD_OPT_GO with "no such export"; `garbage` greets with bytes that are no NBD magic; `backlog`
+    listens, never accepts, and its backlog is full."""
 
     def __init__(self, path: Path, mode: str, answers: int = 0):
         self.path, self.mode, self.answers = path, mode, answers
@@ -441,6 +519,9 @@ class FakeNBD:
             elif self.mode in ("newstyle", "refuse"):
                 if not self._handshake(c):
                     return
+            elif self.mode == "garbage":
+                c.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+                return
             else:
                 return   # silent
             self._transmission(c)
@@ -580,6 +661,17 @@ def test_an_export_a_server_of_ones_own_refuses_says_so(nbd_writer, fake_nbd):
     assert "nothing serves" not in line
 
 
+def test_a_server_that_greets_with_no_nbd_magic_is_the_servers_doing(nbd_writer, fake_nbd):
+    """libnbd reads the server's greeting as soon as it takes the socket, so a greeting that is no NBD
+    magic can fail nbd_aio_connect_socket itself: that is the server's handshake, not this host (the
+    socket is libnbd's then, closed by it, never closed twice). Its line names the server."""
+    server = fake_nbd("garbage")
+    for _ in range(8):   # the greeting comes before or after libnbd takes the socket: both are the server's
+        proc = _run([nbd_writer, "run", "--target", nbd_uri(server.path), *RUN])
+        line = _one_line(proc, f"the server on {server.path} refused the NBD handshake for export '': ")
+        assert "NBD magic" in line and "not the server's doing" not in line, line
+
+
 def test_the_export_it_serves_is_written(nbd_writer, strict_exports):
     """The control beside the refused export: the same server, the export it serves."""
     proc = _run([nbd_writer, "run", "--target", nbd_uri(strict_exports).replace(":///?", ":///good?"), *RUN])
@@ -620,18 +712,24 @@ def test_the_nbd_timeout_is_whole_seconds_in_range(redo_writer, value, says):
 
 
 # The model itself (simulate and the filter share model.c's check): a write buffer of part of a
-# write unit is refused; it was rounded down to whole units, unsaid (6000 bytes held one unit).
-@pytest.mark.parametrize("buffer, ok", [("6000", False), ("4097", False), ("8192", True), ("4096", True)])
-def test_the_model_refuses_a_write_buffer_of_part_of_a_unit(buffer, ok):
+# write unit is refused, naming the value, the unit and the nearest multiples it holds; it was rounded
+# down to whole units, unsaid (6000 bytes held one unit), then refused in words naming neither.
+UNITS_OF_4096 = "is not a whole number of write-unit=4096 units: expected a multiple of 4096, such as"
+
+
+@pytest.mark.parametrize("buffer, says", [
+    ("6000", f"write-buffer=6000 {UNITS_OF_4096} 4096 or 8192"),
+    ("4097", f"write-buffer=4097 {UNITS_OF_4096} 4096 or 8192"),
+    ("2000", f"write-buffer=2000 {UNITS_OF_4096} 4096 or 0 (no buffer)"),
+    ("16777217", f"write-buffer=16777217 {UNITS_OF_4096} 16777216 (4096 units, the most it holds)"),
+    ("8192", None), ("4096", None), ("16777216", None)])
+def test_the_model_refuses_a_write_buffer_of_part_of_a_unit(buffer, says):
     from sectorlab.devices import build
     proc = subprocess.run([str(build.built(build.SIMULATE)), "write=fixed:20", "write-unit=4096",
                            f"write-buffer={buffer}"], input="0 write 0 4096\n", capture_output=True, text=True,
                           timeout=30)
-    if ok:
+    if says is None:
         assert proc.returncode == 0, proc.stderr
     else:
         assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout)
-        low = int(buffer) // 4096 * 4096
-        assert proc.stderr.strip().splitlines() == [
-            f"simulate: write-buffer={buffer} is not a whole number of write-unit=4096 units: expected a multiple of "
-            f"4096, such as {low} or {low + 4096}"]
+        assert proc.stderr.strip().splitlines() == [f"simulate: {says}"]
