@@ -31,7 +31,6 @@ from labtests.unit.test_hostile_native import _snapshot
 from sectorlab.devices import build
 from sectorlab.devices.server import nbd_uri
 from sectorlab.errors import SectorlabError
-from sectorlab.paths import REPO
 
 TIMEOUT = 20           # seconds: a case that hangs fails here, it does not hold up the run
 MIB = 1 << 20
@@ -61,14 +60,6 @@ def model_filter() -> str:
         return str(build.built(build.FILTER))
     except SectorlabError as e:
         pytest.skip(str(e))
-
-
-@pytest.fixture(scope="module")
-def redo_writer() -> str:
-    require_program("cc")
-    made = subprocess.run(["make", "-s", "-C", str(REPO / "redo-writer")], capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
-    return str(REPO / "redo-writer" / "redo-writer")
 
 
 @pytest.fixture(scope="module")
