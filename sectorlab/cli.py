@@ -22,12 +22,8 @@ from .commands.bench import (
     cmd_bench_load,
     cmd_bench_sweep,
     cmd_bench_writer,
-    cmd_compare,
-    cmd_crash,
-    cmd_crash_db,
-    cmd_plot,
-    cmd_report,
 )
+from .commands.crash import cmd_crash, cmd_crash_db
 from .commands.host import cmd_accel, cmd_doctor, cmd_geometries
 from .commands.image import (
     cmd_image_boot_time,
@@ -46,8 +42,10 @@ from .commands.lab import (
     cmd_lab_validate,
     cmd_terraform_check,
 )
+from .commands.results import cmd_compare, cmd_plot, cmd_report
 from .errors import SectorlabError, UsageError
 from .inguest import redocheck
+from .report import render
 
 _LAB_HELP = "lab definition (default: $SECTORLAB_LAB_FILE or labs/default.toml)"
 
@@ -90,7 +88,7 @@ def fraction(low: float, high: float):
 def judges(text: str) -> list[str]:
     """An argparse type: crash-db's --judges, comma-separated judges (crash/databases.JUDGES), none
     given twice (it would run twice and count its cuts twice)."""
-    from .crash import dbmatrix
+    from .crash import labdb as dbmatrix
     try:
         return dbmatrix.check_judges(text.split(","))
     except UsageError as e:
@@ -239,7 +237,8 @@ def _add_bench_commands(sub) -> None:
 
     p = sub.add_parser("crash", help="power cuts on the device path (no lab), per profile, geometry and redo "
                                       "BLOCKSIZE, judged by redo-writer verify: acknowledged commits lost, torn blocks")
-    p.add_argument("preset", help="a crash preset of labs/crash/ (or a path to one)")
+    p.add_argument("preset", nargs="?", help="a crash preset of labs/crash/ (or a path to one)")
+    p.add_argument("--list", action="store_true", help="check every preset of labs/crash/ and list its cells")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the cuts (default: the preset's)")
     when = p.add_mutually_exclusive_group()  # --at is one cut: with --cuts, one of the two would go unsaid
     when.add_argument("--cuts", type=whole(1, 10000), help="cuts per cell (default: the preset's)")
@@ -331,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.func not in WITHOUT_CHECKOUT:
             paths.checkout(" ".join(filter(None, (getattr(args, "command", None), getattr(args, "lab_command", None)))))
+        if getattr(args, "png", False):
+            render.chromium()  # --png's browser, asked for before any run, lab or report is made
         rc = args.func(args)
         sys.stdout.flush()  # here, not at the interpreter's exit: a reader that went away is seen below
         return rc

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from sectorlab.crash import dblab
+from sectorlab.crash import labrun as dblab
 
 pytestmark = pytest.mark.crash
 

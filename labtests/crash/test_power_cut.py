@@ -15,8 +15,9 @@ import time
 import pytest
 
 from sectorlab import lab as lab_mod
-from sectorlab.crash import lab as crashlab
-from sectorlab.crash import run as crash
+from sectorlab import redowriter
+from sectorlab.crash import devicepath as crash
+from sectorlab.crash import labcut as crashlab
 from sectorlab.devices import trace
 from sectorlab.lab import modelled
 
@@ -59,19 +60,17 @@ def test_a_killed_guest_recovers_from_its_disk_what_the_cut_left(lab_state, lab_
         guest.wait_until_up(300)
         path = _device(lab_state, guest, disk)
         # the unreadable sectors are not named to the guest's verify: the model answers them with EIO
-        got = guest.run("sudo -n redo-writer verify --target", path,
-                        *crash.verify_args(BLOCKSIZE, cut.log.extent, cut.acknowledged, REDO))
+        got = guest.run("sudo -n", *redowriter.verify_args(path, BLOCKSIZE, cut.log.extent, cut.acknowledged, REDO))
         assert got.rc == 0, got.stderr
         inside = json.loads(got.stdout)
         # Whatever the cut drew, a medium error in the middle of the recovered redo: the physical
         # sector of block k made unreadable in the model; the guest, its cache dropped, must stop there.
         k = inside["blocks_recovered"] // 2
         sector = (k * BLOCKSIZE // 4096 * 4096, 4096)
-        server.unreadable.write_text("".join(f"{o} {n}\n" for o, n in [*cut.state.unreadable, sector]))
+        server.set_unreadable([*cut.state.unreadable, sector])
         time.sleep(0.2)  # the model reads the file again on its next request after 50 ms
         assert guest.run("sudo -n blockdev --flushbufs", path).ok
-        again = guest.run("sudo -n redo-writer verify --target", path,
-                          *crash.verify_args(BLOCKSIZE, cut.log.extent, cut.acknowledged, REDO))
+        again = guest.run("sudo -n", *redowriter.verify_args(path, BLOCKSIZE, cut.log.extent, cut.acknowledged, REDO))
         assert again.rc == 0, again.stderr
         stopped = json.loads(again.stdout)
         host_stopped = crash.verify(cut.image, [*cut.state.unreadable, sector], BLOCKSIZE, cut.acknowledged, REDO)

@@ -40,7 +40,7 @@ import pytest
 
 from labtests.support import dbs
 from labtests.support.lab import covering, declared_disks, disk_params, geometry, resolve_disk
-from sectorlab.bench import stats
+from sectorlab.analysis import stats
 from sectorlab.inguest import rules
 
 pytestmark = [pytest.mark.lab, pytest.mark.crosscheck]

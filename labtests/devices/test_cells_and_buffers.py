@@ -20,7 +20,7 @@ import json
 import pytest
 
 from labtests.support.requires import BUFFER_PAIR, FLASH_LOG_CELL, buffer_pair_of, flash_log_cells_of, require
-from sectorlab.bench import devicerows
+from sectorlab.analysis import devicerows
 from sectorlab.devices import profiles, trace
 from sectorlab.guest import disks as guestdisks
 from sectorlab.lab import modelled

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from labtests.support.requires import BEHAVIOURS, behaviour_disks_of, require
-from sectorlab.bench import stats
+from sectorlab.analysis import stats
 from sectorlab.devices import profiles
 from sectorlab.guest import disks as guestdisks
 from sectorlab.lab import modelled

@@ -17,7 +17,7 @@ import json
 import pytest
 
 from labtests.support.requires import RMW_PAIR, require, rmw_pair_of
-from sectorlab.bench import devicerows, stats
+from sectorlab.analysis import devicerows, stats
 from sectorlab.guest import disks as guestdisks
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]

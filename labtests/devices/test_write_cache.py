@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from labtests.support.requires import require
-from sectorlab.bench import floor
+from sectorlab.bench.cost import floor
 from sectorlab.devices import profiles
 from sectorlab.guest import disks as guestdisks
 

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from labtests.conftest import require_program
-from sectorlab.bench import plots, stats
+from sectorlab.analysis import plots, stats
 from sectorlab.errors import SectorlabError
 from sectorlab.paths import REPO
 

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from sectorlab import bench
-from sectorlab.bench import appliance, appliancereport, appliancerun
+from sectorlab.bench.appliance import preset as appliance
+from sectorlab.bench.appliance import run as appliancerun
 from sectorlab.errors import UsageError
+from sectorlab.report import appliance as appliancereport
 
 PRESET = Path(bench.PRESETS_DIR) / "zfs-appliance.toml"
 
@@ -134,7 +136,7 @@ def test_the_report_counts_each_level_per_write_of_the_workload(tmp_path):
     assert (got["rmw_reads"], got["nfs_commits"]) == (0.5, 2)  # the data disks' only: ssd-a's 5 are the log's
     (tmp_path / "appliance.json").write_text(json.dumps(doc))
     written = appliancereport.write(tmp_path)
-    md = written["markdown"].read_text()
+    md = written["md"].read_text()
     setting, below, above = (line for line in md.splitlines() if line.startswith("| DATAFILES |"))
     assert "| latency | 8K | all | lzjb | striped |" in setting and below.startswith("| DATAFILES | 2 |")
     assert re.search(r"\| 1\.50 \(1\.00-2\.00\) \|", below), below   # data disks' writes per write, two runs

@@ -344,12 +344,12 @@ def test_a_bench_json_of_other_shapes(tmp_path, nothing_starts, capsys):
 
 
 def test_a_report_inlines_only_its_own_pictures(tmp_path):
-    from sectorlab.bench import report
+    from sectorlab.report import render
     results = tmp_path / "r"
     results.mkdir()
     (tmp_path / "secret.png").write_bytes(b"not for the report")
     (results / "report-d.png").write_bytes(b"\x89PNG drawn")
-    page = report.html('# t\n\n<img src="../secret.png"> <img src="/etc/passwd.png"> ![d](report-d.png)\n', results)
+    page = render.html('# t\n\n<img src="../secret.png"> <img src="/etc/passwd.png"> ![d](report-d.png)\n', results)
     assert 'src="../secret.png"' in page and 'src="/etc/passwd.png"' in page  # left as text, not read
     assert "data:image/png;base64,iVBORyBkcmF3bg==" in page
 

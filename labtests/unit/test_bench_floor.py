@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from labtests.unit import records
-from sectorlab.bench import floor
+from sectorlab.bench.cost import floor
 from sectorlab.errors import UsageError
 
 

@@ -1,8 +1,10 @@
-"""The kinds of bench (sectorlab/bench/kinds.py): a preset is of the kind whose table it has, a
-results directory of the kind whose file it holds, and a new kind is its module and one entry in
-KINDS: a power-cut harness faked here is loaded, run and reported through `sectorlab bench` and
-`sectorlab report`, the entry points of the redo and the appliance bench. No VM: the fake's run
-writes its results file, and a run that reached lab-up fails the test instead of booting one."""
+"""The kinds of bench (sectorlab/bench/kinds.py) and of report (sectorlab/report/kinds.py): a preset
+is of the kind whose table it has, a results directory of the kind whose file it holds, and a new
+kind is its module and one entry in each KINDS: a power-cut harness faked here (this module is its
+preset loader, its run and its report kind's module, with its `write`) is loaded, run and reported
+through `sectorlab bench` and re-rendered by `sectorlab report`, the entry points of every kind. No
+VM: the fake's run writes its results file, and a run that reached lab-up fails the test instead of
+booting one."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from sectorlab import bench, cli, inputs, labdef
 from sectorlab import lab as lab_mod
 from sectorlab.bench import kinds
 from sectorlab.errors import UsageError
+from sectorlab.report import kinds as report_kinds
 
 LAB = """[lab]
 name = "bench-crash"
@@ -44,7 +47,7 @@ class PowerCutPreset:
     title: str
     cuts: int
     order_seed: int | None = None
-    kind: str = dataclasses.field(default="crash", init=False)
+    kind: str = dataclasses.field(default="powercut", init=False)
 
     def plan(self) -> list[int]:
         return list(range(1, self.cuts + 1))
@@ -55,29 +58,31 @@ class PowerCutPreset:
 
 def load(path: Path, data: dict, lab: labdef.Lab, duration_s=None, warmup_s=None, repeats=None, order_seed=None):
     if duration_s is not None:
-        raise UsageError(f"{path}: DURATION does not apply to a [crash] preset; leave it out")
-    c = data["crash"]
+        raise UsageError(f"{path}: DURATION does not apply to a [powercut] preset; leave it out")
+    c = data["powercut"]
     return PowerCutPreset(path.stem, path, lab, c.get("seed", ""), c["title"], repeats or c["cuts"], order_seed)
 
 
 def run(preset: PowerCutPreset, progress, results_root: Path) -> Path:
-    results = results_root / f"crash-{preset.name}"
+    results = results_root / f"powercut-{preset.name}"
     results.mkdir(parents=True)
-    (results / "crash.json").write_text(json.dumps({"preset": preset.name, "cuts": preset.plan()}))
+    (results / "powercut.json").write_text(json.dumps({"preset": preset.name, "cuts": preset.plan()}))
     progress(f"{len(preset.plan())} power cuts of {preset.lab.vms[0].name}")
-    report(results)
+    report_kinds.get("powercut").write(results)
     return results
 
 
-def report(results: Path) -> dict[str, Path]:
-    doc = json.loads((results / "crash.json").read_text())
+def write(results: Path) -> dict[str, Path]:
+    """The report kind's module's one function: report.md and report.html of powercut.json."""
+    doc = json.loads((results / "powercut.json").read_text())
     out = {"md": results / "report.md", "html": results / "report.html"}
     out["md"].write_text(f"# {len(doc['cuts'])} power cuts\n")
     out["html"].write_text(f"<!DOCTYPE html><h1>{len(doc['cuts'])} power cuts</h1>\n")
     return out
 
 
-CRASH = kinds.Kind("crash", "crash", "crash.json", load, run, report)
+POWERCUT = kinds.Kind("powercut", "powercut", "powercut", load, run)
+REPORT = report_kinds.Kind("powercut", "powercut.json", "sectorlab bench", __name__)
 
 
 # ---- the tests ---------------------------------------------------------------------------------
@@ -90,54 +95,55 @@ def no_lab_up(monkeypatch):
 
 
 @pytest.fixture
-def crash_kind(monkeypatch, no_lab_up) -> kinds.Kind:
-    monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, CRASH))
-    return CRASH
+def powercut_kind(monkeypatch, no_lab_up) -> kinds.Kind:
+    monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, POWERCUT))
+    monkeypatch.setattr(report_kinds, "KINDS", (*report_kinds.KINDS, REPORT))
+    return POWERCUT
 
 
 def _toml(path: Path) -> dict:
     return inputs.read_toml(path, "bench preset", inputs.LAB_DEFINITION_MAX)
 
 
-def _preset_file(tmp_path: Path, tables: str = '[crash]\ntitle = "power cut"\ncuts = 3\n') -> Path:
+def _preset_file(tmp_path: Path, tables: str = '[powercut]\ntitle = "power cut"\ncuts = 3\n') -> Path:
     path = tmp_path / "power-cut.toml"
     path.write_text(LAB + "\n" + tables)
     return path
 
 
-def test_a_new_kind_is_loaded_run_and_reported_through_the_bench_and_report_commands(tmp_path, crash_kind,
+def test_a_new_kind_is_loaded_run_and_reported_through_the_bench_and_report_commands(tmp_path, powercut_kind,
                                                                                      capsys):
     path = _preset_file(tmp_path)
     preset = bench.load_preset(str(path), repeats=2)
-    assert (preset.kind, preset.title, preset.plan(), preset.lab.name) == ("crash", "power cut", [1, 2],
+    assert (preset.kind, preset.title, preset.plan(), preset.lab.name) == ("powercut", "power cut", [1, 2],
                                                                            "bench-crash")
-    assert kinds.kind_of_preset(path, _toml(path)) is crash_kind
+    assert kinds.kind_of_preset(path, _toml(path)) is powercut_kind
     assert cli.main(["bench", str(path), "--results", str(tmp_path / "results")]) == 0
     results = Path(capsys.readouterr().out.strip())
-    assert results == tmp_path / "results" / "crash-power-cut"
-    assert sorted(p.name for p in results.iterdir()) == ["crash.json", "report.html", "report.md"]
-    assert kinds.kind_of_results(results) is crash_kind
+    assert results == tmp_path / "results" / "powercut-power-cut"
+    assert sorted(p.name for p in results.iterdir()) == ["powercut.json", "report.html", "report.md"]
+    assert report_kinds.kind_of(results) is REPORT
     (results / "report.md").unlink()
     assert cli.main(["report", str(results)]) == 0
     assert (results / "report.md").read_text() == "# 3 power cuts\n"
     assert capsys.readouterr().out.split() == [str(results / "report.md"), str(results / "report.html")]
 
 
-def test_a_new_kinds_refusals_and_table_clashes_are_one_line(tmp_path, crash_kind):
-    with pytest.raises(UsageError, match=r"DURATION does not apply to a \[crash\] preset"):
+def test_a_new_kinds_refusals_and_table_clashes_are_one_line(tmp_path, powercut_kind):
+    with pytest.raises(UsageError, match=r"DURATION does not apply to a \[powercut\] preset"):
         bench.load_preset(str(_preset_file(tmp_path)), duration_s=5)
-    both = _preset_file(tmp_path, '[bench]\nseed = "x"\n\n[crash]\ntitle = "t"\ncuts = 1\n')
-    with pytest.raises(UsageError, match=r"both \[bench\] and \[crash\]: a preset is one or the other"):
+    both = _preset_file(tmp_path, '[bench]\nseed = "x"\n\n[powercut]\ntitle = "t"\ncuts = 1\n')
+    with pytest.raises(UsageError, match=r"both \[bench\] and \[powercut\]: a preset is one or the other"):
         bench.load_preset(str(both))
     with pytest.raises(UsageError, match=r"no \[bench\] table: a preset is a lab definition with a \[bench\] "
-                                         r"table \(or \[appliance\] or \[crash\]; see labs/bench/\)"):
+                                         r"table \(or \[appliance\] or \[powercut\]; see labs/bench/\)"):
         bench.load_preset(str(_preset_file(tmp_path, "")))
     results = tmp_path / "r"
     results.mkdir()
     (results / "bench.json").write_text("{}")
-    (results / "crash.json").write_text("{}")
-    with pytest.raises(UsageError, match=r"both bench.json and crash.json: a results directory is one bench's"):
-        bench.write_report(results)
+    (results / "powercut.json").write_text("{}")
+    with pytest.raises(UsageError, match=r"both bench.json and powercut.json: a results directory is one run's"):
+        report_kinds.write(results)
 
 
 @pytest.mark.parametrize("name", bench.preset_names())
@@ -162,10 +168,10 @@ def test_a_preset_runs_by_its_kind(monkeypatch, no_lab_up, tmp_path, name, kind)
 def test_a_results_directory_is_of_the_kind_whose_file_it_holds(tmp_path, files, kind):
     for f in files:
         (tmp_path / f).write_text("{}")
-    assert kinds.kind_of_results(tmp_path).name == kind
+    assert report_kinds.kind_of(tmp_path).name == kind
 
 
 def test_a_results_directory_of_no_kind_is_one_line(tmp_path):
-    with pytest.raises(UsageError, match=r"no bench.json or appliance.json; expected a results directory written "
-                                         r"by 'sectorlab bench'"):
-        bench.write_report(tmp_path)
+    with pytest.raises(UsageError, match=r"no bench.json, appliance.json, sweep.json, load.json, crash.json or "
+                                         r"crash-db.json; expected a results directory written by 'sectorlab bench'"):
+        report_kinds.write(tmp_path)

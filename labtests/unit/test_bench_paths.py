@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from labtests.unit.test_compare import fake_report
-from sectorlab.bench import devicepath, headlines, report
+from sectorlab.analysis import headlines
+from sectorlab.bench.redo import twin as devicepath
 from sectorlab.errors import UsageError
+from sectorlab.report import redo as report
 
 RNG = np.random.default_rng(11)
 

@@ -10,8 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from sectorlab.bench import compare, metrics, report, stats
-from sectorlab.bench.metrics import Disk, Run
+from sectorlab.analysis import compare, metrics, stats
+from sectorlab.analysis.metrics import Disk, Run
+from sectorlab.report import redo as report
 
 
 def fake_report(sync_ms: float, sessions: int = 4, **top) -> dict:

@@ -11,9 +11,11 @@ import shutil
 
 import pytest
 
-from sectorlab.crash import atomic, report
-from sectorlab.crash import run as crash
+from sectorlab.crash import atomic, redolog
+from sectorlab.crash import devicepath as crash
+from sectorlab.crash import preset as crash_preset
 from sectorlab.errors import UsageError
+from sectorlab.report import crash as report
 
 pytestmark = pytest.mark.skipif(shutil.which("nbdkit") is None, reason="nbdkit is not installed")
 
@@ -46,12 +48,12 @@ def test_a_bad_crash_preset_is_one_line_before_anything_runs(tmp_path, change, s
     path = tmp_path / "p.toml"
     path.write_text(GOOD.replace(*change))
     with pytest.raises(UsageError) as e:
-        crash.load(str(path))
+        crash_preset.load(str(path))
     assert says in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
 def test_the_rules_engine_forbids_512_on_4kn_and_the_matrix_lists_it():
-    p = crash.load("redo-matrix")
+    p = crash_preset.load("redo-matrix")
     forbidden = [c.key for c in p.cells if p.forbidden(c)]
     assert forbidden == [f"{prof}/sector4k@512" for prof in ("hdd-7200-client", "hdd-7200", "hdd-7200-wce",
                                                              "intel-p3700")]
@@ -65,7 +67,7 @@ def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
     loses what was acknowledged. Every cut's recovery ends where the checksums say, with no
     corruption the checksum missed."""
     lines = []
-    out = crash.run(crash.load("small"), lines.append, tmp_path)
+    out = crash.run(crash_preset.load("small"), lines.append, tmp_path)
     doc = json.loads((out / "crash.json").read_text())
     by = {c["blocksize"]: c for c in doc["cells"]}
     assert set(by) == {512, 4096} and all(len(c["cuts"]) == 60 for c in by.values())
@@ -101,8 +103,9 @@ def test_a_cut_at_a_chosen_moment_and_one_outside_the_run(tmp_path, monkeypatch)
     the run's span, and the cell's model and files are gone either way."""
     import dataclasses
     monkeypatch.setattr(crash, "WORK_DIR", tmp_path / "shm")
-    crash.WORK_DIR.mkdir()
-    small = crash.load("small")
+    monkeypatch.setattr(redolog, "WORK_DIR", tmp_path / "shm")
+    redolog.WORK_DIR.mkdir()
+    small = crash_preset.load("small")
     one = dataclasses.replace(small, cells=small.cells[:1], cuts=1, at_ms=500.0)
     doc = json.loads((crash.run(one, lambda _: None, tmp_path / "at") / "crash.json").read_text())
     (cut,) = doc["cells"][0]["cuts"]
@@ -110,7 +113,7 @@ def test_a_cut_at_a_chosen_moment_and_one_outside_the_run(tmp_path, monkeypatch)
     with pytest.raises(UsageError, match=r"--at 99999: hdd-7200-client/sector512e@\d+'s run wrote from 0 to "
                                          r"[\d.]+ ms: expected a moment inside it"):
         crash.run(dataclasses.replace(one, at_ms=99999.0), lambda _: None, tmp_path / "late")
-    assert not list(crash.WORK_DIR.iterdir())
+    assert not list(redolog.WORK_DIR.iterdir())
 
 
 def _log(records: list[tuple[int, int, int, int, bytes]]) -> bytes:

@@ -8,8 +8,10 @@ import re
 import pytest
 
 from labtests.unit import records
-from sectorlab.crash import databases, dbmatrix, dbreport
+from sectorlab.crash import databases
+from sectorlab.crash import labdb as dbmatrix
 from sectorlab.errors import SectorlabError, UsageError
+from sectorlab.report import crashdb as dbreport
 
 CAME_UP = "mounted 1\nstarted 1\nrecovery_s 1.25\nids 1 2 3 4 5 \nsum_k 5 \ncount_log 5 \ncheck \nerrors 0\n" \
           "restored 0\nwhy \n"
@@ -98,9 +100,13 @@ def test_the_matrix_pairs_each_logged_disk_with_a_judge_disk_of_its_sectors(tmp_
     from sectorlab.lab.record import LabRecord
     with pytest.raises(UsageError, match=re.escape("lab crash-db: no disk keeps a write log (write_log = true)")):
         dbmatrix.pairs(LabRecord.from_json(raw, "test"))
+    # the record says which disks keep a write log (write_log = true), not a file's existence
     log = modelled.server("crash-db", "client-512e").writelog
     log.parent.mkdir(parents=True)
     log.write_bytes(b"")
+    with pytest.raises(UsageError, match=re.escape("lab crash-db: no disk keeps a write log (write_log = true)")):
+        dbmatrix.pairs(LabRecord.from_json(raw, "test"))
+    db["write_log"] = True
     with pytest.raises(UsageError, match=re.escape("disk client-512e (512/4096) has no judge disk: add one to VM "
                                                    "lab1 with the same sectors")):
         dbmatrix.pairs(LabRecord.from_json(raw, "test"))

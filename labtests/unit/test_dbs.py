@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from labtests.support import dbs
-from sectorlab.bench import stats
+from sectorlab.analysis import stats
 from sectorlab.inguest import rules
 
 DATA = Path(__file__).parent / "data"

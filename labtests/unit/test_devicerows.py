@@ -9,8 +9,8 @@ import os
 import pytest
 
 from sectorlab import procs
-from sectorlab.bench import devicerows
-from sectorlab.bench.metrics import Run
+from sectorlab.analysis import devicerows
+from sectorlab.analysis.metrics import Run
 from sectorlab.devices import trace
 from sectorlab.errors import SectorlabError
 from sectorlab.lab import modelled

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from sectorlab import bench
-from sectorlab.bench.metrics import ALPHA
+from sectorlab.analysis.metrics import ALPHA
 from sectorlab.errors import UsageError
 from sectorlab.inguest import rules
 

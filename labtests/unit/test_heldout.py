@@ -10,10 +10,10 @@ import subprocess
 
 import pytest
 
-from sectorlab.bench import findings
 from sectorlab.devices import heldout, trace
 from sectorlab.errors import UsageError
 from sectorlab.paths import REPO
+from sectorlab.report import findings
 
 
 def _row(t, queue, service):

@@ -24,7 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sectorlab import cli
-from sectorlab.bench import compare, document, report, stats
+from sectorlab.analysis import compare, stats
+from sectorlab.report import redo as report
+from sectorlab.report import render
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                              HealthCheck.function_scoped_fixture])
@@ -200,10 +202,10 @@ def test_a_planted_link_under_the_pages_probe_name_is_not_followed(tmp_path, mon
         if shot:
             Path(shot).write_bytes(b"\x89PNG shot")
         return '<body data-sectorlab-height="900">'
-    monkeypatch.setattr(report, "_chromium", chromium)
-    monkeypatch.setattr(report.shutil, "which", lambda name: "/usr/bin/chromium")
+    monkeypatch.setattr(render, "_chromium", chromium)
+    monkeypatch.setattr(render.shutil, "which", lambda name: "/usr/bin/chromium")
     (results / "report-desktop.png").symlink_to(outside)
-    out = report.render_png(results / "report.html", {"desktop": 800})
+    out = render.render_png(results / "report.html", {"desktop": 800})
     assert outside.read_text() == "precious"
     assert out["desktop"].read_bytes() == b"\x89PNG shot" and not out["desktop"].is_symlink()
     assert all(results not in p.parents for p in seen), seen
@@ -296,7 +298,7 @@ def test_a_picture_the_text_names_is_inlined_only_when_it_is_a_small_regular_fil
                            events=False)
     os.mkfifo(results / "report-fifo.png")
     with open(results / "report-big.png", "wb") as f:
-        f.truncate(document.PICTURE_MAX + 1)
+        f.truncate(render.PICTURE_MAX + 1)
     (results / "report-link.png").symlink_to(tmp_path / "secret")
     (tmp_path / "secret").write_bytes(b"\x89PNG secret")
     rc, err = run_cli(capsys, ["report", str(results)], seconds=20)
@@ -764,11 +766,11 @@ def test_any_events_file_is_plotted_or_one_line(tmp_path_factory, capsys, rows, 
 def test_any_text_in_a_table_or_heading_reads_as_itself(tmp_path_factory, text):
     """The page's one escaper: whatever a name holds, the page has no markup of it, and its visible
     text is the name's (line breaks as spaces)."""
-    md = "\n".join([f"# {document.one_line(text)}", "", f"## {document.one_line(text)}", "",
-                    *document._table([["a", "b"], [text, "x"]])])
-    page = document.html(md, tmp_path_factory.getbasetemp())
+    md = "\n".join([f"# {render.one_line(text)}", "", f"## {render.one_line(text)}", "",
+                    *render.table([["a", "b"], [text, "x"]])])
+    page = render.html(md, tmp_path_factory.getbasetemp())
     assert_no_markup_from_data(page)
-    shown = document.one_line(text)
+    shown = render.one_line(text)
     if not any(c in shown for c in "\\`*_[]!#|") and shown.strip() and shown == shown.strip():
         # Without markdown's own characters, the name reads back exactly: escaped once, not twice.
         parser = Visible()

@@ -43,7 +43,8 @@ from labtests.unit.test_hostile_results import make_results, run_cli, side
 from labtests.unit.test_load import CLOSED
 from labtests.unit.test_sweep import SWEEP, TINY, tiny_preset
 from sectorlab import bench, procs
-from sectorlab.bench import devicepath, hostpath
+from sectorlab.bench.devicepath import runs
+from sectorlab.bench.redo import twin as devicepath
 from sectorlab.devices import profiles
 from sectorlab.devices.server import DeviceServer
 from sectorlab.errors import UsageError
@@ -460,8 +461,8 @@ def test_a_device_path_run_under_a_tmpdir_with_a_hash_reaches_its_models(tmp_pat
         monkeypatch.setenv("TMPDIR", str(hashed))
         monkeypatch.setattr(tempfile, "tempdir", None)
         preset = tiny_preset(tmp_path, "")
-        results = hostpath.results_dir(tmp_path / "results", "t")
-        done = hostpath.device_runs(preset, preset.workload, hostpath.configs(preset)[:1], {"as is": {}}, 1, 5,
+        results = runs.results_dir(tmp_path / "results", "t")
+        done = runs.device_runs(preset, preset.workload, runs.configs(preset)[:1], {"as is": {}}, 1, 5,
                                     results, lambda line: None, "t")
         (run,) = done.runs
         assert json.loads((results / run["report"]).read_text())["transactions"] > 0
@@ -480,9 +481,9 @@ kind, where, preset = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 from sectorlab.devices.server import DeviceServer
 if kind == "bench":
     from sectorlab import bench
-    from sectorlab.bench import hostpath
+    from sectorlab.bench.devicepath import runs
     p = bench.load_preset(preset)
-    models = hostpath.Models(where / "results", {"as is": {}}, p.workload.log_size)
+    models = runs.Models(where / "results", {"as is": {}}, p.workload.log_size)
     models.target(p.targets[0], "as is")
     servers = list(models.servers.values())
     extra = str(models.work)
@@ -582,9 +583,9 @@ def test_a_model_stops_and_leaves_no_zombie(tmp_path, tied):
 
 def _nothing_runs(monkeypatch):
     """Every run a command could start answers one line instead: reached only when --results passed."""
-    from sectorlab.bench import load, sweep
-    from sectorlab.crash import dbmatrix
-    from sectorlab.crash import run as crash
+    from sectorlab.bench.devicepath import load, sweep
+    from sectorlab.crash import devicepath as crash
+    from sectorlab.crash import labdb as dbmatrix
 
     def stub(*args, **kwargs):
         raise UsageError("the run would start here")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import random
@@ -36,10 +37,15 @@ from types import SimpleNamespace
 import pytest
 
 from sectorlab import cli, inputs
-from sectorlab.crash import dblab, dbmatrix, powerloss, writelog
-from sectorlab.crash import lab as crashlab
-from sectorlab.crash import run as crash
+from sectorlab.crash import devicepath as crash
+from sectorlab.crash import labcut as crashlab
+from sectorlab.crash import labdb as dbmatrix
+from sectorlab.crash import labrun as dblab
+from sectorlab.crash import powerloss, redolog, writelog
+from sectorlab.crash import preset as crash_preset
+from sectorlab.devices import server as server_mod
 from sectorlab.devices import trace
+from sectorlab.devices.server import DeviceServer
 from sectorlab.errors import SectorlabError, UsageError
 
 MIB = 1 << 20
@@ -141,10 +147,10 @@ FILE_CASES = [
 def test_a_preset_file_is_read_within_its_bounds(tmp_path, text, says):
     path = _preset(tmp_path, text)
     if says is None:
-        assert crash.load(str(path)).title
+        assert crash_preset.load(str(path)).title
         return
     with pytest.raises(UsageError) as e:
-        crash.load(str(path))
+        crash_preset.load(str(path))
     assert says in _one_line(e.value) and str(path) in str(e.value)
 
 
@@ -157,7 +163,7 @@ def test_a_preset_of_1_gib_is_refused_before_it_is_read(tmp_path):
     tracemalloc.start()
     try:
         with pytest.raises(UsageError) as e:
-            crash.load(str(path))
+            crash_preset.load(str(path))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -186,15 +192,15 @@ def _special(tmp_path: Path, kind: str) -> Path:
 ])
 def test_a_preset_that_is_not_a_regular_file_is_one_line_and_not_waited_on(tmp_path, kind, says):
     path = _special(tmp_path, kind)
-    hung, box = _bounded(lambda: crash.load(str(path)), path)
-    assert not hung, f"{kind}: crash.load waited on it"
+    hung, box = _bounded(lambda: crash_preset.load(str(path)), path)
+    assert not hung, f"{kind}: crash_preset.load waited on it"
     assert isinstance(box.get("error"), UsageError), box
     assert says in _one_line(box["error"]) and str(path) in str(box["error"])
 
 
 def test_dev_null_as_a_preset_is_one_line():
     with pytest.raises(UsageError, match="/dev/null: a character device; expected a regular file") as e:
-        crash.load("/dev/null")
+        crash_preset.load("/dev/null")
     _one_line(e.value)
 
 
@@ -251,12 +257,12 @@ def test_sectorlab_crash_says_one_line_and_runs_nothing(tmp_path, case, capsys, 
     ("labs/crash/small.toml", None),
 ])
 def test_a_preset_name_is_a_name_of_labs_crash_or_a_path(name, says, monkeypatch):
-    monkeypatch.chdir(crash.REPO)
+    monkeypatch.chdir(crash_preset.REPO)
     if says is None:
-        assert crash.load(name).cells
+        assert crash_preset.load(name).cells
         return
     with pytest.raises(UsageError) as e:
-        crash.load(name)
+        crash_preset.load(name)
     text = _one_line(e.value)
     assert says in text, text
     if "/" not in name:
@@ -281,10 +287,10 @@ def test_a_preset_name_is_a_name_of_labs_crash_or_a_path(name, says, monkeypatch
 def test_only_a_crash_table(tmp_path, text, says):
     path = _preset(tmp_path, text)
     if says is None:
-        assert crash.load(str(path)).cells
+        assert crash_preset.load(str(path)).cells
         return
     with pytest.raises(UsageError) as e:
-        crash.load(str(path))
+        crash_preset.load(str(path))
     assert says in _one_line(e.value), str(e.value)
 
 
@@ -310,11 +316,11 @@ DUPLICATES = [
 def test_a_name_given_twice_is_one_line(tmp_path, key, value, says):
     path = _preset(tmp_path, _with(key, value))
     if says is None:
-        p = crash.load(str(path))
+        p = crash_preset.load(str(path))
         assert len({c.key for c in p.cells}) == len(p.cells)
         return
     with pytest.raises(UsageError) as e:
-        crash.load(str(path))
+        crash_preset.load(str(path))
     assert says in _one_line(e.value), str(e.value)
 
 
@@ -330,12 +336,12 @@ def test_a_preset_whose_every_cell_is_forbidden_is_one_line_before_anything_runs
     path = _preset(tmp_path, _with("geometries", geometries).replace("blocksizes = [512, 4096]",
                                                                      f"blocksizes = {blocksizes}"))
     if says is None:
-        p = crash.load(str(path))
+        p = crash_preset.load(str(path))
         allowed = [c for c in p.cells if p.forbidden(c) is None]
         assert allowed and len(allowed) < len(p.cells)
         return
     with pytest.raises(UsageError) as e:
-        crash.load(str(path))
+        crash_preset.load(str(path))
     text = _one_line(e.value)
     assert "every cell is forbidden by the rules engine" in text and says in text, text
 
@@ -344,8 +350,8 @@ def test_a_run_of_no_allowed_cell_makes_no_results_directory(tmp_path, monkeypat
     """The same refusal where a preset is changed after it was read (cmd_crash replaces its seed and
     cuts): nothing runs, no results directory is made."""
     monkeypatch.setattr(crash, "run_cell", lambda *a: pytest.fail("a cell ran"))
-    p = crash.load(str(_preset(tmp_path, GOOD)))
-    forbidden = dataclasses.replace(p, cells=(crash.Cell("hdd-7200-client", "sector4k", 512),))
+    p = crash_preset.load(str(_preset(tmp_path, GOOD)))
+    forbidden = dataclasses.replace(p, cells=(crash_preset.Cell("hdd-7200-client", "sector4k", 512),))
     with pytest.raises(UsageError, match="every cell is forbidden"):
         crash.run(forbidden, lambda _: None, tmp_path / "results")
     assert not (tmp_path / "results").exists()
@@ -373,10 +379,10 @@ NUMBERS = [
 def test_a_preset_number_is_whole_and_bounded(tmp_path, key, value, says):
     path = _preset(tmp_path, _with(key, value))
     if says is None:
-        assert crash.load(str(path))
+        assert crash_preset.load(str(path))
         return
     with pytest.raises(UsageError) as e:
-        crash.load(str(path))
+        crash_preset.load(str(path))
     assert f"{key} = " in _one_line(e.value) and says in str(e.value), str(e.value)
 
 
@@ -426,7 +432,7 @@ JUDGES = [
 @pytest.mark.parametrize("judges, says", JUDGES, ids=[j or "empty" for j, _ in JUDGES])
 def test_crash_db_judges_each_once(judges, says, capsys, monkeypatch):
     """Refused by the parser, before the lab is read."""
-    from sectorlab.commands import bench as commands
+    from sectorlab.commands import crash as commands
     monkeypatch.setattr(commands, "load_lab", lambda args: pytest.fail("the lab was read"))
     args, err = _parse(["crash-db", "--judges", judges], capsys)
     if says is None:
@@ -455,10 +461,10 @@ def test_a_run_with_a_large_log_never_holds_its_disk_in_memory(tmp_path, monkeyp
     what Python allocates for the run stays far below the log (it read the model's whole disk:
     257 MiB, 2.1 GB at log_size_mib = 2048). The report is left out: importing what draws it
     allocates some 30 MiB of modules, whatever the log."""
-    from sectorlab.crash import report
+    from sectorlab.report import crash as report
     monkeypatch.setattr(report, "write", lambda results: {})
     text = _with("log_size_mib", "256").replace("blocksizes = [512, 4096]", "blocksizes = [512]")
-    p = dataclasses.replace(crash.load(str(_preset(tmp_path, text))), cuts=3)
+    p = dataclasses.replace(crash_preset.load(str(_preset(tmp_path, text))), cuts=3)
     tracemalloc.start()
     try:
         out = crash.run(p, lambda _: None, tmp_path / "results")
@@ -494,13 +500,13 @@ def test_a_cuts_disk_is_built_a_piece_at_a_time(tmp_path, monkeypatch):
     """disk_after on a sparse 64 MiB final image, 4 MiB of it landed in ranges of up to 1 MiB, with
     pieces of 64 KiB: what it allocates stays within a few pieces, and the disk is the landed bytes
     with zeros around them."""
-    monkeypatch.setattr(crash, "CHUNK", 64 << 10)
+    monkeypatch.setattr(redolog, "CHUNK", 64 << 10)
     final, out = tmp_path / "final.img", tmp_path / "cut.img"
     landed = [(0, 512), (512, 3584), (8 * MIB, MIB), (20 * MIB + 4096, MIB - 4096), (63 * MIB, MIB)]
     written = _sparse_with(final, 64 * MIB, landed + [(40 * MIB, MIB)])  # 40 MiB: written, not landed
     tracemalloc.start()
     try:
-        crash.disk_after(final, _state(landed), out, 64 * MIB)
+        redolog.disk_after(final, _state(landed), out, 64 * MIB)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -519,10 +525,10 @@ def test_a_cuts_disk_is_cut_at_its_size_and_refuses_a_short_image(tmp_path):
     range that landed is one line, not a disk of zeros."""
     final = tmp_path / "final.img"
     written = _sparse_with(final, MIB, [(0, 8192)])
-    crash.disk_after(final, _state([(0, 8192), (MIB - 512, 512)]), tmp_path / "cut.img", 4096)
+    redolog.disk_after(final, _state([(0, 8192), (MIB - 512, 512)]), tmp_path / "cut.img", 4096)
     assert (tmp_path / "cut.img").read_bytes() == written[0][:4096]
     with pytest.raises(SectorlabError, match=r"ends at byte 1048576, within bytes the cut left landed") as e:
-        crash.disk_after(final, _state([(MIB - 512, 1024)]), tmp_path / "cut2.img", 2 * MIB)
+        redolog.disk_after(final, _state([(MIB - 512, 1024)]), tmp_path / "cut2.img", 2 * MIB)
     _one_line(e.value)
 
 
@@ -533,7 +539,7 @@ def _write(offset: int, length: int, t_us: float) -> trace.Request:
 def test_the_logs_positions_are_read_a_piece_at_a_time(tmp_path, monkeypatch):
     """RedoLog.positions on a sparse image: each block header's `used` added up, read in pieces of
     64 KiB (a write of 1 MiB spans 16), allocating a few pieces."""
-    monkeypatch.setattr(crash, "CHUNK", 64 << 10)
+    monkeypatch.setattr(redolog, "CHUNK", 64 << 10)
     image = tmp_path / "disk.img"
     blocksize, size = 4096, 256 * MIB
     writes = [_write(0, 4096, 0), _write(4096, MIB, 1), _write(MIB + 4096, 8192, 2)]
@@ -542,8 +548,8 @@ def test_the_logs_positions_are_read_a_piece_at_a_time(tmp_path, monkeypatch):
         for w in writes:
             for k, off in enumerate(range(w.offset, w.offset + w.length, blocksize)):
                 f.seek(off)
-                f.write(crash.HEADER.pack(1, 1, 100 + k % 7, off // blocksize, 1, 0))
-    log = crash.RedoLog.of(writes, blocksize, "t")
+                f.write(redolog.HEADER.pack(1, 1, 100 + k % 7, off // blocksize, 1, 0))
+    log = redolog.RedoLog.of(writes, blocksize, "t")
     tracemalloc.start()
     try:
         log.positions(image)
@@ -572,7 +578,9 @@ def test_a_lab_cut_never_holds_the_disk_in_memory(tmp_path, monkeypatch):
     (model / "disk.trace").write_text(head + "".join(
         f"{w.t_us:.3f},write,{w.offset},{w.length},1,0,1,10,10,0,0,0,0,11\n" for w in writes))
     server = SimpleNamespace(trace=model / "disk.trace", unreadable=model / "disk.unreadable", directory=model,
-                             uri=lambda: str(served))
+                             uri=lambda: str(served), name="d")
+    for method in ("read_image", "write_image", "set_unreadable"):
+        setattr(server, method, functools.partial(getattr(DeviceServer, method), server))
     monkeypatch.setattr(crashlab.modelled, "server", lambda lab, disk: server)
     monkeypatch.setattr(crashlab, "WORK_DIR", tmp_path)
     record = SimpleNamespace(lab="t")
@@ -582,13 +590,13 @@ def test_a_lab_cut_never_holds_the_disk_in_memory(tmp_path, monkeypatch):
     # What the work directory (/dev/shm in a real cut: memory) holds when the cut disk is written
     # back: one disk's landed bytes, not the final image and a second, cut copy beside it.
     held = []
-    real_run = crashlab.subprocess.run
+    real_run = server_mod.subprocess.run
 
     def run(argv, *args, **kwargs):
         held.append(sum(p.stat().st_blocks * 512 for p in tmp_path.rglob("*") if p.is_file()
                         and p != served and model not in p.parents))
         return real_run(argv, *args, **kwargs)
-    monkeypatch.setattr(crashlab.subprocess, "run", run)
+    monkeypatch.setattr(server_mod.subprocess, "run", run)
     tracemalloc.start()
     try:
         cut = crashlab.apply(record, disk, at, 4096, random.Random(1))

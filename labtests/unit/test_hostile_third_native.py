@@ -399,7 +399,7 @@ def test_what_sectorlab_writes_into_the_unreadable_file_still_parses(model_filte
     """The two writers of the file: crash/run.py verify() for redo-writer verify, and crash/lab.py and
     dblab.py for the model ("OFFSET LENGTH\\n" a range, written whole). A real cut's ranges, through the
     first as it is, and in the second's format into a model at start: both take them."""
-    from sectorlab.crash import run
+    from sectorlab.crash import devicepath as run
     state = _cut_state_with_unreadable_ranges()
     image = tmp_path / "cut.img"
     image.write_bytes(bytes(65536))

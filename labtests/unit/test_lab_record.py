@@ -96,7 +96,8 @@ def test_the_fields_are_the_records_one_list():
     """The check reads the dataclasses' fields: every key lab-up writes is a field, and no other."""
     assert [f.name for f in dataclasses.fields(LabRecord)] == list(RECORD)
     assert [f.name for f in dataclasses.fields(VMRecord)] == list(RECORD["vms"]["lab1"])
-    assert [f.name for f in dataclasses.fields(DiskRecord)] == list(RECORD["disks"][DISK]) + ["device"]
+    # then the disk's model, as lab-up records it
+    assert [f.name for f in dataclasses.fields(DiskRecord)] == list(RECORD["disks"][DISK]) + ["device", "write_log"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         records.vm().ssh_port = 22
 

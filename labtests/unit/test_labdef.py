@@ -395,10 +395,13 @@ def test_every_disk_of_a_local_lab_is_served_by_a_model_and_a_remote_labs_by_non
     plain = '[[vm.disk]]\nname = "plain"\nbus = "scsi"\ngeometry = "sector512n"\n'
     modelled_disk = '[[vm.disk]]\nbus = "virtio"\ngeometry = "sector4k"\ndevice = "hdd-15k"\nsize_mib = 64\n'
     lab = labdef.validate(tomllib.loads('[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n' + plain + modelled_disk))
-    assert modelled.devices(lab) == {"lab1/plain": "floor", "lab1/virtio-sector4k-hdd-15k": "hdd-15k"}
+    assert modelled.devices(lab) == {"lab1/plain": {"device": "floor"},
+                                     "lab1/virtio-sector4k-hdd-15k": {"device": "hdd-15k"}}
+    logged = labdef.validate(tomllib.loads('[lab]\nname = "m"\n[[vm]]\nname = "lab1"\n' + plain + "write_log = true\n"))
+    assert modelled.devices(logged) == {"lab1/plain": {"device": "floor", "write_log": True}}, "the record says it"
     far = labdef.validate(tomllib.loads('[lab]\nname = "m"\nlibvirt_uri = "qemu+ssh://h/system"\n[[vm]]\n'
                                         'name = "lab1"\n' + plain))
-    assert modelled.devices(far) == {"lab1/plain": None}
+    assert modelled.devices(far) == {"lab1/plain": {"device": None}}
     assert modelled.server("m", "plain").socket == modelled.SERVE_DIR / "m" / "plain" / "disk.sock"
 
 

@@ -15,8 +15,9 @@ import pytest
 from labtests.unit.test_compare import fake_report
 from labtests.unit.test_sweep import TINY, tiny_preset
 from sectorlab import bench
-from sectorlab.bench import load
+from sectorlab.bench.devicepath import load
 from sectorlab.errors import UsageError
+from sectorlab.report import load as report_load
 
 CLOSED = '''
 [bench.closed_loop]
@@ -102,7 +103,7 @@ def _results(tmp_path, per_config: dict[str, list[dict]]) -> tuple:
            "seed_figures": p.closed_loop["figure"], "comparisons": p.compares, "order_seed": 3, "repeats": 8,
            "runs": runs, "wall_s": 1}
     (out / "load.json").write_text(json.dumps(doc))
-    return out, load.write_report(out)
+    return out, report_load.write(out)
 
 
 def _rep(sync_ms: float, commits_per_write: float, cpu: float) -> dict:
@@ -113,8 +114,8 @@ def _rep(sync_ms: float, commits_per_write: float, cpu: float) -> dict:
 def test_the_report_gives_group_commit_how_far_the_host_got_and_the_figures(tmp_path):
     a = [_rep(1.0 + i * 0.01, 2.0 + i * 0.001, 110 + i) for i in range(8)]
     b = [_rep(0.5 + i * 0.01, 1.0 + i * 0.001, 105 + i) for i in range(8)]
-    out, md_path = _results(tmp_path, {"flash@512": a, "flash@4096": b})
-    md = md_path.read_text()
+    out, written = _results(tmp_path, {"flash@512": a, "flash@4096": b})
+    md = written["md"].read_text()
     assert "| commits per log write | 2.00 | 1.00 |" in md
     assert "| sessions' CPU per transaction, measured (us) | 114 | 108 |" in md
     # tps = 4 sessions / sync time: 4 / 1.035 ms and 4 / 0.535 ms, of the seed's 10,000.

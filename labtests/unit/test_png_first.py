@@ -18,13 +18,14 @@ def _no_chromium(monkeypatch):
 
 def _nothing_runs(monkeypatch):
     from sectorlab import bench
-    from sectorlab.crash import dbmatrix
-    from sectorlab.crash import run as crash
+    from sectorlab.crash import devicepath, labdb
+    from sectorlab.crash import preset as crash_preset
+    from sectorlab.report import kinds as report_kinds
 
     def refuse(*args, **kwargs):
         raise AssertionError("a run started before --png's browser was asked for")
-    for module, name in ((crash, "run"), (crash, "load"), (dbmatrix, "run"), (bench, "run"), (bench, "load_preset"),
-                         (bench, "write_report")):
+    for module, name in ((devicepath, "run"), (crash_preset, "load"), (labdb, "run"), (bench, "run"),
+                         (bench, "load_preset"), (report_kinds, "write")):
         monkeypatch.setattr(module, name, refuse)
 
 

@@ -13,10 +13,12 @@ import pytest
 
 from labtests.conftest import require_program
 from sectorlab import bench
-from sectorlab.bench import report, stats
+from sectorlab.analysis import metrics, stats
 from sectorlab.errors import SectorlabError
 from sectorlab.inguest import rules
 from sectorlab.paths import REPO
+from sectorlab.report import document, render
+from sectorlab.report import redo as report
 
 SRC = REPO / "redo-writer"
 # (disk, logical, physical): a 512e disk runs 512 (twice), 1024 and 4096 (three times: the spread); on
@@ -120,7 +122,7 @@ def test_numbers_come_from_the_runs_json(results, written):
 
 
 def test_comparison_tests_one_value_per_run_with_its_verdict(results, written):
-    from sectorlab.bench import compare
+    from sectorlab.analysis import compare
     s = json.loads(written["summary"].read_text())
     d = next(d for d in s["disks"] if d["disk"] == "file-sector512e")
     raw = {bs: [json.loads((results / f"runs/file-sector512e-bs{bs}-{k}.json").read_text()) for k in range(1, n + 1)]
@@ -128,7 +130,7 @@ def test_comparison_tests_one_value_per_run_with_its_verdict(results, written):
     c = d["comparison"]
     assert c["primary"] == "log_file_sync_p50_ms" and c["tests"][0]["metric"] == c["primary"]
     for t in c["tests"]:
-        a, b = ([bench.metrics.metric(r, t["metric"]) for r in raw[bs]] for bs in (512, 4096))
+        a, b = ([metrics.metric(r, t["metric"]) for r in raw[bs]] for bs in (512, 4096))
         assert t["n"] == [2, 3] and t["p"] == pytest.approx(stats.mann_whitney(a, b))
         assert t["medians"] == pytest.approx([statistics.median(a), statistics.median(b)])
         assert t["ci"] == pytest.approx(list(stats.median_shift_ci(a, b)))
@@ -235,7 +237,7 @@ def test_run_metrics_by_name(results, written):
     run = next(d for d in s["disks"] if d["disk"] == "race")["runs"][0]
     raw = json.loads((results / run["report"]).read_text())
     m = run["run_metrics"]
-    assert list(m) == bench.metrics.metric_names()
+    assert list(m) == metrics.metric_names()
     assert m["tps"] == raw["tps"] and m["log_file_sync_p99_ms"] == pytest.approx(raw["log_file_sync"]["p99_us"] / 1000)
     assert m["writes_under_4k_pct"] == pytest.approx(100 * raw["writes_under_4k"] / raw["writes"])
     assert m["race_win_pct"] == pytest.approx(100 * raw["members"][0]["wins"] / raw["writes"])
@@ -246,14 +248,14 @@ def test_run_metrics_by_name(results, written):
 
 
 def test_a_change_over_tenfold_reads_as_a_ratio():
-    assert report._change_text("redo writes under 4 KiB", 100 * (4116 - 4) / 4, 4, 4116) == "x1,029"
-    assert report._change_text("transactions/s", -49.5, 11180.6, 5646.7) == "-49.5 %"
-    assert report._change_text("redo wastage %", None, 1.64, 5.97) == "+4.33 points"
+    assert document._change_text("redo writes under 4 KiB", 100 * (4116 - 4) / 4, 4, 4116) == "x1,029"
+    assert document._change_text("transactions/s", -49.5, 11180.6, 5646.7) == "-49.5 %"
+    assert document._change_text("redo wastage %", None, 1.64, 5.97) == "+4.33 points"
 
 
 def test_the_disks_table_names_the_device_model_that_served_a_disk():
-    from sectorlab.bench import document
-    from sectorlab.bench.metrics import Disk, Run
+    from sectorlab.analysis.metrics import Disk, Run
+    from sectorlab.report import document
     entry = {"bus": "virtio", "device": "/dev/vdd", "logical": 512, "physical": 512, "model": "x25e-raid0-8",
              "verdict": {"allowed": True, "blocksize": 512, "default_blocksize": 512}}
     plain = {**entry, "device": "/dev/vdc", "model": None}
@@ -272,7 +274,7 @@ def test_the_png_is_as_tall_as_the_page(tmp_path):
     html = tmp_path / "report.html"
     html.write_text('<html><body style="margin:0;background:#fff"><div style="height:6000px"></div>'
                     '<div style="height:40px;background:#f00"></div></body></html>')
-    (png,) = report.render_png(html, {"desktop": 800}).values()
+    (png,) = render.render_png(html, {"desktop": 800}).values()
     with Image.open(png) as shot:
         rgb = shot.convert("RGB")
     assert rgb.height == 6040, rgb.height

@@ -588,11 +588,11 @@ def test_an_operation_is_checked_once_per_verdict(monkeypatch):
 
 
 def test_the_bench_says_not_known_with_the_warnings_reason():
-    from sectorlab.bench.metrics import _verdict_text
+    from sectorlab.analysis.metrics import verdict_text
     v = rules.evaluate(512, 512, 1024, platform="hp-ux").as_json()
-    text = _verdict_text(v)
+    text = verdict_text(v)
     assert text.startswith("not known: BLOCKSIZE 1024 > media sector size 512 on hp-ux") and "refused" not in \
         text.split(":")[0]
-    assert _verdict_text(v, short=True) == "not known"
-    assert _verdict_text({"allowed": None, "warnings": []}) == "not known"
-    assert _verdict_text(rules.evaluate(512, 512, 4096).as_json(), short=True) == "refused (ORA-01378)"
+    assert verdict_text(v, short=True) == "not known"
+    assert verdict_text({"allowed": None, "warnings": []}) == "not known"
+    assert verdict_text(rules.evaluate(512, 512, 4096).as_json(), short=True) == "refused (ORA-01378)"

@@ -13,10 +13,11 @@ import pytest
 
 from labtests.unit.test_compare import runs
 from sectorlab import bench
-from sectorlab.bench import sweep
+from sectorlab.bench.devicepath import sweep
 from sectorlab.devices import trace
 from sectorlab.errors import UsageError
 from sectorlab.paths import REPO
+from sectorlab.report import sweep as report_sweep
 
 TINY = '''
 [lab]
@@ -148,17 +149,17 @@ SLOW = [0.300 + 0.001 * i for i in range(8)]
 
 def test_a_headline_that_changes_inside_the_range_depends_on_the_parameter():
     doc, reports = _doc(["0", "64k", "1M"], [(SLOW, FAST), (FAST, FAST[::-1]), (FAST, FAST[::-1])])
-    (item,) = sweep.analyse(doc, reports)
+    (item,) = report_sweep.analyse(doc, reports)
     assert [c["direction"] for c in item["cells"]] == ["b lower", "no difference", "no difference"]
     assert item["flips"] == [("0", "64k")] and item["holds"] is False
 
 
 def test_a_headline_the_same_at_every_value_holds_and_too_few_runs_are_not_told():
     doc, reports = _doc(["a", "b"], [(SLOW, FAST), (SLOW, FAST)])
-    (item,) = sweep.analyse(doc, reports)
+    (item,) = report_sweep.analyse(doc, reports)
     assert item["holds"] and not item["flips"] and not item["too_few"]
     doc, reports = _doc(["a", "b"], [(SLOW[:2], FAST[:2]), (SLOW[:2], FAST[:2])])
-    (item,) = sweep.analyse(doc, reports)
+    (item,) = report_sweep.analyse(doc, reports)
     assert not item["holds"] and "cannot show a difference" in item["too_few"]
 
 

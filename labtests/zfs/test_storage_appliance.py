@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from labtests.support.requires import require
-from sectorlab.bench import devicerows
-from sectorlab.bench.appliancerun import mountstats
+from sectorlab.analysis import devicerows
+from sectorlab.bench.appliance.run import mountstats
 
 pytestmark = pytest.mark.zfs  # not "lab": the default lab has no OpenZFS guest
 
@@ -377,7 +377,8 @@ def test_nfs_direct_dsync_redo_is_written_stable_and_buffered_writes_are_committ
 def _appliance(lab_state, zfs, share: dict, mount: str):
     """An appliance preset on this lab's disks (a 512e pool, one SLOG) with one share, and its guest side."""
     from labtests.support.lab import definition
-    from sectorlab.bench import appliance, appliancerun
+    from sectorlab.bench.appliance import preset as appliance
+    from sectorlab.bench.appliance import run as appliancerun
     table = {"appliance": {"mount": mount, "pool": {"data": ["z512e"], "log": ["slog-a"]},
                            "workload": [{"name": "w", "size": 8192, "count": 4, "file_mib": 1}],
                            "share": [{"name": "S", "workload": "w", **share}]}}

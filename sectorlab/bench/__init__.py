@@ -1,40 +1,29 @@
-"""The seeds' experiments and the lab's own benchmarks.
+"""The benches: the seeds' experiments and the lab's own cost.
 
-kinds.py is `sectorlab bench` and `sectorlab report` for every kind of bench: one table (KINDS)
-gives each kind's load (of its preset file's table), run and report (of a results directory), and
-recognises a preset by its table and a results directory by its file. Two kinds:
+kinds.py is `sectorlab bench` for every kind of bench: one table (KINDS) gives each kind's load (of
+its preset file's table), run and report kind (of its results directory), and recognises a preset by
+its table. presets.py holds what every kind shares: where presets and results live, a preset's file
+by name. Then a room a kind of bench:
 
-- the redo bench ([bench], bench.json): preset.py reads a preset (labs/bench/*.toml) and checks it
-  before anything starts (and holds what every kind shares: where presets and results live);
-  run.py runs it (its lab up, redo-writer at every allowed BLOCKSIZE on each target, lab down,
-  results/<time>-<preset>/); report.py turns a results directory into report.md, report.html and
-  summary.json, with metrics.py (one run's numbers: METRICS by name, the table rows, spread),
-  compare.py (configurations compared on one value per run: Mann-Whitney, bootstrap CIs, the shift
-  function, shapes, controls, the seed figures), plots.py (the pictures, and `sectorlab plot`),
-  document.py and findings.py (the Markdown and the HTML), devicerows.py (a run's counts from the
-  device models' traces); stats.py holds the statistics (scipy), the results' readers (reports,
-  events files, the shapes of the JSON) and `sectorlab compare`;
-- the appliance bench ([appliance], appliance.json; seed 004, a storage appliance's shares over
-  NFS): appliance.py reads the preset, appliancerun.py runs it, appliancereport.py writes the
-  report.
+- redo/ (the redo bench, [bench], bench.json): preset.py reads a preset (labs/bench/*.toml) and
+  checks it before anything starts, with fields.py (its tables' fields) and sweeps.py (its
+  [[bench.sweep]] tables); run.py runs it in its lab (lab up, redo-writer at every allowed BLOCKSIZE
+  on each target, lab down, results/<time>-<preset>/), twin.py runs each guest run's twin on the
+  device path (this host straight to the disk's model over NBD);
+- devicepath/ (benches with no lab, on the device path alone): runs.py starts the models and runs
+  a preset's configurations on them, sweep.py is `sectorlab bench-sweep` (an assumed parameter over
+  its range), load.py `sectorlab bench-load` (the seed's own load, closed loop);
+- appliance/ (the appliance bench, [appliance], appliance.json; seed 004, a storage appliance's
+  shares over NFS): preset.py reads the preset, run.py runs it;
+- cost/ (the lab's own cost): tools.py is `sectorlab bench-writer` (redo-writer against fio) and
+  `sectorlab bench-lab-up` (cold and warm lab-up), floor.py `sectorlab bench-floor` (the lab's own
+  cost of a redo write per bus, the guest's latency beside the model's).
 
-tools.py benchmarks the lab's own tools (`sectorlab bench-writer`: redo-writer against fio;
-`sectorlab bench-lab-up`: cold and warm lab-up), floor.py the lab's own cost of a redo write per bus
-(`sectorlab bench-floor`: the guest's latency beside the model's). The names below are what the CLI and the
-scenarios use.
+The numbers are sectorlab/analysis/'s, the reports sectorlab/report/'s. The names below are what the
+CLI and the scenarios use.
 """
 
-from .kinds import KINDS, Kind, kind_of_preset, kind_of_results, load_preset, run, write_report  # noqa: F401
-from .preset import (  # noqa: F401
-    DEFAULT_PRESET,
-    PRESETS_DIR,
-    RESULTS_DIR,
-    RUN_OVERHEAD_S,
-    Preset,
-    Target,
-    Workload,
-    clock_text,
-    preset_names,
-    preset_path,
-)
-from .run import GUEST_DIR, Bench, asm_verdicts, redo_writer_args  # noqa: F401
+from .kinds import KINDS, Kind, kind_of_preset, load_preset, run  # noqa: F401
+from .presets import DEFAULT_PRESET, PRESETS_DIR, RESULTS_DIR, clock_text, preset_names, preset_path  # noqa: F401
+from .redo.preset import RUN_OVERHEAD_S, Preset, Target, Workload  # noqa: F401
+from .redo.run import GUEST_DIR, Bench, asm_verdicts, redo_writer_args  # noqa: F401

@@ -1,25 +1,27 @@
-"""The kinds of bench, in one table (KINDS), and `sectorlab bench` and `sectorlab report` for all of
-them: load_preset, run and write_report.
+"""The kinds of bench, in one table (KINDS), and `sectorlab bench` for all of them: load_preset and
+run.
 
-A kind is known by one table of its preset file and by one file of its results directory: the redo
-bench ([bench], bench.json: redo-writer at every BLOCKSIZE the rules engine allows on each target;
-preset.py, run.py, report.py) and the appliance bench ([appliance], appliance.json: seed 004's
-shares of a storage appliance over NFS; appliance.py, appliancerun.py, appliancereport.py). A new
-kind is its own module(s) and one entry here; nothing else chooses between kinds.
+A kind is known by one table of its preset file: the redo bench ([bench]: redo-writer at every
+BLOCKSIZE the rules engine allows on each target; redo/) and the appliance bench ([appliance]: seed
+004's shares of a storage appliance over NFS; appliance/). Its results directory is of the report
+kind it names (sectorlab/report/kinds.py). A new kind is its own room and one entry here; nothing
+else chooses between kinds.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from .. import inputs, labdef
 from ..errors import UsageError
-from . import appliance, appliancereport, appliancerun, preset, report
-from .preset import RESULTS_DIR, Progress, preset_path
-from .run import run as run_redo  # `run` is this module's own: every kind's
+from ..lab.state import Progress
+from .appliance import preset as appliance
+from .appliance import run as appliancerun
+from .presets import RESULTS_DIR, preset_path
+from .redo import preset
+from .redo.run import run as run_redo  # `run` is this module's own: every kind's
 
 
 @dataclass(frozen=True)
@@ -33,21 +35,18 @@ class Kind:
     (`sectorlab bench --list`).
 
     `run(preset, progress, results_root)` is the whole bench: its lab up, the runs, its lab down, the
-    report; it returns the results directory it made under results_root, which holds `results_file`.
-
-    `report(results)` writes the report of such a directory and returns the files it wrote by name,
-    report.html as "html" (`sectorlab report --png` draws it)."""
+    report; it returns the results directory it made under results_root, a directory of the report
+    kind `report` (sectorlab/report/kinds.py)."""
     name: str
     table: str
-    results_file: str
+    report: str
     load: Callable[..., Any]
     run: Callable[[Any, Progress, Path], Path]
-    report: Callable[[Path], dict[str, Path]]
 
 
 KINDS = (
-    Kind("redo", "bench", "bench.json", preset.from_table, run_redo, report.write),
-    Kind("appliance", "appliance", "appliance.json", appliance.from_table, appliancerun.run, appliancereport.write),
+    Kind("redo", "bench", "redo", preset.from_table, run_redo),
+    Kind("appliance", "appliance", "appliance", appliance.from_table, appliancerun.run),
 )
 
 
@@ -60,23 +59,6 @@ def kind_of_preset(path: Path, data: dict) -> Kind:
         first, others = KINDS[0].table, " or ".join(f"[{k.table}]" for k in KINDS[1:])
         raise UsageError(f"{path}: no [{first}] table: a preset is a lab definition with a [{first}] table "
                          f"(or {others}; see labs/bench/)")
-    return found[0]
-
-
-def kind_of_results(results: Path | str) -> Kind:
-    """The kind whose results file the results directory holds; one line when it is not a
-    directory, or holds none or two. A link or a FIFO in the file's place counts: the kind's
-    report refuses it with its reason."""
-    results = report.results_dir(results)
-    found = [k for k in KINDS if os.path.lexists(results / k.results_file)]
-    if len(found) > 1:
-        raise UsageError(f"{results}: both {found[0].results_file} and {found[1].results_file}: a results "
-                         f"directory is one bench's; expected a directory written by 'sectorlab bench' "
-                         f"(results/<timestamp>-<preset>/)")
-    if not found:
-        files = " or ".join(k.results_file for k in KINDS)
-        raise UsageError(f"{results}: no {files}; expected a results directory written by 'sectorlab bench' "
-                         f"(results/<timestamp>-<preset>/)")
     return found[0]
 
 
@@ -102,8 +84,3 @@ def run(preset, progress: Progress, results_root: Path = RESULTS_DIR) -> Path:
         if kind.name == preset.kind:
             return kind.run(preset, progress, results_root)
     raise ValueError(f"preset {preset.name!r} is of kind {preset.kind!r}, which KINDS does not have")
-
-
-def write_report(results: Path | str) -> dict[str, Path]:
-    """`sectorlab report`: the report of a results directory, by the kind whose file it holds."""
-    return kind_of_results(results).report(Path(results))

@@ -1,8 +1,8 @@
-"""Redo-writer's results and the benches: compare, plot, report, bench, bench-writer, bench-lab-up.
+"""The benches: bench, bench-sweep, bench-load, bench-writer, bench-floor, bench-lab-up.
 
-stats, plots and report (with the modules report.py uses) import scipy, numpy, matplotlib and markdown
-only inside the functions that need them: those come with the optional analysis extra, and importing
-this module, as the CLI does for every command, must not need it.
+The analysis and the reports import scipy, numpy, matplotlib and markdown only inside the functions
+that need them: those come with the optional analysis extra, and importing this module, as the CLI
+does for every command, must not need it.
 """
 
 from __future__ import annotations
@@ -11,42 +11,12 @@ import json
 
 from .. import bench
 from .. import lab as lab_mod
-from ..bench import floor, plots, report, stats, tools
+from ..bench.cost import floor, tools
 from ..errors import UsageError
-from .common import load_lab, progress
-
-
-def cmd_compare(args) -> int:
-    rows, test = stats.compare(args.a, args.b)
-    lab_mod.print_table(rows)
-    print("Two single runs: the Welch t-test below takes each commit as a sample; it describes these two runs "
-          "and is not a test between configurations (sectorlab report tests repeated runs).")
-    n_a, n_b = test["n"]
-    print(f"log file sync, Welch t-test: t = {test['t']:.3f}, {stats.p_text(test['p'])}, n = {n_a} + {n_b} "
-          f"({stats.verdict(test['p'], args.alpha)} at alpha {args.alpha})")
-    return 0
-
-
-def cmd_plot(args) -> int:
-    out = plots.plot_events(args.events, args.output, args.title)
-    print(out)
-    return 0
-
-
-def cmd_report(args) -> int:
-    if args.png:
-        report.chromium()  # before the run, not after it
-    written = bench.write_report(args.results)
-    if args.png:
-        written.update(report.render_png(written["html"], progress=progress))
-    for path in written.values():
-        print(path)
-    return 0
+from .common import load_lab, png_too, progress
 
 
 def cmd_bench(args) -> int:
-    if args.png:
-        report.chromium()  # before the run, not after it
     if args.list:
         for name in bench.preset_names():
             p = bench.load_preset(name, suffix=lab_mod.suffix_from_env())
@@ -55,11 +25,7 @@ def cmd_bench(args) -> int:
         return 0
     preset = bench.load_preset(args.preset, args.duration, args.warmup, args.repeats, lab_mod.suffix_from_env(),
                                args.seed)
-    results = bench.run(preset, progress, args.results)
-    if args.png:
-        for path in report.render_png(results / "report.html", progress=progress).values():
-            progress(f"drawn: {path}")
-    print(results)
+    print(png_too(args, lambda: bench.run(preset, progress, args.results)))
     return 0
 
 
@@ -72,47 +38,15 @@ def _redo_preset(args, command: str):
 
 
 def cmd_bench_sweep(args) -> int:
-    from ..bench import sweep
+    from ..bench.devicepath import sweep
     preset = _redo_preset(args, "bench-sweep")
     for s in sweep.pick(preset, args.param):
         print(sweep.run(preset, s, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed))
     return 0
 
 
-def cmd_crash(args) -> int:
-    import dataclasses
-
-    from ..crash import run as crash
-    if args.png:
-        report.chromium()  # before the run, not after it
-    preset = crash.load(args.preset)
-    preset = dataclasses.replace(preset, seed=preset.seed if args.seed is None else args.seed,
-                                 cuts=1 if args.at is not None else args.cuts or preset.cuts, at_ms=args.at)
-    results = crash.run(preset, progress, args.results or bench.RESULTS_DIR)
-    if args.png:
-        for path in report.render_png(results / "report.html", progress=progress).values():
-            progress(f"drawn: {path}")
-    print(results)
-    return 0
-
-
-def cmd_crash_db(args) -> int:
-    if args.png:
-        report.chromium()  # before the run, not after it
-    from ..crash import databases, dbmatrix
-    judges = args.judges or list(databases.JUDGES)  # each a judge, none twice (the parser's type)
-    lab = load_lab(args)
-    results = dbmatrix.run(lab_mod.read_lab_json(lab.name, lab.path), judges, args.cuts, args.seed, progress,
-                           args.results or bench.RESULTS_DIR)
-    if args.png:
-        for path in report.render_png(results / "report.html", progress=progress).values():
-            progress(f"drawn: {path}")
-    print(results)
-    return 0
-
-
 def cmd_bench_load(args) -> int:
-    from ..bench import load
+    from ..bench.devicepath import load
     preset = _redo_preset(args, "bench-load")
     load.workload(preset)  # one line before anything starts when the preset has no closed loop
     print(load.run(preset, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed))

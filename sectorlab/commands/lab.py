@@ -6,7 +6,7 @@ import sys
 
 from .. import fields, labdef, paths
 from .. import lab as lab_mod
-from ..bench import preset
+from ..bench.redo import fields as redo_fields
 from ..devices import profiles as device_profiles
 from ..errors import UsageError
 from ..lab import warm
@@ -60,8 +60,8 @@ def cmd_lab_from_host(args) -> int:
 
 def file_tables() -> str:
     """The field tables of a lab definition and a bench preset, as Markdown."""
-    from ..crash.run import CRASH_FIELDS
-    return fields.markdown(list(labdef.TABLES) + list(preset.TABLES) + [CRASH_FIELDS])
+    from ..crash.preset import CRASH_FIELDS
+    return fields.markdown(list(labdef.TABLES) + list(redo_fields.TABLES) + [CRASH_FIELDS])
 
 
 def cmd_lab_fields(args) -> int:

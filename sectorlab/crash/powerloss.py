@@ -57,6 +57,13 @@ class Rules:
         return cls(profile, p.power_loss, p.write_cache, "cache-size" in params, unit,
                    float(params.get("cache-destage-mbps", "0")))
 
+    @classmethod
+    def at(cls, profile: str, logical: int, physical: int) -> Rules:
+        """The rules of a disk served by `profile` at these sectors: the one way from a profile and a
+        geometry to what a power cut does (the model's parameters are the profile's at them,
+        DeviceProfile.params_for, as the lab and the device path serve it)."""
+        return cls.of(profile, profiles.get(profile).params_for(logical, physical), logical)
+
 
 @dataclass(frozen=True)
 class State:

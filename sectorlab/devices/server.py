@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .. import procs
 from ..errors import SectorlabError, UsageError
+from ..paths import write_atomic
 from . import build, profiles
 
 
@@ -219,6 +220,42 @@ class DeviceServer:
 
     def uri(self) -> str:
         return nbd_uri(self.socket)
+
+    def set_unreadable(self, ranges) -> None:
+        """The model answers these (offset, length) ranges with EIO from its next request on (after
+        the disk's bytes are written: a write that covers a range whole rewrites it)."""
+        write_ranges(self.unreadable, ranges)
+
+    def write_image(self, image: Path, timeout: float = 600) -> None:
+        """`image` written over the served disk through the socket (qemu-img, libnbd's client: what
+        was never written in it is written as zeros); the medium errors cleared first."""
+        self.unreadable.unlink(missing_ok=True)
+        _qemu_img("convert", "-n", "-f", "raw", "-O", "raw", str(image), self.uri(), what=self.name, timeout=timeout)
+
+    def read_image(self, out: Path, timeout: float = 300) -> None:
+        """The served disk read whole through the socket into `out`, sparse (qemu-img leaves what
+        reads as zeros a hole)."""
+        _qemu_img("convert", "-f", "raw", "-O", "raw", self.uri(), str(out), what=self.name, timeout=timeout)
+
+
+def write_ranges(path: Path, ranges) -> Path:
+    """The unreadable-ranges file the filter's unreadable= and redo-writer verify --unreadable read
+    (redo-writer/unreadable.c): a line "OFFSET LENGTH" a range, decimal, written whole."""
+    return write_atomic(path, "".join(f"{off} {length}\n" for off, length in ranges))
+
+
+def qemu_img() -> str:
+    found = shutil.which("qemu-img")
+    if found is None:
+        raise SectorlabError("qemu-img is not installed: run scripts/bootstrap (Debian's qemu-utils)")
+    return found
+
+
+def _qemu_img(*args: str, what: str, timeout: float) -> None:
+    proc = subprocess.run([qemu_img(), *args], capture_output=True, text=True, timeout=timeout)
+    if proc.returncode:
+        raise SectorlabError(f"{what}: qemu-img on its model's socket exited {proc.returncode}: "
+                             f"{proc.stderr.strip()[-300:]}")
 
 
 def nbd_uri(socket: Path | str) -> str:

@@ -47,9 +47,12 @@ def params(profile: str, logical: int, physical: int) -> dict[str, str]:
     return profiles.get(profile).params_for(logical, physical)
 
 
-def devices(lab: labdef.Lab) -> dict[str, str | None]:
-    """The profile serving each disk of the lab (None: a volume), keyed VM/NAME as in lab.json."""
-    return {f"{vm.name}/{d.name}": vm.profile(d) for vm, d in lab.disks()}
+def devices(lab: labdef.Lab) -> dict[str, dict]:
+    """What lab.json records of each disk's model, keyed VM/NAME: the profile serving it ("device";
+    None: a volume) and, when it keeps one, its write log ("write_log": True)."""
+    return {f"{vm.name}/{d.name}": {"device": vm.profile(d), **({"write_log": True} if vm.profile(d) and d.write_log
+                                                                else {})}
+            for vm, d in lab.disks()}
 
 
 SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (sun_path holds 108 with its NUL)

@@ -156,6 +156,7 @@ class DiskRecord(_Record):
     vm: str
     write_cache: str  # the guest's queue/write_cache: "write through" or "write back" (devices/profiles.py)
     device: str | None = None  # a device profile: served by the device model (volume: its socket)
+    write_log: bool | None = None  # True: its model keeps every write's bytes (write_log = true; crash-db)
 
     @property
     def key(self) -> str:

@@ -12,7 +12,7 @@ from ..guest import seed, sshkeys
 from ..host import libvirt
 from . import modelled, ownership
 from .pool import IMAGE_POOL
-from .state import DEFAULT_LAB_FILE, LAB_USER, Progress, _say, console_dir, pool_dir
+from .state import DEFAULT_LAB_FILE, LAB_USER, Progress, console_dir, pool_dir, say
 
 
 def _nvme_tcp_conf(vm: labdef.VM) -> str:
@@ -105,7 +105,7 @@ def write_seed(state: Path, lab_name: str, vm_name: str, doc: dict) -> tuple[Pat
     return iso, seed_id
 
 
-def check_seeds(progress: Progress = _say) -> None:
+def check_seeds(progress: Progress = say) -> None:
     """The cloud-init user-data of every guest's build (the Oracle Linux builds hand it to cloud-init)
     and of a lab VM (the default lab's first VM, with NVMe/TCP disks), against cloud-init's schema."""
     key = sshkeys.generate("schema-check")

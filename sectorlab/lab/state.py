@@ -28,7 +28,7 @@ LAB_USER = "lab"
 Progress = Callable[[str], None]
 
 
-def _say(msg: str) -> None:
+def say(msg: str) -> None:
     print(f"sectorlab: {msg}", file=sys.stderr, flush=True)
 
 
@@ -51,14 +51,14 @@ def pool_dir(lab_name: str) -> str:
     return f"/var/lib/libvirt/images/sectorlab-{lab_name}"
 
 
-def _load_json(path: Path, default):
+def load_json(path: Path, default):
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return default
 
 
-def _ensure_keys(lab: labdef.Lab, state: Path) -> None:
+def ensure_keys(lab: labdef.Lab, state: Path) -> None:
     login = state / "id_ed25519"
     if not login.exists():
         sshkeys.generate(f"sectorlab-{lab.name}").write(login)
@@ -71,7 +71,7 @@ def _ensure_keys(lab: labdef.Lab, state: Path) -> None:
 def port_holder(port: int) -> str | None:
     """Which lab's VM this host's labs gave `port` to (their ports.json), if one did."""
     for ports_file in sorted((cache_dir() / "labs").glob("*/ports.json")):
-        for vm, p in _load_json(ports_file, {}).items():
+        for vm, p in load_json(ports_file, {}).items():
             if p == port:
                 return f"lab {ports_file.parent.name}'s VM {vm}"
     return None
@@ -79,11 +79,11 @@ def port_holder(port: int) -> str | None:
 
 def own_ports(lab_name: str) -> set[int]:
     """The SSH ports the lab's VMs were given (its ports.json), which its lab-up may take again."""
-    return set(_load_json(state_dir(lab_name) / "ports.json", {}).values())
+    return set(load_json(state_dir(lab_name) / "ports.json", {}).values())
 
 
-def _ports(lab: labdef.Lab, state: Path) -> dict[str, int]:
-    previous = _load_json(state / "ports.json", {})
+def ports_of(lab: labdef.Lab, state: Path) -> dict[str, int]:
+    previous = load_json(state / "ports.json", {})
     ports = {}
     taken: set[int] = set()
     in_use = libvirt.get_host(lab.vms[0].libvirt_uri).port_in_use

@@ -15,7 +15,6 @@ from .diskcheck import guests_from_lab_json, print_table, verify
 from .record import LabRecord
 from .state import (
     Progress,
-    _say,
     as_lab,
     console_dir,
     lab_lock,
@@ -23,6 +22,7 @@ from .state import (
     pool_dir,
     port_holder,
     read_lab_json,
+    say,
     state_dir,
 )
 
@@ -67,7 +67,7 @@ def check_libvirt(lab: labdef.Lab) -> None:
         hostcheck.check_uri(uri)
 
 
-def down(lab: labdef.Lab | Path, progress: Progress = _say) -> None:
+def down(lab: labdef.Lab | Path, progress: Progress = say) -> None:
     lab = as_lab(lab)
     check_libvirt(lab)
     with lab_lock(lab.name, "lab down"):
@@ -89,7 +89,7 @@ def _down(lab: labdef.Lab, progress: Progress) -> None:
     leftovers = sweep_libvirt(lab.name, uri, progress, [vm.name for vm in lab.vms])
     modelled.stop(lab.name, progress)  # after the domains: QEMU had their sockets open
     host = libvirt.get_host(uri)
-    if host.remote and _holdings(lab.name, uri).holder_of(console_dir(lab.name, uri, state)) is None:
+    if host.remote and holdings_of(lab.name, uri).holder_of(console_dir(lab.name, uri, state)) is None:
         host.remove_tree(console_dir(lab.name, uri, state))
     shutil.rmtree(state, ignore_errors=True)
     left = leftovers_of(lab.name, uri)
@@ -99,7 +99,7 @@ def _down(lab: labdef.Lab, progress: Progress) -> None:
              (f" (virsh removed {', '.join(leftovers)})" if leftovers else ""))
 
 
-def _holdings(lab_name: str, uri: str) -> ownership.Holdings:
+def holdings_of(lab_name: str, uri: str) -> ownership.Holdings:
     return ownership.holdings(uri, ownership.identity(lab_name), pool_dir(lab_name))
 
 
@@ -109,7 +109,7 @@ def check_host(lab: labdef.Lab, own_ports: set[int] = frozenset()) -> ownership.
     free), and that no domain or pool name of the lab is another's (ownership.refuse_collisions).
     Returns what libvirt holds of the lab's names."""
     hostcheck.check_environment(lab, own_ports, port_holder, pool_dir)
-    held = _holdings(lab.name, lab.vms[0].libvirt_uri)
+    held = holdings_of(lab.name, lab.vms[0].libvirt_uri)
     ownership.refuse_collisions(held, [vm.name for vm in lab.vms])
     return held
 
@@ -117,7 +117,7 @@ def check_host(lab: labdef.Lab, own_ports: set[int] = frozenset()) -> ownership.
 def leftovers_of(lab_name: str, uri: str) -> list[str]:
     """What libvirt and the libvirt host still have of the lab: its own domains (ownership: by
     identity, never by name prefix), its pool and directories unless they are another's."""
-    held = _holdings(lab_name, uri)
+    held = holdings_of(lab_name, uri)
     left = [f"domain {d.name}" for d in held.own]
     host = libvirt.get_host(uri)
     if held.pool_target is not None and held.pool_is_own():
@@ -135,7 +135,7 @@ def sweep_libvirt(lab_name: str, uri: str, progress: Progress, vm_names=()) -> l
     its domains' names (`vm_names`, and its domains') that a warm lab-up armed and no domain took.
     Another's objects are left alone, and said to be."""
     removed = []
-    held = _holdings(lab_name, uri)
+    held = holdings_of(lab_name, uri)
     host = libvirt.get_host(uri)
     for dom in held.own:
         host.virsh("destroy", dom.uuid, check=False)
@@ -189,7 +189,7 @@ def _sweep_managed_saves(uri: str, held: ownership.Holdings, names: set[str], pr
     return removed
 
 
-def status(lab: labdef.Lab | Path, progress: Progress = _say) -> int:
+def status(lab: labdef.Lab | Path, progress: Progress = say) -> int:
     """The lab's VMs and what each guest shows; what is wrong, one line each, and exit status 1:
     a lab that is not up but left libvirt objects behind, VMs that do not run, volumes that are
     gone, disks not as declared."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import SectorlabError
 from ..host import tooling
 from ..paths import REPO
-from .state import Progress, _load_json, _say
+from .state import Progress, load_json, say
 
 TERRAFORM_DIR = REPO / "terraform"
 
@@ -66,13 +66,13 @@ class Terraform:
 
     def outputs(self) -> dict:
         """The root module's outputs, read from the local state file (no second terraform run)."""
-        raw = _load_json(self.state / "terraform.tfstate", {}).get("outputs")
+        raw = load_json(self.state / "terraform.tfstate", {}).get("outputs")
         if not raw:
             raw = json.loads(self.run("output", "-json", capture=True) or "{}")
         return {k: v["value"] for k, v in raw.items()}
 
 
-def terraform_check(progress: Progress = _say) -> None:
+def terraform_check(progress: Progress = say) -> None:
     """terraform fmt -check and validate of terraform/ (init against the local provider mirror)."""
     with tempfile.TemporaryDirectory(prefix="sectorlab-tfcheck-") as tmp:
         tf = Terraform(Path(tmp), progress)

@@ -25,7 +25,7 @@ from ...errors import SectorlabError
 from ...paths import write_atomic
 from .. import record
 from ..diskcheck import print_table
-from ..state import Progress, _say
+from ..state import Progress, say
 from . import choose, hotplug, image, models, provision, restore, runner, save, start, validate, verify, wait
 from .runner import PAUSE_ENV, Phase, Reroute, Timings  # noqa: F401
 from .save import NVME_TCP_CONSOLE_TIMEOUT  # noqa: F401
@@ -41,7 +41,7 @@ ROUTES = {
 GIVEN = ("given", "held", "progress", "cold", "save_state", "require_warm", "timings")
 
 
-def up(lab: labdef.Lab | Path, progress: Progress = _say, cold: bool = False, save_state: bool = True,
+def up(lab: labdef.Lab | Path, progress: Progress = say, cold: bool = False, save_state: bool = True,
        require_warm: bool = False) -> record.LabRecord:
     """Bring the lab up and verify every disk. Three paths, named in the output: converge (the lab
     runs: Terraform finds nothing or little to change), warm (a saved state matches: restore it) and

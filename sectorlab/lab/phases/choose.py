@@ -13,7 +13,7 @@ from ...errors import SectorlabError, UsageError
 from ...host import accel as accel_mod
 from ...host import libvirt
 from .. import hostcheck, modelled, ownership, record, warm
-from ..state import Progress, _load_json
+from ..state import Progress, load_json
 from ..teardown import down, faults, leftovers_of
 from .runner import Phase
 
@@ -38,7 +38,7 @@ def record_or_none(state: Path) -> record.LabRecord | None:
 
 def left_behind(lab: labdef.Lab, state: Path) -> list[str]:
     """What of this lab exists although it does not run: Terraform-managed resources, domains, its pool."""
-    resources = _load_json(state / "terraform.tfstate", {}).get("resources", [])
+    resources = load_json(state / "terraform.tfstate", {}).get("resources", [])
     left = [f"{len(resources)} Terraform resource(s)"] if resources else []
     return left + leftovers_of(lab.name, lab.vms[0].libvirt_uri)
 
@@ -49,7 +49,7 @@ def root_sources(route: str, state: Path, vm_names: list[str]) -> dict[str, str]
     if route == "warm":
         return {name: str(state / f"root-{name}.qcow2") for name in vm_names}
     if route == "converge":
-        previous = _load_json(state / "terraform.tfvars.json", {}).get("vms", {})
+        previous = load_json(state / "terraform.tfvars.json", {}).get("vms", {})
         return {name: previous.get(name, {}).get("root_source", "") for name in vm_names}
     return {name: "" for name in vm_names}
 
@@ -94,7 +94,7 @@ def run(lab: labdef.Lab, state: Path, uri: str, vm_names: list[str], records: di
         missing = saved.missing(vm_names)
         route, why = ("cold", missing) if missing else ("warm", f"saved state {key}")
         if not missing:
-            taken = [p for p in _load_json(saved.dir / "ports.json", {}).values()
+            taken = [p for p in load_json(saved.dir / "ports.json", {}).values()
                      if p not in own_ports and hostcheck.port_in_use(p)]
             if taken:
                 route, why = "cold", f"the saved state's SSH port {taken[0]} is in use"

@@ -10,7 +10,7 @@ from ...paths import write_atomic
 from .. import modelled, ownership, record, terraform
 from ..diskcheck import guests_from_lab_json
 from ..state import LAB_USER, Progress
-from ..teardown import _holdings
+from ..teardown import holdings_of
 from .runner import Phase
 
 
@@ -21,7 +21,7 @@ def apply(lab: labdef.Lab, state: Path, uri: str, vm_names: list[str], found, pr
     progress(f"terraform apply ({Path(tf.binary).name}, domain type {found.libvirt_domain_type}: {found.reason})")
     # Again, just before Terraform defines the domains: another lab-up may have taken one of the
     # names since 'validate' (libvirt would refuse the second definition anyway; this names the owner).
-    ownership.refuse_collisions(_holdings(lab.name, uri), vm_names)
+    ownership.refuse_collisions(holdings_of(lab.name, uri), vm_names)
     tf.run(*apply_args(state), *extra, log=state / "terraform-apply.log")
     return tf
 
@@ -54,7 +54,7 @@ def lab_record(lab: labdef.Lab, state: Path, outputs: dict) -> record.LabRecord:
                      "host_key": (state / f"host-{name}.pub").read_text().strip()}
     return record.LabRecord.from_json({"format": record.FORMAT, "lab": lab.name, "lab_file": str(lab.path),
                                        "libvirt_uri": outputs["libvirt_uri"], "vms": vms,
-                                       "disks": {key: {**d, "device": devices[key]}
+                                       "disks": {key: {**d, **devices[key]}
                                                  for key, d in outputs["disks"].items()}},
                                       "lab.json")
 

@@ -1,0 +1,202 @@
+"""The pictures, drawn with matplotlib from the runs' events files (read by stats.read_events). The
+report's: per disk a log-scale histogram of log file sync and log file parallel write over time
+(plot_disk), and per comparison across disks one histogram of both sides (plot_comparison) and the
+shift function of log file sync (plot_shift: per quantile of a, the difference b - a of the run
+medians with its 99 % CI). `sectorlab plot`'s (plot_events): a log-scale latency histogram and the
+latency over time of every event of one --events file.
+
+matplotlib and numpy are imported inside the functions that draw: they are slow to import and
+come with the optional 'analysis' extra (pyproject.toml), which reading a results directory (or
+refusing one) does not need.
+
+Every text of a picture is drawn as it is: pyplot() turns matplotlib's mathtext off for every figure,
+so a disk name, a title or an event name with '$' in it is neither formatted nor an error. Every
+picture is written whole by stats.write_file, never through a symbolic link in its place.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from ..errors import UsageError
+from . import stats
+from .metrics import LFPW, LFS, Disk, first_run
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, with text drawn as plain text: `text.parse_math` off, so
+    that no string from a results directory or the command line is parsed as mathtext."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    matplotlib.rcParams["text.parse_math"] = False
+    matplotlib.rcParams["text.usetex"] = False
+    return plt
+
+
+def figure_bytes(fig, path: Path, dpi: int = 90) -> bytes:
+    """The figure as the file `path` names (its suffix the format; none: PNG), in memory; closed."""
+    plt = pyplot()
+    fmt = Path(path).suffix[1:].lower() or "png"
+    try:
+        if fmt not in fig.canvas.get_supported_filetypes():
+            raise UsageError(f"{path}: '.{fmt}' is not a picture format matplotlib writes; expected one of "
+                                   f"{', '.join(sorted(fig.canvas.get_supported_filetypes()))}")
+        out = io.BytesIO()
+        fig.savefig(out, format=fmt, dpi=dpi)
+        return out.getvalue()
+    finally:
+        plt.close(fig)
+
+
+def _save(fig, path: Path) -> Path:
+    return stats.write_file(path, figure_bytes(fig, path))
+
+
+def _sync_ms(events_path: Path):
+    """A run's log file sync latencies (ms, clipped at 1 us for the log scale) and its log writes
+    (end times and latencies, us)."""
+    import numpy as np
+    events = stats.read_events(events_path)
+    return (np.clip(np.frombuffer(events.latencies(LFS), dtype=float) / 1000, 1e-3, None),
+            (np.frombuffer(events.ends(LFPW), dtype=float), np.frombuffer(events.latencies(LFPW), dtype=float)))
+
+
+def _histogram(series: list[tuple[str, object]], title: str, path: Path) -> Path | None:
+    """A log-scale histogram of log file sync, one step line per (label, latencies in ms)."""
+    import numpy as np
+    plt = pyplot()
+
+    everything = np.concatenate([sync for _, sync in series])
+    if not everything.size:
+        return None
+    bins = np.logspace(np.log10(everything.min()), np.log10(everything.max() * 1.01), 60)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, sync in series:
+        ax.hist(sync, bins=bins, histtype="step", linewidth=1.5, label=f"{label} (n={len(sync):,})")
+    _log_x(ax)
+    ax.set(xlabel="log file sync (ms, log scale)", ylabel="commits", title=title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def log_axis(ax, which: str) -> None:
+    """A log-scale axis of `ax` ("x" or "y") whose ticks are labelled at 1, 2 and 5 of every
+    decade in plain numbers: a range within one decade otherwise shows a single "10^0" and no value
+    a reader can use, and matplotlib's own labels of a log axis are mathtext, which pyplot() turns
+    off."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    getattr(ax, f"set_{which}scale")("log")
+    axis = getattr(ax, f"{which}axis")
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
+
+
+def _log_x(ax) -> None:
+    log_axis(ax, "x")
+
+
+def plot_disk(disk: Disk, stem: Path) -> list[Path]:
+    """Two pictures of a disk's first run at each BLOCKSIZE, from their events files: a log-scale
+    histogram of log file sync (as seed 002) and log file parallel write over time (as seed 000);
+    STEM-histogram.png and STEM-over-time.png, side by side on a wide screen, one above the other
+    on a phone. Empty when no run kept events."""
+    runs = [r for r in sorted(disk.runs, key=lambda r: (r.blocksize, r.repeat)) if r.events and r.repeat == 1]
+    if not runs:
+        return []
+    plt = pyplot()
+
+    per_run = [(r, *_sync_ms(r.events)) for r in runs]
+    g = disk.entry
+    where = f"{disk.name} ({g.get('logical')}/{g.get('physical')} B)"
+    hist = _histogram([(f"BLOCKSIZE {r.blocksize}", sync) for r, sync, _ in per_run],
+                      f"{where}: commit latency (guest path)", stem.with_name(f"{stem.name}-histogram.png"))
+    if hist is None:
+        return []
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r, _, (ends, lats) in per_run:
+        ax.scatter(ends / 1e6, lats / 1000, s=3, alpha=0.5, label=f"BLOCKSIZE {r.blocksize} (n={len(lats):,})")
+    if any(len(lats) for _, _, (_, lats) in per_run):
+        log_axis(ax, "y")
+    ax.set(xlabel="seconds since the run started", ylabel="log file parallel write (ms, log scale)",
+           title=f"{where}: log writes over time (guest path)")
+    ax.legend(fontsize=8, markerscale=4)
+    fig.tight_layout()
+    return [hist, _save(fig, stem.with_name(f"{stem.name}-over-time.png"))]
+
+
+def plot_comparison(c: dict, disks: list[Disk], path: Path) -> Path | None:
+    """A comparison across disks as one log-scale histogram of both sides' commit latency (the
+    first run of each: a picture of one run's shape; the test is on every run), as seed 002 drew
+    flash logging on and off."""
+    series = []
+    for k in ("a", "b"):
+        run = first_run(disks, c[k]["disk"], int(c[k]["blocksize"]))
+        if run is None or run.events is None:
+            return None
+        series.append((f"{c[k]['disk']} at {c[k]['blocksize']}, run {run.repeat}", _sync_ms(run.events)[0]))
+    return _histogram(series, "commit latency, one run of each side (guest path)", path)
+
+
+def plot_shift(c: dict, path: Path) -> Path | None:
+    """The shift function of a comparison (compare.shift): x the quantile of a's log file sync (the
+    median of its runs, ms, log scale), y the difference b - a in ms with its 99 % bootstrap CI as
+    bars, a line at 0. None when the comparison has no shift function (fewer than 2 runs a side
+    with events)."""
+    s = c.get("shift")
+    if not s:
+        return None
+    import numpy as np
+    plt = pyplot()
+
+    x, diff, ci = np.array(s["a_ms"]), np.array(s["diff_ms"]), np.array(s["ci_ms"])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.axhline(0, color="grey", linewidth=1)
+    ax.errorbar(np.clip(x, 1e-3, None), diff, yerr=[diff - ci[:, 0], ci[:, 1] - diff], fmt="o-", capsize=3)
+    for q, xi, yi in zip(s["quantiles"], x, diff):
+        ax.annotate(f"p{round(q * 100)}", (max(xi, 1e-3), yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    _log_x(ax)
+    a, b = (f"{c[k]['disk']}@{c[k]['blocksize']}" if isinstance(c[k], dict) else str(c[k]) for k in ("a", "b"))
+    ax.set(xlabel=f"log file sync quantile of {a} (ms, log scale)", ylabel=f"{b} - {a} (ms)",
+           title=f"shift function (guest path), {s['n'][0]} + {s['n'][1]} runs, {stats.CI_LEVEL} CI")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+TITLE_MAX = 200
+
+
+def plot_events(events_path: Path, out: Path, title: str | None = None) -> Path:
+    """`sectorlab plot`: a log-scale latency histogram and the latency over time of every event of
+    an --events file, into `out` (its suffix names the format: png, svg, pdf, ...)."""
+    if title is not None and not stats.on_one_line(title, TITLE_MAX):
+        raise UsageError(f"--title {title[:40]!r}...: expected one line of at most {TITLE_MAX} characters")
+    events = stats.read_events(events_path)
+    if not any(len(lats) for _, lats in events.values()):
+        raise UsageError(f"{events_path}: no events; expected a redo-writer --events file of a run that wrote")
+    import numpy as np
+    plt = pyplot()
+    fig, (hist, scatter) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name in sorted(events):
+        ends, lat = (np.frombuffer(a, dtype=float) for a in events[name])
+        lat = np.clip(lat, 0.1, None)
+        bins = np.logspace(np.log10(lat.min()), np.log10(lat.max() * 1.01), 50)
+        hist.hist(lat, bins=bins, histtype="step", label=f"{name.replace('_', ' ')} (n={len(lat)})")
+        scatter.scatter(ends / 1e6, lat, s=2, label=name.replace("_", " "))
+    log_axis(hist, "x")
+    hist.set_xlabel("latency (us, log scale)")
+    hist.set_ylabel("count")
+    hist.set_title("latency histogram")
+    hist.legend()
+    log_axis(scatter, "y")
+    scatter.set_xlabel("time since start (s)")
+    scatter.set_ylabel("latency (us, log scale)")
+    scatter.set_title("latency over time")
+    scatter.legend(markerscale=4)
+    fig.suptitle(title or Path(events_path).name)
+    fig.tight_layout()
+    return stats.write_file(out, figure_bytes(fig, out, dpi=100))

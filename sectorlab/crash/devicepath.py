@@ -1,0 +1,150 @@
+"""`sectorlab crash` (make crash PRESET=...): power cuts on the device path, judged by redo-writer.
+
+A crash preset (labs/crash/*.toml) names device profiles, geometries and redo BLOCKSIZEs; each cell
+of that matrix the rules engine allows is run once: a device model of the profile at the geometry
+(devices/server.py, nbdkit and the project's filter over a file in /dev/shm, so that what was
+written can be read after), redo-writer on this host writing checked redo blocks through libnbd
+(`run --format checked`: a header with the log sequence, block number and a CRC32C), its trace and
+the disk's final image kept. Then `cuts` moments drawn from a seeded generator over the run, each a
+power cut (crash/powerloss.py decides from the trace what survives, the tears drawn from the same
+generator): its disk image is built from the final image (every byte of the log is written once:
+the log must not wrap) and judged by `redo-writer verify`, crash recovery on the image: the end of
+redo, torn blocks found by the checksum, those a header check alone would have taken, unreadable
+blocks, and the acknowledged commits lost. A commit is acknowledged when its log write was answered
+(with FUA, or by the flush after it) before the cut: the trace is written on this host at the reply,
+outside the disk that crashes.
+
+What this method can and cannot produce (docs/crash.md): any cut of one run's writes, cheaply (no
+guest, no reboot); not a database's recovery (those judges run in a lab) and not a write that
+overwrites an earlier one (the log here never wraps). Cells the rules engine forbids are listed as
+forbidden and not run; a profile that does not state its power loss is one line before anything."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .. import geometry, redowriter
+from ..devices import build, profiles, trace
+from ..devices.server import DeviceServer, write_ranges
+from ..errors import SectorlabError, UsageError
+from ..paths import new_results_dir, write_atomic
+from . import atomic, powerloss
+from .preset import Cell, CrashPreset
+from .redolog import WORK_DIR, RedoLog, disk_after
+
+
+def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) -> dict:
+    """The cell's run and its cuts, each judged; what the report shows of it."""
+    g = geometry.get(cell.geometry)
+    params = profiles.get(cell.profile).params_for(g.logical_block_size, g.physical_block_size)
+    rules_ = powerloss.Rules.at(cell.profile, g.logical_block_size, g.physical_block_size)
+    writer = build.built(build.REDO_WRITER)
+    server = DeviceServer(work / "model", preset.log_size + (1 << 20), params, backing=work / "disk.img")
+    command = [str(writer), *redowriter.run_args(
+        server.uri(), cell.blocksize, sessions=preset.sessions, redo_per_txn=preset.redo_per_txn,
+        seconds=preset.seconds, log_size=preset.log_size, arrival="poisson", rate=preset.rate,
+        seed=rng.getrandbits(31), checked=True)[1:], "--output", "json"]
+    server.start()
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=preset.seconds + 120)
+    finally:
+        server.stop()
+    if proc.returncode != 0:
+        raise SectorlabError(f"{cell.key}: redo-writer exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    report = json.loads(proc.stdout)
+    if report["wraps"]:
+        raise UsageError(f"{cell.key}: the log wrapped {report['wraps']} times in {preset.seconds} s: a cut's state "
+                         f"is built from each byte written once; give log_size_mib more than "
+                         f"{report['bytes_written'] >> 20} or fewer seconds")
+    requests = trace.read(server.trace)
+    log = RedoLog.of(requests, cell.blocksize, cell.key)
+    image = work / "disk.img"
+    log.positions(image)
+    writes, flushes = log.writes, log.flushes
+    t0 = min(r.t_us for r in writes)
+    t1 = max(r.t_us + max(r.answer_us, 0 if math.isnan(r.durable_us) else r.durable_us) for r in writes)
+    if preset.at_ms is not None and not 0 <= preset.at_ms * 1000 <= t1 - t0:
+        raise UsageError(f"--at {preset.at_ms:g}: {cell.key}'s run wrote from 0 to {(t1 - t0) / 1000:.1f} ms: expected "
+                         f"a moment inside it")
+    moments = ([t0 + preset.at_ms * 1000] if preset.at_ms is not None
+               else [rng.uniform(t0, t1) for _ in range(preset.cuts)])
+    cuts = []
+    for at in moments:
+        state = powerloss.cut(requests, rules_, at, rng)
+        position = log.acknowledged(at)
+        verdict = _judge(work, image, log.extent, state, cell.blocksize, preset, position)
+        cuts.append({"cut_us": round(at - t0, 3), "acknowledged": position, "durable": state.writes_durable,
+                     "lost": state.writes_lost, "torn": state.writes_torn, "units_unreadable": state.units_unreadable,
+                     **{k: verdict[k] for k in VERDICT_KEYS}})
+    return {"cell": cell.key, "profile": cell.profile, "geometry": cell.geometry, "blocksize": cell.blocksize,
+            "override": preset.override(cell),
+            "power_loss": rules_.power_loss, "write_cache": rules_.write_cache, "atomic_unit": rules_.unit,
+            "writes": len(writes), "fua_writes": sum(w.fua for w in writes), "flushes": len(flushes),
+            "transactions": report["transactions"], "command": command, "cuts": cuts}
+
+
+VERDICT_KEYS = ("recovered_to", "end_reason", "torn_blocks", "torn_header_ok", "unreadable_blocks",
+                "valid_after_end", "lost_bytes", "lost_commits", "corrupt_undetected")
+
+
+def verify(image: Path, unreadable: list[tuple[int, int]], blocksize: int, acknowledged: int,
+           redo_per_txn: int) -> dict:
+    """redo-writer verify on this host on a disk image, its unreadable ranges named in a file beside it."""
+    ranges = image.with_name(image.name + ".unreadable")
+    write_ranges(ranges, unreadable)
+    proc = subprocess.run([str(build.built(build.REDO_WRITER)), *redowriter.verify_args(
+        str(image), blocksize, image.stat().st_size, acknowledged, redo_per_txn, str(ranges))[1:]],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise SectorlabError(f"redo-writer verify exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    return json.loads(proc.stdout)
+
+
+def _judge(work: Path, final: Path, extent: int, state: powerloss.State, blocksize: int, preset: CrashPreset,
+           acknowledged: int) -> dict:
+    """redo-writer verify on the disk the cut left (the log's extent of it)."""
+    image = work / "cut.img"
+    image.unlink(missing_ok=True)
+    disk_after(final, state, image, extent)
+    return verify(image, list(state.unreadable), blocksize, acknowledged, preset.redo_per_txn)
+
+
+def run(preset: CrashPreset, progress, results_root: Path) -> Path:
+    """Every cell of the preset (forbidden ones listed), in a random order from the preset's seed;
+    the results directory (crash.json, report.md)."""
+    runnable = preset.runnable()  # before a results directory is made
+    results = new_results_dir(results_root, f"crash-{preset.name}")
+    lacking = atomic.line()
+    if lacking:
+        progress(lacking)
+    rng = random.Random(preset.seed)
+    order = rng.sample(runnable, len(runnable))
+    started, cells = time.monotonic(), []
+    for i, cell in enumerate(order, 1):
+        work = Path(tempfile.mkdtemp(prefix="sectorlab-crash-", dir=WORK_DIR))
+        try:
+            out = run_cell(preset, cell, work, random.Random(rng.getrandbits(64)))
+            shutil.copy(work / "model" / "disk.trace", results / f"{cell.key.replace('/', '-')}.trace.csv")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        cells.append(out)
+        lost = sum(c["lost_commits"] > 0 for c in out["cuts"])
+        progress(f"{i}/{len(order)} {cell.key}: {out['writes']} log writes, {len(out['cuts'])} cuts, acknowledged "
+                 f"commits lost in {lost} ({time.monotonic() - started:.0f} s)")
+    doc = {"preset": preset.name, "title": preset.title, "seed": preset.seed, "cuts": preset.cuts,
+           "at_ms": preset.at_ms,
+           "load": {"sessions": preset.sessions, "redo_per_txn": preset.redo_per_txn, "rate": preset.rate,
+                    "seconds": preset.seconds, "log_size": preset.log_size},
+           "forbidden": [{"cell": c.key, "why": preset.forbidden(c)} for c in preset.cells if preset.forbidden(c)],
+           "cells": cells, "wall_s": round(time.monotonic() - started), "atomic": lacking}
+    write_atomic(results / "crash.json", json.dumps(doc, indent=2))
+    from ..report import crash as report
+    report.write(results)
+    return results

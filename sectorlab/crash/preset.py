@@ -1,0 +1,154 @@
+"""A crash preset (labs/crash/*.toml, `sectorlab crash`): a [crash] table naming device profiles,
+geometries and redo BLOCKSIZEs, whose every cell the rules engine allows is run; read whole and
+checked before anything runs (load), and `sectorlab crash --list`'s names (preset_names)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import fields, geometry, inputs
+from ..devices import profiles
+from ..errors import UsageError
+from ..inguest import rules
+from ..paths import REPO
+from . import powerloss
+
+PRESETS_DIR = REPO / "labs" / "crash"
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a preset's name in labs/crash/
+
+
+def _names(kind: str, known):
+    """A list of names each of which `known` takes (profiles.get, geometry.get: one line otherwise),
+    none given twice (the cell would run twice, its second trace over the first's)."""
+    def check(where: str, key: str, value, got: dict) -> list:
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{where}: {key} = {value!r}: expected a list of {kind} names")
+        for v in value:
+            known(v)
+        return fields.no_duplicates(where, key, value)
+    return fields.custom(f"list of {kind} names", check)
+
+
+def _blocksizes(where: str, key: str, value, got: dict) -> list:
+    if not isinstance(value, list) or not value or any(
+            isinstance(v, bool) or not isinstance(v, int) or v not in (512, 1024, 4096) for v in value):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a list of redo BLOCKSIZEs 512, 1024 or 4096")
+    return fields.no_duplicates(where, key, value)
+
+
+CRASH_FIELDS = fields.Table("[crash]", "A crash preset (labs/crash/*.toml, make crash): power cuts on the device "
+                            "path, per cell of profiles x geometries x BLOCKSIZEs (docs/crash.md).", (
+    fields.Field("title", fields.TEXT, "what the matrix shows", default=fields.REQUIRED),
+    fields.Field("profiles", _names("device profile", profiles.get),
+                 "device profiles that state their power_loss", default=fields.REQUIRED),
+    fields.Field("geometries", _names("geometry", geometry.get), "geometries of the catalog", default=fields.REQUIRED),
+    fields.Field("blocksizes", fields.custom("list of 512, 1024, 4096", _blocksizes), "redo BLOCKSIZEs",
+                 default=fields.REQUIRED),
+    fields.Field("cuts", fields.number(1, 10000), "power cuts per cell, each judged by redo-writer verify",
+                 default=200),
+    fields.Field("sessions", fields.number(1, 64), "redo-writer's sessions", default=4),
+    fields.Field("redo_per_txn", fields.number(1, 1 << 20), "bytes of redo a commit", default=512),
+    fields.Field("rate", fields.number(1, 100000), "commits per second offered (Poisson): a load every profile "
+                 "writes into a log that does not wrap", default=300),
+    fields.Field("seconds", fields.number(1, 600), "the run's length", default=3),
+    fields.Field("log_size_mib", fields.number(1, 4096), "the log (it must not wrap)", default=64),
+    fields.Field("seed", fields.number(0, 2**31 - 1), "of the cells' order, the loads' arrivals, the cuts and the "
+                 "tears", default=fields.REQUIRED),
+))
+
+
+@dataclass(frozen=True)
+class Cell:
+    profile: str
+    geometry: str
+    blocksize: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.profile}/{self.geometry}@{self.blocksize}"
+
+
+@dataclass(frozen=True)
+class CrashPreset:
+    name: str
+    title: str
+    cells: tuple[Cell, ...]
+    cuts: int
+    sessions: int
+    redo_per_txn: int
+    rate: int            # commits per second offered (Poisson), so that every profile writes a log that fits
+    seconds: int
+    log_size: int
+    seed: int
+    at_ms: float | None = None  # one cut at this moment of each run (ms from its first write), not drawn
+    path: Path | None = None    # the file it was read from
+
+    def forbidden(self, cell: Cell) -> str | None:
+        """The rules engine's refusal of the cell's BLOCKSIZE on its geometry, with
+        _disk_sector_size_override as a DBA would set it to get there (ORA-01378 below the logical
+        sector), or None."""
+        g = geometry.get(cell.geometry)
+        v = rules.evaluate(g.logical_block_size, g.physical_block_size, cell.blocksize, override=True)
+        return None if v.allowed else (v.error or "not allowed")
+
+    @staticmethod
+    def override(cell: Cell) -> bool:
+        """Whether the cell's BLOCKSIZE needs _disk_sector_size_override on its geometry (4096 on 512n)."""
+        g = geometry.get(cell.geometry)
+        return not rules.evaluate(g.logical_block_size, g.physical_block_size, cell.blocksize).allowed
+
+    def runnable(self) -> list[Cell]:
+        """The cells the rules engine allows; one line naming each cell and why when it allows none
+        (a run of none would end, exit 0, with an empty report)."""
+        allowed = [c for c in self.cells if self.forbidden(c) is None]
+        if not allowed:
+            why = "; ".join(f"{c.key}: {self.forbidden(c)}" for c in self.cells)
+            raise UsageError(f"crash preset {self.path or self.name}: every cell is forbidden by the rules engine "
+                             f"({why}); expected at least one cell it allows: add a BLOCKSIZE at or above a "
+                             f"geometry's logical sector, or such a geometry")
+        return allowed
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+
+
+def preset_path(name: str) -> Path:
+    """A crash preset's file: a name of labs/crash/, or the path of a TOML file (one with a '/' or
+    ending .toml). A name is a name: never '..', a leading '-', a NUL or another path's part."""
+    if "\0" not in name and (name.endswith(".toml") or "/" in name):
+        return Path(name)  # anything but a regular file there is refused when it is read (inputs.read_toml)
+    path = PRESETS_DIR / f"{name}.toml"
+    if not NAME.fullmatch(name) or not path.is_file():
+        raise UsageError(f"crash preset {name!r}: expected one of {', '.join(preset_names())} (labs/crash/*.toml), "
+                         f"or the path of a .toml file")
+    return path
+
+
+def load(name: str) -> CrashPreset:
+    """A crash preset by name (labs/crash/NAME.toml) or path, checked whole before anything runs:
+    read within the lab definition's bound (inputs.read_toml), only a [crash] table, no name given
+    twice, and at least one cell the rules engine allows."""
+    path = preset_path(name)
+    doc = inputs.read_toml(path, "crash preset", inputs.LAB_DEFINITION_MAX)
+    outside = sorted(set(doc) - {"crash"})
+    if outside:
+        raise UsageError(f"crash preset {path}: {outside[0]!r} is outside [crash]: expected only a [crash] table "
+                         f"(its keys: {', '.join(sorted(CRASH_FIELDS.keys()))}); move it into [crash] or remove it")
+    raw = doc.get("crash")
+    if not isinstance(raw, dict):
+        raise UsageError(f"crash preset {path}: no [crash] table: expected one, holding "
+                         f"{', '.join(f.name for f in CRASH_FIELDS.fields if f.default is fields.REQUIRED)}")
+    raw = CRASH_FIELDS.read(f"{path} [crash]", raw)
+    cells = tuple(Cell(p, g, bs) for p in raw["profiles"] for g in raw["geometries"] for bs in raw["blocksizes"])
+    for c in cells:  # one line now, not after the first cells ran
+        g = geometry.get(c.geometry)
+        powerloss.Rules.at(c.profile, g.logical_block_size, g.physical_block_size)
+    preset = CrashPreset(path.stem, raw["title"], cells, raw["cuts"], raw["sessions"], raw["redo_per_txn"],
+                         raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"], path=path)
+    preset.runnable()
+    return preset

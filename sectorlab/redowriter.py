@@ -1,0 +1,38 @@
+"""redo-writer's command lines, built in one place: a run (run_args) and a crash recovery's
+verify (verify_args), as this host, a guest and the device path run them. The program is named
+"redo-writer" (the guest's, on its PATH); a caller on this host puts its built binary first
+(devices/build.py). Every option is redo-writer's own (redo-writer/README.md)."""
+
+from __future__ import annotations
+
+PROGRAM = "redo-writer"
+
+
+def run_args(target: str, blocksize: int, *, sessions: int, redo_per_txn: int, seconds: int, log_size: int,
+             arrival: str = "closed", rate: int = 0, seed: int | None = None, cpu_us_per_txn: int = 0,
+             second: str | None = None, pairing: str | None = None, checked: bool = False) -> list[str]:
+    """`redo-writer run` writing redo to `target` at `blocksize` for `seconds`: `sessions` committing
+    `redo_per_txn` bytes each, arriving as `arrival` says at `rate` commits/s (with `seed`, for
+    Poisson arrivals only), `cpu_us_per_txn` of CPU before each commit; `second` is the log group's
+    other member, written as `pairing` says (race or mirror); `checked`: redo blocks crash recovery
+    can verify (a header with the sequence and a CRC32C)."""
+    args = [PROGRAM, "run", *(["--format", "checked"] if checked else []), "--target", target]
+    if second:
+        args += [f"--{pairing or 'race'}", second]
+    args += ["--blocksize", str(blocksize), "--sessions", str(sessions), "--redo-per-txn", str(redo_per_txn),
+             "--arrival", arrival, "--rate", str(rate)]
+    if arrival == "poisson" and seed is not None:
+        args += ["--seed", str(seed)]
+    if cpu_us_per_txn:
+        args += ["--cpu-us-per-txn", str(cpu_us_per_txn)]
+    return args + ["--log-size", str(log_size), "--duration", str(seconds)]
+
+
+def verify_args(target: str, blocksize: int, log_size: int, acknowledged: int, redo_per_txn: int,
+                unreadable: str | None = None) -> list[str]:
+    """`redo-writer verify` of the log on `target`, crash recovery as a DBA's instance would run it;
+    `unreadable`: a file naming the ranges a read would fail on (a device answers them with EIO
+    itself). Its verdict as JSON."""
+    return [PROGRAM, "verify", "--target", target, "--blocksize", str(blocksize), "--log-size", str(log_size),
+            "--acknowledged", str(acknowledged), "--redo-per-txn", str(redo_per_txn),
+            *(["--unreadable", unreadable] if unreadable else []), "--output", "json"]

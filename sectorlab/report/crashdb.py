@@ -1,0 +1,153 @@
+"""The databases' crash report (report.md and report.html beside crash-db.json): per cell (a disk's
+profile and sectors, a judge), over its cuts: the cuts after which the database did not come back
+whole (it did not come up, or acknowledged commits were missing), those it said nothing about
+(corruption not detected), the acknowledged commits lost, the recovery time; exact (Clopper-Pearson)
+95 % intervals, and Fisher's exact test of a protection on against off on the same disk."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from scipy.stats import fisher_exact
+
+from . import render
+from .crash import share
+from .render import cell
+
+PROTECTION = {"mariadb-doublewrite-on": "mariadb-doublewrite-off", "postgres-fpw-on": "postgres-fpw-off"}
+
+
+def counts(rows: list[dict]) -> dict:
+    up = [r for r in rows if r["started"]]
+    losing = [r["lost"] for r in rows if r["started"] and r.get("ids_read", True) and r["lost"] > 0]
+    times = sorted(r["recovery_s"] for r in up if r["recovery_s"] is not None and r["kind"] != "real")
+    real = [r["recovery_s"] for r in up if r["recovery_s"] is not None and r["kind"] == "real"]
+    return {"n": len(rows), "down": sum(not r["started"] for r in rows),
+            "broken": sum((not r["started"]) or not r.get("ids_read", True) or r["lost"] > 0
+                          or r["consistent"] is False for r in rows),
+            "holes": sum(r.get("holes", 0) > 0 for r in rows),
+            "losing": len(losing), "lost_max": max(losing, default=0),
+            "detected": sum(r["detected"] for r in rows), "undetected": sum(r["undetected"] for r in rows),
+            "restored": sum(r["restored"] for r in rows), "checksum": sum(r["checksum_failures"] for r in rows),
+            "torn": sum(r["writes_torn"] > 0 for r in rows), "unreadable": sum(r["units_unreadable"] for r in rows),
+            "partial": max((r["partial_unit_writes"] for r in rows), default=0),
+            "writes": max((r["writes"] for r in rows), default=0),
+            "recovery": (f"{statistics.median(times):.1f} ({times[0]:.1f}-{times[-1]:.1f})" if times else "-"),
+            "recovery_real": ", ".join(f"{t:.1f}" for t in real) or "-"}
+
+
+def _cells(doc: dict) -> dict[tuple[str, str], list[dict]]:
+    out: dict[tuple[str, str], list[dict]] = {}
+    for r in doc["rows"]:
+        out.setdefault((r["disk"], r["judge"]), []).append(r)
+    return dict(sorted(out.items()))
+
+
+def _disk(r: dict) -> str:
+    return f"`{cell(r['profile'])}` {cell(r['geometry'])} ({r['sectors']})"
+
+
+COLUMNS = ["disk", "judge", "cuts", "not back whole (95 % CI)", "down", "short", "silent", "torn", "partial",
+           "restored / bad checksums", "recovery s: real; copies"]
+LEGEND = ("Not back whole: the database did not come up (down), came up short of an acknowledged commit (short: "
+          "the most missing in brackets), with an id missing below one that is there (one session: it had committed "
+          "before the next began), or with SUM(k) unequal to the commits in `log`. Silent: wrong while the "
+          "database came up and its checks (CHECK TABLE; amcheck and pg_checksums) found nothing: corruption not "
+          "detected. Torn: cuts that tore a write in flight. Partial: the run's writes that covered their disk's "
+          "atomic unit in part, of all its writes. Restored / bad checksums: pages InnoDB restored from its "
+          "doublewrite buffer; pages pg_checksums found bad after a clean stop. ")
+
+
+def _significance(p: float) -> str:
+    return ", not significant at the 1 % level" if p >= 0.01 else ""
+
+
+def headlines(doc: dict) -> list[str]:
+    out = []
+    cells = _cells(doc)
+    for on, off in PROTECTION.items():  # each protection over all the disks
+        ons = [r for (_, j), rows in cells.items() if j == on for r in rows]
+        offs = [r for (_, j), rows in cells.items() if j == off for r in rows]
+        if ons and offs:
+            k, o = counts(offs), counts(ons)
+            p = fisher_exact([[k["broken"], k["n"] - k["broken"]], [o["broken"], o["n"] - o["broken"]]]).pvalue
+            out.append(f"- **Over all the disks**: {cell(off)} not back whole after {share(k['broken'], k['n'])} of "
+                       f"the cuts, {cell(on)} after {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g}"
+                       f"{_significance(p)}."
+                       + (f" InnoDB restored {o['restored']} torn pages from its doublewrite buffer, in "
+                          f"{sum(r['restored'] > 0 for r in ons)} of the {o['n']} cuts with it on."
+                          if on.startswith("mariadb") else ""))
+    for (disk, judge), rows in cells.items():
+        k = counts(rows)
+        if k["broken"] or k["undetected"]:
+            line = (f"- **{cell(judge)}** on {_disk(rows[0])}: not back whole after {share(k['broken'], k['n'])} of "
+                    f"the cuts ({k['down']} did not come up, {k['losing']} came up without acknowledged commits); "
+                    f"{k['undetected']} wrong without a word from the database.")
+            for on, off in PROTECTION.items():
+                if judge == off and (disk, on) in cells:
+                    o = counts(cells[(disk, on)])
+                    p = fisher_exact([[k["broken"], k["n"] - k["broken"]], [o["broken"], o["n"] - o["broken"]]]).pvalue
+                    line += (f" With {cell(on)}: {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g} "
+                             f"(n = {k['n']} and {o['n']} cuts){_significance(p)}.")
+            out.append(line)
+    whole = [(d, j) for (d, j), rows in cells.items() if not counts(rows)["broken"] and not counts(rows)["undetected"]]
+    if whole:
+        out.append(f"- **Back whole after every cut** in {len(whole)} cells: "
+                   + "; ".join(f"{cell(j)} on {cell(d)} ({counts(cells[(d, j)])['n']} cuts)" for d, j in whole)
+                   + " (each cell's 95 % upper bound in the table).")
+    partial = sum(counts(rows)["partial"] for rows in cells.values())
+    if not partial:
+        out.append("- No database write covered its disk's atomic unit in part (ext4 of 4 KiB blocks, InnoDB's "
+                   "log block at the physical sector, PostgreSQL's 8 KiB pages): no read-modify-write was in "
+                   "flight at any cut, so a drive's power-loss protection of it could not matter here.")
+    return out
+
+
+def markdown(doc: dict) -> str:
+    judges = ", ".join(doc["judges"])
+    checkpoints = f"; PostgreSQL checkpointing every {doc['checkpoint_every']} commits"
+    lines = [f"# Crash: real databases on lab {cell(doc['lab'])}", "",
+             f"`sectorlab crash-db --seed {doc['seed']} --cuts {doc['cuts']}`: judges {cell(judges)}; "
+             f"{len(doc['rows'])} judged cuts in {doc['wall_s']} s. Each judge ran once on every disk at once: the "
+             f"database made on ext4, one session committing (an insert and an update of one of "
+             f"{doc['rows_per_table']:,} rows a transaction"
+             f"{checkpoints if 'postgres' in judges else ''}"
+             f"), the guest's QEMU killed after {doc['min_acks']} acknowledged commits and a seeded moment more (the "
+             f"real cut), the database recovering from what the cut left; then {doc['cuts'] - 1} more moments of the "
+             f"same run, drawn between its first acknowledgement and the real cut, each built from the disk's write "
+             f"log and recovered in the guest (crash/dblab.py; docs/crash.md).", "", *headlines(doc), "",
+             *([f"- {cell(doc['atomic'])}."] if doc.get("atomic") else []), "",
+             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for (_, judge), rows in _cells(doc).items():
+        k = counts(rows)
+        lines.append("| " + " | ".join([
+            _disk(rows[0]), cell(judge), str(k["n"]), share(k["broken"], k["n"]), str(k["down"]),
+            f"{k['losing']} ({k['lost_max']})" if k["losing"] else "0", str(k["undetected"]), str(k["torn"]),
+            f"{k['partial']} of {k['writes']:,}", f"{k['restored']} / {k['checksum']}",
+            f"{k['recovery_real']}; {k['recovery']}"]) + " |")
+    said = {}
+    for r in doc["rows"]:  # up to three of each judge, in the order they came
+        if r["detected"] and (r["why"] or r["check"]) and len(said.setdefault(r["judge"], [])) < 3:
+            said[r["judge"]].append(f"{r['disk']} {r['kind']}: {r['why'] or r['check']}")
+    if said:
+        lines += ["", "What the databases said when they did not come back whole (the first lines of their logs; up "
+                  "to three per judge):", ""]
+        lines += [f"- {cell(j)}, {cell(w[:300])}" for j in sorted(said) for w in said[j]]
+    lines += ["", LEGEND + "Recovery is timed from the "
+              "server's launch to its first answer, in the guest under TCG: the real cut's on the cell's own disk "
+              "(its device model's times), the copies' on the judge disk, whose model adds nothing of its own "
+              "(the floor): a copy's time is the database's and the lab's work, not the device's. A cell with no "
+              "failures says 0: that is what was measured, in these cuts of these runs. A cell's cuts are one "
+              "real cut and moments of the same run: the intervals and Fisher's test take them as independent "
+              "trials, which they are only as far as one run's I/O is like another's; how often a cut hurts "
+              "follows from the assumed shares of each tear's outcomes (docs/crash.md).", ""]
+    return "\n".join(lines)
+
+
+EXPECTED = "expected the crash-db.json 'sectorlab crash-db' writes"
+
+
+def write(results: Path) -> dict[str, Path]:
+    """report.md and report.html of crash-db.json."""
+    return render.write(results, markdown(render.read_results(results, "crash-db.json", "crash-db record", EXPECTED)))

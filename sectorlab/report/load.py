@@ -1,0 +1,90 @@
+"""The report of a closed-loop run's results directory (load.json, written by
+bench/devicepath/load.py): group commit and the load per configuration, the preset's comparisons
+tested as the bench tests them, the seed's figures beside the lab's values."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from ..analysis import compare
+from ..analysis.metrics import Disk, Run, metric
+from ..paths import write_atomic
+from . import render
+from .findings import seed_section, tests_lines
+
+# Per configuration, the medians of the runs: (label, metric, format).
+ROWS = (("transactions/s", "tps", "{:,.0f}"), ("commits per log write", "commits_per_write", "{:.2f}"),
+        ("log file sync mean (ms)", "log_file_sync_mean_ms", "{:.3f}"),
+        ("log file parallel write mean (ms)", "log_file_parallel_write_mean_ms", "{:.3f}"),
+        ("log file sync / log file parallel write (means)", "lfs_over_lfpw_mean", "{:.2f}"),
+        ("bytes per redo write", "bytes_per_write", "{:,.0f}"), ("redo MB/s", "write_mb_s", "{:.2f}"),
+        ("sessions' CPU per transaction, measured (us)", "session_cpu_us_per_txn", "{:.0f}"))
+
+
+def disks(doc: dict, reports: dict[str, dict]) -> list[Disk]:
+    """The runs as the bench's report holds them: a Disk per target, its runs by BLOCKSIZE."""
+    out: dict[str, Disk] = {}
+    for r in doc["runs"]:
+        name, _, bs = r["config"].partition("@")
+        entry = {"disk": name, "blocksize": int(bs), "verdict": {"allowed": True}}
+        out.setdefault(name, Disk(name, entry)).runs.append(Run(name, int(bs), r["repeat"], entry,
+                                                                 reports[r["report"]]))
+    return list(out.values())
+
+
+EXPECTED = "expected the load.json 'sectorlab bench-load' writes"
+
+
+def write(results: Path) -> dict[str, Path]:
+    """report.md, report.html and summary.json of load.json and the runs' reports it names."""
+    doc = render.read_results(results, "load.json", "closed-loop record", EXPECTED)
+    reports = render.read_runs(results, doc, EXPECTED)
+    ds = disks(doc, reports)
+    cross = compare.cross_comparisons({"comparisons": doc["comparisons"]}, ds)
+    seeds = compare.seed_table({"seed_figures": doc["seed_figures"]}, ds)
+    w, c = doc["workload"], doc["closed_loop"]
+    configs = list(dict.fromkeys(r["config"] for r in doc["runs"]))
+    by_config = {k: [reports[r["report"]] for r in doc["runs"] if r["config"] == k] for k in configs}
+    table = [["median of the runs", *configs]]
+    for label, name, fmt in ROWS:
+        row = [label]
+        for k in configs:
+            values = [v for v in (metric(rep, name) for rep in by_config[k]) if isinstance(v, (int, float))]
+            row.append(fmt.format(statistics.median(values)) if values else "-")
+        table.append(row)
+    reached = []
+    if c.get("seed_tps"):
+        for k in configs:
+            tps = statistics.median(metric(rep, "tps") for rep in by_config[k])
+            reached.append(f"{k} {100 * tps / c['seed_tps']:.1f} %")
+    lines = [f"# The seed's load, closed loop, on the device path: {doc['title']}", "",
+             f"Preset `{doc['preset']}` (seed {doc['seed'] or '-'}): {w['sessions']} sessions committing without "
+             f"think time, {w['redo_per_txn']:,} B of redo and {w['cpu_us_per_txn']:,} us of CPU per transaction "
+             f"(applied before each commit), redo-writer on this host straight to the device models (no guest). "
+             f"Where these come from: {c['source']}", "",
+             f"{doc['repeats']} runs of each configuration in random rounds (order seed {doc['order_seed']}), "
+             f"{w['warmup_s']} s warm-up per model, {w['duration_s']} s a run; {doc['wall_s']} s in all.", ""]
+    if reached:
+        lines += [f"**How far the host got**: the seed ran {c['seed_tps']:,.0f} transactions/s; these runs reached "
+                  + ", ".join(reached) + " of it. The host's 2 cores give the sessions, the log writer and the "
+                  "models 2 CPU-seconds a second, where the seed's sessions alone needed "
+                  f"{c['seed_tps'] * w['cpu_us_per_txn'] / 1e6:,.1f} at its rate: group commit here is what this "
+                  "load makes of 2 cores, not the seed's.", ""]
+    lines += ["## Group commit and the load per configuration", ""] + render.table(table) + [""]
+    for i, item in enumerate(cross, 1):
+        a, b = (f"{item[k]['disk']}@{item[k]['blocksize']}" for k in ("a", "b"))
+        lines += [f"## {i}. {item.get('title')} ({a} → {b})", ""]
+        lines += ([f"Not compared: {', '.join(item['not_compared'])}.", ""] if item.get("not_compared")
+                  else tests_lines(item, a, b) + [""])
+    lines += seed_section(seeds, path="These are the device path's, at the seed's closed-loop load.")
+    lines += ["", "## How to run it again", "", "```",
+              f"sectorlab bench-load --repeats {doc['repeats']} --duration {w['duration_s']} --seed "
+              f"{doc['order_seed']} -- {doc['preset']}", "```", ""]
+    write_atomic(results / "summary.json", json.dumps({"workload": w, "closed_loop": c, "configurations": {
+        k: {name: statistics.median(v) if (v := [x for x in (metric(rep, name) for rep in by_config[k])
+                                               if isinstance(x, (int, float))]) else None for _, name, _ in ROWS}
+        for k in configs}, "comparisons": [{k: v for k, v in x.items() if k not in ("runs", "values")} for x in cross],
+        "seed_figures": seeds}, indent=2, default=str))
+    return {**render.write(results, "\n".join(lines)), "summary": results / "summary.json"}
