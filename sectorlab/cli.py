@@ -88,9 +88,9 @@ def fraction(low: float, high: float):
 def judges(text: str) -> list[str]:
     """An argparse type: crash-db's --judges, comma-separated judges (crash/databases.JUDGES), none
     given twice (it would run twice and count its cuts twice)."""
-    from .crash import labdb as dbmatrix
+    from .crash import labdb
     try:
-        return dbmatrix.check_judges(text.split(","))
+        return labdb.check_judges(text.split(","))
     except UsageError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -157,7 +157,7 @@ class Run:
     entry: dict                   # the run's entry in bench.json
     report: dict | None = None    # redo-writer's JSON; None for a refused BLOCKSIZE
     events: Path | None = None
-    device: Run | None = None     # its device-path twin (devicepath.py), when it had one
+    device: Run | None = None     # its device-path twin (bench/redo/twin.py), when it had one
 
     def marks(self) -> str:
         """What a table says beside the run's name: a control target, a BLOCKSIZE let through by

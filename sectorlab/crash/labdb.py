@@ -2,9 +2,9 @@
 (labs/crash-databases.toml): every disk whose model keeps a write log is a cell's disk, with a judge
 disk of the same sectors in the same VM; each judge (crash/databases.JUDGES: MariaDB with the
 doublewrite buffer on and off, PostgreSQL with full_page_writes on and off) in a seeded order runs
-once on all those disks at once (crash/dblab.run): a real cut and `cuts - 1` more moments of the
+once on all those disks at once (crash/labrun.run): a real cut and `cuts - 1` more moments of the
 same run, each recovered by the database in the guest. crash-db.json keeps every judged cut;
-report.md and report.html (crash/dbreport.py) give per cell the counts and intervals."""
+report.md and report.html (crash/crashdb.py) give per cell the counts and intervals."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ from .. import lab as lab_mod
 from ..errors import UsageError
 from ..lab.record import DiskRecord, LabRecord
 from ..paths import new_results_dir, write_atomic
-from . import atomic, databases
-from . import labrun as dblab
+from . import atomic, databases, labrun
 
 
 def pairs(record: LabRecord) -> list[tuple[DiskRecord, DiskRecord]]:
@@ -71,18 +70,18 @@ def run(record: LabRecord, judges: list[str], cuts: int, seed: int, progress: Ca
     started, rows = time.monotonic(), []
     for i, judge in enumerate(rng.sample(judges, len(judges)), 1):
         guest = lab_mod.guests_from_lab_json(record)[vm]
-        targets = [dblab.Target(d, judge, j) for d, j in cells]
+        targets = [labrun.Target(d, judge, j) for d, j in cells]
         progress(f"{i}/{len(judges)} {judge}: on {', '.join(d.name for d, _ in cells)}; {cuts} cuts each")
-        rows += dblab.run(record, guest, targets, cuts - 1, rng.getrandbits(31), progress)
+        rows += labrun.run(record, guest, targets, cuts - 1, rng.getrandbits(31), progress)
         guest.close()
         write_atomic(results / "crash-db.json",
                      json.dumps(_doc(record, judges, cuts, seed, rows, started) | {"atomic": lacking}, indent=1))
-    from ..report import crashdb as dbreport
-    dbreport.write(results)
+    from ..report import crashdb
+    crashdb.write(results)
     return results
 
 
 def _doc(record: LabRecord, judges: list[str], cuts: int, seed: int, rows: list[dict], started: float) -> dict:
     return {"lab": record.lab, "judges": judges, "cuts": cuts, "seed": seed, "rows_per_table": databases.ROWS,
-            "checkpoint_every": databases.CHECKPOINT_EVERY, "min_acks": dblab.MIN_ACKS, "rows": rows,
+            "checkpoint_every": databases.CHECKPOINT_EVERY, "min_acks": labrun.MIN_ACKS, "rows": rows,
             "wall_s": round(time.monotonic() - started)}

@@ -31,8 +31,7 @@ from ..devices import trace
 from ..errors import SectorlabError, UsageError
 from ..lab import modelled
 from ..lab.record import DiskRecord, LabRecord
-from . import databases, powerloss, writelog
-from . import labcut as crashlab
+from . import databases, labcut, powerloss, writelog
 
 MIN_ACKS = 150          # acknowledged commits of every workload before the cut's moment is drawn
 MAX_WAIT_S = 600        # for them
@@ -135,7 +134,7 @@ def run(record: LabRecord, guest, targets: list[Target], copies: int, seed: int,
             _write_into(record, t.disk, image, state.unreadable)
             image.unlink()
             rows.append(_row(t, "real", at, state))
-        crashlab.start(record, vm)
+        labcut.start(record, vm)
         guest.wait_until_up(300)
         for t, row in zip(targets, rows):
             row |= _judge(record, guest, t, t.disk, row["acknowledged"], progress).row()
@@ -196,8 +195,8 @@ def _clean_up(record: LabRecord, guest, targets: list[Target], vm: str, progress
         for d in (t.disk, t.judge_disk):
             modelled.server(record.lab, d.name).unreadable.unlink(missing_ok=True)
     try:
-        if not crashlab.running(record, vm):
-            crashlab.start(record, vm)
+        if not labcut.running(record, vm):
+            labcut.start(record, vm)
             guest.wait_until_up(300)
         for t in targets:
             db, _, _ = databases.judge_of(t.judge)
@@ -235,7 +234,7 @@ def _workloads_then_kill(record: LabRecord, guest, targets: list[Target], vm: st
         time.sleep(0.2)
     time.sleep(rng.uniform(*EXTRA_S))
     progress(f"cut: QEMU of {vm} killed after {', '.join(f'{t.name} {len(t.acks)} acks' for t in targets)}")
-    at = crashlab.kill(record, vm)
+    at = labcut.kill(record, vm)
     guest.close()
     for th, g in threads:
         th.join(60)

@@ -64,7 +64,7 @@ class DeviceServer:
     @property
     def unreadable(self) -> Path:
         """The model's medium errors: lines "OFFSET LENGTH" (none while it is absent; read again when
-        it changes: a power cut's unreadable sectors, crash/lab.py)."""
+        it changes: a power cut's unreadable sectors, crash/labcut.py)."""
         return self.directory / f"{self.name}.unreadable"
 
     @property

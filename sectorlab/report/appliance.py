@@ -1,4 +1,4 @@
-"""The report of an appliance bench (appliance.json, bench/appliancerun.py): report.md and
+"""The report of an appliance bench (appliance.json, bench/appliance/run.py): report.md and
 report.html beside it. One table of the seed's shares as the seed set them, one of the lab's
 counterfactuals, each with what every level counted per write of the workload (medians over the
 runs, with their range): the pool's data disks and its log devices (writes, bytes, reads, reads of
@@ -142,7 +142,7 @@ def markdown(doc: dict) -> str:
     return "\n".join(one_line(line) for line in lines)  # no text of appliance.json breaks a line
 
 
-# What the report reads of appliance.json (stats.conform's shapes), as bench/appliancerun.py writes it.
+# What the report reads of appliance.json (stats.conform's shapes), as bench/appliance/run.py writes it.
 _OP = {"count": stats.COUNT, "bytes_per_request": (stats.COUNT, None), "rmw_reads": stats.COUNT,
        "unit_reads?": stats.COUNT}
 _RUN = {"share": str, "granted": stats.MapOf(stats.SCALAR), "devices": stats.MapOf({"write": _OP, "read": _OP}),

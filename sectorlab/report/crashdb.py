@@ -116,7 +116,7 @@ def markdown(doc: dict) -> str:
              f"), the guest's QEMU killed after {doc['min_acks']} acknowledged commits and a seeded moment more (the "
              f"real cut), the database recovering from what the cut left; then {doc['cuts'] - 1} more moments of the "
              f"same run, drawn between its first acknowledgement and the real cut, each built from the disk's write "
-             f"log and recovered in the guest (crash/dblab.py; docs/crash.md).", "", *headlines(doc), "",
+             f"log and recovered in the guest (crash/labrun.py; docs/crash.md).", "", *headlines(doc), "",
              *([f"- {cell(doc['atomic'])}."] if doc.get("atomic") else []), "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for (_, judge), rows in _cells(doc).items():

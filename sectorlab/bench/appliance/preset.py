@@ -8,7 +8,7 @@ workload written to it over NFS; the seed's own rows and the lab's counterfactua
 Everything here is checked before any lab starts, one line each: an unknown ZFS property, a pool
 layout the VM's disks cannot make, an ashift a disk cannot take. What only the guest can judge (a
 property's value, an NFS option the client refuses) is judged there, by appliancerun, and taken
-down before the one line. appliancerun makes the runs; appliancereport writes the report; kinds.py
+down before the one line. run.py makes the runs; report/appliance.py writes the report; kinds.py
 knows the three as the appliance kind of bench, beside the redo bench.
 """
 

@@ -1,5 +1,5 @@
 """`sectorlab bench-load` (make bench-load PRESET=...): the seed's own load, closed loop, on the
-device path (hostpath.py: no lab, no guest, redo-writer on this host straight to the models).
+device path (runs.py: no lab, no guest, redo-writer on this host straight to the models).
 
 A preset's [bench.closed_loop] gives the seed's sessions (committing without think time), its redo
 per transaction and its CPU per transaction, each with where it comes from. Every configuration the
@@ -25,7 +25,7 @@ from ...paths import write_atomic
 from ...report import load as report
 from ..presets import RESULTS_DIR
 from ..redo.preset import Preset, Workload
-from . import runs as hostpath
+from . import runs
 
 VARIANT = "as profiled"
 
@@ -43,14 +43,14 @@ def workload(preset: Preset) -> Workload:
 def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR, repeats: int | None = None,
         seed: int | None = None) -> Path:
     w = workload(preset)
-    repeats = repeats or hostpath.repeats_for(len(preset.compares))
+    repeats = repeats or runs.repeats_for(len(preset.compares))
     figures = preset.closed_loop["figure"]
     extra = [f[k] for f in figures if f["lab"] != "none" for k in ("a", "b") if f.get(k)]
-    cfgs = hostpath.configs(preset, extra)
+    cfgs = runs.configs(preset, extra)
     if not cfgs:
         raise UsageError(f"preset {preset.name!r}: no [[bench.compare]] and no figure names a configuration")
-    results = hostpath.results_dir(results_root, f"{preset.name}-closed-loop")
-    done = hostpath.device_runs(preset, w, cfgs, {VARIANT: {}}, repeats, seed, results, progress,
+    results = runs.results_dir(results_root, f"{preset.name}-closed-loop")
+    done = runs.device_runs(preset, w, cfgs, {VARIANT: {}}, repeats, seed, results, progress,
                                 f"closed loop, {w.describe()}")
     doc = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "workload": w.as_json(),
            "closed_loop": {k: v for k, v in preset.closed_loop.items() if k != "figure"},

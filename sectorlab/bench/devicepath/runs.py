@@ -2,7 +2,7 @@
 target at a BLOCKSIZE) are served by device models started here (devices/server.py: nbdkit and the
 project's filter, a disk in RAM, one per disk, its sectors as the target shows them, and variant),
 and redo-writer writes to them through libnbd as a bench run's device-path twin does
-(devicepath.REPLY_SPIN_US). bench-sweep runs one variant per value of a parameter; bench-load one
+(bench/redo/twin.py's REPLY_SPIN_US). bench-sweep runs one variant per value of a parameter; bench-load one
 variant, the profiles as they are, at the seed's own closed-loop load.
 
 Every (variant, configuration) runs `repeats` times in complete rounds, each round in its own

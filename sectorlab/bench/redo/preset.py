@@ -16,7 +16,7 @@ from ... import fields, labdef
 from ...analysis.compare import no_twice
 from ...errors import UsageError
 from ...inguest import rules
-from . import sweeps as sweeps_mod
+from . import sweeps as sweep_tables
 from .fields import (
     ASM_FIELDS,
     BENCH_FIELDS,
@@ -180,7 +180,7 @@ class Preset:
 
     def estimate_s(self) -> float:
         """Every run's warm-up, its measured time on the guest path and on the device path (its twin
-        on this host, bench/devicepath.py), and its overhead."""
+        on this host, bench/redo/twin.py), and its overhead."""
         w = self.workload
         return len(self.plan()) * (w.warmup_s + 2 * w.duration_s + RUN_OVERHEAD_S)
 
@@ -216,7 +216,7 @@ def from_table(path: Path, data: dict, lab: labdef.Lab, duration_s: int | None =
     no_twice(f"{where} [[bench.compare]]", compares)
     asm = [ASM_FIELDS.read(f"{where} [[bench.asm]] #{i}", a, **context) for i, a in enumerate(b["asm"], 1)]
     figures = _seed_figures(f"{where} [[bench.seed_figure]]", b["seed_figure"], context)
-    sweeps = [sweeps_mod.read(f"{where} [[bench.sweep]] #{i}", s, disks) for i, s in enumerate(b["sweep"], 1)]
+    sweeps = [sweep_tables.read(f"{where} [[bench.sweep]] #{i}", s, disks) for i, s in enumerate(b["sweep"], 1)]
     # SWEEP=PARAM picks a sweep by its parameter, and its results directory is named after it
     fields.no_duplicates(f"{where} [[bench.sweep]]", "param", [s.param for s in sweeps])
     closed = None

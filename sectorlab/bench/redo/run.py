@@ -37,7 +37,7 @@ from ...lab.state import Progress
 from ...paths import new_results_dir, write_atomic
 from ...report import redo as report
 from ..presets import RESULTS_DIR, clock_text
-from . import twin as devicepath
+from . import twin
 from .fields import NULL_TARGET
 from .preset import RUN_OVERHEAD_S, Preset, Slot, Target, Workload
 
@@ -98,8 +98,8 @@ class Bench:
         self.refusals_recorded: set[str] = set()
         self.durations: list[float] = []
         self.host_commands: list[str] = []
-        served = [t for t in preset.targets if t.disk and devicepath.missing(self.members(t)) is None]
-        self.twin = devicepath.Twin(data.lab, results) if served else None
+        served = [t for t in preset.targets if t.disk and twin.missing(self.members(t)) is None]
+        self.twin = twin.Twin(data.lab, results) if served else None
         self.bench = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "lab": preset.lab.name,
                       "lab_file": str(preset.path), "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                       "image": None, "workload": {**preset.workload.as_json(), "describe": preset.workload.describe()},
@@ -109,7 +109,7 @@ class Bench:
                       "controls": [t.name for t in preset.targets if t.control],
                       "comparisons": preset.compares, "seed_figures": preset.seed_figures,
                       "rules": [], "commands": self.commands, "runs": self.runs,
-                      "device_path": {"reply_spin_us": devicepath.REPLY_SPIN_US, "commands": self.host_commands,
+                      "device_path": {"reply_spin_us": twin.REPLY_SPIN_US, "commands": self.host_commands,
                                       "why_not": None if self.twin else _no_device_path(preset, self)}}
 
     # -- the guest --------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ class Bench:
     def has_twin(self, target: Target) -> bool:
         """Whether the target's runs get a device-path twin: the bench has a device path and all
         the target's disks are served by models on this host (null: writes none)."""
-        return self.twin is not None and devicepath.missing(self.members(target)) is None
+        return self.twin is not None and twin.missing(self.members(target)) is None
 
     def save(self) -> None:
         write_atomic(self.results / "bench.json", json.dumps(self.bench, indent=2) + "\n")
@@ -285,7 +285,7 @@ class Bench:
 
 
 def _no_device_path(preset: Preset, bench: Bench) -> str:
-    reasons = {devicepath.missing(bench.members(t)) for t in preset.targets if t.disk}
+    reasons = {twin.missing(bench.members(t)) for t in preset.targets if t.disk}
     return next(iter(sorted(r for r in reasons if r)), "no target writes a disk")
 
 
