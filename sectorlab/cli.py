@@ -185,9 +185,10 @@ def _add_results_commands(sub) -> None:
     p.add_argument("-o", "--output", type=Path, default=Path("redo-latency.png"))
     p.add_argument("--title")
     p.set_defaults(func=cmd_plot)
-    p = sub.add_parser("report", help="report.md, a self-contained report.html and summary.json from a bench's "
-                                      "results directory")
-    p.add_argument("results", type=Path, help="results/<timestamp>-<preset>/ (it holds bench.json)")
+    p = sub.add_parser("report", help="report.md and a self-contained report.html (and summary.json where the kind "
+                                      "has one) re-rendered from any results directory sectorlab writes")
+    p.add_argument("results", type=Path, help="results/<timestamp>-<name>/: it holds bench.json, appliance.json, "
+                   "sweep.json, load.json, crash.json or crash-db.json")
     p.add_argument("--png", action="store_true", help="also report.html drawn by headless Chromium, as on a "
                                                       "desktop and a phone (report-desktop.png, report-phone.png)")
     p.set_defaults(func=cmd_report)

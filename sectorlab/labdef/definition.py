@@ -130,7 +130,8 @@ def with_suffix(lab: Lab, suffix: str) -> Lab:
 
 def validate(data: dict, path: Path | None = None) -> Lab:
     src = str(path) if path else "lab definition"
-    # [bench] or [appliance] makes a lab definition a bench preset (labs/bench/); sectorlab/bench/kinds.py reads it by its kind.
+    # [bench] or [appliance] makes a lab definition a bench preset (labs/bench/);
+    # sectorlab/bench/kinds.py reads it by its kind.
     fields.known_keys(src, data, {"lab", "vm", "geometry", "bench", "appliance"})
     lab = LAB_FIELDS.read(f"{src} [lab]", data.get("lab", {}))
     extra = _geometries(src, data.get("geometry", {}))

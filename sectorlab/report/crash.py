@@ -35,13 +35,13 @@ def counts(c: dict) -> dict:
 
 def disk(c: dict) -> str:
     cache = {"none": "no write cache", "protected": "protected cache", "volatile": "volatile cache"}[c["write_cache"]]
-    return f"`{cell(c['profile'])}` ({c['power_loss']}, {cache})"
+    return f"`{one_line(c['profile'])}` ({c['power_loss']}, {cache})"
 
 
 def cell_row(c: dict) -> list[str]:
     k = counts(c)
     blocksize = f"{c['blocksize']}{' (override)' if c.get('override') else ''}"
-    return [disk(c), cell(c["geometry"]), blocksize, f"{c['writes']:,}", share(k["losing"], k["n"]),
+    return [disk(c), c["geometry"], blocksize, f"{c['writes']:,}", share(k["losing"], k["n"]),
             f"{k['lost_mean']:.1f} / {k['lost_max']}" if k["losing"] else "-", share(k["torn_cuts"], k["n"]),
             str(k["header_misses"]), str(k["unreadable"]), str(k["undetected"])]
 
@@ -115,9 +115,8 @@ def markdown(doc: dict) -> str:
              f"redo blocks; each cut a moment drawn over the run, its tears drawn from the same seeded generator "
              f"(crash/powerloss.py; docs/crash.md has the rules and their sources), judged by `redo-writer verify`.",
              "", *headlines(doc), *([f"- {cell(doc['atomic'])}."] if doc.get("atomic") else []), "",
-             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for c in sorted(doc["cells"], key=lambda x: (x["profile"], x["geometry"], x["blocksize"])):
-        lines.append("| " + " | ".join(cell_row(c)) + " |")
+             *render.table([COLUMNS, *(cell_row(c) for c in sorted(doc["cells"], key=lambda x: (
+                 x["profile"], x["geometry"], x["blocksize"])))], align="-" * len(COLUMNS))[:-1]]
     if doc["forbidden"]:
         lines += ["", "Not run, forbidden by the rules engine:", ""]
         lines += [f"- {cell(f['cell'])}: {cell(f['why'])}" for f in doc["forbidden"]]

@@ -13,7 +13,7 @@ from scipy.stats import fisher_exact
 
 from . import render
 from .crash import share
-from .render import cell
+from .render import cell, one_line
 
 PROTECTION = {"mariadb-doublewrite-on": "mariadb-doublewrite-off", "postgres-fpw-on": "postgres-fpw-off"}
 
@@ -44,8 +44,17 @@ def _cells(doc: dict) -> dict[tuple[str, str], list[dict]]:
     return dict(sorted(out.items()))
 
 
+def _row(rows: list[dict], judge: str) -> list[str]:
+    """A cell's row of the table: a disk and a judge over its cuts."""
+    k = counts(rows)
+    return [_disk(rows[0]), judge, str(k["n"]), share(k["broken"], k["n"]), str(k["down"]),
+            f"{k['losing']} ({k['lost_max']})" if k["losing"] else "0", str(k["undetected"]), str(k["torn"]),
+            f"{k['partial']} of {k['writes']:,}", f"{k['restored']} / {k['checksum']}",
+            f"{k['recovery_real']}; {k['recovery']}"]
+
+
 def _disk(r: dict) -> str:
-    return f"`{cell(r['profile'])}` {cell(r['geometry'])} ({r['sectors']})"
+    return f"`{one_line(r['profile'])}` {one_line(r['geometry'])} ({r['sectors']})"
 
 
 COLUMNS = ["disk", "judge", "cuts", "not back whole (95 % CI)", "down", "short", "silent", "torn", "partial",
@@ -118,14 +127,8 @@ def markdown(doc: dict) -> str:
              f"same run, drawn between its first acknowledgement and the real cut, each built from the disk's write "
              f"log and recovered in the guest (crash/labrun.py; docs/crash.md).", "", *headlines(doc), "",
              *([f"- {cell(doc['atomic'])}."] if doc.get("atomic") else []), "",
-             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for (_, judge), rows in _cells(doc).items():
-        k = counts(rows)
-        lines.append("| " + " | ".join([
-            _disk(rows[0]), cell(judge), str(k["n"]), share(k["broken"], k["n"]), str(k["down"]),
-            f"{k['losing']} ({k['lost_max']})" if k["losing"] else "0", str(k["undetected"]), str(k["torn"]),
-            f"{k['partial']} of {k['writes']:,}", f"{k['restored']} / {k['checksum']}",
-            f"{k['recovery_real']}; {k['recovery']}"]) + " |")
+             *render.table([COLUMNS, *(_row(rows, judge) for (_, judge), rows in _cells(doc).items())],
+                           align="-" * len(COLUMNS))[:-1]]
     said = {}
     for r in doc["rows"]:  # up to three of each judge, in the order they came
         if r["detected"] and (r["why"] or r["check"]) and len(said.setdefault(r["judge"], [])) < 3:

@@ -38,12 +38,16 @@ def cell(text) -> str:
     return one_line(text).replace("|", "\\|")
 
 
-def table(rows: list[list[str]], numbers: bool = True) -> list[str]:
+ALIGN = {"l": ":---", "r": "---:", "-": "---"}
+
+
+def table(rows: list[list[str]], numbers: bool = True, align: str | None = None) -> list[str]:
     """A markdown table (every cell on one line, its '|' escaped); with `numbers`, every column but
-    the first is right-aligned."""
+    the first is right-aligned; `align`, a letter a column, says it for each: l(eft), r(ight) or -
+    (as the reader's default)."""
     head, *body = rows
-    align = [":---", *(("---:" if numbers else ":---") for _ in head[1:])]
-    lines = ["| " + " | ".join(cell(c) for c in head) + " |", "|" + "|".join(align) + "|"]
+    align = align or "l" + ("r" if numbers else "l") * (len(head) - 1)
+    lines = ["| " + " | ".join(cell(c) for c in head) + " |", "|" + "|".join(ALIGN[a] for a in align) + "|"]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in body]
     return lines + [""]
 

@@ -55,6 +55,15 @@ def _direction(head: dict | None) -> str:
     return "b higher" if head["medians"][1] > head["medians"][0] else "b lower"
 
 
+def _row(x: dict) -> list[str]:
+    """A value's row of a comparison's table: the medians, the change, p, the CI and the verdict."""
+    if x["medians"] is None:
+        return [f"`{x['value']}`", "-", "-", "-", "-", "-", x["verdict"]]
+    ma, mb = x["medians"]
+    return [f"`{x['value']}`", f"{ma:.4g} {x['unit']}", f"{mb:.4g} {x['unit']}", f"{x['change_pct']:+.1f} %",
+            f"{x['p']:.2g}", f"[{x['ci'][0]:+.3g}, {x['ci'][1]:+.3g}]", x["verdict"]]
+
+
 def _value_text(value: str, own: str) -> str:
     return f"`{value}`" + (" (the profile's own)" if value == own else "")
 
@@ -91,17 +100,8 @@ def write(results: Path) -> dict[str, Path]:
         else:
             verdict = "**holds over the range**"
         lines += [f"## {item['title']} ({item['a']} → {item['b']})", "", f"Verdict over the range: {verdict}.", "",
-                  f"| `{s['param']}` | median a | median b | change | p (Holm) | 99 % CI of b - a | verdict |",
-                  "|---|---:|---:|---:|---:|---|---|"]
-        for x in item["cells"]:
-            if x["medians"] is None:
-                lines.append(f"| `{x['value']}` | - | - | - | - | - | {x['verdict']} |")
-                continue
-            ma, mb = x["medians"]
-            lines.append(f"| `{x['value']}` | {ma:.4g} {x['unit']} | {mb:.4g} {x['unit']} | "
-                         f"{x['change_pct']:+.1f} % | {x['p']:.2g} | [{x['ci'][0]:+.3g}, {x['ci'][1]:+.3g}] | "
-                         f"{x['verdict']} |")
-        lines.append("")
+                  *render.table([[f"`{s['param']}`", "median a", "median b", "change", "p (Holm)",
+                                  "99 % CI of b - a", "verdict"], *(_row(x) for x in item["cells"])], align="-rrrr--")]
     lines += ["## How to run it again", "", "```",
               f"sectorlab bench-sweep --param {s['param']} --repeats {doc['repeats']} --duration {w['duration_s']} "
               f"--seed {doc['order_seed']} -- {doc['preset']}", "```", ""]
