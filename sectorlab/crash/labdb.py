@@ -29,7 +29,8 @@ def pairs(record: LabRecord) -> list[tuple[DiskRecord, DiskRecord]]:
     logged = [d for d in disks if d.device and d.write_log]
     if not logged:
         raise UsageError(f"lab {record.lab}: no disk keeps a write log (write_log = true): labs/crash-databases.toml "
-                         f"is a lab for this")
+                         f"is a lab for this (lab.json records it at lab-up: a lab brought up by an older sectorlab "
+                         f"is brought up again by 'sectorlab lab up')")
     out = []
     for d in logged:
         judge = next((j for j in disks if j not in logged and j.vm == d.vm and j.size_bytes >= d.size_bytes
