@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from labtests.conftest import require_program
-from labtests.unit.test_hostile_results import REPORT, appliance_doc, events_text, make_results
+from labtests.unit.report.test_hostile_results import REPORT, appliance_doc, events_text, make_results
 from sectorlab import cli, surfaces
 from sectorlab.inguest import redocheck
 from sectorlab.paths import REPO

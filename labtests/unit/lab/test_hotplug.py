@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from labtests.unit import records
 from sectorlab import labdef
 from sectorlab.errors import SectorlabError
 from sectorlab.lab import hotplug
-
-from . import records
 
 
 def _nvme(name: str, **extra):

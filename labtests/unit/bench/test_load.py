@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-from labtests.unit.test_compare import fake_report
-from labtests.unit.test_sweep import TINY, tiny_preset
+from labtests.unit.analysis.test_compare import fake_report
+from labtests.unit.bench.test_sweep import TINY, tiny_preset
 from sectorlab import bench
 from sectorlab.bench.devicepath import load
 from sectorlab.errors import UsageError

@@ -39,9 +39,9 @@ from pathlib import Path
 
 import pytest
 
-from labtests.unit.test_hostile_results import make_results, run_cli, side
-from labtests.unit.test_load import CLOSED
-from labtests.unit.test_sweep import SWEEP, TINY, tiny_preset
+from labtests.unit.bench.test_load import CLOSED
+from labtests.unit.bench.test_sweep import SWEEP, TINY, tiny_preset
+from labtests.unit.report.test_hostile_results import make_results, run_cli, side
 from sectorlab import bench, procs
 from sectorlab.bench.devicepath import runs
 from sectorlab.bench.redo import twin as devicepath
@@ -353,7 +353,7 @@ def test_a_run_given_twice_in_bench_json_is_one_line(tmp_path, capsys, same_repe
 
 @pytest.mark.parametrize("twice", [True, False], ids=["share-twice", "control-two-shares"])
 def test_a_share_given_twice_in_appliance_json_is_one_line(tmp_path, capsys, twice):
-    from labtests.unit.test_hostile_results import appliance_doc
+    from labtests.unit.report.test_hostile_results import appliance_doc
     doc = appliance_doc()
     share = dict(doc["shares"][0], name="DATAFILES" if twice else "REDO")
     doc["shares"].append(share)

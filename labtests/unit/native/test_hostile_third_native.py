@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from labtests.conftest import require_program
-from labtests.unit.test_hostile_native import _snapshot
+from labtests.unit.native.test_hostile_native import _snapshot
 from sectorlab.devices import build
 from sectorlab.devices.server import nbd_uri
 from sectorlab.errors import SectorlabError

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from labtests.unit.test_compare import fake_report
+from labtests.unit.analysis.test_compare import fake_report
 from sectorlab.analysis import headlines
 from sectorlab.bench.redo import twin as devicepath
 from sectorlab.errors import UsageError

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from labtests.unit.test_compare import runs
+from labtests.unit.analysis.test_compare import runs
 from sectorlab import bench
 from sectorlab.bench.devicepath import sweep
 from sectorlab.devices import trace

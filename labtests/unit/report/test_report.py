@@ -69,7 +69,7 @@ def results(tmp_path_factory):
                                asm=[{"target": "file-sector512e", "sector_size": 512}])
     bench_json = {"preset": "unit", "lab": "none", "started": "2026-11-23T00:00:00Z", "image": "none",
              "workload": {"sessions": 2, "redo_per_txn": 700, "rate": 0, "warmup_s": 0, "duration_s": 0},
-             "commands": ["pytest labtests/unit/test_report.py"], "runs": runs, "comparisons": comparisons,
+             "commands": ["pytest labtests/unit/report/test_report.py"], "runs": runs, "comparisons": comparisons,
              "rules": bench.asm_verdicts(preset, {"file-sector512e": (512, 4096)})}
     (out / "bench.json").write_text(json.dumps(bench_json))
     return out

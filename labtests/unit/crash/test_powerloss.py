@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labtests.unit.test_devicemodel import simulate
+from labtests.unit.devices.test_devicemodel import simulate
 from sectorlab.crash import powerloss
 from sectorlab.devices import profiles
 from sectorlab.errors import UsageError

@@ -323,7 +323,7 @@ def test_there_are_at_least_40_cases_and_every_rule_is_in_one():
         used |= set(_verdict(c, group).rests_on)
     for disk, discovery, version, named, *_ in FILE_CASES:
         used |= {r for f in asmrules.files_in(_file_group(disk, discovery, version, named)) for r in f.rests_on}
-    from labtests.unit import test_rules
+    from labtests.unit.inguest import test_rules
     for rule, test in COMMAND_RULES.items():
         assert hasattr(test_rules, test), test
         used.add(rule)

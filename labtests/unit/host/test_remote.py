@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from labtests.unit.labdef.test_labdef import lab_with, refused
 from sectorlab.errors import UsageError
 from sectorlab.host import libvirt, remote
-
-from .test_labdef import lab_with, refused
 
 
 def test_local_uris_are_not_remote():

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 from labtests.conftest import require_program
-from labtests.unit.test_redo_writer import run, run_json
+from labtests.unit.native.test_redo_writer import run, run_json
 from sectorlab.devices import trace
 from sectorlab.devices.server import DeviceServer
 from sectorlab.paths import REPO

@@ -425,9 +425,8 @@ def test_model_served_disks_are_refused_past_half_the_hosts_memory():
 
 
 def test_a_model_served_nvme_disk_is_backed_by_the_model_and_a_512e_disk_gets_its_physical_sector():
+    from labtests.unit import records
     from sectorlab.lab import hotplug, modelled
-
-    from . import records
     p3700 = records.disk(name="p3700", bus="nvme", serial="s-p", device="intel-p3700",
                          volume=str(modelled.SERVE_DIR / "m" / "p3700" / "disk.sock"))
     assert hotplug._backing(p3700) == {"driver": "raw", "file": {"driver": "nbd", "server": {

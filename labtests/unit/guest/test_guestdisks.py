@@ -10,7 +10,7 @@ import pytest
 from sectorlab.guest import disks as guestdisks
 from sectorlab.guest.disks import GuestOutputError
 
-DATA = Path(__file__).with_name("data")
+DATA = Path(__file__).parents[1] / "data"
 
 
 def test_lsblk_default_lab():

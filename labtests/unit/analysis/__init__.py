@@ -1,0 +1,1 @@
+"""Unit tests of sectorlab/analysis/: statistics, metrics, comparisons, device rows."""

@@ -1,0 +1,1 @@
+"""Unit tests of sectorlab/crash/: power loss, crash presets and runs, the databases' judges."""

@@ -1,0 +1,1 @@
+"""Unit tests of sectorlab/guest/: the SSH client, the disks' report, the seed."""

@@ -1,0 +1,1 @@
+"""Unit tests of sectorlab/host/: libvirt hosts, the accelerator, the host's tools."""

@@ -1,0 +1,1 @@
+"""Unit tests of sectorlab/lab/: lab-up's phases, the record, status, ownership, warm states."""

@@ -1,0 +1,1 @@
+"""Unit tests of sectorlab/labdef/: the lab definition, its fields, from-host."""

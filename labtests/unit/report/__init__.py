@@ -1,0 +1,1 @@
+"""Unit tests of sectorlab/report/: the renderer and the report kinds."""
