@@ -3,7 +3,7 @@
 bounds and help. A table's read() refuses unknown keys and ill-typed or out-of-range values in the
 one line every refusal has (the value, what was expected) and fills in the defaults; what depends on
 several fields or on the rest of the file (duplicate names, a guest's minimum memory, the slots of a
-VM) stays with the reader that knows it (labdef, bench/preset). `markdown()` prints the tables for
+VM) stays with the reader that knows it (labdef, bench/redo/preset). `markdown()` prints the tables for
 docs/lab-definition.md and `sectorlab lab fields`, so defaults are written once, here.
 """
 

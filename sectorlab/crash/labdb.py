@@ -4,7 +4,7 @@ disk of the same sectors in the same VM; each judge (crash/databases.JUDGES: Mar
 doublewrite buffer on and off, PostgreSQL with full_page_writes on and off) in a seeded order runs
 once on all those disks at once (crash/labrun.run): a real cut and `cuts - 1` more moments of the
 same run, each recovered by the database in the guest. crash-db.json keeps every judged cut;
-report.md and report.html (crash/crashdb.py) give per cell the counts and intervals."""
+report.md and report.html (report/crashdb.py) give per cell the counts and intervals."""
 
 from __future__ import annotations
 
