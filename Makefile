@@ -266,6 +266,7 @@ check: bootstrap-all
 	$(SECTORLAB) lab validate --offline labs/behaviours.toml
 	$(SECTORLAB) lab validate --offline labs/write-units.toml
 	$(SECTORLAB) bench --list
+	$(SECTORLAB) crash --list
 	$(MAKE) -C redo-writer
 	$(MAKE) -C devicemodel
 
