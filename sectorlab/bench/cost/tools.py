@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ... import lab, paths
+from ... import lab, paths, redowriter
 from ...devices.build import REDO_WRITER
 from ...errors import SectorlabError
 from ...lab.record import Timing
@@ -35,8 +35,8 @@ def _timed(cmd: list[str]) -> tuple[str, float]:
 
 
 def redo_writer_round(target: Path, seconds: int, size: int, spin_us: int = 0) -> dict:
-    out, cpu = _timed([str(REDO_WRITER), "run", "--target", str(target), "--blocksize", "4096", "--sessions", "1",
-                       "--redo-per-txn", "4080", "--duration", str(seconds), "--log-size", str(size),
+    out, cpu = _timed([str(REDO_WRITER), *redowriter.run_args(str(target), 4096, sessions=1, redo_per_txn=4080,
+                                                              seconds=seconds, log_size=size)[1:],
                        "--spin-us", str(spin_us), "--output", "json"])
     data = json.loads(out)
     return {"iops": data["writes"] / data["elapsed_s"], "writes": data["writes"], "cpu_us_per_write":

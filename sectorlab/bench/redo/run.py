@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ... import images
+from ... import images, redowriter
 from ... import lab as lab_mod
 from ...analysis import devicerows
 from ...errors import SectorlabError
@@ -47,18 +47,11 @@ PAIRED = {"race": "raced", "mirror": "mirrored"}  # a target's second member, as
 
 def redo_writer_args(w: Workload, target: str, blocksize: int, seconds: int, second: str | None = None,
                      seed: int = 1, pairing: str | None = None) -> list[str]:
-    """redo-writer's command for a run; `second` is the log group's other member, written as
-    `pairing` says (race or mirror)."""
-    args = ["redo-writer", "run", "--target", target]
-    if second:
-        args += [f"--{pairing or 'race'}", second]
-    args += ["--blocksize", str(blocksize), "--sessions", str(w.sessions), "--redo-per-txn", str(w.redo_per_txn),
-             "--arrival", w.arrival, "--rate", str(w.rate)]
-    if w.arrival == "poisson":
-        args += ["--seed", str(seed)]
-    if w.cpu_us_per_txn:
-        args += ["--cpu-us-per-txn", str(w.cpu_us_per_txn)]
-    return args + ["--log-size", str(w.log_size), "--duration", str(seconds)]
+    """redo-writer's command for a run of the workload `w` (redowriter.run_args); `second` is the log
+    group's other member, written as `pairing` says (race or mirror)."""
+    return redowriter.run_args(target, blocksize, sessions=w.sessions, redo_per_txn=w.redo_per_txn, seconds=seconds,
+                               log_size=w.log_size, arrival=w.arrival, rate=w.rate, seed=seed,
+                               cpu_us_per_txn=w.cpu_us_per_txn, second=second, pairing=pairing)
 
 
 def asm_verdicts(preset: Preset, sectors: dict[str, tuple[int, int]]) -> list[dict]:
