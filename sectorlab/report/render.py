@@ -19,18 +19,17 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from .. import inputs
+from .. import errors, inputs
 from ..analysis import stats
 from ..errors import SectorlabError, UsageError
 
-_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-
 
 def one_line(text) -> str:
-    """Text from a results directory on one line of markdown: a line break or other control
-    character in a name or a quote becomes a space, so that it cannot end a table row or start a
-    block of its own."""
-    return _BREAKS.sub(" ", str(text))
+    """Text from a results directory on one line of the report: every character that is not
+    printable (a line break, an escape, U+2028) written as its escape, as an error line writes it
+    (errors.one_line, the one definition), so that a name or a quote can neither end a table row nor
+    start a block of its own, and reads as what the file holds."""
+    return errors.one_line(str(text))
 
 
 def cell(text) -> str:

@@ -220,7 +220,7 @@ PAGES = [  # (where in bench.json, the value, what the reader must see on the pa
     ("disk", "a&lt;b", "a&amp;lt;b"),
     ("disk", "[click](javascript:alert(1))", "click"),
     ("disk", "![x](report-../../etc/passwd.png)", "x"),
-    ("title", "x\n<script>alert(1)</script>", "x &lt;script&gt;"),
+    ("title", "x\n<script>alert(1)</script>", "x\\n&lt;script&gt;"),  # the break shown as its escape
     ("title", XSS, "&lt;img src=x onerror=alert(1)&gt;"),
     ("preset", "</title><script>alert(1)</script>", "&lt;/title&gt;&lt;script&gt;"),
     ("device", "`" + XSS, "&lt;img src=x onerror=alert(1)&gt;"),
