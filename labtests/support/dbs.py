@@ -16,6 +16,7 @@ import shlex
 import statistics
 from dataclasses import dataclass
 
+from sectorlab.crash.databases import guest_script
 from sectorlab.paths import slug
 
 MOUNT_ROOT = "/mnt/sectorlab-xcheck"
@@ -39,30 +40,9 @@ def root(guest, script: str, *args, timeout: float = 300.0) -> str:
 
 # ---- a filesystem on the disk ---------------------------------------------------------------
 
-_MOUNT = r'''
-set -eu
-dev=$1; fs=$2; mnt=$3
-fresh="the cross-checks use only blank lab data disks: 'make lab-down lab-up' gives fresh ones"
-if [ -n "$(lsblk -n -o MOUNTPOINTS "$dev" | tr -d '[:space:]')" ]; then echo "$dev is mounted; $fresh" >&2; exit 1; fi
-sig=$(wipefs --noheadings "$dev" | head -3 | tr '\n' ' ')
-if [ -n "$sig" ]; then echo "$dev holds a signature (wipefs: $sig); $fresh" >&2; exit 1; fi
-case $fs in
-  ext4) mkfs.ext4 -q -F -E lazy_journal_init=1 "$dev"  # the journal is not zeroed first: 16 MiB less to write
-        opts=noinit_itable ;;  # nor the inode tables later, by the kernel, in the middle of a measurement
-  xfs)  mkfs.xfs -q -f "$dev"; opts=defaults ;;
-  *) echo "no filesystem '$fs'" >&2; exit 2 ;;
-esac
-mkdir -p "$mnt"
-mount -o "$opts" "$dev" "$mnt"
-'''
-
-_UNMOUNT = r'''
-dev=$1; mnt=$2; rc=0
-if mountpoint -q "$mnt"; then umount "$mnt" || { fuser -km "$mnt" 2>/dev/null; sleep 1; umount "$mnt"; } || rc=1; fi
-rmdir "$mnt" 2>/dev/null || true
-wipefs --all --quiet "$dev" || rc=1
-exit $rc
-'''
+# The guest-side scripts are files of sectorlab/inguest/sh/ (each says what it does and takes).
+_MOUNT = guest_script("xcheck-mount.sh")
+_UNMOUNT = guest_script("xcheck-unmount.sh")
 
 
 @contextlib.contextmanager
@@ -79,58 +59,9 @@ def filesystem(guest, dev_path: str, fs: str, name: str):
 
 # ---- MariaDB --------------------------------------------------------------------------------
 
-_MARIADB_START = r'''
-set -eu
-mnt=$1; run=$2; extra=$3; template=$4
-mkdir -p "$run"
-cp -a "$template" "$mnt/mysql"
-chown mysql:mysql "$run"
-cat > "$run/my.cnf" <<EOF
-[mariadbd]
-user=mysql
-datadir=$mnt/mysql
-socket=$run/mariadb.sock
-pid-file=$run/mariadb.pid
-log-error=$run/error.log
-skip-networking
-skip-name-resolve
-innodb_log_file_size=8M
-innodb_buffer_pool_size=32M
-innodb_flush_log_at_trx_commit=1
-$extra
-EOF
-setsid mariadbd --defaults-file="$run/my.cnf" </dev/null >"$run/stdout.log" 2>&1 &
-echo $! > "$run/launched.pid"
-i=0
-until mariadb-admin --socket="$run/mariadb.sock" -uroot ping >/dev/null 2>&1; do
-  if ! kill -0 "$(cat "$run/launched.pid")" 2>/dev/null; then
-    echo "mariadbd exited before it answered; the last lines of its error log:" >&2
-    tail -n 15 "$run/error.log" "$run/stdout.log" >&2 2>/dev/null; exit 1
-  fi
-  i=$((i + 1))
-  if [ "$i" -ge 1800 ]; then
-    echo "mariadbd did not answer on $run/mariadb.sock within 180 s; the last lines of its error log:" >&2
-    tail -n 15 "$run/error.log" >&2; exit 1
-  fi
-  sleep 0.1
-done
-'''
-
-# Stops the server the scenario started and removes its run directory; the error log is printed
-# first (the scenario keeps it). The server is killed, not shut down: its data is thrown away with
-# the filesystem right after, and a clean shutdown costs ~1.7 s a disk under TCG.
-_MARIADB_STOP = r'''
-run=$1
-cat "$run/error.log" 2>/dev/null
-pid=$(cat "$run/launched.pid" 2>/dev/null || true)
-if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-  kill -KILL "$pid" 2>/dev/null || true
-  i=0
-  while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
-fi
-if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then echo "mariadbd $pid is still running" >&2; exit 1; fi
-rm -rf "$run"
-'''
+# Started and waited for, and killed, by databases.sh's functions, as the crash judges' servers are.
+_MARIADB_START = guest_script("xcheck-mariadb-start.sh")
+_MARIADB_STOP = guest_script("xcheck-mariadb-stop.sh")
 
 
 @dataclass
@@ -197,12 +128,7 @@ def mariadb_log_block_size(error_log: str) -> tuple[int, str]:
     return int(size), mode
 
 
-_NOTHING_LEFT = r'''
-# One pgrep per name: a pattern longer than 15 characters (a process name's limit) matches nothing.
-echo "processes=$(for p in mariadbd sysbench pg_test_fsync; do pgrep -l -x "$p"; done | tr '\n' ' ')"
-echo "sockets=$(find /run/sectorlab-xcheck -name '*.sock' 2>/dev/null | tr '\n' ' ')"
-echo "mounts=$(findmnt -n -l -o TARGET | grep '^/mnt/sectorlab-xcheck' | tr '\n' ' ')"
-'''
+_NOTHING_LEFT = guest_script("xcheck-leftovers.sh")
 
 
 def leftovers(guest) -> dict[str, str]:
@@ -228,16 +154,7 @@ class IoDevice:
     minor: int
 
 
-_IO_DEVICE = r'''
-name=${1#/dev/}; stat=$name
-# An NVMe multipath head nvmeSnN (NVMe/TCP here) is bio-based and keeps no counters in this kernel:
-# its I/O is counted on its hidden path device nvmeScCnN.
-case $name in
-  nvme*n*)
-    for p in /sys/block/${name%n*}c*n${name##*n}; do [ -e "$p/stat" ] && { stat=${p##*/}; break; }; done ;;
-esac
-echo "$stat $(cat /sys/block/$name/dev)"
-'''
+_IO_DEVICE = guest_script("xcheck-io-device.sh")
 
 
 def io_device(guest, dev_path: str) -> IoDevice:
@@ -255,21 +172,10 @@ def disk_stat(guest, kernel_name: str) -> dict[str, int]:
 
 
 # The block layer's bio-submission tracepoint, for the size of every write submitted to the disk
-# (the counters give only sums): tracefs mounted if it is not, the event on, the workload, the
-# event off, the trace kept. Bios, not requests: a request may merge several, and an NVMe
-# multipath head has no requests of its own.
-TRACE_ON = r'''
-set -eu
-t=/sys/kernel/tracing
-mountpoint -q $t || mount -t tracefs nodev $t
-echo 0 > $t/tracing_on; echo > $t/trace; echo 4096 > $t/buffer_size_kb
-echo 1 > $t/events/block/block_bio_queue/enable; echo 1 > $t/tracing_on
-'''
-TRACE_OFF = r'''
-t=/sys/kernel/tracing
-echo 0 > $t/tracing_on; echo 0 > $t/events/block/block_bio_queue/enable
-cat $t/trace; echo > $t/trace
-'''
+# (the counters give only sums): on before the workload, off after it, the trace kept. Bios, not
+# requests: a request may merge several, and an NVMe multipath head has no requests of its own.
+TRACE_ON = guest_script("xcheck-trace-on.sh")
+TRACE_OFF = guest_script("xcheck-trace-off.sh")
 _BIO = re.compile(r"block_bio_queue: (\d+),(\d+) (\S+) \d+ \+ (\d+)")
 
 
@@ -334,69 +240,8 @@ class PgTestFsync:
     output: str
 
 
-# One guest command for a VM's disks (cross_check_batch): a filesystem made and mounted on each;
-# then pg_test_fsync on the chosen ones, all at once (it spends a fixed second on each of its 16
-# tests; started only when every mkfs is done: a mkfs beside running pg_test_fsyncs took 5-8 s
-# instead of about 0.8, docs/cross-checks.md); then MariaDB started on each chosen disk in turn (the
-# template copied in, the server asked until it answers), its error log kept, the server killed;
-# every filesystem unmounted and wiped. (MariaDB started beside pg_test_fsync gained nothing under
-# TCG, where the one vCPU is the bottleneck: 80 s for nine disks, against ~74 s for the two run
-# alone.) Each step's output follows a "=== NAME STEP EXIT_STATUS" line. The trap undoes everything
-# (servers, pg_test_fsync, mounts, signatures) whatever happened, and the exit status is 0 even when
-# a step failed: each disk's own steps say what happened to it.
-_BATCH = r'''
-set -u
-out=$1; secs=$2; pg_test_fsync=$3; template=$4; fs=$5; mount_sh=$6; unmount_sh=$7; start_sh=$8; stop_sh=$9
-shift 9
-rm -rf "$out"; mkdir -p "$out"
-names=""; pgpids=""
-cleanup() {
-  for p in $pgpids; do kill "$p" 2>/dev/null; done
-  wait
-  for n in $names; do
-    [ -e "$out/$n.run" ] && sh -c "$stop_sh" stop "$(cat "$out/$n.run")" >/dev/null 2>&1
-    # Only a filesystem this command made is unmounted and wiped: a disk it refused is left alone.
-    [ "$(cat "$out/$n.mount.rc" 2>/dev/null)" = 0 ] || continue
-    [ -e "$out/$n.unmount.rc" ] && continue
-    sh -c "$unmount_sh" unmount "$(cat "$out/$n.dev")" "$(cat "$out/$n.mnt")" >"$out/$n.unmount.txt" 2>&1
-    echo $? >"$out/$n.unmount.rc"
-  done
-}
-trap cleanup EXIT
-trap 'exit 1' HUP INT TERM
-while [ $# -ge 6 ]; do
-  n=$1; dev=$2; mnt=$3; run=$4; pg=$5; maria=$6; shift 6
-  names="$names $n"; echo "$dev" >"$out/$n.dev"; echo "$mnt" >"$out/$n.mnt"
-  sh -c "$mount_sh" mount "$dev" "$fs" "$mnt" >"$out/$n.mount.txt" 2>&1; echo $? >"$out/$n.mount.rc"
-  [ "$(cat "$out/$n.mount.rc")" = 0 ] || continue
-  [ "$maria" = 1 ] && echo "$run" >"$out/$n.todo"
-  [ "$pg" = 1 ] && : >"$out/$n.pg"
-done
-for n in $names; do
-  [ -e "$out/$n.pg" ] || continue
-  ( "$pg_test_fsync" -s "$secs" -f "$(cat "$out/$n.mnt")/pg_test_fsync.out" >"$out/$n.pg_test_fsync.txt" 2>&1
-    echo $? >"$out/$n.pg_test_fsync.rc" ) &
-  pgpids="$pgpids $!"
-done
-wait; pgpids=""
-for n in $names; do
-  [ -e "$out/$n.todo" ] || continue
-  run=$(cat "$out/$n.todo"); echo "$run" >"$out/$n.run"
-  sh -c "$start_sh" start "$(cat "$out/$n.mnt")" "$run" "" "$template" >"$out/$n.mariadb.txt" 2>&1
-  echo $? >"$out/$n.mariadb.rc"
-  # The stop prints the server's error log (the block size line is in it) and removes its run directory.
-  sh -c "$stop_sh" stop "$run" >>"$out/$n.mariadb.txt" 2>&1 && rm -f "$out/$n.run"
-done
-trap - EXIT
-cleanup
-for n in $names; do
-  for step in mount pg_test_fsync mariadb unmount; do
-    [ -e "$out/$n.$step.rc" ] || continue
-    echo "=== $n $step $(cat "$out/$n.$step.rc")"; cat "$out/$n.$step.txt"
-  done
-done
-rm -rf "$out"
-'''
+# One guest command for a VM's disks (cross_check_batch; what it does in its file's header).
+_BATCH = guest_script("xcheck-batch.sh")
 
 
 def _sections(text: str, fields: int) -> list[tuple[list[str], str]]:
@@ -452,27 +297,8 @@ def cross_check_batch(guest, disks: dict[str, tuple[str, bool, bool]], fs: str =
     return found
 
 
-# XFS on each disk in turn, in one guest command (xfs_on_each): made and mounted as any filesystem
-# here (a disk that is not blank is refused), xfs_info, one O_DIRECT redo write of each block size to
-# a file in it (its exit status and redo-writer's first line of error after "write BS="), unmounted
-# and wiped. Each disk's output follows a "=== NAME EXIT_STATUS" line (that of the mount).
-_XFS_EACH = r'''
-set -u
-mount_sh=$1; unmount_sh=$2; sizes=$3; shift 3
-while [ $# -ge 3 ]; do
-  n=$1; dev=$2; mnt=$3; shift 3
-  out=$(sh -c "$mount_sh" mount "$dev" xfs "$mnt" 2>&1); rc=$?
-  echo "=== $n $rc"; [ -n "$out" ] && echo "$out"
-  [ "$rc" = 0 ] || continue
-  xfs_info "$mnt"
-  for bs in $sizes; do
-    redo-writer run --target "$mnt/redo.log" --blocksize "$bs" --sessions 1 --transactions 1 --redo-per-txn 1 \
-      --log-size 1048576 --output json >/dev/null 2>"$mnt/err"
-    echo "write $bs=$? $(head -1 "$mnt/err")"
-  done
-  sh -c "$unmount_sh" unmount "$dev" "$mnt" || echo "unmount failed"
-done
-'''
+# XFS on each disk in turn, in one guest command (xfs_on_each; what it does in its file's header).
+_XFS_EACH = guest_script("xcheck-xfs-each.sh")
 
 
 def xfs_on_each(guest, disks: dict[str, str], block_sizes: tuple[int, ...],

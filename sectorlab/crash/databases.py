@@ -23,11 +23,36 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 
 from ..errors import SectorlabError, UsageError
 
 ROWS = 20000
 CHECKPOINT_EVERY = 50
+
+# A header line that sources a sibling file: `. "${0%/*}/FILE.sh"`.
+_SOURCES = re.compile(r'\. "\$\{0%/\*\}/([\w.-]+\.sh)"')
+
+
+def guest_script(name: str) -> str:
+    """The shell script sectorlab/inguest/sh/NAME as a guest is sent it (`sudo -n sh -c TEXT NAME ARGS...`,
+    text over SSH): the texts of the files its header sources, then its own. A file's header, the lines
+    up to the first blank one (#!, what it is, the directives to shellcheck, the `. "${0%/*}/FILE.sh"`
+    lines), is not sent; the rest is, from that blank line on. So the file run by its path (`sh
+    DIR/NAME ARGS...`) runs what the guest is sent, and shellcheck -x reads it whole."""
+    text = resources.files("sectorlab.inguest").joinpath("sh", name).read_text(encoding="utf-8")
+    header, blank, body = text.partition("\n\n")
+    sent = ""
+    for line in header.splitlines():
+        if m := _SOURCES.fullmatch(line):
+            sent += guest_script(m.group(1))
+        elif not line.startswith("#"):
+            raise SectorlabError(f"sectorlab/inguest/sh/{name}: {line!r} in its header (up to the first blank "
+                                 f"line): only comments and the files it sources belong there")
+    if not blank:
+        raise SectorlabError(f"sectorlab/inguest/sh/{name}: no blank line after its header: nothing to send")
+    return sent + "\n" + body
+
 
 # Which databases and settings a run can be judged by: name -> (database, setting, value).
 JUDGES = {
@@ -37,186 +62,12 @@ JUDGES = {
     "postgres-fpw-off": ("postgres", "full_page_writes", "off"),
 }
 
-_COMMON = r'''
-set -eu
-RECOVERY_S=180  # a recovery that takes longer is counted as not coming up
-pgbin=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb /usr/pgsql-*/bin/initdb 2>/dev/null | sort -V | tail -1)")
-mariadb_cnf() {  # mnt run setting
-  cat > "$2/my.cnf" <<EOF
-[mariadbd]
-user=mysql
-datadir=$1/mysql
-socket=$2/mariadb.sock
-pid-file=$2/mariadb.pid
-log-error=$2/error.log
-skip-networking
-skip-name-resolve
-innodb_log_file_size=8M
-innodb_buffer_pool_size=32M
-innodb_flush_log_at_trx_commit=1
-innodb_max_dirty_pages_pct=0
-innodb_max_dirty_pages_pct_lwm=0
-innodb_doublewrite=$3
-EOF
-}
-mariadb_start() {  # run: waits until it answers; prints the seconds it took; 1 when it did not in time
-  t0=$(date +%s.%N); deadline=$(( $(date +%s) + RECOVERY_S ))
-  setsid mariadbd --defaults-file="$1/my.cnf" </dev/null >"$1/stdout.log" 2>&1 &
-  echo $! > "$1/launched.pid"
-  until mariadb-admin --socket="$1/mariadb.sock" -uroot ping >/dev/null 2>&1; do
-    kill -0 "$(cat "$1/launched.pid")" 2>/dev/null || return 1
-    if [ "$(date +%s)" -ge "$deadline" ]; then echo "[ERROR] no answer in $RECOVERY_S s" >> "$1/error.log"; return 1; fi
-    sleep 0.1
-  done
-  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }'
-}
-mariadb_kill() {  # run
-  pid=$(cat "$1/launched.pid" 2>/dev/null || true)
-  [ -z "$pid" ] || kill -KILL "$pid" 2>/dev/null || true
-  i=0; while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ "$i" -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
-}
-sql() { mariadb --socket="$run/mariadb.sock" -uroot -N -B crash -e "$1"; }
-pg_conf() {  # datadir setting
-  cat >> "$1/postgresql.conf" <<EOF
-listen_addresses = ''
-shared_buffers = 16MB
-fsync = on
-synchronous_commit = on
-full_page_writes = $2
-checkpoint_timeout = 1h
-max_wal_size = 64MB
-restart_after_crash = off
-min_wal_size = 32MB
-EOF
-}
-pg_start() {  # datadir run: prints the seconds it took; 1 when it did not start
-  t0=$(date +%s.%N)
-  runuser -u postgres -- "$pgbin/pg_ctl" -D "$1" -l "$2/postgres.log" -w -t "$RECOVERY_S" -o "-k $2" start \
-    >/dev/null || return 1
-  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }'
-}
-psql_() { runuser -u postgres -- "$pgbin/psql" -X -q -A -t -h "$run" -U postgres -d crash -v ON_ERROR_STOP=1 "$@"; }
-'''
-
-_SETUP = _COMMON + r'''
-dev=$1; mnt=$2; run=$3; db=$4; value=$5; rows=$6
-if [ -n "$(lsblk -n -o MOUNTPOINTS "$dev" | tr -d '[:space:]')" ]; then echo "$dev is mounted" >&2; exit 1; fi
-mkfs.ext4 -q -F -b 4096 -E lazy_journal_init=1 "$dev"  # 4 KiB blocks: a small disk would get 1 KiB
-mkdir -p "$mnt" "$run"
-mount -o noinit_itable "$dev" "$mnt"
-case $db in
-  mariadb)
-    cp -a /usr/local/share/sectorlab/mariadb-datadir "$mnt/mysql"
-    chown mysql:mysql "$run"
-    mariadb_cnf "$mnt" "$run" "$value"
-    mariadb_start "$run" >/dev/null || { tail -n 15 "$run/error.log" >&2; exit 1; }
-    mariadb --socket="$run/mariadb.sock" -uroot -e "CREATE DATABASE crash"
-    sql "CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, pad CHAR(200) NOT NULL) ENGINE=InnoDB;
-         CREATE TABLE log (id INT PRIMARY KEY) ENGINE=InnoDB;
-         INSERT INTO t SELECT seq, 0, REPEAT('x', 200) FROM seq_1_to_$rows;" ;;
-  postgres)
-    install -d -o postgres "$mnt/pg" && chown postgres "$run"
-    runuser -u postgres -- "$pgbin/initdb" -D "$mnt/pg" --data-checksums -U postgres -A trust --no-sync \
-      --no-instructions >/dev/null
-    pg_conf "$mnt/pg" "$value"
-    pg_start "$mnt/pg" "$run" >/dev/null || { tail -n 15 "$run/postgres.log" >&2; exit 1; }
-    runuser -u postgres -- "$pgbin/createdb" -h "$run" -U postgres crash
-    psql_ -c "CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, pad CHAR(200) NOT NULL);
-              CREATE TABLE log (id INT PRIMARY KEY);
-              INSERT INTO t SELECT g, 0, repeat('x', 200) FROM generate_series(1, $rows) g;
-              CHECKPOINT;" ;;
-esac
-sync
-'''
-
-# One session; the ids 1..N; the row each adds 1 to from an LCG of the seed. "ack ID" after COMMIT.
-_WORKLOAD = _COMMON + r'''
-run=$1; db=$2; n=$3; seed=$4; rows=$5; every=$6
-gen() {
-  i=0; r=$seed
-  while [ "$i" -lt "$n" ]; do
-    i=$((i + 1)); r=$(( (r * 1103515245 + 12345) % 2147483648 ))
-    echo "BEGIN; INSERT INTO log VALUES ($i); UPDATE t SET k = k + 1 WHERE id = $(( r % rows + 1 )); COMMIT;"
-    if [ "$db" = mariadb ]; then echo "SELECT CONCAT('ack ', $i);"
-    else echo "SELECT 'ack ' || $i;"; [ $((i % every)) -ne 0 ] || echo "CHECKPOINT;"; fi
-  done
-}
-case $db in
-  mariadb) gen | stdbuf -oL mariadb --socket="$run/mariadb.sock" -uroot -N -B -n crash ;;
-  postgres) gen | stdbuf -oL runuser -u postgres -- "$pgbin/psql" -X -q -A -t -h "$run" -U postgres -d crash \
-              -v ON_ERROR_STOP=1 ;;
-esac
-'''
-
-# What a judge prints: "key value" lines (ids: all of them on one line).
-_JUDGE = _COMMON + r'''
-dev=$1; mnt=$2; run=$3; db=$4; value=$5
-set +e
-mkdir -p "$mnt" "$run"
-blockdev --flushbufs "$dev"
-if ! mount "$dev" "$mnt" 2>"$run/mount.err"; then
-  echo "mounted 0"; echo "why $(tr '\n' ' ' < "$run/mount.err")"; exit 0
-fi
-echo "mounted 1"
-case $db in
-  mariadb)
-    chown mysql:mysql "$run"
-    mariadb_cnf "$mnt" "$run" "$value"
-    if s=$(mariadb_start "$run"); then echo "started 1"; echo "recovery_s $s"; else echo "started 0"; fi
-    if [ "${s:-}" ]; then
-      echo "ids $(sql 'SELECT id FROM log ORDER BY id' 2>&1 | tr '\n' ' ')"
-      echo "sum_k $(sql 'SELECT COALESCE(SUM(k), -1) FROM t' 2>&1 | tr '\n' ' ')"
-      echo "count_log $(sql 'SELECT COUNT(*) FROM log' 2>&1 | tr '\n' ' ')"
-      echo "check $(sql 'CHECK TABLE t, log EXTENDED' 2>&1 | awk -F'\t' '$3 != "status" || $4 != "OK"' |
-        tr '\n\t' '; ')"
-    fi
-    mariadb_kill "$run"
-    echo "errors $(grep -c '\[ERROR\]' "$run/error.log" 2>/dev/null)"
-    echo "restored $(grep -c -i 'from the doublewrite buffer' "$run/error.log" 2>/dev/null)"
-    echo "why $(grep -E '\[ERROR\]' "$run/error.log" 2>/dev/null | head -3 | cut -c1-200 | tr '\n' ' ')" ;;
-  postgres)
-    chown postgres "$run"
-    if s=$(pg_start "$mnt/pg" "$run"); then echo "started 1"; echo "recovery_s $s"; else echo "started 0"; fi
-    if [ "${s:-}" ]; then
-      echo "ids $(psql_ -c 'SELECT id FROM log ORDER BY id' 2>&1 | tr '\n' ' ')"
-      echo "sum_k $(psql_ -c 'SELECT COALESCE(SUM(k), -1) FROM t' 2>&1 | tr '\n' ' ')"
-      echo "count_log $(psql_ -c 'SELECT COUNT(*) FROM log' 2>&1 | tr '\n' ' ')"
-      # amcheck: the heap's tuples, then each index against its heap (bt_index_check returns void: an
-      # empty line each when all is well, an ERROR when not)
-      echo "check $(psql_ -c "CREATE EXTENSION IF NOT EXISTS amcheck" -c "SELECT 'heap ' || count(*)
-          FROM (SELECT * FROM verify_heapam('t') UNION ALL SELECT * FROM verify_heapam('log')) c
-          HAVING count(*) > 0" -c "SELECT bt_index_check('t_pkey', true)" \
-          -c "SELECT bt_index_check('log_pkey', true)" 2>&1 | tr '\n' ' ')"
-      runuser -u postgres -- "$pgbin/pg_ctl" -D "$mnt/pg" -m fast -w -t 120 stop >/dev/null 2>&1
-      bad=$(runuser -u postgres -- "$pgbin/pg_checksums" --check -D "$mnt/pg" 2>&1)
-      n=$(echo "$bad" | sed -n 's/^Bad checksums: *//p')
-      if [ -n "$n" ]; then echo "checksum_failures $n"
-      else echo "checksum_error pg_checksums did not check: $(echo "$bad" | tail -2 | tr '\n' ' ')"; fi
-    fi
-    runuser -u postgres -- "$pgbin/pg_ctl" -D "$mnt/pg" -m immediate -w -t 60 stop >/dev/null 2>&1
-    echo "errors $(grep -c -E '(ERROR|FATAL|PANIC):' "$run/postgres.log" 2>/dev/null)"
-    echo "why $(grep -E '(ERROR|FATAL|PANIC):' "$run/postgres.log" 2>/dev/null | head -3 | cut -c1-200 |
-      tr '\n' ' ')" ;;
-esac
-cd /
-umount "$mnt" 2>/dev/null || { fuser -km "$mnt" 2>/dev/null; sleep 1; umount "$mnt"; }
-rm -rf "$run"
-exit 0
-'''
-
-_STOP = _COMMON + r'''
-mnt=$1; run=$2; db=$3
-set +e
-case $db in
-  mariadb) mariadb_kill "$run" ;;
-  postgres) [ -d "$mnt/pg" ] &&
-              runuser -u postgres -- "$pgbin/pg_ctl" -D "$mnt/pg" -m immediate -w -t 60 stop >/dev/null 2>&1 ;;
-esac
-cd /
-if mountpoint -q "$mnt"; then umount "$mnt" || { fuser -km "$mnt" 2>/dev/null; sleep 1; umount "$mnt"; }; fi
-rm -rf "$run"
-exit 0
-'''
+# The scripts the guest runs, files of sectorlab/inguest/sh/ (each says what it does and takes):
+# databases.sh, what they share with the cross-check scenarios (labtests/support/dbs.py), first.
+_SETUP = guest_script("crash-setup.sh")
+_WORKLOAD = guest_script("crash-workload.sh")
+_JUDGE = guest_script("crash-judge.sh")
+_STOP = guest_script("crash-stop.sh")
 
 
 # What each database needs in the guest image (packer/scripts/common/databases.sh installs them).
