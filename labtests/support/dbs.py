@@ -16,7 +16,7 @@ import shlex
 import statistics
 from dataclasses import dataclass
 
-from sectorlab.crash.databases import guest_script
+from sectorlab.guest.scripts import guest_script
 from sectorlab.paths import slug
 
 MOUNT_ROOT = "/mnt/sectorlab-xcheck"

@@ -20,6 +20,7 @@ import pytest
 from labtests.support import dbs
 from sectorlab import cli
 from sectorlab.crash import databases
+from sectorlab.guest.scripts import guest_script
 from sectorlab.paths import REPO
 
 SH = REPO / "sectorlab" / "inguest" / "sh"
@@ -65,7 +66,7 @@ def test_the_text_a_guest_is_sent_passes_shellcheck_too(path):
     so only because it is). Excluded: SC2317, the functions of databases.sh a script does not call,
     and SC2012, the one ls there (its header says why), whose directive is in the header not sent."""
     proc = subprocess.run([_shellcheck(), "--shell=sh", "--exclude=SC2317,SC2012", "-"],
-                          input=databases.guest_script(path.name), capture_output=True, text=True, timeout=120)
+                          input=guest_script(path.name), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -75,8 +76,8 @@ def test_each_file_says_what_it_is_and_is_sent_without_its_header(path):
     lines = text.splitlines()
     assert lines[0] == "#!/bin/sh" and lines[1].startswith("# ") and len(lines[1]) > 20, lines[:2]
     header, _, body = text.partition("\n\n")
-    assert databases.guest_script(path.name).endswith("\n" + body)
-    assert "#!/bin/sh" not in databases.guest_script(path.name)
+    assert guest_script(path.name).endswith("\n" + body)
+    assert "#!/bin/sh" not in guest_script(path.name)
 
 
 def test_the_start_of_mariadbd_and_its_wait_are_in_one_file_only():
@@ -89,7 +90,7 @@ def test_the_start_of_mariadbd_and_its_wait_are_in_one_file_only():
 
 
 def test_the_crash_judges_and_the_cross_checks_start_mariadb_with_the_same_text():
-    shared = databases.guest_script("databases.sh")
+    shared = guest_script("databases.sh")
     for script in (databases.setup_script(), databases.workload_script(), databases.judge_script(),
                    databases.stop_script(), dbs._MARIADB_START, dbs._MARIADB_STOP):
         assert script.startswith(shared) and script.count(START_LOOP[0]) == 1
