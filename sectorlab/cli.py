@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.func not in WITHOUT_CHECKOUT:
             paths.checkout(" ".join(filter(None, (getattr(args, "command", None), getattr(args, "lab_command", None)))))
-        if getattr(args, "png", False):
+        if getattr(args, "png", False) and not getattr(args, "list", False):
             render.chromium()  # --png's browser, asked for before any run, lab or report is made
         rc = args.func(args)
         sys.stdout.flush()  # here, not at the interpreter's exit: a reader that went away is seen below

@@ -15,6 +15,9 @@ def cmd_crash(args) -> int:
     from ..crash import devicepath
     from ..crash import preset as crash_preset
     if args.list:
+        if args.preset is not None:
+            raise UsageError(f"sectorlab crash --list {args.preset}: --list checks every preset of labs/crash/ and "
+                             f"takes none; run 'sectorlab crash {args.preset}' to run it")
         for name in crash_preset.preset_names():
             p = crash_preset.load(name)
             print(f"{name:<14} {len(p.runnable()):>2} of {len(p.cells)} cells run, {p.cuts} cuts each  {p.title}")

@@ -32,3 +32,11 @@ def test_a_bad_preset_in_labs_crash_fails_the_list_in_one_line(tmp_path, monkeyp
     assert cli.main(["crash", "--list"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nonesuch" in err[0], err
+
+
+def test_list_with_a_preset_is_one_line_and_runs_nothing(capsys, monkeypatch):
+    from sectorlab.crash import devicepath
+    monkeypatch.setattr(devicepath, "run", lambda *a: (_ for _ in ()).throw(AssertionError("a crash ran")))
+    assert cli.main(["crash", "--list", "small"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--list checks every preset" in err[0] and "'sectorlab crash small'" in err[0], err

@@ -50,3 +50,11 @@ def test_png_with_chromium_goes_on_to_the_run(monkeypatch, capsys):
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: "/usr/bin/chromium")
     assert cli.main(["crash", "--png", "no-such-preset"]) == 2
     assert "crash preset 'no-such-preset'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["bench", "--list", "--png"], ["crash", "--list", "--png"]])
+def test_a_list_draws_nothing_so_it_needs_no_browser(monkeypatch, capsys, argv):
+    """--list runs nothing and draws nothing: it is not refused for a browser it would not use."""
+    _no_chromium(monkeypatch)
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.strip()
