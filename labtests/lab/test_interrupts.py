@@ -148,7 +148,7 @@ def test_an_interrupted_lab_up_names_its_phase_and_lab_down_leaves_nothing(lab_f
 
 
 def _restart_libvirtd(proc: subprocess.Popen) -> None:
-    from labtests.unit.test_faults import _libvirtd
+    from labtests.lab.test_faults import _libvirtd
     _libvirtd("stop")
     time.sleep(2.0)  # the lab-up meets a libvirt that is gone
     _libvirtd("start")

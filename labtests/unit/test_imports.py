@@ -1,37 +1,106 @@
-"""Every import in the package resolves, also those inside functions, which run only when their
-function does (a module moved into a subpackage keeps `from . import x` that now points at a
-sibling that does not exist: the bench's in-function imports were one such, found by make
-bench-check, not by the unit tests)."""
+"""Every import in the package and in the tests resolves, also those inside functions, which run
+only when their function does. A module moved into a subpackage keeps `from . import x` that now
+points at a sibling that does not exist (the bench's in-function imports were one such, found by
+make bench-check), and a test that borrows a helper from a test module that moved fails only in
+the lane that runs it (labtests/lab/test_interrupts.py's `_libvirtd`, found by CI's make faults).
+
+Read from the files, not imported: a module named is a file or a package, a name imported from it
+is defined at its top (or is a module beside it)."""
 
 from __future__ import annotations
 
 import ast
-import importlib
-import importlib.util
+from pathlib import Path
 
 import pytest
 
 from sectorlab.paths import REPO
 
-MODULES = sorted(p for p in (REPO / "sectorlab").rglob("*.py"))
+OURS = ("sectorlab", "labtests")
+FILES = sorted(p for top in OURS for p in (REPO / top).rglob("*.py"))
 
 
-def _dotted(path) -> str:
+def _dotted(path: Path) -> str:
     parts = path.relative_to(REPO).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@pytest.mark.parametrize("path", MODULES, ids=[_dotted(p) for p in MODULES])
-def test_every_import_resolves(path):
+def _source(module: str) -> Path | None:
+    base = REPO.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _top_names(body) -> set[str]:
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            names |= _top_names(node.body)
+            names |= _top_names(getattr(node, "orelse", []))
+            for handler in getattr(node, "handlers", []):
+                names |= _top_names(handler.body)
+            names |= _top_names(getattr(node, "finalbody", []))
+    return names
+
+
+def _defines(module: str, name: str) -> bool:
+    path = _source(module)
+    if path is None:
+        return False
+    if _source(f"{module}.{name}") is not None:
+        return True
+    return name in _top_names(ast.parse(path.read_text()).body)
+
+
+def _missing(path: Path) -> list[str]:
     module = _dotted(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     missing = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
-            for alias in node.names:
-                target = importlib.import_module(base)
-                if not hasattr(target, alias.name) and importlib.util.find_spec(f"{base}.{alias.name}") is None:
-                    written = "." * node.level + (node.module or "")
-                    missing.append(f"line {node.lineno}: from {written} import {alias.name}")
-    assert missing == [], f"{module}: {missing}"
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                written = "." * node.level + (node.module or "")
+            elif node.module and node.module.split(".")[0] in OURS:
+                base = written = node.module
+            else:
+                continue
+            if _source(base) is None:
+                missing.append(f"line {node.lineno}: from {written}: no such module")
+                continue
+            missing += [f"line {node.lineno}: from {written} import {a.name}"
+                        for a in node.names if a.name != "*" and not _defines(base, a.name)]
+        elif isinstance(node, ast.Import):
+            missing += [f"line {node.lineno}: import {a.name}" for a in node.names
+                        if a.name.split(".")[0] in OURS and _source(a.name) is None]
+    return missing
+
+
+@pytest.mark.parametrize("path", FILES, ids=[_dotted(p) for p in FILES])
+def test_every_import_resolves(path):
+    assert _missing(path) == [], f"{_dotted(path)}: {_missing(path)}"
+
+
+def test_a_helper_borrowed_from_a_moved_test_module_is_found(tmp_path, monkeypatch):
+    """The check itself: the import CI's make faults failed on is named, and its fix passes."""
+    moved = REPO / "labtests" / "lab" / "test_interrupts.py"
+    text = moved.read_text()
+    assert "from labtests.lab.test_faults import _libvirtd" in text
+    broken = tmp_path / "test_broken.py"
+    broken.write_text("def f():\n    from labtests.unit.test_faults import _libvirtd\n"
+                      "def g():\n    from labtests.lab.test_faults import _libvirtd\n"
+                      "def h():\n    from labtests.lab.test_faults import _no_such_helper\n")
+    monkeypatch.setattr(f"{__name__}._dotted", lambda p: "labtests.lab.test_broken")
+    assert _missing(broken) == ["line 2: from labtests.unit.test_faults: no such module",
+                                "line 6: from labtests.lab.test_faults import _no_such_helper"]
