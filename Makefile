@@ -26,6 +26,12 @@ CACHE     := $(or $(value SECTORLAB_CACHE),$(or $(value XDG_CACHE_HOME),$(value 
 # that starts with '-' is not read as an option), none when the variable is empty.
 GUEST_ARG := $${GUEST:+--guest="$$GUEST"}
 
+# Python keeps the checkout's compiled modules (__pycache__, ignored by git) whatever the caller's
+# environment says: make test starts pytest and the sectorlab command hundreds of times, and each
+# would compile the package and the tests from source again (pytest's collection of labtests/unit:
+# 1.8 s with them kept, 3.7 s without; docs/testing.md).
+export PYTHONDONTWRITEBYTECODE :=
+
 # The project's own Terraform CLI config (the libvirt provider from the local mirror); the
 # environment may point TF_CLI_CONFIG_FILE at a file that does not exist.
 export TF_CLI_CONFIG_FILE := $(CACHE)/tools/terraform.rc
@@ -66,7 +72,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${REPEATS:+--repeats="$$REPEATS"} $${RESULTS:+--results="$$RESULTS"} \
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
-.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-crash test-devicemodel test-write-units crosscheck unit smoke scenarios check bench-boot bench-writer \
+.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-labs test-databases test-crosscheck test-behaviours test-zfs test-crash test-devicemodel test-write-units crosscheck unit fuzz smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench-floor bench bench-all bench-check bench-sweep bench-load crash crash-db faults alone
 
 help:
@@ -101,6 +107,8 @@ help:
 	@echo "make bench-all            every preset in turn (about 60 minutes; zfs-appliance builds its image the first time)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; a three-bus"
 	@echo "                          preset's device counters; a Ctrl-C and a SIGTERM"
+	@echo "make unit                 the unit tests (no VM), property tests at most 20 examples each"
+	@echo "make fuzz                 the property tests at their own depth (hundreds of examples each)"
 	@echo "make alone                with no lab up: a lab on a libvirt host over qemu+ssh (an sshd on 127.0.0.1), a Ctrl-C of make test"
 	@echo "make faults               a VM's QEMU killed, a volume deleted, a device model killed, the state directory lost:"
 	@echo "                          lab-status names each, lab-up/down heal it"
@@ -135,8 +143,16 @@ lab-down: bootstrap
 lab-status: bootstrap
 	@$(SECTORLAB) lab status $(LAB_ARG)
 
+# The unit tests in workers side by side (pytest-xdist): most of their time is spent waiting on
+# make, redo-writer and the device models, not on a core (docs/testing.md has the times).
+UNIT_WORKERS := 4
 unit: bootstrap
-	$(PYTEST) labtests/unit
+	$(PYTEST) -n $(UNIT_WORKERS) labtests/unit
+
+# The property tests at their own depth (labtests/support/depth.py): make test draws at most 20
+# examples a property, this each property's own count (a few minutes; CI runs it).
+fuzz: bootstrap
+	SECTORLAB_FUZZ=deep $(PYTEST) -n $(UNIT_WORKERS) -m hypothesis labtests/unit
 
 smoke: image
 	@$(show); show env SECTORLAB_GUEST="$$GUEST" $(PYTEST) -m vm labtests
@@ -206,7 +222,7 @@ test-labs:
 	$(call lab-run,--require-warm,-m "lab or lifecycle" $(WARM_SCENARIOS))
 
 test-databases:
-	$(PYTEST) labtests/unit
+	$(PYTEST) -n $(UNIT_WORKERS) labtests/unit
 	$(PYTEST) -m ownership labtests
 	@$(show); show env SECTORLAB_GUEST="$$GUEST" $(PYTEST) -m vm labtests
 	@$(MAKE) --no-print-directory test-crosscheck

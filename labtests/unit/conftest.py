@@ -1,6 +1,7 @@
 """The unit tests see no lab-name suffix from the caller's environment (make test LAB_SUFFIX=-job2
 sets one for the labs): a test that wants one sets it. Each test starts without libvirt host
-objects (libvirt.get_host keeps one per URI for the process) and leaves none behind."""
+objects (libvirt.get_host keeps one per URI for the process) and leaves none behind. The property
+tests draw at the suite's depth, with no deadline (labtests/support/depth.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import pytest
 
 from labtests.conftest import require_program
+from labtests.support import depth  # noqa: F401  (loads the property tests' profile)
 from sectorlab import labdef
 from sectorlab.host import libvirt
 from sectorlab.paths import REPO

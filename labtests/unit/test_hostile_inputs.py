@@ -19,6 +19,7 @@ import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labtests.support.depth import examples
 from sectorlab import cli, inputs, labdef
 from sectorlab.errors import UsageError
 from sectorlab.images import cache
@@ -26,7 +27,7 @@ from sectorlab.labdef import fromhost
 from sectorlab.labdef import tables as labtables
 from sectorlab.paths import REPO, write_atomic
 
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+PROPERTY = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                              HealthCheck.function_scoped_fixture])
 DISK = {"name": "sda", "log-sec": 512, "phy-sec": 4096, "min-io": 4096, "opt-io": 0, "alignment": 0,
         "size": 1 << 40, "rota": False, "tran": "sas", "model": "ACME SSD"}

@@ -29,6 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labtests.support.depth import examples
 from sectorlab.paths import REPO
 
 MAKE_DIR = REPO  # where make runs: the checkout's Makefile
@@ -39,7 +40,7 @@ USER_VARS = tuple(subprocess.run(["make", "--no-print-directory", "-s", "--eval"
                                  env={k: v for k, v in os.environ.items() if not k.startswith("MAKE")}).stdout.split())
 # make strips a command-line value's leading white space (its own syntax); the rest is kept as written.
 MAKE_STRIPS = " \t\n\v\f\r"
-PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+PROPERTY = settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                              HealthCheck.function_scoped_fixture])
 
 
@@ -400,7 +401,7 @@ REAL_SURFACES = [("lab-status", "LAB", "/nonexistent/", []), ("image", "GUEST", 
                  ("bench", "DURATION", "", ["PRESET=nosuch"]), ("bench", "ORDER_SEED", "", ["PRESET=nosuch"])]
 
 
-@settings(PROPERTY, max_examples=30)
+@settings(PROPERTY, max_examples=examples(30))
 @given(surface=st.sampled_from(REAL_SURFACES), value=st.one_of(SHELLISH, ANY_TEXT))
 def test_any_value_is_refused_in_one_line_by_the_real_program(surface, value):
     target, var, prefix, others = surface

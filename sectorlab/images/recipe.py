@@ -25,8 +25,11 @@ class BaseRecipe:
     chroot_steps: tuple[Path, ...] = ()
 
     def files(self) -> list[Path]:
-        """Every file of the recipe, for the base disk's cache key."""
-        return [p for d in self.dirs for p in sorted(d.rglob("*")) if p.is_file()] + list(self.chroot_steps)
+        """Every file of the recipe, for the base disk's cache key: not Python's bytecode, which
+        is no source of it (a __pycache__ that a test's import of an overlay script leaves would
+        give another key, and a rebuild, for the same recipe)."""
+        return [p for d in self.dirs for p in sorted(d.rglob("*"))
+                if p.is_file() and "__pycache__" not in p.relative_to(d).parts] + list(self.chroot_steps)
 
     def env(self) -> dict[str, str]:
         """How scripts/build-debian-base is told (space-separated lists)."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -98,13 +100,22 @@ def test_the_report_gives_an_exact_interval_of_the_share_of_cuts():
     assert report.share(20, 200) == "20/200 = 10.0 % (6.2-15.0)"
 
 
-def test_a_cut_at_a_chosen_moment_and_one_outside_the_run(tmp_path, monkeypatch):
+@pytest.fixture
+def work_dir(monkeypatch):
+    """The runs' work directory (/dev/shm's place), short as /dev/shm is: the model's socket goes
+    in it, and a socket's path is at most 107 bytes (pytest's tmp_path, under a parallel run's
+    worker directory, is longer)."""
+    path = Path(tempfile.mkdtemp(prefix="sl-shm-"))
+    monkeypatch.setattr(crash, "WORK_DIR", path)
+    monkeypatch.setattr(redolog, "WORK_DIR", path)
+    yield path
+    shutil.rmtree(path)
+
+
+def test_a_cut_at_a_chosen_moment_and_one_outside_the_run(tmp_path, work_dir):
     """--at: one cut at that moment of each cell's run; a moment after the run is one line naming
     the run's span, and the cell's model and files are gone either way."""
     import dataclasses
-    monkeypatch.setattr(crash, "WORK_DIR", tmp_path / "shm")
-    monkeypatch.setattr(redolog, "WORK_DIR", tmp_path / "shm")
-    redolog.WORK_DIR.mkdir()
     small = crash_preset.load("small")
     one = dataclasses.replace(small, cells=small.cells[:1], cuts=1, at_ms=500.0)
     doc = json.loads((crash.run(one, lambda _: None, tmp_path / "at") / "crash.json").read_text())

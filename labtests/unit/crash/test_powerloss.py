@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from labtests.support.depth import examples
 from labtests.unit.devices.test_devicemodel import simulate
 from sectorlab.crash import powerloss
 from sectorlab.devices import profiles
@@ -87,7 +88,7 @@ def test_rules_come_from_the_profile_and_one_without_power_loss_is_one_line():
         powerloss.Rules.of("exadata-cell-flashlog", {}, 512)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 63), st.sampled_from([512, 1024, 4096, 8192])), min_size=1, max_size=12),
        st.floats(0, 2000), st.sampled_from(["protected", "unprotected"]), st.integers(0, 1000))
 def test_a_state_never_invents_bytes_and_every_durable_write_is_whole(writes, cut_us, kind, seed):

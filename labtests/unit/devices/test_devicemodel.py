@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from labtests.support.depth import examples
 from sectorlab.devices import build, profiles, trace
 from sectorlab.errors import UsageError
 from sectorlab.paths import REPO
@@ -313,7 +314,7 @@ def test_each_distribution_has_the_percentiles_it_was_given(dist, p50, p99):
     assert np.percentile(service, 99) == pytest.approx(p99, rel=0.05, abs=0.01)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 1 << 20), st.integers(1, 64 * 1024)),
                 min_size=1, max_size=30),
        st.integers(1, 4))

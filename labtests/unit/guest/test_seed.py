@@ -6,6 +6,7 @@ import importlib.machinery
 import importlib.util
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -18,11 +19,17 @@ SEED_SCRIPT = REPO / "images" / "debian12" / "overlay" / "usr" / "local" / "sbin
 
 @pytest.fixture(scope="module")
 def guest_seed():
-    """The guest-side seed program, loaded as a module (it has no .py suffix)."""
+    """The guest-side seed program, loaded as a module (it has no .py suffix), its bytecode kept
+    out of the image's overlay: a __pycache__ there would be copied into the image."""
     loader = importlib.machinery.SourceFileLoader("sectorlab_seed_guest", str(SEED_SCRIPT))
     spec = importlib.util.spec_from_loader(loader.name, loader)
     module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
+    keep, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = keep
+    assert not (SEED_SCRIPT.parent / "__pycache__").exists()
     return module
 
 

@@ -40,3 +40,18 @@ def test_a_variant_that_cannot_be_built_is_one_line(tmp_path, monkeypatch, text,
     with pytest.raises(SectorlabError) as e:
         recipe.load("v")
     assert says in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_bytecode_in_a_recipe_is_no_input_of_the_base_disk(tmp_path):
+    """A __pycache__ that an import of an overlay script leaves beside it (make test keeps Python's
+    bytecode) is not the recipe's: the base disk's key stays the same."""
+    from sectorlab.images.recipe import BaseRecipe
+    sbin = tmp_path / "overlay" / "usr" / "local" / "sbin"
+    sbin.mkdir(parents=True)
+    (tmp_path / "packages").write_text("nbdkit\n")
+    (sbin / "seed").write_text("print('seed')\n")
+    before = BaseRecipe(dirs=(tmp_path,)).files()
+    (sbin / "__pycache__").mkdir()
+    (sbin / "__pycache__" / "seedcpython-311.pyc").write_bytes(b"\x00")
+    assert BaseRecipe(dirs=(tmp_path,)).files() == before == [tmp_path / "overlay/usr/local/sbin/seed",
+                                                              tmp_path / "packages"]

@@ -25,11 +25,12 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from labtests.conftest import require_program
+from labtests.support.depth import examples
 from sectorlab.devices import build
 from sectorlab.errors import SectorlabError
 from sectorlab.paths import REPO
 
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+PROPERTY = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                              HealthCheck.function_scoped_fixture])
 TIMEOUT = 20   # seconds: a hang (a FIFO opened for writing, a thread waited for) fails the case
 

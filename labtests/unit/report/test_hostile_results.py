@@ -23,12 +23,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labtests.support.depth import examples
 from sectorlab import cli
 from sectorlab.analysis import compare, stats
 from sectorlab.report import redo as report
 from sectorlab.report import render
 
-PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+PROPERTY = settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                              HealthCheck.function_scoped_fixture])
 
 _EVENT = {"count": 300, "mean_us": 119.2, "stddev_us": 51.8, "p50_us": 109.4, "p95_us": 198.9, "p99_us": 228.2,
@@ -707,7 +708,7 @@ def test_any_bench_json_is_a_report_or_one_line(tmp_path_factory, capsys, base_r
         json.loads((results / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(c))
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(names=st.lists(TEXT.filter(lambda t: len(t) <= 256), min_size=1, max_size=2, unique=True))
 def test_any_disk_names_give_a_safe_page_and_pictures_of_their_own(tmp_path_factory, capsys, names):
@@ -748,7 +749,7 @@ ROW = st.tuples(st.sampled_from(["log_file_sync", "log_file_parallel_write", "co
                 st.sampled_from(["1", "0", "1e308", "inf", "-3", "250"]) | st.text(max_size=6))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(ROW, max_size=8), header=st.sampled_from([EVENTS_HEADER, "event,end_us\n", ""]))
 def test_any_events_file_is_plotted_or_one_line(tmp_path_factory, capsys, rows, header):
@@ -761,7 +762,7 @@ def test_any_events_file_is_plotted_or_one_line(tmp_path_factory, capsys, rows, 
     _outside_unchanged(tmp, out, lambda: run_cli(capsys, ["plot", str(events), "-o", str(out / "p.png")]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=TEXT)
 def test_any_text_in_a_table_or_heading_reads_as_itself(tmp_path_factory, text):
     """The page's one escaper: whatever a name holds, the page has no markup of it, and its visible
