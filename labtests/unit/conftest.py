@@ -5,15 +5,13 @@ tests draw at the suite's depth, with no deadline (labtests/support/depth.py).""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from labtests.conftest import require_program
 from labtests.support import depth  # noqa: F401  (loads the property tests' profile)
 from sectorlab import labdef
+from sectorlab.devices import build
 from sectorlab.host import libvirt
-from sectorlab.paths import REPO
 
 
 @pytest.fixture(autouse=True)
@@ -30,8 +28,6 @@ def _fresh_libvirt_hosts():
 
 @pytest.fixture(scope="module")
 def redo_writer():
-    """redo-writer built from the tree (make -C redo-writer), its path."""
+    """redo-writer built from the tree (make -C redo-writer, one build at a time), its path."""
     require_program("cc")
-    build = subprocess.run(["make", "-s", "-C", str(REPO / "redo-writer")], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    return str(REPO / "redo-writer" / "redo-writer")
+    return str(build.built(build.REDO_WRITER))

@@ -17,6 +17,7 @@ import tomllib
 from labtests.conftest import require_program
 from sectorlab import cli, images, labdef
 from sectorlab import lab as lab_mod
+from sectorlab.devices import build
 from sectorlab.errors import UsageError
 from sectorlab.host import libvirt
 from sectorlab.lab import hostcheck
@@ -185,9 +186,8 @@ REDO_WRITER = [
 @pytest.mark.parametrize("args, says", [c[1:] for c in REDO_WRITER], ids=[c[0] for c in REDO_WRITER])
 def test_bad_redo_writer_option(tmp_path, args, says):
     require_program("cc")
-    subprocess.run(["make", "-s", "-C", str(REPO / "redo-writer")], check=True, capture_output=True)
     target = [] if args == [] else ["--target", str(tmp_path / "r.log")]
-    proc = subprocess.run([str(REPO / "redo-writer" / "redo-writer"), "run", *target, *args], capture_output=True,
+    proc = subprocess.run([str(build.built(build.REDO_WRITER)), "run", *target, *args], capture_output=True,
                           text=True, timeout=60)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr

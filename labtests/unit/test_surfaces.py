@@ -37,6 +37,7 @@ import pytest
 from labtests.conftest import require_program
 from labtests.unit.report.test_hostile_results import REPORT, appliance_doc, events_text, make_results
 from sectorlab import cli, surfaces
+from sectorlab.devices import build
 from sectorlab.inguest import redocheck
 from sectorlab.paths import REPO
 from sectorlab.surfaces import (
@@ -142,18 +143,13 @@ def test_the_environment_variables_named_are_read_by_sectorlab():
 def built_filter():
     require_program("nbdkit")
     require_program("cc")
-    build = subprocess.run(["make", "-s", "-C", str(FILTER.parent), FILTER.name], capture_output=True, text=True)
-    if build.returncode != 0:
-        pytest.skip(f"the device model's filter does not build here: {build.stderr.strip()[-200:]}")
-    return FILTER
+    return build.built(build.FILTER)
 
 
 @pytest.fixture(scope="module")
 def built_redo_writer():
     require_program("cc")
-    build = subprocess.run(["make", "-s", "-C", str(REDO_WRITER.parent)], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    return REDO_WRITER
+    return build.built(build.REDO_WRITER)
 
 
 def test_every_model_key_that_names_a_file_is_a_surface(built_filter):

@@ -5,6 +5,8 @@ scripts/bootstrap installs both."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
 from pathlib import Path
 
@@ -15,14 +17,23 @@ SOURCE_DIR = REPO / "devicemodel"
 FILTER = SOURCE_DIR / "sectorlab-model.so"
 SIMULATE = SOURCE_DIR / "simulate"
 REDO_WRITER = REPO / "redo-writer" / "redo-writer"
+REDO_WRITER_STATIC = REPO / "redo-writer" / "redo-writer-static"  # the guests' (without libnbd)
 # What a failed build most likely lacks, per target.
-_NEEDS = {FILTER: "nbdkit-plugin-dev", SIMULATE: "a C compiler", REDO_WRITER: "libnbd-dev"}
+_NEEDS = {FILTER: "nbdkit-plugin-dev", SIMULATE: "a C compiler", REDO_WRITER: "libnbd-dev",
+          REDO_WRITER_STATIC: "libc6-dev's static libc"}
 
 
 def built(target: Path) -> Path:
-    """`target` (FILTER, SIMULATE or REDO_WRITER), made up to date by make in its own directory; one
-    line naming make's error if not."""
-    proc = subprocess.run(["make", "-s", "-C", str(target.parent), target.name], capture_output=True, text=True)
+    """`target` (FILTER, SIMULATE, REDO_WRITER or REDO_WRITER_STATIC), made up to date by make in its own directory; one
+    line naming make's error if not. One build at a time per directory, across processes (a lock on
+    the directory itself): make test's lanes and the unit tests' workers ask at once, and a make
+    beside another would run a half-written binary or link a half-written object."""
+    fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        proc = subprocess.run(["make", "-s", "-C", str(target.parent), target.name], capture_output=True, text=True)
+    finally:
+        os.close(fd)  # and the lock with it
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
         raise SectorlabError(f"building {target.relative_to(REPO)} failed: {tail[0]} "

@@ -9,6 +9,7 @@ import pytest
 
 from labtests.conftest import require_program
 from sectorlab.analysis import plots, stats
+from sectorlab.devices import build
 from sectorlab.errors import SectorlabError
 from sectorlab.paths import REPO
 
@@ -18,7 +19,7 @@ SRC = REPO / "redo-writer"
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     require_program("cc")
-    subprocess.run(["make", "-s", "-C", str(SRC)], check=True, capture_output=True)
+    build.built(build.REDO_WRITER)
     tmp = tmp_path_factory.mktemp("runs")
     out = {}
     for name, target in (("fast", "null:"), ("file", tmp / "redo.log")):

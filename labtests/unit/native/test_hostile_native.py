@@ -28,7 +28,6 @@ from labtests.conftest import require_program
 from labtests.support.depth import examples
 from sectorlab.devices import build
 from sectorlab.errors import SectorlabError
-from sectorlab.paths import REPO
 
 PROPERTY = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                              HealthCheck.function_scoped_fixture])
@@ -38,9 +37,7 @@ TIMEOUT = 20   # seconds: a hang (a FIFO opened for writing, a thread waited for
 @pytest.fixture(scope="module")
 def redo_writer() -> str:
     require_program("cc")
-    made = subprocess.run(["make", "-s", "-C", str(REPO / "redo-writer")], capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
-    return str(REPO / "redo-writer" / "redo-writer")
+    return str(build.built(build.REDO_WRITER))
 
 
 @pytest.fixture(scope="module")

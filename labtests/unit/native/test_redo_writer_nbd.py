@@ -22,7 +22,7 @@ import pytest
 
 from labtests.conftest import require_program
 from labtests.unit.native.test_redo_writer import run, run_json
-from sectorlab.devices import trace
+from sectorlab.devices import build, trace
 from sectorlab.devices.server import DeviceServer
 from sectorlab.paths import REPO
 
@@ -45,9 +45,7 @@ class PlainServer(DeviceServer):
 @pytest.fixture(scope="module")
 def binaries():
     require_program("cc")
-    build = subprocess.run(["make", "-s", "-C", str(SRC)], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    return str(SRC / "redo-writer"), str(SRC / "redo-writer-static")
+    return str(build.built(build.REDO_WRITER)), str(build.built(build.REDO_WRITER_STATIC))
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ import pytest
 from labtests.conftest import require_program
 from sectorlab import bench
 from sectorlab.analysis import metrics, stats
+from sectorlab.devices import build
 from sectorlab.errors import SectorlabError
 from sectorlab.inguest import rules
 from sectorlab.paths import REPO
@@ -29,7 +30,7 @@ DISKS = (("file-sector512e", 512, 4096), ("file-sector512n", 512, 512))
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     require_program("cc")
-    subprocess.run(["make", "-s", "-C", str(SRC)], check=True, capture_output=True)
+    build.built(build.REDO_WRITER)
     out = tmp_path_factory.mktemp("results")
     (out / "runs").mkdir()
     runs = []
