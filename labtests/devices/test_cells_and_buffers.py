@@ -82,8 +82,7 @@ def _traced(lab_state, disk, command, run_id: str) -> list[trace.Request]:
     window = devicerows.Window(lab_state.lab, [disk])
     command()
     window.check_alive(run_id)
-    header, text = devicerows._since(window.servers[disk.name].trace, window.offsets[disk.name])
-    rows = trace.parse(header + text)
+    rows = window.requests(disk.name)
     assert not [r for r in rows if r.op == "read"], f"{run_id}: the model served reads during a write-only run"
     return [r for r in rows if r.op == "write"]
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from labtests.support.requires import BEHAVIOURS, behaviour_disks_of, require
-from sectorlab.analysis import stats
+from sectorlab.analysis import devicerows, stats
 from sectorlab.devices import profiles
 from sectorlab.guest import disks as guestdisks
 from sectorlab.lab import modelled
@@ -139,16 +139,31 @@ def test_race_of_equal_members_splits_the_wins(found, runs, record_property):
     assert min(wins) > 0, f"one of two equal members never won: {said}"
 
 
-def test_mirror_completes_at_the_slow_members_pace(found, runs, record_property):
+def test_mirror_completes_at_the_slow_members_pace(found, runs, lab_state, record_property):
+    """A mirrored log write completes when both members have it: the guest's log file parallel
+    write is, at the median, no shorter than the slow member's model took for the same writes (its
+    trace of the mirror run; a mirror that completed at the fast member's pace would be well under
+    it). Against the slow member alone (another run) the commits are compared and said, not judged:
+    between two runs the host's load moves the guest's times (a CI run beside another lane once
+    found the later run faster, p = 0.0022), and the model's time of each write is what no load
+    changes."""
     _, fast, slow = found
     f, s = fast[0].name, slow[0].name
-    mirror, alone_slow = runs.run(f, "--mirror", s), runs.run(s)
+    window = devicerows.Window(lab_state.lab, [slow[0]])
+    mirror = runs.run(f, "--mirror", s)
+    window.check_alive("mirror")
+    served = [r.service_us for r in window.requests(s) if r.op == "write"]
+    alone_slow = runs.run(s)
     below = stats.welch(mirror, alone_slow, "log_file_sync", alternative="less")
-    said = _said("mirror", mirror, s + " alone", alone_slow, "log_file_sync", below)
+    slow_p50_ms = float(np.median(served)) / 1000 if served else float("nan")
+    said = (f"{_said('mirror', mirror, s + ' alone', alone_slow, 'log_file_sync', below)} (said, not judged); "
+            f"mirror's log file parallel write p50 {_p50_ms(mirror):.3f} ms, {s}'s model served its "
+            f"{len(served)} writes of the mirror run at p50 {slow_p50_ms:.3f} ms")
     record_property("mirror", said)
     print(said)
-    assert below["p"] >= ALPHA, f"mirrored commits significantly faster than the slow member alone: {said}"
     assert all(m["writes"] == mirror["writes"] for m in mirror["members"]), "a mirror writes every log write twice"
+    assert abs(len(served) - mirror["writes"]) <= 2, f"the slow member's model served every log write: {said}"
+    assert _p50_ms(mirror) >= slow_p50_ms, f"mirrored log writes completed before the slow member had them: {said}"
 
 
 def _run_with_fault(runs: Runs, lab: str, disk: str, after_s: float, command: str):

@@ -37,6 +37,11 @@ class Window:
                 raise SectorlabError(f"{run_id}: the device model serving disk {name} is not running (died during "
                                      f"the run?); its log {s.log} ends: {last}")
 
+    def requests(self, name: str) -> list[trace.Request]:
+        """What the model of disk `name` has served since the window opened, as its trace has it."""
+        header, text = _since(self.servers[name].trace, self.offsets[name])
+        return trace.parse(header + text)
+
     def rows(self, runs_dir: Path, run_id: str, results: Path) -> dict:
         """Per disk: its profile, its trace of the run (kept in runs_dir) and the summary per
         operation; for a race of two model-served members, also when each member got the writes."""
