@@ -231,7 +231,7 @@ test-labs:
 	$(call lab-run,--require-warm,-m "lab or lifecycle" $(WARM_SCENARIOS),,labs: the warm lab-up)
 
 test-databases:
-	scripts/timed "databases: unit tests" $(PYTEST) -n $(UNIT_WORKERS) labtests/unit
+	scripts/timed "databases: unit tests" env -u SECTORLAB_TEST_TIMES $(PYTEST) -n $(UNIT_WORKERS) labtests/unit
 	scripts/timed "databases: ownership" $(PYTEST) -m ownership labtests
 	@$(show); show scripts/timed "databases: image smoke" env SECTORLAB_GUEST="$$GUEST" $(PYTEST) -m vm labtests
 	@scripts/timed "databases: cross-checks" $(MAKE) --no-print-directory test-crosscheck
