@@ -79,15 +79,16 @@ help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
 	@echo "make test                 three lanes at once, each line prefixed by its lane, each tier's time at the end:"
 	@echo "                            labs: lab-up, the scenarios, lab-down (also on failure), then a warm lab-up"
-	@echo "                                  from the saved state and the sector-detection and restart scenarios again"
-	@echo "                            databases: unit tests, two labs whose names share a prefix (ownership), the"
-	@echo "                                  image smoke test, the cross-checks on a lab of their"
-	@echo "                                  own (default-db), a lab made by 'sectorlab lab from-host' from a saved file,"
-	@echo "                                  the scenarios on labs/write-units.toml (write units above 4 KiB)"
+	@echo "                                  from the saved state and the sector-detection and restart scenarios again,"
+	@echo "                                  then two labs whose names share a prefix (ownership)"
+	@echo "                            databases: unit tests, the image smoke test, the cross-checks on a lab of"
+	@echo "                                  their own (default-db)"
 	@echo "                            devices: the device model served on this host (nbdkit + qemu-io, judged by"
-	@echo "                                  its trace), the device-behaviour lab (labs/behaviours.toml) and its scenarios"
+	@echo "                                  its trace), the device-behaviour lab (labs/behaviours.toml) and its"
+	@echo "                                  scenarios, a lab made by 'sectorlab lab from-host' from a saved file, the"
+	@echo "                                  scenarios on labs/write-units.toml (write units above 4 KiB)"
 	@echo "                          LAB_SUFFIX=-job2 gives every lab a name of its own (two checkouts on one host)"
-	@echo "make test-busy            the devices lane again beside stress-ng --cpu 1 (CI runs it)"
+	@echo "make test-busy            the device model and the behaviour lab again beside stress-ng --cpu 1 (CI runs it)"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
 	@echo "make lab-status           the lab's VMs and what each guest sees"
@@ -186,17 +187,18 @@ endef
 # lane's name (scripts/tag). Each lane runs one guest (one vCPU under TCG) at a time. No scenario
 # judges this host's timing margins (docs/testing.md): the lanes may run beside each other and
 # beside whatever else a CI runner runs (.ci/run runs the device lanes again beside a CPU hog).
+# The lanes are laid out by their measured lengths (docs/testing.md has the table).
 # Lane "labs": lab-up, the scenarios, lab-down; a second lab-up restores the state the first one
 # saved: the sector-detection scenarios must pass after it as after a cold boot; then the lab is
-# stopped as a host restart stops it, and a lab-up must bring it back with fresh disks.
-# Lane "databases": the unit tests, two labs whose names share a prefix
-# (labtests/lab/test_ownership.py: a command touches only its own lab), the image smoke test, the
-# real-database cross-checks on a lab of their own with the same disks (the lab's name with -db
-# appended), then a lab made by `sectorlab lab from-host` from a saved collector file (its own
-# lab-up and lab-down), then the scenarios on disks whose write unit is above 4 KiB
-# (labs/write-units.toml).
+# stopped as a host restart stops it, and a lab-up must bring it back with fresh disks; then two
+# labs whose names share a prefix (labtests/lab/test_ownership.py: a command touches only its own
+# lab).
+# Lane "databases": the unit tests, the image smoke test, the real-database cross-checks on a lab
+# of their own with the same disks (the lab's name with -db appended).
 # Lane "devices": the device model served on this host (labtests/devices/test_devicemodel_host.py),
-# then the device-behaviour lab (labs/behaviours.toml) and its scenarios.
+# the device-behaviour lab (labs/behaviours.toml) and its scenarios, a lab made by `sectorlab lab
+# from-host` from a saved collector file (its own lab-up and lab-down), then the scenarios on disks
+# whose write unit is above 4 KiB (labs/write-units.toml).
 # Each tier's time is printed at the end (scripts/timed, scripts/times); a Ctrl-C stops the lanes
 # (each lane's labs are taken down; exit 130).
 test: bootstrap image
@@ -229,23 +231,24 @@ WARM_SCENARIOS := labtests/geometry/test_sector_detection.py labtests/lab/test_l
 test-labs:
 	$(call lab-run,,-m "lab and not behaviours and not crosscheck" labtests,,labs: the default lab)
 	$(call lab-run,--require-warm,-m "lab or lifecycle" $(WARM_SCENARIOS),,labs: the warm lab-up)
+	scripts/timed "labs: ownership" $(PYTEST) -m ownership labtests
 
 test-databases:
 	scripts/timed "databases: unit tests" env -u SECTORLAB_TEST_TIMES $(PYTEST) -n $(UNIT_WORKERS) labtests/unit
-	scripts/timed "databases: ownership" $(PYTEST) -m ownership labtests
 	@$(show); show scripts/timed "databases: image smoke" env SECTORLAB_GUEST="$$GUEST" $(PYTEST) -m vm labtests
 	@scripts/timed "databases: cross-checks" $(MAKE) --no-print-directory test-crosscheck
-	scripts/timed "databases: from-host lab" $(PYTEST) -m fromhost labtests
-	@scripts/timed "databases: write units" $(MAKE) --no-print-directory test-write-units
 
 test-devices:
 	@scripts/timed "devices: model on this host" $(MAKE) --no-print-directory test-devicemodel
 	@scripts/timed "devices: behaviour lab" $(MAKE) --no-print-directory test-behaviours
+	scripts/timed "devices: from-host lab" $(PYTEST) -m fromhost labtests
+	@scripts/timed "devices: write units" $(MAKE) --no-print-directory test-write-units
 
-# The device lane again beside a CPU hog (stress-ng --cpu 1, a shared CI runner's neighbour): the
-# scenarios that judge time, from the model's trace, must pass on a busy host too (.ci/run runs it).
+# The scenarios that judge time (from the model's trace: the device model on this host and the
+# device-behaviour lab) again beside a CPU hog (stress-ng --cpu 1, a shared CI runner's neighbour):
+# they must pass on a busy host too (.ci/run runs it).
 test-busy: bootstrap-all
-	@scripts/beside-cpu-hog make --no-print-directory test-devices
+	@scripts/beside-cpu-hog make --no-print-directory test-devicemodel test-behaviours
 
 # The scenarios of each disk on disks that write in units above 4 KiB (labs/write-units.toml):
 # lab-up, sector detection, BLOCKSIZE verdicts, provisioning and redo-writer, lab-down (the
