@@ -165,7 +165,8 @@ scenarios: bootstrap
 
 # $(call lab-run,LAB-UP OPTIONS,PYTEST SELECTION[,LAB FILE[,TIER]]): lab-up, those scenarios, and
 # lab-down whatever they did. The lab is $(LAB) (the default lab when empty) unless a file is given;
-# a TIER's time is recorded for make test's table (scripts/timed --record).
+# a TIER's time is recorded for make test's table (scripts/timed --record), and its 8 slowest
+# scenarios are printed (pytest --durations).
 # PYTEST_ARGS that do not split into words are one line before the lab-up. When PYTEST_ARGS narrows
 # the selection (the CI matrix's -k GEOMETRY) and leaves none of this lab's scenarios, pytest's
 # "no tests collected" (exit 5) is said and passes; without PYTEST_ARGS it fails.
@@ -173,7 +174,7 @@ scenarios: bootstrap
 # the shell traps SIGINT (its children keep the default), and make waits for it (exit 130).
 define lab-run
 @$(pytest-args); start=$$SECONDS; rc=0; int=0; trap 'int=1' INT; if $(SECTORLAB) lab up $(1) $(if $(3),--lab $(3),$(LAB_ARG)); then \
-  SECTORLAB_LAB_FILE=$(if $(3),$(3),"$$LAB") $(PYTEST) $(2) "$${pytest_args[@]}"; s=$$?; \
+  SECTORLAB_LAB_FILE=$(if $(3),$(3),"$$LAB") $(PYTEST) $(if $(4),--durations=8) $(2) "$${pytest_args[@]}"; s=$$?; \
   if [ $$s -eq 5 ] && [ $${#pytest_args[@]} -gt 0 ]; then \
     echo "make: PYTEST_ARGS=$$PYTEST_ARGS selects none of these scenarios ($(2))"; \
   elif [ $$s -ne 0 ]; then rc=1; fi; \
@@ -236,13 +237,13 @@ test-labs:
 test-databases:
 	scripts/timed "databases: unit tests" env -u SECTORLAB_TEST_TIMES $(PYTEST) -n $(UNIT_WORKERS) labtests/unit
 	@$(show); show scripts/timed "databases: image smoke" env SECTORLAB_GUEST="$$GUEST" $(PYTEST) -m vm labtests
-	@scripts/timed "databases: cross-checks" $(MAKE) --no-print-directory test-crosscheck
+	@$(MAKE) --no-print-directory test-crosscheck
 
 test-devices:
 	@scripts/timed "devices: model on this host" $(MAKE) --no-print-directory test-devicemodel
-	@scripts/timed "devices: behaviour lab" $(MAKE) --no-print-directory test-behaviours
+	@$(MAKE) --no-print-directory test-behaviours
 	scripts/timed "devices: from-host lab" $(PYTEST) -m fromhost labtests
-	@scripts/timed "devices: write units" $(MAKE) --no-print-directory test-write-units
+	@$(MAKE) --no-print-directory test-write-units
 
 # The scenarios that judge time (from the model's trace: the device model on this host and the
 # device-behaviour lab) again beside a CPU hog (stress-ng --cpu 1, a shared CI runner's neighbour):
@@ -256,13 +257,13 @@ test-busy: bootstrap-all
 WRITE_UNIT_SCENARIOS := labtests/geometry/test_sector_detection.py labtests/rules/test_redo_blocksize.py \
   labtests/geometry/test_provision_redo_disk.py labtests/rules/test_redo_writer_lab.py
 test-write-units:
-	$(call lab-run,,-m lab $(WRITE_UNIT_SCENARIOS),labs/write-units.toml)
+	$(call lab-run,,-m lab $(WRITE_UNIT_SCENARIOS),labs/write-units.toml,devices: write units)
 
 test-devicemodel:
 	$(PYTEST) -m devicemodel labtests
 
 test-behaviours: bootstrap
-	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml)
+	$(call lab-run,,-m "lab and behaviours" labtests,labs/behaviours.toml,devices: behaviour lab)
 
 # Seed 004: OpenZFS and NFS in a guest of their own (labs/zfs-nfs.toml); its image, debian12-zfs,
 # is built the first time (about 6 min), then cached like any other (docs/zfs-nfs.md).
@@ -276,7 +277,7 @@ test-crash: bootstrap
 
 test-crosscheck: export SECTORLAB_LAB_SUFFIX := $(LAB_SUFFIX)-db
 test-crosscheck:
-	$(call lab-run,,-m "lab and crosscheck" labtests)
+	$(call lab-run,,-m "lab and crosscheck" labtests,,databases: cross-checks)
 
 # The real databases and XFS on every disk of the lab (docs/cross-checks.md): lab-up, the
 # scenarios, lab-down (make test runs them on a lab of their own beside the default lab).
