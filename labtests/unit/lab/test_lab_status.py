@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import os
+
 from labtests.unit import records
 from sectorlab import cli, lab, labdef
 from sectorlab.host import libvirt
 from sectorlab.paths import REPO
 
 
-def test_status_of_a_lab_that_is_not_up_names_its_lab_up(isolated_cache, capsys):
+def test_status_of_a_lab_that_is_not_up_names_its_lab_up(isolated_cache, capsys, monkeypatch):
+    """Under a name of its own (a suffix): make test brings the behaviour lab up beside the unit
+    tests, and lab status rightly names what libvirt holds of a lab of that name."""
+    suffix = f"-unit{os.getpid()}"
+    monkeypatch.setenv(labdef.SUFFIX_ENV, suffix)
     assert cli.main(["lab", "status", "--lab", "labs/behaviours.toml"]) == 1
     out = capsys.readouterr().out.strip()
-    assert out.startswith("no lab 'behaviours' is up (") and out.endswith(
-        "run 'make lab-up LAB=labs/behaviours.toml'"), out
+    assert out.startswith(f"no lab 'behaviours{suffix}' is up (") and out.endswith(
+        f"run 'make lab-up LAB=labs/behaviours.toml LAB_SUFFIX={suffix}'"), out
 
 
 def test_the_default_lab_is_brought_up_by_plain_make_lab_up():
