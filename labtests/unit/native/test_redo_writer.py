@@ -312,8 +312,9 @@ def full_after_1mib(tmp_path, loop_device):
 
 
 # One session, 512 redo bytes a commit: every log write is 2 blocks (1024 B) at the next offset, so
-# log write N is at (N - 1) KiB, and the first write past 1 MiB is log write 1025.
-FAULT_RUN = ("--duration", 2, "--log-size", 4 << 20, "--blocksize", 512, "--redo-per-txn", 512)
+# log write N is at (N - 1) KiB, and the first write past 1 MiB is log write 1025. A count of
+# commits, not a duration: a busy host wrote 887 log writes in 2 s, short of the fault.
+FAULT_RUN = ("--transactions", 2100, "--log-size", 4 << 20, "--blocksize", 512, "--redo-per-txn", 512)
 
 
 @pytest.mark.parametrize("mode", ["mirror", "race"])
@@ -385,7 +386,9 @@ def test_open_loop_at_a_low_rate_keeps_up(redo_writer):
     null: serves them all as they come."""
     out = run_json(redo_writer, "--target", "null:", "--rate", 1000, "--sessions", 2, "--duration", 3)
     assert (out["arrival"], out["offered_rate"], out["arrivals"]) == ("fixed", 1000, 3000)
-    assert out["kept_up"] is True and out["backlog_end"] <= 2, out
+    # kept up: within the 2 % redo-writer allows, in the rate and in what was left at the end (a
+    # session a few ms late at the deadline leaves some; a busy host left 16)
+    assert out["kept_up"] is True and out["backlog_end"] <= 0.02 * out["arrivals"], out
     assert abs(out["achieved_rate"] - 1000) <= 20, out["achieved_rate"]
     assert out["commit_response"]["count"] == out["transactions"] == out["log_file_sync"]["count"]
 
@@ -431,7 +434,9 @@ def test_cpu_per_transaction_is_spent_on_cpu(redo_writer):
     assert out["cpu_us_per_txn"] == 2000 and out["transactions"] == 300
     assert out["tps"] < 2 / 0.002, out["tps"]
     assert cpu >= 0.95 * 300 * 0.002, cpu
-    assert out["commit_response"]["p50_us"] >= 2000 > out["log_file_sync"]["p50_us"]
+    # Each commit's response is its CPU (2000 us at least, more when the host takes the core away)
+    # and then its log file sync: commit >= 2000 + sync commit by commit, so at every percentile.
+    assert out["commit_response"]["p50_us"] >= 0.95 * 2000 + out["log_file_sync"]["p50_us"], out
 
 
 # --- issue 44: what the run writes is checked before anything is written ---------------------------
