@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 
 RUN_S = 4
 ALPHA = 0.01
+FAULT_AFTER_WRITES = 20  # a member fails once its model served this many writes of the run (about 0.2 s of it)
 COMMON = ("--sessions", 1, "--blocksize", 512, "--redo-per-txn", 512, "--log-size", 64 << 20, "--output", "json")
 
 
@@ -166,16 +167,29 @@ def test_mirror_completes_at_the_slow_members_pace(found, runs, lab_state, recor
     assert _p50_ms(mirror) >= slow_p50_ms, f"mirrored log writes completed before the slow member had them: {said}"
 
 
-def _run_with_fault(runs: Runs, lab: str, disk: str, after_s: float, command: str):
-    """Run `command` in the guest; `after_s` into it, the device model of `disk` fails every write
-    (from the host: DeviceServer.fail), as a disk that dies mid-run; it works again after."""
-    server = modelled.server(lab, disk)
-    timer = threading.Timer(after_s, server.fail)
-    timer.start()
+def _run_with_fault(runs: Runs, lab: str, disk, after_writes: int, command: str):
+    """Run `command` in the guest; once the device model of `disk` has served `after_writes` writes
+    of it (its trace, read from the host), the model fails every write (DeviceServer.fail: EIO
+    from then on), as a disk that dies mid-run; it works again after. Counted, not timed (it was 2 s
+    after the start): a busy host may take that long to start the run in the guest."""
+    server = modelled.server(lab, disk.name)
+    window = devicerows.Window(lab, [disk])
+    done = threading.Event()
+
+    def fail_after_writes():
+        while not done.is_set():
+            if sum(r.op == "write" for r in window.requests(disk.name)) >= after_writes:
+                server.fail()
+                return
+            done.wait(0.05)
+
+    watcher = threading.Thread(target=fail_after_writes, daemon=True)
+    watcher.start()
     try:
         return runs.guest.run("sudo -n sh -c", command, timeout=120)
     finally:
-        timer.cancel()
+        done.set()
+        watcher.join()
         server.heal()
 
 
@@ -184,7 +198,7 @@ def test_member_fault_mirror_goes_on_with_the_other_member(found, runs, lab_stat
     f, s = fast[0].name, slow[0].name
     command = shlex.join(["redo-writer", "run", "--target", runs.paths[f], "--mirror", runs.paths[s],
                           "--duration", "6", *map(str, COMMON), "--force"])
-    result = _run_with_fault(runs, lab_state.lab, s, 2, command)
+    result = _run_with_fault(runs, lab_state.lab, slow[0], FAULT_AFTER_WRITES, command)
     assert result.rc == 3, f"exit {result.rc}: {result.stderr.strip()}"
     out = json.loads(result.stdout)
     good, bad = out["members"]
@@ -203,7 +217,7 @@ def test_member_fault_single_member_stops_with_an_error(found, runs, lab_state):
     s = slow[0].name
     command = shlex.join(["redo-writer", "run", "--target", runs.paths[s], "--duration", "6", *map(str, COMMON),
                           "--force"])
-    result = _run_with_fault(runs, lab_state.lab, s, 2, command)
+    result = _run_with_fault(runs, lab_state.lab, slow[0], FAULT_AFTER_WRITES, command)
     assert result.rc == 1 and result.stdout == "", f"exit {result.rc}: {result.stdout}"
     assert f"of {runs.paths[s]} failed (log write " in result.stderr
     assert "pwrite: Input/output error" in result.stderr
