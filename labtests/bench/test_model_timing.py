@@ -14,7 +14,7 @@ import pytest
 from labtests.devices.test_devicemodel_host import (  # noqa: F401  (served: the fixture)
     DISTRIBUTIONS,
     OVERSHOOT_P50_US,
-    _lateness,
+    lateness,
     served,
     served_distribution,
     served_profile,
@@ -37,11 +37,11 @@ def _judge(late: np.ndarray, what: str, record_property) -> None:
 def test_a_distribution_is_served_at_its_models_time_on_a_quiet_host(served, dist, record_property):  # noqa: F811
     rows, out = served_distribution(served, dist)
     assert out.returncode == 0, out.stderr
-    _judge(_lateness(rows), dist, record_property)
+    _judge(lateness(rows), dist, record_property)
 
 
 @pytest.mark.parametrize("name", sorted(profiles.profiles()))
 def test_a_catalog_profile_is_served_at_its_models_time_on_a_quiet_host(served, name, record_property):  # noqa: F811
     _, rows, out = served_profile(served, name)
     assert out.returncode == 0, out.stderr
-    _judge(_lateness(rows), name, record_property)
+    _judge(lateness(rows), name, record_property)

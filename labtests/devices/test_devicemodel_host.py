@@ -63,7 +63,7 @@ def _within(measured: float, want: float, rel: float, abs_us: float = 0.0) -> bo
 OVERSHOOT_P50_US = 20
 
 
-def _lateness(rows) -> np.ndarray:
+def lateness(rows) -> np.ndarray:
     """Served minus modelled of each request: how late the host let the reply go."""
     return np.array([r.served_us - r.answer_service_us for r in rows])  # a cell's flash log may answer first
 
@@ -82,7 +82,7 @@ def _replayed(params: dict, rows) -> list:
 def _served_as_modelled(rows) -> str | None:
     """Why the served times do not follow the modelled ones (a reply before the model's time), or
     None."""
-    late = _lateness(rows)
+    late = lateness(rows)
     if late.min() < -1:
         return (f"served minus modelled: min {late.min():.1f} us (a reply before its time), p50 "
                 f"{np.percentile(late, 50):.1f} us")

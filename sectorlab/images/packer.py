@@ -22,6 +22,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..devices import build as host_build
 from ..errors import SectorlabError, UsageError
 from ..guest import READY_MARKER, seed, sshkeys
 from ..host import accel as accel_mod
@@ -30,7 +31,6 @@ from . import labtools, packerprogress, recipe
 from .cache import (
     DEBIAN_BASE_SCRIPT,
     GUEST_TOOLS,
-    REDO_WRITER_DIR,
     ImageRecord,
     _base_files,
     cached_image_path,
@@ -236,11 +236,8 @@ def _packer_snapshot(work: Path) -> Path:
     # redo-writer goes into every image: a static binary runs on any of the guests. The host's own
     # redo-writer links libnbd dynamically when it is installed (NBD targets), so the guests get
     # redo-writer-static, built from the same sources without NBD.
-    make = subprocess.run(["make", "-s", "-C", str(REDO_WRITER_DIR), "redo-writer-static"], capture_output=True,
-                          text=True)
-    if make.returncode != 0:
-        raise SectorlabError(f"make -C redo-writer redo-writer-static failed: {make.stderr.strip()}")
-    shutil.copy2(REDO_WRITER_DIR / "redo-writer-static", snapshot / "files" / "redo-writer")
+    # (one build at a time with the tests' and the lanes' builds of the same directory: build.built)
+    shutil.copy2(host_build.built(host_build.REDO_WRITER_STATIC), snapshot / "files" / "redo-writer")
     for tool in GUEST_TOOLS:
         shutil.copy2(tool, snapshot / "files" / tool.name)
     return snapshot
