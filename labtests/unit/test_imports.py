@@ -10,6 +10,8 @@ is defined at its top (or is a module beside it)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,22 @@ def test_a_helper_borrowed_from_a_moved_test_module_is_found(tmp_path, monkeypat
     monkeypatch.setattr(f"{__name__}._dotted", lambda p: "labtests.lab.test_broken")
     assert _missing(broken) == ["line 2: from labtests.unit.test_faults: no such module",
                                 "line 6: from labtests.lab.test_faults import _no_such_helper"]
+
+
+# What the command line leaves unimported until a command needs it: each is tens to hundreds of
+# milliseconds of every `sectorlab` start (paramiko 96 ms, scipy.stats over 200, numpy 60, hcl2 35
+# on this host), and a refused value, `lab status` or `--help` needs none of them.
+HEAVY = ("paramiko", "scipy", "numpy", "matplotlib", "hcl2", "lark", "jinja2", "hypothesis", "libnbd")
+LIGHT_COMMANDS = [["--help"], ["lab", "status", "--lab", "/nonexistent/lab.toml"], ["bench", "nosuch"],
+                  ["image", "build", "--guest", "nosuch"], ["crash", "nosuch"], ["lab", "validate", "/nonexistent"]]
+
+
+@pytest.mark.parametrize("argv", LIGHT_COMMANDS, ids=[" ".join(a) for a in LIGHT_COMMANDS])
+def test_the_command_line_starts_without_the_heavy_libraries(argv):
+    script = ("import contextlib, io, sys\nfrom sectorlab import cli\n"
+              "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+              "    try:\n        rc = cli.main(sys.argv[1:])\n    except SystemExit as e:\n        rc = e.code\n"
+              f"print(rc, sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")
+    out = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=REPO, check=True)
+    rc, loaded = out.stdout.split(" ", 1)
+    assert rc in ("0", "1", "2") and loaded.strip() == "[]", (argv, out.stdout, out.stderr)

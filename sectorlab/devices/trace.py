@@ -9,8 +9,6 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 INT_FIELDS = ("offset", "length", "fua", "channel", "cached", "rmw_reads", "unit_reads", "error")
 # Absent from a trace written before the model had a write buffer, or a flash log.
 OPTIONAL_INT_FIELDS = ("buffer_hits", "flashlog_first")
@@ -72,6 +70,7 @@ def read(path: Path) -> list[Request]:
 
 def summary(requests: list[Request], op: str, channels: int = 1) -> dict:
     """What the report shows of one operation's requests (times in microseconds)."""
+    import numpy as np  # here: the command line reads traces without it
     rows = [r for r in requests if r.op == op]
     if not rows:
         return {"op": op, "count": 0}

@@ -14,9 +14,10 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import paramiko
+if TYPE_CHECKING:  # imported where used: a command that opens no SSH connection does not load it
+    import paramiko
 
 from ..errors import SectorlabError
 from ..host import libvirt
@@ -128,6 +129,7 @@ _KEPT: dict[tuple[str, str], Path] = {}
 
 def host_key_from_line(line: str) -> paramiko.PKey:
     """Parse an OpenSSH public key line ('ssh-ed25519 AAAA... comment')."""
+    import paramiko
     parts = line.split()
     if len(parts) < 2:
         raise SectorlabError(f"unexpected host key line: {line!r} (expected 'TYPE BASE64 [COMMENT]')")
@@ -170,6 +172,7 @@ class Guest:
         return f"{self.host}:{self.port}{where}"
 
     def _new_client(self, timeout: float, banner_timeout: float | None = None) -> paramiko.SSHClient:
+        import paramiko
         client = paramiko.SSHClient()
         known = self.host if self.port == 22 else f"[{self.host}]:{self.port}"
         client.get_host_keys().add(known, self.host_key.get_name(), self.host_key)
@@ -183,6 +186,7 @@ class Guest:
 
     def connect(self, timeout: float = 15.0) -> None:
         """Connect, retrying once; then fail with the reason."""
+        import paramiko
         last: Exception | None = None
         for _ in range(2):
             try:
@@ -210,6 +214,7 @@ class Guest:
         queued and reaches sshd later, which spends a booting guest's CPU on it (0.38-0.45 s each
         under TCG by process accounting, four in that boot; five in another, by its journal).
         When `ready` has not said so after BLIND_POLL_AFTER seconds, polling starts anyway."""
+        import paramiko
         start = time.monotonic()
         last_report = start
         last_error = "no answer yet"
@@ -248,6 +253,7 @@ class Guest:
         command's first line of output is `question`, reply() is called as it arrives and written
         to the command's stdin (the host's time for a clock step, which must not be stale by the
         command's start-up); that line is not part of the output."""
+        import paramiko
         command = shell_join(cmd, args)
         if self._client is None or not self._transport_alive():
             self.connect()
@@ -274,6 +280,7 @@ class Guest:
         """Run a command, calling on_line with each line of its output as it arrives (the caller
         takes the moment); its status and output when it ends. A guest that goes away mid-command
         (its QEMU killed) ends it too: rc -1, the output read until then."""
+        import paramiko
         command = shell_join(cmd, args)
         if self._client is None or not self._transport_alive():
             self.connect()

@@ -25,8 +25,10 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import paramiko
+if TYPE_CHECKING:
+    import paramiko
 
 from ..errors import SectorlabError
 from . import remote

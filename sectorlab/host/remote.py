@@ -23,9 +23,11 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-import paramiko
+if TYPE_CHECKING:
+    import paramiko
 
 from ..errors import SectorlabError, UsageError
 
@@ -81,6 +83,7 @@ class SshHost:
     def client(self, timeout: float = 20.0) -> paramiko.SSHClient:
         """An SSH connection to the host, opened once per process and reopened when it dropped. Its
         host key must be the one its known_hosts file holds."""
+        import paramiko
         with _LOCK:
             c = _CLIENTS.get(self.uri)
             if c is not None and c.get_transport() is not None and c.get_transport().is_active():

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import hcl2
-
 from ..errors import SectorlabError, UsageError
 from ..paths import REPO, image_cache
 
@@ -68,6 +66,7 @@ def load_guest(name: str) -> GuestSpec:
         raise UsageError(f"unknown guest {name!r}: expected one of {', '.join(guest_names())} "
                          f"(the files packer/vars/<guest>.pkrvars.hcl); pick one, or add "
                          f"packer/vars/{name}.pkrvars.hcl to make it a guest")
+    import hcl2  # here: a refused name needs no HCL parser
     with open(path) as f:
         raw = {k: _unquote(v) for k, v in hcl2.load(f).items()}
     try:

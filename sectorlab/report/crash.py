@@ -7,8 +7,6 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from scipy.stats import binomtest, fisher_exact
-
 from . import render
 from .render import cell, one_line
 
@@ -17,6 +15,7 @@ CONFIDENCE = 0.95
 
 def share(k: int, n: int) -> str:
     """k of n, its percentage and the exact 95 % interval."""
+    from scipy.stats import binomtest  # here: scipy is slow to import and most commands never need it
     ci = binomtest(k, n).proportion_ci(CONFIDENCE, method="exact")
     return f"{k}/{n} = {100 * k / n:.1f} % ({100 * ci.low:.1f}-{100 * ci.high:.1f})"
 
@@ -55,6 +54,7 @@ COLUMNS = ["disk (power loss, cache)", "geometry", "BLOCKSIZE", "log writes",
 def against(c: dict, other: dict) -> str:
     """The same disk at its other BLOCKSIZE: its share of cuts that lost acknowledged commits, and
     Fisher's exact test of the two shares (two-sided)."""
+    from scipy.stats import fisher_exact
     k, o = counts(c), counts(other)
     p = fisher_exact([[k["losing"], k["n"] - k["losing"]], [o["losing"], o["n"] - o["losing"]]]).pvalue
     return (f" At BLOCKSIZE {other['blocksize']}: {share(o['losing'], o['n'])}; Fisher's exact test p = {p:.2g} "

@@ -9,8 +9,6 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from scipy.stats import fisher_exact
-
 from . import render
 from .crash import share
 from .render import cell, one_line
@@ -73,6 +71,7 @@ def _significance(p: float) -> str:
 
 
 def headlines(doc: dict) -> list[str]:
+    from scipy.stats import fisher_exact  # here: scipy is slow to import and most commands never need it
     out = []
     cells = _cells(doc)
     for on, off in PROTECTION.items():  # each protection over all the disks
