@@ -26,9 +26,10 @@ source "qemu" "guest" {
   cpus             = 1
   memory           = var.memory
   headless         = true
-  vnc_bind_address = "127.0.0.1"
   qemuargs         = local.qemuargs
-  boot_wait        = "0s"
+  # No boot command is typed: no VNC server, and no wait before one (boot_wait "0s" is Packer's
+  # default of 10 s).
+  disable_vnc      = true
 
   communicator         = "ssh"
   ssh_host             = "127.0.0.1"
