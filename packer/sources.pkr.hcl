@@ -29,7 +29,7 @@ source "qemu" "guest" {
   qemuargs         = local.qemuargs
   # No boot command is typed: no VNC server, and no wait before one (boot_wait "0s" is Packer's
   # default of 10 s).
-  disable_vnc      = true
+  disable_vnc = true
 
   communicator         = "ssh"
   ssh_host             = "127.0.0.1"
