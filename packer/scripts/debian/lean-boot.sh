@@ -109,7 +109,12 @@ virtio_pci
 virtio_blk
 ext4
 MODS
-update-initramfs -u -k all
+# The only initramfs of each kernel: scripts/build-debian-base held update-initramfs back while the
+# packages installed (the kernel's package made none); made again on a re-run.
+for kernel in /lib/modules/*; do
+  version=${kernel##*/}
+  if [ -e "/boot/initrd.img-$version" ]; then update-initramfs -u -k "$version"; else update-initramfs -c -k "$version"; fi
+done
 
 # No menu, serial console for the lab's console log. No transparent huge pages: with them, the
 # guest kernel (6.1) kills the in-guest NVMe/TCP target's worker whenever a write it receives
