@@ -27,8 +27,9 @@ source "qemu" "guest" {
   memory           = var.memory
   headless         = true
   qemuargs         = local.qemuargs
-  # No boot command is typed: no VNC server, and no wait before one (boot_wait "0s" is Packer's
-  # default of 10 s).
+  vnc_bind_address = "127.0.0.1"
+  # No boot command is typed over VNC, so Packer does not wait 10 s before typing one (boot_wait
+  # "0s" is its default of 10 s). Packer 1.6.6 still gives QEMU a VNC display, on 127.0.0.1.
   disable_vnc = true
 
   communicator         = "ssh"

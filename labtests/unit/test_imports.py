@@ -108,6 +108,62 @@ def test_a_helper_borrowed_from_a_moved_test_module_is_found(tmp_path, monkeypat
                                 "line 6: from labtests.lab.test_faults import _no_such_helper"]
 
 
+
+# A library imported only for the type checker (`if TYPE_CHECKING:`, so that a command that does not
+# use it does not load it) is no name at run time: every function that uses it outside an annotation
+# imports it itself. Neither ruff nor an import test sees a use without one; it fails only when that
+# line runs (an SSH error path, say).
+def _type_checking_names(tree: ast.Module) -> set[str]:
+    return {(a.asname or a.name).split(".")[0] for node in tree.body if isinstance(node, ast.If)
+            and "TYPE_CHECKING" in ast.unparse(node.test) for child in node.body
+            if isinstance(child, (ast.Import, ast.ImportFrom)) for a in child.names}
+
+
+def _unimported_uses(source: str) -> list[str]:
+    tree = ast.parse(source)
+    lazy = _type_checking_names(tree)
+    found: list[str] = []
+
+    def imported(scope, name: str) -> bool:
+        return any(isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name).split(".")[0] == name
+                                                                        for a in n.names) for n in ast.walk(scope))
+
+    def visit(node, scopes) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.arg) or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                              and child is node.returns):
+                continue  # an annotation: a string under `from __future__ import annotations`
+            if isinstance(child, ast.AnnAssign):
+                for part in (child.target, child.value):
+                    if part is not None:
+                        visit(part, scopes)
+                continue
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, ast.Name) and child.id in lazy and not any(imported(s, child.id) for s in scopes):
+                found.append(f"line {child.lineno}: {child.id}")
+            visit(child, scopes + [child] if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else scopes)
+
+    visit(tree, [])
+    return found
+
+
+LAZY_FILES = [p for p in FILES if p.parts[len(REPO.parts)] == "sectorlab" and "TYPE_CHECKING" in p.read_text()]
+
+
+@pytest.mark.parametrize("path", LAZY_FILES, ids=[_dotted(p) for p in LAZY_FILES])
+def test_a_library_imported_for_the_type_checker_is_imported_where_it_runs(path):
+    assert _unimported_uses(path.read_text()) == [], _dotted(path)
+
+
+def test_a_use_without_its_own_import_is_named():
+    """The check itself: an except clause naming paramiko in a function that does not import it."""
+    source = ("from __future__ import annotations\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+              "    import paramiko\n\ndef f(key: paramiko.PKey) -> paramiko.PKey:\n    try:\n        pass\n"
+              "    except paramiko.SSHException:\n        pass\n\ndef g():\n    import paramiko\n"
+              "    return paramiko.SSHClient\n")
+    assert _unimported_uses(source) == ["line 9: paramiko"]
+
 # What the command line leaves unimported until a command needs it: each is tens to hundreds of
 # milliseconds of every `sectorlab` start (paramiko 96 ms, scipy.stats over 200, numpy 60, hcl2 35
 # on this host), and a refused value, `lab status` or `--help` needs none of them.
