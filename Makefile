@@ -73,7 +73,9 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-lane-devices test-labs test-databases test-devices test-busy test-crosscheck test-behaviours test-zfs test-crash test-devicemodel test-write-units crosscheck unit fuzz smoke scenarios check bench-boot bench-writer \
-        bench-lab-up bench-floor bench bench-all bench-check bench-sweep bench-load crash crash-db faults alone
+        bench-lab-up bench-floor bench bench-all bench-check bench-timing bench-sweep bench-load crash crash-db faults \
+        faults-beside faults-hostwide alone ci-more ci-lane-busy ci-lane-appliances ci-lane-bench ci-busy ci-appliances \
+        ci-bench ci-alone
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -89,6 +91,9 @@ help:
 	@echo "                                  scenarios on labs/write-units.toml (write units above 4 KiB)"
 	@echo "                          LAB_SUFFIX=-job2 gives every lab a name of its own (two checkouts on one host)"
 	@echo "make test-busy            the device model and the behaviour lab again beside stress-ng --cpu 1 (CI runs it)"
+	@echo "make ci-more              what CI runs after make test: three lanes (busy: test-busy, fuzz, the package"
+	@echo "                          installed whole; appliances: test-zfs, test-crash; bench: bench-check, faults),"
+	@echo "                          then with nothing beside them libvirtd stopped under a lab, and make alone"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
 	@echo "make lab-status           the lab's VMs and what each guest sees"
@@ -109,11 +114,13 @@ help:
 	@echo "make bench-all            every preset in turn (about 60 minutes; zfs-appliance builds its image the first time)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; a three-bus"
 	@echo "                          preset's device counters; a Ctrl-C and a SIGTERM"
+	@echo "make bench-timing         how late the device model replies, per distribution and profile (a quiet machine)"
 	@echo "make unit                 the unit tests (no VM), property tests at most 20 examples each"
 	@echo "make fuzz                 the property tests at their own depth (hundreds of examples each)"
 	@echo "make alone                with no lab up: a lab on a libvirt host over qemu+ssh (an sshd on 127.0.0.1), a Ctrl-C of make test"
 	@echo "make faults               a VM's QEMU killed, a volume deleted, a device model killed, the state directory lost:"
-	@echo "                          lab-status names each, lab-up/down heal it"
+	@echo "                          lab-status names each, lab-up/down heal it; also libvirtd stopped under the lab"
+	@echo "                          (faults-beside: all but that one; faults-hostwide: that one, nothing beside it)"
 	@echo "make test-zfs             seed 004: OpenZFS and NFS in a guest of its own (labs/zfs-nfs.toml; its image ~6 min the first time)"
 	@echo "make test-crash           power cuts in a lab of its own: QEMU killed mid-redo and mid-commit, recovery judged"
 	@echo "                          in the guest by redo-writer, MariaDB and PostgreSQL"
@@ -203,15 +210,64 @@ endef
 # Each tier's time is printed at the end (scripts/timed, scripts/times); a Ctrl-C stops the lanes
 # (each lane's labs are taken down; exit 130).
 test: bootstrap image
-	@start=$$SECONDS; int=0; trap 'int=1' INT; SECTORLAB_TEST_TIMES=$$(mktemp -t sectorlab-test-times.XXXXXX) || exit 1; \
-	  export SECTORLAB_TEST_TIMES; \
-	  $(MAKE) --no-print-directory -j3 test-lane-labs test-lane-databases test-lane-devices; rc=$$?; \
-	  if [ $$int -eq 1 ]; then rm -f "$$SECTORLAB_TEST_TIMES"; echo "make test: interrupted after $$((SECONDS - start)) s; each" \
-	    "lane's last lines say where it stopped; its labs were taken down ('sectorlab lab status' names any still up)"; \
-	    exit 130; fi; \
-	  scripts/times "$$SECTORLAB_TEST_TIMES" $$((SECONDS - start)); rm -f "$$SECTORLAB_TEST_TIMES"; \
-	  if [ $$rc -eq 0 ]; then echo "make test: passed in $$((SECONDS - start)) s"; \
-	  else echo "make test: FAILED after $$((SECONDS - start)) s (each lane's last line says how it ended)"; fi; exit $$rc
+	$(call lanes,make test,test-lane-labs test-lane-databases test-lane-devices)
+
+# $(call lanes,NAME,LANES[,AFTER]): the LANES (make targets) at once, each line of their output
+# starting with its lane's name (scripts/tag), then, when they passed, the AFTER targets one after
+# another with nothing beside them; each tier's time at the end (scripts/timed, scripts/times). A
+# Ctrl-C stops them (each lane's labs are taken down; exit 130).
+define lanes
+@start=$$SECONDS; int=0; trap 'int=1' INT; SECTORLAB_TEST_TIMES=$$(mktemp -t sectorlab-test-times.XXXXXX) || exit 1; \
+  export SECTORLAB_TEST_TIMES; \
+  $(MAKE) --no-print-directory -j$(words $(2)) $(2); rc=$$?; \
+  $(if $(3),if [ $$rc -eq 0 ] && [ $$int -eq 0 ]; then $(MAKE) --no-print-directory $(3); rc=$$?; fi;) \
+  if [ $$int -eq 1 ]; then rm -f "$$SECTORLAB_TEST_TIMES"; echo "$(1): interrupted after $$((SECONDS - start)) s; each" \
+    "lane's last lines say where it stopped; its labs were taken down ('sectorlab lab status' names any still up)"; \
+    exit 130; fi; \
+  scripts/times "$$SECTORLAB_TEST_TIMES" $$((SECONDS - start)) "$(1)"; rm -f "$$SECTORLAB_TEST_TIMES"; \
+  if [ $$rc -eq 0 ]; then echo "$(1): passed in $$((SECONDS - start)) s"; \
+  else echo "$(1): FAILED after $$((SECONDS - start)) s (each lane's last line says how it ended)"; fi; exit $$rc
+endef
+
+# What .ci/run runs after make test, laid out as make test is by their measured lengths and what
+# each takes of the host (docs/testing.md): three lanes at once, then what needs the host to itself.
+# Lane "busy": the device model and the behaviour lab beside a CPU hog (test-busy: the other lanes
+# beside it only make it busier), the property tests at their depth (fuzz), the package installed
+# whole into a virtualenv of its own (scripts/check-install).
+# Lane "appliances": OpenZFS and NFS in a guest of their own (test-zfs), a power cut (test-crash).
+# Lane "bench": make bench on the default preset, short runs (bench-check), then the faults injected
+# into a running lab (faults-beside: all but the one that stops libvirtd).
+# Then alone: libvirtd stopped and started under a running lab (faults-hostwide), and make alone.
+# Each lane's targets run with bootstrap and the image already done (-o: not remade).
+CI_MAKE := $(MAKE) --no-print-directory -o bootstrap -o bootstrap-all -o image
+ci-more: bootstrap-all image
+	$(call lanes,make ci-more,ci-lane-busy ci-lane-appliances ci-lane-bench,ci-alone)
+
+ci-lane-busy:
+	@scripts/tag busy $(CI_MAKE) ci-busy
+
+ci-lane-appliances:
+	@scripts/tag appliances $(CI_MAKE) ci-appliances
+
+ci-lane-bench:
+	@scripts/tag bench $(CI_MAKE) ci-bench
+
+ci-busy:
+	scripts/timed "busy: device model, behaviour lab, CPU hog" env -u SECTORLAB_TEST_TIMES $(CI_MAKE) test-busy
+	scripts/timed "busy: property tests at depth" $(CI_MAKE) fuzz
+	scripts/timed "busy: the package installed whole" scripts/check-install
+
+ci-appliances:
+	scripts/timed "appliances: OpenZFS and NFS" $(CI_MAKE) test-zfs
+	scripts/timed "appliances: a power cut" $(CI_MAKE) test-crash
+
+ci-bench:
+	scripts/timed "bench: make bench, short runs" $(CI_MAKE) bench-check
+	scripts/timed "bench: faults in a running lab" $(CI_MAKE) faults-beside
+
+ci-alone:
+	scripts/timed "alone: libvirtd stopped under a lab" $(CI_MAKE) faults-hostwide
+	scripts/timed "alone: remote host, Ctrl-C of make test" $(CI_MAKE) alone
 
 # The file make test's tiers append their times to (scripts/timed), handed to the lanes through
 # their environment: make test makes one of its own and removes it at its end; a target run alone
@@ -285,8 +341,16 @@ crosscheck: bootstrap image
 	$(call lab-run,,-m "lab and crosscheck" labtests)
 
 # Faults injected into a running lab (labtests/lab/test_faults.py): lab-up, the scenarios, lab-down.
+# faults-beside: all but the one that stops libvirtd, which other labs may run beside (.ci/run's
+# lanes); faults-hostwide: that one, with nothing beside it.
 faults: bootstrap
 	$(call lab-run,,-m faults labtests)
+
+faults-beside: bootstrap
+	$(call lab-run,,-m "faults and not hostwide" labtests)
+
+faults-hostwide: bootstrap
+	$(call lab-run,,-m "faults and hostwide" labtests)
 
 # What needs this host to itself (no lab up): a lab on a remote libvirt host, qemu+ssh:// to an sshd
 # started on 127.0.0.1 for the test (labtests/lab/test_remote_host.py; it re-uploads the shared guest
@@ -352,6 +416,12 @@ bench-all: bootstrap
 
 bench-check: bootstrap
 	@$(show); $(pytest-args); show $(PYTEST) -m bench labtests "$${pytest_args[@]}"
+
+# How late the device model's replies are on this host, each distribution and catalog profile
+# (labtests/bench/test_model_timing.py): held to OVERSHOOT_P50_US at the median, so run it on a quiet
+# machine (CI does not: a shared runner is not one; docs/performance.md has the numbers).
+bench-timing: bootstrap
+	@$(show); $(pytest-args); show $(PYTEST) -m timing labtests "$${pytest_args[@]}"
 
 # redo-writer against fio on the same file, side by side (run it on a quiet machine).
 bench-writer: bootstrap

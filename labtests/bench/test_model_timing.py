@@ -1,5 +1,6 @@
 """How late the device model's replies are on a quiet host: the one check of the host's own timing,
-a benchmark's (make bench-check, which CI runs with nothing beside it), not make test's. The
+a benchmark's (make bench-timing, on a quiet machine; not CI's: a shared runner is not quiet), not
+make test's. The
 filter ends each sleep early by a calibrated margin and spins the rest, which on a quiet host puts
 the served times within OVERSHOOT_P50_US of the model's at the median (docs/device-models.md).
 make test's scenarios hold the same requests to the model's own times and to no reply coming
@@ -21,7 +22,7 @@ from labtests.devices.test_devicemodel_host import (  # noqa: F401  (served: the
 )
 from sectorlab.devices import profiles
 
-pytestmark = pytest.mark.bench
+pytestmark = pytest.mark.timing
 
 
 def _judge(late: np.ndarray, what: str, record_property) -> None:

@@ -169,7 +169,7 @@ def test_a_cell_races_its_disk_cache_and_its_flash_log_as_the_model_decides(lab_
     it), and where the flash log was first by more than the host's sleep can blur (on the busy cell,
     85 or 170 us against the cache's 1,000), some reply came at the flash log's time, before the disk
     had its copy: a model that waited for the disk could give none. How many of those replies the
-    host's lateness let through is said, not judged: it is the host's (make bench-check's numbers),
+    host's lateness let through is said, not judged: it is the host's (make bench-timing's numbers),
     and a busy host late by more than the margin is no fault of the model's."""
     cells = require(flash_log_cells_of(lab_state), FLASH_LOG_CELL)
     said, early = [], []

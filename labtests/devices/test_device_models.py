@@ -5,7 +5,7 @@ profile specifies: the profile's p50 and p99 (its model in virtual time, SPECIFI
 within the 99.9 % confidence interval of the trace's p50 and p99 (distribution-free, scipy's
 quantile_test: a run of a few hundred writes estimates a spinning disk's median to a few per cent),
 widened by 5 % or 20 us at p50, 10 % at p99; and no reply comes before the model's time (how late
-the replies are is the host's: said here, held on a quiet host by make bench-check,
+the replies are is the host's: said here, held on a quiet host by make bench-timing,
 labtests/bench/test_model_timing.py); every log write of the guest is one write request of the
 trace, nothing reads the disk meanwhile (udev's re-probe is off: guestdisks.unwatch), and the guest
 never sees a write faster than the device served it."""

@@ -4,7 +4,7 @@ judged from the filter's trace of every request: each service time the model dec
 specification, p50 within 5 % or 20 us and p99 within 10 %;
 the cache, read-modify-write, flash-unit and fault behaviours counted per request. The served
 times are held only to what no host can change (no reply before the model's time): a busy core
-delays the wake-ups, and how late they are on a quiet host is make bench-check's
+delays the wake-ups, and how late they are on a quiet host is make bench-timing's
 (labtests/bench/test_model_timing.py)."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _within(measured: float, want: float, rel: float, abs_us: float = 0.0) -> bo
 # trace's service_us and queue_us, which the model decides) to the specification, and of the served
 # times only what no host can change: no reply comes before the model's time. How late the replies
 # are on a quiet host is the benchmark's (test_the_filter_serves_at_the_models_time_on_a_quiet_host,
-# make bench-check); docs/device-models.md gives the tail as measured.
+# make bench-timing); docs/device-models.md gives the tail as measured.
 OVERSHOOT_P50_US = 20
 
 

@@ -120,6 +120,7 @@ def _libvirtd(action: str) -> None:
         assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.hostwide  # every other lab on this host loses libvirtd meanwhile: make faults-hostwide, alone
 def test_libvirtd_stopped_and_restarted_while_the_lab_runs(data, lab_guests_fresh):
     uri = data.libvirt_uri
     _libvirtd("stop")
