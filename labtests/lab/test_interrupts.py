@@ -154,6 +154,7 @@ def _restart_libvirtd(proc: subprocess.Popen) -> None:
     _libvirtd("start")
 
 
+@pytest.mark.hostwide  # every other lab on this host loses libvirtd meanwhile
 def test_libvirtd_restarted_while_lab_up_waits_for_ssh_the_lab_up_completes(lab_file):
     """The boot does not need libvirtd (QEMU runs on); the phases after it ask libvirt again once
     it is back, and the lab comes up whole."""
@@ -165,6 +166,7 @@ def test_libvirtd_restarted_while_lab_up_waits_for_ssh_the_lab_up_completes(lab_
     _down_leaves_nothing(lab_file)
 
 
+@pytest.mark.hostwide  # every other lab on this host loses libvirtd meanwhile
 def test_libvirtd_restarted_during_terraform_apply_the_next_lab_up_heals(lab_file):
     """Terraform's connection to libvirt breaks mid-apply: the lab-up stops naming its phase, and
     the next lab-up takes down what the broken one left and brings the lab up whole."""
