@@ -92,7 +92,7 @@ help:
 	@echo "                          LAB_SUFFIX=-job2 gives every lab a name of its own (two checkouts on one host)"
 	@echo "make test-busy            the device model and the behaviour lab again beside stress-ng --cpu 1 (CI runs it)"
 	@echo "make ci-more              what CI runs after make test: three lanes (busy: test-busy, fuzz, the package"
-	@echo "                          installed whole; appliances: test-zfs, test-crash; bench: bench-check, faults),"
+	@echo "                          installed whole, faults; appliances: test-crash, test-zfs; bench: bench-check),"
 	@echo "                          then with nothing beside them libvirtd stopped under a lab, and make alone"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
@@ -233,11 +233,12 @@ endef
 # each takes of the host (docs/testing.md): three lanes at once, then what needs the host to itself.
 # Lane "busy": the device model and the behaviour lab beside a CPU hog (test-busy: the other lanes
 # beside it only make it busier), the property tests at their depth (fuzz), the package installed
-# whole into a virtualenv of its own (scripts/check-install).
-# Lane "appliances": OpenZFS and NFS in a guest of their own (test-zfs), a power cut (test-crash).
-# Lane "bench": make bench on the default preset, short runs (bench-check), then the faults injected
-# into a running lab (faults-beside: all but the one that stops libvirtd).
-# Then alone: libvirtd stopped and started under a running lab (faults-hostwide), and make alone.
+# whole into a virtualenv of its own (scripts/check-install), the faults injected into a running
+# lab (faults-beside: all but those that stop libvirtd).
+# Lane "appliances": a power cut (test-crash: it waits on its disks more than it computes, so it
+# goes beside the hog), then OpenZFS and NFS in a guest of their own (test-zfs: it computes).
+# Lane "bench": make bench on the default preset, short runs (bench-check).
+# Then alone: libvirtd stopped under a running lab and during lab-ups (faults-hostwide), make alone.
 # Each lane's targets run with bootstrap and the image already done (-o: not remade).
 CI_MAKE := $(MAKE) --no-print-directory -o bootstrap -o bootstrap-all -o image
 ci-more: bootstrap-all image
@@ -256,14 +257,14 @@ ci-busy:
 	scripts/timed "busy: device model, behaviour lab, CPU hog" env -u SECTORLAB_TEST_TIMES $(CI_MAKE) test-busy
 	scripts/timed "busy: property tests at depth" $(CI_MAKE) fuzz
 	scripts/timed "busy: the package installed whole" scripts/check-install
+	scripts/timed "busy: faults in a running lab" $(CI_MAKE) faults-beside
 
 ci-appliances:
-	scripts/timed "appliances: OpenZFS and NFS" $(CI_MAKE) test-zfs
 	scripts/timed "appliances: a power cut" $(CI_MAKE) test-crash
+	scripts/timed "appliances: OpenZFS and NFS" $(CI_MAKE) test-zfs
 
 ci-bench:
 	scripts/timed "bench: make bench, short runs" $(CI_MAKE) bench-check
-	scripts/timed "bench: faults in a running lab" $(CI_MAKE) faults-beside
 
 ci-alone:
 	scripts/timed "alone: libvirtd stopped under a lab" $(CI_MAKE) faults-hostwide
