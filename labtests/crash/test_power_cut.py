@@ -38,13 +38,13 @@ def test_a_killed_guest_recovers_from_its_disk_what_the_cut_left(lab_state, lab_
     guest = lab_guests[disk.vm]
     path = _device(lab_state, guest, disk)
     server = modelled.server(lab_state.lab, disk.name)
-    before = len(trace.read(server.trace))
+    before = trace.end(server.trace)
     writer = (f"setsid nohup redo-writer run --format checked --target {path} --blocksize {BLOCKSIZE} --sessions 2 "
               f"--redo-per-txn {REDO} --rate 200 --arrival poisson --seed 3 --log-size {32 << 20} --duration 300 "
               f"--output json > /var/tmp/redo.json 2>&1 < /dev/null &")
     assert guest.run("sudo -n sh -c", writer).ok
     deadline = time.monotonic() + 120
-    while sum(r.op == "write" for r in trace.read(server.trace)[before:]) < MIN_WRITES:
+    while sum(r.op == "write" for r in trace.read(server.trace, since=before)) < MIN_WRITES:
         if time.monotonic() > deadline:
             said = guest.run("tail -c 600 /var/tmp/redo.json; pgrep -a redo-writer").stdout
             pytest.fail(f"the guest's redo-writer made too few writes in 120 s; it said: {said}", pytrace=False)

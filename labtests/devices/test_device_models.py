@@ -55,13 +55,13 @@ def test_each_model_serves_the_guests_redo_writes_as_its_profile_specifies(model
         assert dev is not None, f"{d.vm}: model-served disk {d.name} (serial {d.serial}) is not in the guest"
         guestdisks.unwatch(guest, [dev.path])  # no re-probe's reads after a run, in the next one's way
         trace_file = Path(d.volume).with_name("disk.trace")
-        before = len(trace.read(trace_file))
+        before = trace.end(trace_file)
         result = guest.run("sudo -n redo-writer run --target", dev.path, "--duration", RUN_S, "--sessions", 1,
                            "--blocksize", 4096, "--redo-per-txn", 4096, "--log-size", 64 << 20, "--output", "json",
                            "--force", timeout=RUN_S + 120)
         assert result.rc == 0, f"redo-writer on {d.name}: exit {result.rc}: {result.stderr.strip()}"
         report = json.loads(result.stdout)
-        rows = trace.read(trace_file)[before:]
+        rows = trace.read(trace_file, since=before)
         writes = [r for r in rows if r.op == "write"]
         guest_writes = report["writes"]
         # Each log write of the guest is one write request of the trace (on a disk with a volatile

@@ -27,7 +27,7 @@ class Window:
     def __init__(self, lab: str, disks: list[DiskRecord], race: bool = False):
         self.lab, self.disks, self.race = lab, disks, race
         self.servers = {d.name: modelled.server(lab, d.name) for d in disks}
-        self.offsets = {name: _size(s.trace) for name, s in self.servers.items()}
+        self.offsets = {name: trace.end(s.trace) for name, s in self.servers.items()}
 
     def check_alive(self, run_id: str) -> None:
         for name, s in self.servers.items():
@@ -39,8 +39,7 @@ class Window:
 
     def requests(self, name: str) -> list[trace.Request]:
         """What the model of disk `name` has served since the window opened, as its trace has it."""
-        header, text = _since(self.servers[name].trace, self.offsets[name])
-        return trace.parse(header + text)
+        return trace.read(self.servers[name].trace, since=self.offsets[name])
 
     def rows(self, runs_dir: Path, run_id: str, results: Path) -> dict:
         """Per disk: its profile, its trace of the run (kept in runs_dir) and the summary per
@@ -48,7 +47,7 @@ class Window:
         out, writes = {}, {}
         for d in self.disks:
             s = self.servers[d.name]
-            header, text = _since(s.trace, self.offsets[d.name])
+            header, text = trace.lines(s.trace, self.offsets[d.name])
             kept = runs_dir / f"{run_id}.{d.name}.trace.csv"
             write_atomic(kept, header + text)  # never through a link planted under the run's name
             requests = trace.parse(header + text)
@@ -79,8 +78,7 @@ def writes_since(traces: dict[Path, int]) -> dict:
     before the run})."""
     out = {}
     for path, offset in traces.items():
-        header, text = _since(path, offset)
-        out[str(path)] = {"write": trace.summary(trace.parse(header + text), "write")}
+        out[str(path)] = {"write": trace.summary(trace.read(path, since=offset), "write")}
     return out
 
 
@@ -113,19 +111,6 @@ def arrivals(first: list, second: list) -> dict:
         return {"pairs": 0}
     return {"pairs": len(gaps), "first_arrived_first_pct": 100.0 * sum(g > 0 for g in gaps) / len(gaps),
             "gap_p50_us": statistics.median(gaps), "abs_gap_p50_us": statistics.median(abs(g) for g in gaps)}
-
-
-def _size(path: Path) -> int:
-    return path.stat().st_size if path.exists() else 0
-
-
-def _since(path: Path, offset: int) -> tuple[str, str]:
-    """The trace's header line and its lines from byte `offset` on (whole lines only)."""
-    with open(path, "rb") as f:
-        header = f.readline().decode()
-        f.seek(max(offset, len(header.encode())))
-        text = f.read().decode()
-    return header, text[: text.rfind("\n") + 1] if text else ""
 
 
 # (label, function of one disk's summary in one run and that run's redo-writer report, format): the

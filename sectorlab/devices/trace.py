@@ -6,8 +6,11 @@ channels' utilisation, cache hits, read-modify-writes, errors."""
 from __future__ import annotations
 
 import csv
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..errors import SectorlabError
 
 INT_FIELDS = ("offset", "length", "fua", "channel", "cached", "rmw_reads", "unit_reads", "error")
 # Absent from a trace written before the model had a write buffer, or a flash log.
@@ -64,8 +67,44 @@ def parse(text: str) -> list[Request]:
     return rows
 
 
-def read(path: Path) -> list[Request]:
-    return parse(path.read_text())
+def end(path: Path) -> int:
+    """Where the trace's last whole line ends, in bytes (0: no trace yet). read(path, since=end(path))
+    after a run gives that run's requests alone, without parsing the thousands the model served
+    before it (the lab's models run from lab-up to lab-down)."""
+    try:
+        with open(path, "rb") as f:
+            pos = f.seek(0, os.SEEK_END)
+            while pos > 0:
+                step = min(1 << 16, pos)
+                f.seek(pos - step)
+                newline = f.read(step).rfind(b"\n")
+                if newline >= 0:
+                    return pos - step + newline + 1
+                pos -= step
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def lines(path: Path, since: int = 0) -> tuple[str, str]:
+    """The trace's header line and its whole lines from byte `since` on (end() of an earlier moment;
+    0: all of them). A trace now shorter than `since` was emptied since (its model started again):
+    one line, rather than another model's requests read as this one's."""
+    with open(path, "rb") as f:
+        header = f.readline().decode()
+        size = f.seek(0, os.SEEK_END)
+        if since > size:
+            raise SectorlabError(f"{path}: {size} bytes, fewer than the {since} it had: its device model started "
+                                 "again since, and the requests in between are not in it")
+        f.seek(max(since, len(header.encode())))
+        text = f.read().decode()
+    return header, text[: text.rfind("\n") + 1]
+
+
+def read(path: Path, since: int = 0) -> list[Request]:
+    """The requests of the trace's whole lines (from byte `since` on: see end())."""
+    header, text = lines(path, since)
+    return parse(header + text)
 
 
 def summary(requests: list[Request], op: str, channels: int = 1) -> dict:

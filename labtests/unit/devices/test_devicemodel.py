@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from labtests.support.depth import examples
 from sectorlab.devices import build, profiles, trace
-from sectorlab.errors import UsageError
+from sectorlab.errors import SectorlabError, UsageError
 from sectorlab.paths import REPO
 
 
@@ -366,6 +366,28 @@ def test_trace_summary_counts_per_operation():
     assert w["service_p50_us"] == pytest.approx(125)   # 150 (a read first) and 100: their midpoint
     assert trace.summary(rows, "flush") == {"op": "flush", "count": 0}
 
+
+
+def test_a_trace_read_since_its_end_gives_the_later_lines_alone(tmp_path):
+    """trace.end() is where the whole lines end (a line still being written is not one of them);
+    read(since=) parses only what came after it; a trace emptied since is one line, not another
+    model's requests."""
+    header = "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error\n"
+    row = "{t}.000,write,{o},4096,1,0,0.000,20.000,21.000,0,0,0,0\n"
+    path = tmp_path / "disk.trace"
+    assert trace.end(path) == 0
+    path.write_text(header + row.format(t=1, o=0) + row.format(t=2, o=4096) + "3.000,wri")  # a line half written
+    mark = trace.end(path)
+    assert mark == len((header + row.format(t=1, o=0) + row.format(t=2, o=4096)).encode())
+    assert [r.t_us for r in trace.read(path)] == [1.0, 2.0]  # the half line is not read
+    assert trace.read(path, since=mark) == []
+    with open(path, "a") as f:
+        f.write("te,8192,4096,1,0,0.000,20.000,21.000,0,0,0,0\n" + row.format(t=4, o=12288))
+    assert [(r.t_us, r.offset) for r in trace.read(path, since=mark)] == [(3.0, 8192), (4.0, 12288)]
+    assert len(trace.read(path)) == 4
+    path.write_text(header)  # its model started again
+    with pytest.raises(SectorlabError, match=f"{path}: .* fewer than the {mark} it had: its device model started"):
+        trace.read(path, since=mark)
 
 @pytest.mark.parametrize("name", sorted(profiles.profiles()))
 def test_every_catalog_profile_is_one_the_model_takes_and_names_its_sources(name):

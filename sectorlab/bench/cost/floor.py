@@ -76,13 +76,13 @@ def measure(guest, lab_name: str, d: record.DiskRecord, path: str, seconds: int)
     writes, flushes and FUA writes and its served p50 (the device path's share)."""
     cache = guest.check_output("cat", f"/sys/block/{Path(path).name}/queue/write_cache").strip()
     trace_file = modelled.server(lab_name, d.name).trace
-    before = len(trace.read(trace_file))
+    before = trace.end(trace_file)
     result = guest.check_output("sudo -n redo-writer run --target", path, "--duration", seconds, "--sessions", 1,
                                 "--blocksize", 4096, "--redo-per-txn", 4096, "--log-size", 64 << 20,
                                 "--output", "json", "--force", timeout=seconds + 120)
     guest_write = json.loads(result)["log_file_parallel_write"]
     writes_done = json.loads(result)["writes"]
-    rows = trace.read(trace_file)[before:]
+    rows = trace.read(trace_file, since=before)
     served = [r for r in rows if r.op == "write"]
     writes = [r.served_us for r in served]
     return {"disk": d.name, "bus": d.bus, "device": d.device, "write_cache": cache,

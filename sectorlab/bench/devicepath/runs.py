@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...analysis import devicerows, stats
-from ...devices import build
+from ...devices import build, trace
 from ...devices.server import DeviceServer
 from ...lab import modelled
 from ...lab.state import Progress
@@ -109,11 +109,10 @@ class Models:
         return target, NULL_TARGET if t.second_null else None
 
     def traces(self, t: Target, variant: str) -> dict[Path, int]:
-        """The traces of a target's models (started by target()), each with its size now."""
+        """The traces of a target's models (started by target()), each with where its lines end now."""
         sectors = t.expected_sectors()
         keys = [(d.name, *sectors, variant) for d in (t.disk, t.second) if d is not None]
-        return {self.servers[k].trace: (self.servers[k].trace.stat().st_size if self.servers[k].trace.exists() else 0)
-                for k in keys if k in self.servers}
+        return {self.servers[k].trace: trace.end(self.servers[k].trace) for k in keys if k in self.servers}
 
     def stop(self) -> None:
         try:
