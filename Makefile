@@ -74,8 +74,8 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
 
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-lane-devices test-labs test-databases test-devices test-busy test-crosscheck test-behaviours test-zfs test-crash test-devicemodel test-write-units crosscheck unit fuzz smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench-floor bench bench-all bench-check bench-timing bench-sweep bench-load crash crash-db faults \
-        faults-beside faults-hostwide alone ci-more ci-lane-busy ci-lane-faults ci-lane-bench ci-busy ci-faults ci-bench \
-        ci-alone
+        faults-beside faults-hostwide alone ci-more ci-lane-busy ci-lane-appliances ci-lane-bench ci-busy ci-appliances \
+        ci-bench ci-alone
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -91,8 +91,8 @@ help:
 	@echo "                                  scenarios on labs/write-units.toml (write units above 4 KiB)"
 	@echo "                          LAB_SUFFIX=-job2 gives every lab a name of its own (two checkouts on one host)"
 	@echo "make test-busy            the device model and the behaviour lab again beside stress-ng --cpu 1 (CI runs it)"
-	@echo "make ci-more              what CI runs after make test: three lanes (busy: test-busy, test-zfs; faults:"
-	@echo "                          test-crash, faults; bench: bench-check, fuzz, the package installed whole),"
+	@echo "make ci-more              what CI runs after make test: three lanes (busy: test-busy, fuzz, the package"
+	@echo "                          installed whole, faults; appliances: test-crash, test-zfs; bench: bench-check),"
 	@echo "                          then with nothing beside them libvirtd stopped under a lab, and make alone"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
@@ -232,40 +232,39 @@ endef
 # What .ci/run runs after make test, laid out as make test is by their measured lengths and what
 # each takes of the host (docs/testing.md): three lanes at once, then what needs the host to itself.
 # Lane "busy": the device model and the behaviour lab beside a CPU hog (test-busy: the other lanes
-# beside it only make it busier), then OpenZFS and NFS in a guest of their own (test-zfs: it
-# computes, and beside the hog took twice as long).
-# Lane "faults": a power cut (test-crash), then the faults injected into a running lab
-# (faults-beside: all but those that stop libvirtd).
-# Lane "bench": make bench on the default preset, short runs (bench-check: it mostly waits), the
-# property tests at their depth (fuzz), the package installed whole into a virtualenv of its own
-# (scripts/check-install).
+# beside it only make it busier), the property tests at their depth (fuzz), the package installed
+# whole into a virtualenv of its own (scripts/check-install), the faults injected into a running
+# lab (faults-beside: all but those that stop libvirtd).
+# Lane "appliances": a power cut (test-crash: it waits on its disks more than it computes, so it
+# goes beside the hog), then OpenZFS and NFS in a guest of their own (test-zfs: it computes).
+# Lane "bench": make bench on the default preset, short runs (bench-check).
 # Then alone: libvirtd stopped under a running lab and during lab-ups (faults-hostwide), make alone.
 # Each lane's targets run with bootstrap and the image already done (-o: not remade).
 CI_MAKE := $(MAKE) --no-print-directory -o bootstrap -o bootstrap-all -o image
 ci-more: bootstrap-all image
-	$(call lanes,make ci-more,ci-lane-busy ci-lane-faults ci-lane-bench,ci-alone)
+	$(call lanes,make ci-more,ci-lane-busy ci-lane-appliances ci-lane-bench,ci-alone)
 
 ci-lane-busy:
 	@scripts/tag busy $(CI_MAKE) ci-busy
 
-ci-lane-faults:
-	@scripts/tag faults $(CI_MAKE) ci-faults
+ci-lane-appliances:
+	@scripts/tag appliances $(CI_MAKE) ci-appliances
 
 ci-lane-bench:
 	@scripts/tag bench $(CI_MAKE) ci-bench
 
 ci-busy:
 	scripts/timed "busy: device model, behaviour lab, CPU hog" env -u SECTORLAB_TEST_TIMES $(CI_MAKE) test-busy
-	scripts/timed "busy: OpenZFS and NFS" $(CI_MAKE) test-zfs
+	scripts/timed "busy: property tests at depth" $(CI_MAKE) fuzz
+	scripts/timed "busy: the package installed whole" scripts/check-install
+	scripts/timed "busy: faults in a running lab" $(CI_MAKE) faults-beside
 
-ci-faults:
-	scripts/timed "faults: a power cut" $(CI_MAKE) test-crash
-	scripts/timed "faults: in a running lab" $(CI_MAKE) faults-beside
+ci-appliances:
+	scripts/timed "appliances: a power cut" $(CI_MAKE) test-crash
+	scripts/timed "appliances: OpenZFS and NFS" $(CI_MAKE) test-zfs
 
 ci-bench:
 	scripts/timed "bench: make bench, short runs" $(CI_MAKE) bench-check
-	scripts/timed "bench: property tests at depth" $(CI_MAKE) fuzz
-	scripts/timed "bench: the package installed whole" scripts/check-install
 
 ci-alone:
 	scripts/timed "alone: libvirtd stopped under a lab" $(CI_MAKE) faults-hostwide
