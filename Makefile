@@ -420,7 +420,7 @@ bench-check: bootstrap
 
 # How late the device model's replies are on this host, each distribution and catalog profile
 # (labtests/bench/test_model_timing.py): held to OVERSHOOT_P50_US at the median, so run it on a quiet
-# machine (CI does not: a shared runner is not one; docs/performance.md has the numbers).
+# machine (CI does not: a shared runner is not one; docs/device-models.md has the numbers).
 bench-timing: bootstrap
 	@$(show); $(pytest-args); show $(PYTEST) -m timing labtests "$${pytest_args[@]}"
 
