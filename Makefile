@@ -120,7 +120,8 @@ help:
 	@echo "make alone                with no lab up: a lab on a libvirt host over qemu+ssh (an sshd on 127.0.0.1), a Ctrl-C of make test"
 	@echo "make faults               a VM's QEMU killed, a volume deleted, a device model killed, the state directory lost:"
 	@echo "                          lab-status names each, lab-up/down heal it; also libvirtd stopped under the lab"
-	@echo "                          (faults-beside: all but that one; faults-hostwide: that one, nothing beside it)"
+	@echo "                          and during lab-ups (faults-beside: all but those three; faults-hostwide: those,"
+	@echo "                          nothing beside them)"
 	@echo "make test-zfs             seed 004: OpenZFS and NFS in a guest of its own (labs/zfs-nfs.toml; its image ~6 min the first time)"
 	@echo "make test-crash           power cuts in a lab of its own: QEMU killed mid-redo and mid-commit, recovery judged"
 	@echo "                          in the guest by redo-writer, MariaDB and PostgreSQL"
@@ -215,9 +216,10 @@ test: bootstrap image
 # $(call lanes,NAME,LANES[,AFTER]): the LANES (make targets) at once, each line of their output
 # starting with its lane's name (scripts/tag), then, when they passed, the AFTER targets one after
 # another with nothing beside them; each tier's time at the end (scripts/timed, scripts/times). A
-# Ctrl-C stops them (each lane's labs are taken down; exit 130).
+# Ctrl-C stops them (each lane's labs are taken down; exit 130). Under make -n the line runs ('+', as
+# a line naming $$(MAKE) does): the lanes' makes say what they would run, and run nothing.
 define lanes
-@start=$$SECONDS; int=0; trap 'int=1' INT; SECTORLAB_TEST_TIMES=$$(mktemp -t sectorlab-test-times.XXXXXX) || exit 1; \
++@start=$$SECONDS; int=0; trap 'int=1' INT; SECTORLAB_TEST_TIMES=$$(mktemp -t sectorlab-test-times.XXXXXX) || exit 1; \
   export SECTORLAB_TEST_TIMES; \
   $(MAKE) --no-print-directory -j$(words $(2)) $(2); rc=$$?; \
   $(if $(3),if [ $$rc -eq 0 ] && [ $$int -eq 0 ]; then $(MAKE) --no-print-directory $(3); rc=$$?; fi;) \
@@ -239,36 +241,39 @@ endef
 # goes beside the hog), then OpenZFS and NFS in a guest of their own (test-zfs: it computes).
 # Lane "bench": make bench on the default preset, short runs (bench-check).
 # Then alone: libvirtd stopped under a running lab and during lab-ups (faults-hostwide), make alone.
-# Each lane's targets run with bootstrap and the image already done (-o: not remade).
-CI_MAKE := $(MAKE) --no-print-directory -o bootstrap -o bootstrap-all -o image
+# Each lane's targets run with bootstrap and the image already done (-o: not remade); each line
+# names $(MAKE) itself, so make hands it the jobserver (and make -n runs it, to say what it would run).
+CI_LANE_FLAGS := --no-print-directory -o bootstrap -o bootstrap-all -o image
 ci-more: bootstrap-all image
 	$(call lanes,make ci-more,ci-lane-busy ci-lane-appliances ci-lane-bench,ci-alone)
 
 ci-lane-busy:
-	@scripts/tag busy $(CI_MAKE) ci-busy
+	@scripts/tag busy $(MAKE) $(CI_LANE_FLAGS) ci-busy
 
 ci-lane-appliances:
-	@scripts/tag appliances $(CI_MAKE) ci-appliances
+	@scripts/tag appliances $(MAKE) $(CI_LANE_FLAGS) ci-appliances
 
 ci-lane-bench:
-	@scripts/tag bench $(CI_MAKE) ci-bench
+	@scripts/tag bench $(MAKE) $(CI_LANE_FLAGS) ci-bench
 
+# test-busy's behaviour lab records its own tier under make test's name ("devices: behaviour lab"):
+# here only this lane's line is recorded.
 ci-busy:
-	scripts/timed "busy: device model, behaviour lab, CPU hog" env -u SECTORLAB_TEST_TIMES $(CI_MAKE) test-busy
-	scripts/timed "busy: property tests at depth" $(CI_MAKE) fuzz
+	scripts/timed "busy: device model, behaviour lab, CPU hog" env -u SECTORLAB_TEST_TIMES $(MAKE) $(CI_LANE_FLAGS) test-busy
+	scripts/timed "busy: property tests at depth" $(MAKE) $(CI_LANE_FLAGS) fuzz
 	scripts/timed "busy: the package installed whole" scripts/check-install
-	scripts/timed "busy: faults in a running lab" $(CI_MAKE) faults-beside
+	scripts/timed "busy: faults in a running lab" $(MAKE) $(CI_LANE_FLAGS) faults-beside
 
 ci-appliances:
-	scripts/timed "appliances: a power cut" $(CI_MAKE) test-crash
-	scripts/timed "appliances: OpenZFS and NFS" $(CI_MAKE) test-zfs
+	scripts/timed "appliances: a power cut" $(MAKE) $(CI_LANE_FLAGS) test-crash
+	scripts/timed "appliances: OpenZFS and NFS" $(MAKE) $(CI_LANE_FLAGS) test-zfs
 
 ci-bench:
-	scripts/timed "bench: make bench, short runs" $(CI_MAKE) bench-check
+	scripts/timed "bench: make bench, short runs" $(MAKE) $(CI_LANE_FLAGS) bench-check
 
 ci-alone:
-	scripts/timed "alone: libvirtd stopped under a lab" $(CI_MAKE) faults-hostwide
-	scripts/timed "alone: remote host, Ctrl-C of make test" $(CI_MAKE) alone
+	scripts/timed "alone: libvirtd stopped under a lab" $(MAKE) $(CI_LANE_FLAGS) faults-hostwide
+	scripts/timed "alone: remote host, Ctrl-C of make test" $(MAKE) $(CI_LANE_FLAGS) alone
 
 # The file make test's tiers append their times to (scripts/timed), handed to the lanes through
 # their environment: make test makes one of its own and removes it at its end; a target run alone
@@ -342,8 +347,8 @@ crosscheck: bootstrap image
 	$(call lab-run,,-m "lab and crosscheck" labtests)
 
 # Faults injected into a running lab (labtests/lab/test_faults.py): lab-up, the scenarios, lab-down.
-# faults-beside: all but the one that stops libvirtd, which other labs may run beside (.ci/run's
-# lanes); faults-hostwide: that one, with nothing beside it.
+# faults-beside: all but the three that stop libvirtd (marked hostwide), which other labs may run
+# beside (.ci/run's lanes); faults-hostwide: those three, with nothing beside them.
 faults: bootstrap
 	$(call lab-run,,-m faults labtests)
 

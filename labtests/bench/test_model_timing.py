@@ -1,8 +1,8 @@
 """How late the device model's replies are on a quiet host: the one check of the host's own timing,
 a benchmark's (make bench-timing, on a quiet machine; not CI's: a shared runner is not quiet), not
-make test's. The
-filter ends each sleep early by a calibrated margin and spins the rest, which on a quiet host puts
-the served times within OVERSHOOT_P50_US of the model's at the median (docs/device-models.md).
+make test's. The filter ends each sleep early by a calibrated margin and spins the rest, which on a
+quiet host puts the served times within OVERSHOOT_P50_US of the model's at the median
+(docs/device-models.md).
 make test's scenarios hold the same requests to the model's own times and to no reply coming
 early, so a busy runner cannot fail them (labtests/devices/test_devicemodel_host.py): these are
 the requests of its distributions and catalog profiles, served again and held to the median."""

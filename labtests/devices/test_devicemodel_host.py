@@ -58,7 +58,7 @@ def _within(measured: float, want: float, rel: float, abs_us: float = 0.0) -> bo
 # reply wakes tens to hundreds of microseconds late. So these tests hold the model's own times (the
 # trace's service_us and queue_us, which the model decides) to the specification, and of the served
 # times only what no host can change: no reply comes before the model's time. How late the replies
-# are on a quiet host is the benchmark's (test_the_filter_serves_at_the_models_time_on_a_quiet_host,
+# are on a quiet host is the benchmark's (labtests/bench/test_model_timing.py, the same requests,
 # make bench-timing); docs/device-models.md gives the tail as measured.
 OVERSHOOT_P50_US = 20
 
