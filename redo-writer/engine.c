@@ -887,7 +887,7 @@ static int open_member(const struct config *cfg, struct member *m, struct member
 
 /*
  * Open loop, after the run: the commits that arrived in the measured time (up to --duration, or
- * the last commit of a --transactions run), the backlog left at its end, and whether the run kept
+ * the last commit of a --transactions run; with both, whichever ended the run), the backlog left at its end, and whether the run kept
  * up (see --help). The elapsed time ends with the last commit or with --duration, whichever is
  * later: not when a session sleeping for an arrival after the last --transactions commit noticed
  * that the run was over.
@@ -896,9 +896,13 @@ static void account_arrivals(struct shared *sh, struct session_ctx *ctx)
 {
 	const struct config *cfg = sh->cfg;
 	struct results *res = sh->res;
-	uint64_t end = sh->last_done_ns > sh->deadline_ns ? sh->last_done_ns : sh->deadline_ns;
+	/* A run of --transactions and --duration that took its last commit before the deadline is
+	 * measured as a --transactions run; one the deadline ended, as a --duration run. */
+	uint64_t deadline = cfg->transactions && __atomic_load_n(&sh->txns_started, __ATOMIC_RELAXED) >= cfg->transactions
+				    ? 0 : sh->deadline_ns;
+	uint64_t end = sh->last_done_ns > deadline ? sh->last_done_ns : deadline;
 	/* A --duration run takes no commit after its deadline: those that arrive later are not its own. */
-	uint64_t until = sh->deadline_ns ? sh->deadline_ns : end;
+	uint64_t until = deadline ? deadline : end;
 	unsigned long long i;
 	uint64_t short_by;
 

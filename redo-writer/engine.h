@@ -35,7 +35,7 @@ struct config {
 	const char *events;                 /* file for every latency, or NULL */
 	unsigned long long blocksize;
 	unsigned long long sessions;
-	unsigned long long duration_s;      /* 0: run --transactions */
+	unsigned long long duration_s;      /* 0: no time limit (--transactions alone) */
 	unsigned long long transactions;    /* total, 0: run --duration */
 	unsigned long long redo_per_txn;
 	unsigned long long rate;            /* commits per second over all sessions, 0: closed loop */

@@ -54,8 +54,8 @@ static struct opt run_opts[] = {
 	{ "events", OPT_STR, "CSV file for every write and commit latency (for plots and statistical tests)", NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "blocksize", OPT_NUM, "redo block size in bytes", "512", 512, 4096, "512|1024|4096", NULL, NULL, 0 },
 	{ "sessions", OPT_NUM, "committing sessions (threads)", "1", 1, 4096, NULL, NULL, NULL, 0 },
-	{ "duration", OPT_NUM, "seconds to run (or --transactions)", "10", 1, 86400, NULL, NULL, NULL, 0 },
-	{ "transactions", OPT_NUM, "commits to run over all sessions (instead of --duration)", NULL, 1, 1ULL << 40, NULL, NULL, NULL, 0 },
+	{ "duration", OPT_NUM, "seconds to run (with --transactions: at most; whichever comes first ends the run)", "10", 1, 86400, NULL, NULL, NULL, 0 },
+	{ "transactions", OPT_NUM, "commits to run over all sessions (alone: no time limit; with --duration: whichever comes first)", NULL, 1, 1ULL << 40, NULL, NULL, NULL, 0 },
 	{ "redo-per-txn", OPT_NUM, "redo bytes each commit generates", "512", 1, 64ULL << 20, NULL, NULL, NULL, 0 },
 	{ "rate", OPT_NUM, "commits per second over all sessions (0: closed loop, as fast as possible); at most 1000000 per session", "0", 0, 10000000, NULL,
 	  "a rate the lab cannot offer: ask for fewer commits per second", NULL, 0 },
@@ -402,13 +402,10 @@ static int build_config(struct config *cfg)
 	    num(run_opts, "seed", &cfg->seed) ||
 	    num(run_opts, "cpu-us-per-txn", &cfg->cpu_us_per_txn) || check_arrival(cfg))
 		return -1;
-	if (find_opt(run_opts, "transactions")->given) {
-		if (find_opt(run_opts, "duration")->given) {
-			fprintf(stderr, "%s: give --duration or --transactions, not both\n", PROG);
-			return -1;
-		}
+	/* --transactions alone runs without a time limit; with --duration, whichever comes first ends
+	 * the run (as fio's number_ios with runtime). */
+	if (find_opt(run_opts, "transactions")->given && !find_opt(run_opts, "duration")->given)
 		cfg->duration_s = 0;
-	}
 	if (cfg->log_size % cfg->blocksize) {
 		fprintf(stderr, "%s: log size %llu is not a multiple of the block size %llu\n", PROG, cfg->log_size,
 			cfg->blocksize);

@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 APPENDS = 64        # 512-byte writes, one after the other: 8 units of 4 KiB
 BASE = 1 << 20      # past the partition table's sectors
 RUN_S = 3
+RUN_WRITES = 2_000  # or RUN_S, whichever comes first: a fast drive writes 2,000 in about a second
 UNIT = 4096         # the profiles' write unit (nvme-512e)
 REPLY_MARGIN_US = 300  # a flash log ahead by more than this beats the host's sleep lateness (tens of us)
 
@@ -137,7 +138,8 @@ def test_redo_at_blocksize_512_reads_nand_far_less_behind_a_dram_buffer(lab_stat
 
             def redo(d=d, bs=bs, out=out):
                 out["r"] = guest.run("sudo -n redo-writer run --target", paths[d.name], "--duration", RUN_S,
-                                     "--blocksize", bs, "--sessions", 1, "--redo-per-txn", 512, "--log-size",
+                                     "--transactions", RUN_WRITES, "--blocksize", bs, "--sessions", 1,
+                                     "--redo-per-txn", 512, "--log-size",
                                      64 << 20, "--output", "json", "--force", timeout=RUN_S + 120)
             writes = _traced(lab_state, d, redo, f"redo-{d.name}-{bs}")
             assert out["r"].rc == 0, f"redo-writer on {d.name} at {bs}: exit {out['r'].rc}: {out['r'].stderr.strip()}"

@@ -23,6 +23,7 @@ from sectorlab.guest import disks as guestdisks
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 
 RUN_S = 4
+RUN_WRITES = 2_000  # or RUN_S, whichever comes first: the twin writes 2,000 in about a second
 ALPHA = 0.01
 PROBE_WRITES = 64
 SEED_003_TPS_GAIN_PCT = 10.7  # transactions/s at BLOCKSIZE 4096 over 512 on a 512e device (seed 003)
@@ -74,7 +75,8 @@ class Lab:
 
             def redo():
                 out["result"] = self.guest.run("sudo -n redo-writer run --target", self.path[disk], "--duration",
-                                               RUN_S, "--blocksize", blocksize, *COMMON, timeout=RUN_S + 120)
+                                               RUN_S, "--transactions", RUN_WRITES, "--blocksize", blocksize, *COMMON,
+                                               timeout=RUN_S + 120)
             writes = self.traced(f"{disk}-{blocksize}", redo) if disk == self.rmw_disk.name else (redo() or None)
             result = out["result"]
             assert result.rc == 0, f"redo-writer on {disk} at {blocksize}: exit {result.rc}: {result.stderr.strip()}"

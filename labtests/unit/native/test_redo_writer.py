@@ -126,7 +126,6 @@ def test_json_report_fields(redo_writer):
     (["--sessions", "4x"], "--sessions '4x' is not a whole number"),
     (["--log-size", 100000], "log size 100000 is not a multiple of the block size 512"),
     (["--sync", "fsync"], "--sync 'fsync' is not one of odsync|fdatasync"),
-    (["--duration", 5, "--transactions", 5], "not both"),
     (["--bogus", 1], "unknown option --bogus"),
     (["--arrival", "closed", "--rate", 100], "--arrival closed with --rate 100: a closed loop commits as fast as it "
                                              "can; drop --rate, or give --arrival fixed|poisson"),
@@ -379,6 +378,21 @@ def test_a_second_member_that_is_the_target_is_bad_input(redo_writer, tmp_path):
 def test_mirror_and_race_together_is_bad_input(redo_writer, tmp_path):
     result = run(redo_writer, "--target", tmp_path / "a", "--mirror", tmp_path / "b", "--race", tmp_path / "c")
     assert result.returncode == 2 and "not both" in result.stderr
+
+
+def test_transactions_with_a_duration_end_the_run_at_whichever_comes_first(redo_writer):
+    """--transactions and --duration together (as fio's number_ios with runtime): a run that reaches
+    the count first ends there, long before a deadline of 10 minutes (the subprocess would time out
+    first); in an open loop it is measured to its last commit, not to the deadline, so it kept up;
+    a run the deadline ends is a --duration run: 1,000 arrivals in 1 s at 1,000/s."""
+    closed = run_json(redo_writer, "--target", "null:", "--transactions", 50, "--duration", 600)
+    assert (closed["transactions"], closed["arrivals"]) == (50, 50), closed
+    by_count = run_json(redo_writer, "--target", "null:", "--rate", 1000, "--transactions", 100, "--duration", 600)
+    assert (by_count["transactions"], by_count["arrivals"], by_count["kept_up"]) == (100, 100, True), by_count
+    assert by_count["elapsed_s"] < 60, by_count
+    by_time = run_json(redo_writer, "--target", "null:", "--rate", 1000, "--transactions", 1 << 40, "--duration", 1)
+    assert by_time["arrivals"] == 1000 and by_time["elapsed_s"] >= 1.0, by_time
+    assert by_time["transactions"] <= 1000 and by_time["kept_up"] is True, by_time
 
 
 def test_open_loop_at_a_low_rate_keeps_up(redo_writer):
