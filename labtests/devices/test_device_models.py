@@ -7,7 +7,7 @@ quantile_test: a run of a few hundred writes estimates a spinning disk's median 
 widened by 5 % or 20 us at p50, 10 % at p99; and no reply comes before the model's time (how late
 the replies are is the host's: said here, held on a quiet host by make bench-timing,
 labtests/bench/test_model_timing.py); every log write of the guest is one write request of the
-trace, nothing reads the disk meanwhile (udev's re-probe is off: guestdisks.unwatch), and the guest
+trace, nothing reads the disk meanwhile (udev's re-probe is off: unwatched_paths), and the guest
 never sees a write faster than the device served it."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from labtests.support.lab import unwatched_paths
 from labtests.support.requires import require
 from sectorlab.devices import profiles, trace
-from sectorlab.guest import disks as guestdisks
 
 pytestmark = [pytest.mark.lab, pytest.mark.behaviours]
 
@@ -55,16 +55,12 @@ def _consistent(sample: np.ndarray, q: int, spec: float, rel: float, abs_us: flo
 
 def test_each_model_serves_the_guests_redo_writes_as_its_profile_specifies(modelled, lab_guests, guest_devices,
                                                                           record_property):
+    paths = unwatched_paths(modelled, lab_guests, guest_devices)
     for d in modelled:
-        assert guest_devices[d.vm].get(d.serial), \
-            f"{d.vm}: model-served disk {d.name} (serial {d.serial}) is not in the guest"
-    for vm in sorted({d.vm for d in modelled}):  # no re-probe's reads after a run, in the next one's way
-        guestdisks.unwatch(lab_guests[vm], [guest_devices[vm][d.serial].path for d in modelled if d.vm == vm])
-    for d in modelled:
-        guest, dev = lab_guests[d.vm], guest_devices[d.vm][d.serial]
+        guest = lab_guests[d.vm]
         trace_file = Path(d.volume).with_name("disk.trace")
         before = trace.end(trace_file)
-        result = guest.run("sudo -n redo-writer run --target", dev.path, "--duration", RUN_S,
+        result = guest.run("sudo -n redo-writer run --target", paths[d.name], "--duration", RUN_S,
                            "--transactions", RUN_WRITES, "--sessions", 1,
                            "--blocksize", 4096, "--redo-per-txn", 4096, "--log-size", 64 << 20, "--output", "json",
                            "--force", timeout=RUN_S + 120)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from labtests.support.lab import unwatched_paths
 from labtests.support.requires import require
 from sectorlab.bench.cost import floor
 from sectorlab.devices import profiles
-from sectorlab.guest import disks as guestdisks
 
 # A count of flushes per write, not a timing: 200 writes or 1 s, whichever comes first (a fast disk
 # writes 200 in a tenth of a second; the slowest profile, a flush per write to a 7,200 rpm platter,
@@ -30,14 +30,14 @@ def _served(lab_state):
                    "the lab's disks are served by no device model (a lab on a remote libvirt host)")
 
 
-def _check(lab_name, d, guest, dev, record_property) -> None:
+def _check(lab_name, d, guest, path, record_property) -> None:
     profile = profiles.get(d.device)
     assert d.write_cache == profile.presented, (d.name, d.write_cache, profile.presented)
-    shown = guest.check_output("cat", f"/sys/block/{Path(dev.path).name}/queue/write_cache").strip()
+    shown = guest.check_output("cat", f"/sys/block/{Path(path).name}/queue/write_cache").strip()
     assert shown == d.write_cache, \
-        f"{dev.path} ({d.bus}, device profile {d.device}, write cache {profile.write_cache}): queue/write_cache " \
+        f"{path} ({d.bus}, device profile {d.device}, write cache {profile.write_cache}): queue/write_cache " \
         f"is {shown!r}, expected {d.write_cache!r}"
-    run = floor.measure(guest, lab_name, d, dev.path, RUN_S, RUN_WRITES)  # the run and trace cut bench-floor makes
+    run = floor.measure(guest, lab_name, d, path, RUN_S, RUN_WRITES)  # the run and trace cut bench-floor makes
     assert run["model_writes"], f"{d.name}: the model saw no write of a {RUN_S} s redo-writer run"
     said = (f"{d.name} ({d.bus}, {d.device}, write cache {profile.write_cache}, guest reads {shown}): "
             f"{run['model_writes']} writes, {run['flushes']} flushes, {run['fua_writes']} with FUA; log file "
@@ -52,12 +52,9 @@ def _check(lab_name, d, guest, dev, record_property) -> None:
 
 def _every_disk(lab_state, lab_guests, guest_devices, record_property) -> None:
     served = _served(lab_state)
+    paths = unwatched_paths(served, lab_guests, guest_devices)
     for d in served:
-        assert guest_devices[d.vm].get(d.serial), f"{d.vm}: disk {d.name} (serial {d.serial}) is not in the guest"
-    for vm in sorted({d.vm for d in served}):  # no re-probe's reads after a run, in the next one's way
-        guestdisks.unwatch(lab_guests[vm], [guest_devices[vm][d.serial].path for d in served if d.vm == vm])
-    for d in served:
-        _check(lab_state.lab, d, lab_guests[d.vm], guest_devices[d.vm][d.serial], record_property)
+        _check(lab_state.lab, d, lab_guests[d.vm], paths[d.name], record_property)
 
 
 @pytest.mark.lab

@@ -66,6 +66,22 @@ def resolve_disk(param, lab_state: LabRecord, lab_guests: dict, guest_devices: d
     return lab_guests[vm_name], declared, dev
 
 
+def unwatched_paths(disks, lab_guests: dict, guest_devices: dict) -> dict[str, str]:
+    """{disk name: its path in the guest} for recorded disks (lab.json's), each guest's udev re-probe
+    turned off for them at once (sectorlab.guest.disks.unwatch: no re-probe's reads after one run,
+    in the next one's way); a disk its guest does not show is a failure naming it."""
+    from sectorlab.guest import disks as guestdisks
+    paths = {}
+    for d in disks:
+        dev = guest_devices[d.vm].get(d.serial)
+        if dev is None:
+            pytest.fail(f"{d.vm}: disk {d.name} (serial {d.serial}) is not in the guest", pytrace=False)
+        paths[d.name] = dev.path
+    for vm in sorted({d.vm for d in disks}):
+        guestdisks.unwatch(lab_guests[vm], [paths[d.name] for d in disks if d.vm == vm])
+    return paths
+
+
 def expected_alignment(declared) -> int:
     """alignment_offset the guest kernel reports for a correctly presented disk (and for a partition
     on it that starts on a physical-sector boundary).

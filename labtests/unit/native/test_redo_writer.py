@@ -383,16 +383,18 @@ def test_mirror_and_race_together_is_bad_input(redo_writer, tmp_path):
 def test_transactions_with_a_duration_end_the_run_at_whichever_comes_first(redo_writer):
     """--transactions and --duration together (as fio's number_ios with runtime): a run that reaches
     the count first ends there, long before a deadline of 10 minutes (the subprocess would time out
-    first); in an open loop it is measured to its last commit, not to the deadline, so it kept up;
-    a run the deadline ends is a --duration run: 1,000 arrivals in 1 s at 1,000/s."""
+    first); in an open loop it is measured to its last commit, not to the deadline (which would count
+    some 600,000 arrivals at 1,000/s); a run the deadline ends is a --duration run: exactly 1,000
+    arrivals in 1 s at 1,000/s. Whether a run kept up is not asserted: it is how late this host let
+    the last commits be (test_open_loop_at_a_low_rate_keeps_up holds a longer run to it)."""
     closed = run_json(redo_writer, "--target", "null:", "--transactions", 50, "--duration", 600)
     assert (closed["transactions"], closed["arrivals"]) == (50, 50), closed
     by_count = run_json(redo_writer, "--target", "null:", "--rate", 1000, "--transactions", 100, "--duration", 600)
-    assert (by_count["transactions"], by_count["arrivals"], by_count["kept_up"]) == (100, 100, True), by_count
+    assert by_count["transactions"] == 100 and 100 <= by_count["arrivals"] < 60_000, by_count
     assert by_count["elapsed_s"] < 60, by_count
     by_time = run_json(redo_writer, "--target", "null:", "--rate", 1000, "--transactions", 1 << 40, "--duration", 1)
     assert by_time["arrivals"] == 1000 and by_time["elapsed_s"] >= 1.0, by_time
-    assert by_time["transactions"] <= 1000 and by_time["kept_up"] is True, by_time
+    assert 0 < by_time["transactions"] <= 1000, by_time
 
 
 def test_open_loop_at_a_low_rate_keeps_up(redo_writer):

@@ -70,15 +70,15 @@ def bench_floor(data: record.LabRecord, names: list[str], rounds: int, seconds: 
             "disks": {d.name: _summary([r for r in runs if r["disk"] == d.name]) for d in disks}}
 
 
-def measure(guest, lab_name: str, d: record.DiskRecord, path: str, seconds: int, writes: int | None = None) -> dict:
-    """One redo-writer run (1 session, 4 KiB redo per commit; `seconds`, or `writes` commits if they
+def measure(guest, lab_name: str, d: record.DiskRecord, path: str, seconds: int, at_most: int | None = None) -> dict:
+    """One redo-writer run (1 session, 4 KiB redo per commit; `seconds`, or `at_most` commits if they
     come first) on a model-served disk, and what the model's trace holds of it: the guest's p50/p99,
     the write cache the guest reads, the model's writes, flushes and FUA writes and its served p50
     (the device path's share)."""
     cache = guest.check_output("cat", f"/sys/block/{Path(path).name}/queue/write_cache").strip()
     trace_file = modelled.server(lab_name, d.name).trace
     before = trace.end(trace_file)
-    count = ("--transactions", writes) if writes else ()
+    count = ("--transactions", at_most) if at_most else ()
     result = guest.check_output("sudo -n redo-writer run --target", path, "--duration", seconds, *count,
                                 "--sessions", 1, "--blocksize", 4096, "--redo-per-txn", 4096, "--log-size", 64 << 20,
                                 "--output", "json", "--force", timeout=seconds + 120)
