@@ -392,8 +392,8 @@ static FILE *start_output(int fd, const char *key, const char *path, const char 
 }
 
 static const char trace_header[] =
-    "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,buffer_hits,"
-    "flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us\n";
+    "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,"
+    MODEL_TRACE_TAIL_HEADER "\n";
 
 /* The filter's files, checked against each other and the served disk before any is emptied or
  * written: the trace, the write log, and the unreadable= ranges as they are at start; then the write
@@ -498,7 +498,7 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
   }
   int64_t finished = now_ns();
   if (trace) {
-    char tail[160];
+    char tail[192];
     model_trace_tail(tail, sizeof tail, &c, arrival);
     /* served: from the answering medium's start to the reply, against its service time */
     int64_t from = c.flashlog_first == 1 ? c.flashlog_start : c.start;

@@ -318,6 +318,21 @@ static int failing(struct model *m, enum op op, int64_t now) {
   return m->fail_after_seconds > 0 && (double)(now - m->first_at) >= m->fail_after_seconds * 1e9;
 }
 
+/* The bytes a write puts on the medium: the write rounded out to the atomic unit, the physical
+ * sector or the flash write unit when larger (a read-modify-write writes the whole sector back). */
+static uint64_t media_bytes(const struct model *m, uint64_t offset, uint32_t length) {
+  uint64_t unit = m->write_unit > m->physical_sector ? m->write_unit : m->physical_sector;
+  if (unit <= 1 || !length) return length;
+  return ((offset + length + unit - 1) / unit - offset / unit) * unit;
+}
+
+/* When the write's bytes start going onto the medium: the last stretch before `durable`, their
+ * transfer at `mbps`, never before the service starts. */
+static int64_t media_from(int64_t start, int64_t durable, double mbps, uint64_t bytes) {
+  int64_t t = durable - (mbps > 0 ? (int64_t)llround((double)bytes / mbps * 1000.0) : 0);
+  return t > start ? t : start;
+}
+
 static void write_request(struct model *m, struct cost *c, uint64_t offset, uint32_t length, int fua,
                           int64_t now) {
   c->buffer_hits = buffer_write(m, offset, length);
@@ -338,6 +353,8 @@ static void write_request(struct model *m, struct cost *c, uint64_t offset, uint
     c->done = c->start + us_to_ns(dist_sample(&m->cache_hit, &m->rng));
     /* the cache drains in order: this write is on the media once all that is dirty has drained */
     c->durable = m->cache_plp ? c->done : c->start + (int64_t)ceil(m->dirty * 1000.0 / m->destage_mbps);
+    c->media = media_from(c->start, c->durable, m->cache_plp ? m->write_mbps : m->destage_mbps,
+                          media_bytes(m, offset, length));
     return;
   }
   int64_t service = us_to_ns(dist_sample(&m->write, &m->rng)) + transfer_ns(m->write_mbps, length);
@@ -345,6 +362,7 @@ static void write_request(struct model *m, struct cost *c, uint64_t offset, uint
     service += us_to_ns(dist_sample(&m->read, &m->rng));
   on_media(m, c, now, service, offset);
   c->durable = c->done;
+  c->media = media_from(c->start, c->durable, m->write_mbps, media_bytes(m, offset, length));
 }
 
 static void flush_request(struct model *m, struct cost *c, int64_t now) {
@@ -367,7 +385,7 @@ static void flush_request(struct model *m, struct cost *c, int64_t now) {
 
 static struct cost disk_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now) {
   struct cost c = {.start = now, .done = now, .channel = -1, .flashlog_first = -1, .flashlog_start = -1,
-                   .flashlog_done = -1, .durable = -1};
+                   .flashlog_done = -1, .durable = -1, .media = -1};
   if (m->first_at < 0) m->first_at = now;
   if (op == OP_WRITE || op == OP_ZERO) m->writes++;
   if (failing(m, op, now)) {
@@ -403,7 +421,10 @@ struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t
   if (f.error) return c;
   c.flashlog_start = f.start;
   c.flashlog_done = f.done;
-  if (f.durable >= 0 && (c.durable < 0 || f.durable < c.durable)) c.durable = f.durable;
+  if (f.durable >= 0 && (c.durable < 0 || f.durable < c.durable)) {
+    c.durable = f.durable;
+    c.media = f.media;
+  }
   if (f.done < c.done) {
     c.flashlog_first = 1;
     c.answered = f.done;
@@ -412,12 +433,13 @@ struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t
 }
 
 int model_trace_tail(char *buf, size_t size, const struct cost *c, int64_t arrival) {
-  char flash[64] = ",", durable[32] = "";
+  char flash[64] = ",", durable[32] = "", media[32] = "";
   if (c->flashlog_done >= 0)
     snprintf(flash, sizeof flash, "%.3f,%.3f", (c->flashlog_start - arrival) / 1e3,
              (c->flashlog_done - c->flashlog_start) / 1e3);
   if (c->durable >= 0) snprintf(durable, sizeof durable, "%.3f", (c->durable - arrival) / 1e3);
-  return snprintf(buf, size, "%" PRIu32 ",%d,%s,%s", c->buffer_hits, c->flashlog_first, flash, durable);
+  if (c->durable >= 0 && c->media >= 0) snprintf(media, sizeof media, "%.3f", (c->media - arrival) / 1e3);
+  return snprintf(buf, size, "%" PRIu32 ",%d,%s,%s,%s", c->buffer_hits, c->flashlog_first, flash, durable, media);
 }
 
 /* "4096", "4k", "512M", "1G": bytes (powers of 1024, as nbdkit's sizes); digits only before the suffix. */

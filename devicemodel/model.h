@@ -91,6 +91,14 @@ struct cost {
                                           (done), in a protected cache (done), or destaged from a volatile
                                           one (when the drain passes its last byte); a cell's, the first of
                                           its two media's; -1: not a write, or failed */
+  int64_t media;                       /* ns: a write's bytes start going onto the medium: from then until
+                                          `durable` a power cut can leave them part-written (before it the
+                                          old bytes are whole: it is still positioning, reading a sector to
+                                          modify it, or in a cache). The units it writes (the write rounded
+                                          out to the physical sector, or the flash write unit when larger)
+                                          at the medium's rate: write-mbps, or cache-destage-mbps for a
+                                          volatile cache's drain; never before the service starts. -1: as
+                                          durable */
   int channel;                         /* -1: the cache answered, no channel */
   int cached;                          /* a write the cache took, or a flush the cache answered */
   uint32_t rmw_reads;                  /* physical sectors read first */
@@ -123,8 +131,10 @@ const char *model_check(const struct model *m);  /* NULL, or what is inconsisten
 void model_reset(struct model *m);     /* state only */
 struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now);
 /* The trace's last columns of a request that arrived at `arrival` (ns), as both the filter and
- * simulate write them: buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us
- * (the empty ones left empty). Returns snprintf's count. */
+ * simulate write them: MODEL_TRACE_TAIL_HEADER's (the empty ones left empty). Returns snprintf's
+ * count. */
 int model_trace_tail(char *buf, size_t size, const struct cost *c, int64_t arrival);
+#define MODEL_TRACE_TAIL_HEADER "buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us,media_us"
+
 
 #endif

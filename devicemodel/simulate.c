@@ -105,7 +105,8 @@ int main(int argc, char **argv) {
   double t_us, last_t_us = 0;
   long lineno = 0;
   int r;
-  printf("t_us,op,offset,length,fua,channel,queue_us,service_us,cached,rmw_reads,unit_reads,error,buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us\n");
+  printf("t_us,op,offset,length,fua,channel,queue_us,service_us,cached,rmw_reads,unit_reads,error,"
+         MODEL_TRACE_TAIL_HEADER "\n");
   while ((r = read_line(line, ++lineno)) > 0) {
     char *field[6];
     int n = 0;
@@ -141,7 +142,7 @@ int main(int argc, char **argv) {
               "the parameters (a bandwidth near 0?) give a load no disk serves\n", lineno, MAX_VIRTUAL_NS / 1e9);
       return 2;
     }
-    char tail[160];
+    char tail[192];
     model_trace_tail(tail, sizeof tail, &c, now);
     printf("%.3f,%s,%" PRIu64 ",%" PRIu64 ",%d,%d,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%s\n", t_us, op_names[op],
            offset, length, n == 5, c.channel, (c.start - now) / 1e3, (c.done - c.start) / 1e3, c.cached,

@@ -242,7 +242,10 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("--list", action="store_true", help="check every preset of labs/crash/ and list its cells")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the cuts (default: the preset's)")
     when = p.add_mutually_exclusive_group()  # --at is one cut: with --cuts, one of the two would go unsaid
-    when.add_argument("--cuts", type=whole(1, 10000), help="cuts per cell (default: the preset's)")
+    p.add_argument("--runs", type=whole(3, 100), help="independent runs per cell, each with its own workload seed "
+                   "(default: the preset's)")
+    when.add_argument("--cuts", type=whole(1, 10000), help="cuts per run inside the writes' windows (default: the "
+                      "preset's)")
     when.add_argument("--at", type=fraction(0, 86_400_000), metavar="MS", help="one cut per cell at this moment, in "
                       "milliseconds from the run's first write (default: --cuts moments drawn over the run)")
     p.add_argument("--results", type=results_root, help="where <timestamp>-crash-<preset>/ goes (default: results/)")

@@ -20,13 +20,16 @@ def cmd_crash(args) -> int:
                              f"takes none; run 'sectorlab crash {args.preset}' to run it")
         for name in crash_preset.preset_names():
             p = crash_preset.load(name)
-            print(f"{name:<14} {len(p.runnable()):>2} of {len(p.cells)} cells run, {p.cuts} cuts each  {p.title}")
+            print(f"{name:<14} {len(p.runnable()):>2} of {len(p.cells)} cells run, {p.runs} runs each, {p.cuts} cuts "
+                  f"in windows and {p.uniform_cuts} at random moments a run  {p.title}")
         return 0
     if args.preset is None:
         raise UsageError("sectorlab crash: expected a crash preset (labs/crash/NAME.toml or a path), or --list")
     preset = crash_preset.load(args.preset)
     preset = dataclasses.replace(preset, seed=preset.seed if args.seed is None else args.seed,
-                                 cuts=1 if args.at is not None else args.cuts or preset.cuts, at_ms=args.at)
+                                 cuts=1 if args.at is not None else args.cuts or preset.cuts,
+                                 uniform_cuts=0 if args.at is not None else preset.uniform_cuts,
+                                 runs=args.runs or preset.runs, at_ms=args.at)
     print(png_too(args, lambda: devicepath.run(preset, progress, args.results or bench.RESULTS_DIR)))
     return 0
 

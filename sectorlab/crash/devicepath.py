@@ -21,6 +21,7 @@ forbidden and not run; a profile that does not state its power loss is one line 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -40,17 +41,42 @@ from .preset import Cell, CrashPreset
 from .redolog import WORK_DIR, RedoLog, disk_after
 
 
-def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) -> dict:
-    """The cell's run and its cuts, each judged; what the report shows of it."""
+def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random, keep: Path | None = None) -> dict:
+    """The cell's runs (`preset.runs`, each with its own workload seed) and their cuts, each judged;
+    what the report shows of it. Each run's trace is copied into `keep` (a results directory)."""
+    g = geometry.get(cell.geometry)
+    rules_ = powerloss.Rules.at(cell.profile, g.logical_block_size, g.physical_block_size)
+    runs, cuts, rules_said = [], [], set()
+    for r in range(preset.runs):
+        run, run_cuts, rule = _run_once(preset, cell, rules_, work, rng, r)
+        runs.append(run)
+        cuts += run_cuts
+        rules_said.add(rule)
+        if keep is not None:
+            shutil.copy(work / "model" / "disk.trace", keep / f"{cell.key.replace('/', '-')}.run{r + 1}.trace.csv")
+    (by_rule,) = rules_said if len(rules_said) == 1 else (None,)
+    return {"cell": cell.key, "profile": cell.profile, "geometry": cell.geometry, "blocksize": cell.blocksize,
+            "override": preset.override(cell),
+            "power_loss": rules_.power_loss, "write_cache": rules_.write_cache, "atomic_unit": rules_.unit,
+            "cannot_lose": by_rule, "runs": runs, "cuts": cuts}
+
+
+def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Path, rng: random.Random,
+              index: int) -> tuple[dict, list[dict], str | None]:
+    """One run of the cell (a model, redo-writer with a seed of its own) and its cuts: `preset.cuts`
+    drawn inside the writes' windows (what a cut that tears finds), `preset.uniform_cuts` at moments
+    drawn uniformly over the run (what a cut at a random moment finds), or the one at `preset.at_ms`."""
     g = geometry.get(cell.geometry)
     params = profiles.get(cell.profile).params_for(g.logical_block_size, g.physical_block_size)
-    rules_ = powerloss.Rules.at(cell.profile, g.logical_block_size, g.physical_block_size)
     writer = build.built(build.REDO_WRITER)
+    shutil.rmtree(work / "model", ignore_errors=True)  # the run before's, in this cell's own directory
+    (work / "disk.img").unlink(missing_ok=True)
     server = DeviceServer(work / "model", preset.log_size + (1 << 20), params, backing=work / "disk.img")
+    seed = rng.getrandbits(31)
     command = [str(writer), *redowriter.run_args(
         server.uri(), cell.blocksize, sessions=preset.sessions, redo_per_txn=preset.redo_per_txn,
         seconds=preset.seconds, log_size=preset.log_size, arrival="poisson", rate=preset.rate,
-        seed=rng.getrandbits(31), checked=True)[1:], "--output", "json"]
+        seed=seed, checked=True)[1:], "--output", "json"]
     server.start()
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=preset.seconds + 120)
@@ -70,24 +96,37 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random) ->
     writes, flushes = log.writes, log.flushes
     t0 = min(r.t_us for r in writes)
     t1 = max(r.t_us + max(r.answer_us, 0 if math.isnan(r.durable_us) else r.durable_us) for r in writes)
+    spans = powerloss.windows(writes, flushes, rules_, t0, t1)
     if preset.at_ms is not None and not 0 <= preset.at_ms * 1000 <= t1 - t0:
         raise UsageError(f"--at {preset.at_ms:g}: {cell.key}'s run wrote from 0 to {(t1 - t0) / 1000:.1f} ms: expected "
                          f"a moment inside it")
-    moments = ([t0 + preset.at_ms * 1000] if preset.at_ms is not None
-               else [rng.uniform(t0, t1) for _ in range(preset.cuts)])
+    if preset.at_ms is not None:
+        moments = [("at", t0 + preset.at_ms * 1000)]
+    else:
+        moments = [("window", powerloss.inside(spans, rng)) for _ in range(preset.cuts)]
+        moments += [("uniform", rng.uniform(t0, t1)) for _ in range(preset.uniform_cuts)]
+    rule = powerloss.cannot_lose(rules_, writes)
+    if preset.at_ms is None:  # the assumed shares swept: as many cuts inside the windows at each value
+        moments += [(("sweep", name, value), powerloss.inside(spans, rng))
+                    for name, value in preset.sweeps(cell, rule is None) for _ in range(preset.cuts)]
     cuts = []
-    for at in moments:
-        state = powerloss.cut(requests, rules_, at, rng)
+    for kind, at in moments:
+        shares = {}
+        if isinstance(kind, tuple):
+            kind, name, value = kind
+            shares = {name: value}
+        state = powerloss.cut(requests, dataclasses.replace(rules_, shares=powerloss.Shares(**shares)), at, rng)
         position = log.acknowledged(at)
         verdict = _judge(work, image, log.extent, state, cell.blocksize, preset, position)
-        cuts.append({"cut_us": round(at - t0, 3), "acknowledged": position, "durable": state.writes_durable,
-                     "lost": state.writes_lost, "torn": state.writes_torn, "units_unreadable": state.units_unreadable,
-                     **{k: verdict[k] for k in VERDICT_KEYS}})
-    return {"cell": cell.key, "profile": cell.profile, "geometry": cell.geometry, "blocksize": cell.blocksize,
-            "override": preset.override(cell),
-            "power_loss": rules_.power_loss, "write_cache": rules_.write_cache, "atomic_unit": rules_.unit,
-            "writes": len(writes), "fua_writes": sum(w.fua for w in writes), "flushes": len(flushes),
-            "transactions": report["transactions"], "command": command, "cuts": cuts}
+        cuts.append({"run": index, "kind": kind, **({"shares": shares} if shares else {}),
+                     "cut_us": round(at - t0, 3), "acknowledged": position,
+                     "durable": state.writes_durable, "lost": state.writes_lost, "torn": state.writes_torn,
+                     "units_unreadable": state.units_unreadable, **{k: verdict[k] for k in VERDICT_KEYS}})
+    run = {"seed": seed, "writes": len(writes), "fua_writes": sum(w.fua for w in writes), "flushes": len(flushes),
+           "transactions": report["transactions"], "span_us": round(t1 - t0, 3),
+           "window_us": round(sum(b - a for a, b in spans), 3), "exposure": powerloss.exposure(spans, t0, t1),
+           "partial_unit_writes": powerloss.partial_unit_writes(writes, rules_), "command": command}
+    return run, cuts, rule
 
 
 VERDICT_KEYS = ("recovered_to", "end_reason", "torn_blocks", "torn_header_ok", "unreadable_blocks",
@@ -130,16 +169,18 @@ def run(preset: CrashPreset, progress, results_root: Path) -> Path:
     for i, cell in enumerate(order, 1):
         work = Path(tempfile.mkdtemp(prefix="sectorlab-crash-", dir=WORK_DIR))
         try:
-            out = run_cell(preset, cell, work, random.Random(rng.getrandbits(64)))
-            shutil.copy(work / "model" / "disk.trace", results / f"{cell.key.replace('/', '-')}.trace.csv")
+            out = run_cell(preset, cell, work, random.Random(rng.getrandbits(64)), keep=results)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         cells.append(out)
         lost = sum(c["lost_commits"] > 0 for c in out["cuts"])
-        progress(f"{i}/{len(order)} {cell.key}: {out['writes']} log writes, {len(out['cuts'])} cuts, acknowledged "
+        progress(f"{i}/{len(order)} {cell.key}: {len(out['runs'])} runs, "
+                 f"{sum(r['writes'] for r in out['runs'])} log writes, {len(out['cuts'])} cuts, acknowledged "
                  f"commits lost in {lost} ({time.monotonic() - started:.0f} s)")
-    doc = {"preset": preset.name, "title": preset.title, "seed": preset.seed, "cuts": preset.cuts,
-           "at_ms": preset.at_ms,
+    doc = {"preset": preset.name, "title": preset.title, "seed": preset.seed, "runs": preset.runs,
+           "cuts": preset.cuts, "uniform_cuts": preset.uniform_cuts, "at_ms": preset.at_ms,
+           "shares": dataclasses.asdict(powerloss.DEFAULT_SHARES),
+           "sweep": {"unreadable": list(preset.sweep_unreadable), "new": list(preset.sweep_new)},
            "load": {"sessions": preset.sessions, "redo_per_txn": preset.redo_per_txn, "rate": preset.rate,
                     "seconds": preset.seconds, "log_size": preset.log_size},
            "forbidden": [{"cell": c.key, "why": preset.forbidden(c)} for c in preset.cells if preset.forbidden(c)],

@@ -6,8 +6,10 @@ model keeps a write log), its workload started, each "ack ID" taken on the host'
 moment more, the guest's QEMU is killed: the real cut. What the cut left of each disk is built from
 its model's write log and trace (crash/writelog.py, crash/powerloss.py) and written into it; the
 guest boots again and each database recovers from its own disk. Then `copies` more moments of the
-same run, drawn uniformly between the first acknowledgement and the real cut, are each built the
-same way and written to the judge disk (a disk of the same geometry), where the database recovers
+same run, drawn uniformly from the disk's write windows between the first acknowledgement and the
+real cut (moments at which a write's bytes are going onto the medium: a cut anywhere else tears
+nothing; the run's exposure, the share of that time the windows cover, is kept beside), are each
+built the same way and written to the judge disk (a disk of the same geometry), where the database recovers
 from them in the guest, which stays up: many crash states from one run, as dm-log-writes and ALICE
 build them. A copy is any state the power-loss rules give at that moment; what no copy can be is a
 state the rules do not give (a reordering inside the drive beyond them, a firmware's own failure).
@@ -139,14 +141,21 @@ def run(record: LabRecord, guest, targets: list[Target], copies: int, seed: int,
         for t, row in zip(targets, rows):
             row |= _judge(record, guest, t, t.disk, row["acknowledged"], progress).row()
         first = min(min(a for a, _ in t.acks) for t in targets)
+        spans = {t.name: _windows(t, first, at) for t in targets}
+        for row, t in zip(rows, targets):
+            row["exposure"] = powerloss.exposure(spans[t.name], first, at)
         for k in range(copies):
             for t in targets:
-                moment = rng.uniform(first, at)
+                # inside a write's window: a cut anywhere else tears nothing and leaves what a
+                # flushed, acknowledged database would recover (the exposure says how often a
+                # cut at a random moment finds one)
+                moment = powerloss.inside(spans[t.name], rng) if spans[t.name] else rng.uniform(first, at)
                 state = powerloss.cut(t.requests, _rules(t.disk), moment, rng)
                 image = _build(work, t, state)
                 _write_into(record, t.judge_disk, image, state.unreadable)
                 image.unlink()
-                row = _row(t, f"copy {k + 1}", moment, state)
+                row = _row(t, f"copy {k + 1}", moment, state) | {"exposure": rows[targets.index(t)]["exposure"],
+                                                                  "in_window": bool(spans[t.name])}
                 row |= _judge(record, guest, t, t.judge_disk, row["acknowledged"], progress).row()
                 rows.append(row)
     finally:
@@ -240,6 +249,12 @@ def _workloads_then_kill(record: LabRecord, guest, targets: list[Target], vm: st
         th.join(60)
         g.close()
     return at
+
+
+def _windows(t: Target, start: float, end: float) -> list[tuple[float, float]]:
+    """The moments between `start` and `end` at which a cut finds one of the disk's writes in its window."""
+    writes = [r for r in t.requests if r.op in ("write", "zero") and not r.error and r.length]
+    return powerloss.windows(writes, [r for r in t.requests if r.op == "flush"], _rules(t.disk), start, end)
 
 
 def _build(work: Path, t: Target, state: powerloss.State) -> Path:

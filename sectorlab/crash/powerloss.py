@@ -1,16 +1,24 @@
 """What a power cut at one moment leaves of a run's writes, decided from the device model's trace
-(devices/trace.py: each write's arrival, its start on the media, when it was answered and when it
-became durable) and the profile's power-loss rules (docs/crash.md has them with their sources):
+(devices/trace.py: each write's arrival, when its bytes start going onto the medium, when it was
+answered and when it became durable) and the profile's power-loss rules (docs/crash.md has them
+with their sources):
 
 - a write durable before the cut survives: on the media, in a protected cache, or destaged or
   flushed from a volatile one (a volatile cache the model sizes drains in order: its trace says
   when; one it does not size, a flush-only volatile disk, keeps a write until a flush completes);
-- a write not yet on the media at the cut (in a queue, or only in a volatile cache) is lost whole;
-- a write on the media at the cut (between its start there and its durability) lands torn at the
-  device's atomic unit (its physical sector, or its flash write unit when larger): each unit whole
-  or not at all, drawn from a seeded generator; on a profile whose power loss is `unprotected`, a
-  unit the write covers only in part (a read-modify-write, a partial program) is old, new or
-  unreadable, its neighbours' bytes included.
+- a write whose bytes had not started onto the medium at the cut (in a queue, positioning, reading
+  the sector it modifies, or only in a volatile cache) is lost whole: its old bytes stay as they were;
+- a write in its **window** at the cut (its bytes going onto the medium: the model's media_us to
+  its durability, the units it writes at the medium's rate) lands torn at the device's atomic unit
+  (its physical sector, or its flash write unit when larger): each unit whole or not at all, drawn
+  from a seeded generator; on a profile whose power loss is `unprotected`, a unit the write covers
+  only in part (a read-modify-write, a partial program) is old, new or unreadable, its neighbours'
+  bytes included (the odds: Shares, assumed, and swept by `sectorlab crash`).
+
+So a cut outside every window tears nothing: `windows` gives them (merged), `exposure` the share of
+a span they cover, `inside` a moment drawn uniformly from them (how a rare tear is sampled on
+purpose), and `cannot_lose` the rule, when there is one, by which no cut of a cell loses an
+acknowledged commit.
 
 A state is a list of byte ranges that landed, each with the write it is of (its bytes: the run's
 final image where no byte was written twice, else the write log's, crash/writelog.py), and a list of
@@ -24,9 +32,31 @@ from dataclasses import dataclass
 
 from ..devices import profiles
 from ..devices.trace import Request
-from ..errors import UsageError
+from ..errors import SectorlabError, UsageError
 
-OUTCOMES = ("old", "new", "unreadable")
+
+@dataclass(frozen=True)
+class Shares:
+    """The assumed odds of a tear's outcomes (no vendor publishes them; docs/crash.md): a unit the
+    write covers only in part, on an unprotected drive, is unreadable with `unreadable`; any other
+    unit of a torn write lands new with `new`, else old."""
+    unreadable: float = 1 / 3
+    new: float = 0.5
+
+    def __post_init__(self):
+        for name in ("unreadable", "new"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                raise UsageError(f"the share {name} = {v!r}: expected a probability from 0 to 1")
+
+    def outcome(self, rng: random.Random, may_be_unreadable: bool) -> str:
+        """One unit's outcome, drawn from `rng`."""
+        if may_be_unreadable and rng.random() < self.unreadable:
+            return "unreadable"
+        return "new" if rng.random() < self.new else "old"
+
+
+DEFAULT_SHARES = Shares()
 
 
 @dataclass(frozen=True)
@@ -38,6 +68,7 @@ class Rules:
     sized_cache: bool        # the model sizes the cache (its trace says when a write is destaged)
     unit: int                # the atomic unit: bytes that land whole or not at all
     destage_mbps: float = 0  # how fast a sized cache drains
+    shares: Shares = DEFAULT_SHARES
 
     @classmethod
     def of(cls, profile: str, params: dict[str, str], logical: int) -> Rules:
@@ -52,6 +83,15 @@ class Rules:
             stated = sorted(n for n, q in profiles.profiles().items() if q.power_loss)
             raise UsageError(f"device profile {profile!r} does not state its power_loss (protected or unprotected): "
                              f"a crash run needs it; profiles that do: {', '.join(stated)}")
+        rate = params.get("write-mbps", "0")
+        try:
+            rated = float(rate) > 0
+        except ValueError:
+            rated = False
+        if not rated:
+            raise UsageError(f"device profile {profile!r}: write-mbps = {rate!r}: a crash run needs the rate at which "
+                             f"the medium takes a write's bytes (its window, the only time a cut can tear it), "
+                             f"expected MB/s above 0; give the profile its media rate, with its source")
         unit = max(int(logical), profiles.size_bytes(params.get("physical-sector", "0")),
                    profiles.size_bytes(params.get("write-unit", "0")))
         return cls(profile, p.power_loss, p.write_cache, "cache-size" in params, unit,
@@ -80,24 +120,79 @@ class State:
 
 
 def timeline(writes: list[Request], flushes: list[Request], rules: Rules) -> list[tuple[float, float]]:
-    """Per write, when it is on the media (from then until it is durable, a cut tears it) and when
-    it is durable (us, on the trace's clock; inf: never in the run):
-    - a volatile cache the model sizes drains in order: the model says when the drain has passed
-      the write; it was on the media for the time its own bytes take to drain;
+    """Per write, its window: when its bytes start going onto the medium (from then until it is
+    durable a cut tears it; before, the write is lost whole) and when it is durable (us, on the
+    trace's clock; inf: never in the run):
     - a volatile disk whose cache the model does not size keeps a write in its cache until a flush
-      that arrived after the write was answered writes it out: on the media while that flush runs;
-    - otherwise the write is on the media from the end of its queue until the model's durability."""
+      that arrived after the write was answered writes it out: in its window while that flush runs
+      (the model does not say where in the flush its bytes go: the whole flush, an upper bound);
+    - otherwise the model's own: its media_us (the units it writes at the medium's rate, the last
+      stretch before durable: after positioning and any read of a read-modify-write; for a volatile
+      cache the model sizes, the drain's transfer of them) until its durable_us."""
     flush_times = _flushes(flushes)
     out = []
     for w in writes:
         durable = w.t_us + w.durable_us if not math.isnan(w.durable_us) else math.inf
         if rules.write_cache == "volatile" and not rules.sized_cache:
             out.append(_flush_after(flush_times, w.t_us + w.answer_us))
-        elif w.cached and rules.write_cache == "volatile" and math.isfinite(durable):
-            out.append((max(w.t_us, durable - w.length / rules.destage_mbps), durable))  # bytes at MB/s: us
+        elif math.isnan(w.media_us):
+            if math.isfinite(durable):
+                raise SectorlabError(f"the write at {w.t_us:.3f} us has a durability but no media_us: the trace was "
+                                     f"written by a device model older than its write windows; run again with the "
+                                     f"model this checkout builds (a lab: make lab-up again)")
+            out.append((math.inf, math.inf))
         else:
-            out.append((w.t_us + w.queue_us, durable))
+            out.append((w.t_us + w.media_us, durable))
     return out
+
+
+def windows(writes: list[Request], flushes: list[Request], rules: Rules, start: float = -math.inf,
+            end: float = math.inf) -> list[tuple[float, float]]:
+    """The moments between `start` and `end` at which a cut finds a write in its window, as merged,
+    sorted (from, to) intervals: a cut anywhere else tears nothing."""
+    spans = sorted((max(a, start), min(b, end)) for a, b in timeline(writes, flushes, rules)
+                   if math.isfinite(a) and max(a, start) < min(b, end))
+    merged: list[tuple[float, float]] = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def exposure(spans: list[tuple[float, float]], start: float, end: float) -> float:
+    """The share of the time from `start` to `end` that the windows `spans` (windows()) cover."""
+    return sum(b - a for a, b in spans) / (end - start) if end > start else 0.0
+
+
+def inside(spans: list[tuple[float, float]], rng: random.Random) -> float:
+    """A moment drawn uniformly from the windows `spans` (windows()): a cut that finds a write in
+    flight onto the medium, so that a rare tear gets cuts enough to be measured."""
+    total = sum(b - a for a, b in spans)
+    if not total:
+        raise SectorlabError("no write was in its window at any moment of the run: no cut can tear one")
+    u = rng.uniform(0, total)
+    for a, b in spans:
+        if u <= b - a:
+            return a + u
+        u -= b - a
+    return spans[-1][1]
+
+
+def cannot_lose(rules: Rules, writes: list[Request]) -> str | None:
+    """The rule by which no cut loses an acknowledged write's bytes, or None when one can. An
+    acknowledged write is durable (its FUA reply, or the flush after it, comes after the model made
+    it durable); only a later write that covers the same atomic unit in part can take its bytes with
+    it, and only on a drive whose power loss leaves such a unit unreadable."""
+    partial = partial_unit_writes(writes, rules)
+    if rules.power_loss == "protected":
+        return ("a protected drive leaves a unit a write covers in part old or new, never unreadable: the bytes "
+                "already durable in it survive")
+    if not partial:
+        return (f"every write covered whole {rules.unit}-byte atomic units: no write shares a unit with bytes "
+                f"acknowledged before it")
+    return None
 
 
 def cut(requests: list[Request], rules: Rules, cut_us: float, rng: random.Random) -> State:
@@ -119,7 +214,7 @@ def cut(requests: list[Request], rules: Rules, cut_us: float, rng: random.Random
         else:
             n_torn += 1
             for start, length, partial in _units(w.offset, w.length, rules.unit):
-                outcome = rng.choice(OUTCOMES if partial and rules.power_loss == "unprotected" else OUTCOMES[:2])
+                outcome = rules.shares.outcome(rng, partial and rules.power_loss == "unprotected")
                 if outcome == "new":
                     landed.append((start, length))
                     sources.append(i)
@@ -128,6 +223,11 @@ def cut(requests: list[Request], rules: Rules, cut_us: float, rng: random.Random
                     unreadable.append((unit_start, rules.unit))
                     n_bad += 1
     return State(cut_us, tuple(landed), tuple(unreadable), n_durable, n_lost, n_torn, n_bad, tuple(sources))
+
+
+def partial_unit_writes(writes: list[Request], rules: Rules) -> int:
+    """How many of the writes cover an atomic unit only in part (a read-modify-write, a partial program)."""
+    return sum(any(p for _, _, p in _units(w.offset, w.length, rules.unit)) for w in writes)
 
 
 def _units(offset: int, length: int, unit: int) -> list[tuple[int, int, bool]]:

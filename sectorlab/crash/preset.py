@@ -40,6 +40,13 @@ def _blocksizes(where: str, key: str, value, got: dict) -> list:
     return fields.no_duplicates(where, key, value)
 
 
+def _shares(where: str, key: str, value, got: dict) -> list:
+    if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1
+                                          for v in value):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a list of probabilities from 0 to 1 ([] for none)")
+    return fields.no_duplicates(where, key, [float(v) for v in value])
+
+
 CRASH_FIELDS = fields.Table("[crash]", "A crash preset (labs/crash/*.toml, make crash): power cuts on the device "
                             "path, per cell of profiles x geometries x BLOCKSIZEs (docs/crash.md).", (
     fields.Field("title", fields.TEXT, "what the matrix shows", default=fields.REQUIRED),
@@ -48,8 +55,21 @@ CRASH_FIELDS = fields.Table("[crash]", "A crash preset (labs/crash/*.toml, make 
     fields.Field("geometries", _names("geometry", geometry.get), "geometries of the catalog", default=fields.REQUIRED),
     fields.Field("blocksizes", fields.custom("list of 512, 1024, 4096", _blocksizes), "redo BLOCKSIZEs",
                  default=fields.REQUIRED),
-    fields.Field("cuts", fields.number(1, 10000), "power cuts per cell, each judged by redo-writer verify",
-                 default=200),
+    fields.Field("runs", fields.number(3, 100), "independent runs per cell, each with its own workload seed: the "
+                 "intervals take the run as the unit (cuts of one run are not independent trials)", default=3),
+    fields.Field("cuts", fields.number(1, 10000), "power cuts per run drawn inside the writes' windows (a write's "
+                 "bytes going onto the medium: what a cut that tears finds), each judged by redo-writer verify",
+                 default=100),
+    fields.Field("uniform_cuts", fields.number(0, 10000), "power cuts per run at moments drawn uniformly over it: "
+                 "what a cut at a random moment finds, measured directly", default=20),
+    fields.Field("sweep_unreadable", fields.custom("list of probabilities", _shares), "the assumed share of an "
+                 "unprotected drive's partly written units left unreadable, swept (the run's cuts take 1/3): in the "
+                 "cells that can lose acknowledged commits, `cuts` more cuts a run inside the windows at each",
+                 default=[0.01, 0.1, 0.9]),
+    fields.Field("sweep_new", fields.custom("list of probabilities", _shares), "the assumed odds of a torn write's "
+                 "unit landing new, swept (the run's cuts take 1/2): in the cells whose log blocks span several "
+                 "units (a block can tear), `cuts` more cuts a run inside the windows at each",
+                 default=[0.1, 0.9]),
     fields.Field("sessions", fields.number(1, 64), "redo-writer's sessions", default=4),
     fields.Field("redo_per_txn", fields.number(1, 1 << 20), "bytes of redo a commit", default=512),
     fields.Field("rate", fields.number(1, 100000), "commits per second offered (Poisson): a load every profile "
@@ -77,13 +97,17 @@ class CrashPreset:
     name: str
     title: str
     cells: tuple[Cell, ...]
-    cuts: int
+    cuts: int                # per run, inside the writes' windows
     sessions: int
     redo_per_txn: int
     rate: int            # commits per second offered (Poisson), so that every profile writes a log that fits
     seconds: int
     log_size: int
     seed: int
+    runs: int = 3
+    uniform_cuts: int = 0    # per run, at moments drawn uniformly over it
+    sweep_unreadable: tuple[float, ...] = ()  # the assumed shares swept, each with `cuts` more cuts a run
+    sweep_new: tuple[float, ...] = ()
     at_ms: float | None = None  # one cut at this moment of each run (ms from its first write), not drawn
     path: Path | None = None    # the file it was read from
 
@@ -100,6 +124,15 @@ class CrashPreset:
         """Whether the cell's BLOCKSIZE needs _disk_sector_size_override on its geometry (4096 on 512n)."""
         g = geometry.get(cell.geometry)
         return not rules.evaluate(g.logical_block_size, g.physical_block_size, cell.blocksize).allowed
+
+    def sweeps(self, cell: Cell, can_lose: bool) -> list[tuple[str, float]]:
+        """The assumed shares swept in this cell: the unreadable share where a cut can lose
+        acknowledged commits, the odds of a unit landing new where a log block spans several units
+        (a block can tear)."""
+        g = geometry.get(cell.geometry)
+        unit = powerloss.Rules.at(cell.profile, g.logical_block_size, g.physical_block_size).unit
+        return ([("unreadable", v) for v in self.sweep_unreadable] if can_lose else []) + \
+            ([("new", v) for v in self.sweep_new] if cell.blocksize > unit else [])
 
     def runnable(self) -> list[Cell]:
         """The cells the rules engine allows; one line naming each cell and why when it allows none
@@ -149,6 +182,7 @@ def load(name: str) -> CrashPreset:
         g = geometry.get(c.geometry)
         powerloss.Rules.at(c.profile, g.logical_block_size, g.physical_block_size)
     preset = CrashPreset(path.stem, raw["title"], cells, raw["cuts"], raw["sessions"], raw["redo_per_txn"],
-                         raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"], path=path)
+                         raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"], raw["runs"],
+                         raw["uniform_cuts"], tuple(raw["sweep_unreadable"]), tuple(raw["sweep_new"]), path=path)
     preset.runnable()
     return preset

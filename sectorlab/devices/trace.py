@@ -17,8 +17,10 @@ INT_FIELDS = ("offset", "length", "fua", "channel", "cached", "rmw_reads", "unit
 OPTIONAL_INT_FIELDS = ("buffer_hits", "flashlog_first")
 FLOAT_FIELDS = ("t_us", "queue_us", "service_us", "served_us")
 # The flash log's own times, beside the disk's (empty: no flash log, or it failed the request).
-# When a write's data survives a power cut, from its arrival (empty: not a write, or it failed).
-OPTIONAL_FLOAT_FIELDS = ("flashlog_queue_us", "flashlog_service_us", "durable_us")
+# When a write's data survives a power cut, and when its bytes start going onto the medium, from its
+# arrival (empty: not a write, or it failed; media_us absent from a trace written before the model
+# said it).
+OPTIONAL_FLOAT_FIELDS = ("flashlog_queue_us", "flashlog_service_us", "durable_us", "media_us")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Request:
     flashlog_queue_us: float = float("nan")
     flashlog_service_us: float = float("nan")
     durable_us: float = float("nan")   # a write: from arrival until it survives a power cut (devicemodel/model.h)
+    media_us: float = float("nan")     # a write: from arrival until its bytes start going onto the medium
 
     @property
     def answer_us(self) -> float:

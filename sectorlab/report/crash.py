@@ -1,12 +1,16 @@
 """The crash report (report.md beside crash.json): per cell of the matrix, what the cuts did to
-acknowledged redo, with counts over the cuts and exact (Clopper-Pearson) 95 % intervals of the share
-of cuts that lost acknowledged commits."""
+acknowledged redo, as rates that say what they are (crash/rates.py): the exposure, the share of cuts
+inside the writes' windows, and the rate per cut at a random moment, each with a 95 % interval that
+takes the run as the unit; a cell that cannot lose says so by its rule."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 
+from ..crash import rates
+from ..errors import UsageError
 from . import render
 from .render import cell, one_line
 
@@ -21,15 +25,16 @@ def share(k: int, n: int) -> str:
 
 
 def counts(c: dict) -> dict:
-    """What the report says of a cell: cuts losing acknowledged commits and how many, cuts with
-    torn blocks, torn blocks a header check alone misses, unreadable blocks, undetected corruption."""
-    cuts = c["cuts"]
-    losing = [x["lost_commits"] for x in cuts if x["lost_commits"] > 0]
-    return {"n": len(cuts), "losing": len(losing), "lost_mean": statistics.mean(losing) if losing else 0.0,
-            "lost_max": max(losing, default=0), "torn_cuts": sum(x["torn_blocks"] > 0 for x in cuts),
-            "header_misses": sum(x["torn_header_ok"] for x in cuts),
-            "unreadable": sum(x["unreadable_blocks"] for x in cuts),
-            "undetected": sum(x["corrupt_undetected"] for x in cuts)}
+    """What the report counts of a cell's cuts inside the windows: cuts losing acknowledged commits
+    and how many, cuts with torn blocks, torn blocks a header check alone misses, unreadable blocks,
+    undetected corruption (that last over every cut)."""
+    window = [x for x in c["cuts"] if x["kind"] in ("window", "at")]
+    losing = [x["lost_commits"] for x in window if x["lost_commits"] > 0]
+    return {"n": len(window), "losing": len(losing), "lost_mean": statistics.mean(losing) if losing else 0.0,
+            "lost_max": max(losing, default=0), "torn_cuts": sum(x["torn_blocks"] > 0 for x in window),
+            "header_misses": sum(x["torn_header_ok"] for x in window),
+            "unreadable": sum(x["unreadable_blocks"] for x in window),
+            "undetected": sum(x["corrupt_undetected"] for x in c["cuts"])}
 
 
 def disk(c: dict) -> str:
@@ -37,63 +42,171 @@ def disk(c: dict) -> str:
     return f"`{one_line(c['profile'])}` ({c['power_loss']}, {cache})"
 
 
+def _fraction(k: int, n: int) -> str:
+    return f"{k}/{n}"
+
+
 def cell_row(c: dict) -> list[str]:
     k = counts(c)
     blocksize = f"{c['blocksize']}{' (override)' if c.get('override') else ''}"
-    return [disk(c), c["geometry"], blocksize, f"{c['writes']:,}", share(k["losing"], k["n"]),
-            f"{k['lost_mean']:.1f} / {k['lost_max']}" if k["losing"] else "-", share(k["torn_cuts"], k["n"]),
+    writes = f"{len(c['runs'])} x {statistics.median(r['writes'] for r in c['runs']):,.0f}"
+    lose, tear = rates.of_cell(c, rates.losing), rates.of_cell(c, rates.tearing)
+    if lose is None:  # one cut at a chosen moment a run (--at): counts only
+        return [disk(c), c["geometry"], blocksize, writes, "-", share(k["losing"], k["n"]), "-", "-",
+                share(k["torn_cuts"], k["n"]), str(k["header_misses"]), str(k["unreadable"]), str(k["undetected"])]
+    if c.get("cannot_lose") and not k["losing"]:
+        loss = per_cut = "cannot, by rule"
+        lost = "-"
+    else:
+        loss = f"{_fraction(k['losing'], k['n'])} = {lose.conditional.percent()}"
+        per_cut = lose.per_cut.percent(2)
+        lost = f"{k['lost_mean']:.1f} / {k['lost_max']}" if k["losing"] else "-"
+    return [disk(c), c["geometry"], blocksize, writes, lose.exposure.percent(2), loss, per_cut,
+            f"{_fraction(lose.uniform_k, lose.uniform_n)}; {lost}",
+            f"{_fraction(k['torn_cuts'], k['n'])} = {tear.conditional.percent()}",
             str(k["header_misses"]), str(k["unreadable"]), str(k["undetected"])]
 
 
-COLUMNS = ["disk (power loss, cache)", "geometry", "BLOCKSIZE", "log writes",
-           "cuts losing acknowledged commits (95 % CI)", "commits lost: mean / max", "cuts with torn blocks the "
-           "checksum found (95 % CI)", "of those, blocks a header check alone takes", "unreadable blocks",
-           "corruption not detected"]
+COLUMNS = ["disk (power loss, cache)", "geometry", "BLOCKSIZE", "runs x log writes (median)",
+           "exposure: share of the time a cut can tear a write (95 % CI)",
+           "cuts inside a window losing acknowledged commits (95 % CI)",
+           "a cut at a random moment loses acknowledged commits (95 % CI)",
+           "uniform cuts losing; commits lost per losing window cut: mean / max",
+           "cuts inside a window leaving torn blocks the checksum found (95 % CI)",
+           "of those, blocks a header check alone takes", "unreadable blocks", "corruption not detected"]
 
 
 def against(c: dict, other: dict) -> str:
-    """The same disk at its other BLOCKSIZE: its share of cuts that lost acknowledged commits, and
-    Fisher's exact test of the two shares (two-sided)."""
-    from scipy.stats import fisher_exact
-    k, o = counts(c), counts(other)
-    p = fisher_exact([[k["losing"], k["n"] - k["losing"]], [o["losing"], o["n"] - o["losing"]]]).pvalue
-    return (f" At BLOCKSIZE {other['blocksize']}: {share(o['losing'], o['n'])}; Fisher's exact test p = {p:.2g} "
-            f"(n = {k['n']} and {o['n']} cuts){', within noise' if p >= 0.01 else ''}.")
+    """The same disk at its other BLOCKSIZE: by its rule, or its rates and Welch's t test of the two
+    cells' run-level conditional shares (two-sided, the run as the unit)."""
+    if other.get("cannot_lose") and not counts(other)["losing"]:
+        return f" Against 0 by rule at BLOCKSIZE {other['blocksize']}: {other['cannot_lose']}."
+    from scipy.stats import ttest_ind
+    mine, theirs = (_run_shares(x) for x in (c, other))
+    o = rates.of_cell(other, rates.losing)
+    if o is None:
+        return ""
+    p = ttest_ind(mine, theirs, equal_var=False).pvalue
+    said = "not computable (no spread)" if math.isnan(p) else f"p = {p:.2g}"
+    return (f" At BLOCKSIZE {other['blocksize']}: {o.conditional.percent()} of the window cuts; Welch's t test of "
+            f"the runs' shares {said} (n = {len(mine)} and {len(theirs)} runs)"
+            f"{', within noise' if math.isnan(p) or p >= 0.01 else ''}.")
+
+
+def _run_shares(c: dict) -> list[float]:
+    out = []
+    for r in range(len(c["runs"])):
+        w = [x for x in c["cuts"] if x["run"] == r and x["kind"] == "window"]
+        out.append(sum(map(rates.losing, w)) / len(w) if w else math.nan)
+    return out
 
 
 def headlines(doc: dict) -> list[str]:
-    """What a DBA reads first: where acknowledged redo was lost, where blocks tore, and the cells
-    that lost nothing said to have."""
+    """What a DBA reads first: where acknowledged redo can be lost and how likely a power cut does
+    it, where blocks tore, and the cells that cannot lose said to, with their rule."""
     out = []
     cells = sorted(doc["cells"], key=lambda x: (x["profile"], x["geometry"], x["blocksize"]))
+    load = doc["load"]
+    at = f"at {load['rate']} commits/s offered ({load['sessions']} sessions, {load['redo_per_txn']} B a commit)"
     for c in cells:
-        k = counts(c)
-        if k["losing"]:
-            out.append(f"- **Acknowledged commits lost** on {disk(c)}, {cell(c['geometry'])} at BLOCKSIZE "
-                       f"{c['blocksize']}: in {share(k['losing'], k['n'])} of the cuts, {k['lost_mean']:.1f} "
-                       f"commits on average (at most {k['lost_max']}); {k['unreadable']} blocks left unreadable."
+        k, lose = counts(c), rates.of_cell(c, rates.losing)
+        if k["losing"] and lose is not None:
+            out.append(f"- **Acknowledged commits lost**: {at}, on {disk(c)}, {cell(c['geometry'])} at BLOCKSIZE "
+                       f"{c['blocksize']}, a power cut at a random moment loses acknowledged redo with probability "
+                       f"**{lose.per_cut.percent(2)}** ({lose.lost_per_cut:.2g} commits a cut on average): the disk "
+                       f"writes a log write's bytes {lose.exposure.percent(2)} of the time (the exposure), and a cut "
+                       f"then loses commits in {_fraction(k['losing'], k['n'])} = {lose.conditional.percent()} "
+                       f"({k['lost_mean']:.1f} commits on average, at most {k['lost_max']}; {k['unreadable']} "
+                       f"blocks left unreadable); {_fraction(lose.uniform_k, lose.uniform_n)} cuts at random "
+                       f"moments lost any ({len(c['runs'])} runs)."
                        + "".join(against(c, o) for o in cells if o is not c and (o["profile"], o["geometry"]) ==
                                  (c["profile"], c["geometry"])))
     for c in cells:
-        k = counts(c)
-        if k["torn_cuts"]:
+        k, tear = counts(c), rates.of_cell(c, rates.tearing)
+        if k["torn_cuts"] and tear is not None:
             out.append(f"- **Torn redo blocks** on {disk(c)}, {cell(c['geometry'])} at BLOCKSIZE {c['blocksize']}: "
-                       f"{share(k['torn_cuts'], k['n'])} of the cuts; "
+                       f"in {_fraction(k['torn_cuts'], k['n'])} = {tear.conditional.percent()} of the cuts inside a "
+                       f"window, {tear.per_cut.percent(2)} of cuts at a random moment; "
                        f"{'the checksum found each' if not k['undetected'] else str(k['undetected']) + ' it missed'}, "
-                       f"and "
-                       f"{k['header_misses']} torn blocks a check of the header alone would have taken as good; "
-                       f"{sum(x['torn_blocks'] > 0 and x['lost_commits'] > 0 for x in c['cuts'])} of those cuts "
-                       f"lost acknowledged commits.")
-    quiet = [c for c in cells if not counts(c)["losing"]]
-    cuts = sum(counts(c)["n"] for c in quiet)
-    out.append(f"- **No acknowledged commit lost** in the other {len(quiet)} cells ({cuts:,} cuts; each cell's 95 % "
-               f"upper bound in the table).")
+                       f"and {k['header_misses']} torn blocks a check of the header alone would have taken as good.")
+    ruled = [c for c in cells if c.get("cannot_lose") and not any(x["lost_commits"] for x in c["cuts"])]
+    if ruled:
+        rules_ = sorted({c["cannot_lose"] for c in ruled})
+        out.append(f"- **Cannot lose an acknowledged commit, by rule**, in {len(ruled)} cells ("
+                   f"{sum(counts(c)['n'] for c in ruled):,} cuts inside windows, none did): "
+                   + "; ".join(f"{r} ({', '.join(cell(c['cell']) for c in ruled if c['cannot_lose'] == r)})"
+                               for r in rules_) + ".")
+    broken = [c for c in cells if c.get("cannot_lose") and any(x["lost_commits"] for x in c["cuts"])]
+    for c in broken:
+        out.append(f"- **A rule contradicted**: {cell(c['cell'])} lost acknowledged commits where the rule says it "
+                   f"cannot ({c['cannot_lose']}): the model or the judge is wrong; report it.")
+    out += swept_headlines(doc, cells)
     volatile = [c for c in cells if c["write_cache"] == "volatile"]
-    if volatile and all(c["fua_writes"] == c["writes"] for c in volatile):
+    if volatile and all(r["fua_writes"] == r["writes"] for c in volatile for r in c["runs"]):
         out.append("- The volatile write cache lost nothing acknowledged because every log write was a FUA write "
                    "(redo-writer's, as Linux's O_DSYNC on a disk that offers FUA): the cache never held an "
                    "acknowledged write. Only a host that skips FUA and flushes would lose one there.")
     return out
+
+
+SHARE_NAMES = {"unreadable": "the share of an unprotected drive's partly written units left unreadable",
+               "new": "the odds of a torn write's unit landing new"}
+
+
+def _swept(c: dict) -> dict[str, list[float]]:
+    """The shares swept in a cell, with their values (sorted)."""
+    out: dict[str, set] = {}
+    for x in c["cuts"]:
+        for name, value in x.get("shares", {}).items():
+            out.setdefault(name, set()).add(value)
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def _at(c: dict, name: str, value: float, default: dict, did) -> rates.CellRates | None:
+    return rates.of_cell(c, did) if value == default[name] else rates.of_cell(c, did, {name: value})
+
+
+def swept_headlines(doc: dict, cells: list[dict]) -> list[str]:
+    """Each headline over the assumed shares' range: it holds at every value swept, or it depends."""
+    out, default = [], doc.get("shares", {"unreadable": 1 / 3, "new": 0.5})
+    for c in cells:
+        for name, values in _swept(c).items():
+            values = sorted({*values, default[name]})
+            did, what = ((rates.losing, "loses acknowledged commits") if name == "unreadable"
+                         else (rates.tearing, "leaves torn blocks"))
+            got = [(v, _at(c, name, v, default, did)) for v in values]
+            if any(r is None for _, r in got):
+                continue
+            some = [v for v, r in got if r.conditional.k]
+            verdict = ("holds over the range" if len(some) == len(got) else
+                       "was not seen at any value" if not some else
+                       "depends on it: not seen at " + ", ".join(f"{v:.2g}" for v, r in got if not r.conditional.k))
+            out.append(f"- **Swept**: {SHARE_NAMES[name]} from {values[0]:g} to {values[-1]:g} on "
+                       f"{cell(c['cell'])}: a cut inside a window {what} in "
+                       + ", ".join(f"{r.conditional.percent()} at {v:.2g}" for v, r in got)
+                       + f" ({got[0][1].conditional.n} cuts each): that it can {verdict}"
+                       + ("; how often follows the share." if verdict == "holds over the range" else "."))
+    return out
+
+
+def sweep_rows(doc: dict) -> list[list[str]]:
+    default = doc.get("shares", {"unreadable": 1 / 3, "new": 0.5})
+    rows = []
+    for c in sorted(doc["cells"], key=lambda x: (x["profile"], x["geometry"], x["blocksize"])):
+        for name, values in _swept(c).items():
+            for v in sorted({*values, default[name]}):
+                lose, tear = _at(c, name, v, default, rates.losing), _at(c, name, v, default, rates.tearing)
+                if lose is None:
+                    continue
+                rows.append([cell(c["cell"]), name, f"{v:.2g}{' (assumed)' if v == default[name] else ''}",
+                             f"{lose.conditional.k}/{lose.conditional.n} = {lose.conditional.percent()}",
+                             lose.per_cut.percent(2), f"{tear.conditional.k}/{tear.conditional.n} = "
+                             f"{tear.conditional.percent()}"])
+    return rows
+
+
+SWEEP_COLUMNS = ["cell", "share", "value", "cuts inside a window losing acknowledged commits (95 % CI)",
+                 "a cut at a random moment loses (95 % CI)", "cuts inside a window leaving torn blocks (95 % CI)"]
 
 
 EXPECTED = "expected the crash.json 'sectorlab crash' writes"
@@ -105,24 +218,42 @@ def write(results: Path) -> dict[str, Path]:
 
 
 def markdown(doc: dict) -> str:
+    if any("runs" not in c for c in doc.get("cells", [])):
+        raise UsageError("crash.json: its cells have no runs: it was written before a crash run had independent runs "
+                         "and write windows (2026-11-29), and its rates are not comparable; run make crash again")
     load = doc["load"]
     lines = [f"# Crash: {cell(doc['title'])}", "",
              f"`sectorlab crash --seed {doc['seed']} -- {one_line(doc['preset'])}`: {len(doc['cells'])} cells, "
-             f"{doc['cuts']} cuts each, {doc['wall_s']} s. The load: redo-writer on this host through libnbd "
-             f"(the device path), "
+             f"{doc['runs']} runs each (each with its own workload seed), "
+             + (f"one cut a run at {doc['at_ms']:g} ms" if doc.get("at_ms") is not None else
+                f"{doc['cuts']} cuts a run drawn inside the writes' windows and {doc['uniform_cuts']} at moments "
+                f"drawn uniformly over it") +
+             f", {doc['wall_s']} s. The load: redo-writer on this host through libnbd (the device path), "
              f"{load['sessions']} sessions, {load['redo_per_txn']} B of redo a commit, {load['rate']} commits/s "
-             f"offered (Poisson), {load['seconds']} s, checked "
-             f"redo blocks; each cut a moment drawn over the run, its tears drawn from the same seeded generator "
-             f"(crash/powerloss.py; docs/crash.md has the rules and their sources), judged by `redo-writer verify`.",
+             f"offered (Poisson), {load['seconds']} s, checked redo blocks. A write's window is when its bytes go "
+             f"onto the medium (the units it writes at the medium's rate, after positioning and any read of a "
+             f"read-modify-write): a cut before it loses the write whole, inside it tears it by the unit rules "
+             f"(crash/powerloss.py; docs/crash.md has the rules and their sources); each cut judged by "
+             f"`redo-writer verify`. Intervals are 95 %, the run as the unit (crash/rates.py).",
              "", *headlines(doc), *([f"- {cell(doc['atomic'])}."] if doc.get("atomic") else []), "",
              *render.table([COLUMNS, *(cell_row(c) for c in sorted(doc["cells"], key=lambda x: (
                  x["profile"], x["geometry"], x["blocksize"])))], align="-" * len(COLUMNS))[:-1]]
+    swept = sweep_rows(doc)
+    if swept:
+        lines += ["", "## The assumed shares swept", "",
+                  "No vendor publishes the odds of a tear's outcomes. Each is swept over its range on the same runs "
+                  "(as many cuts inside the windows at each value), in the cells where it can change a finding: the "
+                  "unreadable share where a cut can lose acknowledged commits, the odds of a unit landing new where "
+                  "a log block spans several units.", "",
+                  *render.table([SWEEP_COLUMNS, *swept], align="-" * len(SWEEP_COLUMNS))[:-1]]
     if doc["forbidden"]:
         lines += ["", "Not run, forbidden by the rules engine:", ""]
         lines += [f"- {cell(f['cell'])}: {cell(f['why'])}" for f in doc["forbidden"]]
     lines += ["", "A cut that loses acknowledged commits is one whose recovery ends before the redo the writer had "
               "been told was durable. A torn block a header check alone takes is one whose header and first "
               "bytes are right and whose checksum is not: without redo block checksums recovery would take it. "
-              "A cell with no losses says 0: that is what was measured. How often a cut hurts follows from the "
-              "assumed shares of each tear's outcomes (docs/crash.md); that it can, from the rules.", ""]
+              "A cell that cannot lose by the rules says so, and its rule; its cuts are run all the same (a loss "
+              "there would contradict the rule). The exposure follows from the profile's media rate and the load; "
+              "the share of window cuts that lose, from the assumed shares of each tear's outcomes (docs/crash.md); "
+              "that a cut can lose at all, from the rules.", ""]
     return "\n".join(lines)

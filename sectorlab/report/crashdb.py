@@ -31,6 +31,7 @@ def counts(rows: list[dict]) -> dict:
             "torn": sum(r["writes_torn"] > 0 for r in rows), "unreadable": sum(r["units_unreadable"] for r in rows),
             "partial": max((r["partial_unit_writes"] for r in rows), default=0),
             "writes": max((r["writes"] for r in rows), default=0),
+            "exposure": max((r["exposure"] for r in rows if "exposure" in r), default=None),
             "recovery": (f"{statistics.median(times):.1f} ({times[0]:.1f}-{times[-1]:.1f})" if times else "-"),
             "recovery_real": ", ".join(f"{t:.1f}" for t in real) or "-"}
 
@@ -47,7 +48,8 @@ def _row(rows: list[dict], judge: str) -> list[str]:
     k = counts(rows)
     return [_disk(rows[0]), judge, str(k["n"]), share(k["broken"], k["n"]), str(k["down"]),
             f"{k['losing']} ({k['lost_max']})" if k["losing"] else "0", str(k["undetected"]), str(k["torn"]),
-            f"{k['partial']} of {k['writes']:,}", f"{k['restored']} / {k['checksum']}",
+            f"{k['partial']} of {k['writes']:,}",
+            "-" if k["exposure"] is None else f"{100 * k['exposure']:.2g} %", f"{k['restored']} / {k['checksum']}",
             f"{k['recovery_real']}; {k['recovery']}"]
 
 
@@ -56,13 +58,17 @@ def _disk(r: dict) -> str:
 
 
 COLUMNS = ["disk", "judge", "cuts", "not back whole (95 % CI)", "down", "short", "silent", "torn", "partial",
-           "restored / bad checksums", "recovery s: real; copies"]
+           "exposure", "restored / bad checksums", "recovery s: real; copies"]
 LEGEND = ("Not back whole: the database did not come up (down), came up short of an acknowledged commit (short: "
           "the most missing in brackets), with an id missing below one that is there (one session: it had committed "
           "before the next began), or with SUM(k) unequal to the commits in `log`. Silent: wrong while the "
           "database came up and its checks (CHECK TABLE; amcheck and pg_checksums) found nothing: corruption not "
           "detected. Torn: cuts that tore a write in flight. Partial: the run's writes that covered their disk's "
-          "atomic unit in part, of all its writes. Restored / bad checksums: pages InnoDB restored from its "
+          "atomic unit in part, of all its writes. Exposure: the share of the run (from its first acknowledgement to "
+          "the real cut) in which a cut finds one of the disk's writes in its window, its bytes going onto the "
+          "medium: the copies are drawn inside those windows, so their shares are of cuts that find a write "
+          "mid-flight; a cut at a random moment does so with the exposure's probability (elsewhere it tears "
+          "nothing). Restored / bad checksums: pages InnoDB restored from its "
           "doublewrite buffer; pages pg_checksums found bad after a clean stop. ")
 
 
@@ -123,8 +129,9 @@ def markdown(doc: dict) -> str:
              f"{checkpoints if 'postgres' in judges else ''}"
              f"), the guest's QEMU killed after {doc['min_acks']} acknowledged commits and a seeded moment more (the "
              f"real cut), the database recovering from what the cut left; then {doc['cuts'] - 1} more moments of the "
-             f"same run, drawn between its first acknowledgement and the real cut, each built from the disk's write "
-             f"log and recovered in the guest (crash/labrun.py; docs/crash.md).", "", *headlines(doc), "",
+             f"same run, drawn from the disk's write windows (its bytes going onto the medium) between its first "
+             f"acknowledgement and the real cut, each built from the disk's write log and recovered in the guest "
+             f"(crash/labrun.py; docs/crash.md).", "", *headlines(doc), "",
              *([f"- {cell(doc['atomic'])}."] if doc.get("atomic") else []), "",
              *render.table([COLUMNS, *(_row(rows, judge) for (_, judge), rows in _cells(doc).items())],
                            align="-" * len(COLUMNS))[:-1]]

@@ -16,6 +16,7 @@ import pytest
 from sectorlab.crash import atomic, redolog
 from sectorlab.crash import devicepath as crash
 from sectorlab.crash import preset as crash_preset
+from sectorlab.devices import trace
 from sectorlab.errors import UsageError
 from sectorlab.report import crash as report
 
@@ -45,6 +46,10 @@ seed = 1
     (('geometries = ["sector512e", "sector4k"]', 'geometries = ["sector999"]'), "sector999"),
     (("seed = 1", "seed = 1\nflavour = 2"), "unknown key 'flavour'"),
     (("seconds = 1", 'seconds = "1"'), "seconds = '1': expected a whole number"),
+    (("seed = 1", "seed = 1\nruns = 2"), "runs = 2: expected at least 3 and at most 100"),
+    (("seed = 1", "seed = 1\nsweep_unreadable = [0.1, 1.5]"),
+     "sweep_unreadable = [0.1, 1.5]: expected a list of probabilities from 0 to 1 ([] for none)"),
+    (("seed = 1", "seed = 1\nsweep_new = [0.5, 0.5]"), "sweep_new"),
 ])
 def test_a_bad_crash_preset_is_one_line_before_anything_runs(tmp_path, change, says):
     path = tmp_path / "p.toml"
@@ -59,40 +64,77 @@ def test_the_rules_engine_forbids_512_on_4kn_and_the_matrix_lists_it():
     forbidden = [c.key for c in p.cells if p.forbidden(c)]
     assert forbidden == [f"{prof}/sector4k@512" for prof in ("hdd-7200-client", "hdd-7200", "hdd-7200-wce",
                                                              "intel-p3700")]
-    assert len(p.cells) == 4 * 3 * 2 and p.cuts >= 200
+    assert len(p.cells) == 4 * 3 * 2 and p.runs >= 3 and p.runs * p.cuts >= 300
 
 
 def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
-    """512e without read-modify-write protection: at BLOCKSIZE 512 a cut during a log write's
-    read-modify-write can leave its 4 KiB sector unreadable, the redo acknowledged before it in the
-    same sector included; at 4096 every write is whole sectors, nothing is read first, and no cut
-    loses what was acknowledged. Every cut's recovery ends where the checksums say, with no
-    corruption the checksum missed."""
+    """512e without read-modify-write protection, three runs a cell: at BLOCKSIZE 512 a cut while a
+    log write's sector is written back can leave it unreadable, the redo acknowledged before it in
+    the same sector included; at 4096 every write is whole sectors, nothing is read first, and the
+    cell cannot lose what was acknowledged, by rule (its cuts confirm it). The exposure is the
+    writes' windows, each a 4 KiB sector at the profile's 140 MB/s. Every cut's recovery ends where
+    the checksums say, with no corruption the checksum missed."""
     lines = []
-    out = crash.run(crash_preset.load("small"), lines.append, tmp_path)
+    small = crash_preset.load("small")
+    out = crash.run(small, lines.append, tmp_path)
     doc = json.loads((out / "crash.json").read_text())
     by = {c["blocksize"]: c for c in doc["cells"]}
-    assert set(by) == {512, 4096} and all(len(c["cuts"]) == 60 for c in by.values())
-    assert all(c["writes"] > 20 for c in by.values()), {b: c["writes"] for b, c in by.items()}
-    lost = {b: sum(x["lost_commits"] > 0 for x in c["cuts"]) for b, c in by.items()}
+    assert set(by) == {512, 4096} and all(len(c["runs"]) == small.runs == 3 for c in by.values())
+    for c in by.values():
+        for r, run in enumerate(c["runs"]):
+            kinds = [x["kind"] for x in c["cuts"] if x["run"] == r]
+            assert kinds.count("window") == small.cuts and kinds.count("uniform") == small.uniform_cuts
+            assert run["writes"] > 20 and run["exposure"] == pytest.approx(run["window_us"] / run["span_us"])
+            # one channel, so no two windows overlap: each write's is its sectors, rounded out, at 140 MB/s
+            writes = [w for w in trace.read(out / f"{c['cell'].replace('/', '-')}.run{r + 1}.trace.csv")
+                      if w.op == "write"]
+            sectors = sum((w.offset + w.length + 4095) // 4096 - w.offset // 4096 for w in writes)
+            assert len(writes) == run["writes"] and run["window_us"] == pytest.approx(
+                sectors * 4096 / 140, abs=0.002 * len(writes))  # the trace has us to 3 decimals
+        assert len({run["seed"] for run in c["runs"]}) == 3  # independent runs
+    lost = {b: sum(x["lost_commits"] > 0 for x in c["cuts"] if x["kind"] == "window") for b, c in by.items()}
     unreadable = {b: sum(x["unreadable_blocks"] for x in c["cuts"]) for b, c in by.items()}
     said = f"cuts losing acknowledged commits {lost}, unreadable blocks {unreadable}"
-    assert lost[4096] == 0 and unreadable[4096] == 0, said
-    assert lost[512] > 0 and unreadable[512] > 0, said
+    assert lost[4096] == 0 and unreadable[4096] == 0 and "whole 4096-byte atomic units" in by[4096]["cannot_lose"], said
+    assert lost[512] > 0 and unreadable[512] > 0 and by[512]["cannot_lose"] is None, said
     assert all(x["corrupt_undetected"] == 0 for c in by.values() for x in c["cuts"]), said
     assert all(x["recovered_to"] >= 0 for c in by.values() for x in c["cuts"])
     md = (out / "report.md").read_text()
     assert "# Crash: 512e without read-modify-write protection" in md
-    row = r"\| `hdd-7200-client` \(unprotected, no write cache\) \| sector512e \| 4096 \| [\d,]+ \| 0/60 = 0.0 % "
+    row = (r"\| `hdd-7200-client` \(unprotected, no write cache\) \| sector512e \| 4096 \| 3 x [\d,]+ \| [\d.]+ % .*"
+           r"\| cannot, by rule \| cannot, by rule \|")
     assert re.search(row, md), md
-    assert "**Acknowledged commits lost** on `hdd-7200-client` (unprotected, no write cache), sector512e at " \
-           "BLOCKSIZE 512" in md and (out / "report.html").exists()
-    assert re.search(r"At BLOCKSIZE 4096: 0/60 = 0.0 % \(0.0-6.0\); Fisher's exact test p = \S+ \(n = 60 and 60 cuts\)",
-                     md), md
+    assert re.search(r"\*\*Acknowledged commits lost\*\*: at 200 commits/s offered \(2 sessions, 512 B a commit\), "
+                     r"on `hdd-7200-client` \(unprotected, no write cache\), sector512e at BLOCKSIZE 512, a power cut "
+                     r"at a random moment loses acknowledged redo with probability "
+                     r"\*\*[\d.]+ % \([\d.]+-[\d.]+\)\*\*", md), md
+    assert "Against 0 by rule at BLOCKSIZE 4096" in md and (out / "report.html").exists()
+    # the assumed unreadable share swept where a cut can lose (BLOCKSIZE 512), on the same runs; not at 4096
+    swept = [x for x in by[512]["cuts"] if x["kind"] == "sweep"]
+    assert sorted({x["shares"]["unreadable"] for x in swept}) == list(small.sweep_unreadable)
+    assert len(swept) == len(small.sweep_unreadable) * small.cuts * small.runs
+    assert not [x for x in by[4096]["cuts"] if x["kind"] == "sweep"]  # 4096 spans one unit: nothing to sweep
+    high = [x for x in swept if x["shares"]["unreadable"] == max(small.sweep_unreadable)]
+    assert sum(x["lost_commits"] > 0 for x in high) > lost[512] / 4, (lost, high)
+    assert re.search(r"\*\*Swept\*\*: the share of an unprotected drive's partly written units left unreadable from "
+                     r"0\.01 to 0\.9 on hdd-7200-client/sector512e@512", md), md
     said_first = [line for line in [atomic.line()] if line]  # what this stack lacks for atomic writes, if anything
     assert lines[:len(said_first)] == said_first and len(lines) == len(said_first) + 2, lines
     assert all("cuts" in line for line in lines[len(said_first):])
     assert all(f"- {line}." in md for line in said_first)
+
+
+def test_rates_take_the_run_as_the_unit():
+    """Three runs: the interval is Student's t over the runs' own shares, widened to the pooled
+    cuts' exact interval where that is wider; runs that all saw 0 keep the pooled bound."""
+    from sectorlab.crash import rates
+    varied = rates.over_runs([0.1, 0.3, 0.5], k=45, n=150)
+    assert varied.value == pytest.approx(0.3) and (varied.low, varied.high) == (0.0, pytest.approx(0.797, abs=0.001))
+    alike = rates.over_runs([0.3, 0.3, 0.3], k=45, n=150)
+    assert (alike.low, alike.high) == (pytest.approx(0.228, abs=0.001), pytest.approx(0.380, abs=0.001))
+    none = rates.over_runs([0.0, 0.0, 0.0], k=0, n=60)
+    assert (none.value, none.low, none.high) == (0.0, 0.0, pytest.approx(0.0596, abs=0.0005))
+    assert rates.over_runs([0.0, 0.0, 0.0], k=0, n=60, scale=0.01).high == pytest.approx(0.000596, abs=0.000005)
 
 
 def test_the_report_gives_an_exact_interval_of_the_share_of_cuts():
@@ -113,14 +155,15 @@ def work_dir(monkeypatch):
 
 
 def test_a_cut_at_a_chosen_moment_and_one_outside_the_run(tmp_path, work_dir):
-    """--at: one cut at that moment of each cell's run; a moment after the run is one line naming
+    """--at: one cut at that moment of each of the cell's runs; a moment after the run is one line naming
     the run's span, and the cell's model and files are gone either way."""
     import dataclasses
     small = crash_preset.load("small")
     one = dataclasses.replace(small, cells=small.cells[:1], cuts=1, at_ms=500.0)
     doc = json.loads((crash.run(one, lambda _: None, tmp_path / "at") / "crash.json").read_text())
-    (cut,) = doc["cells"][0]["cuts"]
-    assert cut["cut_us"] == pytest.approx(500_000, abs=0.01) and cut["durable"] > 0
+    cuts = doc["cells"][0]["cuts"]
+    assert [c["run"] for c in cuts] == [0, 1, 2] and all(c["kind"] == "at" for c in cuts)
+    assert all(c["cut_us"] == pytest.approx(500_000, abs=0.01) and c["durable"] > 0 for c in cuts)
     with pytest.raises(UsageError, match=r"--at 99999: hdd-7200-client/sector512e@\d+'s run wrote from 0 to "
                                          r"[\d.]+ ms: expected a moment inside it"):
         crash.run(dataclasses.replace(one, at_ms=99999.0), lambda _: None, tmp_path / "late")

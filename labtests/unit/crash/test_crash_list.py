@@ -17,7 +17,7 @@ def test_crash_list_names_every_preset_with_its_cells(capsys):
     assert [line.split()[0] for line in out] == names == crash_preset.preset_names()
     for line, name in zip(out, names):
         p = crash_preset.load(name)
-        assert f"{len(p.runnable())} of {len(p.cells)} cells run, {p.cuts} cuts each" in line
+        assert f"{len(p.runnable())} of {len(p.cells)} cells run, {p.runs} runs each, {p.cuts} cuts " in line
 
 
 def test_make_check_runs_it():

@@ -464,7 +464,8 @@ def test_a_run_with_a_large_log_never_holds_its_disk_in_memory(tmp_path, monkeyp
     from sectorlab.report import crash as report
     monkeypatch.setattr(report, "write", lambda results: {})
     text = _with("log_size_mib", "256").replace("blocksizes = [512, 4096]", "blocksizes = [512]")
-    p = dataclasses.replace(crash_preset.load(str(_preset(tmp_path, text))), cuts=3)
+    p = dataclasses.replace(crash_preset.load(str(_preset(tmp_path, text))), cuts=3, runs=1, uniform_cuts=0,
+                            sweep_unreadable=(), sweep_new=())
     tracemalloc.start()
     try:
         out = crash.run(p, lambda _: None, tmp_path / "results")
@@ -473,7 +474,7 @@ def test_a_run_with_a_large_log_never_holds_its_disk_in_memory(tmp_path, monkeyp
         tracemalloc.stop()
     doc = json.loads((out / "crash.json").read_text())
     (cell,) = doc["cells"]
-    assert cell["writes"] > 0 and len(cell["cuts"]) == 3
+    assert cell["runs"][0]["writes"] > 0 and len(cell["cuts"]) == 3
     assert all(c["corrupt_undetected"] == 0 and c["recovered_to"] >= 0 for c in cell["cuts"])
     assert peak < 32 * MIB, f"{peak / MIB:.1f} MiB allocated for a 256 MiB log"
 
@@ -533,7 +534,8 @@ def test_a_cuts_disk_is_cut_at_its_size_and_refuses_a_short_image(tmp_path):
 
 
 def _write(offset: int, length: int, t_us: float) -> trace.Request:
-    return trace.Request(t_us, "write", offset, length, 1, 0, 1.0, 10.0, 10.0, 0, 0, 0, 0, durable_us=11.0)
+    return trace.Request(t_us, "write", offset, length, 1, 0, 1.0, 10.0, 10.0, 0, 0, 0, 0, durable_us=11.0,
+                         media_us=10.0)
 
 
 def test_the_logs_positions_are_read_a_piece_at_a_time(tmp_path, monkeypatch):
@@ -572,11 +574,11 @@ def test_a_lab_cut_never_holds_the_disk_in_memory(tmp_path, monkeypatch):
     writes = [_write(k * 4096, 4096, 100.0 * k) for k in range(64)]
     written = _sparse_with(served, 256 * MIB, [(w.offset, w.length) for w in writes] + [(200 * MIB, 4096)])
     head = ("t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,"
-            "durable_us\n")
+            "durable_us,media_us\n")
     model = tmp_path / "model"
     model.mkdir()
     (model / "disk.trace").write_text(head + "".join(
-        f"{w.t_us:.3f},write,{w.offset},{w.length},1,0,1,10,10,0,0,0,0,11\n" for w in writes))
+        f"{w.t_us:.3f},write,{w.offset},{w.length},1,0,1,10,10,0,0,0,0,11,10\n" for w in writes))
     server = SimpleNamespace(trace=model / "disk.trace", unreadable=model / "disk.unreadable", directory=model,
                              uri=lambda: str(served), name="d")
     for method in ("read_image", "write_image", "set_unreadable"):

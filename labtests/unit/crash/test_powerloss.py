@@ -1,7 +1,8 @@
 """What a power cut leaves of a run's writes (sectorlab/crash/powerloss.py), on the device model's
-own decisions (devicemodel/simulate): durable writes survive, writes not on the media are lost,
-writes on the media land unit by unit, and only an unprotected drive leaves a unit unreadable;
-the same seed gives the same state."""
+own decisions in virtual time (devicemodel/simulate): durable writes survive; a write cut before its
+window (queued, positioning, reading the sector it modifies) is lost with its old bytes whole; one
+cut in its window (its units going onto the medium at the media rate) lands unit by unit, and only
+an unprotected drive leaves a unit unreadable; the same seed gives the same state."""
 
 from __future__ import annotations
 
@@ -23,35 +24,112 @@ def rules(power_loss="protected", write_cache="none", unit=4096, sized=False, de
     return powerloss.Rules("test", power_loss, write_cache, sized, unit, destage)
 
 
-def test_a_cut_keeps_durable_writes_loses_queued_ones_and_tears_the_one_on_the_media():
-    """Three 4 KiB writes at 0, 10 and 20 us on a 100 us disk with no cache (done at 100, 200 and
-    300 us): a cut at 150 us finds the first durable, the second on the media (100-200) and the
-    third still queued."""
-    rows = simulate("0 write 0 4096\n10 write 4096 4096\n20 write 8192 4096\n", write="fixed:100")
-    state = powerloss.cut(rows, rules(unit=512), 150, random.Random(1))
+def test_a_cut_keeps_durable_writes_loses_queued_ones_and_tears_the_one_in_its_window():
+    """Three 4 KiB writes at 0, 10 and 20 us on a disk with no cache, 60 us of positioning and
+    4 KiB at 102.4 MB/s (40 us) each: done at 100, 200 and 300 us, their windows the last 40 us of
+    each. A cut at 180 us finds the first durable, the second in its window (160-200) and the third
+    still queued; at 130 us the second is positioning: lost whole, nothing of it landed."""
+    rows = simulate("0 write 0 4096\n10 write 4096 4096\n20 write 8192 4096\n", write="fixed:60", write_mbps=102.4)
+    state = powerloss.cut(rows, rules(unit=512), 180, random.Random(1))
     assert (state.writes_durable, state.writes_torn, state.writes_lost) == (1, 1, 1)
     assert state.landed[0] == (0, 4096) and not state.unreadable
     torn = state.landed[1:]
     assert all(4096 <= off < 8192 and length == 512 for off, length in torn)  # whole 512-byte units
-    assert powerloss.cut(rows, rules(unit=512), 150, random.Random(1)) == state  # a seed, a state
+    assert powerloss.cut(rows, rules(unit=512), 180, random.Random(1)) == state  # a seed, a state
+    before = powerloss.cut(rows, rules(unit=512), 130, random.Random(1))
+    assert (before.writes_durable, before.writes_torn, before.writes_lost) == (1, 0, 2)
+    assert before.landed == ((0, 4096),)
+
+
+def test_a_cut_while_positioning_or_reading_the_sector_leaves_it_whole_and_only_the_transfer_tears():
+    """A 512-byte write into a 4 KiB physical sector of an unprotected drive: 8 ms of positioning,
+    the sector read (8 ms), then the whole sector written back at 140 MB/s (29.26 us). Cuts in the
+    positioning and in the read leave the old bytes whole, whatever the seed: the write is lost,
+    not torn. Cuts in the transfer tear by the unit rules: old, new or unreadable, the sector's
+    neighbours included. At 70 MB/s the window is twice as long; so is the share of the run a cut
+    can tear in (exposure)."""
+    def rows_at(mbps):
+        return simulate("0 write 512 512\n", write="fixed:8000", read="fixed:8000", write_mbps=mbps,
+                        physical_sector=4096)
+    unprotected = rules("unprotected", unit=4096)
+    rows = rows_at(140)
+    (w,) = rows
+    ((start, end),) = powerloss.windows(rows, [], unprotected)
+    assert (start, end) == (pytest.approx(w.media_us), pytest.approx(w.durable_us))
+    assert end - start == pytest.approx(4096 / 140, abs=0.002) and start > 8000 + 8000 - 30  # after the read
+    for at in (10.0, 4000.0, 7999.0, 8100.0, 12000.0, start - 0.01):  # positioning, then the read
+        for seed in range(20):
+            s = powerloss.cut(rows, unprotected, at, random.Random(seed))
+            assert (s.writes_lost, s.writes_torn, s.landed, s.unreadable) == (1, 0, (), ()), (at, seed)
+    outcomes = set()
+    for seed in range(60):
+        s = powerloss.cut(rows, unprotected, powerloss.inside([(start, end)], random.Random(seed)), random.Random(seed))
+        assert s.writes_torn == 1
+        outcomes.add("unreadable" if s.unreadable else "new" if s.landed else "old")
+        assert s.unreadable in ((), ((0, 4096),))  # the whole sector, its neighbours' 3.5 KiB with it
+    assert outcomes == {"old", "new", "unreadable"}
+    assert powerloss.cut(rows, unprotected, end, random.Random(1)).writes_durable == 1
+    slow = powerloss.windows(rows_at(70), [], unprotected)
+    assert slow[0][1] - slow[0][0] == pytest.approx(2 * (end - start), abs=0.004)
+    assert powerloss.exposure(slow, 0, 20000) == pytest.approx(2 * powerloss.exposure([(start, end)], 0, 20000),
+                                                                rel=1e-3)
+
+
+def test_windows_merge_and_a_moment_inside_them_is_drawn_in_proportion_to_their_length():
+    spans = [(0.0, 10.0), (100.0, 130.0)]
+    assert powerloss.exposure(spans, 0, 200) == 0.2
+    draws = [powerloss.inside(spans, random.Random(i)) for i in range(2000)]
+    assert all(0 <= d <= 10 or 100 <= d <= 130 for d in draws)
+    assert 400 < sum(d <= 10 for d in draws) < 600  # a quarter of the length, a quarter of the draws
+    rows = simulate("0 write 0 4096\n0 write 4096 4096\n", write="fixed:10", write_mbps=102.4, channels=2)
+    assert powerloss.windows(rows, [], rules(unit=512)) == [(pytest.approx(10), pytest.approx(50))]  # overlapping
+    with pytest.raises(Exception, match="no write was in its window"):
+        powerloss.inside([], random.Random(1))
+
+
+def test_the_rule_by_which_a_cell_cannot_lose_an_acknowledged_write():
+    """A protected drive never does; an unprotected one cannot when every write covers whole units,
+    and can when one covers a unit in part."""
+    partial = simulate("0 write 512 512\n", write="fixed:100", write_mbps=140, physical_sector=4096)
+    whole = simulate("0 write 4096 4096\n", write="fixed:100", write_mbps=140, physical_sector=4096)
+    assert "protected drive" in powerloss.cannot_lose(rules("protected"), partial)
+    assert "whole 4096-byte atomic units" in powerloss.cannot_lose(rules("unprotected"), whole)
+    assert powerloss.cannot_lose(rules("unprotected"), partial) is None
 
 
 def test_only_an_unprotected_drive_leaves_a_partly_written_unit_unreadable():
-    """A 512-byte write into a 4 KiB physical sector, cut on the media, 300 times: a protected
+    """A 512-byte write into a 4 KiB physical sector, cut in its window, 300 times: a protected
     drive leaves it old or new; an unprotected one also unreadable (the whole sector), about a
     third of the time."""
-    rows = simulate("0 write 512 512\n", write="fixed:100", physical_sector=4096)
+    rows = simulate("0 write 512 512\n", write="fixed:100", write_mbps=140, physical_sector=4096)
     outcomes = {"protected": [], "unprotected": []}
     for kind in outcomes:
         rng = random.Random(7)
         for _ in range(300):
-            s = powerloss.cut(rows, rules(kind, unit=4096), 50, rng)
+            s = powerloss.cut(rows, rules(kind, unit=4096), 90, rng)
             outcomes[kind].append("unreadable" if s.unreadable else "new" if s.landed else "old")
     assert set(outcomes["protected"]) == {"old", "new"}
     assert 60 < outcomes["unprotected"].count("unreadable") < 140, outcomes["unprotected"].count("unreadable")
-    s = next(powerloss.cut(rows, rules("unprotected"), 50, random.Random(i)) for i in range(50)
-             if powerloss.cut(rows, rules("unprotected"), 50, random.Random(i)).unreadable)
+    s = next(powerloss.cut(rows, rules("unprotected"), 90, random.Random(i)) for i in range(50)
+             if powerloss.cut(rows, rules("unprotected"), 90, random.Random(i)).unreadable)
     assert s.unreadable == ((0, 4096),)  # the neighbours' 3.5 KiB with it
+
+
+def test_the_assumed_shares_decide_how_often_a_tear_hurts_not_whether_it_can():
+    """The odds of a tear's outcomes, swept: no unreadable share, never unreadable; all of it,
+    always (on the unit written in part); `new` 0 leaves every torn unit old, 1 new. A share outside
+    0-1 is one line."""
+    rows = simulate("0 write 512 512\n", write="fixed:100", write_mbps=140, physical_sector=4096)
+    def outcomes(**shares):
+        r = powerloss.Rules("test", "unprotected", "none", False, 4096, 0.0, powerloss.Shares(**shares))
+        states = [powerloss.cut(rows, r, 90, random.Random(seed)) for seed in range(200)]
+        return {"unreadable" if s.unreadable else "new" if s.landed else "old" for s in states}
+    assert outcomes(unreadable=0.0) == {"old", "new"}
+    assert outcomes(unreadable=1.0) == {"unreadable"}
+    assert outcomes(unreadable=0.0, new=0.0) == {"old"} and outcomes(unreadable=0.0, new=1.0) == {"new"}
+    for bad in (-0.1, 1.5, True, "half"):
+        with pytest.raises(UsageError, match=r"the share unreadable = .*: expected a probability from 0 to 1"):
+            powerloss.Shares(unreadable=bad)
 
 
 def test_a_volatile_cache_keeps_a_write_until_it_drains_or_a_flush_completes():
@@ -79,13 +157,18 @@ def test_a_volatile_cache_keeps_a_write_until_it_drains_or_a_flush_completes():
 
 
 def test_rules_come_from_the_profile_and_one_without_power_loss_is_one_line():
-    r = powerloss.Rules.of("hdd-7200-client", {"physical-sector": "4096"}, 512)
+    r = powerloss.Rules.of("hdd-7200-client", {"physical-sector": "4096", "write-mbps": "140"}, 512)
     assert (r.power_loss, r.unit, r.write_cache) == ("unprotected", 4096, "none")
     assert powerloss.Rules.of("intel-p3700", profiles.get("intel-p3700").params, 4096).unit == 4096
     with pytest.raises(UsageError, match="device profile 'floor' does not state its power_loss"):
         powerloss.Rules.of("floor", {}, 512)
     with pytest.raises(UsageError, match="a cell with a flash log"):
         powerloss.Rules.of("exadata-cell-flashlog", {}, 512)
+    for rate in ("0", "fast"):  # no media rate, no window: one line, not a cell that can never tear
+        with pytest.raises(UsageError, match=f"device profile 'hdd-7200-client': write-mbps = '{rate}': a crash run "
+                                             f"needs the rate") as e:
+            powerloss.Rules.of("hdd-7200-client", {"physical-sector": "4096", "write-mbps": rate}, 512)
+        assert "\n" not in str(e.value)
 
 
 @settings(max_examples=examples(60), deadline=None)
@@ -96,7 +179,7 @@ def test_a_state_never_invents_bytes_and_every_durable_write_is_whole(writes, cu
     the cut, every write durable before it landed whole, unreadable ranges only on an unprotected
     drive, whole units."""
     lines = "".join(f"{i * 50} write {block * 8192} {size}\n" for i, (block, size) in enumerate(writes))
-    rows = simulate(lines, write="fixed:120", physical_sector=4096)
+    rows = simulate(lines, write="fixed:120", write_mbps=140, physical_sector=4096)
     r = rules(kind, unit=4096)
     state = powerloss.cut(rows, r, cut_us, random.Random(seed))
     submitted = [w for w in rows if w.t_us <= cut_us]

@@ -520,6 +520,29 @@ def test_a_write_is_durable_on_the_media_in_a_protected_cache_or_once_a_volatile
     assert volatile[2].cached == 0 and volatile[2].durable_us == volatile[2].queue_us + volatile[2].service_us
 
 
+def test_a_writes_window_is_its_units_at_the_media_rate_just_before_it_is_durable():
+    """media_us: when a write's bytes start going onto the medium. At 140 MB/s a 4 KiB unit takes
+    29.257 us, the last stretch of its service (after its positioning); a 512-byte write into a 4 KiB
+    physical sector writes the whole sector back after reading it (a window of 4 KiB, not 512 bytes);
+    at half the rate the window doubles; a volatile cache's drain writes it at the destage rate; a
+    write with no media rate has no window (as durable); reads and flushes have none."""
+    rmw = simulate("0 write 512 512\n0 read 0 4096\n0 flush 0 0\n", write="fixed:8000", read="fixed:8000",
+                   write_mbps=140, physical_sector=4096)
+    w = rmw[0]
+    assert w.rmw_reads == 1 and w.durable_us == pytest.approx(16000 + 512 / 140, abs=0.002)
+    assert w.durable_us - w.media_us == pytest.approx(4096 / 140, abs=0.002)
+    assert all(np.isnan(r.media_us) for r in rmw[1:])
+    slow = simulate("0 write 0 4096\n", write="fixed:100", write_mbps=70, physical_sector=4096)[0]
+    assert slow.durable_us - slow.media_us == pytest.approx(4096 / 70, abs=0.002)
+    unit = simulate("0 write 0 4096\n", write="fixed:100", write_mbps=140, write_unit=16384)[0]
+    assert unit.durable_us - unit.media_us == pytest.approx(16384 / 140, abs=0.002)  # the flash unit it programs
+    drained = simulate("0 write 0 4096\n", cache_size=8192, cache_destage_mbps=1,
+                       cache_hit="fixed:5", write="fixed:1000")[0]
+    assert (drained.media_us, drained.durable_us) == (0, 4096)  # 4 KiB at 1 byte per us
+    none = simulate("0 write 0 4096\n", write="fixed:100")[0]
+    assert none.media_us == none.durable_us == 100
+
+
 def test_a_cells_write_is_durable_when_the_first_of_its_media_has_it():
     rows = simulate("0 write 0 4096\n", write="fixed:5000", **{"flashlog.write": "fixed:80"})
     assert rows[0].durable_us == 80 and rows[0].service_us == 5000

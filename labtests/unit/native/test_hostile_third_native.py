@@ -379,17 +379,19 @@ def test_a_start_that_fails_writing_the_trace_takes_away_the_files_it_made(model
 
 def _cut_state_with_unreadable_ranges():
     """A real cut (sectorlab/crash/powerloss.py) on the model's own decisions that leaves ranges
-    unreadable: 512-byte writes into 4 KiB sectors of an unprotected drive, cut while on the media."""
+    unreadable: 512-byte writes into 4 KiB sectors of an unprotected drive, cut while their sectors
+    are written back (the last 29 us of each write: 4 KiB at 140 MB/s)."""
     from sectorlab.crash import powerloss
     from sectorlab.devices import trace
     requests = "".join(f"{i} write {i * 8192 + 512} 512\n" for i in range(8))
-    proc = subprocess.run([str(build.built(build.SIMULATE)), "write=fixed:100", "physical-sector=4096",
-                           "channels=8"], input=requests, capture_output=True, text=True, timeout=TIMEOUT)
+    proc = subprocess.run([str(build.built(build.SIMULATE)), "write=fixed:100", "write-mbps=140",
+                           "physical-sector=4096", "channels=8"], input=requests, capture_output=True, text=True,
+                          timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     rows = trace.parse(proc.stdout)
     rules = powerloss.Rules("test", "unprotected", "none", False, 4096, 0.0)
     for seed in range(100):
-        state = powerloss.cut(rows, rules, 50, random.Random(seed))
+        state = powerloss.cut(rows, rules, 90, random.Random(seed))
         if state.unreadable:
             return state
     raise AssertionError("no cut left a range unreadable")

@@ -19,18 +19,22 @@ from labtests.unit.report.test_hostile_results import appliance_doc, make_result
 from sectorlab.paths import REPO
 from sectorlab.report import kinds
 
-CUT = {"cut_us": 1000.0, "acknowledged": 512, "durable": 3, "lost": 1, "torn": 1, "units_unreadable": 0,
-       "recovered_to": 512, "end_reason": "unwritten", "torn_blocks": 1, "torn_header_ok": 0, "unreadable_blocks": 0,
+CUT = {"run": 0, "kind": "window", "cut_us": 1000.0, "acknowledged": 512, "durable": 3, "lost": 1, "torn": 1,
+       "units_unreadable": 0, "recovered_to": 512, "end_reason": "unwritten", "torn_blocks": 1, "torn_header_ok": 0,
+       "unreadable_blocks": 0,
        "valid_after_end": 0, "lost_bytes": 0, "lost_commits": 0, "corrupt_undetected": 0}
 
 
 def _crash(path: Path) -> None:
     cell = {"cell": "hdd-7200-client/sector512e@512", "profile": "hdd-7200-client", "geometry": "sector512e",
             "blocksize": 512, "override": False, "power_loss": "unprotected", "write_cache": "none",
-            "atomic_unit": 4096, "writes": 4, "fua_writes": 4, "flushes": 0, "transactions": 4, "command": [],
-            "cuts": [CUT, {**CUT, "lost_commits": 1, "lost_bytes": 512}]}
+            "atomic_unit": 4096, "cannot_lose": None,
+            "runs": [{"seed": 1, "writes": 4, "fua_writes": 4, "flushes": 0, "transactions": 4, "span_us": 1e6,
+                      "window_us": 117.0, "exposure": 1.17e-4, "partial_unit_writes": 4, "command": []}],
+            "cuts": [CUT, {**CUT, "lost_commits": 1, "lost_bytes": 512}, {**CUT, "kind": "uniform"}]}
     (path / "crash.json").write_text(json.dumps({
-        "preset": "small", "title": "t", "seed": 7, "cuts": 2, "at_ms": None, "atomic": None, "wall_s": 1,
+        "preset": "small", "title": "t", "seed": 7, "runs": 1, "cuts": 2, "uniform_cuts": 1, "at_ms": None,
+        "atomic": None, "wall_s": 1,
         "load": {"sessions": 1, "redo_per_txn": 512, "rate": 10, "seconds": 1, "log_size": 1 << 20},
         "forbidden": [{"cell": "hdd-7200-client/sector4k@512", "why": "ORA-01378"}], "cells": [cell]}))
 
