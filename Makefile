@@ -9,7 +9,7 @@ SHELL := /bin/bash
 # A variable a recipe reads (as $$NAME in the shell) must be here: labtests/unit/test_hostile_third_make.py
 # fails on one that is not.
 USER_VARS := GUEST LAB LAB_SUFFIX PYTEST_ARGS PRESET DURATION WARMUP REPEATS RESULTS ORDER_SEED SWEEP \
-             CUTS CRASH_SEED JUDGES
+             CUTS CRASH_SEED JUDGES RUNS
 # LAB_SUFFIX's default is the environment's SECTORLAB_LAB_SUFFIX, as written.
 ifeq ($(origin LAB_SUFFIX),undefined)
 override LAB_SUFFIX := $(value SECTORLAB_LAB_SUFFIX)
@@ -108,7 +108,8 @@ help:
 	@echo "make bench-load PRESET=p  the seed's own load, closed loop, on the device path (no lab): group commit and"
 	@echo "                          the seed's figures beside the lab's"
 	@echo "make crash [PRESET=redo-matrix]  power cuts on the device path (no lab) per profile, geometry and BLOCKSIZE,"
-	@echo "                          judged by redo-writer verify: acknowledged commits lost, torn blocks (docs/crash.md)"
+	@echo "                          3 runs a cell, cuts inside the writes' windows and at random moments, judged by"
+	@echo "                          redo-writer verify: acknowledged commits lost, torn blocks, their rates (docs/crash.md)"
 	@echo "make crash-db [CUTS=20] [JUDGES=a,b]  power cuts judged by MariaDB (doublewrite on, off) and PostgreSQL"
 	@echo "                          (full_page_writes on, off) in a lab of their own, 4 disks; about 45 minutes"
 	@echo "make bench-all            every preset in turn (about 60 minutes; zfs-appliance builds its image the first time)"
@@ -403,9 +404,10 @@ bench-load: bootstrap
 	  $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} -- "$${PRESET:-ssd-vs-hdd}"
 
 # Power cuts on the device path (no lab), judged by redo-writer verify; docs/crash.md:
-# make crash [PRESET=redo-matrix] [CUTS=n] [CRASH_SEED=n].
+# make crash [PRESET=redo-matrix] [RUNS=n] [CUTS=n] [CRASH_SEED=n].
 crash: bootstrap
-	@$(show); show $(SECTORLAB) crash $${CUTS:+--cuts="$$CUTS"} $${CRASH_SEED:+--seed="$$CRASH_SEED"} \
+	@$(show); show $(SECTORLAB) crash $${RUNS:+--runs="$$RUNS"} $${CUTS:+--cuts="$$CUTS"} \
+	  $${CRASH_SEED:+--seed="$$CRASH_SEED"} \
 	  $${RESULTS:+--results="$$RESULTS"} -- "$${PRESET:-redo-matrix}"
 
 # The databases' power cuts: a lab of their own (labs/crash-databases.toml), taken down after.

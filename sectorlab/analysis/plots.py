@@ -182,6 +182,43 @@ def plot_shift(c: dict, path: Path) -> Path | None:
     return _save(_framed(fig), path)
 
 
+def plot_crash(rows: list[dict], path: Path) -> Path:
+    """The crash report's first picture: per cell (rows: label, by_rule, and per measure a (value,
+    low, high) or None), two panels side by side with their 95 % intervals: a power cut at a random
+    moment (left) and a cut inside a write's window (right), each the share that lost acknowledged
+    commits (filled) and that left torn blocks (open). A cell that cannot lose by rule says so."""
+    plt = pyplot()
+    n = len(rows)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 1.6 + 0.32 * n), sharey=True)
+    ys = list(range(n))[::-1]
+    for ax, key, title in ((axes[0], "per_cut", "a power cut at a random moment"),
+                           (axes[1], "conditional", "a cut inside a write's window")):
+        for y, r in zip(ys, rows):
+            for what, marker, fill, dy in (("lose", "o", None, 0.12), ("tear", "s", "none", -0.12)):
+                got = r[what][key]
+                if got is None:
+                    continue
+                v, lo, hi = (100 * x for x in got)
+                ax.errorbar([v], [y + dy], xerr=[[v - lo], [hi - v]], fmt=marker, color="C3" if what == "lose"
+                            else "C0", mfc=fill, capsize=2, markersize=5)
+            if r["by_rule"]:
+                ax.annotate("cannot lose, by rule", (0, y + 0.12), textcoords="offset points", xytext=(4, -3),
+                            fontsize=7, color="grey")
+        ax.set_xlim(left=0)
+        ax.set_xlabel(f"% of cuts: {title}")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(ys, [r["label"] for r in rows], fontsize=8)
+    axes[0].set_ylim(-0.7, n - 0.3)
+    axes[1].plot([], [], "o", color="C3", label="lost acknowledged commits")
+    axes[1].plot([], [], "s", color="C0", mfc="none", label="left torn blocks (the checksum found)")
+    height = 1.6 + 0.32 * n
+    fig.set_size_inches(12, height)
+    fig.suptitle("power cuts: shares of cuts with their 95 % intervals (the run as the unit)", fontsize=11)
+    fig.legend(loc="upper center", ncol=2, fontsize=8, frameon=False, bbox_to_anchor=(0.6, 1 - 0.35 / height))
+    fig.subplots_adjust(left=0.25, right=0.98, bottom=0.65 / height, top=1 - 0.75 / height, wspace=0.08)
+    return _save(fig, path)
+
+
 TITLE_MAX = 200
 
 

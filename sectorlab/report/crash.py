@@ -213,11 +213,36 @@ EXPECTED = "expected the crash.json 'sectorlab crash' writes"
 
 
 def write(results: Path) -> dict[str, Path]:
-    """report.md and report.html (as a bench's: one file, nothing from the network) of crash.json."""
-    return render.write(results, markdown(render.read_results(results, "crash.json", "crash record", EXPECTED)))
+    """report.md, report.html (as a bench's: one file, nothing from the network) and its picture
+    (report-crash.png) of crash.json."""
+    doc = render.read_results(results, "crash.json", "crash record", EXPECTED)
+    picture = None
+    rows = picture_rows(doc)
+    if rows:
+        from ..analysis.plots import plot_crash
+        picture = plot_crash(rows, results / "report-crash.png").name
+    return render.write(results, markdown(doc, picture))
 
 
-def markdown(doc: dict) -> str:
+def picture_rows(doc: dict) -> list[dict]:
+    """Per cell measured over runs (not --at), what the picture draws: its label, its rule, and per
+    measure (lose, tear) the rate per cut at a random moment and given a cut inside a window."""
+    rows = []
+    for c in sorted(doc["cells"], key=lambda x: (x["profile"], x["geometry"], x["blocksize"])):
+        lose, tear = rates.of_cell(c, rates.losing), rates.of_cell(c, rates.tearing)
+        if lose is None:
+            continue
+        by_rule = bool(c.get("cannot_lose")) and not counts(c)["losing"]
+        rows.append({"label": f"{c['profile']} {c['geometry'].removeprefix('sector')} @{c['blocksize']}",
+                     "by_rule": by_rule,
+                     "lose": {k: None if by_rule else (e.value, e.low, e.high)
+                              for k, e in (("per_cut", lose.per_cut), ("conditional", lose.conditional))},
+                     "tear": {k: (e.value, e.low, e.high)
+                              for k, e in (("per_cut", tear.per_cut), ("conditional", tear.conditional))}})
+    return rows
+
+
+def markdown(doc: dict, picture: str | None = None) -> str:
     if any("runs" not in c for c in doc.get("cells", [])):
         raise UsageError("crash.json: its cells have no runs: it was written before a crash run had independent runs "
                          "and write windows (2026-11-29), and its rates are not comparable; run make crash again")
@@ -235,6 +260,9 @@ def markdown(doc: dict) -> str:
              f"read-modify-write): a cut before it loses the write whole, inside it tears it by the unit rules "
              f"(crash/powerloss.py; docs/crash.md has the rules and their sources); each cut judged by "
              f"`redo-writer verify`. Intervals are 95 %, the run as the unit (crash/rates.py).",
+             *(["", f"![power cuts per cell: the share of cuts that lost acknowledged commits and that left torn "
+                    f"blocks, at a random moment and inside a write's window, with 95 % intervals]({picture})"]
+               if picture else []),
              "", *headlines(doc), *([f"- {cell(doc['atomic'])}."] if doc.get("atomic") else []), "",
              *render.table([COLUMNS, *(cell_row(c) for c in sorted(doc["cells"], key=lambda x: (
                  x["profile"], x["geometry"], x["blocksize"])))], align="-" * len(COLUMNS))[:-1]]

@@ -109,6 +109,8 @@ def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
                      r"at a random moment loses acknowledged redo with probability "
                      r"\*\*[\d.]+ % \([\d.]+-[\d.]+\)\*\*", md), md
     assert "Against 0 by rule at BLOCKSIZE 4096" in md and (out / "report.html").exists()
+    assert "](report-crash.png)" in md.split("**Acknowledged commits lost**")[0]  # the picture before the headlines
+    assert (out / "report-crash.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the assumed unreadable share swept where a cut can lose (BLOCKSIZE 512), on the same runs; not at 4096
     swept = [x for x in by[512]["cuts"] if x["kind"] == "sweep"]
     assert sorted({x["shares"]["unreadable"] for x in swept}) == list(small.sweep_unreadable)
