@@ -91,6 +91,9 @@ static struct opt verify_opts[] = {
 	  1, 64ULL << 20, NULL, NULL, NULL, 0 },
 	{ "unreadable", OPT_STR, "file of lines OFFSET LENGTH (bytes, decimal): ranges a read fails on (medium errors)",
 	  NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ "mirror", OPT_STR, "the log group's second member (run --mirror's), read only: each block from whichever "
+	  "member continues the redo, as a database recovers a multiplexed group", NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ "mirror-unreadable", OPT_STR, "as --unreadable, of the --mirror member", NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "output", OPT_STR, "report format", "text", 0, 0, "text|json", NULL, NULL, 0 },
 	{ NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, 0 },
 };
@@ -827,6 +830,13 @@ static int build_verify_config(struct verify_config *cfg)
 	}
 	cfg->target = str(verify_opts, "target");
 	cfg->unreadable = str(verify_opts, "unreadable");
+	cfg->mirror = str(verify_opts, "mirror");
+	cfg->mirror_unreadable = str(verify_opts, "mirror-unreadable");
+	if (cfg->mirror_unreadable && !cfg->mirror) {
+		fprintf(stderr, "%s: --mirror-unreadable names the --mirror member's medium errors: expected --mirror too\n",
+			PROG);
+		return -1;
+	}
 	cfg->has_acknowledged = find_opt(verify_opts, "acknowledged")->given;
 	cfg->has_redo_per_txn = find_opt(verify_opts, "redo-per-txn")->given;
 	if (num(verify_opts, "blocksize", &cfg->blocksize) || num(verify_opts, "log-size", &cfg->log_size) ||

@@ -47,13 +47,20 @@ struct view {
 	uint64_t pos, mask;         /* the position its payload holds, and the bits of it that it holds */
 };
 
-struct verifier {
-	const struct verify_config *cfg;
+/* A member of the log group: its image, its unreadable ranges, and the chunk of it read last. */
+struct member {
+	const char *option, *path, *unreadable;  /* the option that named it (--target, --mirror) */
 	int fd;
-	uint64_t blocks, chunk_blocks;
 	unsigned char *chunk;
 	unsigned char *skip;        /* per block of the chunk: unreadable, not read */
 	struct ranges bad;
+};
+
+struct verifier {
+	const struct verify_config *cfg;
+	struct member m[2];         /* the members: --target, and --mirror when given */
+	int members;
+	uint64_t blocks, chunk_blocks;
 	uint32_t sequence;
 	/* The chain: blocks recovered, redo bytes in them, the first one's position (the bits known). */
 	int ended;
@@ -64,6 +71,7 @@ struct verifier {
 	int prev_current;
 	uint64_t prev_next, prev_mask;
 	uint64_t torn, torn_header_ok, unreadable, valid_after_end, corrupt_undetected;
+	uint64_t from_mirror;       /* blocks of the chain read from --mirror: --target's did not continue it */
 };
 
 static int by_offset(const void *a, const void *b)
@@ -124,18 +132,18 @@ static int range_hit(const struct ranges *rs, uint64_t off, uint64_t end)
 
 /* The --unreadable file (unreadable.c, the reader the device model's unreadable= shares): its ranges,
  * sorted and merged; 0, or 2 (bad input, reported). */
-static int read_ranges(const char *path, struct ranges *rs)
+static int read_ranges(const char *option, const char *path, struct ranges *rs)
 {
 	struct unreadable_list list;
 	char why[256];
 
 	if (unreadable_load(path, &list, why, sizeof(why), NULL) != UNREADABLE_OK) {
-		fprintf(stderr, "%s: --unreadable %s %s\n", PROG, path, why);
+		fprintf(stderr, "%s: %s %s %s\n", PROG, option, path, why);
 		return 2;
 	}
 	for (size_t i = 0; i < list.n; i++) {
 		if (add_range(rs, list.range[i].offset, list.range[i].offset + list.range[i].length)) {
-			fprintf(stderr, "%s: --unreadable %s: out of memory for %zu ranges\n", PROG, path, list.n);
+			fprintf(stderr, "%s: %s %s: out of memory for %zu ranges\n", PROG, option, path, list.n);
 			free(list.range);
 			return 2;
 		}
@@ -146,51 +154,51 @@ static int read_ranges(const char *path, struct ranges *rs)
 }
 
 /* The image's size, or -1 reported (2: bad input). */
-static int image_size(const char *path, int fd, const struct stat *st, uint64_t *size)
+static int image_size(const char *option, const char *path, int fd, const struct stat *st, uint64_t *size)
 {
 	if (S_ISREG(st->st_mode)) {
 		*size = (uint64_t)st->st_size;
 		return 0;
 	}
 	if (ioctl(fd, BLKGETSIZE64, size)) {
-		fprintf(stderr, "%s: --target %s: ioctl BLKGETSIZE64: %s\n", PROG, path, strerror(errno));
+		fprintf(stderr, "%s: %s %s: ioctl BLKGETSIZE64: %s\n", PROG, option, path, strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
-/* Opens the image read only: 0 with v->fd set, else the exit status (reported). */
-static int open_image(struct verifier *v)
+/* Opens a member's image read only: 0 with m->fd set, else the exit status (reported). */
+static int open_member(const struct verifier *v, struct member *m)
 {
 	const struct verify_config *cfg = v->cfg;
 	struct stat st;
 	uint64_t size;
 
-	if (nbd_uri_scheme(cfg->target)) {
-		fprintf(stderr, "%s: verify --target %s: expected a file or a block device (verify reads no NBD "
-			"export: copy it to a file, e.g. with nbdcopy)\n", PROG, cfg->target);
+	if (nbd_uri_scheme(m->path)) {
+		fprintf(stderr, "%s: verify %s %s: expected a file or a block device (verify reads no NBD "
+			"export: copy it to a file, e.g. with nbdcopy)\n", PROG, m->option, m->path);
 		return 2;
 	}
-	if (stat(cfg->target, &st)) {
-		fprintf(stderr, "%s: --target %s: %s: expected the log image (a file or a block device)\n", PROG,
-			cfg->target, strerror(errno));
+	if (stat(m->path, &st)) {
+		fprintf(stderr, "%s: %s %s: %s: expected the log image (a file or a block device)\n", PROG, m->option,
+			m->path, strerror(errno));
 		return 2;
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		fprintf(stderr, "%s: --target %s is not a regular file or a block device: expected the log image\n", PROG,
-			cfg->target);
+		fprintf(stderr, "%s: %s %s is not a regular file or a block device: expected the log image\n", PROG,
+			m->option, m->path);
 		return 2;
 	}
-	v->fd = open(cfg->target, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (v->fd < 0) {
-		fprintf(stderr, "%s: cannot read %s: open: %s\n", PROG, cfg->target, strerror(errno));
+	m->fd = open(m->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (m->fd < 0) {
+		fprintf(stderr, "%s: cannot read %s: open: %s\n", PROG, m->path, strerror(errno));
 		return 1;
 	}
-	if (fstat(v->fd, &st) || image_size(cfg->target, v->fd, &st, &size))
+	if (fstat(m->fd, &st) || image_size(m->option, m->path, m->fd, &st, &size))
 		return 1;
 	if (size < cfg->log_size) {
 		fprintf(stderr, "%s: --log-size %llu is larger than %s (%llu bytes): expected the log's size, the "
-			"run's --log-size\n", PROG, cfg->log_size, cfg->target, (unsigned long long)size);
+			"run's --log-size\n", PROG, cfg->log_size, m->path, (unsigned long long)size);
 		return 2;
 	}
 	return 0;
@@ -198,23 +206,23 @@ static int open_image(struct verifier *v)
 
 /* Reads block k of the chunk alone after a medium error in its run: 0 read, 1 unreadable (EIO: it
  * is counted as a block named in --unreadable is), -1 reported. */
-static int read_one(struct verifier *v, uint64_t first, uint64_t k)
+static int read_one(const struct verifier *v, struct member *m, uint64_t first, uint64_t k)
 {
 	uint64_t bs = v->cfg->blocksize, done = 0;
 
 	while (done < bs) {
 		uint64_t off = (first + k) * bs + done;
-		ssize_t got = pread(v->fd, v->chunk + k * bs + done, bs - done, (off_t)off);
+		ssize_t got = pread(m->fd, m->chunk + k * bs + done, bs - done, (off_t)off);
 
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0 && errno == EIO) {
-			memset(v->chunk + k * bs, 0, bs);
-			v->skip[k] = 1;
+			memset(m->chunk + k * bs, 0, bs);
+			m->skip[k] = 1;
 			return 1;
 		}
 		if (got <= 0) {
-			fprintf(stderr, "%s: cannot read %s at offset %llu: %s\n", PROG, v->cfg->target,
+			fprintf(stderr, "%s: cannot read %s at offset %llu: %s\n", PROG, m->path,
 				(unsigned long long)off, got ? strerror(errno) : "unexpected end of the image");
 			return -1;
 		}
@@ -226,33 +234,33 @@ static int read_one(struct verifier *v, uint64_t first, uint64_t k)
 /* Reads `n` blocks from block `first` into the chunk, around those that are unreadable (named in
  * --unreadable, or answered with EIO: a medium error, read again block by block); 0 or -1
  * reported. */
-static int read_chunk(struct verifier *v, uint64_t first, uint64_t n)
+static int read_chunk(const struct verifier *v, struct member *m, uint64_t first, uint64_t n)
 {
 	uint64_t bs = v->cfg->blocksize, k = 0;
 
 	for (uint64_t i = 0; i < n; i++)
-		v->skip[i] = (unsigned char)range_hit(&v->bad, (first + i) * bs, (first + i + 1) * bs);
+		m->skip[i] = (unsigned char)range_hit(&m->bad, (first + i) * bs, (first + i + 1) * bs);
 	while (k < n) {
 		uint64_t run = 0, done = 0;
 
-		for (; k < n && v->skip[k]; k++)
+		for (; k < n && m->skip[k]; k++)
 			;
-		for (; k + run < n && !v->skip[k + run]; run++)
+		for (; k + run < n && !m->skip[k + run]; run++)
 			;
 		while (done < run * bs) {
 			uint64_t off = (first + k) * bs + done;
-			ssize_t got = pread(v->fd, v->chunk + k * bs + done, run * bs - done, (off_t)off);
+			ssize_t got = pread(m->fd, m->chunk + k * bs + done, run * bs - done, (off_t)off);
 
 			if (got < 0 && errno == EINTR)
 				continue;
 			if (got < 0 && errno == EIO) {  /* block by block from where the run stopped */
 				for (uint64_t j = k + done / bs; j < k + run; j++)
-					if (read_one(v, first, j) < 0)
+					if (read_one(v, m, first, j) < 0)
 						return -1;
 				break;
 			}
 			if (got <= 0) {
-				fprintf(stderr, "%s: cannot read %s at offset %llu: %s\n", PROG, v->cfg->target,
+				fprintf(stderr, "%s: cannot read %s at offset %llu: %s\n", PROG, m->path,
 					(unsigned long long)off, got ? strerror(errno) : "unexpected end of the image");
 				return -1;
 			}
@@ -268,16 +276,16 @@ static int all_zero(const unsigned char *p, size_t n)
 	return !p[0] && !memcmp(p, p + 1, n - 1);
 }
 
-/* Block `k` of the chunk, as read. */
-static void look(const struct verifier *v, uint64_t k, struct view *b)
+/* Block `k` of a member's chunk, as read. */
+static void look(const struct verifier *v, const struct member *m, uint64_t k, struct view *b)
 {
 	size_t bs = v->cfg->blocksize;
 
 	memset(b, 0, sizeof(*b));
-	b->unreadable = v->skip[k];
+	b->unreadable = m->skip[k];
 	if (b->unreadable)
 		return;
-	b->data = v->chunk + k * bs;
+	b->data = m->chunk + k * bs;
 	redo_parse(b->data, &b->h);
 	b->crc_ok = b->h.checksum == redo_checksum(b->data, bs);
 	b->good = b->crc_ok && redo_header_valid(&b->h, bs);
@@ -285,11 +293,13 @@ static void look(const struct verifier *v, uint64_t k, struct view *b)
 	b->pos = redo_pos(b->data, &b->h, &b->mask);
 }
 
-/* First pass: the current sequence. */
-static void note_sequence(struct verifier *v, uint64_t i, const struct view *b)
+/* First pass: the current sequence, of either member. */
+static void note_sequence(struct verifier *v, uint64_t i, const struct view *b, const struct view *mirror)
 {
 	if (b->good && b->h.number == i && b->h.sequence > v->sequence)
 		v->sequence = b->h.sequence;
+	if (mirror)
+		note_sequence(v, i, mirror, NULL);
 }
 
 /* Why block `i` does not continue the chain; NULL when it does. */
@@ -344,11 +354,25 @@ static void note_torn(struct verifier *v, uint64_t i, const struct view *b)
 	v->prev_mask = b->mask;
 }
 
-/* Second pass: the chain, and what the log holds around it. */
-static void recover_block(struct verifier *v, uint64_t i, const struct view *b)
+/* Whether a block is a good one of the current sequence in its own place. */
+static int good_here(const struct verifier *v, uint64_t i, const struct view *b)
 {
+	return b->good && b->h.sequence == v->sequence && b->h.number == i;
+}
+
+/* Second pass: the chain, and what the log holds around it. With a mirror, block by block as a
+ * database reads a multiplexed log group: --target's block, or the mirror's where --target's does
+ * not continue the chain (after the end: is not good in its place) and the mirror's does. */
+static void recover_block(struct verifier *v, uint64_t i, const struct view *target, const struct view *mirror)
+{
+	const struct view *b = target;
 	const char *why;
 
+	if (mirror && (v->ended ? !good_here(v, i, target) && good_here(v, i, mirror)
+			       : chain_break(v, i, target) && !chain_break(v, i, mirror))) {
+		b = mirror;
+		v->from_mirror += !v->ended;
+	}
 	v->unreadable += b->unreadable;
 	if (!v->ended) {
 		why = chain_break(v, i, b);
@@ -359,25 +383,29 @@ static void recover_block(struct verifier *v, uint64_t i, const struct view *b)
 			v->end_block = i;
 			v->end_reason = why;
 		}
-	} else if (b->good && b->h.sequence == v->sequence && b->h.number == i) {
+	} else if (good_here(v, i, b)) {
 		v->valid_after_end++;
 	}
 	note_torn(v, i, b);
 }
 
-/* One pass over the image, `fn` on every block in order; 0 or -1 (reported). */
-static int walk(struct verifier *v, void (*fn)(struct verifier *, uint64_t, const struct view *))
+/* One pass over the members, `fn` on every block in order (the mirror's beside, or NULL); 0 or -1
+ * (reported). */
+static int walk(struct verifier *v, void (*fn)(struct verifier *, uint64_t, const struct view *, const struct view *))
 {
-	struct view b;
+	struct view b, mirror;
 
 	for (uint64_t first = 0; first < v->blocks; first += v->chunk_blocks) {
 		uint64_t n = v->blocks - first < v->chunk_blocks ? v->blocks - first : v->chunk_blocks;
 
-		if (read_chunk(v, first, n))
-			return -1;
+		for (int j = 0; j < v->members; j++)
+			if (read_chunk(v, &v->m[j], first, n))
+				return -1;
 		for (uint64_t k = 0; k < n; k++) {
-			look(v, k, &b);
-			fn(v, first + k, &b);
+			look(v, &v->m[0], k, &b);
+			if (v->members > 1)
+				look(v, &v->m[1], k, &mirror);
+			fn(v, first + k, &b, v->members > 1 ? &mirror : NULL);
 		}
 	}
 	return 0;
@@ -422,6 +450,12 @@ static void report_json(const struct verifier *v)
 
 	fputs("{\"target\": ", stdout);
 	json_string(stdout, cfg->target);
+	fputs(", \"mirror\": ", stdout);
+	if (cfg->mirror)
+		json_string(stdout, cfg->mirror);
+	else
+		fputs("null", stdout);
+	printf(", \"blocks_from_mirror\": %llu", (unsigned long long)v->from_mirror);
 	printf(", \"blocksize\": %llu, \"log_size\": %llu, \"blocks\": %llu, \"sequence\": %u, \"blocks_recovered\": "
 	       "%llu, \"recovered_to\": %llu, ", cfg->blocksize, cfg->log_size, (unsigned long long)v->blocks,
 	       v->sequence, (unsigned long long)v->recovered, (unsigned long long)to);
@@ -455,6 +489,9 @@ static void report_text(const struct verifier *v)
 
 	printf("%s verify: %s, blocksize %llu, %llu blocks, log sequence %u\n", PROG, cfg->target, cfg->blocksize,
 	       (unsigned long long)v->blocks, v->sequence);
+	if (cfg->mirror)
+		printf("mirror %s: %llu blocks of the redo read from it\n", cfg->mirror,
+		       (unsigned long long)v->from_mirror);
 	printf("recovered %llu blocks, the redo to byte %llu; ", (unsigned long long)v->recovered,
 	       (unsigned long long)to);
 	if (v->ended)
@@ -474,20 +511,38 @@ static void report_text(const struct verifier *v)
 	printf(", %llu bytes recovered beyond it\n", (unsigned long long)l.beyond);
 }
 
+/* Whether two open descriptors are the same file (by device and inode, whatever their paths). */
+static int same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static int run_verify(struct verifier *v)
 {
 	int rc;
 
-	if (v->cfg->unreadable && (rc = read_ranges(v->cfg->unreadable, &v->bad)))
-		return rc;
-	if ((rc = open_image(v)))
-		return rc;
+	for (int j = 0; j < v->members; j++)
+		if (v->m[j].unreadable &&
+		    (rc = read_ranges(j ? "--mirror-unreadable" : "--unreadable", v->m[j].unreadable, &v->m[j].bad)))
+			return rc;
+	for (int j = 0; j < v->members; j++)
+		if ((rc = open_member(v, &v->m[j])))
+			return rc;
+	if (v->members > 1 && same_file(v->m[0].fd, v->m[1].fd)) {
+		fprintf(stderr, "%s: --mirror %s is the --target %s itself: expected the log group's other member, on "
+			"another disk\n", PROG, v->m[1].path, v->m[0].path);
+		return 2;
+	}
 	v->chunk_blocks = CHUNK_BYTES / v->cfg->blocksize;
-	v->chunk = malloc(CHUNK_BYTES);
-	v->skip = malloc(v->chunk_blocks);
-	if (!v->chunk || !v->skip) {
-		fprintf(stderr, "%s: out of memory for a %u-byte read buffer\n", PROG, CHUNK_BYTES);
-		return 1;
+	for (int j = 0; j < v->members; j++) {
+		v->m[j].chunk = malloc(CHUNK_BYTES);
+		v->m[j].skip = malloc(v->chunk_blocks);
+		if (!v->m[j].chunk || !v->m[j].skip) {
+			fprintf(stderr, "%s: out of memory for a %u-byte read buffer\n", PROG, CHUNK_BYTES);
+			return 1;
+		}
 	}
 	if (walk(v, note_sequence) || walk(v, recover_block))
 		return 1;
@@ -502,13 +557,18 @@ static int run_verify(struct verifier *v)
 
 int verify(const struct verify_config *cfg)
 {
-	struct verifier v = { .cfg = cfg, .fd = -1, .blocks = cfg->log_size / cfg->blocksize };
+	struct verifier v = { .cfg = cfg, .members = cfg->mirror ? 2 : 1, .blocks = cfg->log_size / cfg->blocksize,
+			      .m = { { .option = "--target", .path = cfg->target, .unreadable = cfg->unreadable, .fd = -1 },
+				     { .option = "--mirror", .path = cfg->mirror, .unreadable = cfg->mirror_unreadable,
+				       .fd = -1 } } };
 	int rc = run_verify(&v);
 
-	if (v.fd >= 0)
-		close(v.fd);
-	free(v.chunk);
-	free(v.skip);
-	free(v.bad.r);
+	for (int j = 0; j < 2; j++) {
+		if (v.m[j].fd >= 0)
+			close(v.m[j].fd);
+		free(v.m[j].chunk);
+		free(v.m[j].skip);
+		free(v.m[j].bad.r);
+	}
 	return rc;
 }

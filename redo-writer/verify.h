@@ -2,7 +2,8 @@
 /*
  * `verify`: crash recovery on a log image written with run --format checked (redoblock.h), as a
  * database recovers its current log: the redo is the chain of good blocks of the current sequence
- * from block 0 on, and ends at the first block that breaks it. Reports what was recovered, why it
+ * from block 0 on, and ends at the first block that breaks it; of a multiplexed group (a mirror),
+ * each block from whichever member continues the chain. Reports what was recovered, why it
  * ended, and what the checksum caught (torn blocks) or would have missed.
  */
 #ifndef REDO_WRITER_VERIFY_H
@@ -11,6 +12,8 @@
 struct verify_config {
 	const char *target;                 /* the log image: a regular file or a block device */
 	const char *unreadable;             /* file of "OFFSET LENGTH" lines (medium errors), or NULL */
+	const char *mirror;                 /* the log group's second member (multiplexed), or NULL */
+	const char *mirror_unreadable;      /* its medium errors, or NULL */
 	unsigned long long blocksize, log_size;
 	int has_acknowledged, has_redo_per_txn;
 	unsigned long long acknowledged;    /* redo byte position every acknowledged commit lies within */

@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import geometry, redowriter
@@ -52,36 +53,58 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random, ke
         runs.append(run)
         cuts += run_cuts
         rules_said.add(rule)
-        if keep is not None:
-            shutil.copy(work / "model" / "disk.trace", keep / f"{cell.key.replace('/', '-')}.run{r + 1}.trace.csv")
+        for j in range(cell.members) if keep is not None else ():
+            shutil.copy(work / f"model{j or ''}" / "disk.trace",
+                        keep / f"{cell.key.replace('/', '-')}.run{r + 1}{f'.member{j + 1}' if j else ''}.trace.csv")
     (by_rule,) = rules_said if len(rules_said) == 1 else (None,)
     return {"cell": cell.key, "profile": cell.profile, "geometry": cell.geometry, "blocksize": cell.blocksize,
-            "override": preset.override(cell),
+            "members": cell.members, "override": preset.override(cell),
             "power_loss": rules_.power_loss, "write_cache": rules_.write_cache, "atomic_unit": rules_.unit,
             "cannot_lose": by_rule, "runs": runs, "cuts": cuts}
 
 
-def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Path, rng: random.Random,
-              index: int) -> tuple[dict, list[dict], str | None]:
-    """One run of the cell (a model, redo-writer with a seed of its own) and its cuts: `preset.cuts`
-    drawn inside the writes' windows (what a cut that tears finds), `preset.uniform_cuts` at moments
-    drawn uniformly over the run (what a cut at a random moment finds), or the one at `preset.at_ms`."""
+@dataclass
+class _Member:
+    """A member of the cell's log group: its model, the disk it served, and after the run its trace
+    and its log."""
+    server: DeviceServer
+    image: Path
+    requests: list = field(default_factory=list)
+    log: RedoLog | None = None
+
+
+def _members(cell: Cell, preset: CrashPreset, work: Path, rng: random.Random) -> list[_Member]:
+    """The models of the cell's members, each over a disk of its own with a seed of its own (two
+    disks position independently), the run before's files removed (the cell's own directory)."""
     g = geometry.get(cell.geometry)
     params = profiles.get(cell.profile).params_for(g.logical_block_size, g.physical_block_size)
-    writer = build.built(build.REDO_WRITER)
-    shutil.rmtree(work / "model", ignore_errors=True)  # the run before's, in this cell's own directory
-    (work / "disk.img").unlink(missing_ok=True)
-    server = DeviceServer(work / "model", preset.log_size + (1 << 20), params, backing=work / "disk.img")
-    seed = rng.getrandbits(31)
-    command = [str(writer), *redowriter.run_args(
-        server.uri(), cell.blocksize, sessions=preset.sessions, redo_per_txn=preset.redo_per_txn,
-        seconds=preset.seconds, log_size=preset.log_size, arrival="poisson", rate=preset.rate,
-        seed=seed, checked=True)[1:], "--output", "json"]
-    server.start()
+    out = []
+    for j in range(cell.members):
+        model, image = work / f"model{j or ''}", work / f"disk{j or ''}.img"
+        shutil.rmtree(model, ignore_errors=True)
+        image.unlink(missing_ok=True)
+        out.append(_Member(DeviceServer(model, preset.log_size + (1 << 20),
+                                        {**params, "seed": str(rng.getrandbits(63))}, backing=image), image))
+    return out
+
+
+def _write(preset: CrashPreset, cell: Cell, members: list[_Member], seed: int) -> tuple[dict, list[str]]:
+    """redo-writer's run through the members' models (a second one as run --mirror: a write is
+    complete when both are); its report and command line."""
+    command = [str(build.built(build.REDO_WRITER)), *redowriter.run_args(
+        members[0].server.uri(), cell.blocksize, sessions=preset.sessions, redo_per_txn=preset.redo_per_txn,
+        seconds=preset.seconds, log_size=preset.log_size, arrival="poisson", rate=preset.rate, seed=seed,
+        second=members[1].server.uri() if len(members) > 1 else None, pairing="mirror", checked=True)[1:],
+        "--output", "json"]
+    started = []
     try:
+        for m in members:
+            m.server.start()
+            started.append(m)
         proc = subprocess.run(command, capture_output=True, text=True, timeout=preset.seconds + 120)
     finally:
-        server.stop()
+        for m in started:
+            m.server.stop()
     if proc.returncode != 0:
         raise SectorlabError(f"{cell.key}: redo-writer exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
     report = json.loads(proc.stdout)
@@ -89,14 +112,28 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
         raise UsageError(f"{cell.key}: the log wrapped {report['wraps']} times in {preset.seconds} s: a cut's state "
                          f"is built from each byte written once; give log_size_mib more than "
                          f"{report['bytes_written'] >> 20} or fewer seconds")
-    requests = trace.read(server.trace)
-    log = RedoLog.of(requests, cell.blocksize, cell.key)
-    image = work / "disk.img"
-    log.positions(image)
-    writes, flushes = log.writes, log.flushes
+    for m in members:
+        m.requests = trace.read(m.server.trace)
+        m.log = RedoLog.of(m.requests, cell.blocksize, cell.key)
+        m.log.positions(m.image)
+    return report, command
+
+
+def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Path, rng: random.Random,
+              index: int) -> tuple[dict, list[dict], str | None]:
+    """One run of the cell (its members' models, redo-writer with a seed of its own) and its cuts:
+    `preset.cuts` drawn inside the writes' windows (what a cut that tears finds; a group's: either
+    member's), `preset.uniform_cuts` at moments drawn uniformly over the run (what a cut at a random
+    moment finds), or the one at `preset.at_ms`. A cut cuts every member at the same moment, each
+    tearing on its own draws."""
+    members = _members(cell, preset, work, rng)
+    seed = rng.getrandbits(31)
+    report, command = _write(preset, cell, members, seed)
+    writes = [w for m in members for w in m.log.writes]
     t0 = min(r.t_us for r in writes)
     t1 = max(r.t_us + max(r.answer_us, 0 if math.isnan(r.durable_us) else r.durable_us) for r in writes)
-    spans = powerloss.windows(writes, flushes, rules_, t0, t1)
+    spans = powerloss.merged([s for m in members for s in powerloss.windows(m.log.writes, m.log.flushes, rules_,
+                                                                             t0, t1)])
     if preset.at_ms is not None and not 0 <= preset.at_ms * 1000 <= t1 - t0:
         raise UsageError(f"--at {preset.at_ms:g}: {cell.key}'s run wrote from 0 to {(t1 - t0) / 1000:.1f} ms: expected "
                          f"a moment inside it")
@@ -105,7 +142,7 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
     else:
         moments = [("window", powerloss.inside(spans, rng)) for _ in range(preset.cuts)]
         moments += [("uniform", rng.uniform(t0, t1)) for _ in range(preset.uniform_cuts)]
-    rule = powerloss.cannot_lose(rules_, writes)
+    rule = powerloss.cannot_lose(rules_, members[0].log.writes)
     if preset.at_ms is None:  # the assumed shares swept: as many cuts inside the windows at each value
         moments += [(("sweep", name, value), powerloss.inside(spans, rng))
                     for name, value in preset.sweeps(cell, rule is None) for _ in range(preset.cuts)]
@@ -115,18 +152,26 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
         if isinstance(kind, tuple):
             kind, name, value = kind
             shares = {name: value}
-        state = powerloss.cut(requests, dataclasses.replace(rules_, shares=powerloss.Shares(**shares)), at, rng)
-        position = log.acknowledged(at)
-        verdict = _judge(work, image, log.extent, state, cell.blocksize, preset, position)
+        rules_at = dataclasses.replace(rules_, shares=powerloss.Shares(**shares))
+        states = [powerloss.cut(m.requests, rules_at, at, rng) for m in members]
+        position = min(m.log.acknowledged(at) for m in members)  # a write is complete when every member's is
+        verdict = _judge(work, members, states, cell.blocksize, preset, position)
         cuts.append({"run": index, "kind": kind, **({"shares": shares} if shares else {}),
                      "cut_us": round(at - t0, 3), "acknowledged": position,
-                     "durable": state.writes_durable, "lost": state.writes_lost, "torn": state.writes_torn,
-                     "units_unreadable": state.units_unreadable, **{k: verdict[k] for k in VERDICT_KEYS}})
-    run = {"seed": seed, "writes": len(writes), "fua_writes": sum(w.fua for w in writes), "flushes": len(flushes),
-           "transactions": report["transactions"], "span_us": round(t1 - t0, 3),
+                     **{k: sum(getattr(s, f) for s in states) for k, f in STATE_KEYS.items()},
+                     **{k: verdict[k] for k in VERDICT_KEYS},
+                     **({"blocks_from_mirror": verdict["blocks_from_mirror"]} if len(members) > 1 else {})})
+    first = members[0].log
+    run = {"seed": seed, "writes": len(first.writes), "fua_writes": sum(w.fua for w in first.writes),
+           "flushes": len(first.flushes), "transactions": report["transactions"], "span_us": round(t1 - t0, 3),
            "window_us": round(sum(b - a for a, b in spans), 3), "exposure": powerloss.exposure(spans, t0, t1),
-           "partial_unit_writes": powerloss.partial_unit_writes(writes, rules_), "command": command}
+           "partial_unit_writes": powerloss.partial_unit_writes(first.writes, rules_), "command": command}
     return run, cuts, rule
+
+
+# What a cut did to the writes, summed over a group's members.
+STATE_KEYS = {"durable": "writes_durable", "lost": "writes_lost", "torn": "writes_torn",
+              "units_unreadable": "units_unreadable"}
 
 
 VERDICT_KEYS = ("recovered_to", "end_reason", "torn_blocks", "torn_header_ok", "unreadable_blocks",
@@ -134,25 +179,35 @@ VERDICT_KEYS = ("recovered_to", "end_reason", "torn_blocks", "torn_header_ok", "
 
 
 def verify(image: Path, unreadable: list[tuple[int, int]], blocksize: int, acknowledged: int,
-           redo_per_txn: int) -> dict:
-    """redo-writer verify on this host on a disk image, its unreadable ranges named in a file beside it."""
+           redo_per_txn: int, mirror: tuple[Path, list[tuple[int, int]]] | None = None) -> dict:
+    """redo-writer verify on this host on a disk image (and a multiplexed group's second member's),
+    the unreadable ranges of each named in a file beside it."""
     ranges = image.with_name(image.name + ".unreadable")
     write_ranges(ranges, unreadable)
+    second = second_ranges = None
+    if mirror is not None:
+        second, second_ranges = mirror[0], mirror[0].with_name(mirror[0].name + ".unreadable")
+        write_ranges(second_ranges, mirror[1])
     proc = subprocess.run([str(build.built(build.REDO_WRITER)), *redowriter.verify_args(
-        str(image), blocksize, image.stat().st_size, acknowledged, redo_per_txn, str(ranges))[1:]],
+        str(image), blocksize, image.stat().st_size, acknowledged, redo_per_txn, str(ranges),
+        str(second) if second else None, str(second_ranges) if second_ranges else None)[1:]],
                           capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
         raise SectorlabError(f"redo-writer verify exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
     return json.loads(proc.stdout)
 
 
-def _judge(work: Path, final: Path, extent: int, state: powerloss.State, blocksize: int, preset: CrashPreset,
-           acknowledged: int) -> dict:
-    """redo-writer verify on the disk the cut left (the log's extent of it)."""
-    image = work / "cut.img"
-    image.unlink(missing_ok=True)
-    disk_after(final, state, image, extent)
-    return verify(image, list(state.unreadable), blocksize, acknowledged, preset.redo_per_txn)
+def _judge(work: Path, members: list[_Member], states: list[powerloss.State], blocksize: int,
+           preset: CrashPreset, acknowledged: int) -> dict:
+    """redo-writer verify on the disks the cut left (the log's extent of each): one, or a group's two."""
+    images = []
+    for j, (m, state) in enumerate(zip(members, states)):
+        image = work / f"cut{j or ''}.img"
+        image.unlink(missing_ok=True)
+        disk_after(m.image, state, image, max(x.log.extent for x in members))
+        images.append(image)
+    mirror = (images[1], list(states[1].unreadable)) if len(images) > 1 else None
+    return verify(images[0], list(states[0].unreadable), blocksize, acknowledged, preset.redo_per_txn, mirror)
 
 
 def run(preset: CrashPreset, progress, results_root: Path) -> Path:

@@ -150,15 +150,19 @@ def windows(writes: list[Request], flushes: list[Request], rules: Rules, start: 
             end: float = math.inf) -> list[tuple[float, float]]:
     """The moments between `start` and `end` at which a cut finds a write in its window, as merged,
     sorted (from, to) intervals: a cut anywhere else tears nothing."""
-    spans = sorted((max(a, start), min(b, end)) for a, b in timeline(writes, flushes, rules)
-                   if math.isfinite(a) and max(a, start) < min(b, end))
-    merged: list[tuple[float, float]] = []
-    for a, b in spans:
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+    return merged([(max(a, start), min(b, end)) for a, b in timeline(writes, flushes, rules)
+                   if math.isfinite(a) and max(a, start) < min(b, end)])
+
+
+def merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Intervals (from, to) merged where they overlap, sorted: a moment in any is in one."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
         else:
-            merged.append((a, b))
-    return merged
+            out.append((a, b))
+    return out
 
 
 def exposure(spans: list[tuple[float, float]], start: float, end: float) -> float:

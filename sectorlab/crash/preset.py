@@ -40,6 +40,13 @@ def _blocksizes(where: str, key: str, value, got: dict) -> list:
     return fields.no_duplicates(where, key, value)
 
 
+def _members(where: str, key: str, value, got: dict) -> list:
+    if not isinstance(value, list) or not value or any(isinstance(v, bool) or v not in (1, 2) for v in value):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a list of 1 (one log member) and 2 (a multiplexed "
+                         f"group, each member on a disk of its own)")
+    return fields.no_duplicates(where, key, value)
+
+
 def _shares(where: str, key: str, value, got: dict) -> list:
     if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1
                                           for v in value):
@@ -55,6 +62,10 @@ CRASH_FIELDS = fields.Table("[crash]", "A crash preset (labs/crash/*.toml, make 
     fields.Field("geometries", _names("geometry", geometry.get), "geometries of the catalog", default=fields.REQUIRED),
     fields.Field("blocksizes", fields.custom("list of 512, 1024, 4096", _blocksizes), "redo BLOCKSIZEs",
                  default=fields.REQUIRED),
+    fields.Field("members", fields.custom("list of 1, 2", _members), "members of the log group: 1, and 2 for a "
+                 "multiplexed group (redo-writer run --mirror: every log write to both, complete when both are; "
+                 "each member a disk of its own, cut at the same moment, tearing on its own draws; verify "
+                 "recovers block by block from whichever member is good)", default=[1]),
     fields.Field("runs", fields.number(3, 100), "independent runs per cell, each with its own workload seed: the "
                  "intervals take the run as the unit (cuts of one run are not independent trials)", default=3),
     fields.Field("cuts", fields.number(1, 10000), "power cuts per run drawn inside the writes' windows (a write's "
@@ -86,10 +97,11 @@ class Cell:
     profile: str
     geometry: str
     blocksize: int
+    members: int = 1         # 2: a multiplexed log group, each member on a disk of its own
 
     @property
     def key(self) -> str:
-        return f"{self.profile}/{self.geometry}@{self.blocksize}"
+        return f"{self.profile}/{self.geometry}@{self.blocksize}{'x2' if self.members == 2 else ''}"
 
 
 @dataclass(frozen=True)
@@ -177,7 +189,8 @@ def load(name: str) -> CrashPreset:
         raise UsageError(f"crash preset {path}: no [crash] table: expected one, holding "
                          f"{', '.join(f.name for f in CRASH_FIELDS.fields if f.default is fields.REQUIRED)}")
     raw = CRASH_FIELDS.read(f"{path} [crash]", raw)
-    cells = tuple(Cell(p, g, bs) for p in raw["profiles"] for g in raw["geometries"] for bs in raw["blocksizes"])
+    cells = tuple(Cell(p, g, bs, n) for p in raw["profiles"] for g in raw["geometries"] for bs in raw["blocksizes"]
+                  for n in raw["members"])
     for c in cells:  # one line now, not after the first cells ran
         g = geometry.get(c.geometry)
         powerloss.Rules.at(c.profile, g.logical_block_size, g.physical_block_size)

@@ -48,7 +48,8 @@ def _fraction(k: int, n: int) -> str:
 
 def cell_row(c: dict) -> list[str]:
     k = counts(c)
-    blocksize = f"{c['blocksize']}{' (override)' if c.get('override') else ''}"
+    blocksize = (f"{c['blocksize']}{' (override)' if c.get('override') else ''}"
+                 f"{', multiplexed on two disks' if c.get('members', 1) == 2 else ''}")
     writes = f"{len(c['runs'])} x {statistics.median(r['writes'] for r in c['runs']):,.0f}"
     lose, tear = rates.of_cell(c, rates.losing), rates.of_cell(c, rates.tearing)
     if lose is None:  # one cut at a chosen moment a run (--at): counts only
@@ -67,7 +68,7 @@ def cell_row(c: dict) -> list[str]:
             str(k["header_misses"]), str(k["unreadable"]), str(k["undetected"])]
 
 
-COLUMNS = ["disk (power loss, cache)", "geometry", "BLOCKSIZE", "runs x log writes (median)",
+COLUMNS = ["disk (power loss, cache)", "geometry", "BLOCKSIZE (and members)", "runs x log writes (median)",
            "exposure: share of the time a cut can tear a write (95 % CI)",
            "cuts inside a window losing acknowledged commits (95 % CI)",
            "a cut at a random moment loses acknowledged commits (95 % CI)",
@@ -76,21 +77,41 @@ COLUMNS = ["disk (power loss, cache)", "geometry", "BLOCKSIZE", "runs x log writ
            "of those, blocks a header check alone takes", "unreadable blocks", "corruption not detected"]
 
 
+def variant(c: dict) -> str:
+    """What sets a cell apart from the others on its disk and geometry: its BLOCKSIZE, its members."""
+    return f"BLOCKSIZE {c['blocksize']}" + (", multiplexed on two such disks" if c.get("members", 1) == 2 else "")
+
+
+def where(c: dict) -> str:
+    return f"{disk(c)}, {cell(c['geometry'])} at {variant(c)}"
+
+
+def neighbours(c: dict, cells: list[dict]) -> list[dict]:
+    """The cells on the same disk and geometry that differ from `c` in one thing: its BLOCKSIZE or
+    its members."""
+    return [o for o in cells if (o["profile"], o["geometry"]) == (c["profile"], c["geometry"]) and
+            (o["blocksize"] != c["blocksize"]) + (o.get("members", 1) != c.get("members", 1)) == 1]
+
+
 def against(c: dict, other: dict) -> str:
-    """The same disk at its other BLOCKSIZE: by its rule, or its rates and Welch's t test of the two
-    cells' run-level conditional shares (two-sided, the run as the unit)."""
+    """The same disk at its other BLOCKSIZE or members: by its rule, or its rates and Welch's t test
+    of the two cells' run-level conditional shares (two-sided, the run as the unit)."""
     if other.get("cannot_lose") and not counts(other)["losing"]:
-        return f" Against 0 by rule at BLOCKSIZE {other['blocksize']}: {other['cannot_lose']}."
+        return f" Against 0 by rule at {variant(other)}: {other['cannot_lose']}."
     from scipy.stats import ttest_ind
     mine, theirs = (_run_shares(x) for x in (c, other))
     o = rates.of_cell(other, rates.losing)
     if o is None:
         return ""
+    from scipy.stats import fisher_exact
     p = ttest_ind(mine, theirs, equal_var=False).pvalue
     said = "not computable (no spread)" if math.isnan(p) else f"p = {p:.2g}"
-    return (f" At BLOCKSIZE {other['blocksize']}: {o.conditional.percent()} of the window cuts; Welch's t test of "
+    k, n = counts(c)["losing"], counts(c)["n"]
+    pooled = fisher_exact([[k, n - k], [o.conditional.k, o.conditional.n - o.conditional.k]]).pvalue
+    return (f" At {variant(other)}: {o.conditional.percent()} of the window cuts; Welch's t test of "
             f"the runs' shares {said} (n = {len(mine)} and {len(theirs)} runs)"
-            f"{', within noise' if math.isnan(p) or p >= 0.01 else ''}.")
+            f"{', within noise at the run level' if math.isnan(p) or p >= 0.01 else ''} (Fisher's exact test of "
+            f"the pooled cuts, which takes them as independent: p = {pooled:.2g}).")
 
 
 def _run_shares(c: dict) -> list[float]:
@@ -111,20 +132,24 @@ def headlines(doc: dict) -> list[str]:
     for c in cells:
         k, lose = counts(c), rates.of_cell(c, rates.losing)
         if k["losing"] and lose is not None:
-            out.append(f"- **Acknowledged commits lost**: {at}, on {disk(c)}, {cell(c['geometry'])} at BLOCKSIZE "
-                       f"{c['blocksize']}, a power cut at a random moment loses acknowledged redo with probability "
-                       f"**{lose.per_cut.percent(2)}** ({lose.lost_per_cut:.2g} commits a cut on average): the disk "
+            out.append(f"- **Acknowledged commits lost**: {at}, on {where(c)}, a power cut at a random moment "
+                       f"loses acknowledged redo with probability **{lose.per_cut.percent(2)}** "
+                       f"({lose.lost_per_cut:.2g} commits a cut on average): the disk "
                        f"writes a log write's bytes {lose.exposure.percent(2)} of the time (the exposure), and a cut "
                        f"then loses commits in {_fraction(k['losing'], k['n'])} = {lose.conditional.percent()} "
                        f"({k['lost_mean']:.1f} commits on average, at most {k['lost_max']}; {k['unreadable']} "
                        f"blocks left unreadable); {_fraction(lose.uniform_k, lose.uniform_n)} cuts at random "
                        f"moments lost any ({len(c['runs'])} runs)."
-                       + "".join(against(c, o) for o in cells if o is not c and (o["profile"], o["geometry"]) ==
-                                 (c["profile"], c["geometry"])))
+                       + "".join(against(c, o) for o in neighbours(c, cells)))
+        elif lose is not None and not c.get("cannot_lose"):
+            out.append(f"- **No acknowledged commit lost** on {where(c)}, where the rules allow it: "
+                       f"{_fraction(k['losing'], k['n'])} cuts inside a window = {lose.conditional.percent()}, a cut "
+                       f"at a random moment {lose.per_cut.percent(2)} (exposure {lose.exposure.percent(2)}; "
+                       f"{len(c['runs'])} runs)." + "".join(against(c, o) for o in neighbours(c, cells)))
     for c in cells:
         k, tear = counts(c), rates.of_cell(c, rates.tearing)
         if k["torn_cuts"] and tear is not None:
-            out.append(f"- **Torn redo blocks** on {disk(c)}, {cell(c['geometry'])} at BLOCKSIZE {c['blocksize']}: "
+            out.append(f"- **Torn redo blocks** on {where(c)}: "
                        f"in {_fraction(k['torn_cuts'], k['n'])} = {tear.conditional.percent()} of the cuts inside a "
                        f"window, {tear.per_cut.percent(2)} of cuts at a random moment; "
                        f"{'the checksum found each' if not k['undetected'] else str(k['undetected']) + ' it missed'}, "
@@ -233,7 +258,8 @@ def picture_rows(doc: dict) -> list[dict]:
         if lose is None:
             continue
         by_rule = bool(c.get("cannot_lose")) and not counts(c)["losing"]
-        rows.append({"label": f"{c['profile']} {c['geometry'].removeprefix('sector')} @{c['blocksize']}",
+        rows.append({"label": f"{c['profile']} {c['geometry'].removeprefix('sector')} @{c['blocksize']}"
+                              f"{' x2 (multiplexed)' if c.get('members', 1) == 2 else ''}",
                      "by_rule": by_rule,
                      "lose": {k: None if by_rule else (e.value, e.low, e.high)
                               for k, e in (("per_cut", lose.per_cut), ("conditional", lose.conditional))},

@@ -50,6 +50,7 @@ seed = 1
     (("seed = 1", "seed = 1\nsweep_unreadable = [0.1, 1.5]"),
      "sweep_unreadable = [0.1, 1.5]: expected a list of probabilities from 0 to 1 ([] for none)"),
     (("seed = 1", "seed = 1\nsweep_new = [0.5, 0.5]"), "sweep_new"),
+    (("seed = 1", "seed = 1\nmembers = [3]"), "members = [3]: expected a list of 1 (one log member) and 2"),
 ])
 def test_a_bad_crash_preset_is_one_line_before_anything_runs(tmp_path, change, says):
     path = tmp_path / "p.toml"
@@ -124,6 +125,30 @@ def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
     assert lines[:len(said_first)] == said_first and len(lines) == len(said_first) + 2, lines
     assert all("cuts" in line for line in lines[len(said_first):])
     assert all(f"- {line}." in md for line in said_first)
+
+
+def test_a_multiplexed_group_keeps_what_one_member_loses(tmp_path, work_dir):
+    """Two unprotected 512e disks written as a multiplexed group (redo-writer run --mirror), both cut
+    at the same moment, each tearing on its own draws: verify reads a block from the mirror where the
+    first member's is lost, and the group loses acknowledged commits only when both members' copies
+    are; one member alone loses them in about a third of its window cuts."""
+    import dataclasses
+
+    from sectorlab.crash.preset import Cell
+    small = crash_preset.load("small")
+    cell = Cell("hdd-7200-client", "sector512e", 512, members=2)
+    group = dataclasses.replace(small, cells=(cell,), sweep_unreadable=())
+    doc = json.loads((crash.run(group, lambda _: None, tmp_path) / "crash.json").read_text())
+    (c,) = doc["cells"]
+    assert c["cell"].endswith("@512x2") and c["members"] == 2 and c["cannot_lose"] is None
+    window = [x for x in c["cuts"] if x["kind"] == "window"]
+    assert any(x["blocks_from_mirror"] > 0 for x in window), "no cut read a block from the mirror"
+    assert sum(x["lost_commits"] > 0 for x in window) <= 3, [x["lost_commits"] for x in window]
+    assert sorted(p.name for p in tmp_path.glob("*/*.trace.csv"))[:2] == [
+        "hdd-7200-client-sector512e@512x2.run1.member2.trace.csv", "hdd-7200-client-sector512e@512x2.run1.trace.csv"]
+    md = (next(tmp_path.glob("*/report.md"))).read_text()
+    assert "**No acknowledged commit lost** on `hdd-7200-client` (unprotected, no write cache), sector512e at " \
+           "BLOCKSIZE 512, multiplexed on two such disks, where the rules allow it" in md, md
 
 
 def test_rates_take_the_run_as_the_unit():

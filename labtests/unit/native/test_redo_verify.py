@@ -338,6 +338,12 @@ def test_a_plain_log_has_no_redo_to_recover(redo_writer, tmp_path):
     (["--target", "DIR", "--blocksize", 4096, "--log-size", 1 << 20], "is not a regular file or a block device"),
     (["--target", "DIR/missing", "--blocksize", 4096, "--log-size", 1 << 20], "No such file or directory"),
     (["--target", "LOG", "--blocksize", 4096, "--log-size", 1 << 20, "--bogus", 1], "unknown option --bogus"),
+    (["--target", "LOG", "--blocksize", 4096, "--log-size", 1 << 20, "--mirror-unreadable", "LOG"],
+     "--mirror-unreadable names the --mirror member's medium errors: expected --mirror too"),
+    (["--target", "LOG", "--blocksize", 4096, "--log-size", 1 << 20, "--mirror", "DIR/./redo.log"],
+     "is the --target"),
+    (["--target", "LOG", "--blocksize", 4096, "--log-size", 1 << 20, "--mirror", "DIR/missing"],
+     "--mirror DIR/missing: No such file or directory"),
 ])
 def test_bad_verify_input_exits_2_with_one_line(redo_writer, tmp_path, args, says):
     log = tmp_path / "redo.log"
@@ -345,7 +351,37 @@ def test_bad_verify_input_exits_2_with_one_line(redo_writer, tmp_path, args, say
     args = [str(a).replace("LOG", str(log)).replace("DIR", str(tmp_path)) for a in args]
     result = verify_raw(redo_writer, *args)
     assert result.returncode == 2 and result.stdout == ""
-    assert says in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert says.replace("DIR", str(tmp_path)) in result.stderr and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_a_multiplexed_group_is_recovered_block_by_block_from_whichever_member_is_good(redo_writer, tmp_path):
+    """run --mirror writes the same blocks to both members. A block torn in one member and one
+    unreadable in the other, at different places: recovery reads each from the member where it is
+    good and recovers the whole log, saying how many came from the mirror; the same block bad in
+    both ends the redo there, as it does with one member."""
+    a, b, bs, size = tmp_path / "a.log", tmp_path / "b.log", 512, 1 << 20
+    run = subprocess.run([redo_writer, "run", "--format", "checked", "--target", a, "--mirror", b, "--blocksize",
+                          str(bs), "--log-size", str(size), "--transactions", "100", "--output", "json"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert a.read_bytes() == b.read_bytes()
+    whole = verify(redo_writer, a, bs, size, "--mirror", b)
+    assert whole["blocks_from_mirror"] == 0 and whole["end_reason"] == "unwritten"
+    n = whole["blocks_recovered"]
+    torn = bytearray(get_block(a, 10, bs))
+    torn[300:] = bytes(bs - 300)
+    put_block(a, 10, bs, bytes(torn))  # member a: block 10 torn (its checksum fails)
+    ranges = tmp_path / "b.unreadable"
+    ranges.write_text(f"{20 * bs} {bs}\n")  # member b: block 20 unreadable
+    both = verify(redo_writer, a, bs, size, "--mirror", b, "--mirror-unreadable", ranges)
+    assert (both["blocks_recovered"], both["recovered_to"], both["blocks_from_mirror"]) == (
+        n, whole["recovered_to"], 1), both
+    assert both["torn_blocks"] == 0 and both["unreadable_blocks"] == 0  # what recovery read was good
+    alone = verify(redo_writer, a, bs, size)
+    assert (alone["blocks_recovered"], alone["end_reason"]) == (10, "bad-checksum")
+    put_block(b, 10, bs, bytes(torn))  # the same block torn in both members
+    ended = verify(redo_writer, a, bs, size, "--mirror", b, "--mirror-unreadable", ranges)
+    assert (ended["blocks_recovered"], ended["end_reason"], ended["torn_blocks"]) == (10, "bad-checksum", 1), ended
 
 
 @pytest.mark.parametrize("line", ["12", "5 x", "1 2 3", "-1 5", "0x10 5", "7 0", "18446744073709551615 1",
