@@ -21,7 +21,8 @@ are inputs the battery makes valid so that only the value is hostile:
   {lab}          a lab definition; {preset} a bench preset (labs/bench/ssd-vs-hdd.toml, by name);
   {crash_preset} a crash preset (labs/crash/small.toml, by name)
   {collector}    a collector file of one disk, sda; {report} a redo-writer JSON report;
-  {events}       a redo-writer events file; {log} a log image redo-writer verify reads
+  {events}       a redo-writer events file; {log} a log image redo-writer verify reads, {log2} another
+                 (a multiplexed group's second member)
   {redo_writer}  redo-writer built from the tree; {filter} the device model's filter, built;
   {served} the file the model serves (nbdkit's file plugin); {socket} the model's socket;
   {trace} {writelog} {unreadable} the model's own files where the entry is not about them
@@ -179,6 +180,12 @@ SURFACES: tuple[Surface, ...] = (
     Surface("redo-writer", "verify", "--unreadable", ("{redo_writer}", "verify", "--target", "{log}",
                                                       *_VERIFY_OPTIONS.split(), "--unreadable", "{path}"),
             FILE_READ, RANGES),
+    Surface("redo-writer", "verify", "--mirror", ("{redo_writer}", "verify", "--target", "{log2}",
+                                                  *_VERIFY_OPTIONS.split(), "--mirror", "{path}"),
+            FILE_READ, LOG_IMAGE),
+    Surface("redo-writer", "verify", "--mirror-unreadable", ("{redo_writer}", "verify", "--target", "{log}",
+                                                             *_VERIFY_OPTIONS.split(), "--mirror", "{log2}",
+                                                             "--mirror-unreadable", "{path}"), FILE_READ, RANGES),
     Surface("redo-writer", "probe", "PATH", ("{redo_writer}", "probe", "{path}"), FILE_READ, BLOCK_DEVICE),
     # The device model's files (the filter's config_help: KEY=FILE).
     _model("trace", MODEL_FILE, TRACE),

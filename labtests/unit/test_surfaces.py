@@ -220,7 +220,7 @@ def test_the_docs_show_the_registry():
 # --- the battery ---------------------------------------------------------------------------------
 
 PLACEHOLDERS = {"path", "results", "out", "lab", "preset", "crash_preset", "collector", "report", "events", "log",
-                "redo_writer", "filter", "served", "socket", "trace", "writelog", "unreadable"}
+                "log2", "redo_writer", "filter", "served", "socket", "trace", "writelog", "unreadable"}
 TEXT_SYNTAX = {"TOML", "JSON", "CSV", "text"}
 MODEL_HOSTILE = ("served", "served-hard-link", "served-symlink", "another-model-file", "fifo")
 WRITTEN_DIRECTORY_HOSTILE = ("dev-null", "regular-file", "fifo", "under-a-file")
@@ -285,11 +285,12 @@ def world(tmp_path_factory) -> World:
     (valid / "collector.json").write_text(json.dumps(COLLECTOR))
     (valid / "report.json").write_text(json.dumps(REPORT))
     (valid / "events.csv").write_text(events_text())
-    with open(valid / "log.img", "wb") as f:
-        f.truncate(65536)
+    for name in ("log.img", "log2.img"):
+        with open(valid / name, "wb") as f:
+            f.truncate(65536)
     w.valid = {"lab": str(valid / "lab.toml"), "preset": "ssd-vs-hdd", "crash_preset": "small",
                "collector": str(valid / "collector.json"), "report": str(valid / "report.json"),
-               "events": str(valid / "events.csv"), "log": str(valid / "log.img"),
+               "events": str(valid / "events.csv"), "log": str(valid / "log.img"), "log2": str(valid / "log2.img"),
                "redo_writer": str(REDO_WRITER)}
     return w
 

@@ -1,23 +1,29 @@
 """`sectorlab crash` (make crash PRESET=...): power cuts on the device path, judged by redo-writer.
 
-A crash preset (labs/crash/*.toml) names device profiles, geometries and redo BLOCKSIZEs; each cell
-of that matrix the rules engine allows is run once: a device model of the profile at the geometry
-(devices/server.py, nbdkit and the project's filter over a file in /dev/shm, so that what was
-written can be read after), redo-writer on this host writing checked redo blocks through libnbd
-(`run --format checked`: a header with the log sequence, block number and a CRC32C), its trace and
-the disk's final image kept. Then `cuts` moments drawn from a seeded generator over the run, each a
-power cut (crash/powerloss.py decides from the trace what survives, the tears drawn from the same
-generator): its disk image is built from the final image (every byte of the log is written once:
-the log must not wrap) and judged by `redo-writer verify`, crash recovery on the image: the end of
-redo, torn blocks found by the checksum, those a header check alone would have taken, unreadable
-blocks, and the acknowledged commits lost. A commit is acknowledged when its log write was answered
-(with FUA, or by the flush after it) before the cut: the trace is written on this host at the reply,
-outside the disk that crashes.
+A crash preset (labs/crash/*.toml) names device profiles, geometries, redo BLOCKSIZEs, log group
+members (1, or a multiplexed 2) and logs (one that never wraps, or one that wraps); each cell of
+that matrix the rules engine allows is run `runs` times, each run with its own workload seed: a
+device model of the profile at the geometry per member (devices/server.py, nbdkit and the project's
+filter over a file in /dev/shm, so that what was written can be read after; a wrapping log's model
+also keeps a write log), redo-writer on this host writing checked redo blocks through libnbd (`run
+--format checked`: a header with the log sequence, block number and a CRC32C; `--mirror` to a
+second member), the traces and the disks' final images kept. Then the cuts (crash/powerloss.py
+decides from the trace what survives, the tears drawn from the same generator): `cuts` moments
+drawn inside the writes' windows, `uniform_cuts` drawn over the whole run, and as many inside the
+windows again at each value of the assumed shares swept; each cut's disk image is built from the
+final image (a log that never wraps: every byte written once) or from the write log (one that
+wraps), and judged by `redo-writer verify` (with `--mirror` for a group), crash recovery on the
+image: the end of redo, torn blocks found by the checksum, those a header check alone would have
+taken, unreadable blocks, and the acknowledged commits lost (of a wrapping log, those of the pass
+the cut found the log writer in). A commit is acknowledged when its log write was answered (with
+FUA, or by the flush after it) before the cut, on every member: the trace is written on this host at
+the reply, outside the disk that crashes. The exposure of each run comes from its trace exactly;
+crash/rates.py makes the rates of the runs.
 
 What this method can and cannot produce (docs/crash.md): any cut of one run's writes, cheaply (no
-guest, no reboot); not a database's recovery (those judges run in a lab) and not a write that
-overwrites an earlier one (the log here never wraps). Cells the rules engine forbids are listed as
-forbidden and not run; a profile that does not state its power loss is one line before anything."""
+guest, no reboot); not a database's recovery (those judges run in a lab). Cells the rules engine
+forbids are listed as forbidden and not run; a profile that does not state its power loss, or its
+media rate, is one line before anything."""
 
 from __future__ import annotations
 
@@ -37,7 +43,7 @@ from ..devices import build, profiles, trace
 from ..devices.server import DeviceServer, write_ranges
 from ..errors import SectorlabError, UsageError
 from ..paths import new_results_dir, write_atomic
-from . import atomic, powerloss
+from . import atomic, powerloss, writelog
 from .preset import Cell, CrashPreset
 from .redolog import WORK_DIR, RedoLog, disk_after
 
@@ -58,7 +64,8 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random, ke
                         keep / f"{cell.key.replace('/', '-')}.run{r + 1}{f'.member{j + 1}' if j else ''}.trace.csv")
     (by_rule,) = rules_said if len(rules_said) == 1 else (None,)
     return {"cell": cell.key, "profile": cell.profile, "geometry": cell.geometry, "blocksize": cell.blocksize,
-            "members": cell.members, "override": preset.override(cell),
+            "members": cell.members, "wrapping": cell.wrapping, "log_size": preset.log_of(cell),
+            "override": preset.override(cell),
             "power_loss": rules_.power_loss, "write_cache": rules_.write_cache, "atomic_unit": rules_.unit,
             "cannot_lose": by_rule, "runs": runs, "cuts": cuts}
 
@@ -83,8 +90,9 @@ def _members(cell: Cell, preset: CrashPreset, work: Path, rng: random.Random) ->
         model, image = work / f"model{j or ''}", work / f"disk{j or ''}.img"
         shutil.rmtree(model, ignore_errors=True)
         image.unlink(missing_ok=True)
-        out.append(_Member(DeviceServer(model, preset.log_size + (1 << 20),
-                                        {**params, "seed": str(rng.getrandbits(63))}, backing=image), image))
+        out.append(_Member(DeviceServer(model, preset.log_of(cell) + (1 << 20),
+                                        {**params, "seed": str(rng.getrandbits(63))}, backing=image,
+                                        write_log=cell.wrapping), image))
     return out
 
 
@@ -93,9 +101,9 @@ def _write(preset: CrashPreset, cell: Cell, members: list[_Member], seed: int) -
     complete when both are); its report and command line."""
     command = [str(build.built(build.REDO_WRITER)), *redowriter.run_args(
         members[0].server.uri(), cell.blocksize, sessions=preset.sessions, redo_per_txn=preset.redo_per_txn,
-        seconds=preset.seconds, log_size=preset.log_size, arrival="poisson", rate=preset.rate, seed=seed,
-        second=members[1].server.uri() if len(members) > 1 else None, pairing="mirror", checked=True)[1:],
-        "--output", "json"]
+        seconds=preset.seconds, log_size=preset.log_of(cell), arrival="poisson", rate=preset.rate, seed=seed,
+        second=members[1].server.uri() if len(members) > 1 else None, pairing="mirror", checked=True,
+        max_write=preset.max_write(cell))[1:], "--output", "json"]
     started = []
     try:
         for m in members:
@@ -108,14 +116,22 @@ def _write(preset: CrashPreset, cell: Cell, members: list[_Member], seed: int) -
     if proc.returncode != 0:
         raise SectorlabError(f"{cell.key}: redo-writer exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
     report = json.loads(proc.stdout)
-    if report["wraps"]:
+    if report["wraps"] and not cell.wrapping:
         raise UsageError(f"{cell.key}: the log wrapped {report['wraps']} times in {preset.seconds} s: a cut's state "
                          f"is built from each byte written once; give log_size_mib more than "
                          f"{report['bytes_written'] >> 20} or fewer seconds")
+    if cell.wrapping and report["wraps"] < 2:
+        raise UsageError(f"{cell.key}: the wrapping log of {preset.wrapping_log >> 10} KiB wrapped "
+                         f"{report['wraps']} times in {preset.seconds} s ({report['bytes_written'] >> 10} KiB "
+                         f"written): expected at least 2; give wrapping_log_kib less or more seconds")
     for m in members:
         m.requests = trace.read(m.server.trace)
-        m.log = RedoLog.of(m.requests, cell.blocksize, cell.key)
-        m.log.positions(m.image)
+        if cell.wrapping:
+            m.log = RedoLog.wrapping(m.requests, cell.blocksize, preset.wrapping_log, cell.key)
+            m.log.positions_logged(m.requests, m.server.writelog)
+        else:
+            m.log = RedoLog.of(m.requests, cell.blocksize, cell.key)
+            m.log.positions(m.image)
     return report, command
 
 
@@ -156,17 +172,31 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
         states = [powerloss.cut(m.requests, rules_at, at, rng) for m in members]
         position = min(m.log.acknowledged(at) for m in members)  # a write is complete when every member's is
         verdict = _judge(work, members, states, cell.blocksize, preset, position)
+        if cell.wrapping:  # only the current pass's redo can be lost: earlier passes were checkpointed
+            verdict = _within_pass(verdict, position, members[0].log.pass_start(at), preset.redo_per_txn)
         cuts.append({"run": index, "kind": kind, **({"shares": shares} if shares else {}),
                      "cut_us": round(at - t0, 3), "acknowledged": position,
                      **{k: sum(getattr(s, f) for s in states) for k, f in STATE_KEYS.items()},
                      **{k: verdict[k] for k in VERDICT_KEYS},
-                     **({"blocks_from_mirror": verdict["blocks_from_mirror"]} if len(members) > 1 else {})})
+                     **({"blocks_from_mirror": verdict["blocks_from_mirror"]} if len(members) > 1 else {}),
+                     **({k: verdict[k] for k in ("pass_start", "verify_lost_commits")} if cell.wrapping else {})})
     first = members[0].log
-    run = {"seed": seed, "writes": len(first.writes), "fua_writes": sum(w.fua for w in first.writes),
+    run = {"seed": seed, "wraps": report["wraps"], "writes": len(first.writes),
+           "fua_writes": sum(w.fua for w in first.writes),
            "flushes": len(first.flushes), "transactions": report["transactions"], "span_us": round(t1 - t0, 3),
            "window_us": round(sum(b - a for a, b in spans), 3), "exposure": powerloss.exposure(spans, t0, t1),
            "partial_unit_writes": powerloss.partial_unit_writes(first.writes, rules_), "command": command}
     return run, cuts, rule
+
+
+def _within_pass(verdict: dict, acknowledged: int, start: int, redo_per_txn: int) -> dict:
+    """verify's losses of a wrapping log counted within the pass the cut found the log writer in
+    (RedoLog.pass_start): recovery that reaches nothing of it loses that pass's acknowledged redo,
+    not the passes' before it (in a database's other log groups, checkpointed before reuse).
+    Verify's own count is kept beside."""
+    lost = max(0, acknowledged - max(verdict["recovered_to"], start))
+    return {**verdict, "pass_start": start, "verify_lost_commits": verdict["lost_commits"], "lost_bytes": lost,
+            "lost_commits": -(-lost // redo_per_txn)}
 
 
 # What a cut did to the writes, summed over a group's members.
@@ -204,7 +234,10 @@ def _judge(work: Path, members: list[_Member], states: list[powerloss.State], bl
     for j, (m, state) in enumerate(zip(members, states)):
         image = work / f"cut{j or ''}.img"
         image.unlink(missing_ok=True)
-        disk_after(m.image, state, image, max(x.log.extent for x in members))
+        if m.server.write_log:  # bytes written over: the blank disk, each landed range in arrival order
+            writelog.build(m.server.writelog, m.requests, state, m.log.extent, image)
+        else:
+            disk_after(m.image, state, image, max(x.log.extent for x in members))
         images.append(image)
     mirror = (images[1], list(states[1].unreadable)) if len(images) > 1 else None
     return verify(images[0], list(states[0].unreadable), blocksize, acknowledged, preset.redo_per_txn, mirror)

@@ -47,6 +47,13 @@ def _members(where: str, key: str, value, got: dict) -> list:
     return fields.no_duplicates(where, key, value)
 
 
+def _wrapping(where: str, key: str, value, got: dict) -> list:
+    if not isinstance(value, list) or not value or any(not isinstance(v, bool) for v in value):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a list of false (a log that never wraps) and true "
+                         f"(one of wrapping_log_kib that wraps several times)")
+    return fields.no_duplicates(where, key, value)
+
+
 def _shares(where: str, key: str, value, got: dict) -> list:
     if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1
                                           for v in value):
@@ -66,6 +73,14 @@ CRASH_FIELDS = fields.Table("[crash]", "A crash preset (labs/crash/*.toml, make 
                  "multiplexed group (redo-writer run --mirror: every log write to both, complete when both are; "
                  "each member a disk of its own, cut at the same moment, tearing on its own draws; verify "
                  "recovers block by block from whichever member is good)", default=[1]),
+    fields.Field("wrapping", fields.custom("list of false, true", _wrapping), "the log: false, one that never "
+                 "wraps (its states built from the final image); true, one of wrapping_log_kib that wraps several "
+                 "times in the run (its states built from the model's write log; recovery ends at the previous "
+                 "pass's blocks, as Oracle's does)", default=[False]),
+    fields.Field("wrapping_log_kib", fields.number(64, 1 << 20), "the wrapping log's size, KiB: at least 64 and "
+                 "four of redo-writer's largest write (max-write: a quarter of it, at most 1 MiB); small enough that "
+                 "the slowest cell's run writes it twice (an unprotected 512e disk at BLOCKSIZE 512 writes some 180 "
+                 "KiB in 3 s at the matrix's load)", default=64),
     fields.Field("runs", fields.number(3, 100), "independent runs per cell, each with its own workload seed: the "
                  "intervals take the run as the unit (cuts of one run are not independent trials)", default=3),
     fields.Field("cuts", fields.number(1, 10000), "power cuts per run drawn inside the writes' windows (a write's "
@@ -98,10 +113,12 @@ class Cell:
     geometry: str
     blocksize: int
     members: int = 1         # 2: a multiplexed log group, each member on a disk of its own
+    wrapping: bool = False   # a log small enough to wrap several times in the run
 
     @property
     def key(self) -> str:
-        return f"{self.profile}/{self.geometry}@{self.blocksize}{'x2' if self.members == 2 else ''}"
+        return (f"{self.profile}/{self.geometry}@{self.blocksize}{'x2' if self.members == 2 else ''}"
+                f"{'+wrap' if self.wrapping else ''}")
 
 
 @dataclass(frozen=True)
@@ -120,6 +137,7 @@ class CrashPreset:
     uniform_cuts: int = 0    # per run, at moments drawn uniformly over it
     sweep_unreadable: tuple[float, ...] = ()  # the assumed shares swept, each with `cuts` more cuts a run
     sweep_new: tuple[float, ...] = ()
+    wrapping_log: int = 64 << 10
     at_ms: float | None = None  # one cut at this moment of each run (ms from its first write), not drawn
     path: Path | None = None    # the file it was read from
 
@@ -145,6 +163,15 @@ class CrashPreset:
         unit = powerloss.Rules.at(cell.profile, g.logical_block_size, g.physical_block_size).unit
         return ([("unreadable", v) for v in self.sweep_unreadable] if can_lose else []) + \
             ([("new", v) for v in self.sweep_new] if cell.blocksize > unit else [])
+
+    def log_of(self, cell: Cell) -> int:
+        """The cell's log size: the wrapping log's, or the one that never wraps."""
+        return self.wrapping_log if cell.wrapping else self.log_size
+
+    def max_write(self, cell: Cell) -> int | None:
+        """redo-writer's log buffer for the cell: a quarter of a wrapping log, in whole blocks (at most
+        its default 1 MiB), so that a write never covers the log; its default otherwise."""
+        return min(1 << 20, self.wrapping_log // 4 // cell.blocksize * cell.blocksize) if cell.wrapping else None
 
     def runnable(self) -> list[Cell]:
         """The cells the rules engine allows; one line naming each cell and why when it allows none
@@ -189,13 +216,14 @@ def load(name: str) -> CrashPreset:
         raise UsageError(f"crash preset {path}: no [crash] table: expected one, holding "
                          f"{', '.join(f.name for f in CRASH_FIELDS.fields if f.default is fields.REQUIRED)}")
     raw = CRASH_FIELDS.read(f"{path} [crash]", raw)
-    cells = tuple(Cell(p, g, bs, n) for p in raw["profiles"] for g in raw["geometries"] for bs in raw["blocksizes"]
-                  for n in raw["members"])
+    cells = tuple(Cell(p, g, bs, n, w) for p in raw["profiles"] for g in raw["geometries"]
+                  for bs in raw["blocksizes"] for n in raw["members"] for w in raw["wrapping"])
     for c in cells:  # one line now, not after the first cells ran
         g = geometry.get(c.geometry)
         powerloss.Rules.at(c.profile, g.logical_block_size, g.physical_block_size)
     preset = CrashPreset(path.stem, raw["title"], cells, raw["cuts"], raw["sessions"], raw["redo_per_txn"],
                          raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"], raw["runs"],
-                         raw["uniform_cuts"], tuple(raw["sweep_unreadable"]), tuple(raw["sweep_new"]), path=path)
+                         raw["uniform_cuts"], tuple(raw["sweep_unreadable"]), tuple(raw["sweep_new"]),
+                         raw["wrapping_log_kib"] << 10, path=path)
     preset.runnable()
     return preset

@@ -36,6 +36,55 @@ class RedoLog:
     ends: list[int] | None = None      # per write, the redo byte position at its end (positions())
 
     @classmethod
+    def wrapping(cls, requests: list[trace.Request], blocksize: int, log_size: int, what: str) -> RedoLog:
+        """A log that wraps (its blocks overwritten pass after pass): its writes in arrival order, the
+        order the log writer issued them in; positions_logged reads what they carried."""
+        writes = sorted((r for r in requests if r.op == "write" and not r.error), key=lambda r: r.t_us)
+        if not writes:
+            raise SectorlabError(f"{what}: the disk's trace has no write: nothing to cut")
+        return cls(writes, [r for r in requests if r.op == "flush"], blocksize, log_size)
+
+    def positions_logged(self, requests: list[trace.Request], log_path: Path) -> None:
+        """Each write's end in redo bytes, as positions() finds them, read from the model's write log
+        (the bytes each write carried, whatever overwrote them after): one block header at a time."""
+        from . import writelog
+        matched = writelog.match(requests, writelog.records(log_path))
+        record = {id(requests[i]): rec for i, rec in matched.items()}
+        self.ends, pos = [], 0
+        fd, _ = writelog.open_log(log_path)
+        try:
+            for w in self.writes:
+                rec = record[id(w)]
+                for k in range(0, w.length, self.blocksize):
+                    head = os.pread(fd, HEADER.size, rec.data_at + k)
+                    if len(head) < HEADER.size:
+                        raise SectorlabError(f"{log_path}: cut short within the write at {w.offset}")
+                    pos += HEADER.unpack(head)[2]
+                self.ends.append(pos)
+        finally:
+            os.close(fd)
+        self._acked = powerloss.acknowledged_at(self.writes, self.flushes)
+        # per write, where its pass over the log began, in redo bytes (a pass begins at a write that
+        # went back to an earlier place in the log)
+        self.pass_of, start = [], 0
+        for i, w in enumerate(self.writes):
+            if i and w.offset < self.writes[i - 1].offset:
+                start = self.ends[i - 1]
+            self.pass_of.append(start)
+
+    def pass_start(self, at_us: float) -> int:
+        """The redo position at which the pass over the log that the cut at `at_us` finds the log
+        writer in began (that of the last write that arrived before it; a log that never wrapped:
+        0). A single file that wraps stands for a database's log groups, used in turn: redo of the
+        passes before it was in another group, which a database does not reuse before its
+        checkpoint has written that redo to the datafiles; a cut can lose only this pass's."""
+        starts = getattr(self, "pass_of", None)
+        if not starts:
+            return 0
+        arrived = [s for w, s in zip(self.writes, starts) if w.t_us <= at_us]
+        return arrived[-1] if arrived else 0
+
+    @classmethod
     def of(cls, requests: list[trace.Request], blocksize: int, what: str) -> RedoLog:
         writes = sorted((r for r in requests if r.op == "write" and not r.error), key=lambda r: r.offset)
         if not writes:

@@ -37,7 +37,7 @@ class Record:
     data_at: int  # where its bytes start in the log (a zero has none)
 
 
-def _open(path: Path) -> tuple[int, int]:
+def open_log(path: Path) -> tuple[int, int]:
     """(descriptor, size) of the write log, opened by the one reader's rules (a regular file, not
     waited on); its size as it is now: what is read, however it grows."""
     fd, st = inputs.open_regular(path, "write log", "the device model's write log")
@@ -49,7 +49,7 @@ def records(path: Path) -> list[Record]:
     when it is not a whole write log, or not a regular file (a FIFO is not waited on). Only its
     heads are read, and only up to the size it had when it was opened."""
     out = []
-    fd, size = _open(path)
+    fd, size = open_log(path)
     with os.fdopen(fd, "rb") as f:
         if f.read(len(MAGIC)) != MAGIC:
             raise SectorlabError(f"{path}: not a device model's write log (it starts {MAGIC!r})")
@@ -98,7 +98,7 @@ def build(log_path: Path, requests: list[Request], state: powerloss.State, size:
     ranges of each write, from the log, in arrival order."""
     matched = match(requests, records(log_path))
     order = sorted(range(len(state.landed)), key=lambda k: requests[state.sources[k]].t_us)
-    fd, _ = _open(log_path)
+    fd, _ = open_log(log_path)
     with os.fdopen(fd, "rb") as log, open(out, "xb") as disk:
         disk.truncate(size)
         src, dst = log.fileno(), disk.fileno()

@@ -37,6 +37,11 @@ def counts(c: dict) -> dict:
             "undetected": sum(x["corrupt_undetected"] for x in c["cuts"])}
 
 
+def _order(c: dict) -> tuple:
+    """The report's order of cells: by disk, geometry, BLOCKSIZE, members, then the wrapping log."""
+    return c["profile"], c["geometry"], c["blocksize"], c.get("members", 1), c.get("wrapping", False)
+
+
 def disk(c: dict) -> str:
     cache = {"none": "no write cache", "protected": "protected cache", "volatile": "volatile cache"}[c["write_cache"]]
     return f"`{one_line(c['profile'])}` ({c['power_loss']}, {cache})"
@@ -49,7 +54,8 @@ def _fraction(k: int, n: int) -> str:
 def cell_row(c: dict) -> list[str]:
     k = counts(c)
     blocksize = (f"{c['blocksize']}{' (override)' if c.get('override') else ''}"
-                 f"{', multiplexed on two disks' if c.get('members', 1) == 2 else ''}")
+                 f"{', multiplexed on two disks' if c.get('members', 1) == 2 else ''}"
+                 f"{', wrapping log' if c.get('wrapping') else ''}")
     writes = f"{len(c['runs'])} x {statistics.median(r['writes'] for r in c['runs']):,.0f}"
     lose, tear = rates.of_cell(c, rates.losing), rates.of_cell(c, rates.tearing)
     if lose is None:  # one cut at a chosen moment a run (--at): counts only
@@ -79,7 +85,8 @@ COLUMNS = ["disk (power loss, cache)", "geometry", "BLOCKSIZE (and members)", "r
 
 def variant(c: dict) -> str:
     """What sets a cell apart from the others on its disk and geometry: its BLOCKSIZE, its members."""
-    return f"BLOCKSIZE {c['blocksize']}" + (", multiplexed on two such disks" if c.get("members", 1) == 2 else "")
+    return (f"BLOCKSIZE {c['blocksize']}" + (", multiplexed on two such disks" if c.get("members", 1) == 2 else "")
+            + (f", a log of {c['log_size'] >> 10} KiB that wraps" if c.get("wrapping") else ""))
 
 
 def where(c: dict) -> str:
@@ -90,7 +97,8 @@ def neighbours(c: dict, cells: list[dict]) -> list[dict]:
     """The cells on the same disk and geometry that differ from `c` in one thing: its BLOCKSIZE or
     its members."""
     return [o for o in cells if (o["profile"], o["geometry"]) == (c["profile"], c["geometry"]) and
-            (o["blocksize"] != c["blocksize"]) + (o.get("members", 1) != c.get("members", 1)) == 1]
+            (o["blocksize"] != c["blocksize"]) + (o.get("members", 1) != c.get("members", 1))
+            + (o.get("wrapping", False) != c.get("wrapping", False)) == 1]
 
 
 def against(c: dict, other: dict) -> str:
@@ -126,7 +134,7 @@ def headlines(doc: dict) -> list[str]:
     """What a DBA reads first: where acknowledged redo can be lost and how likely a power cut does
     it, where blocks tore, and the cells that cannot lose said to, with their rule."""
     out = []
-    cells = sorted(doc["cells"], key=lambda x: (x["profile"], x["geometry"], x["blocksize"]))
+    cells = sorted(doc["cells"], key=_order)
     load = doc["load"]
     at = f"at {load['rate']} commits/s offered ({load['sessions']} sessions, {load['redo_per_txn']} B a commit)"
     for c in cells:
@@ -217,7 +225,7 @@ def swept_headlines(doc: dict, cells: list[dict]) -> list[str]:
 def sweep_rows(doc: dict) -> list[list[str]]:
     default = doc.get("shares", {"unreadable": 1 / 3, "new": 0.5})
     rows = []
-    for c in sorted(doc["cells"], key=lambda x: (x["profile"], x["geometry"], x["blocksize"])):
+    for c in sorted(doc["cells"], key=_order):
         for name, values in _swept(c).items():
             for v in sorted({*values, default[name]}):
                 lose, tear = _at(c, name, v, default, rates.losing), _at(c, name, v, default, rates.tearing)
@@ -253,13 +261,14 @@ def picture_rows(doc: dict) -> list[dict]:
     """Per cell measured over runs (not --at), what the picture draws: its label, its rule, and per
     measure (lose, tear) the rate per cut at a random moment and given a cut inside a window."""
     rows = []
-    for c in sorted(doc["cells"], key=lambda x: (x["profile"], x["geometry"], x["blocksize"])):
+    for c in sorted(doc["cells"], key=_order):
         lose, tear = rates.of_cell(c, rates.losing), rates.of_cell(c, rates.tearing)
         if lose is None:
             continue
         by_rule = bool(c.get("cannot_lose")) and not counts(c)["losing"]
         rows.append({"label": f"{c['profile']} {c['geometry'].removeprefix('sector')} @{c['blocksize']}"
-                              f"{' x2 (multiplexed)' if c.get('members', 1) == 2 else ''}",
+                              f"{' x2 (multiplexed)' if c.get('members', 1) == 2 else ''}"
+                              f"{' wrapping' if c.get('wrapping') else ''}",
                      "by_rule": by_rule,
                      "lose": {k: None if by_rule else (e.value, e.low, e.high)
                               for k, e in (("per_cut", lose.per_cut), ("conditional", lose.conditional))},
@@ -290,8 +299,8 @@ def markdown(doc: dict, picture: str | None = None) -> str:
                     f"blocks, at a random moment and inside a write's window, with 95 % intervals]({picture})"]
                if picture else []),
              "", *headlines(doc), *([f"- {cell(doc['atomic'])}."] if doc.get("atomic") else []), "",
-             *render.table([COLUMNS, *(cell_row(c) for c in sorted(doc["cells"], key=lambda x: (
-                 x["profile"], x["geometry"], x["blocksize"])))], align="-" * len(COLUMNS))[:-1]]
+             *render.table([COLUMNS, *(cell_row(c) for c in sorted(doc["cells"], key=_order))],
+                           align="-" * len(COLUMNS))[:-1]]
     swept = sweep_rows(doc)
     if swept:
         lines += ["", "## The assumed shares swept", "",

@@ -51,6 +51,8 @@ seed = 1
      "sweep_unreadable = [0.1, 1.5]: expected a list of probabilities from 0 to 1 ([] for none)"),
     (("seed = 1", "seed = 1\nsweep_new = [0.5, 0.5]"), "sweep_new"),
     (("seed = 1", "seed = 1\nmembers = [3]"), "members = [3]: expected a list of 1 (one log member) and 2"),
+    (("seed = 1", "seed = 1\nwrapping = [1]"), "wrapping = [1]: expected a list of false"),
+    (("seed = 1", "seed = 1\nwrapping_log_kib = 16"), "wrapping_log_kib = 16: expected at least 64"),
 ])
 def test_a_bad_crash_preset_is_one_line_before_anything_runs(tmp_path, change, says):
     path = tmp_path / "p.toml"
@@ -149,6 +151,31 @@ def test_a_multiplexed_group_keeps_what_one_member_loses(tmp_path, work_dir):
     md = (next(tmp_path.glob("*/report.md"))).read_text()
     assert "**No acknowledged commit lost** on `hdd-7200-client` (unprotected, no write cache), sector512e at " \
            "BLOCKSIZE 512, multiplexed on two such disks, where the rules allow it" in md, md
+
+
+def test_a_log_that_wraps_ends_its_recovery_at_the_pass_before(tmp_path, work_dir):
+    """A 64 KiB log written over several times (512n at BLOCKSIZE 4096, its states built from the
+    model's write log): a write lost whole leaves the previous pass's blocks, where recovery ends
+    (older-sequence), and a 4 KiB block torn over an older one has a right header over stale bytes,
+    which only the checksum tells; acknowledged positions run past the log's size; and the cell,
+    whose writes cover whole sectors, loses no acknowledged commit of the pass the cut finds."""
+    import dataclasses
+
+    from sectorlab.crash.preset import Cell
+    small = crash_preset.load("small")
+    cell = Cell("hdd-7200-client", "sector512n", 4096, wrapping=True)
+    wrapping = dataclasses.replace(small, cells=(cell,), seconds=2, sweep_new=())
+    doc = json.loads((crash.run(wrapping, lambda _: None, tmp_path) / "crash.json").read_text())
+    (c,) = doc["cells"]
+    assert c["cell"].endswith("@4096+wrap") and c["log_size"] == 64 << 10
+    assert all(r["wraps"] >= 2 for r in c["runs"]), [r["wraps"] for r in c["runs"]]
+    window = [x for x in c["cuts"] if x["kind"] == "window"]
+    reasons = {x["end_reason"] for x in window}
+    assert "older-sequence" in reasons and "bad-checksum" in reasons, reasons
+    assert max(x["acknowledged"] for x in window) > c["log_size"]  # positions count on across passes
+    assert any(x["torn_header_ok"] for x in window)  # a right header over an older pass's bytes
+    assert c["cannot_lose"] and not [x for x in c["cuts"] if x["lost_commits"]], c["cannot_lose"]
+    assert all(x["pass_start"] <= x["acknowledged"] or x["lost_commits"] == 0 for x in window)
 
 
 def test_rates_take_the_run_as_the_unit():
