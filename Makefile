@@ -110,7 +110,7 @@ help:
 	@echo "make crash [PRESET=redo-matrix]  power cuts on the device path (no lab) per profile, geometry and BLOCKSIZE,"
 	@echo "                          3 runs a cell, cuts inside the writes' windows and at random moments, judged by"
 	@echo "                          redo-writer verify: acknowledged commits lost, torn blocks, their rates (docs/crash.md)"
-	@echo "make crash-db [CUTS=20] [JUDGES=a,b]  power cuts judged by MariaDB (doublewrite on, off) and PostgreSQL"
+	@echo "make crash-db [RUNS=3] [CUTS=7] [JUDGES=a,b]  power cuts judged by MariaDB (doublewrite on, off) and PostgreSQL"
 	@echo "                          (full_page_writes on, off) in a lab of their own, 4 disks; about 45 minutes"
 	@echo "make bench-all            every preset in turn (about 60 minutes; zfs-appliance builds its image the first time)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; a three-bus"
@@ -414,7 +414,8 @@ crash: bootstrap
 crash-db: bootstrap
 	@rc=0; lab=labs/crash-databases.toml; \
 	  if $(SECTORLAB) lab up --lab $$lab; then \
-	    $(SECTORLAB) crash-db --lab $$lab $${CUTS:+--cuts="$$CUTS"} $${CRASH_SEED:+--seed="$$CRASH_SEED"} \
+	    $(SECTORLAB) crash-db --lab $$lab $${RUNS:+--runs="$$RUNS"} $${CUTS:+--cuts="$$CUTS"} \
+	      $${CRASH_SEED:+--seed="$$CRASH_SEED"} \
 	      $${JUDGES:+--judges="$$JUDGES"} $${RESULTS:+--results="$$RESULTS"} || rc=1; \
 	  else rc=1; fi; \
 	  $(SECTORLAB) lab down --lab $$lab || rc=1; exit $$rc

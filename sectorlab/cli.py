@@ -257,9 +257,12 @@ def _add_bench_commands(sub) -> None:
                                         "MariaDB's doublewrite and PostgreSQL's full_page_writes on and off")
     p.add_argument("--lab", type=Path, help=_LAB_HELP + " (make crash-db: labs/crash-databases.toml)")
     p.add_argument("--judges", type=judges, help="comma-separated judges, each once (default: all: "
-                   "mariadb-doublewrite-on, mariadb-doublewrite-off, postgres-fpw-on, postgres-fpw-off)")
-    p.add_argument("--cuts", type=whole(1, 1000), default=20, help="cuts per disk and judge: the real cut and "
-                   "CUTS-1 more moments of its run (default 20)")
+                   "mariadb-doublewrite-on, mariadb-doublewrite-off, postgres-fpw-on, postgres-fpw-off, "
+                   "postgres-fpw-off-checksums-off)")
+    p.add_argument("--runs", type=whole(1, 100), default=3, help="independent runs per judge, each a real cut of "
+                   "its own (default 3)")
+    p.add_argument("--cuts", type=whole(1, 1000), default=7, help="cuts per disk, judge and run: the real cut and "
+                   "CUTS-1 more moments of its run, drawn inside the disk's write windows (default 7)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), default=20261127, help="of the judges' order, the moments "
                    "and the tears")
     p.add_argument("--results", type=results_root, help="where <timestamp>-crash-db-<lab>/ goes (default: results/)")

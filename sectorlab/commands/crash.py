@@ -39,5 +39,5 @@ def cmd_crash_db(args) -> int:
     judges = args.judges or list(databases.JUDGES)  # each a judge, none twice (the parser's type)
     lab = load_lab(args)
     print(png_too(args, lambda: labdb.run(lab_mod.read_lab_json(lab.name, lab.path), judges, args.cuts, args.seed,
-                                          progress, args.results or bench.RESULTS_DIR)))
+                                          progress, args.results or bench.RESULTS_DIR, runs=args.runs)))
     return 0

@@ -1,6 +1,7 @@
 """Real databases as the judges of a power cut (docs/crash.md): MariaDB (InnoDB crash recovery, its
 doublewrite buffer on or off) and PostgreSQL (WAL replay, data checksums on, full_page_writes on or
-off), each on an ext4 filesystem of a lab data disk, in the guest.
+off; and with full_page_writes off and its data checksums off, initdb's default: nothing then checks
+a page), each on an ext4 filesystem of a lab data disk, in the guest.
 
 A run: `setup` makes the filesystem and the database on the disk (a table `t` of ROWS rows whose
 `k` starts at 0, and an empty table `log`); `workload` commits transactions from one session, each
@@ -38,7 +39,17 @@ JUDGES = {
     "mariadb-doublewrite-off": ("mariadb", "innodb_doublewrite", "OFF"),
     "postgres-fpw-on": ("postgres", "full_page_writes", "on"),
     "postgres-fpw-off": ("postgres", "full_page_writes", "off"),
+    # nothing checks a page: what a torn page does when no data checksum is there to catch it
+    "postgres-fpw-off-checksums-off": ("postgres", "full_page_writes", "off"),
 }
+# The judges made without PostgreSQL's data checksums (initdb without --data-checksums, its default);
+# every other PostgreSQL judge has them on.
+CHECKSUMS_OFF = {"postgres-fpw-off-checksums-off"}
+
+
+def checksums(judge: str) -> str:
+    """'on' or 'off': the judge's data checksums (a MariaDB judge's InnoDB checksums are always on)."""
+    return "off" if judge in CHECKSUMS_OFF else "on"
 
 # The scripts the guest runs, files of sectorlab/inguest/sh/ (each says what it does and takes):
 # databases.sh, what they share with the cross-check scenarios (labtests/support/dbs.py), first.
@@ -91,6 +102,7 @@ class Verdict:
     why: str = ""
     acknowledged: int = 0           # ids 1..acknowledged were acknowledged before the cut
     ids_read: bool = False          # the ids in `log` were read (the database answered the query)
+    checksums: str = "on"           # PostgreSQL's data checksums when the judge made the database
 
     @property
     def lost(self) -> int:
@@ -130,8 +142,31 @@ class Verdict:
         inconsistent, while the database came up and its checks found nothing."""
         return not self.detected and (self.lost > 0 or self.consistent is False)
 
+    @property
+    def detector(self) -> str:
+        """What found the failure, the first of: the filesystem, the database's start (its crash
+        recovery), its own checks, its log's errors, pg_checksums; then the lab's own checks, which a
+        database in service does not have: acknowledged commits missing, SUM(k) against the
+        commits; '' when nothing is wrong."""
+        if not self.mounted:
+            return "ext4: the filesystem did not mount"
+        if not self.started:
+            return "crash recovery: the database did not come up"
+        if self.check:
+            return "the database's checks (CHECK TABLE; amcheck)"
+        if self.checksum_failures:
+            return "pg_checksums (data checksums)"
+        if self.errors:
+            return "the database's log (errors while it came up)"
+        if self.lost:
+            return "the lab: acknowledged commits missing"
+        if self.consistent is False:
+            return "the lab: SUM(k) against the commits in log"
+        return ""
+
     def row(self) -> dict:
-        return {"judge": self.judge, "mounted": self.mounted, "started": self.started,
+        return {"judge": self.judge, "checksums": self.checksums, "detector": self.detector,
+                "mounted": self.mounted, "started": self.started,
                 "recovery_s": self.recovery_s, "acknowledged": self.acknowledged, "recovered": len(self.ids),
                 "ids_read": self.ids_read, "lost": self.lost, "holes": self.holes, "consistent": self.consistent,
                 "detected": self.detected,
@@ -167,7 +202,7 @@ def parse(judge: str, text: str, acknowledged: int) -> Verdict:
                    float(recovery) if recovery and re.fullmatch(r"[\d.]+", recovery) else None, ids,
                    number("sum_k"), number("count_log"), check, number("checksum_failures") or 0,
                    number("errors") or 0, number("restored") or 0, said.get("why", ""), acknowledged,
-                   "ids" in said and ids_ok)
+                   "ids" in said and ids_ok, "off" if said.get("checksums") == "off" else "on")
 
 
 def setup_script() -> str:

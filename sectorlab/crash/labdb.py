@@ -57,8 +57,9 @@ def check_judges(judges: list[str]) -> list[str]:
 
 
 def run(record: LabRecord, judges: list[str], cuts: int, seed: int, progress: Callable[[str], None],
-        results_root: Path) -> Path:
-    """The matrix; its results directory."""
+        results_root: Path, runs: int = 1) -> Path:
+    """The matrix, `runs` times over (each run every judge once, in an order of its own, a real cut
+    and its copies); its results directory."""
     check_judges(judges)
     cells = pairs(record)
     vm = cells[0][0].vm
@@ -69,14 +70,17 @@ def run(record: LabRecord, judges: list[str], cuts: int, seed: int, progress: Ca
     if lacking:
         progress(lacking)
     started, rows = time.monotonic(), []
-    for i, judge in enumerate(rng.sample(judges, len(judges)), 1):
+    order = [(r, judge) for r in range(runs) for judge in rng.sample(judges, len(judges))]
+    for i, (r, judge) in enumerate(order, 1):
         guest = lab_mod.guests_from_lab_json(record)[vm]
         targets = [labrun.Target(d, judge, j) for d, j in cells]
-        progress(f"{i}/{len(judges)} {judge}: on {', '.join(d.name for d, _ in cells)}; {cuts} cuts each")
-        rows += labrun.run(record, guest, targets, cuts - 1, rng.getrandbits(31), progress)
+        progress(f"{i}/{len(order)} run {r + 1} {judge}: on {', '.join(d.name for d, _ in cells)}; {cuts} cuts each")
+        rows += [row | {"run": r} for row in labrun.run(record, guest, targets, cuts - 1, rng.getrandbits(31),
+                                                         progress)]
         guest.close()
         write_atomic(results / "crash-db.json",
-                     json.dumps(_doc(record, judges, cuts, seed, rows, started) | {"atomic": lacking}, indent=1))
+                     json.dumps(_doc(record, judges, cuts, seed, rows, started) | {"atomic": lacking, "runs": runs},
+                                indent=1))
     from ..report import crashdb
     crashdb.write(results)
     return results

@@ -125,7 +125,7 @@ def run(record: LabRecord, guest, targets: list[Target], copies: int, seed: int,
             db, _, value = databases.judge_of(t.judge)
             progress(f"{t.name}: {t.judge}: making the filesystem and the database")
             _root(guest, databases.setup_script(), _device(record, guest, t.disk), f"{MOUNT}/{t.name}",
-                  f"{RUN}/{t.name}", db, value, databases.ROWS)
+                  f"{RUN}/{t.name}", db, value, databases.ROWS, databases.checksums(t.judge))
         at = _workloads_then_kill(record, guest, targets, vm, rng, progress)
         for t in targets:  # what the run wrote, kept before anything else is written to the disk
             server = modelled.server(record.lab, t.disk.name)
@@ -282,11 +282,12 @@ def _judge(record: LabRecord, guest, t: Target, disk: DiskRecord, acknowledged: 
            progress: Callable[[str], None]) -> databases.Verdict:
     db, _, value = databases.judge_of(t.judge)
     out = _root(guest, databases.judge_script(), _device(record, guest, disk), f"{MOUNT}/judge-{t.name}",
-                f"{RUN}/judge-{t.name}", db, value)
+                f"{RUN}/judge-{t.name}", db, value, databases.checksums(t.judge))
     verdict = databases.parse(t.judge, out, acknowledged)
     progress(f"{t.name} on {disk.name}: {t.judge}: {acknowledged} acknowledged, {verdict.lost} lost, "
              f"{'came up' if verdict.started else 'did not come up'}"
              + (f" in {verdict.recovery_s:.1f} s" if verdict.recovery_s is not None else "")
+             + (f"; found by {verdict.detector}" if verdict.detector else "")
              + (f"; it said: {verdict.check or verdict.why}" if verdict.detected else "")
              + ("; inconsistent" if verdict.consistent is False else ""))
     return verdict

@@ -43,14 +43,31 @@ def _cells(doc: dict) -> dict[tuple[str, str], list[dict]]:
     return dict(sorted(out.items()))
 
 
+def found_by(rows: list[dict]) -> str:
+    """What found the failures of a cell's cuts, by count ('-': none failed): crash/databases.py's
+    Verdict.detector (a record without one says so)."""
+    got: dict[str, int] = {}
+    for r in rows:
+        d = r.get("detector", "not recorded (before 2026-11-29)") if (r["detected"] or r["undetected"] or
+                                                                       r["lost"] or r["consistent"] is False) else ""
+        if d:
+            got[d] = got.get(d, 0) + 1
+    return "; ".join(f"{n} by {d}" for d, n in sorted(got.items(), key=lambda x: -x[1])) or "-"
+
+
+def _judge_label(judge: str, rows: list[dict]) -> str:
+    """A judge as the table names it, its data checksums beside when they were off."""
+    return judge + (" (data checksums off)" if rows and rows[0].get("checksums") == "off" else "")
+
+
 def _row(rows: list[dict], judge: str) -> list[str]:
     """A cell's row of the table: a disk and a judge over its cuts."""
     k = counts(rows)
-    return [_disk(rows[0]), judge, str(k["n"]), share(k["broken"], k["n"]), str(k["down"]),
+    return [_disk(rows[0]), _judge_label(judge, rows), str(k["n"]), share(k["broken"], k["n"]), str(k["down"]),
             f"{k['losing']} ({k['lost_max']})" if k["losing"] else "0", str(k["undetected"]), str(k["torn"]),
             f"{k['partial']} of {k['writes']:,}",
             "-" if k["exposure"] is None else f"{100 * k['exposure']:.2g} %", f"{k['restored']} / {k['checksum']}",
-            f"{k['recovery_real']}; {k['recovery']}"]
+            f"{k['recovery_real']}; {k['recovery']}", found_by(rows)]
 
 
 def _disk(r: dict) -> str:
@@ -58,7 +75,7 @@ def _disk(r: dict) -> str:
 
 
 COLUMNS = ["disk", "judge", "cuts", "not back whole (95 % CI)", "down", "short", "silent", "torn", "partial",
-           "exposure", "restored / bad checksums", "recovery s: real; copies"]
+           "exposure", "restored / bad checksums", "recovery s: real; copies", "found by"]
 LEGEND = ("Not back whole: the database did not come up (down), came up short of an acknowledged commit (short: "
           "the most missing in brackets), with an id missing below one that is there (one session: it had committed "
           "before the next began), or with SUM(k) unequal to the commits in `log`. Silent: wrong while the "
@@ -95,9 +112,10 @@ def headlines(doc: dict) -> list[str]:
     for (disk, judge), rows in cells.items():
         k = counts(rows)
         if k["broken"] or k["undetected"]:
-            line = (f"- **{cell(judge)}** on {_disk(rows[0])}: not back whole after {share(k['broken'], k['n'])} of "
-                    f"the cuts ({k['down']} did not come up, {k['losing']} came up without acknowledged commits); "
-                    f"{k['undetected']} wrong without a word from the database.")
+            line = (f"- **{cell(_judge_label(judge, rows))}** on {_disk(rows[0])}: not back whole after "
+                    f"{share(k['broken'], k['n'])} of the cuts ({k['down']} did not come up, {k['losing']} came up "
+                    f"without acknowledged commits); {k['undetected']} wrong without a word from the database; "
+                    f"found by: {found_by(rows)}.")
             for on, off in PROTECTION.items():
                 if judge == off and (disk, on) in cells:
                     o = counts(cells[(disk, on)])
@@ -118,12 +136,17 @@ def headlines(doc: dict) -> list[str]:
     return out
 
 
+def _times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
 def markdown(doc: dict) -> str:
     judges = ", ".join(doc["judges"])
     checkpoints = f"; PostgreSQL checkpointing every {doc['checkpoint_every']} commits"
     lines = [f"# Crash: real databases on lab {cell(doc['lab'])}", "",
-             f"`sectorlab crash-db --seed {doc['seed']} --cuts {doc['cuts']}`: judges {cell(judges)}; "
-             f"{len(doc['rows'])} judged cuts in {doc['wall_s']} s. Each judge ran once on every disk at once: the "
+             f"`sectorlab crash-db --seed {doc['seed']} --runs {doc.get('runs', 1)} --cuts {doc['cuts']}`: judges "
+             f"{cell(judges)}; {len(doc['rows'])} judged cuts in {doc['wall_s']} s. Each judge ran "
+             f"{_times(doc.get('runs', 1))} on every disk at once, each run: the "
              f"database made on ext4, one session committing (an insert and an update of one of "
              f"{doc['rows_per_table']:,} rows a transaction"
              f"{checkpoints if 'postgres' in judges else ''}"
@@ -138,7 +161,8 @@ def markdown(doc: dict) -> str:
     said = {}
     for r in doc["rows"]:  # up to three of each judge, in the order they came
         if r["detected"] and (r["why"] or r["check"]) and len(said.setdefault(r["judge"], [])) < 3:
-            said[r["judge"]].append(f"{r['disk']} {r['kind']}: {r['why'] or r['check']}")
+            said[r["judge"]].append(f"{r['disk']} {r['kind']}, found by {r.get('detector') or 'the database'}: "
+                                    f"{r['why'] or r['check']}")
     if said:
         lines += ["", "What the databases said when they did not come back whole (the first lines of their logs; up "
                   "to three per judge):", ""]

@@ -50,6 +50,27 @@ def test_an_error_where_ids_were_expected_is_the_database_speaking():
     assert v.detected and "invalid page in block 3" in v.check and v.lost == 2
 
 
+def test_each_verdict_names_what_found_the_failure():
+    """The first detector of the failure: the filesystem, crash recovery, the database's checks,
+    pg_checksums, its log; then the lab's own checks (acknowledged ids, SUM(k)), which a database in
+    service does not have: a judge without data checksums that came up short is found by the lab."""
+    def found(text, judge="postgres-fpw-off", acknowledged=5):
+        return databases.parse(judge, text, acknowledged).detector
+    assert found(CAME_UP) == ""
+    assert found("mounted 0\nwhy bad superblock\n") == "ext4: the filesystem did not mount"
+    assert found("mounted 1\nstarted 0\nerrors 2\nwhy FATAL: invalid page\n") == \
+        "crash recovery: the database did not come up"
+    assert found(CAME_UP.replace("check \n", "check heap 2\n")) == "the database's checks (CHECK TABLE; amcheck)"
+    assert found(CAME_UP + "checksum_failures 1\n") == "pg_checksums (data checksums)"
+    short = CAME_UP.replace("ids 1 2 3 4 5", "ids 1 2 4 5") + "checksums off\n"
+    v = databases.parse("postgres-fpw-off-checksums-off", short, 4)
+    assert (v.checksums, v.detector, v.undetected) == ("off", "the lab: acknowledged commits missing", True)
+    assert v.row()["checksums"] == "off" and v.row()["detector"] == v.detector
+    assert found(CAME_UP.replace("sum_k 5", "sum_k 4")) == "the lab: SUM(k) against the commits in log"
+    assert databases.checksums("postgres-fpw-off-checksums-off") == "off"
+    assert databases.checksums("postgres-fpw-off") == "on" == databases.checksums("mariadb-doublewrite-off")
+
+
 def test_output_that_is_not_a_judges_is_one_line():
     with pytest.raises(SectorlabError, match=re.escape("judge postgres-fpw-on: its output has no 'mounted' line")):
         databases.parse("postgres-fpw-on", "sudo: a password is required\n", 3)

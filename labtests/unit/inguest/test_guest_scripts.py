@@ -101,10 +101,12 @@ def test_the_crash_judges_and_the_cross_checks_start_mariadb_with_the_same_text(
 # before the move), for those moved with their text unchanged; a deliberate change to one changes its
 # digest here. The cross-checks' MariaDB start and stop now use databases.sh's functions, and their
 # disk-name lookup quotes its expansions: tested below by what they do, not by their bytes.
+# setup_script and judge_script changed on purpose on 2026-11-29: their CHECKSUMS argument (a
+# PostgreSQL judge without data checksums).
 SENT_BEFORE = {
-    "setup_script": "df90d5b7a9961fe3965dae4f7d8b24f4ba71fdf1a091b28c54ee75f52529ba32",
+    "setup_script": "992368cbb080ba679e5b182e5eb2d0f3d8293b35bb7fe771c03eeaf26d035b93",
     "workload_script": "905461a4a91a29dd288a85b250ed59d5a5654eba3035129086e42da88fc71db1",
-    "judge_script": "2093e0257cfae137cba04653685a3595fbe23d8b2a56e6bb693d27aa1b99ae10",
+    "judge_script": "d692c164f4143e435c77a74bd5efd956b5281bf1e39fdcbb718c61367429d14f",
     "stop_script": "b93d8a7862239cf631092978d6bd997670902aa591c88b8ebab3c8d0c30d8778",
     "dbs._MOUNT": "61c87d7ee03377e2d0dbf8d06715639c87a27114a03a374c1000e3eab0a76bcb",
     "dbs._UNMOUNT": "190bd8a87db053b425c3f7f95dd944bf3bc26b6ee29a1acb53eb064c6d6e9354",
@@ -126,7 +128,7 @@ def test_the_judge_prints_every_line_its_parser_reads():
     judge = databases.judge_script()
     printed = set(re.findall(r'echo "(\w+) ', judge))
     assert printed == {"mounted", "why", "started", "recovery_s", "ids", "sum_k", "count_log", "check", "errors",
-                       "restored", "checksum_failures", "checksum_error"}
+                       "restored", "checksum_failures", "checksum_error", "checksums"}
     for line in ('innodb_doublewrite=$3', 'full_page_writes = $2', "CHECK TABLE t, log EXTENDED",
                  "from the doublewrite buffer", "verify_heapam('t')", "pg_checksums\" --check"):
         assert line in judge, line
