@@ -111,7 +111,7 @@ help:
 	@echo "                          3 runs a cell, cuts inside the writes' windows and at random moments, judged by"
 	@echo "                          redo-writer verify: acknowledged commits lost, torn blocks, their rates (docs/crash.md)"
 	@echo "make crash-db [RUNS=3] [CUTS=7] [JUDGES=a,b]  power cuts judged by MariaDB (doublewrite on, off) and PostgreSQL"
-	@echo "                          (full_page_writes on, off) in a lab of their own, 4 disks; about 45 minutes"
+	@echo "                          (full_page_writes on, off; off without data checksums) in a lab of their own, 4 disks"
 	@echo "make bench-all            every preset in turn (about 60 minutes; zfs-appliance builds its image the first time)"
 	@echo "make bench-check          make bench on the default preset with short runs, checked against its files; a three-bus"
 	@echo "                          preset's device counters; a Ctrl-C and a SIGTERM"
