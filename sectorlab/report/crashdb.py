@@ -55,6 +55,24 @@ def found_by(rows: list[dict]) -> str:
     return "; ".join(f"{n} by {d}" for d, n in sorted(got.items(), key=lambda x: -x[1])) or "-"
 
 
+def _broken(r: dict) -> bool:
+    return (not r["started"]) or not r.get("ids_read", True) or r["lost"] > 0 or r["consistent"] is False
+
+
+def broken_share(rows: list[dict]) -> str:
+    """A cell's cuts not back whole: k/n and a 95 % interval that takes the run as the unit when the
+    cell had more than one (crash/rates.py: t over the runs' shares, widened to the pooled cuts'
+    exact interval), else the exact interval of the cuts."""
+    runs = sorted({r.get("run", 0) for r in rows})
+    if len(runs) < 2:
+        return share(sum(map(_broken, rows)), len(rows))
+    from ..crash import rates
+    per_run = [[r for r in rows if r.get("run", 0) == run] for run in runs]
+    k = sum(map(_broken, rows))
+    e = rates.over_runs([sum(map(_broken, x)) / len(x) for x in per_run], k, len(rows))
+    return f"{k}/{len(rows)} = {e.percent()} ({len(runs)} runs)"
+
+
 def _judge_label(judge: str, rows: list[dict]) -> str:
     """A judge as the table names it, its data checksums beside when they were off."""
     return judge + (" (data checksums off)" if rows and rows[0].get("checksums") == "off" else "")
@@ -63,7 +81,7 @@ def _judge_label(judge: str, rows: list[dict]) -> str:
 def _row(rows: list[dict], judge: str) -> list[str]:
     """A cell's row of the table: a disk and a judge over its cuts."""
     k = counts(rows)
-    return [_disk(rows[0]), _judge_label(judge, rows), str(k["n"]), share(k["broken"], k["n"]), str(k["down"]),
+    return [_disk(rows[0]), _judge_label(judge, rows), str(k["n"]), broken_share(rows), str(k["down"]),
             f"{k['losing']} ({k['lost_max']})" if k["losing"] else "0", str(k["undetected"]), str(k["torn"]),
             f"{k['partial']} of {k['writes']:,}",
             "-" if k["exposure"] is None else f"{100 * k['exposure']:.2g} %", f"{k['restored']} / {k['checksum']}",
@@ -103,9 +121,9 @@ def headlines(doc: dict) -> list[str]:
         if ons and offs:
             k, o = counts(offs), counts(ons)
             p = fisher_exact([[k["broken"], k["n"] - k["broken"]], [o["broken"], o["n"] - o["broken"]]]).pvalue
-            out.append(f"- **Over all the disks**: {cell(off)} not back whole after {share(k['broken'], k['n'])} of "
-                       f"the cuts, {cell(on)} after {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g}"
-                       f"{_significance(p)}."
+            out.append(f"- **Over all the disks**: {cell(off)} not back whole after {broken_share(offs)} of "
+                       f"the cuts, {cell(on)} after {broken_share(ons)}; Fisher's exact test of the pooled cuts "
+                       f"(which takes them as independent) p = {p:.2g}{_significance(p)}."
                        + (f" InnoDB restored {o['restored']} torn pages from its doublewrite buffer, in "
                           f"{sum(r['restored'] > 0 for r in ons)} of the {o['n']} cuts with it on."
                           if on.startswith("mariadb") else ""))
@@ -113,7 +131,7 @@ def headlines(doc: dict) -> list[str]:
         k = counts(rows)
         if k["broken"] or k["undetected"]:
             line = (f"- **{cell(_judge_label(judge, rows))}** on {_disk(rows[0])}: not back whole after "
-                    f"{share(k['broken'], k['n'])} of the cuts ({k['down']} did not come up, {k['losing']} came up "
+                    f"{broken_share(rows)} of the cuts ({k['down']} did not come up, {k['losing']} came up "
                     f"without acknowledged commits); {k['undetected']} wrong without a word from the database; "
                     f"found by: {found_by(rows)}.")
             for on, off in PROTECTION.items():
@@ -123,7 +141,16 @@ def headlines(doc: dict) -> list[str]:
                     line += (f" With {cell(on)}: {share(o['broken'], o['n'])}; Fisher's exact test p = {p:.2g} "
                              f"(n = {k['n']} and {o['n']} cuts){_significance(p)}.")
             out.append(line)
-    whole = [(d, j) for (d, j), rows in cells.items() if not counts(rows)["broken"] and not counts(rows)["undetected"]]
+    def damaged(rows: list[dict]) -> int:
+        """Cuts after which the database came up and its own checks found damage."""
+        return sum(r["started"] and bool(r["check"] or r["checksum_failures"]) for r in rows)
+    for (_, judge), rows in cells.items():
+        if damaged(rows) and not counts(rows)["broken"]:
+            out.append(f"- **{cell(_judge_label(judge, rows))}** on {_disk(rows[0])}: back with every acknowledged "
+                       f"commit and consistent tables after every cut, but in {damaged(rows)} of {len(rows)} it came "
+                       f"up with damage its own checks found: {found_by(rows)}.")
+    whole = [(d, j) for (d, j), rows in cells.items()
+             if not counts(rows)["broken"] and not counts(rows)["undetected"] and not damaged(rows)]
     if whole:
         out.append(f"- **Back whole after every cut** in {len(whole)} cells: "
                    + "; ".join(f"{cell(j)} on {cell(d)} ({counts(cells[(d, j)])['n']} cuts)" for d, j in whole)

@@ -88,6 +88,32 @@ def _row(judge: str, disk: str = "client-512e", **changes) -> dict:
     return base | changes
 
 
+def test_a_cells_share_takes_the_run_as_the_unit_when_it_has_runs():
+    """Three runs of three cuts, 1, 0 and 2 not back whole: 3/9, its interval Student's t over the
+    runs' shares (1/3, 0, 2/3) widened to the pooled cuts' exact one; one run: the exact interval."""
+    down = {"started": False, "lost": 10, "detected": True}
+    rows = [_row("postgres-fpw-off", run=r, **(down if i < n else {})) for r, n in enumerate((1, 0, 2))
+            for i in range(3)]
+    said = dbreport.broken_share(rows)
+    assert said.startswith("3/9 = 33.3 % (0-") and said.endswith("(3 runs)"), said
+    assert float(said.split("(0-")[1].split(")")[0]) > 90  # t with 2 degrees of freedom: wide
+    assert dbreport.broken_share(rows[:3]) == "1/3 = 33.3 % (0.8-90.6)"
+
+
+def test_a_cell_whose_database_came_up_with_damage_its_checks_found_is_not_back_whole():
+    """Every commit there and the tables consistent, but amcheck found a heap tuple without its index
+    entry: said as such, and the cell is not among those back whole."""
+    rows = [_row("postgres-fpw-off-checksums-off", checksums="off"),
+            _row("postgres-fpw-off-checksums-off", checksums="off", detected=True,
+                 check="ERROR: heap tuple (574,16) from table \"t\" lacks matching index tuple",
+                 detector="the database's checks (CHECK TABLE; amcheck)")]
+    said = "\n".join(dbreport.headlines({"rows": rows, "judges": ["postgres-fpw-off-checksums-off"]}))
+    assert "(data checksums off)** on `hdd-7200-client` sector512e (512/4096): back with every acknowledged " \
+           "commit and consistent tables after every cut, but in 1 of 2 it came up with damage its own checks " \
+           "found: 1 by the database's checks (CHECK TABLE; amcheck)." in said, said
+    assert "Back whole after every cut" not in said
+
+
 def test_the_report_tests_a_protection_off_against_on_and_says_which_cells_came_back_whole():
     down = {"started": False, "lost": 10, "recovered": 0, "consistent": None, "detected": True, "errors": 3,
             "recovery_s": None, "why": "InnoDB: Unable to apply log to corrupted page 516"}
