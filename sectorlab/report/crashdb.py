@@ -73,6 +73,24 @@ def broken_share(rows: list[dict]) -> str:
     return f"{k}/{len(rows)} = {e.percent()} ({len(runs)} runs)"
 
 
+def per_random_cut(rows: list[dict]) -> str:
+    """The share of cuts at a random moment that leave the cell's database not back whole: per run,
+    the exposure (the share of the run in which a cut finds a write in flight) times the share of
+    its copies, drawn inside the windows, that were not back whole (a cut elsewhere tears nothing);
+    the mean over runs with crash/rates.py's interval. '-' for a record without exposures."""
+    copies = [r for r in rows if r["kind"] != "real" and "exposure" in r]
+    runs = sorted({r.get("run", 0) for r in copies})
+    if not copies:
+        return "-"
+    from ..crash import rates
+    per_run = [[r for r in copies if r.get("run", 0) == run] for run in runs]
+    exposure = [x[0]["exposure"] for x in per_run]
+    k = sum(map(_broken, copies))
+    e = rates.over_runs([ex * sum(map(_broken, x)) / len(x) for ex, x in zip(exposure, per_run)], k, len(copies),
+                        scale=sum(exposure) / len(exposure))
+    return e.percent(2)
+
+
 def _judge_label(judge: str, rows: list[dict]) -> str:
     """A judge as the table names it, its data checksums beside when they were off."""
     return judge + (" (data checksums off)" if rows and rows[0].get("checksums") == "off" else "")
@@ -81,7 +99,8 @@ def _judge_label(judge: str, rows: list[dict]) -> str:
 def _row(rows: list[dict], judge: str) -> list[str]:
     """A cell's row of the table: a disk and a judge over its cuts."""
     k = counts(rows)
-    return [_disk(rows[0]), _judge_label(judge, rows), str(k["n"]), broken_share(rows), str(k["down"]),
+    return [_disk(rows[0]), _judge_label(judge, rows), str(k["n"]), broken_share(rows), per_random_cut(rows),
+            str(k["down"]),
             f"{k['losing']} ({k['lost_max']})" if k["losing"] else "0", str(k["undetected"]), str(k["torn"]),
             f"{k['partial']} of {k['writes']:,}",
             "-" if k["exposure"] is None else f"{100 * k['exposure']:.2g} %", f"{k['restored']} / {k['checksum']}",
@@ -92,7 +111,8 @@ def _disk(r: dict) -> str:
     return f"`{one_line(r['profile'])}` {one_line(r['geometry'])} ({r['sectors']})"
 
 
-COLUMNS = ["disk", "judge", "cuts", "not back whole (95 % CI)", "down", "short", "silent", "torn", "partial",
+COLUMNS = ["disk", "judge", "cuts", "not back whole (95 % CI)", "a cut at a random moment: not back whole (95 % CI)",
+           "down", "short", "silent", "torn", "partial",
            "exposure", "restored / bad checksums", "recovery s: real; copies", "found by"]
 LEGEND = ("Not back whole: the database did not come up (down), came up short of an acknowledged commit (short: "
           "the most missing in brackets), with an id missing below one that is there (one session: it had committed "
@@ -132,7 +152,8 @@ def headlines(doc: dict) -> list[str]:
         if k["broken"] or k["undetected"]:
             line = (f"- **{cell(_judge_label(judge, rows))}** on {_disk(rows[0])}: not back whole after "
                     f"{broken_share(rows)} of the cuts ({k['down']} did not come up, {k['losing']} came up "
-                    f"without acknowledged commits); {k['undetected']} wrong without a word from the database; "
+                    f"without acknowledged commits); a cut at a random moment: {per_random_cut(rows)}; "
+                    f"{k['undetected']} wrong without a word from the database; "
                     f"found by: {found_by(rows)}.")
             for on, off in PROTECTION.items():
                 if judge == off and (disk, on) in cells:

@@ -100,6 +100,20 @@ def test_a_cells_share_takes_the_run_as_the_unit_when_it_has_runs():
     assert dbreport.broken_share(rows[:3]) == "1/3 = 33.3 % (0.8-90.6)"
 
 
+def test_a_cut_at_a_random_moment_is_the_exposure_times_the_copies_share():
+    """Copies are drawn inside the writes' windows: per run, the exposure (1 % here) times the share
+    of its copies not back whole (1 of 2, 0, 0), the mean over runs 0.17 %; the real cuts (one a run,
+    not back whole here) are moments of their own and do not enter it; a record without exposures
+    says '-'."""
+    down = {"started": False, "lost": 10, "detected": True}
+    rows = [_row("postgres-fpw-off", run=r, kind="real", exposure=0.01, **down) for r in range(3)]
+    rows += [_row("postgres-fpw-off", run=r, kind=f"copy {i + 1}", exposure=0.01, **(down if (r, i) == (0, 0) else {}))
+             for r in range(3) for i in range(2)]
+    said = dbreport.per_random_cut(rows)
+    assert said.startswith("0.17 % (0-"), said
+    assert dbreport.per_random_cut([_row("postgres-fpw-off")]) == "-"
+
+
 def test_a_cell_whose_database_came_up_with_damage_its_checks_found_is_not_back_whole():
     """Every commit there and the tables consistent, but amcheck found a heap tuple without its index
     entry: said as such, and the cell is not among those back whole."""
@@ -196,7 +210,7 @@ def test_ids_the_database_would_not_give_are_not_read_and_pg_checksums_that_did_
     assert "pg_checksums did not check" in v.check and "could not read block 0" in v.check
     doc = {"lab": "l", "judges": ["postgres-fpw-on"], "cuts": 1, "seed": 1, "rows_per_table": 1,
            "checkpoint_every": 50, "min_acks": 1, "rows": [_row(**v.row())], "wall_s": 1}
-    assert "| 1/1 = 100.0 % (2.5-100.0) | 0 | 0 | 0 |" in dbreport.markdown(doc)
+    assert "| 1/1 = 100.0 % (2.5-100.0) | - | 0 | 0 | 0 |" in dbreport.markdown(doc)  # no exposure: no rate
 
 
 def test_a_judge_whose_database_the_image_lacks_is_one_line():
