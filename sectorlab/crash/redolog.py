@@ -34,6 +34,7 @@ class RedoLog:
     blocksize: int
     extent: int
     ends: list[int] | None = None      # per write, the redo byte position at its end (positions())
+    pass_of: list[int] | None = None   # per write of a wrapping log, where its pass began (positions_logged())
 
     @classmethod
     def wrapping(cls, requests: list[trace.Request], blocksize: int, log_size: int, what: str) -> RedoLog:
@@ -78,10 +79,9 @@ class RedoLog:
         0). A single file that wraps stands for a database's log groups, used in turn: redo of the
         passes before it was in another group, which a database does not reuse before its
         checkpoint has written that redo to the datafiles; a cut can lose only this pass's."""
-        starts = getattr(self, "pass_of", None)
-        if not starts:
+        if not self.pass_of:
             return 0
-        arrived = [s for w, s in zip(self.writes, starts) if w.t_us <= at_us]
+        arrived = [s for w, s in zip(self.writes, self.pass_of) if w.t_us <= at_us]
         return arrived[-1] if arrived else 0
 
     @classmethod

@@ -59,18 +59,22 @@ def _broken(r: dict) -> bool:
     return (not r["started"]) or not r.get("ids_read", True) or r["lost"] > 0 or r["consistent"] is False
 
 
+def _by_run(rows: list[dict]) -> list[list[dict]]:
+    """The rows grouped by their run, in run order (a record from before runs: one run)."""
+    return [[r for r in rows if r.get("run", 0) == run] for run in sorted({r.get("run", 0) for r in rows})]
+
+
 def broken_share(rows: list[dict]) -> str:
     """A cell's cuts not back whole: k/n and a 95 % interval that takes the run as the unit when the
     cell had more than one (crash/rates.py: t over the runs' shares, widened to the pooled cuts'
     exact interval), else the exact interval of the cuts."""
-    runs = sorted({r.get("run", 0) for r in rows})
-    if len(runs) < 2:
+    per_run = _by_run(rows)
+    if len(per_run) < 2:
         return share(sum(map(_broken, rows)), len(rows))
     from ..crash import rates
-    per_run = [[r for r in rows if r.get("run", 0) == run] for run in runs]
     k = sum(map(_broken, rows))
     e = rates.over_runs([sum(map(_broken, x)) / len(x) for x in per_run], k, len(rows))
-    return f"{k}/{len(rows)} = {e.percent()} ({len(runs)} runs)"
+    return f"{k}/{len(rows)} = {e.percent()} ({len(per_run)} runs)"
 
 
 def per_random_cut(rows: list[dict]) -> str:
@@ -79,11 +83,10 @@ def per_random_cut(rows: list[dict]) -> str:
     its copies, drawn inside the windows, that were not back whole (a cut elsewhere tears nothing);
     the mean over runs with crash/rates.py's interval. '-' for a record without exposures."""
     copies = [r for r in rows if r["kind"] != "real" and "exposure" in r]
-    runs = sorted({r.get("run", 0) for r in copies})
     if not copies:
         return "-"
     from ..crash import rates
-    per_run = [[r for r in copies if r.get("run", 0) == run] for run in runs]
+    per_run = _by_run(copies)
     exposure = [x[0]["exposure"] for x in per_run]
     k = sum(map(_broken, copies))
     e = rates.over_runs([ex * sum(map(_broken, x)) / len(x) for ex, x in zip(exposure, per_run)], k, len(copies),
