@@ -174,6 +174,7 @@ void model_reset(struct model *m) {
   memset(m->free_at, 0, sizeof m->free_at);
   m->dirty = 0;
   m->dirty_at = 0;
+  m->last_durable = 0;
   m->first_at = -1;
   m->writes = 0;
   m->buffered = 0;
@@ -189,6 +190,11 @@ const char *model_check(const struct model *m) {
   if (m->cache_bytes && !(m->destage_mbps > 0)) return "a cache needs cache-destage-mbps (how fast it drains)";
   if (!m->cache_bytes && (m->destage_mbps > 0 || m->cache_hit.kind != DIST_NONE))
     return "cache-destage-mbps and cache-hit need cache-size";
+  if ((m->lies_fua || m->lies_flush) && !(m->cache_bytes && !m->cache_plp))
+    return "lies-about needs a volatile cache (cache-size, cache-plp=false): a drive without one has nothing to lie "
+           "about";
+  if (m->hold_us > 0 && !m->lies_flush)
+    return "cache-hold-us needs lies-about=flush or fua,flush (an honest flush writes the cache out at once)";
   uint32_t u = m->physical_sector;
   if (u && (u < 512 || u > MODEL_MAX_SECTOR || (u & (u - 1))))
     return "physical-sector is a power of two, 512 or more (at most 65536)";
@@ -326,10 +332,17 @@ static uint64_t media_bytes(const struct model *m, uint64_t offset, uint32_t len
   return ((offset + length + unit - 1) / unit - offset / unit) * unit;
 }
 
-/* When the write's bytes start going onto the medium: the last stretch before `durable`, their
- * transfer at `mbps`, never before the service starts. */
-static int64_t media_from(int64_t start, int64_t durable, double mbps, uint64_t bytes) {
-  int64_t t = durable - (mbps > 0 ? (int64_t)llround((double)bytes / mbps * 1000.0) : 0);
+/* How long the write's bytes take going onto the medium: on flash with program-us, the program of
+ * its units (in parallel on their planes); else its units at `mbps`. */
+static int64_t window_ns(const struct model *m, double mbps, uint64_t bytes) {
+  if (m->program_us > 0) return us_to_ns(m->program_us);
+  return mbps > 0 ? (int64_t)llround((double)bytes / mbps * 1000.0) : 0;
+}
+
+/* When the write's bytes start going onto the medium: the last stretch before `durable`, its
+ * window, never before the service starts. */
+static int64_t media_from(int64_t start, int64_t durable, int64_t window) {
+  int64_t t = durable - window;
   return t > start ? t : start;
 }
 
@@ -341,7 +354,7 @@ static void write_request(struct model *m, struct cost *c, uint64_t offset, uint
    * which is not read again (a 512e drive programming 4 KiB pages reads each page once). */
   int covered = m->write_unit && m->physical_sector && m->write_unit % m->physical_sector == 0;
   c->rmw_reads = covered ? 0 : partial_units(m->physical_sector, offset, length);
-  if (m->cache_bytes && !(fua && !m->cache_plp)) {
+  if (m->cache_bytes && !(fua && !m->cache_plp && !m->lies_fua)) {
     double room = (double)m->cache_bytes - m->dirty;
     c->start = now;
     if (length > room) { /* wait until the cache has drained enough */
@@ -351,10 +364,16 @@ static void write_request(struct model *m, struct cost *c, uint64_t offset, uint
     m->dirty += length;
     c->cached = 1;
     c->done = c->start + us_to_ns(dist_sample(&m->cache_hit, &m->rng));
-    /* the cache drains in order: this write is on the media once all that is dirty has drained */
+    /* the cache drains in order: this write is on the media once all that is dirty has drained; with
+     * a hold or a program time, no sooner than its hold and its own window after it arrived */
+    int64_t window = window_ns(m, m->cache_plp ? m->write_mbps : m->destage_mbps, media_bytes(m, offset, length));
     c->durable = m->cache_plp ? c->done : c->start + (int64_t)ceil(m->dirty * 1000.0 / m->destage_mbps);
-    c->media = media_from(c->start, c->durable, m->cache_plp ? m->write_mbps : m->destage_mbps,
-                          media_bytes(m, offset, length));
+    if (!m->cache_plp && (m->hold_us > 0 || m->program_us > 0)) {
+      int64_t held = c->start + us_to_ns(m->hold_us) + window;
+      if (held > c->durable) c->durable = held;
+    }
+    if (c->durable > m->last_durable) m->last_durable = c->durable;
+    c->media = media_from(c->start, c->durable, window);
     return;
   }
   int64_t service = us_to_ns(dist_sample(&m->write, &m->rng)) + transfer_ns(m->write_mbps, length);
@@ -362,7 +381,7 @@ static void write_request(struct model *m, struct cost *c, uint64_t offset, uint
     service += us_to_ns(dist_sample(&m->read, &m->rng));
   on_media(m, c, now, service, offset);
   c->durable = c->done;
-  c->media = media_from(c->start, c->durable, m->write_mbps, media_bytes(m, offset, length));
+  c->media = media_from(c->start, c->durable, window_ns(m, m->write_mbps, media_bytes(m, offset, length)));
 }
 
 static void flush_request(struct model *m, struct cost *c, int64_t now) {
@@ -371,7 +390,14 @@ static void flush_request(struct model *m, struct cost *c, int64_t now) {
     c->start = c->done = now;
     return;
   }
-  /* A flush waits for every write in flight and, behind a volatile cache, for the cache to drain. */
+  if (m->lies_flush) { /* answered as a cache hit; what the cache holds drains as before, durable as before */
+    c->cached = 1;
+    c->start = now;
+    c->done = now + us_to_ns(dist_sample(&m->cache_hit, &m->rng));
+    return;
+  }
+  /* A flush waits for every write in flight and, behind a volatile cache, for the cache to drain (and
+   * for the last write it took to be durable: its program, when that is longer). */
   c->start = now;
   for (int i = 0; i < m->channels; i++)
     if (m->free_at[i] > c->start) c->start = m->free_at[i];
@@ -381,6 +407,7 @@ static void flush_request(struct model *m, struct cost *c, int64_t now) {
     m->dirty_at = c->start;
   }
   c->done = c->start + us_to_ns(dist_sample(&m->flush, &m->rng));
+  if (m->cache_bytes && c->done < m->last_durable) c->done = m->last_durable;
 }
 
 static struct cost disk_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now) {
@@ -490,7 +517,10 @@ const char *model_set(struct model *m, const char *key, const char *value) {
     {"cache-destage-mbps", offsetof(struct model, destage_mbps), MODEL_MIN_MBPS, MODEL_MAX_MBPS,
      "expected 0.001 to 1000000 MB/s"},
     {"fail-after-seconds", offsetof(struct model, fail_after_seconds), 0, MODEL_MAX_FAIL_SECONDS,
-     "expected 0 (never) to 1000000 seconds"}};
+     "expected 0 (never) to 1000000 seconds"},
+    {"cache-hold-us", offsetof(struct model, hold_us), 0, MODEL_MAX_US, "expected 0 (none) to 10000000 us"},
+    {"program-us", offsetof(struct model, program_us), 0, MODEL_MAX_PROGRAM_US,
+     "expected 0 (the write's bytes at the media rate) to 100000 us"}};
   uint64_t u;
   for (size_t i = 0; i < sizeof dists / sizeof *dists; i++)
     if (strcmp(key, dists[i].key) == 0) return dist_parse((struct dist *)((char *)m + dists[i].field), value);
@@ -502,6 +532,15 @@ const char *model_set(struct model *m, const char *key, const char *value) {
       *(double *)((char *)m + numbers[i].field) = v;
       return NULL;
     }
+  if (strcmp(key, "lies-about") == 0) {
+    int fua = strcmp(value, "fua") == 0, flush = strcmp(value, "flush") == 0, both = strcmp(value, "fua,flush") == 0;
+    if (!fua && !flush && !both && strcmp(value, "none"))
+      return "expected what the drive acknowledges before it is durable: fua, flush or fua,flush (none: it does "
+             "not lie)";
+    m->lies_fua = fua || both;
+    m->lies_flush = flush || both;
+    return NULL;
+  }
   if (strcmp(key, "cache-plp") == 0) {
     if (strcmp(value, "true") && strcmp(value, "false")) return "expected true or false";
     m->cache_plp = strcmp(value, "true") == 0;

@@ -13,6 +13,7 @@
 #define MODEL_MIN_MBPS 0.001 /* a bandwidth: 0 (no transfer time) or 0.001 to 1000000 MB/s */
 #define MODEL_MAX_MBPS 1e6
 #define MODEL_MAX_FAIL_SECONDS 1e6
+#define MODEL_MAX_PROGRAM_US 1e5     /* program-us: at most 100 ms (flash programs a page in about 0.2-2 ms) */
 #define MODEL_MAX_CACHE (1ULL << 40)  /* cache-size: at most 1 TiB */
 #define MODEL_MAX_STRIPE (1ULL << 30) /* stripe: at most 1 GiB */
 #define MODEL_MAX_SECTOR 65536        /* physical-sector: at most 64 KiB */
@@ -45,6 +46,12 @@ struct model {
   double destage_mbps;                 /* how fast the cache drains to the media */
   struct dist cache_hit;               /* a write the cache takes */
   int cache_plp;                       /* 1: power-loss protected (flush and FUA free); 0: volatile */
+  int lies_fua, lies_flush;            /* lies-about=: a volatile cache acknowledges a FUA write, or a flush,
+                                          before what it holds is durable (Zheng et al., FAST 2013) */
+  double hold_us;                      /* cache-hold-us: a lying drive's write waits this long in its cache
+                                          before the drain takes it (assumed; needs lies-about=flush) */
+  double program_us;                   /* program-us: flash: a write's window is the program of its units,
+                                          this long, not its bytes at the media rate; 0: the rate's */
   /* partial writes */
   uint32_t physical_sector;            /* read-modify-write of a partly written physical sector; 0: none */
   uint32_t write_unit;                 /* flash program unit: a partly written unit is read first (and a partly
@@ -71,6 +78,8 @@ struct model {
   uint64_t rng;
   int64_t free_at[MODEL_MAX_CHANNELS]; /* ns: when each channel is free */
   double dirty;                        /* bytes in the cache not yet on the media */
+  int64_t last_durable;                /* ns: when the last write the cache took is durable (an honest
+                                          flush answers no sooner) */
   int64_t dirty_at;                    /* ns: when `dirty` was last brought up to date */
   int64_t first_at;                    /* ns: the first request's arrival; -1 before it */
   uint64_t writes;

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import geometry, redowriter
-from ..devices import build, profiles, trace
+from ..devices import build, trace
 from ..devices.server import DeviceServer, write_ranges
 from ..errors import SectorlabError, UsageError
 from ..paths import new_results_dir, write_atomic
@@ -65,6 +65,8 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random, ke
     (by_rule,) = rules_said if len(rules_said) == 1 else (None,)
     return {"cell": cell.key, "profile": cell.profile, "geometry": cell.geometry, "blocksize": cell.blocksize,
             "members": cell.members, "wrapping": cell.wrapping, "log_size": preset.log_of(cell),
+            **({} if cell.hold_us is None else {"hold_us": cell.hold_us}),
+            **({"lies_about": lie} if (lie := cell.params().get("lies-about", "none")) != "none" else {}),
             "override": preset.override(cell),
             "power_loss": rules_.power_loss, "write_cache": rules_.write_cache, "atomic_unit": rules_.unit,
             "cannot_lose": by_rule, "runs": runs, "cuts": cuts}
@@ -83,8 +85,7 @@ class _Member:
 def _members(cell: Cell, preset: CrashPreset, work: Path, rng: random.Random) -> list[_Member]:
     """The models of the cell's members, each over a disk of its own with a seed of its own (two
     disks position independently), the run before's files removed (the cell's own directory)."""
-    g = geometry.get(cell.geometry)
-    params = profiles.get(cell.profile).params_for(g.logical_block_size, g.physical_block_size)
+    params = cell.params()
     out = []
     for j in range(cell.members):
         model, image = work / f"model{j or ''}", work / f"disk{j or ''}.img"
@@ -158,7 +159,7 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
     else:
         moments = [("window", powerloss.inside(spans, rng)) for _ in range(preset.cuts)]
         moments += [("uniform", rng.uniform(t0, t1)) for _ in range(preset.uniform_cuts)]
-    rule = powerloss.cannot_lose(rules_, members[0].log.writes)
+    rule = powerloss.cannot_lose(rules_, members[0].log.writes, members[0].log.flushes)
     if preset.at_ms is None:  # the assumed shares swept: as many cuts inside the windows at each value
         moments += [(("sweep", name, value), powerloss.inside(spans, rng))
                     for name, value in preset.sweeps(cell, rule is None) for _ in range(preset.cuts)]
@@ -185,7 +186,8 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
            "fua_writes": sum(w.fua for w in first.writes),
            "flushes": len(first.flushes), "transactions": report["transactions"], "span_us": round(t1 - t0, 3),
            "window_us": round(sum(b - a for a, b in spans), 3), "exposure": powerloss.exposure(spans, t0, t1),
-           "partial_unit_writes": powerloss.partial_unit_writes(first.writes, rules_), "command": command}
+           "partial_unit_writes": powerloss.partial_unit_writes(first.writes, rules_),
+           "acknowledged_early": powerloss.acknowledged_early(first.writes, first.flushes, rules_), "command": command}
     return run, cuts, rule
 
 

@@ -15,10 +15,15 @@ with their sources):
   only in part (a read-modify-write, a partial program) is old, new or unreadable, its neighbours'
   bytes included (the odds: Shares, assumed, and swept by `sectorlab crash`).
 
-So a cut outside every window tears nothing: `windows` gives them (merged), `exposure` the share of
-a span they cover, `inside` a moment drawn uniformly from them (how a rare tear is sampled on
-purpose), and `cannot_lose` the rule, when there is one, by which no cut of a cell loses an
-acknowledged commit.
+A drive that lies (its model's `lies-about`) acknowledges a flush or a FUA write before the write is
+durable: a cut between the acknowledgement and the window loses the write whole, its commit
+acknowledged.
+
+So a cut outside every window tears nothing and, on a drive that does not lie, loses nothing
+acknowledged: `windows` gives them (merged, with a lying drive's spans from acknowledgement to
+durability), `exposure` the share of a span they cover, `inside` a moment drawn uniformly from them
+(how a rare tear is sampled on purpose), and `cannot_lose` the rule, when there is one, by which no
+cut of a cell loses an acknowledged commit.
 
 A state is a list of byte ranges that landed, each with the write it is of (its bytes: the run's
 final image where no byte was written twice, else the write log's, crash/writelog.py), and a list of
@@ -146,12 +151,28 @@ def timeline(writes: list[Request], flushes: list[Request], rules: Rules) -> lis
     return out
 
 
+def exposed(writes: list[Request], flushes: list[Request], rules: Rules) -> list[tuple[float, float]]:
+    """Per write, the span in which a cut can hurt it: its window (timeline), from its
+    acknowledgement when that came first (a drive that lies about a flush or a FUA write,
+    `lies-about`: a cut between the acknowledgement and the window loses the write whole, its
+    commit acknowledged)."""
+    return [(min(a, ack), b) if ack < b else (a, b)
+            for (a, b), ack in zip(timeline(writes, flushes, rules), acknowledged_at(writes, flushes))]
+
+
 def windows(writes: list[Request], flushes: list[Request], rules: Rules, start: float = -math.inf,
             end: float = math.inf) -> list[tuple[float, float]]:
-    """The moments between `start` and `end` at which a cut finds a write in its window, as merged,
-    sorted (from, to) intervals: a cut anywhere else tears nothing."""
-    return merged([(max(a, start), min(b, end)) for a, b in timeline(writes, flushes, rules)
+    """The moments between `start` and `end` at which a cut finds a write in its window, or
+    acknowledged and not yet durable (exposed), as merged, sorted (from, to) intervals: a cut
+    anywhere else tears nothing and loses nothing acknowledged."""
+    return merged([(max(a, start), min(b, end)) for a, b in exposed(writes, flushes, rules)
                    if math.isfinite(a) and max(a, start) < min(b, end)])
+
+
+def acknowledged_early(writes: list[Request], flushes: list[Request], rules: Rules) -> int:
+    """How many writes were acknowledged (their FUA reply, or the flush after them) before they were
+    durable: 0 on a drive that does not lie."""
+    return sum(ack < b for (_, b), ack in zip(timeline(writes, flushes, rules), acknowledged_at(writes, flushes)))
 
 
 def merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -184,11 +205,14 @@ def inside(spans: list[tuple[float, float]], rng: random.Random) -> float:
     return spans[-1][1]
 
 
-def cannot_lose(rules: Rules, writes: list[Request]) -> str | None:
+def cannot_lose(rules: Rules, writes: list[Request], flushes: list[Request]) -> str | None:
     """The rule by which no cut loses an acknowledged write's bytes, or None when one can. An
     acknowledged write is durable (its FUA reply, or the flush after it, comes after the model made
-    it durable); only a later write that covers the same atomic unit in part can take its bytes with
-    it, and only on a drive whose power loss leaves such a unit unreadable."""
+    it durable: on a drive that lies about them it does not, and no rule holds); only a later write
+    that covers the same atomic unit in part can take its bytes with it, and only on a drive whose
+    power loss leaves such a unit unreadable."""
+    if acknowledged_early(writes, flushes, rules):
+        return None
     partial = partial_unit_writes(writes, rules)
     if rules.power_loss == "protected":
         return ("a protected drive leaves a unit a write covers in part old or new, never unreadable: the bytes "

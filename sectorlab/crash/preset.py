@@ -54,6 +54,19 @@ def _wrapping(where: str, key: str, value, got: dict) -> list:
     return fields.no_duplicates(where, key, value)
 
 
+def _holds(where: str, key: str, value, got: dict) -> list:
+    if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, (int, float))
+                                          or not 0 <= v <= 10_000_000 for v in value):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a list of microseconds from 0 to 10000000 ([] for "
+                         f"the profiles' own)")
+    return fields.no_duplicates(where, key, [float(v) for v in value])
+
+
+def lies_about_flush(profile: str) -> bool:
+    """Whether the profile's model acknowledges a flush before what its cache holds is durable."""
+    return "flush" in profiles.get(profile).params.get("lies-about", "").split(",")
+
+
 def _shares(where: str, key: str, value, got: dict) -> list:
     if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1
                                           for v in value):
@@ -81,6 +94,10 @@ CRASH_FIELDS = fields.Table("[crash]", "A crash preset (labs/crash/*.toml, make 
                  "four of redo-writer's largest write (max-write: a quarter of it, at most 1 MiB); small enough that "
                  "the slowest cell's run writes it twice (an unprotected 512e disk at BLOCKSIZE 512 writes some 180 "
                  "KiB in 3 s at the matrix's load)", default=64),
+    fields.Field("cache_hold_us", fields.custom("list of microseconds", _holds), "for each profile that lies "
+                 "about a flush (its model's lies-about), a cell per value of its cache-hold-us: how long it keeps an "
+                 "acknowledged write in its cache before the drain takes it (no drive publishes it: assumed, swept); "
+                 "[] keeps the profile's own", default=[]),
     fields.Field("runs", fields.number(3, 100), "independent runs per cell, each with its own workload seed: the "
                  "intervals take the run as the unit (cuts of one run are not independent trials)", default=3),
     fields.Field("cuts", fields.number(1, 10000), "power cuts per run drawn inside the writes' windows (a write's "
@@ -114,11 +131,19 @@ class Cell:
     blocksize: int
     members: int = 1         # 2: a multiplexed log group, each member on a disk of its own
     wrapping: bool = False   # a log small enough to wrap several times in the run
+    hold_us: float | None = None  # a lying drive's cache-hold-us, over the profile's own
 
     @property
     def key(self) -> str:
         return (f"{self.profile}/{self.geometry}@{self.blocksize}{'x2' if self.members == 2 else ''}"
-                f"{'+wrap' if self.wrapping else ''}")
+                f"{'+wrap' if self.wrapping else ''}{'' if self.hold_us is None else f'+hold{self.hold_us:g}us'}")
+
+    def params(self) -> dict[str, str]:
+        """The model's parameters of a disk of this cell: its profile's at its geometry, the hold swept over
+        the profile's own."""
+        g = geometry.get(self.geometry)
+        out = profiles.get(self.profile).params_for(g.logical_block_size, g.physical_block_size)
+        return out if self.hold_us is None else {**out, "cache-hold-us": f"{self.hold_us:g}"}
 
 
 @dataclass(frozen=True)
@@ -216,8 +241,9 @@ def load(name: str) -> CrashPreset:
         raise UsageError(f"crash preset {path}: no [crash] table: expected one, holding "
                          f"{', '.join(f.name for f in CRASH_FIELDS.fields if f.default is fields.REQUIRED)}")
     raw = CRASH_FIELDS.read(f"{path} [crash]", raw)
-    cells = tuple(Cell(p, g, bs, n, w) for p in raw["profiles"] for g in raw["geometries"]
-                  for bs in raw["blocksizes"] for n in raw["members"] for w in raw["wrapping"])
+    cells = tuple(Cell(p, g, bs, n, w, h) for p in raw["profiles"] for g in raw["geometries"]
+                  for bs in raw["blocksizes"] for n in raw["members"] for w in raw["wrapping"]
+                  for h in (raw["cache_hold_us"] if lies_about_flush(p) and raw["cache_hold_us"] else [None]))
     for c in cells:  # one line now, not after the first cells ran
         g = geometry.get(c.geometry)
         powerloss.Rules.at(c.profile, g.logical_block_size, g.physical_block_size)

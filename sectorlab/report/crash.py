@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from pathlib import Path
 
 from ..crash import rates
@@ -39,12 +40,26 @@ def counts(c: dict) -> dict:
 
 def _order(c: dict) -> tuple:
     """The report's order of cells: by disk, geometry, BLOCKSIZE, members, then the wrapping log."""
-    return c["profile"], c["geometry"], c["blocksize"], c.get("members", 1), c.get("wrapping", False)
+    return (c["profile"], c["geometry"], c["blocksize"], c.get("members", 1), c.get("wrapping", False),
+            c.get("hold_us", -1))
 
 
 def disk(c: dict) -> str:
     cache = {"none": "no write cache", "protected": "protected cache", "volatile": "volatile cache"}[c["write_cache"]]
-    return f"`{one_line(c['profile'])}` ({c['power_loss']}, {cache})"
+    lies = c.get("lies_about")
+    return (f"`{one_line(c['profile'])}` ({c['power_loss']}, {cache}"
+            f"{f' that acknowledges {one_line(lies)} before it is durable' if lies else ''})")
+
+
+def lies(c: dict) -> bool:
+    """Whether the cell's drive acknowledged writes before they were durable in any run."""
+    return any(r.get("acknowledged_early") for r in c["runs"])
+
+
+def exposure_said(c: dict) -> str:
+    """What the cell's exposure is the share of."""
+    return ("the disk holds a log write it acknowledged and has not made durable, or writes one's bytes,"
+            if lies(c) else "the disk writes a log write's bytes")
 
 
 def _fraction(k: int, n: int) -> str:
@@ -55,7 +70,8 @@ def cell_row(c: dict) -> list[str]:
     k = counts(c)
     blocksize = (f"{c['blocksize']}{' (override)' if c.get('override') else ''}"
                  f"{', multiplexed on two disks' if c.get('members', 1) == 2 else ''}"
-                 f"{', wrapping log' if c.get('wrapping') else ''}")
+                 f"{', wrapping log' if c.get('wrapping') else ''}"
+                 f"{'' if c.get('hold_us') is None else ', cache hold ' + format(c['hold_us'], 'g') + ' us'}")
     writes = f"{len(c['runs'])} x {statistics.median(r['writes'] for r in c['runs']):,.0f}"
     lose, tear = rates.of_cell(c, rates.losing), rates.of_cell(c, rates.tearing)
     if lose is None:  # one cut at a chosen moment a run (--at): counts only
@@ -75,7 +91,7 @@ def cell_row(c: dict) -> list[str]:
 
 
 COLUMNS = ["disk (power loss, cache)", "geometry", "BLOCKSIZE (and members)", "runs x log writes (median)",
-           "exposure: share of the time a cut can tear a write (95 % CI)",
+           "exposure: share of the time a cut can tear a write, or lose one a lying drive acknowledged (95 % CI)",
            "cuts inside a window losing acknowledged commits (95 % CI)",
            "a cut at a random moment loses acknowledged commits (95 % CI)",
            "uniform cuts losing; commits lost per losing window cut: mean / max",
@@ -86,7 +102,9 @@ COLUMNS = ["disk (power loss, cache)", "geometry", "BLOCKSIZE (and members)", "r
 def variant(c: dict) -> str:
     """What sets a cell apart from the others on its disk and geometry: its BLOCKSIZE, its members."""
     return (f"BLOCKSIZE {c['blocksize']}" + (", multiplexed on two such disks" if c.get("members", 1) == 2 else "")
-            + (f", a log of {c['log_size'] >> 10} KiB that wraps" if c.get("wrapping") else ""))
+            + (f", a log of {c['log_size'] >> 10} KiB that wraps" if c.get("wrapping") else "")
+            + ("" if c.get("hold_us") is None else f", holding an acknowledged write {c['hold_us']:g} us before "
+               f"its drain"))
 
 
 def where(c: dict) -> str:
@@ -94,11 +112,11 @@ def where(c: dict) -> str:
 
 
 def neighbours(c: dict, cells: list[dict]) -> list[dict]:
-    """The cells on the same disk and geometry that differ from `c` in one thing: its BLOCKSIZE or
-    its members."""
+    """The cells on the same disk and geometry that differ from `c` in one thing: its BLOCKSIZE, its
+    members, its log, or its cache's hold."""
     return [o for o in cells if (o["profile"], o["geometry"]) == (c["profile"], c["geometry"]) and
             (o["blocksize"] != c["blocksize"]) + (o.get("members", 1) != c.get("members", 1))
-            + (o.get("wrapping", False) != c.get("wrapping", False)) == 1]
+            + (o.get("wrapping", False) != c.get("wrapping", False)) + (o.get("hold_us") != c.get("hold_us")) == 1]
 
 
 def against(c: dict, other: dict) -> str:
@@ -112,8 +130,13 @@ def against(c: dict, other: dict) -> str:
     if o is None:
         return ""
     from scipy.stats import fisher_exact
-    p = ttest_ind(mine, theirs, equal_var=False).pvalue
-    said = "not computable (no spread)" if math.isnan(p) else f"p = {p:.2g}"
+    with warnings.catch_warnings():  # runs all alike: no spread, said below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = ttest_ind(mine, theirs, equal_var=False).pvalue
+    if math.isnan(p) and statistics.mean(mine) != statistics.mean(theirs):
+        said, p = "not computable (every run of each the same, and they differ)", 0.0
+    else:
+        said = "not computable (no spread)" if math.isnan(p) else f"p = {p:.2g}"
     k, n = counts(c)["losing"], counts(c)["n"]
     pooled = fisher_exact([[k, n - k], [o.conditional.k, o.conditional.n - o.conditional.k]]).pvalue
     return (f" At {variant(other)}: {o.conditional.percent()} of the window cuts; Welch's t test of "
@@ -142,8 +165,8 @@ def headlines(doc: dict) -> list[str]:
         if k["losing"] and lose is not None:
             out.append(f"- **Acknowledged commits lost**: {at}, on {where(c)}, a power cut at a random moment "
                        f"loses acknowledged redo with probability **{lose.per_cut.percent(2)}** "
-                       f"({lose.lost_per_cut:.2g} commits a cut on average): the disk "
-                       f"writes a log write's bytes {lose.exposure.percent(2)} of the time (the exposure), and a cut "
+                       f"({lose.lost_per_cut:.2g} commits a cut on average): {exposure_said(c)} "
+                       f"{lose.exposure.percent(2)} of the time (the exposure), and a cut "
                        f"then loses commits in {_fraction(k['losing'], k['n'])} = {lose.conditional.percent()} "
                        f"({k['lost_mean']:.1f} commits on average, at most {k['lost_max']}; {k['unreadable']} "
                        f"blocks left unreadable); {_fraction(lose.uniform_k, lose.uniform_n)} cuts at random "
@@ -268,7 +291,8 @@ def picture_rows(doc: dict) -> list[dict]:
         by_rule = bool(c.get("cannot_lose")) and not counts(c)["losing"]
         rows.append({"label": f"{c['profile']} {c['geometry'].removeprefix('sector')} @{c['blocksize']}"
                               f"{' x2 (multiplexed)' if c.get('members', 1) == 2 else ''}"
-                              f"{' wrapping' if c.get('wrapping') else ''}",
+                              f"{' wrapping' if c.get('wrapping') else ''}"
+                              f"{'' if c.get('hold_us') is None else ' hold ' + format(c['hold_us'], 'g') + ' us'}",
                      "by_rule": by_rule,
                      "lose": {k: None if by_rule else (e.value, e.low, e.high)
                               for k, e in (("per_cut", lose.per_cut), ("conditional", lose.conditional))},

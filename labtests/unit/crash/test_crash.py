@@ -53,6 +53,8 @@ seed = 1
     (("seed = 1", "seed = 1\nmembers = [3]"), "members = [3]: expected a list of 1 (one log member) and 2"),
     (("seed = 1", "seed = 1\nwrapping = [1]"), "wrapping = [1]: expected a list of false"),
     (("seed = 1", "seed = 1\nwrapping_log_kib = 16"), "wrapping_log_kib = 16: expected at least 64"),
+    (("seed = 1", "seed = 1\ncache_hold_us = [-1]"), "cache_hold_us = [-1]: expected a list of microseconds"),
+    (('profiles = ["hdd-7200-client"]', 'profiles = ["hdd-7200-client"]\ncache_hold_us = [true]'), "cache_hold_us"),
 ])
 def test_a_bad_crash_preset_is_one_line_before_anything_runs(tmp_path, change, says):
     path = tmp_path / "p.toml"
@@ -151,6 +153,34 @@ def test_a_multiplexed_group_keeps_what_one_member_loses(tmp_path, work_dir):
     md = (next(tmp_path.glob("*/report.md"))).read_text()
     assert "**No acknowledged commit lost** on `hdd-7200-client` (unprotected, no write cache), sector512e at " \
            "BLOCKSIZE 512, multiplexed on two such disks, where the rules allow it" in md, md
+
+
+def test_a_drive_that_lies_loses_acknowledged_4k_redo_the_honest_one_cannot_lose(tmp_path, work_dir):
+    """The client SSD at 4Kn, BLOCKSIZE 4096: honest, every write covers whole units and what it
+    acknowledges is programmed, so it cannot lose a commit by rule; the same drive lying about FUA
+    and flush, holding a write 10 ms before its drain, loses acknowledged commits in cuts between
+    its acknowledgements and its programs, and the report says what it lies about. The hold is swept
+    only on the drive that lies."""
+    import dataclasses
+
+    from sectorlab.crash.preset import Cell
+    path = tmp_path / "p.toml"
+    path.write_text(GOOD.replace('["hdd-7200-client"]', '["ssd-client-tlc", "ssd-client-tlc-lying"]')
+                    .replace("seed = 1", "seed = 1\ncache_hold_us = [0, 10000]"))
+    keys = [c.key for c in crash_preset.load(str(path)).cells]
+    assert "ssd-client-tlc/sector4k@4096" in keys and "ssd-client-tlc-lying/sector4k@4096+hold10000us" in keys
+    assert not any("+hold" in k for k in keys if k.startswith("ssd-client-tlc/"))
+    small = crash_preset.load("small")
+    cells = (Cell("ssd-client-tlc", "sector4k", 4096), Cell("ssd-client-tlc-lying", "sector4k", 4096, hold_us=10000))
+    both = dataclasses.replace(small, cells=cells, seconds=1, sweep_unreadable=(), sweep_new=())
+    doc = json.loads((crash.run(both, lambda _: None, tmp_path / "out") / "crash.json").read_text())
+    honest, lying = sorted(doc["cells"], key=lambda c: c["profile"])
+    assert "whole 4096-byte atomic units" in honest["cannot_lose"] and not any(x["lost_commits"] for x in honest["cuts"])
+    assert lying["cannot_lose"] is None and lying["lies_about"] == "fua,flush" and lying["hold_us"] == 10000
+    assert all(r["acknowledged_early"] > 0 for r in lying["runs"])
+    assert sum(x["lost_commits"] > 0 for x in lying["cuts"] if x["kind"] == "window") > 0
+    md = (next((tmp_path / "out").glob("*/report.md"))).read_text()
+    assert "that acknowledges fua,flush before it is durable" in md and "holding an acknowledged write 10000 us" in md
 
 
 def test_a_log_that_wraps_ends_its_recovery_at_the_pass_before(tmp_path, work_dir):

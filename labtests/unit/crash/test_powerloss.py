@@ -92,9 +92,9 @@ def test_the_rule_by_which_a_cell_cannot_lose_an_acknowledged_write():
     and can when one covers a unit in part."""
     partial = simulate("0 write 512 512\n", write="fixed:100", write_mbps=140, physical_sector=4096)
     whole = simulate("0 write 4096 4096\n", write="fixed:100", write_mbps=140, physical_sector=4096)
-    assert "protected drive" in powerloss.cannot_lose(rules("protected"), partial)
-    assert "whole 4096-byte atomic units" in powerloss.cannot_lose(rules("unprotected"), whole)
-    assert powerloss.cannot_lose(rules("unprotected"), partial) is None
+    assert "protected drive" in powerloss.cannot_lose(rules("protected"), partial, [])
+    assert "whole 4096-byte atomic units" in powerloss.cannot_lose(rules("unprotected"), whole, [])
+    assert powerloss.cannot_lose(rules("unprotected"), partial, []) is None
 
 
 def test_only_an_unprotected_drive_leaves_a_partly_written_unit_unreadable():
@@ -198,3 +198,27 @@ def test_a_write_without_fua_is_acknowledged_by_the_flush_after_its_reply():
     writes, flushes = rows[:2], rows[2:]
     # the second write waits 40 us behind the first (answered at 100); the flush arrives at 200, done at 230
     assert powerloss.acknowledged_at(writes, flushes) == [230, 230]
+
+
+def test_a_lying_drive_loses_an_acknowledged_write_whole_between_its_acknowledgement_and_its_window():
+    """ssd-client-tlc-lying with a hold of 10 ms: a 4 KiB FUA write answered from DRAM in 34 us,
+    programmed from 10,000 to 11,125 us. A cut at 5,000 us finds it acknowledged and lost whole (no
+    byte of it landed, nothing unreadable); inside its program it tears; the exposure runs from the
+    acknowledgement to durability, and no rule holds even though every write covers whole units.
+    The honest drive acknowledges it only once programmed: nothing is exposed before its program."""
+    g = dict(profiles.get("ssd-client-tlc-lying").params, **{"cache-hold-us": "10000"})
+    rows = simulate("0 write 0 4096 fua\n", **{k.replace("-", "_"): v for k, v in g.items()})
+    r = powerloss.Rules.of("ssd-client-tlc-lying", g, 4096)
+    (ack,) = powerloss.acknowledged_at(rows, [])
+    assert ack == 34 and rows[0].media_us == pytest.approx(10000, abs=0.002)
+    lost = powerloss.cut(rows, r, 5000, random.Random(1))
+    assert (lost.writes_lost, lost.landed, lost.unreadable) == (1, (), ())
+    assert powerloss.cut(rows, r, 10500, random.Random(1)).writes_torn == 1
+    assert powerloss.windows(rows, [], r) == [(34, pytest.approx(11125, abs=0.002))]
+    assert powerloss.acknowledged_early(rows, [], r) == 1 and powerloss.cannot_lose(r, rows, []) is None
+    honest_params = profiles.get("ssd-client-tlc").params
+    honest = simulate("0 write 0 4096 fua\n", **{k.replace("-", "_"): v for k, v in honest_params.items()})
+    h = powerloss.Rules.of("ssd-client-tlc", honest_params, 4096)
+    assert powerloss.acknowledged_early(honest, [], h) == 0
+    (a, b), = powerloss.windows(honest, [], h)
+    assert b - a == pytest.approx(1125, abs=0.002) and "whole 4096-byte" in powerloss.cannot_lose(h, honest, [])

@@ -340,6 +340,13 @@ def test_no_channel_serves_two_requests_at_once_and_none_starts_before_it_arrive
     (["physical-sector=3000"], "physical-sector is a power of two"),
     (["channels=0"], "channels is 1 to 64"),
     (["colour=blue"], "colour=blue: not a device model key"),
+    (["lies-about=yes"], "lies-about=yes: expected what the drive acknowledges before it is durable: fua, flush"),
+    (["lies-about=flush"], "lies-about needs a volatile cache"),
+    (["cache-size=1M", "cache-destage-mbps=100", "cache-plp=true", "lies-about=fua"], "lies-about needs a volatile"),
+    (["cache-size=1M", "cache-destage-mbps=100", "lies-about=fua", "cache-hold-us=100"],
+     "cache-hold-us needs lies-about=flush"),
+    (["cache-hold-us=-1"], "cache-hold-us=-1: expected 0 (none) to 10000000 us"),
+    (["program-us=200000"], "program-us=200000: expected 0 (the write's bytes at the media rate) to 100000 us"),
     (["channels"], "'channels': expected KEY=VALUE"),
 ])
 def test_bad_parameters_are_refused_in_one_line_naming_the_value(args, says):
@@ -541,6 +548,45 @@ def test_a_writes_window_is_its_units_at_the_media_rate_just_before_it_is_durabl
     assert (drained.media_us, drained.durable_us) == (0, 4096)  # 4 KiB at 1 byte per us
     none = simulate("0 write 0 4096\n", write="fixed:100")[0]
     assert none.media_us == none.durable_us == 100
+
+
+VOLATILE = {"write": "fixed:8000", "flush": "fixed:8000", "write_mbps": 140, "cache_size": "64M",
+            "cache_destage_mbps": 140, "cache_hit": "fixed:20", "cache_plp": "false"}
+
+
+def test_a_drive_that_lies_answers_fua_and_flush_from_its_cache_and_is_durable_only_when_it_drains():
+    """An honest volatile cache writes a FUA write through (8 ms) and answers a flush once what it
+    holds is on the medium; one with lies-about=fua,flush answers both as cache hits (20 us) and
+    makes the write durable when its drain reaches it: after cache-hold-us, then its bytes at the
+    destage rate. lies-about=fua alone still answers a flush honestly."""
+    requests = "0 write 0 4096 fua\n100 write 4096 4096\n200 flush 0 0\n"
+    honest = simulate(requests, **VOLATILE)
+    through = pytest.approx(8000 + 4096 / 140, abs=0.002)
+    assert honest[0].cached == 0 and honest[0].durable_us == honest[0].answer_us == through
+    assert honest[2].t_us + honest[2].answer_us >= honest[1].t_us + honest[1].durable_us  # the flush waited
+    lying = simulate(requests, **VOLATILE, lies_about="fua,flush", cache_hold_us=12000)
+    assert [r.answer_us for r in lying] == [20, 20, 20]
+    for w in lying[:2]:
+        assert w.durable_us == pytest.approx(12000 + 4096 / 140, abs=0.002)
+        assert w.durable_us - w.media_us == pytest.approx(4096 / 140, abs=0.002)
+    assert lying[2].t_us + lying[2].answer_us < lying[1].t_us + lying[1].durable_us  # acknowledged, not durable
+    fua_only = simulate(requests, **VOLATILE, lies_about="fua")
+    assert fua_only[0].answer_us == 20 and fua_only[2].answer_us >= 8000
+
+
+def test_a_flash_write_is_exposed_for_its_program_and_an_honest_flush_waits_for_it():
+    """program-us: a flash write's window is the program of its units (1,125 us on ssd-client-tlc),
+    not its bytes at the sequential rate; a write its volatile cache takes is durable no sooner than
+    one program after it arrived, and an honest flush answers no sooner than that."""
+    params = {k.replace("-", "_"): v for k, v in profiles.get("ssd-client-tlc").params.items()}
+    rows = simulate("0 write 0 512\n10 flush 0 0\n2000 write 4096 4096 fua\n", **params)
+    cached, flush, fua = rows
+    assert cached.answer_us == 34 and cached.durable_us == pytest.approx(1125, abs=0.002)
+    assert cached.durable_us - cached.media_us == pytest.approx(1125, abs=0.002)
+    assert flush.t_us + flush.answer_us >= cached.durable_us
+    assert fua.cached == 0 and fua.durable_us - fua.media_us == pytest.approx(1125, abs=0.002)
+    by_rate = simulate("0 write 0 4096\n", write="fixed:2000", write_mbps=250)[0]
+    assert by_rate.durable_us - by_rate.media_us == pytest.approx(4096 / 250, abs=0.002)
 
 
 def test_a_cells_write_is_durable_when_the_first_of_its_media_has_it():
