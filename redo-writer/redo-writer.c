@@ -89,6 +89,9 @@ static struct opt verify_opts[] = {
 	  NULL, 0, ~0ULL, NULL, NULL, NULL, 0 },
 	{ "redo-per-txn", OPT_NUM, "redo bytes a commit generates: counts the commits lost (with --acknowledged)", NULL,
 	  1, 64ULL << 20, NULL, NULL, NULL, 0 },
+	{ "checkpoint", OPT_NUM, "redo byte position recovery starts from, as a database's checkpoint (a wrapping "
+	  "log's: the start of the pass the writer is in; redo before it needs none): the redo lost is counted from it "
+	  "(with --acknowledged, at most it)", NULL, 0, ~0ULL, NULL, NULL, NULL, 0 },
 	{ "unreadable", OPT_STR, "file of lines OFFSET LENGTH (bytes, decimal): ranges a read fails on (medium errors)",
 	  NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "mirror", OPT_STR, "the log group's second member (run --mirror's), read only: each block from whichever "
@@ -839,8 +842,10 @@ static int build_verify_config(struct verify_config *cfg)
 	}
 	cfg->has_acknowledged = find_opt(verify_opts, "acknowledged")->given;
 	cfg->has_redo_per_txn = find_opt(verify_opts, "redo-per-txn")->given;
+	cfg->has_checkpoint = find_opt(verify_opts, "checkpoint")->given;
 	if (num(verify_opts, "blocksize", &cfg->blocksize) || num(verify_opts, "log-size", &cfg->log_size) ||
 	    num(verify_opts, "acknowledged", &cfg->acknowledged) || num(verify_opts, "redo-per-txn", &cfg->redo_per_txn) ||
+	    num(verify_opts, "checkpoint", &cfg->checkpoint) ||
 	    check_choice(find_opt(verify_opts, "output"), output))
 		return -1;
 	cfg->json = !strcmp(output, "json");
@@ -853,6 +858,11 @@ static int build_verify_config(struct verify_config *cfg)
 		return -1;
 	if (cfg->has_redo_per_txn && !cfg->has_acknowledged) {
 		fprintf(stderr, "%s: --redo-per-txn counts the commits lost: expected --acknowledged too\n", PROG);
+		return -1;
+	}
+	if (cfg->has_checkpoint && !(cfg->has_acknowledged && cfg->checkpoint <= cfg->acknowledged)) {
+		fprintf(stderr, "%s: --checkpoint %llu: the redo lost is counted from it up to --acknowledged: expected "
+			"--acknowledged too, at or past it\n", PROG, cfg->checkpoint);
 		return -1;
 	}
 	return 0;

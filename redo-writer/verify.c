@@ -422,7 +422,8 @@ static uint64_t recovered_to(const struct verifier *v)
 	return __builtin_add_overflow(v->first & v->first_mask, v->sum, &to) ? UINT64_MAX : to;
 }
 
-/* What --acknowledged makes of the recovery: redo bytes lost (acknowledged, not recovered), the commits
+/* What --acknowledged makes of the recovery: redo bytes lost (acknowledged, not recovered, and past
+ * --checkpoint when one is given: a wrapping log's redo from passes before is not the recovery's), the commits
  * they held (rounded up: a commit with a byte lost is lost), and redo recovered past it. Differences
  * are taken only the way they are positive, and the commits without adding to `lost` (it may be near
  * 2^64: lost + redo_per_txn - 1 wrapped to a count of 0 commits). */
@@ -435,7 +436,9 @@ static struct losses losses_of(const struct verifier *v)
 	const struct verify_config *cfg = v->cfg;
 	struct losses l = { .to = recovered_to(v) };
 
-	l.lost = cfg->acknowledged > l.to ? cfg->acknowledged - l.to : 0;
+	uint64_t from = l.to > cfg->checkpoint ? l.to : cfg->checkpoint; /* redo before the checkpoint needs none */
+
+	l.lost = cfg->acknowledged > from ? cfg->acknowledged - from : 0;
 	l.beyond = l.to > cfg->acknowledged ? l.to - cfg->acknowledged : 0;
 	if (cfg->has_redo_per_txn)
 		l.commits = l.lost / cfg->redo_per_txn + (l.lost % cfg->redo_per_txn != 0);
@@ -468,11 +471,16 @@ static void report_json(const struct verifier *v)
 	       (unsigned long long)v->torn, (unsigned long long)v->torn_header_ok, (unsigned long long)v->unreadable,
 	       (unsigned long long)v->valid_after_end, (unsigned long long)v->corrupt_undetected);
 	if (!cfg->has_acknowledged) {
-		printf("\"acknowledged\": null, \"lost_bytes\": null, \"redo_per_txn\": null, \"lost_commits\": null, "
-		       "\"recovered_beyond_acknowledged\": null}\n");
+		printf("\"acknowledged\": null, \"checkpoint\": null, \"lost_bytes\": null, \"redo_per_txn\": null, "
+		       "\"lost_commits\": null, \"recovered_beyond_acknowledged\": null}\n");
 		return;
 	}
-	printf("\"acknowledged\": %llu, \"lost_bytes\": %llu, ", cfg->acknowledged, (unsigned long long)l.lost);
+	printf("\"acknowledged\": %llu, ", cfg->acknowledged);
+	if (cfg->has_checkpoint)
+		printf("\"checkpoint\": %llu, ", cfg->checkpoint);
+	else
+		printf("\"checkpoint\": null, ");
+	printf("\"lost_bytes\": %llu, ", (unsigned long long)l.lost);
 	if (cfg->has_redo_per_txn)
 		printf("\"redo_per_txn\": %llu, \"lost_commits\": %llu, ", cfg->redo_per_txn,
 		       (unsigned long long)l.commits);
@@ -505,7 +513,10 @@ static void report_text(const struct verifier *v)
 	       (unsigned long long)v->valid_after_end, (unsigned long long)v->corrupt_undetected);
 	if (!cfg->has_acknowledged)
 		return;
-	printf("acknowledged to byte %llu: %llu bytes lost", cfg->acknowledged, (unsigned long long)l.lost);
+	printf("acknowledged to byte %llu", cfg->acknowledged);
+	if (cfg->has_checkpoint)
+		printf(" (recovery from the checkpoint at byte %llu)", cfg->checkpoint);
+	printf(": %llu bytes lost", (unsigned long long)l.lost);
 	if (cfg->has_redo_per_txn)
 		printf(" (%llu commits)", (unsigned long long)l.commits);
 	printf(", %llu bytes recovered beyond it\n", (unsigned long long)l.beyond);

@@ -15,8 +15,9 @@ struct verify_config {
 	const char *mirror;                 /* the log group's second member (multiplexed), or NULL */
 	const char *mirror_unreadable;      /* its medium errors, or NULL */
 	unsigned long long blocksize, log_size;
-	int has_acknowledged, has_redo_per_txn;
+	int has_acknowledged, has_redo_per_txn, has_checkpoint;
 	unsigned long long acknowledged;    /* redo byte position every acknowledged commit lies within */
+	unsigned long long checkpoint;      /* redo byte position recovery starts from (0: the log's first) */
 	unsigned long long redo_per_txn;    /* to count the commits lost */
 	int json;
 };

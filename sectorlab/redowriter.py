@@ -34,13 +34,15 @@ def run_args(target: str, blocksize: int, *, sessions: int, redo_per_txn: int, s
 
 def verify_args(target: str, blocksize: int, log_size: int, acknowledged: int, redo_per_txn: int,
                 unreadable: str | None = None, mirror: str | None = None,
-                mirror_unreadable: str | None = None) -> list[str]:
+                mirror_unreadable: str | None = None, checkpoint: int | None = None) -> list[str]:
     """`redo-writer verify` of the log on `target`, crash recovery as a DBA's instance would run it;
     `unreadable`: a file naming the ranges a read would fail on (a device answers them with EIO
     itself); `mirror`: the log group's second member (and its `mirror_unreadable`), each block read
-    from whichever member continues the redo. Its verdict as JSON."""
+    from whichever member continues the redo; `checkpoint`: the redo position recovery starts from
+    (a wrapping log's pass start), the redo lost counted from it. Its verdict as JSON."""
     return [PROGRAM, "verify", "--target", target, "--blocksize", str(blocksize), "--log-size", str(log_size),
             "--acknowledged", str(acknowledged), "--redo-per-txn", str(redo_per_txn),
             *(["--unreadable", unreadable] if unreadable else []),
             *(["--mirror", mirror] if mirror else []),
-            *(["--mirror-unreadable", mirror_unreadable] if mirror and mirror_unreadable else []), "--output", "json"]
+            *(["--mirror-unreadable", mirror_unreadable] if mirror and mirror_unreadable else []),
+            *(["--checkpoint", str(checkpoint)] if checkpoint is not None else []), "--output", "json"]

@@ -172,15 +172,16 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
         rules_at = dataclasses.replace(rules_, shares=powerloss.Shares(**shares))
         states = [powerloss.cut(m.requests, rules_at, at, rng) for m in members]
         position = min(m.log.acknowledged(at) for m in members)  # a write is complete when every member's is
-        verdict = _judge(work, members, states, cell.blocksize, preset, position)
-        if cell.wrapping:  # only the current pass's redo can be lost: earlier passes were checkpointed
-            verdict = _within_pass(verdict, position, members[0].log.pass_start(at), preset.redo_per_txn)
+        # a wrapping log's recovery starts at the pass the cut found the writer in: earlier passes were
+        # checkpointed (in a database's other log groups) before the log was reused
+        checkpoint = min(members[0].log.pass_start(at), position) if cell.wrapping else None
+        verdict = _judge(work, members, states, cell.blocksize, preset, position, checkpoint)
         cuts.append({"run": index, "kind": kind, **({"shares": shares} if shares else {}),
                      "cut_us": round(at - t0, 3), "acknowledged": position,
                      **{k: sum(getattr(s, f) for s in states) for k, f in STATE_KEYS.items()},
                      **{k: verdict[k] for k in VERDICT_KEYS},
                      **({"blocks_from_mirror": verdict["blocks_from_mirror"]} if len(members) > 1 else {}),
-                     **({k: verdict[k] for k in ("pass_start", "verify_lost_commits")} if cell.wrapping else {})})
+                     **({"pass_start": checkpoint} if cell.wrapping else {})})
     first = members[0].log
     run = {"seed": seed, "wraps": report["wraps"], "writes": len(first.writes),
            "fua_writes": sum(w.fua for w in first.writes),
@@ -189,16 +190,6 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
            "partial_unit_writes": powerloss.partial_unit_writes(first.writes, rules_),
            "acknowledged_early": powerloss.acknowledged_early(first.writes, first.flushes, rules_), "command": command}
     return run, cuts, rule
-
-
-def _within_pass(verdict: dict, acknowledged: int, start: int, redo_per_txn: int) -> dict:
-    """verify's losses of a wrapping log counted within the pass the cut found the log writer in
-    (RedoLog.pass_start): recovery that reaches nothing of it loses that pass's acknowledged redo,
-    not the passes' before it (in a database's other log groups, checkpointed before reuse).
-    Verify's own count is kept beside."""
-    lost = max(0, acknowledged - max(verdict["recovered_to"], start))
-    return {**verdict, "pass_start": start, "verify_lost_commits": verdict["lost_commits"], "lost_bytes": lost,
-            "lost_commits": -(-lost // redo_per_txn)}
 
 
 # What a cut did to the writes, summed over a group's members.
@@ -211,7 +202,8 @@ VERDICT_KEYS = ("recovered_to", "end_reason", "torn_blocks", "torn_header_ok", "
 
 
 def verify(image: Path, unreadable: list[tuple[int, int]], blocksize: int, acknowledged: int,
-           redo_per_txn: int, mirror: tuple[Path, list[tuple[int, int]]] | None = None) -> dict:
+           redo_per_txn: int, mirror: tuple[Path, list[tuple[int, int]]] | None = None,
+           checkpoint: int | None = None) -> dict:
     """redo-writer verify on this host on a disk image (and a multiplexed group's second member's),
     the unreadable ranges of each named in a file beside it."""
     ranges = image.with_name(image.name + ".unreadable")
@@ -222,7 +214,7 @@ def verify(image: Path, unreadable: list[tuple[int, int]], blocksize: int, ackno
         write_ranges(second_ranges, mirror[1])
     proc = subprocess.run([str(build.built(build.REDO_WRITER)), *redowriter.verify_args(
         str(image), blocksize, image.stat().st_size, acknowledged, redo_per_txn, str(ranges),
-        str(second) if second else None, str(second_ranges) if second_ranges else None)[1:]],
+        str(second) if second else None, str(second_ranges) if second_ranges else None, checkpoint)[1:]],
                           capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
         raise SectorlabError(f"redo-writer verify exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
@@ -230,7 +222,7 @@ def verify(image: Path, unreadable: list[tuple[int, int]], blocksize: int, ackno
 
 
 def _judge(work: Path, members: list[_Member], states: list[powerloss.State], blocksize: int,
-           preset: CrashPreset, acknowledged: int) -> dict:
+           preset: CrashPreset, acknowledged: int, checkpoint: int | None = None) -> dict:
     """redo-writer verify on the disks the cut left (the log's extent of each): one, or a group's two."""
     images = []
     for j, (m, state) in enumerate(zip(members, states)):
@@ -242,7 +234,8 @@ def _judge(work: Path, members: list[_Member], states: list[powerloss.State], bl
             disk_after(m.image, state, image, max(x.log.extent for x in members))
         images.append(image)
     mirror = (images[1], list(states[1].unreadable)) if len(images) > 1 else None
-    return verify(images[0], list(states[0].unreadable), blocksize, acknowledged, preset.redo_per_txn, mirror)
+    return verify(images[0], list(states[0].unreadable), blocksize, acknowledged, preset.redo_per_txn, mirror,
+                  checkpoint)
 
 
 def run(preset: CrashPreset, progress, results_root: Path) -> Path:

@@ -197,6 +197,27 @@ def test_a_wrapped_log_is_recovered_from_its_current_pass(redo_writer, tmp_path)
     assert HEADER.unpack_from(get_block(log, 8, 4096))[3:5] == (8, 2), "block 8 is of the pass before"
 
 
+def test_a_checkpoint_counts_the_redo_lost_from_the_pass_recovery_starts_at(redo_writer, tmp_path):
+    """A wrapped log (three passes of 16 blocks, the third to block 8) whose block 0 of the third pass
+    is lost (back to the second pass's): recovery reaches nothing of the third pass. From block 0 of
+    the one file verify counts every acknowledged byte past the second pass's end as lost; with the
+    third pass's start as its checkpoint (a database's: the passes before were checkpointed) it counts
+    the third pass's, as a database's recovery would lose them."""
+    older, log = tmp_path / "older.log", tmp_path / "redo.log"
+    run_checked(redo_writer, older, 4096, 65536, "--transactions", 20, "--redo-per-txn", 4080)
+    out = run_checked(redo_writer, log, 4096, 65536, "--transactions", 40, "--redo-per-txn", 4080)
+    put_block(log, 0, 4096, get_block(older, 0, 4096))
+    ack, third = out["redo_bytes"], 32 * 4080
+    plain = verify(redo_writer, log, 4096, 65536, "--acknowledged", ack, "--redo-per-txn", 4080)
+    assert plain["blocks_recovered"] == 0 and plain["lost_commits"] == 40 and plain["checkpoint"] is None
+    got = verify(redo_writer, log, 4096, 65536, "--acknowledged", ack, "--redo-per-txn", 4080, "--checkpoint", third)
+    assert (got["checkpoint"], got["lost_bytes"], got["lost_commits"]) == (third, 8 * 4080, 8)
+    text = verify_raw(redo_writer, "--target", log, "--blocksize", 4096, "--log-size", 65536, "--acknowledged", ack,
+                      "--checkpoint", third)
+    assert f"acknowledged to byte {ack} (recovery from the checkpoint at byte {third}): {8 * 4080} bytes lost" \
+        in text.stdout, text.stdout
+
+
 def test_a_block_of_an_older_pass_ends_the_redo(redo_writer, tmp_path):
     """Block 5 as the first pass left it (a run of 20 writes) put back into the third pass (40 writes)."""
     older, log = tmp_path / "older.log", tmp_path / "redo.log"
@@ -331,6 +352,11 @@ def test_a_plain_log_has_no_redo_to_recover(redo_writer, tmp_path):
     (["--target", "LOG", "--blocksize", 4096, "--log-size", 2 << 20], "--log-size 2097152 is larger than"),
     (["--target", "LOG", "--blocksize", 4096, "--log-size", 1 << 20, "--redo-per-txn", 10],
      "--redo-per-txn counts the commits lost: expected --acknowledged too"),
+    (["--target", "LOG", "--blocksize", 4096, "--log-size", 1 << 20, "--checkpoint", 10],
+     "--checkpoint 10: the redo lost is counted from it up to --acknowledged: expected --acknowledged too"),
+    (["--target", "LOG", "--blocksize", 4096, "--log-size", 1 << 20, "--acknowledged", 5, "--checkpoint", 10],
+     "--checkpoint 10: the redo lost is counted from it up to --acknowledged: expected --acknowledged too, at or "
+     "past it"),
     (["--target", "LOG", "--blocksize", 4096, "--log-size", 1 << 20, "--output", "xml"],
      "--output 'xml' is not one of text|json"),
     (["--target", "nbd+unix:///?socket=/run/x.sock", "--blocksize", 4096, "--log-size", 1 << 20],
