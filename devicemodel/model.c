@@ -190,11 +190,17 @@ const char *model_check(const struct model *m) {
   if (m->cache_bytes && !(m->destage_mbps > 0)) return "a cache needs cache-destage-mbps (how fast it drains)";
   if (!m->cache_bytes && (m->destage_mbps > 0 || m->cache_hit.kind != DIST_NONE))
     return "cache-destage-mbps and cache-hit need cache-size";
-  if ((m->lies_fua || m->lies_flush) && !(m->cache_bytes && !m->cache_plp))
-    return "lies-about needs a volatile cache (cache-size, cache-plp=false): a drive without one has nothing to lie "
-           "about";
-  if (m->hold_us > 0 && !m->lies_flush)
-    return "cache-hold-us needs lies-about=flush or fua,flush (an honest flush writes the cache out at once)";
+  if ((m->lies_fua || m->lies_flush) && !m->cache_bytes)
+    return "lies-about needs a volatile cache: expected cache-size (and cache-plp=false) too, or lies-about=none";
+  if ((m->lies_fua || m->lies_flush) && m->cache_plp)
+    return "lies-about needs a volatile cache: cache-plp=true is durable at once, nothing to lie about; expected "
+           "cache-plp=false or lies-about=none";
+  if (m->hold_us > 0 && !m->lies_flush) {
+    static char why[200];  /* checked once, before any request */
+    snprintf(why, sizeof why, "cache-hold-us=%g needs lies-about=flush or fua,flush (got %s): an honest flush "
+             "writes the cache out at once", m->hold_us, m->lies_fua ? "fua" : "none");
+    return why;
+  }
   uint32_t u = m->physical_sector;
   if (u && (u < 512 || u > MODEL_MAX_SECTOR || (u & (u - 1))))
     return "physical-sector is a power of two, 512 or more (at most 65536)";
@@ -365,7 +371,8 @@ static void write_request(struct model *m, struct cost *c, uint64_t offset, uint
     c->cached = 1;
     c->done = c->start + us_to_ns(dist_sample(&m->cache_hit, &m->rng));
     /* the cache drains in order: this write is on the media once all that is dirty has drained; with
-     * a hold or a program time, no sooner than its hold and its own window after it arrived */
+     * a hold or a program time, no sooner than its hold and its own window after the cache took it
+     * (held writes whose holds end together are durable together: the hold is not rate-limited) */
     int64_t window = window_ns(m, m->cache_plp ? m->write_mbps : m->destage_mbps, media_bytes(m, offset, length));
     c->durable = m->cache_plp ? c->done : c->start + (int64_t)ceil(m->dirty * 1000.0 / m->destage_mbps);
     if (!m->cache_plp && (m->hold_us > 0 || m->program_us > 0)) {
@@ -376,12 +383,14 @@ static void write_request(struct model *m, struct cost *c, uint64_t offset, uint
     c->media = media_from(c->start, c->durable, window);
     return;
   }
-  int64_t service = us_to_ns(dist_sample(&m->write, &m->rng)) + transfer_ns(m->write_mbps, length);
+  int64_t written = us_to_ns(dist_sample(&m->write, &m->rng)) + transfer_ns(m->write_mbps, length), service = written;
   for (uint32_t i = 0; i < c->rmw_reads + c->unit_reads; i++)
     service += us_to_ns(dist_sample(&m->read, &m->rng));
   on_media(m, c, now, service, offset);
   c->durable = c->done;
-  c->media = media_from(c->start, c->durable, window_ns(m, m->write_mbps, media_bytes(m, offset, length)));
+  /* the window is within the write's own time: never over the reads of a read-modify-write */
+  int64_t window = window_ns(m, m->write_mbps, media_bytes(m, offset, length));
+  c->media = media_from(c->start, c->durable, window < written ? window : written);
 }
 
 static void flush_request(struct model *m, struct cost *c, int64_t now) {

@@ -106,8 +106,9 @@ struct cost {
                                           modify it, or in a cache). The units it writes (the write rounded
                                           out to the physical sector, or the flash write unit when larger)
                                           at the medium's rate: write-mbps, or cache-destage-mbps for a
-                                          volatile cache's drain; never before the service starts. -1: as
-                                          durable */
+                                          volatile cache's drain; or their program, program-us; never
+                                          before the service starts, nor over the reads of a read-modify-
+                                          write. -1: as durable */
   int channel;                         /* -1: the cache answered, no channel */
   int cached;                          /* a write the cache took, or a flush the cache answered */
   uint32_t rmw_reads;                  /* physical sectors read first */

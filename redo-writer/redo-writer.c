@@ -89,9 +89,9 @@ static struct opt verify_opts[] = {
 	  NULL, 0, ~0ULL, NULL, NULL, NULL, 0 },
 	{ "redo-per-txn", OPT_NUM, "redo bytes a commit generates: counts the commits lost (with --acknowledged)", NULL,
 	  1, 64ULL << 20, NULL, NULL, NULL, 0 },
-	{ "checkpoint", OPT_NUM, "redo byte position recovery starts from, as a database's checkpoint (a wrapping "
-	  "log's: the start of the pass the writer is in; redo before it needs none): the redo lost is counted from it "
-	  "(with --acknowledged, at most it)", NULL, 0, ~0ULL, NULL, NULL, NULL, 0 },
+	{ "checkpoint", OPT_NUM, "redo byte position of a database's checkpoint (a wrapping log's: the start of the "
+	  "pass the writer is in; redo before it needs no recovery): the redo lost is counted from it, the log still "
+	  "read from block 0 (with --acknowledged, at most it)", NULL, 0, ~0ULL, NULL, NULL, NULL, 0 },
 	{ "unreadable", OPT_STR, "file of lines OFFSET LENGTH (bytes, decimal): ranges a read fails on (medium errors)",
 	  NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "mirror", OPT_STR, "the log group's second member (run --mirror's), read only: each block from whichever "
@@ -860,9 +860,14 @@ static int build_verify_config(struct verify_config *cfg)
 		fprintf(stderr, "%s: --redo-per-txn counts the commits lost: expected --acknowledged too\n", PROG);
 		return -1;
 	}
-	if (cfg->has_checkpoint && !(cfg->has_acknowledged && cfg->checkpoint <= cfg->acknowledged)) {
+	if (cfg->has_checkpoint && !cfg->has_acknowledged) {
 		fprintf(stderr, "%s: --checkpoint %llu: the redo lost is counted from it up to --acknowledged: expected "
-			"--acknowledged too, at or past it\n", PROG, cfg->checkpoint);
+			"--acknowledged too\n", PROG, cfg->checkpoint);
+		return -1;
+	}
+	if (cfg->has_checkpoint && cfg->checkpoint > cfg->acknowledged) {
+		fprintf(stderr, "%s: --checkpoint %llu is past --acknowledged %llu: expected at most %llu\n", PROG,
+			cfg->checkpoint, cfg->acknowledged, cfg->acknowledged);
 		return -1;
 	}
 	return 0;

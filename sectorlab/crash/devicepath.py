@@ -174,14 +174,15 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
         position = min(m.log.acknowledged(at) for m in members)  # a write is complete when every member's is
         # a wrapping log's recovery starts at the pass the cut found the writer in: earlier passes were
         # checkpointed (in a database's other log groups) before the log was reused
-        checkpoint = min(members[0].log.pass_start(at), position) if cell.wrapping else None
+        pass_start = members[0].log.pass_start(at) if cell.wrapping else None
+        checkpoint = min(pass_start, position) if cell.wrapping else None  # verify's is at most the acknowledged
         verdict = _judge(work, members, states, cell.blocksize, preset, position, checkpoint)
         cuts.append({"run": index, "kind": kind, **({"shares": shares} if shares else {}),
                      "cut_us": round(at - t0, 3), "acknowledged": position,
                      **{k: sum(getattr(s, f) for s in states) for k, f in STATE_KEYS.items()},
                      **{k: verdict[k] for k in VERDICT_KEYS},
                      **({"blocks_from_mirror": verdict["blocks_from_mirror"]} if len(members) > 1 else {}),
-                     **({"pass_start": checkpoint} if cell.wrapping else {})})
+                     **({"pass_start": pass_start, "checkpoint": checkpoint} if cell.wrapping else {})})
     first = members[0].log
     run = {"seed": seed, "wraps": report["wraps"], "writes": len(first.writes),
            "fua_writes": sum(w.fua for w in first.writes),

@@ -151,12 +151,22 @@ def timeline(writes: list[Request], flushes: list[Request], rules: Rules) -> lis
     return out
 
 
+# The trace's times are written to 0.001 us; a flush answered at the very moment its last write is
+# durable can read back a rounding below it, which is not an acknowledgement before durability.
+TIME_RESOLUTION_US = 0.001
+
+
+def _early(ack: float, durable: float) -> bool:
+    """Whether an acknowledgement came before durability, by more than the trace's rounding."""
+    return ack < durable - TIME_RESOLUTION_US / 2
+
+
 def exposed(writes: list[Request], flushes: list[Request], rules: Rules) -> list[tuple[float, float]]:
     """Per write, the span in which a cut can hurt it: its window (timeline), from its
     acknowledgement when that came first (a drive that lies about a flush or a FUA write,
     `lies-about`: a cut between the acknowledgement and the window loses the write whole, its
     commit acknowledged)."""
-    return [(min(a, ack), b) if ack < b else (a, b)
+    return [(min(a, ack), b) if _early(ack, b) else (a, b)
             for (a, b), ack in zip(timeline(writes, flushes, rules), acknowledged_at(writes, flushes))]
 
 
@@ -172,7 +182,8 @@ def windows(writes: list[Request], flushes: list[Request], rules: Rules, start: 
 def acknowledged_early(writes: list[Request], flushes: list[Request], rules: Rules) -> int:
     """How many writes were acknowledged (their FUA reply, or the flush after them) before they were
     durable: 0 on a drive that does not lie."""
-    return sum(ack < b for (_, b), ack in zip(timeline(writes, flushes, rules), acknowledged_at(writes, flushes)))
+    return sum(_early(ack, b) for (_, b), ack in zip(timeline(writes, flushes, rules),
+                                                     acknowledged_at(writes, flushes)))
 
 
 def merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:

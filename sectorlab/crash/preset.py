@@ -55,11 +55,11 @@ def _wrapping(where: str, key: str, value, got: dict) -> list:
 
 
 def _holds(where: str, key: str, value, got: dict) -> list:
-    if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, (int, float))
-                                          or not 0 <= v <= 10_000_000 for v in value):
-        raise UsageError(f"{where}: {key} = {value!r}: expected a list of microseconds from 0 to 10000000 ([] for "
-                         f"the profiles' own)")
-    return fields.no_duplicates(where, key, [float(v) for v in value])
+    if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 10_000_000
+                                          for v in value):
+        raise UsageError(f"{where}: {key} = {value!r}: expected a list of whole microseconds from 0 to 10000000 ([] "
+                         f"for the profiles' own)")
+    return fields.no_duplicates(where, key, value)
 
 
 def lies_about_flush(profile: str) -> bool:
@@ -131,19 +131,19 @@ class Cell:
     blocksize: int
     members: int = 1         # 2: a multiplexed log group, each member on a disk of its own
     wrapping: bool = False   # a log small enough to wrap several times in the run
-    hold_us: float | None = None  # a lying drive's cache-hold-us, over the profile's own
+    hold_us: int | None = None  # a lying drive's cache-hold-us, over the profile's own
 
     @property
     def key(self) -> str:
         return (f"{self.profile}/{self.geometry}@{self.blocksize}{'x2' if self.members == 2 else ''}"
-                f"{'+wrap' if self.wrapping else ''}{'' if self.hold_us is None else f'+hold{self.hold_us:g}us'}")
+                f"{'+wrap' if self.wrapping else ''}{'' if self.hold_us is None else f'+hold{self.hold_us}us'}")
 
     def params(self) -> dict[str, str]:
         """The model's parameters of a disk of this cell: its profile's at its geometry, the hold swept over
         the profile's own."""
         g = geometry.get(self.geometry)
         out = profiles.get(self.profile).params_for(g.logical_block_size, g.physical_block_size)
-        return out if self.hold_us is None else {**out, "cache-hold-us": f"{self.hold_us:g}"}
+        return out if self.hold_us is None else {**out, "cache-hold-us": str(self.hold_us)}
 
 
 @dataclass(frozen=True)
@@ -241,6 +241,15 @@ def load(name: str) -> CrashPreset:
         raise UsageError(f"crash preset {path}: no [crash] table: expected one, holding "
                          f"{', '.join(f.name for f in CRASH_FIELDS.fields if f.default is fields.REQUIRED)}")
     raw = CRASH_FIELDS.read(f"{path} [crash]", raw)
+    lying = [p for p in raw["profiles"] if lies_about_flush(p)]
+    if raw["cache_hold_us"] and not lying:
+        raise UsageError(f"crash preset {path}: cache_hold_us = {raw['cache_hold_us']!r} sweeps the hold of a drive "
+                         f"that lies about a flush, and none of its profiles does: expected one such profile (as "
+                         f"ssd-client-tlc-lying), or cache_hold_us = []")
+    if lying and True in raw["wrapping"]:
+        raise UsageError(f"crash preset {path}: wrapping = {raw['wrapping']!r} with {lying[0]!r}, which lies about a "
+                         f"flush: a wrapping log's recovery takes the passes before as checkpointed, which a lying "
+                         f"drive may not have made durable (not modelled); expected wrapping = [false] with it")
     cells = tuple(Cell(p, g, bs, n, w, h) for p in raw["profiles"] for g in raw["geometries"]
                   for bs in raw["blocksizes"] for n in raw["members"] for w in raw["wrapping"]
                   for h in (raw["cache_hold_us"] if lies_about_flush(p) and raw["cache_hold_us"] else [None]))

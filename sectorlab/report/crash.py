@@ -46,9 +46,12 @@ def _order(c: dict) -> tuple:
 
 def disk(c: dict) -> str:
     cache = {"none": "no write cache", "protected": "protected cache", "volatile": "volatile cache"}[c["write_cache"]]
-    lies = c.get("lies_about")
+    said = LIES.get(c.get("lies_about") or "none")
     return (f"`{one_line(c['profile'])}` ({c['power_loss']}, {cache}"
-            f"{f' that acknowledges {one_line(lies)} before it is durable' if lies else ''})")
+            f"{f' that acknowledges {said} before the write is durable' if said else ''})")
+
+
+LIES = {"none": "", "fua": "a FUA write", "flush": "a flush", "fua,flush": "a FUA write or a flush"}
 
 
 def lies(c: dict) -> bool:
@@ -197,11 +200,16 @@ def headlines(doc: dict) -> list[str]:
         out.append(f"- **A rule contradicted**: {cell(c['cell'])} lost acknowledged commits where the rule says it "
                    f"cannot ({c['cannot_lose']}): the model or the judge is wrong; report it.")
     out += swept_headlines(doc, cells)
-    volatile = [c for c in cells if c["write_cache"] == "volatile"]
+    volatile = [c for c in cells if c["write_cache"] == "volatile" and not c.get("lies_about") and not lies(c)]
     if volatile and all(r["fua_writes"] == r["writes"] for c in volatile for r in c["runs"]):
-        out.append("- The volatile write cache lost nothing acknowledged because every log write was a FUA write "
-                   "(redo-writer's, as Linux's O_DSYNC on a disk that offers FUA): the cache never held an "
-                   "acknowledged write. Only a host that skips FUA and flushes would lose one there.")
+        disks = ", ".join(sorted({f"`{one_line(c['profile'])}`" for c in volatile}))
+        liars = sorted({f"`{one_line(c['profile'])}`" for c in cells if c.get("lies_about") or lies(c)})
+        out.append(f"- The volatile write cache of {disks} held no acknowledged write, because every log write "
+                   f"was a FUA write (redo-writer's, as Linux's O_DSYNC on a disk that offers FUA), which it "
+                   f"wrote through; what it lost, it lost on the media. A host that skips FUA and flushes would "
+                   f"lose acknowledged writes in it"
+                   + (f", and so does a drive that acknowledges before the write is durable ({', '.join(liars)})."
+                      if liars else "."))
     return out
 
 

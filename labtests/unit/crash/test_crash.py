@@ -53,8 +53,12 @@ seed = 1
     (("seed = 1", "seed = 1\nmembers = [3]"), "members = [3]: expected a list of 1 (one log member) and 2"),
     (("seed = 1", "seed = 1\nwrapping = [1]"), "wrapping = [1]: expected a list of false"),
     (("seed = 1", "seed = 1\nwrapping_log_kib = 16"), "wrapping_log_kib = 16: expected at least 64"),
-    (("seed = 1", "seed = 1\ncache_hold_us = [-1]"), "cache_hold_us = [-1]: expected a list of microseconds"),
-    (('profiles = ["hdd-7200-client"]', 'profiles = ["hdd-7200-client"]\ncache_hold_us = [true]'), "cache_hold_us"),
+    (("seed = 1", "seed = 1\ncache_hold_us = [-1]"), "cache_hold_us = [-1]: expected a list of whole microseconds"),
+    (("seed = 1", "seed = 1\ncache_hold_us = [1.5]"), "cache_hold_us = [1.5]: expected a list of whole microseconds"),
+    (("seed = 1", "seed = 1\ncache_hold_us = [100]"),
+     "cache_hold_us = [100] sweeps the hold of a drive that lies about a flush, and none of its profiles does"),
+    (('profiles = ["hdd-7200-client"]', 'profiles = ["ssd-client-tlc-lying"]\nwrapping = [true]'),
+     "which lies about a flush: a wrapping log's recovery takes the passes before as checkpointed"),
 ])
 def test_a_bad_crash_preset_is_one_line_before_anything_runs(tmp_path, change, says):
     path = tmp_path / "p.toml"
@@ -181,7 +185,12 @@ def test_a_drive_that_lies_loses_acknowledged_4k_redo_the_honest_one_cannot_lose
     assert all(r["acknowledged_early"] > 0 for r in lying["runs"])
     assert sum(x["lost_commits"] > 0 for x in lying["cuts"] if x["kind"] == "window") > 0
     md = (next((tmp_path / "out").glob("*/report.md"))).read_text()
-    assert "that acknowledges fua,flush before it is durable" in md and "holding an acknowledged write 10000 us" in md
+    assert "that acknowledges a FUA write or a flush before the write is durable" in md
+    assert "holding an acknowledged write 10000 us" in md
+    (fua,) = [line for line in md.splitlines() if line.startswith("- The volatile write cache of")]
+    assert fua.startswith("- The volatile write cache of `ssd-client-tlc` held no acknowledged write"), fua
+    assert fua.endswith("and so does a drive that acknowledges before the write is durable "
+                        "(`ssd-client-tlc-lying`)."), fua
 
 
 def test_a_log_that_wraps_ends_its_recovery_at_the_pass_before(tmp_path, work_dir):
@@ -206,7 +215,10 @@ def test_a_log_that_wraps_ends_its_recovery_at_the_pass_before(tmp_path, work_di
     assert max(x["acknowledged"] for x in window) > c["log_size"]  # positions count on across passes
     assert any(x["torn_header_ok"] for x in window)  # a right header over an older pass's bytes
     assert c["cannot_lose"] and not [x for x in c["cuts"] if x["lost_commits"]], c["cannot_lose"]
-    assert all(x["pass_start"] <= x["acknowledged"] or x["lost_commits"] == 0 for x in window)
+    # verify counts the redo lost from the pass the cut found (its checkpoint), not from block 0
+    assert all(x["checkpoint"] == min(x["pass_start"], x["acknowledged"]) for x in window)
+    assert all(x["lost_bytes"] == max(0, x["acknowledged"] - max(x["recovered_to"], x["checkpoint"])) for x in window)
+    assert any(x["pass_start"] > 0 for x in window)
 
 
 def test_rates_take_the_run_as_the_unit():

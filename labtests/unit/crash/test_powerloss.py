@@ -222,3 +222,23 @@ def test_a_lying_drive_loses_an_acknowledged_write_whole_between_its_acknowledge
     assert powerloss.acknowledged_early(honest, [], h) == 0
     (a, b), = powerloss.windows(honest, [], h)
     assert b - a == pytest.approx(1125, abs=0.002) and "whole 4096-byte" in powerloss.cannot_lose(h, honest, [])
+
+
+def test_an_honest_flush_answered_as_its_last_write_is_durable_is_not_a_lie_at_a_host_clocks_times():
+    """The honest client SSD answers a flush at the moment its last write's program ends; the trace's
+    times, at a host clock's 3.6e9 us and written to 0.001 us, can read the reply a rounding before
+    durability: that is not an acknowledgement before the write is durable, and the whole-units rule
+    holds."""
+    params = profiles.get("ssd-client-tlc").params
+    rng, t, lines = random.Random(3), 3_600_000_000.0, []
+    for i in range(400):
+        t += rng.uniform(100, 5000)
+        lines.append(f"{t:.3f} write {i * 4096} 4096\n")
+        t += rng.uniform(0, 100)
+        lines.append(f"{t:.3f} flush 0 0\n")
+    requests = "".join(lines)
+    rows = simulate(requests, **{k.replace("-", "_"): v for k, v in params.items()})
+    writes, flushes = [r for r in rows if r.op == "write"], [r for r in rows if r.op == "flush"]
+    r = powerloss.Rules.of("ssd-client-tlc", params, 4096)
+    assert powerloss.acknowledged_early(writes, flushes, r) == 0
+    assert "whole 4096-byte atomic units" in powerloss.cannot_lose(r, writes, flushes)
