@@ -176,7 +176,7 @@ def test_a_drive_that_lies_loses_acknowledged_4k_redo_the_honest_one_cannot_lose
     assert not any("+hold" in k for k in keys if k.startswith("ssd-client-tlc/"))
     small = crash_preset.load("small")
     cells = (Cell("ssd-client-tlc", "sector4k", 4096), Cell("ssd-client-tlc-lying", "sector4k", 4096, hold_us=10000))
-    both = dataclasses.replace(small, cells=cells, seconds=1, sweep_unreadable=(), sweep_new=())
+    both = dataclasses.replace(small, cells=cells, seconds=1, cuts=8, uniform_cuts=2, sweep_unreadable=(), sweep_new=())
     doc = json.loads((crash.run(both, lambda _: None, tmp_path / "out") / "crash.json").read_text())
     honest, lying = sorted(doc["cells"], key=lambda c: c["profile"])
     assert "whole 4096-byte atomic units" in honest["cannot_lose"]
