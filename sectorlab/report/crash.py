@@ -230,6 +230,12 @@ def _at(c: dict, name: str, value: float, default: dict, did) -> rates.CellRates
     return rates.of_cell(c, did) if value == default[name] else rates.of_cell(c, did, {name: value})
 
 
+def _apart(low: rates.CellRates, high: rates.CellRates) -> bool:
+    """Whether the conditional shares at a sweep's two ends differ beyond their intervals."""
+    a, b = low.conditional, high.conditional
+    return a.high < b.low or b.high < a.low
+
+
 def swept_headlines(doc: dict, cells: list[dict]) -> list[str]:
     """Each headline over the assumed shares' range: it holds at every value swept, or it depends."""
     out, default = [], doc.get("shares", {"unreadable": 1 / 3, "new": 0.5})
@@ -249,7 +255,10 @@ def swept_headlines(doc: dict, cells: list[dict]) -> list[str]:
                        f"{cell(c['cell'])}: a cut inside a window {what} in "
                        + ", ".join(f"{r.conditional.percent()} at {v:.2g}" for v, r in got)
                        + f" ({got[0][1].conditional.n} cuts each): that it can {verdict}"
-                       + ("; how often follows the share." if verdict == "holds over the range" else "."))
+                       + ("" if verdict != "holds over the range" else
+                          "; how often follows the share." if _apart(got[0][1], got[-1][1]) else
+                          "; how often hardly moves with it (the intervals at its two ends overlap): the loss does not "
+                          "come from the tear's outcome here."))
     return out
 
 
