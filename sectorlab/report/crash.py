@@ -230,10 +230,9 @@ def _at(c: dict, name: str, value: float, default: dict, did) -> rates.CellRates
     return rates.of_cell(c, did) if value == default[name] else rates.of_cell(c, did, {name: value})
 
 
-def _apart(low: rates.CellRates, high: rates.CellRates) -> bool:
-    """Whether the conditional shares at a sweep's two ends differ beyond their intervals."""
-    a, b = low.conditional, high.conditional
-    return a.high < b.low or b.high < a.low
+def _apart(got: list[rates.CellRates]) -> bool:
+    """Whether the conditional shares at some two values of a sweep differ beyond their intervals."""
+    return max(r.conditional.low for r in got) > min(r.conditional.high for r in got)
 
 
 def swept_headlines(doc: dict, cells: list[dict]) -> list[str]:
@@ -256,9 +255,8 @@ def swept_headlines(doc: dict, cells: list[dict]) -> list[str]:
                        + ", ".join(f"{r.conditional.percent()} at {v:.2g}" for v, r in got)
                        + f" ({got[0][1].conditional.n} cuts each): that it can {verdict}"
                        + ("" if verdict != "holds over the range" else
-                          "; how often follows the share." if _apart(got[0][1], got[-1][1]) else
-                          "; how often hardly moves with it (the intervals at its two ends overlap): the loss does not "
-                          "come from the tear's outcome here."))
+                          "; how often follows the share." if _apart([r for _, r in got]) else
+                          "; how often hardly moves with it (its intervals overlap over the whole range)."))
     return out
 
 
