@@ -93,7 +93,9 @@ def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
         for r, run in enumerate(c["runs"]):
             kinds = [x["kind"] for x in c["cuts"] if x["run"] == r]
             assert kinds.count("window") == small.cuts and kinds.count("uniform") == small.uniform_cuts
-            assert run["writes"] > 20 and run["exposure"] == pytest.approx(run["window_us"] / run["span_us"])
+            # how many writes a run of one second gets follows this host's pace (14 beside a CPU hog, about 100
+            # quiet): not asserted; each window is, write by write, below
+            assert run["writes"] > 0 and run["exposure"] == pytest.approx(run["window_us"] / run["span_us"])
             # one channel, so no two windows overlap: each write's is its sectors, rounded out, at 140 MB/s
             writes = [w for w in trace.read(out / f"{c['cell'].replace('/', '-')}.run{r + 1}.trace.csv")
                       if w.op == "write"]
