@@ -11,13 +11,14 @@ PROGRAM = "redo-writer"
 def run_args(target: str, blocksize: int, *, sessions: int, redo_per_txn: int, seconds: int, log_size: int,
              arrival: str = "closed", rate: int = 0, seed: int | None = None, cpu_us_per_txn: int = 0,
              second: str | None = None, pairing: str | None = None, checked: bool = False,
-             max_write: int | None = None) -> list[str]:
+             max_write: int | None = None, transactions: int | None = None) -> list[str]:
     """`redo-writer run` writing redo to `target` at `blocksize` for `seconds`: `sessions` committing
     `redo_per_txn` bytes each, arriving as `arrival` says at `rate` commits/s (with `seed`, for
     Poisson arrivals only), `cpu_us_per_txn` of CPU before each commit; `second` is the log group's
     other member, written as `pairing` says (race or mirror); `checked`: redo blocks crash recovery
     can verify (a header with the sequence and a CRC32C); `max_write`: the log buffer (redo-writer's
-    default, 1 MiB, when None)."""
+    default, 1 MiB, when None); `transactions`: the run ends after that many commits, or at `seconds`,
+    whichever comes first (a count that does not follow the host's pace)."""
     args = [PROGRAM, "run", *(["--format", "checked"] if checked else []), "--target", target]
     if second:
         args += [f"--{pairing or 'race'}", second]
@@ -29,6 +30,8 @@ def run_args(target: str, blocksize: int, *, sessions: int, redo_per_txn: int, s
         args += ["--cpu-us-per-txn", str(cpu_us_per_txn)]
     if max_write is not None:
         args += ["--max-write", str(max_write)]
+    if transactions:
+        args += ["--transactions", str(transactions)]
     return args + ["--log-size", str(log_size), "--duration", str(seconds)]
 
 

@@ -104,7 +104,7 @@ def _write(preset: CrashPreset, cell: Cell, members: list[_Member], seed: int) -
         members[0].server.uri(), cell.blocksize, sessions=preset.sessions, redo_per_txn=preset.redo_per_txn,
         seconds=preset.seconds, log_size=preset.log_of(cell), arrival="poisson", rate=preset.rate, seed=seed,
         second=members[1].server.uri() if len(members) > 1 else None, pairing="mirror", checked=True,
-        max_write=preset.max_write(cell))[1:], "--output", "json"]
+        max_write=preset.max_write(cell), transactions=preset.transactions or None)[1:], "--output", "json"]
     started = []
     try:
         for m in members:
@@ -266,7 +266,7 @@ def run(preset: CrashPreset, progress, results_root: Path) -> Path:
            "shares": dataclasses.asdict(powerloss.DEFAULT_SHARES),
            "sweep": {"unreadable": list(preset.sweep_unreadable), "new": list(preset.sweep_new)},
            "load": {"sessions": preset.sessions, "redo_per_txn": preset.redo_per_txn, "rate": preset.rate,
-                    "seconds": preset.seconds, "log_size": preset.log_size},
+                    "seconds": preset.seconds, "transactions": preset.transactions, "log_size": preset.log_size},
            "forbidden": [{"cell": c.key, "why": preset.forbidden(c)} for c in preset.cells if preset.forbidden(c)],
            "cells": cells, "wall_s": round(time.monotonic() - started), "atomic": lacking}
     write_atomic(results / "crash.json", json.dumps(doc, indent=2))

@@ -118,6 +118,9 @@ CRASH_FIELDS = fields.Table("[crash]", "A crash preset (labs/crash/*.toml, make 
     fields.Field("rate", fields.number(1, 100000), "commits per second offered (Poisson): a load every profile "
                  "writes into a log that does not wrap", default=300),
     fields.Field("seconds", fields.number(1, 600), "the run's length", default=3),
+    fields.Field("transactions", fields.number(0, 10_000_000), "commits a run, when it ends on a count: whichever "
+                 "of it and seconds comes first (0: seconds alone); a count makes a run the same on a busy host",
+                 default=0),
     fields.Field("log_size_mib", fields.number(1, 4096), "the log (it must not wrap)", default=64),
     fields.Field("seed", fields.number(0, 2**31 - 1), "of the cells' order, the loads' arrivals, the cuts and the "
                  "tears", default=fields.REQUIRED),
@@ -163,6 +166,7 @@ class CrashPreset:
     sweep_unreadable: tuple[float, ...] = ()  # the assumed shares swept, each with `cuts` more cuts a run
     sweep_new: tuple[float, ...] = ()
     wrapping_log: int = 64 << 10
+    transactions: int = 0       # a run ends after this many commits, or at `seconds` (0: at `seconds`)
     at_ms: float | None = None  # one cut at this moment of each run (ms from its first write), not drawn
     path: Path | None = None    # the file it was read from
 
@@ -259,6 +263,6 @@ def load(name: str) -> CrashPreset:
     preset = CrashPreset(path.stem, raw["title"], cells, raw["cuts"], raw["sessions"], raw["redo_per_txn"],
                          raw["rate"], raw["seconds"], raw["log_size_mib"] << 20, raw["seed"], raw["runs"],
                          raw["uniform_cuts"], tuple(raw["sweep_unreadable"]), tuple(raw["sweep_new"]),
-                         raw["wrapping_log_kib"] << 10, path=path)
+                         raw["wrapping_log_kib"] << 10, raw["transactions"], path=path)
     preset.runnable()
     return preset

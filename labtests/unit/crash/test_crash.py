@@ -53,6 +53,7 @@ seed = 1
     (("seed = 1", "seed = 1\nmembers = [3]"), "members = [3]: expected a list of 1 (one log member) and 2"),
     (("seed = 1", "seed = 1\nwrapping = [1]"), "wrapping = [1]: expected a list of false"),
     (("seed = 1", "seed = 1\nwrapping_log_kib = 16"), "wrapping_log_kib = 16: expected at least 64"),
+    (("seed = 1", "seed = 1\ntransactions = -1"), "transactions = -1: expected at least 0 and at most 10000000"),
     (("seed = 1", "seed = 1\ncache_hold_us = [-1]"), "cache_hold_us = [-1]: expected a list of whole microseconds"),
     (("seed = 1", "seed = 1\ncache_hold_us = [1.5]"), "cache_hold_us = [1.5]: expected a list of whole microseconds"),
     (("seed = 1", "seed = 1\ncache_hold_us = [100]"),
@@ -205,8 +206,9 @@ def test_a_log_that_wraps_ends_its_recovery_at_the_pass_before(tmp_path, work_di
 
     from sectorlab.crash.preset import Cell
     small = crash_preset.load("small")
-    cell = Cell("intel-p3700", "sector512n", 4096, wrapping=True)  # fast: it wraps however busy the host
-    wrapping = dataclasses.replace(small, cells=(cell,), seconds=2, sweep_new=())
+    cell = Cell("hdd-7200-client", "sector512n", 4096, wrapping=True)
+    # 200 commits of 2 sessions: at least 100 one-block writes of a 16-block log, 6 passes, at any pace
+    wrapping = dataclasses.replace(small, cells=(cell,), seconds=60, transactions=200, sweep_new=())
     doc = json.loads((crash.run(wrapping, lambda _: None, tmp_path) / "crash.json").read_text())
     (c,) = doc["cells"]
     assert c["cell"].endswith("@4096+wrap") and c["log_size"] == 64 << 10
