@@ -260,7 +260,7 @@ def test_a_cut_at_a_chosen_moment_and_one_outside_the_run(tmp_path, work_dir):
     the run's span, and the cell's model and files are gone either way."""
     import dataclasses
     small = crash_preset.load("small")
-    one = dataclasses.replace(small, cells=small.cells[:1], cuts=1, at_ms=500.0)
+    one = dataclasses.replace(small, cells=small.cells[:1], cuts=1, at_ms=500.0, seconds=2)  # 500 ms in, at any pace
     doc = json.loads((crash.run(one, lambda _: None, tmp_path / "at") / "crash.json").read_text())
     cuts = doc["cells"][0]["cuts"]
     assert [c["run"] for c in cuts] == [0, 1, 2] and all(c["kind"] == "at" for c in cuts)
