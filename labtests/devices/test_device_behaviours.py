@@ -31,6 +31,10 @@ RUN_S = 4
 RUN_WRITES = 2_000  # or RUN_S, whichever comes first: a fast member writes 2,000 in about a second
 ALPHA = 0.01
 FAULT_AFTER_WRITES = 20  # a member fails once its model served this many writes of the run (about 0.2 s of it)
+# A run that ends on a count, well past the fault (one session: a log write a commit), with a deadline
+# no host reaches: the fault comes at its 20th write however slow the host (a run of 6 s did not
+# reach it when 20 writes took longer).
+RUN_PAST_THE_FAULT = ("--transactions", "500", "--duration", "100")
 COMMON = ("--sessions", 1, "--blocksize", 512, "--redo-per-txn", 512, "--log-size", 64 << 20, "--output", "json")
 
 
@@ -138,9 +142,9 @@ def test_race_the_fast_member_wins(found, runs, lab_state, record_property):
 def test_race_of_equal_members_splits_the_wins(found, runs, record_property):
     _, fast, _ = found
     a, b = fast[0].name, fast[1].name
-    # The whole RUN_S: one of the equals wins a few in a thousand (5 of 2,000 once), so no count
-    # cuts the run short.
-    race = runs.run(a, "--race", b, writes=None)
+    # One of the equals wins a few in a thousand (5 of 2,000 once): 6,000 log writes (one session, a
+    # write a commit) expect some 15 such wins at any pace; a run of RUN_S got 2,000 on a busy host.
+    race = runs.run(a, "--race", b, seconds=120, writes=6_000)
     wins = [m["wins"] for m in race["members"]]
     said = f"{a} won {wins[0]}, {b} won {wins[1]} of {race['writes']} log writes"
     record_property("race_of_equals", said)
@@ -206,7 +210,7 @@ def test_member_fault_mirror_goes_on_with_the_other_member(found, runs, lab_stat
     _, fast, slow = found
     f, s = fast[0].name, slow[0].name
     command = shlex.join(["redo-writer", "run", "--target", runs.paths[f], "--mirror", runs.paths[s],
-                          "--duration", "6", *map(str, COMMON), "--force"])
+                          *RUN_PAST_THE_FAULT, *map(str, COMMON), "--force"])
     result = _run_with_fault(runs, lab_state.lab, slow[0], FAULT_AFTER_WRITES, command)
     assert result.rc == 3, f"exit {result.rc}: {result.stderr.strip()}"
     out = json.loads(result.stdout)
@@ -224,7 +228,7 @@ def test_member_fault_mirror_goes_on_with_the_other_member(found, runs, lab_stat
 def test_member_fault_single_member_stops_with_an_error(found, runs, lab_state):
     _, _, slow = found
     s = slow[0].name
-    command = shlex.join(["redo-writer", "run", "--target", runs.paths[s], "--duration", "6", *map(str, COMMON),
+    command = shlex.join(["redo-writer", "run", "--target", runs.paths[s], *RUN_PAST_THE_FAULT, *map(str, COMMON),
                           "--force"])
     result = _run_with_fault(runs, lab_state.lab, slow[0], FAULT_AFTER_WRITES, command)
     assert result.rc == 1 and result.stdout == "", f"exit {result.rc}: {result.stdout}"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import socket
 import stat
-import time
 from pathlib import Path
 
 import paramiko
@@ -53,11 +52,11 @@ def test_a_guest_cannot_reach_the_hosts_loopback(lab_guests):
         server.settimeout(0.5)
         port = server.getsockname()[1]
         for name, guest in lab_guests.items():
-            start = time.monotonic()
+            # a hang is the guest's own timeout (exit 124), not a time taken on this host: an SSH round trip
+            # to a TCG guest on a busy host is no measure of how fast the connection failed
             result = guest.run("timeout 10 bash -c", f"exec 3<>/dev/tcp/10.0.2.2/{port}")
-            took = time.monotonic() - start
             assert result.rc != 0, f"{name}: reached the host's 127.0.0.1:{port} through 10.0.2.2"
-            assert result.rc != 124 and took < 9, f"{name}: the connection hung ({took:.1f} s) instead of failing"
+            assert result.rc != 124, f"{name}: the connection hung 10 s instead of failing"
             with pytest.raises(socket.timeout):
                 server.accept()
 
