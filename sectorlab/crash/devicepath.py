@@ -66,7 +66,7 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random, ke
     return {"cell": cell.key, "profile": cell.profile, "geometry": cell.geometry, "blocksize": cell.blocksize,
             "members": cell.members, "wrapping": cell.wrapping, "log_size": preset.log_of(cell),
             **({} if cell.hold_us is None else {"hold_us": cell.hold_us}),
-            **({"lies_about": lie} if (lie := cell.params().get("lies-about", "none")) != "none" else {}),
+            **({"lies_about": rules_.lies_about} if rules_.lies_about != "none" else {}),
             "override": preset.override(cell),
             "power_loss": rules_.power_loss, "write_cache": rules_.write_cache, "atomic_unit": rules_.unit,
             "cannot_lose": by_rule, "runs": runs, "cuts": cuts}

@@ -63,8 +63,9 @@ def _holds(where: str, key: str, value, got: dict) -> list:
 
 
 def lies_about_flush(profile: str) -> bool:
-    """Whether the profile's model acknowledges a flush before what its cache holds is durable."""
-    return "flush" in profiles.get(profile).params.get("lies-about", "").split(",")
+    """Whether the profile's model acknowledges a flush before what its cache holds is durable (its
+    power-loss rules say, as they read the model's parameters)."""
+    return powerloss.lies_about_flush(profiles.get(profile).params.get("lies-about", "none"))
 
 
 def _shares(where: str, key: str, value, got: dict) -> list:

@@ -74,7 +74,7 @@ def cell_row(c: dict) -> list[str]:
     blocksize = (f"{c['blocksize']}{' (override)' if c.get('override') else ''}"
                  f"{', multiplexed on two disks' if c.get('members', 1) == 2 else ''}"
                  f"{', wrapping log' if c.get('wrapping') else ''}"
-                 f"{'' if c.get('hold_us') is None else ', cache hold ' + format(c['hold_us'], 'g') + ' us'}")
+                 f"{'' if c.get('hold_us') is None else f', cache hold {_hold(c)} us'}")
     writes = f"{len(c['runs'])} x {statistics.median(r['writes'] for r in c['runs']):,.0f}"
     lose, tear = rates.of_cell(c, rates.losing), rates.of_cell(c, rates.tearing)
     if lose is None:  # one cut at a chosen moment a run (--at): counts only
@@ -106,8 +106,18 @@ def variant(c: dict) -> str:
     """What sets a cell apart from the others on its disk and geometry: its BLOCKSIZE, its members."""
     return (f"BLOCKSIZE {c['blocksize']}" + (", multiplexed on two such disks" if c.get("members", 1) == 2 else "")
             + (f", a log of {c['log_size'] >> 10} KiB that wraps" if c.get("wrapping") else "")
-            + ("" if c.get("hold_us") is None else f", holding an acknowledged write {c['hold_us']:g} us before "
-               f"its drain"))
+            + ("" if c.get("hold_us") is None else f", holding an acknowledged write {_hold(c)} us before its drain"))
+
+
+def _length(load: dict) -> str:
+    """A run's length as the preset bounded it: seconds, or a count of commits and seconds."""
+    n = load.get("transactions")
+    return f"{n:,} commits or {load['seconds']} s, whichever came first" if n else f"{load['seconds']} s"
+
+
+def _hold(c: dict) -> str:
+    """A cell's cache hold as its preset gave it (whole microseconds: never 1e+06), one line."""
+    return one_line(str(c["hold_us"]))
 
 
 def where(c: dict) -> str:
@@ -307,7 +317,7 @@ def picture_rows(doc: dict) -> list[dict]:
         rows.append({"label": f"{c['profile']} {c['geometry'].removeprefix('sector')} @{c['blocksize']}"
                               f"{' x2 (multiplexed)' if c.get('members', 1) == 2 else ''}"
                               f"{' wrapping' if c.get('wrapping') else ''}"
-                              f"{'' if c.get('hold_us') is None else ' hold ' + format(c['hold_us'], 'g') + ' us'}",
+                              f"{'' if c.get('hold_us') is None else f' hold {_hold(c)} us'}",
                      "by_rule": by_rule,
                      "lose": {k: None if by_rule else (e.value, e.low, e.high)
                               for k, e in (("per_cut", lose.per_cut), ("conditional", lose.conditional))},
@@ -329,7 +339,7 @@ def markdown(doc: dict, picture: str | None = None) -> str:
                 f"drawn uniformly over it") +
              f", {doc['wall_s']} s. The load: redo-writer on this host through libnbd (the device path), "
              f"{load['sessions']} sessions, {load['redo_per_txn']} B of redo a commit, {load['rate']} commits/s "
-             f"offered (Poisson), {load['seconds']} s, checked redo blocks. A write's window is when its bytes go "
+             f"offered (Poisson), {_length(load)}, checked redo blocks. A write's window is when its bytes go "
              f"onto the medium (the units it writes at the medium's rate, after positioning and any read of a "
              f"read-modify-write): a cut before it loses the write whole, inside it tears it by the unit rules "
              f"(crash/powerloss.py; docs/crash.md has the rules and their sources); each cut judged by "

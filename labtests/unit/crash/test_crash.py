@@ -194,6 +194,9 @@ def test_a_drive_that_lies_loses_acknowledged_4k_redo_the_honest_one_cannot_lose
     assert fua.startswith("- The volatile write cache of `ssd-client-tlc` held no acknowledged write"), fua
     assert fua.endswith("and so does a drive that acknowledges before the write is durable "
                         "(`ssd-client-tlc-lying`)."), fua
+    lying["hold_us"] = 1_000_000  # a hold is said as the preset gave it, never as 1e+06
+    held = report.markdown(doc)
+    assert "holding an acknowledged write 1000000 us" in held and "1e+06" not in held
 
 
 def test_a_log_that_wraps_ends_its_recovery_at_the_pass_before(tmp_path, work_dir):
@@ -212,6 +215,8 @@ def test_a_log_that_wraps_ends_its_recovery_at_the_pass_before(tmp_path, work_di
     doc = json.loads((crash.run(wrapping, lambda _: None, tmp_path) / "crash.json").read_text())
     (c,) = doc["cells"]
     assert c["cell"].endswith("@4096+wrap") and c["log_size"] == 64 << 10
+    md = next(tmp_path.glob("*/report.md")).read_text()
+    assert "200 commits or 60 s, whichever came first" in md  # the run's length as the preset bounded it
     assert all(r["wraps"] >= 2 for r in c["runs"]), [r["wraps"] for r in c["runs"]]
     window = [x for x in c["cuts"] if x["kind"] == "window"]
     reasons = {x["end_reason"] for x in window}

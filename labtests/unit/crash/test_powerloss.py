@@ -200,6 +200,16 @@ def test_a_write_without_fua_is_acknowledged_by_the_flush_after_its_reply():
     assert powerloss.acknowledged_at(writes, flushes) == [230, 230]
 
 
+def test_the_flush_that_acknowledges_a_write_is_the_first_to_arrive_at_or_after_its_reply():
+    """A flush arriving at the very moment of a write's reply acknowledges it; one before does not;
+    a write with no flush after it is never acknowledged (the flushes searched in arrival order)."""
+    rows = simulate("0 write 0 4096\n50 flush 0 0\n100 flush 0 0\n300 write 4096 4096\n", write="fixed:100",
+                    flush="fixed:10")
+    writes, flushes = [rows[0], rows[3]], rows[1:3]
+    assert writes[0].answer_us == 100 and flushes[1].t_us == 100
+    assert powerloss.acknowledged_at(writes, flushes) == [flushes[1].t_us + flushes[1].answer_us, math.inf]
+
+
 def test_a_lying_drive_loses_an_acknowledged_write_whole_between_its_acknowledgement_and_its_window():
     """ssd-client-tlc-lying with a hold of 10 ms: a 4 KiB FUA write answered from DRAM in 34 us,
     programmed from 10,000 to 11,125 us. A cut at 5,000 us finds it acknowledged and lost whole (no
