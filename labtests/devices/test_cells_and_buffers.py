@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from labtests.support.requires import BUFFER_PAIR, FLASH_LOG_CELL, buffer_pair_of, flash_log_cells_of, require
@@ -32,7 +33,6 @@ BASE = 1 << 20      # past the partition table's sectors
 RUN_S = 3
 RUN_WRITES = 2_000  # or RUN_S, whichever comes first: a fast drive writes 2,000 in about a second
 UNIT = 4096         # the profiles' write unit (nvme-512e)
-REPLY_MARGIN_US = 300  # a flash log ahead by more than this beats the host's sleep lateness (tens of us)
 
 # O_DIRECT|O_DSYNC writes of SIZE bytes, one after the other from BASE.
 WRITER = """import mmap, os, sys
@@ -168,13 +168,16 @@ def test_a_cell_races_its_disk_cache_and_its_flash_log_as_the_model_decides(lab_
     since the model started, at its arrival times) through the model in virtual time gives the same
     winner and the same service times of both media for each request: the lab serves the composed
     profile, its flash log included. No reply came before its medium's time (the model sleeps until
-    it), and where the flash log was first by more than the host's sleep can blur (on the busy cell,
-    85 or 170 us against the cache's 1,000), some reply came at the flash log's time, before the disk
-    had its copy: a model that waited for the disk could give none. How many of those replies the
-    host's lateness let through is said, not judged: it is the host's (make bench-timing's numbers),
-    and a busy host late by more than the margin is no fault of the model's."""
+    it). Where the flash log was first (on the busy cell, by 830-910 us: 85 or 170 us against the
+    cache's 1,000), its replies were sent at the flash log's time, not held for the disk's: judged
+    against the host's lateness measured in the same run, on the same disk (its reads, and the
+    writes and flushes the disk answered: replies whose medium no race decides), the flash-first
+    replies' median lateness is under that reference's median plus half the smallest margin. A
+    model that waited for the disk would make every one late by its margin (830 us or more) on a
+    quiet host and a busy one alike; a busy host makes both medians later together. How many
+    replies came before the disk's time is said, not judged: that count is the host's."""
     cells = require(flash_log_cells_of(lab_state), FLASH_LOG_CELL)
-    said, early = [], []
+    said, judged = [], []
     for cell in cells:
         guest = lab_guests[cell.vm]
         path = _path(guest_devices, cell)
@@ -196,16 +199,20 @@ def test_a_cell_races_its_disk_cache_and_its_flash_log_as_the_model_decides(lab_
         flash_first = [r for r in writes if r.flashlog_first == 1]
         # the reply, from arrival: the flash log's queue and its served time, against the disk's answer
         margins = [r.queue_us + r.service_us - r.flashlog_queue_us - r.flashlog_service_us for r in flash_first]
-        clear = [r for r, m in zip(flash_first, margins) if m > REPLY_MARGIN_US]
-        replied = [r for r in clear if r.flashlog_queue_us + r.served_us < r.queue_us + r.service_us]
-        early += replied
-        # the host's lateness: the reply's time past its medium's, measured in this run
+        replied = [r for r in flash_first if r.flashlog_queue_us + r.served_us < r.queue_us + r.service_us]
+        # the host's lateness: a reply's time past its medium's, measured in this run; the reference
+        # is the replies whose medium no race decides (reads, and what the disk answered)
         late = sorted(r.served_us - r.answer_service_us for r in writes)
+        reference = [r.served_us - r.answer_service_us for r in served if r.flashlog_first != 1]
+        held = [r.served_us - r.answer_service_us for r in flash_first]
+        if flash_first:
+            judged.append(cell.name)
+        ahead = (f" (by at least {min(margins):.0f} us; the guest had {len(replied)} replies before the disk's; "
+                 f"their lateness {np.median(held):.0f} us, median)" if flash_first else "")
         said.append(f"{cell.name} ({cell.device}): {len(writes)} writes served, the flash log first for "
-                    f"{len(flash_first)} ({len(clear)} by more than {REPLY_MARGIN_US} us, of which the guest had "
-                    f"{len(replied)} replies "
-                    f"before the disk's), the disk's cache for {len(writes) - len(flash_first)}; the replies "
-                    f"{late[len(late) // 2]:.0f} us after their medium's time (median; maximum {late[-1]:.0f}); "
+                    f"{len(flash_first)}{ahead}, the disk's cache for {len(writes) - len(flash_first)}; the replies "
+                    f"{late[len(late) // 2]:.0f} us after their medium's time (median; maximum {late[-1]:.0f}); the "
+                    f"{len(reference)} replies no race decides {np.median(reference):.0f} us after theirs (median); "
                     f"replayed: "
                     f"{sum(r.flashlog_first == 1 for r in replayed if r.op == 'write')} and "
                     f"{sum(r.flashlog_first == 0 for r in replayed if r.op == 'write')}")
@@ -218,7 +225,11 @@ def test_a_cell_races_its_disk_cache_and_its_flash_log_as_the_model_decides(lab_
                 [getattr(r, column) for r in served], abs=0.002, nan_ok=True), f"{column}: {said[-1]}"
         assert all(r.flashlog_service_us > 0 for r in writes), f"the flash log wrote every write: {said[-1]}"
         assert late[0] >= -0.002, f"a reply came before its medium's time: {said[-1]}"
-        assert not clear or replied, f"every reply waited for the disk: {said[-1]}"
+        if flash_first:
+            assert min(margins) > 0, f"the flash log was first and the disk's answer was not later: {said[-1]}"
+            assert np.median(held) < np.median(reference) + min(margins) / 2, \
+                f"the flash log's replies were held toward the disk's time: {said[-1]}"
     record_property("flash_log_cells", "; ".join(said))
     print("; ".join(said))
-    assert early, f"no write's reply came at the flash log's time ahead of the disk's: {'; '.join(said)}"
+    # the busy cell's profile puts its flash log first: some cell must have been judged above
+    assert judged, f"no cell's flash log was first, so no reply at its time was judged: {'; '.join(said)}"
