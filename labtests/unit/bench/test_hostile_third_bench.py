@@ -431,9 +431,9 @@ def test_a_models_uri_reaches_its_socket_whatever_the_directory_is_called(short_
         uri = server.uri()
         parts = urllib.parse.urlsplit(uri)
         assert parts.fragment == "" and urllib.parse.parse_qs(parts.query) == {"socket": [str(server.socket)]}, uri
-        run = subprocess.run([redo_writer, "run", "--target", uri, "--duration", "1", "--blocksize", "512",
-                              "--log-size", str(8 * MIB), "--output", "json"], capture_output=True, text=True,
-                             timeout=60)
+        run = subprocess.run([redo_writer, "run", "--target", uri, "--transactions", "50", "--duration", "10",
+                              "--blocksize", "512", "--log-size", str(8 * MIB), "--output", "json"],
+                             capture_output=True, text=True, timeout=60)
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["transactions"] > 0
         assert _libnbd_size(uri) == 64 * MIB

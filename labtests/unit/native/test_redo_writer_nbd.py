@@ -91,11 +91,11 @@ REDO_4K = ("--blocksize", 4096, "--redo-per-txn", 4080, "--log-size", LOG_SIZE)
 
 
 def test_the_floor_model_gets_each_log_write_as_one_fua_write(redo_writer, serve):
-    """One session, 4 KiB redo blocks, 1 s: every log write is one NBD write with FUA (the server
+    """One session, 4 KiB redo blocks, 500 commits: every log write is one NBD write with FUA (the server
     takes FUA, as an O_DSYNC write to a device with FUA is sent), at the log's next offset, and the
     report's NBD member says so; it has no /sys/block counters and says why."""
     disk = serve({})
-    out = run_json(redo_writer, "--target", disk.uri(), *REDO_4K, "--duration", 1)
+    out = run_json(redo_writer, "--target", disk.uri(), *REDO_4K, "--transactions", 500, "--duration", 10)
     assert disk.stop()
     writes = out["writes"]
     assert writes > 0 and out["transactions"] == writes == out["log_file_parallel_write"]["count"]
