@@ -9,7 +9,7 @@ SHELL := /bin/bash
 # A variable a recipe reads (as $$NAME in the shell) must be here: labtests/unit/test_hostile_third_make.py
 # fails on one that is not.
 USER_VARS := GUEST LAB LAB_SUFFIX PYTEST_ARGS PRESET DURATION WARMUP REPEATS RESULTS ORDER_SEED SWEEP \
-             CUTS CRASH_SEED JUDGES RUNS
+             CUTS CRASH_SEED JUDGES RUNS TARGET SAMPLES PROBE_NAME DESTROY_DATA
 # LAB_SUFFIX's default is the environment's SECTORLAB_LAB_SUFFIX, as written.
 ifeq ($(origin LAB_SUFFIX),undefined)
 override LAB_SUFFIX := $(value SECTORLAB_LAB_SUFFIX)
@@ -75,7 +75,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-lane-devices test-labs test-databases test-devices test-busy test-crosscheck test-behaviours test-zfs test-crash test-devicemodel test-write-units crosscheck unit fuzz smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench-floor bench bench-all bench-check bench-timing bench-sweep bench-load crash crash-db faults \
         faults-beside faults-hostwide alone ci-more ci-lane-busy ci-lane-appliances ci-lane-bench ci-busy ci-appliances \
-        ci-bench ci-alone
+        ci-bench ci-alone probe
 
 help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
@@ -107,6 +107,9 @@ help:
 	@echo "                          path (no lab): where each headline flips (also make bench PRESET=p SWEEP=param)"
 	@echo "make bench-load PRESET=p  the seed's own load, closed loop, on the device path (no lab): group commit and"
 	@echo "                          the seed's figures beside the lab's"
+	@echo "make probe TARGET=dir     a device's timing at queue depth 1 through a file the probe makes in dir (or a"
+	@echo "                          block device with DESTROY_DATA=yes, or an NBD URI), and a calibrated profile:"
+	@echo "                          results/<time>-probe-NAME/profile.toml and report.html (docs/probe.md)"
 	@echo "make crash [PRESET=redo-matrix]  power cuts on the device path (no lab) per profile, geometry and BLOCKSIZE,"
 	@echo "                          3 runs a cell, cuts inside the writes' windows and at random moments, judged by"
 	@echo "                          redo-writer verify: acknowledged commits lost, torn blocks, their rates (docs/crash.md)"
@@ -402,6 +405,14 @@ bench-sweep: bootstrap
 bench-load: bootstrap
 	@$(show); show $(SECTORLAB) bench-load $${REPEATS:+--repeats="$$REPEATS"} $${DURATION:+--duration="$$DURATION"} \
 	  $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} -- "$${PRESET:-ssd-vs-hdd}"
+
+# A device's timing, and a profile calibrated from it (docs/probe.md):
+# make probe TARGET=/u01/oradata [SAMPLES=n] [PROBE_NAME=name] [RESULTS=dir] [DESTROY_DATA=yes for a block device].
+probe: bootstrap
+	@case "$${DESTROY_DATA-}" in ""|yes) ;; *) printf '%s\n' "make: DESTROY_DATA=$$(printf '%q' "$$DESTROY_DATA"): expected yes (a block"\
+	  "device TARGET is written over) or nothing"; exit 2;; esac; \
+	$(show); show $(SECTORLAB) probe $${SAMPLES:+--samples="$$SAMPLES"} $${PROBE_NAME:+--name="$$PROBE_NAME"} \
+	  $${RESULTS:+--results="$$RESULTS"} $${DESTROY_DATA:+--destroy-data} -- "$${TARGET-}"
 
 # Power cuts on the device path (no lab), judged by redo-writer verify; docs/crash.md:
 # make crash [PRESET=redo-matrix] [RUNS=n] [CUTS=n] [CRASH_SEED=n].

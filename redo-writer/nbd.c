@@ -443,24 +443,37 @@ static int wait_for(struct nbd_target *t, int64_t cookie, uint64_t spin_ns, cons
 	}
 }
 
-int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64_t off, int fua, uint64_t spin_ns)
+/* A write or a read of `len` bytes at `off`, in parts of at most the export's maximum block, each
+ * waited for before the next. */
+static int in_parts(struct nbd_target *t, char *buf, uint64_t len, uint64_t off, int write, uint32_t flags,
+		    uint64_t spin_ns)
 {
 	uint64_t part = t->info.maximum_block && t->info.maximum_block < NBD_WRITE_MAX ? t->info.maximum_block :
 			NBD_WRITE_MAX;
 
 	for (uint64_t done = 0; done < len;) {
 		uint64_t n = len - done < part ? len - done : part;
-		int64_t cookie = nbd_aio_pwrite(t->h, (const char *)buf + done, n, off + done, NBD_NULL_COMPLETION,
-						fua ? LIBNBD_CMD_FLAG_FUA : 0);
+		int64_t cookie = write ? nbd_aio_pwrite(t->h, buf + done, n, off + done, NBD_NULL_COMPLETION, flags) :
+				 nbd_aio_pread(t->h, buf + done, n, off + done, NBD_NULL_COMPLETION, flags);
 		int err;
 
 		if (cookie == -1)
 			return nbd_get_errno() ? -nbd_get_errno() : -EIO;
-		if ((err = wait_for(t, cookie, spin_ns, "write")))
+		if ((err = wait_for(t, cookie, spin_ns, write ? "write" : "read")))
 			return err;
 		done += n;
 	}
 	return 0;
+}
+
+int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64_t off, int fua, uint64_t spin_ns)
+{
+	return in_parts(t, (char *)buf, len, off, 1, fua ? LIBNBD_CMD_FLAG_FUA : 0, spin_ns);
+}
+
+int nbd_target_read(struct nbd_target *t, void *buf, uint64_t len, uint64_t off, uint64_t spin_ns)
+{
+	return in_parts(t, buf, len, off, 0, 0, spin_ns);
 }
 
 int nbd_target_flush(struct nbd_target *t, uint64_t spin_ns)
@@ -526,6 +539,12 @@ int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64
 int nbd_target_flush(struct nbd_target *t, uint64_t spin_ns)
 {
 	(void)t, (void)spin_ns;
+	return -ENOTSUP;
+}
+
+int nbd_target_read(struct nbd_target *t, void *buf, uint64_t len, uint64_t off, uint64_t spin_ns)
+{
+	(void)t, (void)buf, (void)len, (void)off, (void)spin_ns;
 	return -ENOTSUP;
 }
 

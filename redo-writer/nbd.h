@@ -44,6 +44,8 @@ const struct nbd_export_info *nbd_target_info(const struct nbd_target *t);
  * names the socket and the wait). */
 int nbd_target_write(struct nbd_target *t, const void *buf, uint64_t len, uint64_t off, int fua, uint64_t spin_ns);
 int nbd_target_flush(struct nbd_target *t, uint64_t spin_ns);
+/* One read of `len` bytes at `off` (redo-writer io), as a write waits for its reply. */
+int nbd_target_read(struct nbd_target *t, void *buf, uint64_t len, uint64_t off, uint64_t spin_ns);
 /* libnbd's message for the last failed call of this thread, one line. */
 const char *nbd_target_error(void);
 /* Why the target's last write or flush failed when libnbd has no word for it (no reply in time), one

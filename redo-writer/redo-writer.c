@@ -26,6 +26,7 @@
 
 #include "common.h"
 #include "engine.h"
+#include "io.h"
 #include "nbd.h"
 #include "redoblock.h"
 #include "report.h"
@@ -101,6 +102,22 @@ static struct opt verify_opts[] = {
 	{ NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, 0 },
 };
 
+static struct opt io_opts[] = {
+	{ "target", OPT_STR, "a file (opened O_DIRECT; made as large as the requests reach when it is not there), a "
+	  "block device or an NBD export on this host (nbd+unix:///[EXPORT]?socket=PATH) to issue the requests to",
+	  NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ "requests", OPT_STR, "file of requests, one a line ('-': standard input): write OFFSET LENGTH, write-durable "
+	  "OFFSET LENGTH (O_DSYNC's: RWF_DSYNC, or FUA over NBD), read OFFSET LENGTH, flush", NULL, 0, 0, NULL, NULL, NULL,
+	  0 },
+	{ "nbd-timeout", OPT_NUM, "seconds an NBD export's server has to connect and to answer each request", "30", 1,
+	  3600, NULL, NULL, NULL, 0 },
+	{ "reply-spin-us", OPT_NUM, "microseconds an NBD export's socket is polled for each reply before sleeping in "
+	  "poll() (0: always sleep): a reply that comes within it is timed without a wake-up from idle", "0", 0, 100000,
+	  NULL, NULL, NULL, 0 },
+	{ "force", OPT_FLAG, "write to a block device even if it looks in use", NULL, 0, 0, NULL, NULL, NULL, 0 },
+	{ NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, 0 },
+};
+
 static void usage_options(FILE *out, const struct opt *o)
 {
 	for (; o->name; o++) {
@@ -117,8 +134,8 @@ static void usage_options(FILE *out, const struct opt *o)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: %s run --target PATH%s [options]\n       %s verify --target PATH --blocksize N --log-size "
-		"SIZE [options]\n       %s probe PATH [--output json]\n\nrun options:\n", PROG,
-		nbd_supported ? "|nbd+unix:///[EXPORT]?socket=PATH" : "", PROG, PROG);
+		"SIZE [options]\n       %s probe PATH [--output json]\n       %s io --target PATH --requests FILE "
+		"[options]\n\nrun options:\n", PROG, nbd_supported ? "|nbd+unix:///[EXPORT]?socket=PATH" : "", PROG, PROG, PROG);
 	usage_options(out, run_opts);
 	fputs("\nOpen loop (--arrival fixed|poisson): each session has a schedule of rate/sessions commits per second\n"
 	      "of its own; a commit that arrives while its session is busy waits for it (it is queued, not dropped).\n"
@@ -129,6 +146,9 @@ static void usage(FILE *out)
 	fputs("\nverify options (crash recovery on a log written with run --format checked; exit 0 verified, whatever\n"
 	      "was lost, 1 the image cannot be read, 2 bad input):\n", out);
 	usage_options(out, verify_opts);
+	fputs("\nio options (the requests one at a time, each timed from its call to its completion; prints JSON with\n"
+	      "each request's nanoseconds; exit 0 done, 1 a request failed, 2 bad input, nothing written):\n", out);
+	usage_options(out, io_opts);
 	if (!nbd_supported)
 		fputs("\nThis build has no NBD support (built without libnbd, as the guests' static binary is): an NBD\n"
 		      "--target is refused.\n", out);
@@ -873,6 +893,158 @@ static int build_verify_config(struct verify_config *cfg)
 	return 0;
 }
 
+static void io_refuse_kind(const char *path, mode_t mode)
+{
+	fprintf(stderr, "%s: --target %s is %s: expected a regular file, a block device or an NBD URI "
+		"(nbd+unix:///?socket=PATH)\n", PROG, path, kind_of(mode));
+}
+
+/* io's --requests: a regular file of at most IO_REQUESTS_MAX_BYTES, opened without blocking (a FIFO
+ * put there would hold open() until a writer came), or '-' for standard input. NULL after one line. */
+static FILE *open_requests(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (!strcmp(path, "-"))
+		return stdin;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "%s: --requests %s: %s: expected a file of requests, or - for standard input\n", PROG, path,
+			strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "%s: --requests %s is %s: expected a regular file of requests, or - for standard input\n",
+			PROG, path, kind_of(st.st_mode));
+		close(fd);
+		return NULL;
+	}
+	if ((unsigned long long)st.st_size > IO_REQUESTS_MAX_BYTES) {
+		fprintf(stderr, "%s: --requests %s is %llu bytes: expected at most %u\n", PROG, path,
+			(unsigned long long)st.st_size, IO_REQUESTS_MAX_BYTES);
+		close(fd);
+		return NULL;
+	}
+	return fdopen(fd, "r");
+}
+
+/* redo-writer io: the requests read and checked, the target opened (a file, made when it is not
+ * there, as large as the requests reach; a block device not in use; an NBD export) and checked
+ * against them, then issued; JSON out. 0, 1 (a request failed), 2 (bad input: nothing written, a
+ * file it made removed). */
+static int io_command(void)
+{
+	const char *target = str(io_opts, "target"), *requests = str(io_opts, "requests");
+	struct output o = { .opt = "target", .path = target, .member = 1, .fd = -1 };
+	unsigned long long timeout_s, spin_us;
+	uint64_t size = 0, align = 512;
+	struct io_request *req = NULL;
+	uint64_t *ns = NULL;
+	size_t n = 0;
+	FILE *in;
+	int rc = 2, logical = 0, block = 0;
+	struct stat st;
+
+	if (!target || !requests || !*target || !*requests) {
+		fprintf(stderr, "%s: io needs --target (a file, a block device or an NBD export) and --requests (a file of "
+			"requests, or - for standard input)\n", PROG);
+		return 2;
+	}
+	if (num(io_opts, "nbd-timeout", &timeout_s) || num(io_opts, "reply-spin-us", &spin_us) ||
+	    !(in = open_requests(requests)))
+		return 2;
+	if (io_parse(in, strcmp(requests, "-") ? requests : "standard input", &req, &n)) {
+		if (in != stdin)
+			fclose(in);
+		return 2;
+	}
+	if (in != stdin)
+		fclose(in);
+	if (nbd_uri_scheme(target)) {
+		if (!(o.nbd = nbd_target_open("target", target, (int)timeout_s)))
+			goto out;
+		size = nbd_target_info(o.nbd)->size;
+		if (nbd_target_info(o.nbd)->minimum_block > align)
+			align = nbd_target_info(o.nbd)->minimum_block;
+	} else {
+		int existed = stat(target, &st) == 0;
+
+		if (existed && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+			io_refuse_kind(target, st.st_mode);
+			goto out;
+		}
+		if (existed && S_ISBLK(st.st_mode) && !find_opt(io_opts, "force")->given && check_target_safe(target))
+			goto out;
+		/* Without blocking (a FIFO put there since the stat), then its kind again on what was opened. */
+		o.fd = open(target, O_RDWR | O_DIRECT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (existed ? 0 : O_CREAT | O_EXCL),
+			    0644);
+		if (o.fd < 0) {
+			fprintf(stderr, "%s: cannot open %s for O_DIRECT reads and writes: %s\n", PROG, target, strerror(errno));
+			if (!existed && stat(target, &st) == 0 && S_ISREG(st.st_mode) && !st.st_size)
+				unlink(target);  /* O_DIRECT refused after the file was made */
+			goto out;
+		}
+		o.created = !existed;
+		if (o.created)
+			o.real = realpath(target, NULL);
+		if (fstat(o.fd, &st) || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))) {
+			io_refuse_kind(target, st.st_mode);
+			goto out;
+		}
+		if (fcntl(o.fd, F_SETFL, fcntl(o.fd, F_GETFL) & ~O_NONBLOCK)) {
+			fprintf(stderr, "%s: --target %s: fcntl: %s\n", PROG, target, strerror(errno));
+			goto out;
+		}
+		if (S_ISBLK(st.st_mode)) {
+			if (ioctl(o.fd, BLKGETSIZE64, &size) || ioctl(o.fd, BLKSSZGET, &logical)) {
+				fprintf(stderr, "%s: %s: ioctl: %s\n", PROG, target, strerror(errno));
+				goto out;
+			}
+			align = (uint64_t)logical;
+			block = 1;
+		} else if (o.created) {
+			size = io_reach(req, n);
+			if (ftruncate(o.fd, (off_t)size)) {
+				fprintf(stderr, "%s: --target %s: cannot make it %llu bytes: %s\n", PROG, target,
+					(unsigned long long)size, strerror(errno));
+				goto out;
+			}
+		} else {
+			size = (uint64_t)st.st_size;
+		}
+	}
+	if (io_check(req, n, target, size, align))
+		goto out;
+	if (!(ns = calloc(n, sizeof(*ns)))) {
+		fprintf(stderr, "%s: out of memory for %zu requests\n", PROG, n);
+		goto out;
+	}
+	if (io_run(o.fd, o.nbd, req, n, ns, spin_us * 1000)) {
+		rc = 1;
+		goto out;
+	}
+	fputs("{\"target\": ", stdout);
+	json_string(stdout, target);
+	printf(", \"transport\": \"%s\", \"size_bytes\": %llu, \"logical_block_size\": %llu, \"requests\": %zu, "
+	       "\"ns\": [", o.nbd ? "nbd" : block ? "block" : "file", (unsigned long long)size,
+	       (unsigned long long)align, n);
+	for (size_t i = 0; i < n; i++)
+		printf("%s%llu", i ? ", " : "", (unsigned long long)ns[i]);
+	puts("]}");
+	rc = 0;
+out:
+	free(req);
+	free(ns);
+	if (o.fd >= 0)
+		close(o.fd);
+	if (rc && o.created && o.real)
+		unlink(o.real);  /* a file it made, for a run that did not happen or failed */
+	free(o.real);
+	nbd_target_close(o.nbd);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct output out[3];
@@ -904,8 +1076,10 @@ int main(int argc, char **argv)
 			return 2;
 		return verify(&vcfg);
 	}
+	if (!strcmp(argv[1], "io"))
+		return parse_args(io_opts, argc, argv, 2) ? 2 : io_command();
 	if (strcmp(argv[1], "run")) {
-		fprintf(stderr, "%s: unknown command '%.60s': expected run, verify or probe\n", PROG, argv[1]);
+		fprintf(stderr, "%s: unknown command '%.60s': expected run, verify, probe or io\n", PROG, argv[1]);
 		return 2;
 	}
 	if (parse_args(run_opts, argc, argv, 2) || build_config(&cfg) || open_outputs(&cfg, out, &nout))

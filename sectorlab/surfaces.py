@@ -23,6 +23,7 @@ are inputs the battery makes valid so that only the value is hostile:
   {collector}    a collector file of one disk, sda; {report} a redo-writer JSON report;
   {events}       a redo-writer events file; {log} a log image redo-writer verify reads, {log2} another
                  (a multiplexed group's second member)
+  {requests}     a file of redo-writer io's requests;
   {redo_writer}  redo-writer built from the tree; {filter} the device model's filter, built;
   {served} the file the model serves (nbdkit's file plugin); {socket} the model's socket;
   {trace} {writelog} {unreadable} the model's own files where the entry is not about them
@@ -70,9 +71,12 @@ APPLIANCE_RECORD = Content("appliance record (appliance.json)", "JSON", inputs.B
 IMAGE_RECORD = Content("image build record", "JSON", 64 * inputs.KIB)  # images.cache.RECORD_MAX
 RESULTS = Content("results directory", "results")
 RANGES = Content("medium errors (lines OFFSET LENGTH)", "text", 4 * inputs.MIB)  # redo-writer/unreadable.c
+IO_REQUESTS = Content("requests (lines OP OFFSET LENGTH)", "text", 16 * inputs.MIB)  # redo-writer/io.h
 LOG_IMAGE = Content("redo log image", "binary")
 BLOCK_DEVICE = Content("a block device (its sizes; never read)", "none")
 PATH_ON_FILESYSTEM = Content("a block device, or a file or directory on one (its sizes; never read)", "none")
+PROBE_TARGET = Content("a directory on a filesystem (the probe makes, writes and removes a file of its own there), or "
+                       "a block device", "none")
 RESULTS_ROOT = Content("where a run's results directory goes", "results")
 SCRATCH = Content("where a test file goes", "none")
 PICTURE = Content("PNG picture", "binary")
@@ -149,6 +153,9 @@ SURFACES: tuple[Surface, ...] = (
     _s("bench-load", "--results", "bench-load {preset} --results {path}", DIRECTORY_WRITTEN, RESULTS_ROOT),
     _s("crash", "--results", "crash {crash_preset} --results {path}", DIRECTORY_WRITTEN, RESULTS_ROOT),
     _s("crash-db", "--results", "crash-db --lab {lab} --results {path}", DIRECTORY_WRITTEN, RESULTS_ROOT),
+    _s("probe", "--results", "probe {out} --samples 20 --results {path}", DIRECTORY_WRITTEN, RESULTS_ROOT),
+    # What a probe measures: a directory on a filesystem (it makes its own file there), a block device.
+    _s("probe", "target", "probe {path} --samples 20 --results {results}", FILE_READ, PROBE_TARGET),
     _s("bench-writer", "--dir", "bench-writer --dir {path} --rounds 1 --seconds 1", DIRECTORY_WRITTEN, SCRATCH),
     # Collector files, images, redo-writer's reports and events.
     _s("lab from-host", "file", "lab from-host {path} -o {out}/lab.toml", FILE_READ, COLLECTOR),
@@ -187,6 +194,10 @@ SURFACES: tuple[Surface, ...] = (
                                                              *_VERIFY_OPTIONS.split(), "--mirror", "{log2}",
                                                              "--mirror-unreadable", "{path}"), FILE_READ, RANGES),
     Surface("redo-writer", "probe", "PATH", ("{redo_writer}", "probe", "{path}"), FILE_READ, BLOCK_DEVICE),
+    Surface("redo-writer", "io", "--target", ("{redo_writer}", "io", "--target", "{path}", "--requests", "{requests}"),
+            FILE_WRITTEN, REDO_LOG),
+    Surface("redo-writer", "io", "--requests", ("{redo_writer}", "io", "--target", "{out}/t.img", "--requests",
+                                                "{path}"), FILE_READ, IO_REQUESTS),
     # The device model's files (the filter's config_help: KEY=FILE).
     _model("trace", MODEL_FILE, TRACE),
     _model("writelog", MODEL_FILE, WRITE_LOG),
@@ -201,6 +212,8 @@ NOT_FILES: dict[tuple[str, str, str], str] = {
     ("sectorlab", "bench-floor", "--disk"): "a disk's name in the lab",
     ("sectorlab", "bench-sweep", "--param"): "a parameter's name of the preset's [[bench.sweep]]",
     ("sectorlab", "image build", "--guest"): "a guest's name of the catalog (its help names 'make image')",
+    ("sectorlab", "probe", "--name"): "the profile's name (letters, digits, '-', '_', '.'), which also names its "
+                                      "results directory under --results",
 }
 
 

@@ -132,6 +132,10 @@ REAL = [
      "file or directory not found: /nonexistent/x;"),
     ("faults-unbalanced-quote", ["faults", "PYTEST_ARGS=-k \"a or b"], {}, "make",
      "make: PYTEST_ARGS='-k \"a or b': No closing quotation"),
+    ("probe-target-semicolon", ["probe", "TARGET=/nonexistent/x; touch {M}"], {}, "sectorlab",
+     "probe target /nonexistent/x; touch {M}: No such file or directory"),
+    ("probe-samples-pipe", ["probe", "TARGET={T}", "SAMPLES=20|touch {M}"], {}, "sectorlab",
+     "'20|touch {M}': expected a whole number from 20 to 2000"),
 ]
 # A value with a line break reaches sectorlab whole, and its one line shows the break escaped (\\n).
 REAL += [
@@ -416,4 +420,4 @@ def test_any_value_is_refused_in_one_line_by_the_real_program(surface, value):
 
 
 def test_the_campaign_counts():
-    assert len(REAL) == 33 and len(EXACT) == 16
+    assert len(REAL) == 35 and len(EXACT) == 16

@@ -170,7 +170,7 @@ def _redo_writer_file_options() -> set[tuple[str, str, str]]:
     no fixed choices (a path), and every PATH of its usage lines."""
     source = (REPO / "redo-writer" / "redo-writer.c").read_text()
     found = set()
-    for command in ("run", "verify"):
+    for command in ("run", "verify", "io"):
         table = re.search(rf"static struct opt {command}_opts\[\] = \{{(.*?)\n\}};", source, re.S)
         assert table, f"no {command}_opts table in redo-writer.c"
         entries = re.split(r"\n\s*\{\s*(?=\")", table.group(1))
@@ -220,7 +220,7 @@ def test_the_docs_show_the_registry():
 # --- the battery ---------------------------------------------------------------------------------
 
 PLACEHOLDERS = {"path", "results", "out", "lab", "preset", "crash_preset", "collector", "report", "events", "log",
-                "log2", "redo_writer", "filter", "served", "socket", "trace", "writelog", "unreadable"}
+                "log2", "requests", "redo_writer", "filter", "served", "socket", "trace", "writelog", "unreadable"}
 TEXT_SYNTAX = {"TOML", "JSON", "CSV", "text"}
 MODEL_HOSTILE = ("served", "served-hard-link", "served-symlink", "another-model-file", "fifo")
 WRITTEN_DIRECTORY_HOSTILE = ("dev-null", "regular-file", "fifo", "under-a-file")
@@ -244,7 +244,7 @@ def hostile_values(s: Surface) -> list[str]:
         return out
     if s.names == DIRECTORY_READ and not s.member:
         return ["fifo", "char-device", "regular-file", "symlink-to-dev-zero"]
-    if c is surfaces.PATH_ON_FILESYSTEM:  # stat alone; a file or directory on a filesystem is its answer
+    if c in (surfaces.PATH_ON_FILESYSTEM, surfaces.PROBE_TARGET):  # a file or directory on a filesystem answers
         return ["char-device", "symlink-to-dev-zero"]
     out = ["fifo", "directory", "symlink-to-dev-zero"] + ([] if s.member else ["char-device"])
     if c.syntax in TEXT_SYNTAX:
@@ -285,16 +285,18 @@ def world(tmp_path_factory) -> World:
     (valid / "collector.json").write_text(json.dumps(COLLECTOR))
     (valid / "report.json").write_text(json.dumps(REPORT))
     (valid / "events.csv").write_text(events_text())
+    (valid / "requests.txt").write_text(IO_REQUESTS_TEXT)
     for name in ("log.img", "log2.img"):
         with open(valid / name, "wb") as f:
             f.truncate(65536)
     w.valid = {"lab": str(valid / "lab.toml"), "preset": "ssd-vs-hdd", "crash_preset": "small",
                "collector": str(valid / "collector.json"), "report": str(valid / "report.json"),
                "events": str(valid / "events.csv"), "log": str(valid / "log.img"), "log2": str(valid / "log2.img"),
-               "redo_writer": str(REDO_WRITER)}
+               "requests": str(valid / "requests.txt"), "redo_writer": str(REDO_WRITER)}
     return w
 
 
+IO_REQUESTS_TEXT = "write-durable 0 4096\nflush\nread 0 4096\n"
 LAB_TEXT = '[[vm]]\nname = "lab1"\n\n[[vm.disk]]\nname = "d1"\nbus = "virtio"\ngeometry = "sector512n"\n'
 COLLECTOR = {"blockdevices": [{"name": "sda", "log-sec": 512, "phy-sec": 4096, "min-io": 4096, "opt-io": 0,
                                "alignment": 0, "size": 1 << 40, "rota": False, "tran": "sas", "model": "ACME SSD"}]}
@@ -326,6 +328,8 @@ def _valid_text(s: Surface) -> str:
         return events_text()
     if c is surfaces.RANGES:
         return "0 512\n"
+    if c is surfaces.IO_REQUESTS:
+        return IO_REQUESTS_TEXT
     raise AssertionError(f"no valid content for {c}")
 
 
@@ -611,7 +615,7 @@ def make_valid(s: Surface, tmp: Path, w: World) -> Case | None:
         image.write_bytes(b"")
         image.with_suffix(".json").write_text(json.dumps(dict(IMAGE_RECORD, image=str(image))))
         value = str(image)
-    elif s.content is surfaces.PATH_ON_FILESYSTEM:
+    elif s.content in (surfaces.PATH_ON_FILESYSTEM, surfaces.PROBE_TARGET):
         value = str(tmp)
     elif s.content is surfaces.BLOCK_DEVICE:
         value = _block_device()

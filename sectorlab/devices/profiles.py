@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..geometry import CATALOG
 from . import build
 
-EVIDENCE = ("datasheet", "review", "physics", "assumed")
+EVIDENCE = ("datasheet", "review", "physics", "measured", "assumed")  # measured: a probe of the device
 # A device's write cache, and what the guest is shown of it (its queue/write_cache): Linux sends
 # flushes and FUA only to a device that says it has a volatile cache, so a device with none, or
 # one that power-loss protection makes durable, is presented write-through and gets none.
@@ -178,7 +178,9 @@ def _composed(name: str, raw: dict) -> dict:
     return out
 
 
-def _profile(name: str, entry: dict) -> DeviceProfile:
+def from_entry(name: str, entry: dict) -> DeviceProfile:
+    """A profile from its catalog entry (or a probe's profile file: sectorlab/probe/profile.py),
+    checked: every parameter with a source, known evidence, a write cache its parameters agree with."""
     where = f"device profile '{name}'"
     params = {k: str(v) for k, v in entry["params"].items()}
     for key, value in entry.get("evidence", {}).items():
@@ -227,7 +229,7 @@ def _raw() -> dict:
 @cache
 def profiles() -> dict[str, DeviceProfile]:
     raw = _raw()
-    return {name: _profile(name, _composed(name, raw)) for name in raw if not name.startswith("_")}
+    return {name: from_entry(name, _composed(name, raw)) for name in raw if not name.startswith("_")}
 
 
 def sharing(name: str, param: str) -> dict[str, str]:

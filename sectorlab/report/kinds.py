@@ -1,8 +1,8 @@
 """Every kind of report, in one table (KINDS), and `sectorlab report DIR` for all of them (write).
 
 A results directory is known by the one record file it holds (bench.json, appliance.json,
-sweep.json, load.json, crash.json, crash-db.json); its kind's module writes its report from it
-through the one renderer (render.py). A new kind is one module with a `write(results)` and one
+sweep.json, load.json, crash.json, crash-db.json, probe.json); its kind's module writes its report
+from it through the one renderer (render.py). A new kind is one module with a `write(results)` and one
 entry here: nothing else chooses between kinds.
 """
 
@@ -40,6 +40,7 @@ KINDS = (
     Kind("load", "load.json", "sectorlab bench-load", "load"),
     Kind("crash", "crash.json", "sectorlab crash", "crash"),
     Kind("crash-db", "crash-db.json", "sectorlab crash-db", "crashdb"),
+    Kind("probe", "probe.json", "sectorlab probe", "probe"),
 )
 
 

@@ -172,6 +172,7 @@ def test_a_results_directory_is_of_the_kind_whose_file_it_holds(tmp_path, files,
 
 
 def test_a_results_directory_of_no_kind_is_one_line(tmp_path):
-    with pytest.raises(UsageError, match=r"no bench.json, appliance.json, sweep.json, load.json, crash.json or "
-                                         r"crash-db.json; expected a results directory written by 'sectorlab bench'"):
+    with pytest.raises(UsageError, match=r"no bench.json, appliance.json, sweep.json, load.json, crash.json, "
+                                         r"crash-db.json or probe.json; expected a results directory written by "
+                                         r"'sectorlab bench'"):
         report_kinds.write(tmp_path)

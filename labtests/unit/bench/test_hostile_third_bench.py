@@ -170,10 +170,10 @@ def test_a_profile_whose_buffer_is_part_units_is_one_line(params, ok):
     raw = {"x": {"description": "d", "params": params, "write_cache": "none",
                  "sources": {k: "s" for k in (*params, "write_cache")}}}
     if ok:
-        assert profiles._profile("x", profiles._composed("x", raw)).params["write-buffer"] == params["write-buffer"]
+        assert profiles.from_entry("x", profiles._composed("x", raw)).params["write-buffer"] == params["write-buffer"]
         return
     with pytest.raises(UsageError) as e:
-        profiles._profile("x", profiles._composed("x", raw))
+        profiles.from_entry("x", profiles._composed("x", raw))
     assert "device profile 'x'" in str(e.value) and "6,144 bytes" in str(e.value), str(e.value)
 
 

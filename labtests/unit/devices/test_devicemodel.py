@@ -231,7 +231,7 @@ def test_a_cell_presents_the_weaker_cache_of_its_two_media():
            "cell": {"description": "", "base": "disk", "flash_log": "volatile"}}
     for p in raw.values():
         p["sources"] = {k: "s" for k in [*p.get("params", {}), "write_cache", "flash_log"]}
-    cell = profiles._profile("cell", profiles._composed("cell", raw))
+    cell = profiles.from_entry("cell", profiles._composed("cell", raw))
     assert cell.write_cache == "volatile" and cell.presented == "write back"
     assert [profiles.weaker(a, b) for a, b in [("none", "protected"), ("protected", "none"), ("none", "none"),
                                               ("volatile", "none")]] == ["protected", "protected", "none", "volatile"]
@@ -498,7 +498,7 @@ def test_a_profile_without_a_known_write_cache_or_one_its_model_contradicts_is_o
     entry = _entry(**change)
     entry["sources"] = {**entry["sources"], **{k: "s" for k in entry["params"]}}
     with pytest.raises(UsageError, match=re.escape(refused)) as e:
-        profiles._profile("x", entry)
+        profiles.from_entry("x", entry)
     assert "\n" not in str(e.value) and str(e.value).startswith("device profile 'x': ")
 
 

@@ -1,5 +1,5 @@
 """`sectorlab report DIR` re-renders every results directory the project writes, each by its kind
-(sectorlab/report/kinds.py): a directory of each of the six kinds, made as its command leaves it
+(sectorlab/report/kinds.py): a directory of each of the seven kinds, made as its command leaves it
 (its record and its runs' files), gets report.md and report.html from the one renderer; the record
 files of KINDS are exactly the ones the project's commands write; a results directory is never of
 two kinds. A new kind added as one module and one entry is test_bench_kinds.py's."""
@@ -75,9 +75,23 @@ def _load(path: Path, tmp_path: Path) -> None:
             (path / p.relative_to(made)).write_bytes(p.read_bytes())
 
 
+def _probe(path: Path) -> None:
+    """A probe.json as sectorlab probe writes it, from a fit of made-up times (a 4 KiB unit)."""
+    from sectorlab.probe import fit, patterns
+    times = {f.name: [100.0 + i + (300 if f.name.startswith("mis") and f.size >= 4096 else 0) for i in range(30)]
+             for f in patterns.figures(512)}
+    found = fit.fit(times, None, 512)
+    (path / "probe.json").write_text(json.dumps({
+        "target": "/srv", "kind": "file", "device": "ACME SSD 123 (/dev/sda)", "queue": {"write_cache": "write back"},
+        "logical": 512, "samples": 30, "seed": 1, "date": "2026-11-29", "host": "h", "floor": None,
+        "summaries": {k: v.as_dict() for k, v in found.summaries.items()}, "unit": found.unit,
+        "steps": [s.said() for s in found.unit_steps], "reads_first": None, "merges": None,
+        "params": found.params, "notes": found.notes, "times_us": times, "floor_us": None}))
+
+
 MAKERS = {"redo": lambda p, t: make_results(p), "appliance": lambda p, t: (p / "appliance.json").write_text(
     json.dumps(appliance_doc())), "sweep": lambda p, t: _sweep(p), "load": _load, "crash": lambda p, t: _crash(p),
-    "crash-db": lambda p, t: _crash_db(p)}
+    "crash-db": lambda p, t: _crash_db(p), "probe": lambda p, t: _probe(p)}
 
 
 def test_the_kinds_are_every_record_the_commands_write():

@@ -1,0 +1,282 @@
+"""`sectorlab probe` and `redo-writer io` (sectorlab/probe/, redo-writer/io.c): the layout of what a
+probe issues, the fit of its figures to the model's parameters, redo-writer io's requests and its
+refusals, the calibrated profile written and read back as the catalog's are, a probe of a file on
+this host's own disk end to end, and the probe's refusals (one line, nothing written)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from labtests.unit.native.test_redo_writer_nbd import binaries, redo_writer, serve  # noqa: F401
+from sectorlab import cli
+from sectorlab.devices import profiles, trace
+from sectorlab.errors import UsageError
+from sectorlab.probe import fit, patterns, profile, target
+
+# --- the layout ------------------------------------------------------------------------------------
+
+
+def _ranges(layout) -> list[tuple[str, int, int, str | None]]:
+    out = []
+    for line, label in zip(layout.requests, layout.labels):
+        op, *rest = line.split()
+        out.append((op, int(rest[0]) if rest else 0, int(rest[1]) if rest else 0, label))
+    return out
+
+
+@pytest.mark.parametrize("logical", [512, 4096])
+def test_every_figure_gets_its_samples_each_write_a_place_of_its_own_within_the_target(logical):
+    samples = 30
+    size = patterns.needed_bytes(samples, logical)
+    layout = patterns.layout(samples, logical, size, seed=3)
+    figures = patterns.figures(logical)
+    assert {f.name: layout.labels.count(f.name) for f in figures} == {f.name: samples for f in figures}
+    assert all(f.size >= logical for f in figures if f.size)
+    assert (logical == 4096) == ("partial-cold" not in layout.labels)
+    writes = [(o, n, label) for op, o, n, label in _ranges(layout) if op.startswith("write")]
+    assert all(o % logical == 0 and n % logical == 0 and o + n <= size for o, n, _ in writes)
+    # no two writes share a byte, but a partial write into the unit just written whole (its set-up)
+    spans = sorted((o, o + n, label) for o, n, label in writes)
+    overlaps = [(a, b) for a, b in zip(spans, spans[1:]) if b[0] < a[1]]
+    assert all(a[2] is None and b[2] == "partial-after-whole" for a, b in overlaps), overlaps[:3]
+    # the appends follow each other as a log writer's do
+    for name in (f.name for f in figures if f.name.startswith("append")):
+        offsets = [o for op, o, n, label in _ranges(layout) if label == name]
+        assert offsets == sorted(offsets) and len(set(offsets)) == samples
+        assert all(b - a == int(name.split("-")[1]) for a, b in zip(offsets, offsets[1:]))
+    # every figure's requests spread over the whole probe, the appends' few runs too
+    for f in figures:
+        at = [i for i, label in enumerate(layout.labels) if label == f.name]
+        share = 1 / (-(-samples // patterns.APPEND_RUN) if f.name.startswith("append") else samples) + 0.05
+        assert at[0] < share * len(layout.labels) and at[-1] > (1 - share) * len(layout.labels), f.name
+
+
+def test_a_layout_is_its_seeds_and_parts_keep_a_set_up_with_its_request():
+    a, b = (patterns.layout(20, 512, patterns.needed_bytes(20, 512), seed=s) for s in (1, 1))
+    assert a.requests == b.requests
+    assert a.requests != patterns.layout(20, 512, patterns.needed_bytes(20, 512), seed=2).requests
+    parts = a.chunks(4)
+    assert sum(len(p.requests) for p in parts) == len(a.requests) and len(parts) == 4
+    assert all(p.labels[-1] is not None for p in parts)  # no part ends on a set-up whose request is in the next
+    with pytest.raises(ValueError, match="need"):
+        patterns.layout(20, 512, 1 << 20, seed=1)
+
+
+# --- the fit -------------------------------------------------------------------------------------
+
+
+def _times(unit: int, reads_first: bool, merges: bool, mbps: float = 2000.0, n: int = 60) -> dict:
+    """Made-up times of a device: a write 20 us plus its bytes at `mbps`, a read 80 us; a write that
+    leaves part of a `unit` unit costs a read first, unless it merges into the unit just written."""
+    out = {}
+    for f in patterns.figures(512):
+        base = 80.0 + f.size / 2800 if f.op == "read" else 0.5 if f.op == "flush" else 20.0 + f.size / mbps
+        partial = False
+        if f.is_write and unit:
+            start = patterns.MISALIGN if f.name.startswith(("mis", "partial")) else 0
+            partial = start % unit != 0 or f.size % unit != 0
+        if f.name == "append-512":
+            partial = bool(unit)
+        if f.name == "partial-after-whole" and merges:
+            partial = False
+        extra = 80.0 if partial and reads_first else 0.0
+        out[f.name] = [base + extra + 0.01 * i for i in range(n)]
+    return out
+
+
+def test_the_write_unit_a_read_first_and_a_merge_are_found_where_the_times_have_them():
+    found = fit.fit(_times(4096, True, False), None, 512)
+    assert found.unit == 4096 and found.reads_first.found and not found.merges.found
+    assert found.params["write-unit"] == "4096" and found.params["write-buffer"] == "0"
+    buffered = fit.fit(_times(4096, True, True), None, 512)
+    assert buffered.merges.found and buffered.params["write-buffer"] == "4096"
+    plain = fit.fit(_times(0, False, False), None, 512)
+    assert plain.unit == 0 and not plain.reads_first.found and plain.params["write-unit"] == "0"
+    assert "no size at which a misaligned write steps up" in plain.notes["write-unit"]
+    sixteen = fit.fit(_times(16384, True, False), None, 512)
+    assert sixteen.unit == 16384
+
+
+def test_the_media_rate_is_the_line_of_the_medians_and_each_time_the_models_own_points():
+    found = fit.fit(_times(4096, True, False, mbps=1000.0), None, 512)
+    assert found.write_mbps == pytest.approx(1000.0, rel=0.02) and found.params["write-mbps"] == "1000"
+    assert found.read_mbps == pytest.approx(2800.0, rel=0.02)
+    write = found.params["write"]
+    assert write.startswith("pct:1=") and write.endswith(tuple(f"100={v:.1f}" for v in (20.6, 20.7)))
+    profiles.check("the fitted profile", found.params)  # the model takes every parameter
+    flat = fit.fit({k: [5.0] * 30 for k in _times(0, False, False)}, None, 512)
+    assert flat.params["write-mbps"] == "0" and "no positive slope" in flat.notes["write-mbps"]
+
+
+def test_the_medians_interval_holds_the_median_and_widens_with_fewer_samples():
+    import numpy as np
+    xs = np.random.default_rng(1).lognormal(4, 1, 400)
+    low, high = fit.median_interval(xs)
+    assert low < np.median(xs) < high
+    low2, high2 = fit.median_interval(xs[:40])
+    assert high2 - low2 > high - low
+
+
+# --- redo-writer io --------------------------------------------------------------------------------
+
+def _io(binary, *args, stdin: str | None = None):
+    return subprocess.run([binary, "io", *map(str, args)], input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def test_io_times_each_request_on_a_file_it_makes_as_large_as_they_reach(binaries, tmp_path):  # noqa: F811
+    out = _io(binaries[0], "--target", tmp_path / "t.img", "--requests", "-",
+              stdin="write-durable 0 4096\nwrite 8192 512\nflush\nread 0 4096\n")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["transport"] == "file" and doc["requests"] == 4 and len(doc["ns"]) == 4 and all(doc["ns"])
+    assert (tmp_path / "t.img").stat().st_size == 8704 == doc["size_bytes"]
+
+
+BAD_IO = [  # (id, requests, what the line says)
+    ("unknown-op", "trim 0 4096\n", "expected write, write-durable, read or flush"),
+    ("no-length", "write 0\n", "expected OFFSET LENGTH"),
+    ("sign", "write -512 512\n", "expected OFFSET LENGTH"),
+    ("hex", "write 0x200 512\n", "expected OFFSET LENGTH"),
+    ("unaligned", "write 100 512\n", "multiples of 512"),
+    ("zero-length", "read 0 0\n", "a length of 512 to"),
+    ("too-long", "write 0 33554432\n", "a length of 512 to 16777216"),
+    ("flush-with-range", "flush 0 512\n", "flush takes no offset"),
+    ("long-line", "write " + "0" * 200 + " 512\n", "longer than 96 bytes"),
+    ("control", "write 0 512\x1b[2J\n", "expected OFFSET LENGTH"),
+    ("empty", "", "holds no request"),
+    ("not-utf8", "\xff\xfe 0 512\n", "expected write"),
+]
+
+
+@pytest.mark.parametrize("text,says", [c[1:] for c in BAD_IO], ids=[c[0] for c in BAD_IO])
+def test_io_refuses_a_bad_request_in_one_line_and_makes_no_file(binaries, tmp_path, text, says):  # noqa: F811
+    out = _io(binaries[0], "--target", tmp_path / "t.img", "--requests", "-", stdin=text)
+    assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1, out.stderr
+    assert says in out.stderr and out.stderr.startswith("redo-writer: "), out.stderr
+    assert not (tmp_path / "t.img").exists()
+
+
+def test_io_refuses_a_request_past_the_file_or_off_the_logical_block_and_writes_nothing(binaries, tmp_path):  # noqa: F811
+    img = tmp_path / "t.img"
+    img.write_bytes(b"\x07" * 8192)
+    out = _io(binaries[0], "--target", img, "--requests", "-", stdin="write 0 4096\nwrite 8192 512\n")
+    assert out.returncode == 2 and "request 2: write 8192 512" in out.stderr and "within its 8192 bytes" in out.stderr
+    assert img.read_bytes() == b"\x07" * 8192  # the first request was not issued either
+
+
+def test_io_over_nbd_sends_a_durable_write_with_fua_and_a_plain_one_without(redo_writer, serve):  # noqa: F811
+    disk = serve({})
+    out = _io(redo_writer, "--target", disk.uri(), "--requests", "-", "--reply-spin-us", 1000,
+              stdin="write-durable 0 4096\nwrite 4096 4096\nflush\nread 0 8192\n")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["transport"] == "nbd"
+    assert disk.stop()
+    rows = [(r.op, r.offset, r.length, r.fua) for r in trace.read(disk.trace)]
+    assert rows == [("write", 0, 4096, 1), ("write", 4096, 4096, 0), ("flush", 0, 0, 0), ("read", 0, 8192, 0)], rows
+
+
+# --- the profile -----------------------------------------------------------------------------------
+
+def test_a_fitted_profile_is_written_and_read_back_as_a_catalog_profile(tmp_path):
+    found = fit.fit(_times(4096, True, True), None, 512)
+    entry = profile.entry(found, "ACME SSD 9 (/dev/sdq)", "2026-11-29", "volatile",
+                          "measured: the kernel's queue/write_cache says write back", "ACME SSD 9, probed")
+    path = profile.write(tmp_path / "p.toml", "acme", entry)
+    got = profile.load(path)
+    assert got.name == "acme" and got.params == found.params and got.write_cache == "volatile"
+    assert got.evidence["write"] == "measured" and got.evidence["channels"] == "assumed"
+    assert got.sources["write"].startswith("measured: probe of ACME SSD 9 (/dev/sdq) on 2026-11-29: ")
+    assert got.write_unit == 4096
+
+
+@pytest.mark.parametrize("edit,says", [
+    (lambda t: t.replace('write = "measured: ', 'wrote = "', 1), "no source for write"),
+    (lambda t: t.replace('write_cache = "volatile"', 'write_cache = "maybe"'), "write_cache is 'maybe'"),
+    (lambda t: t.replace('channels = "1"', 'channels = "0"'), "channels"),
+    (lambda t: t.replace("[profile", "[other"), r"no \[profile\] table"),
+    (lambda t: t + "\n[profile.params.nested]\nx = 1\n", "device profile"),
+])
+def test_a_bad_profile_file_is_one_line(tmp_path, edit, says):
+    found = fit.fit(_times(4096, True, False), None, 512)
+    path = profile.write(tmp_path / "p.toml", "acme", profile.entry(
+        found, "d", "2026-11-29", "volatile", "measured: write back", "d"))
+    path.write_text(edit(path.read_text()))
+    with pytest.raises(UsageError, match=says):
+        profile.load(path)
+
+
+# --- sectorlab probe -------------------------------------------------------------------------------
+
+def _probe(capsys, *args) -> tuple[int, str]:
+    rc = cli.main(["probe", *map(str, args)])
+    return rc, capsys.readouterr().err
+
+
+def _everything(root: Path) -> set:
+    return {(p, p.stat().st_size) for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize("kind", ["existing-file", "char-device", "missing", "block-device", "empty", "bad-name"])
+def test_a_probe_of_what_it_must_not_write_is_one_line_and_writes_nothing(tmp_path, capsys, kind):
+    (tmp_path / "data.dbf").write_bytes(b"precious")
+    results = tmp_path / "results"
+    before = _everything(tmp_path)
+    block = next((f"/dev/{d}" for d in ("vda", "sda", "nvme0n1") if os.path.exists(f"/dev/{d}")), None)
+    if kind == "block-device" and block is None:
+        pytest.fail("this host has no /dev/vda, /dev/sda or /dev/nvme0n1 to refuse")
+    target, extra, says = {
+        "existing-file": (tmp_path / "data.dbf", [], "is an existing file: it holds data"),
+        "char-device": ("/dev/null", [], "neither a directory, a block device nor an NBD URI"),
+        "missing": (tmp_path / "nope", [], "No such file or directory"),
+        "block-device": (block, [], "expected --destroy-data"),
+        "empty": ("", [], "the target is empty"),
+        "bad-name": (tmp_path, ["--name", "a/b"], "--name 'a/b'"),
+    }[kind]
+    rc, err = _probe(capsys, target, "--results", results, *extra)
+    assert rc == 2 and err.count("\n") == 1 and says in err, err
+    assert _everything(tmp_path) == before and (tmp_path / "data.dbf").read_bytes() == b"precious"
+
+
+def test_a_directory_on_no_block_device_is_refused(capsys, tmp_path):
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.major(shm.stat().st_dev) != 0:
+        pytest.fail("/dev/shm is not a filesystem on no block device here (tmpfs expected)")
+    rc, err = _probe(capsys, shm, "--results", tmp_path / "r")
+    assert rc == 2 and "on no block device" in err, err
+    assert not any(p.name.startswith(".sectorlab-probe.") for p in shm.iterdir())
+
+
+def test_a_probe_that_would_outlast_its_bound_is_refused_before_it_starts(redo_writer, serve,  # noqa: F811
+                                                                          capsys, tmp_path):
+    disk = serve({"write": "fixed:20000", "read": "fixed:20000", "flush": "fixed:20000"})
+    rc, err = _probe(capsys, disk.uri(), "--samples", 20, "--max-seconds", 10, "--results", tmp_path / "r")
+    assert rc == 2 and "over --max-seconds 10" in err and "give fewer --samples" in err, err
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+
+
+def test_a_probe_of_a_file_on_this_hosts_disk_writes_a_profile_the_lab_reads(redo_writer, capsys, tmp_path):  # noqa: F811
+    scratch = tmp_path / "fs"
+    scratch.mkdir()
+    rc, err = _probe(capsys, scratch, "--samples", 20, "--name", "this-disk", "--results", tmp_path / "r")
+    assert rc == 0, err
+    (out,) = (tmp_path / "r").iterdir()
+    assert out.name.endswith("-probe-this-disk") and not list(scratch.iterdir())  # its file is gone
+    doc = json.loads((out / "probe.json").read_text())
+    assert doc["kind"] == "file" and doc["floor"] is None and doc["samples"] == 20
+    assert all(s["n"] == 20 for s in doc["summaries"].values()) and "append-512" in doc["summaries"]
+    got = profile.load(out / "profile.toml")
+    assert got.name == "this-disk" and got.write_cache in ("volatile", "none")
+    md = (out / "report.md").read_text()
+    assert md.startswith("# Probe: ") and "**Redo on this device**" in md and "report-probe.png" in md
+    assert (out / "report-probe.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "report.html").exists()
+
+
+def test_the_devices_queue_is_read_from_the_whole_disk_under_a_partition(tmp_path):
+    t = target.resolve(str(tmp_path), destroy_data=False)
+    assert t.kind == "file" and t.device.endswith(")") and t.logical in (512, 4096)
+    assert set(t.queue) == set(target.QUEUE)

@@ -1,0 +1,178 @@
+"""A probe's figures as distributions, what they tell of the device, and the model's parameters.
+
+Every figure is summarised with its n, median (and the median's 95 % interval from the order
+statistics), p99, p99.9 and maximum; where the path has a measured floor, each figure's floor median
+is subtracted from its samples (and always shown). From those:
+
+- the write unit: the smallest size at which a write 512 B past a 64 KiB boundary is slower than the
+  same size at the boundary (Mann-Whitney, one-sided, p < ALPHA, by more than MIN_STEP): below the
+  unit both are partial, at it only the misaligned one is;
+- whether a partial write reads its unit first (a 512-byte write into a cold unit against a whole
+  unit written at a boundary), and whether a buffer merges one into the unit just written (against
+  a cold one);
+- the media rates, from how the medians grow with the size (a least-squares line, kept only when its
+  slope is positive at p < ALPHA);
+- each time as the model's percentile points (pct:), from the samples less the floor and the
+  transfer time.
+
+What a queue-depth-1 probe cannot tell (channels, power-loss protection, whether a cache lies) stays
+assumed, and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ALPHA = 0.01
+MIN_STEP_US = 10.0        # a step smaller than this, or than MIN_STEP_SHARE of the time, is not one
+MIN_STEP_SHARE = 0.10
+POINTS = (1, 10, 25, 50, 75, 90, 99, 100)   # the pct: points a fitted time keeps
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    median_low: float
+    median_high: float
+    p99: float
+    p999: float
+    max: float
+    floor: float            # the floor's median subtracted (0: none measured)
+
+    def as_dict(self) -> dict:
+        return {k: round(v, 3) if isinstance(v, float) else v for k, v in self.__dict__.items()}
+
+
+def median_interval(xs, confidence: float = 0.95) -> tuple[float, float]:
+    """The median's interval from the order statistics (the binomial ranks around n/2)."""
+    import numpy as np
+    from scipy import stats
+    s = np.sort(np.asarray(xs, dtype=float))
+    n = len(s)
+    lo, hi = stats.binom.interval(confidence, n, 0.5)
+    return float(s[max(0, int(lo) - 1)]), float(s[min(n - 1, int(hi))])
+
+
+def summary(net, floor: float = 0.0) -> Summary:
+    """A figure's times, the path's own already taken away (`floor`: what was, at the median)."""
+    import numpy as np
+    a = np.asarray(net, dtype=float)
+    low, high = median_interval(a)
+    return Summary(len(a), float(np.median(a)), low, high, float(np.percentile(a, 99)),
+                   float(np.percentile(a, 99.9)), float(a.max()), floor)
+
+
+def _greater(a, b) -> float:
+    """One-sided Mann-Whitney p that `a` is stochastically greater than `b`."""
+    from scipy import stats
+    return float(stats.mannwhitneyu(a, b, alternative="greater").pvalue)
+
+
+@dataclass(frozen=True)
+class Step:
+    """Whether `slow` is slower than `fast` by a step: p, the medians' difference, and the verdict."""
+    slow: str
+    fast: str
+    p: float
+    difference_us: float
+    found: bool
+
+    def said(self) -> str:
+        return (f"{self.slow} vs {self.fast}: {self.difference_us:+.1f} us at the median, Mann-Whitney one-sided "
+                f"p = {self.p:.2g}: {'a step' if self.found else 'no step'}")
+
+
+def step(times: dict[str, list[float]], slow: str, fast: str) -> Step | None:
+    import numpy as np
+    a, b = times.get(slow), times.get(fast)
+    if not a or not b:
+        return None
+    diff = float(np.median(a) - np.median(b))
+    p = _greater(a, b)
+    return Step(slow, fast, p, diff, p < ALPHA and diff > max(MIN_STEP_US, MIN_STEP_SHARE * float(np.median(b))))
+
+
+@dataclass
+class Fit:
+    summaries: dict[str, Summary]
+    unit: int                         # bytes; 0: no size at which misaligned writes step up
+    unit_steps: list[Step]
+    reads_first: Step | None          # partial-cold against a whole unit at a boundary
+    merges: Step | None               # partial-after-whole against partial-cold
+    write_mbps: float                 # 0: not told apart from the noise
+    read_mbps: float
+    params: dict[str, str]
+    notes: dict[str, str] = field(default_factory=dict)   # per parameter: how it was found, or why assumed
+
+
+def _line(sizes: list[int], medians: list[float]) -> float:
+    """MB/s (bytes per microsecond) from the medians' least-squares line against size; 0 when its
+    slope is not positive at p < ALPHA."""
+    from scipy import stats
+    if len(sizes) < 2:
+        return 0.0
+    fit = stats.linregress(sizes, medians)
+    if fit.slope <= 0 or (len(sizes) > 2 and fit.pvalue >= ALPHA):
+        return 0.0
+    return 1.0 / fit.slope
+
+
+def pct(samples, less: float = 0.0) -> str:
+    """The model's percentile points of `samples` less `less` microseconds (never below 0)."""
+    import numpy as np
+    values = np.maximum(np.percentile(np.asarray(samples, dtype=float) - less, POINTS), 0.0)
+    values = np.maximum.accumulate(values)
+    return "pct:" + ",".join(f"{p}={v:.1f}" for p, v in zip(POINTS, values))
+
+
+def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
+    """The figures' summaries (less the path's own time, where `floor` measured it: measure.Floor)
+    and the parameters they give."""
+    import numpy as np
+    net = {k: [floor.less(k, x) for x in v] if floor else list(v) for k, v in times.items() if v}
+    summaries = {k: summary(net[k], float(np.median(times[k]) - np.median(net[k]))) for k in net}
+    sizes = sorted(int(k.split("-")[1]) for k in net if k.startswith("aligned-"))
+    steps, unit = [], 0
+    for size in sizes:
+        s = step(net, f"misaligned-{size}", f"aligned-{size}")
+        if s is None:
+            continue
+        steps.append(s)
+        if s.found:
+            unit = size
+            break
+    base = unit or max(4096, logical)
+    reads_first = step(net, "partial-cold", f"aligned-{base}")
+    merges = step(net, "partial-cold", "partial-after-whole")
+    whole = [s for s in sizes if s >= base]
+    write_mbps = _line(whole, [float(np.median(net[f"aligned-{s}"])) for s in whole])
+    reads = [s for s in (4096, 65536) if f"read-{s}" in net]
+    read_mbps = _line(reads, [float(np.median(net[f"read-{s}"])) for s in reads])
+    params = {
+        "write": pct(net[f"aligned-{base}"], base / write_mbps if write_mbps else 0.0),
+        "write-mbps": f"{write_mbps:.0f}" if write_mbps >= 1 else "0",
+        "read": pct(net["read-4096"], 4096 / read_mbps if read_mbps else 0.0),
+        "read-mbps": f"{read_mbps:.0f}" if read_mbps >= 1 else "0",
+        "flush": pct(net["flush"]) if "flush" in net else "fixed:0",
+        "write-unit": str(unit),
+        "write-buffer": str(unit) if unit and merges and merges.found else "0",
+        "channels": "1",
+    }
+    notes = {
+        "write": f"durable {base}-byte writes at a 64 KiB boundary (n={len(net[f'aligned-{base}'])}), less the "
+                 f"floor and {base} B at write-mbps",
+        "write-mbps": ("the least-squares line of the aligned writes' medians from " f"{whole[0]} B to {whole[-1]} B"
+                       if whole else "no aligned sizes") + ("" if write_mbps >= 1 else ": no positive slope at "
+                                                                                          f"p < {ALPHA}: 0"),
+        "read": f"random 4096-byte reads (n={len(net.get('read-4096', []))}), less the floor and 4096 B at read-mbps",
+        "read-mbps": "the 4096- and 65536-byte reads' medians" + ("" if read_mbps >= 1 else ": no positive slope: 0"),
+        "flush": "a flush after a 4 KiB write that was not durable",
+        "write-unit": ("; ".join(s.said() for s in steps) or "no misaligned sizes measured")
+        + (f": the unit is {unit} B" if unit else ": no size at which a misaligned write steps up"),
+        "write-buffer": (merges.said() if merges else "not measured")
+        + ("; one unit is the least that merges it, how far beyond the unit just written is not measured"
+           if params["write-buffer"] != "0" else ""),
+        "channels": "assumed: a probe at queue depth 1 cannot tell how many requests the device serves at once",
+    }
+    return Fit(summaries, unit, steps, reads_first, merges, write_mbps, read_mbps, params, notes)

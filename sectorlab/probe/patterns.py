@@ -1,0 +1,135 @@
+"""What a probe issues: each figure's requests, laid out on the target and interleaved.
+
+A figure is one kind of timed request (a 512-byte durable write into a unit not written lately, a
+64 KiB read, ...). Requests that set a figure up (the whole unit written before a partial write into
+it, the write before a flush) are issued and not timed into it. Every write goes to a slot of its own
+(SLOT bytes, never written again in the probe) but the appends, which follow each other as a log
+writer's do; reads go anywhere on the target. Each figure's batches (one request, a set-up and its
+request, or a run of appends) are spread evenly over the probe, in an order drawn from the seed, so
+that a drift of the host or the device over the probe falls on every figure alike.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+SIZES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+SLOT = 128 << 10           # a fresh slot per timed write: room for 64 KiB misaligned
+MISALIGN = 512             # a misaligned write starts this far past a 64 KiB boundary
+APPEND_RUN = 10            # appends follow each other in runs of this many (a log writer's stream)
+READ_SIZES = (4096, 65536)
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    op: str          # write-durable | write | read | flush: the timed request
+    size: int        # bytes (0: a flush)
+    what: str        # what it stands for, for the report
+
+    @property
+    def is_write(self) -> bool:
+        return self.op.startswith("write")
+
+
+def figures(logical: int) -> list[Figure]:
+    """The figures for a target whose logical block is `logical` bytes: sizes below it are not
+    issued (the device refuses them)."""
+    out = [Figure(f"append-{b}", "write-durable", b, f"redo's log writes at BLOCKSIZE {b}: QD1 appends of {b} B, "
+                  "durable (O_DSYNC, FUA)") for b in (512, 4096) if b >= logical]
+    if logical < 4096:
+        out += [Figure("partial-cold", "write-durable", logical, f"{logical} B written {MISALIGN} B into a 4 KiB "
+                       "unit not written lately: does the device read the unit first"),
+                Figure("partial-after-whole", "write-durable", logical, f"{logical} B into the unit just written "
+                       "whole: does a buffer merge it without a read")]
+    for size in SIZES:
+        if size >= logical:
+            out.append(Figure(f"aligned-{size}", "write-durable", size, f"{size} B at a 64 KiB boundary"))
+            if MISALIGN % logical == 0:
+                out.append(Figure(f"misaligned-{size}", "write-durable", size,
+                                  f"{size} B {MISALIGN} B past a 64 KiB boundary"))
+    out.append(Figure("flush", "flush", 0, "a flush after a 4 KiB write that was not durable"))
+    out += [Figure(f"read-{size}", "read", size, f"random {size} B reads") for size in READ_SIZES]
+    return out
+
+
+@dataclass(frozen=True)
+class Layout:
+    requests: list[str]          # redo-writer io's lines
+    labels: list[str | None]     # the figure each request is timed into (None: set-up)
+    size: int                    # bytes of the target the layout uses
+
+    def chunks(self, k: int) -> list[Layout]:
+        """The layout in k consecutive parts (a set-up never parted from its request): a probe and
+        its floor take turns part by part, so that a drift of the host falls on both alike."""
+        cuts = [0]
+        for i in range(1, k):
+            at = len(self.requests) * i // k
+            while at < len(self.requests) and self.labels[at - 1] is None:
+                at += 1
+            cuts.append(max(at, cuts[-1]))
+        cuts.append(len(self.requests))
+        return [Layout(self.requests[a:b], self.labels[a:b], self.size) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def needed_bytes(samples: int, logical: int) -> int:
+    """The target's bytes a probe of `samples` a figure uses: a slot per timed write (and the
+    appends' runs), rounded to MiB."""
+    figs = figures(logical)
+    slots = sum(samples for f in figs if f.is_write and not f.name.startswith("append"))
+    slots += samples  # the flush's writes
+    appends = sum(samples * f.size for f in figs if f.name.startswith("append"))
+    total = slots * SLOT + appends + SLOT
+    return (total + (1 << 20) - 1) >> 20 << 20
+
+
+def layout(samples: int, logical: int, size: int, seed: int) -> Layout:
+    """`samples` timed requests of each figure on a target of `size` bytes, in rounds."""
+    figs = figures(logical)
+    need = needed_bytes(samples, logical)
+    if size < need:
+        raise ValueError(f"{samples} samples a figure need {need >> 20} MiB of the target, it has {size >> 20} MiB")
+    rng = random.Random(seed)
+    slots = iter(range(0, size, SLOT))
+    append_at = {}
+    for f in figs:
+        if f.name.startswith("append"):
+            start = next(slots)
+            for _ in range(-(-samples * f.size // SLOT) - 1):
+                next(slots)
+            append_at[f.name] = start
+    fill_end = size  # reads go anywhere in the target
+    batches: dict[str, list[list[tuple[str, str | None]]]] = {}
+    for f in figs:
+        runs: list[list[tuple[str, str | None]]] = []
+        for i in range(samples):
+            if f.name.startswith("append"):
+                if i % APPEND_RUN == 0:
+                    runs.append([])
+                runs[-1].append((f"write-durable {append_at[f.name] + i * f.size} {f.size}", f.name))
+            elif f.name == "partial-cold":
+                runs.append([(f"write-durable {next(slots) + MISALIGN} {f.size}", f.name)])
+            elif f.name == "partial-after-whole":
+                at = next(slots)
+                runs.append([(f"write-durable {at} 4096", None), (f"write-durable {at + MISALIGN} {f.size}", f.name)])
+            elif f.name.startswith(("aligned", "misaligned")):
+                at = next(slots) + (MISALIGN if f.name.startswith("mis") else 0)
+                runs.append([(f"write-durable {at} {f.size}", f.name)])
+            elif f.name == "flush":
+                runs.append([(f"write {next(slots)} 4096", None), ("flush", f.name)])
+            else:  # a random read, aligned to its size
+                at = rng.randrange(0, fill_end // f.size) * f.size
+                runs.append([(f"read {at} {f.size}", f.name)])
+        batches[f.name] = runs
+    # Each figure's batches spread evenly over the probe (the k-th of n at (k + u) / n, u drawn per
+    # batch), so that the appends' few runs are not all at its start.
+    placed = sorted(((k + rng.random()) / len(runs), name, k) for name, runs in batches.items()
+                    for k in range(len(runs)))
+    requests: list[str] = []
+    labels: list[str | None] = []
+    for _, name, k in placed:
+        for line, label in batches[name][k]:
+            requests.append(line)
+            labels.append(label)
+    return Layout(requests, labels, size)

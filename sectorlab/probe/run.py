@@ -1,0 +1,88 @@
+"""`sectorlab probe TARGET`: a pilot, the bound checked, the probe, the floor, the fit, the results.
+
+The pilot (PILOT_SAMPLES a figure, on the probe's own file or the device) gives the mean time of a
+request; a probe whose requests would take longer than max_seconds is refused before it starts,
+naming both. Results go to results/<time>-probe-NAME/: probe.json (every figure's times and
+summaries, the fit, the device and its queue), profile.toml (the calibrated profile), report.md and
+report-probe.png.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+
+from .. import paths
+from ..errors import UsageError
+from . import fit as fitting
+from . import measure, patterns, profile, target
+
+PILOT_SAMPLES = 3
+DEFAULT_SAMPLES = 100
+
+
+def _write_cache(t: target.Target) -> tuple[str, str]:
+    """The profile's write_cache and its source, from the kernel's queue/write_cache."""
+    said = t.queue.get("write_cache", "")
+    if said == "write back":
+        return "volatile", f"measured: the kernel's queue/write_cache of {t.device} says write back"
+    if said == "write through":
+        return "none", (f"assumed: the kernel's queue/write_cache of {t.device} says write through, which is no "
+                        "cache or a power-loss protected one: a probe cannot tell them apart")
+    return "none", "assumed: the path gives no word of a write cache (an NBD export): none taken"
+
+
+def run(given: str, *, samples: int, seed: int, name: str, results_root: Path | str, destroy_data: bool,
+        max_seconds: float, progress) -> Path:
+    t = target.resolve(given, destroy_data)
+    logical = t.logical
+    need = patterns.needed_bytes(samples, logical)
+    try:
+        if t.kind == "block" and target.block_size(t) < need:
+            raise UsageError(f"probe target {given} has {target.block_size(t) >> 20} MiB: {samples} samples a figure "
+                             f"need {need >> 20} MiB; give fewer --samples")
+        target.prepare(t, need)
+        pilot = patterns.layout(PILOT_SAMPLES, logical, need, seed + 1)
+        started = time.monotonic()
+        measure.run(t.path, pilot, max_seconds)
+        per_request = (time.monotonic() - started) / len(pilot.requests)
+        layout = patterns.layout(samples, logical, need, seed)
+        projected = per_request * len(layout.requests) * (2 if t.kind == "nbd" else 1)
+        if projected > max_seconds:
+            raise UsageError(f"the probe of {given} would take about {projected:.0f} s ({len(layout.requests)} "
+                             f"requests at {per_request * 1e3:.2f} ms, the pilot's mean): over --max-seconds "
+                             f"{max_seconds:.0f}; give fewer --samples or a larger --max-seconds")
+        progress(f"probe: {len(layout.requests)} requests on {t.device}, about {projected:.0f} s")
+        if t.kind == "nbd":
+            times, floors = measure.with_floor(t.path, layout, 2 * max_seconds + 60)
+        else:
+            times, floors = measure.run(t.path, layout, 2 * max_seconds + 60), None
+    finally:
+        target.cleanup(t)
+    found = fitting.fit(times.us, floors, logical)
+    date = time.strftime("%Y-%m-%d")
+    cache, cache_source = _write_cache(t)
+    description = (f"{t.device}, probed by sectorlab probe on {date} ({samples} samples a figure at queue depth 1"
+                   + (", the floor's model subtracted)" if floors else ", this host's own path not subtracted)"))
+    entry = profile.entry(found, t.device, date, cache, cache_source, description)
+    results = paths.new_results_dir(results_root, f"probe-{name}")
+    profile.write(results / "profile.toml", name, entry)
+    doc = {"target": given, "kind": t.kind, "device": t.device, "queue": t.queue, "logical": logical,
+           "samples": samples, "seed": seed, "date": date, "host": platform.node(),
+           "floor": (f"this host's device path, measured on models that sleep {measure.FLOOR_SLEEPS_US[0]:g} us "
+                     f"(the same requests, in {measure.CHUNKS} turns with the probe's) and "
+                     f"{measure.FLOOR_SLEEPS_US[1]:g} us a request: each figure's path time at the first, "
+                     f"and {100 * floors.slope:.2f} % of the device's time beyond it") if floors else None,
+           "floor_slope": floors.slope if floors else None,
+           "summaries": {k: v.as_dict() for k, v in found.summaries.items()},
+           "unit": found.unit, "steps": [s.said() for s in found.unit_steps],
+           "reads_first": found.reads_first.said() if found.reads_first else None,
+           "merges": found.merges.said() if found.merges else None,
+           "params": found.params, "notes": found.notes,
+           "times_us": times.us, "floor_us": floors.times.us if floors else None}
+    paths.write_atomic(results / "probe.json", json.dumps(doc, indent=1) + "\n")
+    from ..report import probe as report
+    report.write(results)
+    return results

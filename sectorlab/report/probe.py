@@ -1,0 +1,151 @@
+"""A probe's report (report.md and report-probe.png) from its probe.json.
+
+It opens with the picture a DBA would rather see than read (each write size's median, at a 64 KiB
+boundary and 512 B past it, with the medians' 95 % intervals, and redo's two log-write sizes), then
+the answer for redo on this device (BLOCKSIZE 512 against 4096: medians, their difference with a
+bootstrap interval, Mann-Whitney p, n), what the probe found (the write unit, a read before a partial
+write, a merge), every figure's distribution, and the calibrated profile with how each value was
+found.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..analysis import plots, stats
+from ..errors import UsageError
+from . import render
+
+ALPHA = 0.01
+EXPECTED = "expected the probe.json 'sectorlab probe' writes"
+SUMMARY_KEYS = ("median", "median_low", "median_high", "p99", "p999", "max", "floor")
+MAX_FIGURES, MAX_SAMPLES = 64, 100_000
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _texts(x) -> bool:
+    return isinstance(x, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in x.items())
+
+
+def _times(x) -> bool:
+    return (isinstance(x, dict) and len(x) <= MAX_FIGURES and all(
+        isinstance(k, str) and isinstance(v, list) and len(v) <= MAX_SAMPLES and all(map(_number, v))
+        for k, v in x.items()))
+
+
+def checked(doc: dict, where: Path) -> dict:
+    """The record's parts the report reads, each of its type; one line naming the first that is not."""
+    wants = {"device": lambda x: isinstance(x, str), "date": lambda x: isinstance(x, str),
+             "host": lambda x: isinstance(x, str), "samples": lambda x: isinstance(x, int),
+             "seed": lambda x: isinstance(x, int), "unit": lambda x: isinstance(x, int),
+             "floor": lambda x: x is None or isinstance(x, str),
+             "reads_first": lambda x: x is None or isinstance(x, str),
+             "merges": lambda x: x is None or isinstance(x, str),
+             "steps": lambda x: isinstance(x, list) and all(isinstance(v, str) for v in x),
+             "queue": _texts, "params": _texts, "notes": _texts, "times_us": _times,
+             "floor_us": lambda x: x is None or _times(x),
+             "summaries": lambda x: isinstance(x, dict) and len(x) <= MAX_FIGURES and all(
+                 isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("n"), int)
+                 and all(_number(v.get(f)) for f in SUMMARY_KEYS) for k, v in x.items())}
+    for key, ok in wants.items():
+        if not ok(doc.get(key)):
+            raise UsageError(f"{where}: {key} = {stats.shown(doc.get(key))} is not what a probe writes; {EXPECTED}")
+    return doc
+
+
+def redo_answer(doc: dict) -> dict | None:
+    """BLOCKSIZE 512 against 4096 on this device, from the appends less the path's own time."""
+    import numpy as np
+    from scipy import stats as sstats
+    t, s = doc["times_us"], doc["summaries"]
+    if not t.get("append-512") or not t.get("append-4096") or "append-512" not in s or "append-4096" not in s:
+        return None
+    a = np.asarray(t["append-512"]) - s["append-512"]["floor"]   # the path's own, at the median
+    b = np.asarray(t["append-4096"]) - s["append-4096"]["floor"]
+    p = float(sstats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    boot = sstats.bootstrap((a, b), lambda x, y, axis=-1: np.median(x, axis=axis) - np.median(y, axis=axis),
+                            n_resamples=2000, method="percentile", random_state=doc.get("seed", 1),
+                            vectorized=True)
+    low, high = boot.confidence_interval
+    return {"m512": float(np.median(a)), "m4096": float(np.median(b)), "diff": float(np.median(a) - np.median(b)),
+            "low": float(low), "high": float(high), "p": p, "n": (len(a), len(b))}
+
+
+def picture(doc: dict, path: Path) -> Path:
+    plt = plots.pyplot()
+    s = doc["summaries"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for kind, marker in (("aligned", "o"), ("misaligned", "s")):
+        sizes = sorted(int(k.split("-")[1]) for k in s if k.startswith(kind + "-"))
+        if not sizes:
+            continue
+        med = [s[f"{kind}-{z}"]["median"] for z in sizes]
+        err = [[m - s[f"{kind}-{z}"]["median_low"] for m, z in zip(med, sizes)],
+               [s[f"{kind}-{z}"]["median_high"] - m for m, z in zip(med, sizes)]]
+        label = "at a 64 KiB boundary" if kind == "aligned" else "512 B past it"
+        ax.errorbar(sizes, med, yerr=err, marker=marker, capsize=3, label=f"durable write {label}")
+    for name, style in (("append-512", ":"), ("append-4096", "--")):
+        if name in s:
+            ax.axhline(s[name]["median"], linestyle=style, color="grey",
+                       label=f"redo at BLOCKSIZE {name.split('-')[1]} (appends), median")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([512, 1024, 2048, 4096, 8192, 16384, 32768, 65536])
+    ax.set_xticklabels(["512", "1K", "2K", "4K", "8K", "16K", "32K", "64K"])
+    floor = " less the path's floor" if doc.get("floor") else ""
+    ax.set(xlabel="write size (bytes)", ylabel=f"median latency (us){floor}, 95 % CI",
+           title=f"{doc['device']}: write latency by size and alignment")
+    ax.legend(fontsize=7)
+    return plots._save(plots._framed(fig), path)
+
+
+def _p(p: float) -> str:
+    return stats.p_text(p)
+
+
+def markdown(doc: dict, answer: dict | None) -> str:
+    s = doc["summaries"]
+    floor = doc.get("floor")
+    lines = [f"# Probe: {doc['device']}", "",
+             "![write latency by size and alignment](report-probe.png)", ""]
+    if answer:
+        verdict = ("within noise" if answer["p"] >= ALPHA else
+                   "BLOCKSIZE 4096 is faster" if answer["diff"] > 0 else "BLOCKSIZE 512 is faster")
+        lines += [f"**Redo on this device**: log writes at BLOCKSIZE 512 take {answer['m512']:.1f} us at the median, "
+                  f"at 4096 {answer['m4096']:.1f} us: a difference of {answer['diff']:+.1f} us (95 % CI "
+                  f"{answer['low']:+.1f} to {answer['high']:+.1f}, bootstrap), Mann-Whitney two-sided "
+                  f"{_p(answer['p'])}, n = {answer['n'][0]} and {answer['n'][1]}: {verdict}"
+                  + (" (the path's floor subtracted)." if floor else " (this host's own path included)."), ""]
+    unit = doc["unit"]
+    lines += ["## What the probe found", "",
+              f"- **Write unit**: {f'{unit} B' if unit else 'none found'} ({'; '.join(doc['steps'])}).",
+              f"- **A read before a partial write**: {doc['reads_first'] or 'not measured'}.",
+              f"- **A merge into the unit just written**: {doc['merges'] or 'not measured'}.",
+              f"- **The floor**: {floor or 'not measured apart: a file or a block device is timed through this host'}"
+              f"{'' if floor else chr(39) + 's kernel, whose cost is in every figure'}.",
+              f"- Queue-depth-1 requests, {doc['samples']} a figure, interleaved (seed {doc['seed']}), on "
+              f"{doc['date']} on {doc['host']}; the kernel's queue: "
+              + (", ".join(f"{k} {v}" for k, v in doc["queue"].items() if v) or "none (an NBD export)") + ".", "",
+              "## Every figure (microseconds" + (", less the floor's median" if floor else "") + ")", "",
+              "| figure | n | median (95 % CI) | p99 | p99.9 | max | floor median |", "|---|---|---|---|---|---|---|"]
+    for name in sorted(s, key=lambda k: (k.rsplit("-", 1)[0], int(k.rsplit("-", 1)[1]) if k[-1].isdigit() else 0)):
+        x = s[name]
+        lines.append(f"| {name} | {x['n']} | {x['median']:.1f} ({x['median_low']:.1f}-{x['median_high']:.1f}) | "
+                     f"{x['p99']:.1f} | {x['p999']:.1f} | {x['max']:.1f} | {x['floor']:.1f} |")
+    lines += ["", "## The calibrated profile (profile.toml)", "", "| parameter | value | how |", "|---|---|---|"]
+    for key, value in doc["params"].items():
+        lines.append(f"| `{key}` | `{value}` | {doc['notes'].get(key, '')} |")
+    lines += ["", "What a probe at queue depth 1 cannot tell stays assumed and says so: how many requests the device "
+              "serves at once, whether a power cut keeps what it acknowledged, whether its cache lies about a flush.",
+              ""]
+    return "\n".join(lines)
+
+
+def write(results: Path) -> dict[str, Path]:
+    """report.md, report.html and report-probe.png of probe.json."""
+    doc = checked(render.read_results(results, "probe.json", "probe record", EXPECTED), results / "probe.json")
+    out = {"png": picture(doc, results / "report-probe.png")}
+    return {**render.write(results, markdown(doc, redo_answer(doc))), **out}
