@@ -4,9 +4,10 @@ Every figure is summarised with its n, median (and the median's 95 % interval fr
 statistics), p99, p99.9 and maximum; where the path has a measured floor, each figure's floor median
 is subtracted from its samples (and always shown). From those:
 
-- the write unit: the smallest size at which a write 512 B past a 64 KiB boundary is slower than the
-  same size at the boundary (Mann-Whitney, one-sided, p < ALPHA, by more than MIN_STEP): below the
-  unit both are partial, at it only the misaligned one is;
+- the write unit: the smallest size from which on a write 512 B past a 64 KiB boundary is slower
+  than the same size at the boundary, at every size measured (Mann-Whitney, one-sided, p < ALPHA
+  over the sizes, by more than MIN_STEP): below the unit both are partial, from it on only the
+  misaligned one is (two sizes at least: a 64 KiB unit, the largest measured, is not found);
 - whether a partial write reads its unit first (a 512-byte write into a cold unit against a whole
   unit written at a boundary), and whether a buffer merges one into the unit just written (against
   a cold one);
@@ -83,14 +84,14 @@ class Step:
                 f"p = {self.p:.2g}: {'a step' if self.found else 'no step'}")
 
 
-def step(times: dict[str, list[float]], slow: str, fast: str) -> Step | None:
+def step(times: dict[str, list[float]], slow: str, fast: str, alpha: float = ALPHA) -> Step | None:
     import numpy as np
     a, b = times.get(slow), times.get(fast)
     if not a or not b:
         return None
     diff = float(np.median(a) - np.median(b))
     p = _greater(a, b)
-    return Step(slow, fast, p, diff, p < ALPHA and diff > max(MIN_STEP_US, MIN_STEP_SHARE * float(np.median(b))))
+    return Step(slow, fast, p, diff, p < alpha and diff > max(MIN_STEP_US, MIN_STEP_SHARE * float(np.median(b))))
 
 
 @dataclass
@@ -132,16 +133,12 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
     import numpy as np
     net = {k: [floor.less(k, x) for x in v] if floor else list(v) for k, v in times.items() if v}
     summaries = {k: summary(net[k], float(np.median(times[k]) - np.median(net[k]))) for k in net}
-    sizes = sorted(int(k.split("-")[1]) for k in net if k.startswith("aligned-"))
-    steps, unit = [], 0
-    for size in sizes:
-        s = step(net, f"misaligned-{size}", f"aligned-{size}")
-        if s is None:
-            continue
-        steps.append(s)
-        if s.found:
-            unit = size
-            break
+    sizes = sorted(int(k.split("-")[1]) for k in net if k.startswith("aligned-") and f"misaligned-{k[8:]}" in net)
+    # Each size tested at ALPHA over the sizes (Bonferroni); the unit is the smallest size from which
+    # every larger one steps too (a write that leaves part of a unit reads it, at any size above it).
+    steps = [step(net, f"misaligned-{size}", f"aligned-{size}", ALPHA / max(1, len(sizes))) for size in sizes]
+    # (at least two sizes: one step alone at the largest size measured is not told from chance)
+    unit = next((size for i, size in enumerate(sizes[:-1]) if all(s.found for s in steps[i:])), 0)
     base = unit or max(4096, logical)
     reads_first = step(net, "partial-cold", f"aligned-{base}")
     merges = step(net, "partial-cold", "partial-after-whole")

@@ -76,7 +76,8 @@ class Floor:
     at: dict[str, float]
     slope: float
     times: Times
-    drift: float = 0.0     # how far the path's own median moved between the turns (us; the largest, per figure)
+    drift: dict[str, float] = field(default_factory=dict)   # per figure: how far the path's own median moved
+                                                             # between the turns (us)
 
     def less(self, name: str, us: float) -> float:
         """A time on the path less the path's own: the device's time x with us = x + c + slope * x."""
@@ -116,6 +117,6 @@ def with_floor(target: str, layout: Layout, timeout_s: float) -> tuple[Times, Fl
     at = {k: float(np.median(v)) for k, v in first.us.items()}
     rises = [float(np.median(second.us[k])) - at[k] for k in second.us if k in at]
     slope = max(0.0, float(np.median(rises)) / (FLOOR_SLEEPS_US[1] - FLOOR_SLEEPS_US[0])) if rises else 0.0
-    moved = [max(m) - min(m) for k in at
-             if len(m := [float(np.median(t.us[k])) for t in turns if len(t.us.get(k, [])) >= 5]) > 1]
-    return times, Floor(at, slope, first, float(np.median(moved)) if moved else 0.0)
+    moved = {k: max(m) - min(m) for k in at
+             if len(m := [float(np.median(t.us[k])) for t in turns if len(t.us.get(k, [])) >= 5]) > 1}
+    return times, Floor(at, slope, first, moved)

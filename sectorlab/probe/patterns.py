@@ -33,9 +33,13 @@ class Figure:
         return self.op.startswith("write")
 
 
-def figures(logical: int) -> list[Figure]:
+def figures(logical: int, only: frozenset[str] | None = None) -> list[Figure]:
     """The figures for a target whose logical block is `logical` bytes: sizes below it are not
-    issued (the device refuses them)."""
+    issued (the device refuses them); `only` these when given."""
+    return [f for f in _figures(logical) if only is None or f.name in only]
+
+
+def _figures(logical: int) -> list[Figure]:
     out = [Figure(f"append-{b}", "write-durable", b, f"redo's log writes at BLOCKSIZE {b}: QD1 appends of {b} B, "
                   "durable (O_DSYNC, FUA)") for b in (512, 4096) if b >= logical]
     if logical < 4096:
@@ -73,10 +77,10 @@ class Layout:
         return [Layout(self.requests[a:b], self.labels[a:b], self.size) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
-def needed_bytes(samples: int, logical: int) -> int:
+def needed_bytes(samples: int, logical: int, only: frozenset[str] | None = None) -> int:
     """The target's bytes a probe of `samples` a figure uses: a slot per timed write (and the
     appends' runs), rounded to MiB."""
-    figs = figures(logical)
+    figs = figures(logical, only)
     slots = sum(samples for f in figs if f.is_write and not f.name.startswith("append"))
     slots += samples  # the flush's writes
     appends = sum(samples * f.size for f in figs if f.name.startswith("append"))
@@ -84,10 +88,10 @@ def needed_bytes(samples: int, logical: int) -> int:
     return (total + (1 << 20) - 1) >> 20 << 20
 
 
-def layout(samples: int, logical: int, size: int, seed: int) -> Layout:
-    """`samples` timed requests of each figure on a target of `size` bytes, in rounds."""
-    figs = figures(logical)
-    need = needed_bytes(samples, logical)
+def layout(samples: int, logical: int, size: int, seed: int, only: frozenset[str] | None = None) -> Layout:
+    """`samples` timed requests of each figure (of `only`, when given) on a target of `size` bytes."""
+    figs = figures(logical, only)
+    need = needed_bytes(samples, logical, only)
     if size < need:
         raise ValueError(f"{samples} samples a figure need {need >> 20} MiB of the target, it has {size >> 20} MiB")
     rng = random.Random(seed)

@@ -1,10 +1,17 @@
 """The round trip: a model probed, a profile fitted from the probe, that profile served and probed
 again; the second probe must find what the first did.
 
-Held per figure: the medians (less the floor) within MEDIAN_SHARE or MEDIAN_US, whichever is more;
-the p99s within P99_SHARE where the device's tail is its own (the probed p99 above the floor's p99:
-the path's own tail, the host's, hides a device's below it, and is said); the write unit, the read
-before a partial write and the merge found or not found alike.
+Held per figure: the medians (less the path's own time) within MEDIAN_SHARE or MEDIAN_US, or, where
+one is more, how far the path's own median moved between the turns of each probe, added (measured in
+the same runs: each probe's path time is known to about that, and that much of a difference is the
+host's, not the profile's) or the two medians' sampling error (their 95 % intervals' half-widths,
+combined); the p99s within P99_SHARE where
+at least P99_BEYOND samples lie above it (one spike of the host is not a device's tail) and the
+device's tail is its own (its p99 above its median by more than twice the path's largest time above
+its own median, in the same run: the host's tail hides a device's below it; said, not compared); the write
+unit, the read before a partial write and the merge found or not found alike. A probe's medians
+have a sampling error of their own: a device with a wide spread needs more samples a figure for the
+10 % to be the profile's and not the sample's (probe_model's `samples`, and `only` fewer figures).
 """
 
 from __future__ import annotations
@@ -17,20 +24,21 @@ from ..devices.server import DeviceServer
 from . import fit, measure, patterns
 
 MEDIAN_SHARE, MEDIAN_US, P99_SHARE = 0.10, 10.0, 0.25
+P99_BEYOND = 10   # a p99 is compared only with this many samples above it: one spike of the host is not a tail
 
 
 @dataclass
 class Probe:
     fit: fit.Fit
-    floor_p99: dict[str, float]
-    drift: float = 0.0       # how far the path's own median moved between the probe's turns (us)
+    floor_tail: dict[str, float]   # per figure: the path's own largest time above its median (us)
+    drift: dict[str, float]   # per figure: how far the path's own median moved between the probe's turns (us)
 
 
 def probe_model(params: dict[str, str], samples: int, logical: int = 512, seed: int = 1,
-                timeout_s: float = 900) -> Probe:
-    """A model with `params` served on this host and probed over NBD, with the floor's model beside."""
+                timeout_s: float = 900, only: frozenset[str] | None = None) -> Probe:
+    """A model with `params` served on this host and probed over NBD, with the floor's models beside."""
     import numpy as np
-    layout = patterns.layout(samples, logical, patterns.needed_bytes(samples, logical), seed)
+    layout = patterns.layout(samples, logical, patterns.needed_bytes(samples, logical, only), seed, only)
     with tempfile.TemporaryDirectory(prefix="sectorlab-probe.") as tmp:
         server = DeviceServer(Path(tmp) / "model", size=layout.size, params=params)
         server.start()
@@ -39,28 +47,55 @@ def probe_model(params: dict[str, str], samples: int, logical: int = 512, seed: 
         finally:
             server.stop()
     return Probe(fit.fit(times.us, floor, logical),
-                 {k: float(np.percentile(v, 99) - np.median(v)) for k, v in floor.times.us.items()}, floor.drift)
+                 {k: float(np.max(v) - np.median(v)) for k, v in floor.times.us.items()}, floor.drift)
 
 
-def differences(first: Probe, second: Probe) -> tuple[list[str], list[str]]:
+def one_medium(fit_: fit.Fit) -> set[str]:
+    """The figures whose time is one medium's (no read of a unit first): a partial write that reads
+    its unit costs the fitted read and the fitted write, each with the path's residual in it."""
+    unit = fit_.unit
+    if not unit:
+        return set(fit_.summaries)
+    out = set()
+    for name in fit_.summaries:
+        kind, _, size = name.rpartition("-")
+        if name.startswith(("read", "flush")) or (kind in ("aligned", "append") and int(size) % unit == 0):
+            out.add(name)
+    if fit_.merges and fit_.merges.found:
+        out.add("partial-after-whole")
+    return out
+
+
+def differences(first: Probe, second: Probe, only: set[str] | None = None) -> tuple[list[str], list[str]]:
     """What the second probe found unlike the first (empty: the round trip holds), and what was not
-    compared and why."""
+    compared and why; the medians and p99s of the figures `only` (all when None)."""
     problems, unsaid = [], []
     a, b = first.fit, second.fit
     for name, x in a.summaries.items():
+        if only is not None and name not in only:
+            y = b.summaries.get(name)
+            unsaid.append(f"{name}: median {x.median:.1f} us, then {y.median:.1f} us (said, not held)" if y else
+                          f"{name}: not measured the second time")
+            continue
         y = b.summaries.get(name)
         if y is None:
             problems.append(f"{name}: not measured the second time")
             continue
-        if abs(y.median - x.median) > max(MEDIAN_SHARE * abs(x.median), MEDIAN_US):
-            problems.append(f"{name}: median {x.median:.1f} us, then {y.median:.1f} us")
-        path_tail = max(first.floor_p99.get(name, 0.0), second.floor_p99.get(name, 0.0))
-        if x.p99 - x.median > path_tail:
+        sampling = ((x.median_high - x.median_low) ** 2 + (y.median_high - y.median_low) ** 2) ** 0.5 / 2
+        # each probe's path time is known to about how far it moved between its turns: the two add
+        path = first.drift.get(name, 0.0) + second.drift.get(name, 0.0)
+        allowed = max(MEDIAN_SHARE * abs(x.median), MEDIAN_US, path, sampling)
+        if abs(y.median - x.median) > allowed:
+            problems.append(f"{name}: median {x.median:.1f} us, then {y.median:.1f} us (allowed {allowed:.1f})")
+        path_tail = max(first.floor_tail.get(name, 0.0), second.floor_tail.get(name, 0.0))
+        if x.n >= 100 * P99_BEYOND and x.p99 - x.median > 2 * path_tail:
             if abs(y.p99 - x.p99) > P99_SHARE * x.p99:
                 problems.append(f"{name}: p99 {x.p99:.1f} us, then {y.p99:.1f} us")
         else:
-            unsaid.append(f"{name}: p99 not compared (its spread {x.p99 - x.median:.0f} us is within the path's own "
-                          f"{path_tail:.0f} us)")
+            unsaid.append(f"{name}: p99 not compared ({x.n} samples: {P99_BEYOND * 100} give {P99_BEYOND} above it)"
+                          if x.n < 100 * P99_BEYOND else
+                          f"{name}: p99 not compared (its spread {x.p99 - x.median:.0f} us is within twice the path's "
+                          f"own largest, {path_tail:.0f} us)")
     if a.unit != b.unit:
         problems.append(f"write unit {a.unit} B, then {b.unit} B")
     for what, x, y in (("a read before a partial write", a.reads_first, b.reads_first),
