@@ -24,8 +24,8 @@ static int take_number(const char **p, uint64_t *out)
 	const char *s = *p;
 	size_t len = strspn(s, "0123456789");
 
-	if (!len || len > 19 || (s[len] && s[len] != ' '))
-		return -1;
+	if (!len || len > 19 || (s[len] && (s[len] != ' ' || !s[len + 1])))
+		return -1;  /* digits, then the end or one space and more */
 	*out = strtoull(s, NULL, 10);
 	*p = s + len + (s[len] == ' ');
 	return 0;
@@ -34,7 +34,7 @@ static int take_number(const char **p, uint64_t *out)
 int io_parse(FILE *in, const char *name, struct io_request **out, size_t *n)
 {
 	char line[IO_LINE_MAX + 2];
-	size_t cap = 0, lineno = 0;
+	size_t cap = 0, lineno = 0, bytes = 0;
 	struct io_request *req = NULL;
 
 	*n = 0;
@@ -45,9 +45,18 @@ int io_parse(FILE *in, const char *name, struct io_request **out, size_t *n)
 		size_t k;
 
 		lineno++;
-		if (len && line[len - 1] == '\n')
+		bytes += len;
+		if (bytes > IO_REQUESTS_MAX_BYTES) {
+			fprintf(stderr, "%s: %s is over %u bytes: expected at most that many\n", PROG, name,
+				IO_REQUESTS_MAX_BYTES);
+			goto bad;
+		}
+		if (len && line[len - 1] == '\n') {
 			line[--len] = 0;
-		else if (!feof(in)) {
+		} else if (len < sizeof(line) - 1 && !feof(in)) {
+			fprintf(stderr, "%s: %s line %zu holds a NUL byte: expected text\n", PROG, name, lineno);
+			goto bad;
+		} else if (!feof(in)) {
 			fprintf(stderr, "%s: %s line %zu is longer than %d bytes: expected OP [OFFSET LENGTH]\n", PROG, name,
 				lineno, IO_LINE_MAX);
 			goto bad;
@@ -71,12 +80,12 @@ int io_parse(FILE *in, const char *name, struct io_request **out, size_t *n)
 				OPS[k].word);
 			goto bad;
 		}
-		if (!OPS[k].ranged && *p) {
+		if (!OPS[k].ranged && (*p || (len && line[len - 1] == ' '))) {
 			fprintf(stderr, "%s: %s line %zu: flush takes no offset or length\n", PROG, name, lineno);
 			goto bad;
 		}
 		if (OPS[k].ranged && (!r.length || r.length > IO_MAX_LENGTH || r.offset % 512 || r.length % 512 ||
-				      r.offset > (1ULL << 60))) {
+				      r.offset >= (1ULL << 60))) {
 			fprintf(stderr, "%s: %s line %zu: %s %llu %llu: expected a length of 512 to %u bytes, offset and "
 				"length multiples of 512, the offset below 2^60\n", PROG, name, lineno, OPS[k].word,
 				(unsigned long long)r.offset, (unsigned long long)r.length, IO_MAX_LENGTH);
@@ -186,11 +195,14 @@ static int on_nbd(struct nbd_target *t, const struct io_request *r, char *buf, u
 
 int io_run(int fd, struct nbd_target *nbd, const struct io_request *req, size_t n, uint64_t *ns, uint64_t spin_ns)
 {
-	char *buf = aligned_alloc(4096, IO_MAX_LENGTH);
+	/* Reads land in a buffer of their own: what is written stays what was made below. */
+	char *buf = aligned_alloc(4096, IO_MAX_LENGTH), *got = aligned_alloc(4096, IO_MAX_LENGTH);
 	uint64_t stamp = 0x9e3779b97f4a7c15ULL;
 
-	if (!buf) {
-		fprintf(stderr, "%s: out of memory for a %u-byte buffer\n", PROG, IO_MAX_LENGTH);
+	if (!buf || !got) {
+		fprintf(stderr, "%s: out of memory for two %u-byte buffers\n", PROG, IO_MAX_LENGTH);
+		free(buf);
+		free(got);
 		return -1;
 	}
 	/* Bytes no drive compresses or finds twice: a drive that deduplicates or compresses would
@@ -203,9 +215,11 @@ int io_run(int fd, struct nbd_target *nbd, const struct io_request *req, size_t 
 		uint64_t start;
 		int err;
 
+		char *at = req[i].op == IO_READ ? got : buf;
+
 		memcpy(buf, &i, sizeof(i));  /* each write's first bytes its own */
 		start = now_ns();
-		err = nbd ? on_nbd(nbd, &req[i], buf, spin_ns) : on_fd(fd, &req[i], buf);
+		err = nbd ? on_nbd(nbd, &req[i], at, spin_ns) : on_fd(fd, &req[i], at);
 		ns[i] = now_ns() - start;
 		if (err) {
 			const char *why = nbd ? nbd_target_failure(nbd) : NULL;
@@ -214,9 +228,11 @@ int io_run(int fd, struct nbd_target *nbd, const struct io_request *req, size_t 
 				OPS[req[i].op].word, (unsigned long long)req[i].offset, (unsigned long long)req[i].length,
 				why ? why : nbd ? nbd_target_error() : strerror(-err));
 			free(buf);
+			free(got);
 			return -1;
 		}
 	}
 	free(buf);
+	free(got);
 	return 0;
 }

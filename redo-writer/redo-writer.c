@@ -914,7 +914,12 @@ static FILE *open_requests(const char *path)
 			strerror(errno));
 		return NULL;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st)) {
+		fprintf(stderr, "%s: --requests %s: fstat: %s\n", PROG, path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
 		fprintf(stderr, "%s: --requests %s is %s: expected a regular file of requests, or - for standard input\n",
 			PROG, path, kind_of(st.st_mode));
 		close(fd);
@@ -962,13 +967,26 @@ static int io_command(void)
 	if (in != stdin)
 		fclose(in);
 	if (nbd_uri_scheme(target)) {
+		const struct nbd_export_info *info;
+		int durable = 0, flush = 0;
+
 		if (!(o.nbd = nbd_target_open("target", target, (int)timeout_s)))
 			goto out;
-		size = nbd_target_info(o.nbd)->size;
-		if (nbd_target_info(o.nbd)->minimum_block > align)
-			align = nbd_target_info(o.nbd)->minimum_block;
+		info = nbd_target_info(o.nbd);
+		size = info->size;
+		if (info->minimum_block > align)
+			align = info->minimum_block;
+		for (size_t i = 0; i < n; i++)
+			durable |= req[i].op == IO_WRITE_DURABLE, flush |= req[i].op == IO_FLUSH;
+		if ((durable && !info->can_fua) || (flush && !info->can_flush)) {
+			fprintf(stderr, "%s: the server of --target %s takes no %s: expected an export that does (its requests "
+				"are write-durable, a FUA write, and flush)\n", PROG, target,
+				durable && !info->can_fua ? "FUA writes" : "flushes");
+			goto out;
+		}
 	} else {
 		int existed = stat(target, &st) == 0;
+		dev_t rdev = existed ? st.st_rdev : 0;
 
 		if (existed && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 			io_refuse_kind(target, st.st_mode);
@@ -976,27 +994,32 @@ static int io_command(void)
 		}
 		if (existed && S_ISBLK(st.st_mode) && !find_opt(io_opts, "force")->given && check_target_safe(target))
 			goto out;
-		/* Without blocking (a FIFO put there since the stat), then its kind again on what was opened. */
-		o.fd = open(target, O_RDWR | O_DIRECT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (existed ? 0 : O_CREAT | O_EXCL),
-			    0644);
+		/* Without blocking (a FIFO put there since the stat); a block device exclusively (EBUSY while it is
+		 * mounted or held), a new file made here (never one another made meanwhile) and O_DIRECT after. */
+		o.fd = open(target, O_RDWR | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+			    (!existed ? O_CREAT | O_EXCL : S_ISBLK(st.st_mode) ? O_EXCL : 0), 0644);
 		if (o.fd < 0) {
-			fprintf(stderr, "%s: cannot open %s for O_DIRECT reads and writes: %s\n", PROG, target, strerror(errno));
-			if (!existed && stat(target, &st) == 0 && S_ISREG(st.st_mode) && !st.st_size)
-				unlink(target);  /* O_DIRECT refused after the file was made */
+			fprintf(stderr, "%s: cannot open %s for reads and writes: %s\n", PROG, target, strerror(errno));
 			goto out;
 		}
 		o.created = !existed;
-		if (o.created)
-			o.real = realpath(target, NULL);
-		if (fstat(o.fd, &st) || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))) {
-			io_refuse_kind(target, st.st_mode);
+		if (fstat(o.fd, &o.st)) {
+			fprintf(stderr, "%s: --target %s: fstat: %s\n", PROG, target, strerror(errno));
 			goto out;
 		}
-		if (fcntl(o.fd, F_SETFL, fcntl(o.fd, F_GETFL) & ~O_NONBLOCK)) {
-			fprintf(stderr, "%s: --target %s: fcntl: %s\n", PROG, target, strerror(errno));
+		if (!S_ISREG(o.st.st_mode) && !S_ISBLK(o.st.st_mode)) {
+			io_refuse_kind(target, o.st.st_mode);
 			goto out;
 		}
-		if (S_ISBLK(st.st_mode)) {
+		if (existed && S_ISBLK(o.st.st_mode) && o.st.st_rdev != rdev) {
+			fprintf(stderr, "%s: --target %s changed while it was checked: give the device again\n", PROG, target);
+			goto out;
+		}
+		if (fcntl(o.fd, F_SETFL, (fcntl(o.fd, F_GETFL) & ~O_NONBLOCK) | O_DIRECT)) {
+			fprintf(stderr, "%s: cannot use O_DIRECT on %s: %s\n", PROG, target, strerror(errno));
+			goto out;
+		}
+		if (S_ISBLK(o.st.st_mode)) {
 			if (ioctl(o.fd, BLKGETSIZE64, &size) || ioctl(o.fd, BLKSSZGET, &logical)) {
 				fprintf(stderr, "%s: %s: ioctl: %s\n", PROG, target, strerror(errno));
 				goto out;
@@ -1011,7 +1034,7 @@ static int io_command(void)
 				goto out;
 			}
 		} else {
-			size = (uint64_t)st.st_size;
+			size = (uint64_t)o.st.st_size;
 		}
 	}
 	if (io_check(req, n, target, size, align))
@@ -1038,9 +1061,8 @@ out:
 	free(ns);
 	if (o.fd >= 0)
 		close(o.fd);
-	if (rc && o.created && o.real)
-		unlink(o.real);  /* a file it made, for a run that did not happen or failed */
-	free(o.real);
+	if (rc && o.created && stat(target, &st) == 0 && st.st_dev == o.st.st_dev && st.st_ino == o.st.st_ino)
+		unlink(target);  /* the file it made (that very one), for a run that did not happen or failed */
 	nbd_target_close(o.nbd);
 	return rc;
 }

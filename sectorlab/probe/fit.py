@@ -12,7 +12,7 @@ is subtracted from its samples (and always shown). From those:
   unit written at a boundary), and whether a buffer merges one into the unit just written (against
   a cold one);
 - the media rates, from how the medians grow with the size (a least-squares line, kept only when its
-  slope is positive at p < ALPHA);
+  slope is positive: at p < ALPHA where more than two sizes give it);
 - each time as the model's percentile points (pct:), from the samples less the floor and the
   transfer time.
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 ALPHA = 0.01
 MIN_STEP_US = 10.0        # a step smaller than this, or than MIN_STEP_SHARE of the time, is not one
 MIN_STEP_SHARE = 0.10
-POINTS = (1, 10, 25, 50, 75, 90, 99, 100)   # the pct: points a fitted time keeps
+POINTS = (1, 10, 25, 50, 75, 90, 95, 97.5, 99, 99.5, 99.9, 100)   # the pct: points a fitted time keeps
 
 
 @dataclass(frozen=True)
@@ -40,19 +40,26 @@ class Summary:
     p999: float
     max: float
     floor: float            # the floor's median subtracted (0: none measured)
+    p99_low: float = 0.0    # the p99's 95 % interval (order statistics)
+    p99_high: float = 0.0
 
     def as_dict(self) -> dict:
         return {k: round(v, 3) if isinstance(v, float) else v for k, v in self.__dict__.items()}
 
 
-def median_interval(xs, confidence: float = 0.95) -> tuple[float, float]:
-    """The median's interval from the order statistics (the binomial ranks around n/2)."""
+def quantile_interval(xs, q: float, confidence: float = 0.95) -> tuple[float, float]:
+    """The q-quantile's interval from the order statistics (the binomial ranks around n q)."""
     import numpy as np
     from scipy import stats
     s = np.sort(np.asarray(xs, dtype=float))
     n = len(s)
-    lo, hi = stats.binom.interval(confidence, n, 0.5)
+    lo, hi = stats.binom.interval(confidence, n, q)
     return float(s[max(0, int(lo) - 1)]), float(s[min(n - 1, int(hi))])
+
+
+def median_interval(xs, confidence: float = 0.95) -> tuple[float, float]:
+    """The median's interval from the order statistics (the binomial ranks around n/2)."""
+    return quantile_interval(xs, 0.5, confidence)
 
 
 def summary(net, floor: float = 0.0) -> Summary:
@@ -60,8 +67,9 @@ def summary(net, floor: float = 0.0) -> Summary:
     import numpy as np
     a = np.asarray(net, dtype=float)
     low, high = median_interval(a)
+    p99_low, p99_high = quantile_interval(a, 0.99)
     return Summary(len(a), float(np.median(a)), low, high, float(np.percentile(a, 99)),
-                   float(np.percentile(a, 99.9)), float(a.max()), floor)
+                   float(np.percentile(a, 99.9)), float(a.max()), floor, p99_low, p99_high)
 
 
 def _greater(a, b) -> float:
@@ -97,6 +105,7 @@ def step(times: dict[str, list[float]], slow: str, fast: str, alpha: float = ALP
 @dataclass
 class Fit:
     summaries: dict[str, Summary]
+    net: dict[str, list[float]]       # each figure's times less the path's own (as issued)
     unit: int                         # bytes; 0: no size at which misaligned writes step up
     unit_steps: list[Step]
     reads_first: Step | None          # partial-cold against a whole unit at a boundary
@@ -109,7 +118,8 @@ class Fit:
 
 def _line(sizes: list[int], medians: list[float]) -> float:
     """MB/s (bytes per microsecond) from the medians' least-squares line against size; 0 when its
-    slope is not positive at p < ALPHA."""
+    slope is not positive, or, where more than two sizes give it, not positive at p < ALPHA (two
+    points have no p)."""
     from scipy import stats
     if len(sizes) < 2:
         return 0.0
@@ -146,10 +156,15 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
     write_mbps = _line(whole, [float(np.median(net[f"aligned-{s}"])) for s in whole])
     reads = [s for s in (4096, 65536) if f"read-{s}" in net]
     read_mbps = _line(reads, [float(np.median(net[f"read-{s}"])) for s in reads])
+    # A time's distribution from every figure that has it whole, each less its own transfer: the
+    # writes of whole units at a boundary (of the unit's size and above), the reads of each size.
+    def pooled(names: list[str], rate: float) -> list[float]:
+        return [x - (int(n.rsplit("-", 1)[1]) / rate if rate else 0.0) for n in names for x in net[n]]
+    writes = [f"aligned-{s}" for s in whole]
     params = {
-        "write": pct(net[f"aligned-{base}"], base / write_mbps if write_mbps else 0.0),
+        "write": pct(pooled(writes, write_mbps)),
         "write-mbps": f"{write_mbps:.0f}" if write_mbps >= 1 else "0",
-        "read": pct(net["read-4096"], 4096 / read_mbps if read_mbps else 0.0),
+        "read": pct(pooled([f"read-{s}" for s in reads], read_mbps)),
         "read-mbps": f"{read_mbps:.0f}" if read_mbps >= 1 else "0",
         "flush": pct(net["flush"]) if "flush" in net else "fixed:0",
         "write-unit": str(unit),
@@ -157,19 +172,22 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
         "channels": "1",
     }
     notes = {
-        "write": f"durable {base}-byte writes at a 64 KiB boundary (n={len(net[f'aligned-{base}'])}), less the "
-                 f"floor and {base} B at write-mbps",
+        "write": f"durable writes of whole units at a 64 KiB boundary, {whole[0]} to {whole[-1]} B "
+                 f"(n={sum(len(net[n]) for n in writes)}), each less the floor and its bytes at write-mbps",
         "write-mbps": ("the least-squares line of the aligned writes' medians from " f"{whole[0]} B to {whole[-1]} B"
                        if whole else "no aligned sizes") + ("" if write_mbps >= 1 else ": no positive slope at "
                                                                                           f"p < {ALPHA}: 0"),
-        "read": f"random 4096-byte reads (n={len(net.get('read-4096', []))}), less the floor and 4096 B at read-mbps",
+        "read": f"random reads of {' and '.join(map(str, reads))} B (n={sum(len(net[f'read-{s}']) for s in reads)}), "
+                f"each less the floor and its bytes at read-mbps",
         "read-mbps": "the 4096- and 65536-byte reads' medians" + ("" if read_mbps >= 1 else ": no positive slope: 0"),
-        "flush": "a flush after a 4 KiB write that was not durable",
-        "write-unit": ("; ".join(s.said() for s in steps) or "no misaligned sizes measured")
-        + (f": the unit is {unit} B" if unit else ": no size at which a misaligned write steps up"),
-        "write-buffer": (merges.said() if merges else "not measured")
-        + ("; one unit is the least that merges it, how far beyond the unit just written is not measured"
-           if params["write-buffer"] != "0" else ""),
+        "flush": ("a flush after a 4 KiB write that was not durable" if "flush" in net
+                  else "assumed: no flush was measured: 0"),
+        "write-unit": ("; ".join(s.said() for s in steps) + (f": the unit is {unit} B" if unit else
+                                                             ": no size at which a misaligned write steps up")
+                       if steps else "assumed: no misaligned writes were measured: 0"),
+        "write-buffer": (merges.said() + ("; one unit is the least that merges it, how far beyond the unit just "
+                                          "written is not measured" if params["write-buffer"] != "0" else "")
+                         if merges else "assumed: no partial write was measured (a logical block of a whole unit): 0"),
         "channels": "assumed: a probe at queue depth 1 cannot tell how many requests the device serves at once",
     }
-    return Fit(summaries, unit, steps, reads_first, merges, write_mbps, read_mbps, params, notes)
+    return Fit(summaries, net, unit, steps, reads_first, merges, write_mbps, read_mbps, params, notes)

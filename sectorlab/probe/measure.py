@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..devices import build
 from ..devices.server import DeviceServer
-from ..errors import SectorlabError
+from ..errors import SectorlabError, UsageError
 from .patterns import Layout
 
 IO_TIMEOUT_S = 30      # redo-writer io's wait for any one NBD reply (a modelled device's longest is 10 s)
@@ -37,12 +37,20 @@ class Times:
 
 
 def _one(target: str, layout: Layout, timeout_s: float, into: Times, less_us: float = 0.0) -> None:
-    proc = subprocess.run([str(build.built(build.REDO_WRITER)), "io", "--target", target, "--requests", "-",
-                           "--nbd-timeout", str(IO_TIMEOUT_S), "--reply-spin-us", str(REPLY_SPIN_US)],
-                          input="\n".join(layout.requests) + "\n", capture_output=True, text=True, timeout=timeout_s)
+    """The layout's requests through redo-writer io (a /dev/fd/N target: the probe's own open file,
+    handed down), each timed one into its figure, less `less_us`."""
+    fds = (int(target.rsplit("/", 1)[1]),) if target.startswith("/dev/fd/") else ()
+    try:
+        proc = subprocess.run([str(build.built(build.REDO_WRITER)), "io", "--target", target, "--requests", "-",
+                               "--nbd-timeout", str(IO_TIMEOUT_S), "--reply-spin-us", str(REPLY_SPIN_US)],
+                              input="\n".join(layout.requests) + "\n", capture_output=True, text=True,
+                              timeout=timeout_s, pass_fds=fds)
+    except subprocess.TimeoutExpired:
+        raise SectorlabError(f"the probe's requests on {target} took longer than {timeout_s:.0f} s: stopped; give "
+                             "fewer --samples or a larger --max-seconds") from None
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise SectorlabError(f"the probe's requests on {target} failed: {why}")
+        raise (UsageError if proc.returncode == 2 else SectorlabError)(f"the probe's requests on {target}: {why}")
     doc = json.loads(proc.stdout)
     if len(doc["ns"]) != len(layout.requests):
         raise SectorlabError(f"redo-writer io timed {len(doc['ns'])} of {len(layout.requests)} requests on {target}")
@@ -85,6 +93,42 @@ class Floor:
         return (us - c) / (1.0 + self.slope)
 
 
+SIMULATED_GAP_US = 100_000   # a request's arrival after the one before, in virtual time: none queues
+
+
+def simulated(params: dict[str, str], layout: Layout) -> Times:
+    """The layout through the device model in virtual time (devicemodel/simulate): each request's
+    time is the model's answer, from its arrival to its reply, with no host in it. The requests
+    arrive SIMULATED_GAP_US apart, one at a time as the probe issues them (a model whose state drains
+    with time, a volatile cache, would see more idle time than a real probe gives it)."""
+    from ..devices import profiles, trace
+    ops = {"write": "write", "write-durable": "write", "read": "read", "flush": "flush"}
+    lines = []
+    for i, line in enumerate(layout.requests):
+        op, *rest = line.split()
+        where = " ".join(rest) if rest else "0 0"
+        lines.append(f"{i * SIMULATED_GAP_US} {ops[op]} {where}{' fua' if op == 'write-durable' else ''}\n")
+    proc = profiles.simulate(params, "".join(lines))
+    if proc.returncode != 0:
+        raise UsageError(f"the device model in virtual time with {params}: {proc.stderr.strip()}")
+    rows = trace.parse(proc.stdout)
+    if len(rows) != len(layout.requests):
+        raise SectorlabError(f"the model in virtual time answered {len(rows)} of {len(layout.requests)} requests")
+    times = Times(transport="virtual time")
+    for label, row in zip(layout.labels, rows):
+        if label is not None:
+            times.us.setdefault(label, []).append(row.answer_us)
+    return times
+
+
+def floor_seconds(layout: Layout) -> float:
+    """About how long with_floor's floors take: every request on the first (its sleep and about 100 us
+    of the path), the short layout on the second."""
+    per_figure = max(layout.labels.count(x) for x in set(layout.labels) if x)
+    second = len(layout.requests) / max(1, per_figure // SLOPE_SAMPLES)
+    return len(layout.requests) * (FLOOR_SLEEPS_US[0] + 100) / 1e6 + second * (FLOOR_SLEEPS_US[1] + 100) / 1e6
+
+
 def _sleeping(directory: Path, size: int, sleep_us: float) -> DeviceServer:
     sleep = f"fixed:{sleep_us:g}"
     server = DeviceServer(directory, size=size, params={"write": sleep, "read": sleep, "flush": sleep})
@@ -100,8 +144,10 @@ def with_floor(target: str, layout: Layout, timeout_s: float) -> tuple[Times, Fl
     per_figure = max(layout.labels.count(x) for x in set(layout.labels) if x)
     short = layout.chunks(max(1, per_figure // SLOPE_SAMPLES))[0]  # every figure's, spread as the layout is
     with tempfile.TemporaryDirectory(prefix="sectorlab-probe-floor.") as tmp:
-        servers = [_sleeping(Path(tmp) / f"floor{i}", layout.size, s) for i, s in enumerate(FLOOR_SLEEPS_US)]
+        servers: list[DeviceServer] = []
         try:
+            for i, sleep_us in enumerate(FLOOR_SLEEPS_US):
+                servers.append(_sleeping(Path(tmp) / f"floor{i}", layout.size, sleep_us))
             turns = []
             for part in layout.chunks(CHUNKS):
                 _one(target, part, timeout_s, times)

@@ -88,14 +88,16 @@ def needed_bytes(samples: int, logical: int, only: frozenset[str] | None = None)
     return (total + (1 << 20) - 1) >> 20 << 20
 
 
-def layout(samples: int, logical: int, size: int, seed: int, only: frozenset[str] | None = None) -> Layout:
-    """`samples` timed requests of each figure (of `only`, when given) on a target of `size` bytes."""
+def layout(samples: int, logical: int, size: int, seed: int, only: frozenset[str] | None = None,
+           base: int = 0) -> Layout:
+    """`samples` timed requests of each figure (of `only`, when given) on `size` bytes of a target
+    from `base` on (a pilot's region apart from the probe's: no slot of the probe is written before)."""
     figs = figures(logical, only)
     need = needed_bytes(samples, logical, only)
     if size < need:
         raise ValueError(f"{samples} samples a figure need {need >> 20} MiB of the target, it has {size >> 20} MiB")
     rng = random.Random(seed)
-    slots = iter(range(0, size, SLOT))
+    slots = iter(range(base, base + size, SLOT))
     append_at = {}
     for f in figs:
         if f.name.startswith("append"):
@@ -123,7 +125,7 @@ def layout(samples: int, logical: int, size: int, seed: int, only: frozenset[str
             elif f.name == "flush":
                 runs.append([(f"write {next(slots)} 4096", None), ("flush", f.name)])
             else:  # a random read, aligned to its size
-                at = rng.randrange(0, fill_end // f.size) * f.size
+                at = base + rng.randrange(0, fill_end // f.size) * f.size
                 runs.append([(f"read {at} {f.size}", f.name)])
         batches[f.name] = runs
     # Each figure's batches spread evenly over the probe (the k-th of n at (k + u) / n, u drawn per
@@ -136,4 +138,4 @@ def layout(samples: int, logical: int, size: int, seed: int, only: frozenset[str
         for line, label in batches[name][k]:
             requests.append(line)
             labels.append(label)
-    return Layout(requests, labels, size)
+    return Layout(requests, labels, base + size)

@@ -39,26 +39,27 @@ def run(given: str, *, samples: int, seed: int, name: str, results_root: Path | 
     t = target.resolve(given, destroy_data)
     logical = t.logical
     need = patterns.needed_bytes(samples, logical)
+    pilot_need = patterns.needed_bytes(PILOT_SAMPLES, logical)
     try:
-        if t.kind == "block" and target.block_size(t) < need:
+        if t.kind == "block" and target.block_size(t) < need + pilot_need:
             raise UsageError(f"probe target {given} has {target.block_size(t) >> 20} MiB: {samples} samples a figure "
-                             f"need {need >> 20} MiB; give fewer --samples")
-        target.prepare(t, need)
-        pilot = patterns.layout(PILOT_SAMPLES, logical, need, seed + 1)
+                             f"and the pilot need {(need + pilot_need) >> 20} MiB; give fewer --samples")
+        target.prepare(t, need + pilot_need)
+        pilot = patterns.layout(PILOT_SAMPLES, logical, pilot_need, seed + 1, base=need)  # past the probe's own
         started = time.monotonic()
         measure.run(t.path, pilot, max_seconds)
         per_request = (time.monotonic() - started) / len(pilot.requests)
         layout = patterns.layout(samples, logical, need, seed)
-        projected = per_request * len(layout.requests) * (2 if t.kind == "nbd" else 1)
+        projected = per_request * len(layout.requests) + (measure.floor_seconds(layout) if t.kind == "nbd" else 0)
         if projected > max_seconds:
             raise UsageError(f"the probe of {given} would take about {projected:.0f} s ({len(layout.requests)} "
                              f"requests at {per_request * 1e3:.2f} ms, the pilot's mean): over --max-seconds "
                              f"{max_seconds:.0f}; give fewer --samples or a larger --max-seconds")
         progress(f"probe: {len(layout.requests)} requests on {t.device}, about {projected:.0f} s")
         if t.kind == "nbd":
-            times, floors = measure.with_floor(t.path, layout, 2 * max_seconds + 60)
+            times, floors = measure.with_floor(t.path, layout, max_seconds)
         else:
-            times, floors = measure.run(t.path, layout, 2 * max_seconds + 60), None
+            times, floors = measure.run(t.path, layout, max_seconds), None
     finally:
         target.cleanup(t)
     found = fitting.fit(times.us, floors, logical)
@@ -81,7 +82,8 @@ def run(given: str, *, samples: int, seed: int, name: str, results_root: Path | 
            "reads_first": found.reads_first.said() if found.reads_first else None,
            "merges": found.merges.said() if found.merges else None,
            "params": found.params, "notes": found.notes,
-           "times_us": times.us, "floor_us": floors.times.us if floors else None}
+           "times_us": times.us, "net_us": found.net, "floor_us": floors.times.us if floors else None,
+           "append_run": patterns.APPEND_RUN}
     paths.write_atomic(results / "probe.json", json.dumps(doc, indent=1) + "\n")
     from ..report import probe as report
     report.write(results)

@@ -7,8 +7,8 @@
 - A block device: only with destroy_data, and only when it holds no partition table, filesystem,
   RAID, LVM or ASM signature and nothing is mounted from it (redo-writer io checks with lsblk and
   wipefs and refuses otherwise).
-- An NBD URI: an export on this host, a lab's device model (the round trip): its path's floor is
-  measured on the floor's model.
+- An NBD URI (a lab's device model, the round trip): written over, so only with destroy_data; its
+  path's floor is measured on floor models.
 
 Refused in one line, nothing written: an existing regular file (it holds data), a directory on no
 block device (tmpfs, overlay: no drive's timing), one without room, one not writable.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from ..devices import build
 from ..errors import UsageError
 
 HEADROOM = 64 << 20   # left free on the filesystem besides the probe's file
+NBD_URI = re.compile(r"nbds?(\+[a-z]+)?://")   # as redo-writer's nbd_uri_scheme reads one
 QUEUE = ("logical_block_size", "physical_block_size", "minimum_io_size", "optimal_io_size", "write_cache", "fua",
          "rotational")
 
@@ -38,7 +40,7 @@ class Target:
     path: str = ""             # what redo-writer io gets (made by prepare() for a directory)
     device: str = ""           # the device as the report names it: MODEL SERIAL (/dev/NAME), or the export
     queue: dict = field(default_factory=dict)   # the kernel's queue/ attributes of the device (empty: NBD)
-    made: Path | None = None   # the file the probe made (removed by cleanup())
+    fd: int | None = None      # the probe's file, open (its name removed as soon as it was made and filled)
 
     @property
     def logical(self) -> int:
@@ -71,7 +73,10 @@ def _describe(block: Path) -> tuple[str, dict]:
 
 def resolve(given: str, destroy_data: bool) -> Target:
     """The target `given` names, checked; nothing is written yet."""
-    if given.startswith(("nbd://", "nbds://", "nbd+unix://", "nbds+unix://")):
+    if NBD_URI.match(given):
+        if not destroy_data:
+            raise UsageError(f"probe target {given} is an NBD export: the probe writes over it; expected "
+                             "--destroy-data (a lab's device model, say), or a directory instead")
         return Target("nbd", given, given, f"the NBD export {given}")
     p = Path(given)
     try:
@@ -100,8 +105,23 @@ def resolve(given: str, destroy_data: bool) -> Target:
     return Target("file", given, "", device, queue)
 
 
+def _random_mib() -> bytes:
+    """A MiB no drive compresses (a compressing filesystem or SSD would write less of zeros)."""
+    return os.urandom(1 << 20)
+
+
 def prepare(target: Target, size: int) -> None:
-    """A directory's file made and filled with zeros (its size checked against the room left)."""
+    """A directory's file: made, filled (`size` bytes, random), its name removed at once (a probe
+    killed leaves nothing behind), kept open for redo-writer io as /dev/fd/N. A block device's first
+    `size` bytes: filled through redo-writer io (its checks: nothing mounted, no signature), so that no
+    read of the probe finds a block never written (a drive answers those without its media)."""
+    if target.kind == "block":
+        fill = "".join(f"write {at} {1 << 20}\n" for at in range(0, size, 1 << 20)) + "flush\n"
+        proc = subprocess.run([str(build.built(build.REDO_WRITER)), "io", "--target", target.path, "--requests", "-"],
+                              input=fill, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise UsageError((proc.stderr.strip().splitlines() or [f"redo-writer io: exit {proc.returncode}"])[-1])
+        return
     if target.kind != "file":
         return
     room = os.statvfs(target.given)
@@ -114,19 +134,21 @@ def prepare(target: Target, size: int) -> None:
         fd, name = tempfile.mkstemp(prefix=".sectorlab-probe.", suffix=".img", dir=target.given)
     except OSError as e:
         raise UsageError(f"probe target {target.given}: cannot make a file there: {e.strerror}") from None
-    target.made, target.path = Path(name), name
-    zeros = bytes(1 << 20)
-    with os.fdopen(fd, "wb") as f:
+    try:
+        os.unlink(name)
         for _ in range(size >> 20):
-            f.write(zeros)
-        f.flush()
-        os.fsync(f.fileno())
+            os.write(fd, _random_mib())
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    target.fd, target.path = fd, f"/dev/fd/{fd}"
 
 
 def cleanup(target: Target) -> None:
-    if target.made is not None:
-        target.made.unlink(missing_ok=True)
-        target.made = None
+    if target.fd is not None:
+        os.close(target.fd)
+        target.fd = None
 
 
 def block_size(target: Target) -> int:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from ..analysis import plots, stats
 from ..errors import UsageError
+from ..probe import fit
 from . import render
 
-ALPHA = 0.01
+ALPHA = fit.ALPHA
 EXPECTED = "expected the probe.json 'sectorlab probe' writes"
 SUMMARY_KEYS = ("median", "median_low", "median_high", "p99", "p999", "max", "floor")
 MAX_FIGURES, MAX_SAMPLES = 64, 100_000
@@ -42,6 +43,7 @@ def checked(doc: dict, where: Path) -> dict:
     wants = {"device": lambda x: isinstance(x, str), "date": lambda x: isinstance(x, str),
              "host": lambda x: isinstance(x, str), "samples": lambda x: isinstance(x, int),
              "seed": lambda x: isinstance(x, int), "unit": lambda x: isinstance(x, int),
+             "append_run": lambda x: isinstance(x, int) and 1 <= x <= 1000, "net_us": _times,
              "floor": lambda x: x is None or isinstance(x, str),
              "reads_first": lambda x: x is None or isinstance(x, str),
              "merges": lambda x: x is None or isinstance(x, str),
@@ -58,21 +60,24 @@ def checked(doc: dict, where: Path) -> dict:
 
 
 def redo_answer(doc: dict) -> dict | None:
-    """BLOCKSIZE 512 against 4096 on this device, from the appends less the path's own time."""
+    """BLOCKSIZE 512 against 4096 on this device, from the appends less the path's own time. The
+    appends come in runs (a log writer's stream), whose writes are not independent of each other:
+    each run's median is the unit, tested (Mann-Whitney) and resampled (bootstrap) run by run."""
     import numpy as np
     from scipy import stats as sstats
-    t, s = doc["times_us"], doc["summaries"]
-    if not t.get("append-512") or not t.get("append-4096") or "append-512" not in s or "append-4096" not in s:
+    net, run = doc["net_us"], doc["append_run"]
+    if len(net.get("append-512", [])) < 2 * run or len(net.get("append-4096", [])) < 2 * run:
         return None
-    a = np.asarray(t["append-512"]) - s["append-512"]["floor"]   # the path's own, at the median
-    b = np.asarray(t["append-4096"]) - s["append-4096"]["floor"]
+    a, b = ([float(np.median(xs[i:i + run])) for i in range(0, len(xs) - run + 1, run)]
+            for xs in (net["append-512"], net["append-4096"]))
     p = float(sstats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
     boot = sstats.bootstrap((a, b), lambda x, y, axis=-1: np.median(x, axis=axis) - np.median(y, axis=axis),
-                            n_resamples=2000, method="percentile", random_state=doc.get("seed", 1),
+                            n_resamples=2000, method="percentile", rng=np.random.default_rng(doc["seed"]),
                             vectorized=True)
     low, high = boot.confidence_interval
     return {"m512": float(np.median(a)), "m4096": float(np.median(b)), "diff": float(np.median(a) - np.median(b)),
-            "low": float(low), "high": float(high), "p": p, "n": (len(a), len(b))}
+            "low": float(low), "high": float(high), "p": p, "n": (len(a), len(b)),
+            "writes": (len(net["append-512"]), len(net["append-4096"])), "run": run}
 
 
 def picture(doc: dict, path: Path) -> Path:
@@ -116,8 +121,9 @@ def markdown(doc: dict, answer: dict | None) -> str:
                    "BLOCKSIZE 4096 is faster" if answer["diff"] > 0 else "BLOCKSIZE 512 is faster")
         lines += [f"**Redo on this device**: log writes at BLOCKSIZE 512 take {answer['m512']:.1f} us at the median, "
                   f"at 4096 {answer['m4096']:.1f} us: a difference of {answer['diff']:+.1f} us (95 % CI "
-                  f"{answer['low']:+.1f} to {answer['high']:+.1f}, bootstrap), Mann-Whitney two-sided "
-                  f"{_p(answer['p'])}, n = {answer['n'][0]} and {answer['n'][1]}: {verdict}"
+                  f"{answer['low']:+.1f} to {answer['high']:+.1f}, bootstrap over runs), Mann-Whitney two-sided "
+                  f"{_p(answer['p'])}, n = {answer['n'][0]} and {answer['n'][1]} runs of {answer['run']} appends "
+                  f"({answer['writes'][0]} and {answer['writes'][1]} writes; a run's median is the unit): {verdict}"
                   + (" (the path's floor subtracted)." if floor else " (this host's own path included)."), ""]
     unit = doc["unit"]
     lines += ["## What the probe found", "",

@@ -17,6 +17,7 @@ from sectorlab import cli
 from sectorlab.devices import profiles, trace
 from sectorlab.errors import UsageError
 from sectorlab.probe import fit, patterns, profile, target
+from sectorlab.probe import run as run_mod
 
 # --- the layout ------------------------------------------------------------------------------------
 
@@ -124,8 +125,12 @@ def test_the_medians_interval_holds_the_median_and_widens_with_fewer_samples():
 
 # --- redo-writer io --------------------------------------------------------------------------------
 
-def _io(binary, *args, stdin: str | None = None):
-    return subprocess.run([binary, "io", *map(str, args)], input=stdin, capture_output=True, text=True, timeout=60)
+def _io(binary, *args, stdin: str | bytes | None = None):
+    raw = isinstance(stdin, bytes)
+    out = subprocess.run([binary, "io", *map(str, args)], input=stdin, capture_output=True, text=not raw, timeout=60)
+    if raw:
+        out.stdout, out.stderr = out.stdout.decode(), out.stderr.decode()
+    return out
 
 
 def test_io_times_each_request_on_a_file_it_makes_as_large_as_they_reach(binaries, tmp_path):  # noqa: F811
@@ -149,7 +154,11 @@ BAD_IO = [  # (id, requests, what the line says)
     ("long-line", "write " + "0" * 200 + " 512\n", "longer than 96 bytes"),
     ("control", "write 0 512\x1b[2J\n", "expected OFFSET LENGTH"),
     ("empty", "", "holds no request"),
-    ("not-utf8", "\xff\xfe 0 512\n", "expected write"),
+    ("not-utf8", b"\xff\xfe 0 512\n", "expected write"),
+    ("trailing-space", "write 0 512 \n", "expected OFFSET LENGTH"),
+    ("flush-trailing-space", "flush \n", "flush takes no offset"),
+    ("nul", b"write 0 512\x00rest\nflush\n", "holds a NUL byte"),
+    ("offset-2^60", f"read {1 << 60} 512\n", "the offset below 2^60"),
 ]
 
 
@@ -251,12 +260,26 @@ def test_a_directory_on_no_block_device_is_refused(capsys, tmp_path):
     assert not any(p.name.startswith(".sectorlab-probe.") for p in shm.iterdir())
 
 
-def test_a_probe_that_would_outlast_its_bound_is_refused_before_it_starts(redo_writer, serve,  # noqa: F811
-                                                                          capsys, tmp_path):
+def test_a_probe_that_would_outlast_its_bound_is_refused_after_its_pilot(redo_writer, serve,  # noqa: F811
+                                                                        capsys, tmp_path):
+    """The pilot (3 samples a figure, past the probe's own region) says how long a request takes; a
+    probe over --max-seconds is refused before its first request, and no results are written."""
     disk = serve({"write": "fixed:20000", "read": "fixed:20000", "flush": "fixed:20000"})
-    rc, err = _probe(capsys, disk.uri(), "--samples", 20, "--max-seconds", 10, "--results", tmp_path / "r")
+    rc, err = _probe(capsys, disk.uri(), "--destroy-data", "--samples", 20, "--max-seconds", 10,
+                     "--results", tmp_path / "r")
     assert rc == 2 and "over --max-seconds 10" in err and "give fewer --samples" in err, err
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+    assert disk.stop()
+    pilot = patterns.layout(run_mod.PILOT_SAMPLES, 512, patterns.needed_bytes(run_mod.PILOT_SAMPLES, 512), 2,
+                            base=patterns.needed_bytes(20, 512))
+    served = trace.read(disk.trace)
+    assert len(served) == len(pilot.requests)  # the pilot's, and not one of the probe's
+    assert min(r.offset for r in served if r.op == "write") >= patterns.needed_bytes(20, 512)
+
+
+def test_an_nbd_export_is_written_only_with_destroy_data(capsys, tmp_path):
+    rc, err = _probe(capsys, "nbd+unix:///?socket=/nonexistent.sock", "--results", tmp_path / "r")
+    assert rc == 2 and "is an NBD export: the probe writes over it; expected --destroy-data" in err, err
 
 
 def test_a_probe_of_a_file_on_this_hosts_disk_writes_a_profile_the_lab_reads(redo_writer, capsys, tmp_path):  # noqa: F811
@@ -265,12 +288,14 @@ def test_a_probe_of_a_file_on_this_hosts_disk_writes_a_profile_the_lab_reads(red
     rc, err = _probe(capsys, scratch, "--samples", 20, "--name", "this-disk", "--results", tmp_path / "r")
     assert rc == 0, err
     (out,) = (tmp_path / "r").iterdir()
-    assert out.name.endswith("-probe-this-disk") and not list(scratch.iterdir())  # its file is gone
+    assert out.name.endswith("-probe-this-disk") and not list(scratch.iterdir())  # its file's name was never left
     doc = json.loads((out / "probe.json").read_text())
     assert doc["kind"] == "file" and doc["floor"] is None and doc["samples"] == 20
     assert all(s["n"] == 20 for s in doc["summaries"].values()) and "append-512" in doc["summaries"]
     got = profile.load(out / "profile.toml")
-    assert got.name == "this-disk" and got.write_cache in ("volatile", "none")
+    said = doc["queue"]["write_cache"]
+    assert got.name == "this-disk" and got.write_cache == {"write back": "volatile", "write through": "none"}[said]
+    assert got.evidence["write_cache"] == ("measured" if said == "write back" else "assumed")
     md = (out / "report.md").read_text()
     assert md.startswith("# Probe: ") and "**Redo on this device**" in md and "report-probe.png" in md
     assert (out / "report-probe.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "report.html").exists()
@@ -279,4 +304,9 @@ def test_a_probe_of_a_file_on_this_hosts_disk_writes_a_profile_the_lab_reads(red
 def test_the_devices_queue_is_read_from_the_whole_disk_under_a_partition(tmp_path):
     t = target.resolve(str(tmp_path), destroy_data=False)
     assert t.kind == "file" and t.device.endswith(")") and t.logical in (512, 4096)
-    assert set(t.queue) == set(target.QUEUE)
+    assert set(t.queue) == set(target.QUEUE) and t.queue["logical_block_size"] in ("512", "4096")
+    parts = [p for p in Path("/sys/class/block").iterdir() if (p / "partition").exists()]
+    for part in parts:  # a partition's device number leads to its whole disk, whose queue/ the kernel has
+        major, minor = (part / "dev").read_text().split(":")
+        whole = target._block_of(os.makedev(int(major), int(minor)))
+        assert whole is not None and (whole / "queue" / "logical_block_size").exists() and whole.name != part.name

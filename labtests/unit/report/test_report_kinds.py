@@ -86,7 +86,8 @@ def _probe(path: Path) -> None:
         "logical": 512, "samples": 30, "seed": 1, "date": "2026-11-29", "host": "h", "floor": None,
         "summaries": {k: v.as_dict() for k, v in found.summaries.items()}, "unit": found.unit,
         "steps": [s.said() for s in found.unit_steps], "reads_first": None, "merges": None,
-        "params": found.params, "notes": found.notes, "times_us": times, "floor_us": None}))
+        "params": found.params, "notes": found.notes, "times_us": times, "net_us": found.net, "floor_us": None,
+        "append_run": patterns.APPEND_RUN}))
 
 
 MAKERS = {"redo": lambda p, t: make_results(p), "appliance": lambda p, t: (p / "appliance.json").write_text(
