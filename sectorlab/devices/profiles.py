@@ -247,9 +247,32 @@ def sharing(name: str, param: str) -> dict[str, str]:
     return out
 
 
+PROFILE_FILE_SUFFIX = ".toml"   # a device named so is a profile file (`sectorlab probe`'s profile.toml)
+
+
+def is_file(name: str) -> bool:
+    """Whether a device's name is a profile file's path (relative to the checkout, or absolute)."""
+    return isinstance(name, str) and name.endswith(PROFILE_FILE_SUFFIX)
+
+
+@cache
+def _from_file(path: str) -> DeviceProfile:
+    from pathlib import Path
+
+    from ..paths import REPO
+    from ..probe import profile as probe_profile  # the probe's reader: the same checks as the catalog's
+    where = Path(path) if Path(path).is_absolute() else REPO / path
+    return probe_profile.load(where)
+
+
 def get(name: str) -> DeviceProfile:
+    """The catalog's profile of this name, or the profile file it names (a name ending in .toml:
+    docs/probe.md), read and checked once per process."""
+    if is_file(name):
+        return _from_file(name)
     found = profiles().get(name)
     if found is None:
         raise UsageError(f"device profile '{name}' is not in the catalog: expected one of "
-                         f"{', '.join(sorted(profiles()))} (sectorlab geometries lists them)")
+                         f"{', '.join(sorted(profiles()))} (sectorlab geometries lists them), or a profile file "
+                         f"(a path ending in .toml, as sectorlab probe writes one)")
     return found

@@ -121,8 +121,15 @@ def _catalog_name(where: str, key: str, value, known, what: str, tail: str) -> s
 
 
 def _device_name(where: str, key: str, value, got: dict) -> str:
+    if profiles.is_file(value):  # a probe's profile file (docs/probe.md): read and checked as the catalog's
+        text_value(where, key, value)
+        try:
+            profiles.get(value)
+        except UsageError as e:
+            raise UsageError(f"{where}: {key} = {value!r}: {e}") from None
+        return value
     return _catalog_name(where, key, value, profiles.profiles(), "not a device profile of the catalog",
-                         " (docs/device-models.md)")
+                         " (docs/device-models.md), or a profile file ending in .toml (docs/probe.md)")
 
 
 def _disk_name(where: str, key: str, value, got: dict) -> str:

@@ -310,3 +310,35 @@ def test_the_devices_queue_is_read_from_the_whole_disk_under_a_partition(tmp_pat
         major, minor = (part / "dev").read_text().split(":")
         whole = target._block_of(os.makedev(int(major), int(minor)))
         assert whole is not None and (whole / "queue" / "logical_block_size").exists() and whole.name != part.name
+
+
+# --- a lab disk served with a probed profile ---------------------------------------------------------
+
+def test_a_lab_disk_names_a_probed_profile_file_and_its_model_gets_its_parameters(tmp_path):
+    from sectorlab import labdef
+    from sectorlab.lab import modelled
+    found = fit.fit(_times(4096, True, False), None, 512)
+    path = profile.write(tmp_path / "p.toml", "acme", profile.entry(
+        found, "ACME SSD 9 (/dev/sdq)", "2026-11-29", "volatile", "measured: write back", "ACME SSD 9, probed"))
+    lab = tmp_path / "lab.toml"
+    lab.write_text(f'[[vm]]\nname = "lab1"\n\n[[vm.disk]]\nname = "d1"\nbus = "virtio"\ngeometry = "sector512e"\n'
+                   f'device = "{path}"\n')
+    vm = labdef.load(lab).vms[0]
+    assert vm.profile(vm.disks[0]) == str(path)
+    assert modelled.params(str(path), 512, 4096) == {**found.params, "physical-sector": "4096"}
+    assert profiles.get(str(path)).presented == "write back"  # a volatile cache: Linux sends it flushes
+
+
+@pytest.mark.parametrize("device,says", [
+    ("{tmp}/nope.toml", "No such file"),
+    ("{tmp}/bad.toml", r"no \[profile\] table"),
+])
+def test_a_lab_disk_naming_a_bad_profile_file_is_one_line(tmp_path, device, says):
+    from sectorlab import labdef
+    (tmp_path / "bad.toml").write_text("[other]\nx = 1\n")
+    lab = tmp_path / "lab.toml"
+    lab.write_text(f'[[vm]]\nname = "lab1"\n\n[[vm.disk]]\nname = "d1"\nbus = "virtio"\ngeometry = "sector512e"\n'
+                   f'device = "{device.format(tmp=tmp_path)}"\n')
+    with pytest.raises(UsageError, match=says) as e:
+        labdef.load(lab)
+    assert "\n" not in str(e.value) and "device = " in str(e.value)
