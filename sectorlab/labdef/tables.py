@@ -194,8 +194,9 @@ DISK_FIELDS = fields.Table("[[vm.disk]]", "One data disk of a VM.", (
                  default=fields.REQUIRED),
     fields.Field("device", fields.custom("a device profile", _device_name),
                  "the catalog's device profile whose model serves the disk from this host, a throw-away "
-                 "disk in RAM, on any bus; none: \"floor\", no behaviour of its own (on a remote libvirt "
-                 "host: none may be given, and the disk is a qcow2 volume; docs/device-models.md)"),
+                 "disk in RAM, on any bus, or a profile file (a path ending in .toml: sectorlab probe's "
+                 "profile.toml, docs/probe.md); none: \"floor\", no behaviour of its own (on a remote "
+                 "libvirt host: none may be given, and the disk is a qcow2 volume; docs/device-models.md)"),
     fields.Field("name", fields.custom("a-z, 0-9, '-', '_', '.', at most 63", _disk_name),
                  "the disk's name, unique in the lab: the scenarios' test id",
                  default_text="BUS-GEOMETRY[-DEVICE]"),
