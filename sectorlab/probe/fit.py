@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .patterns import kind_and_size
+
 ALPHA = 0.01
 MIN_STEP_US = 10.0        # a step smaller than this, or than MIN_STEP_SHARE of the time, is not one
 MIN_STEP_SHARE = 0.10
@@ -143,7 +145,7 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
     import numpy as np
     net = {k: [floor.less(k, x) for x in v] if floor else list(v) for k, v in times.items() if v}
     summaries = {k: summary(net[k], float(np.median(times[k]) - np.median(net[k]))) for k in net}
-    sizes = sorted(int(k.split("-")[1]) for k in net if k.startswith("aligned-") and f"misaligned-{k[8:]}" in net)
+    sizes = sorted(size for kind, size in map(kind_and_size, net) if kind == "aligned" and f"misaligned-{size}" in net)
     # Each size tested at ALPHA over the sizes (Bonferroni); the unit is the smallest size from which
     # every larger one steps too (a write that leaves part of a unit reads it, at any size above it).
     steps = [step(net, f"misaligned-{size}", f"aligned-{size}", ALPHA / max(1, len(sizes))) for size in sizes]
@@ -159,7 +161,7 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
     # A time's distribution from every figure that has it whole, each less its own transfer: the
     # writes of whole units at a boundary (of the unit's size and above), the reads of each size.
     def pooled(names: list[str], rate: float) -> list[float]:
-        return [x - (int(n.rsplit("-", 1)[1]) / rate if rate else 0.0) for n in names for x in net[n]]
+        return [x - (kind_and_size(n)[1] / rate if rate else 0.0) for n in names for x in net[n]]
     writes = [f"aligned-{s}" for s in whole]
     params = {
         "write": pct(pooled(writes, write_mbps)),

@@ -58,6 +58,14 @@ def _figures(logical: int) -> list[Figure]:
     return out
 
 
+def kind_and_size(name: str) -> tuple[str, int]:
+    """A figure's name as its kind and size in bytes ("aligned-4096": ("aligned", 4096); "flush":
+    ("flush", 0)): the one reading of the names figures() gives, for a name from anywhere (a record
+    read back included: a name that is not one reads as its whole self, size 0)."""
+    kind, _, size = name.rpartition("-")
+    return (kind, int(size)) if kind and size.isdigit() and len(size) <= 9 else (name, 0)
+
+
 @dataclass(frozen=True)
 class Layout:
     requests: list[str]          # redo-writer io's lines

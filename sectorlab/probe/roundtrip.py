@@ -69,8 +69,8 @@ def one_medium(fit_: fit.Fit) -> set[str]:
         return set(fit_.summaries)
     out = set()
     for name in fit_.summaries:
-        kind, _, size = name.rpartition("-")
-        if name.startswith(("read", "flush")) or (kind in ("aligned", "append") and int(size) % unit == 0):
+        kind, size = patterns.kind_and_size(name)
+        if kind in ("read", "flush") or (kind in ("aligned", "append") and size % unit == 0):
             out.add(name)
     if fit_.merges and fit_.merges.found:
         out.add("partial-after-whole")

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from .. import paths
+from ..devices import build
 from ..errors import UsageError
 from . import fit as fitting
 from . import measure, patterns, profile, target
@@ -40,10 +41,12 @@ def run(given: str, *, samples: int, seed: int, name: str, results_root: Path | 
     logical = t.logical
     need = patterns.needed_bytes(samples, logical)
     pilot_need = patterns.needed_bytes(PILOT_SAMPLES, logical)
+    build.built(build.REDO_WRITER)  # what issues the requests, made (or one line why not) before anything is written
     try:
-        if t.kind == "block" and target.block_size(t) < need + pilot_need:
-            raise UsageError(f"probe target {given} has {target.block_size(t) >> 20} MiB: {samples} samples a figure "
-                             f"and the pilot need {(need + pilot_need) >> 20} MiB; give fewer --samples")
+        size = target.block_size(t) if t.kind == "block" else None
+        if size is not None and size < need + pilot_need:
+            raise UsageError(f"probe target {given} has {size >> 20} MiB: {samples} samples a figure and the pilot "
+                             f"need {(need + pilot_need) >> 20} MiB; give fewer --samples")
         target.prepare(t, need + pilot_need)
         pilot = patterns.layout(PILOT_SAMPLES, logical, pilot_need, seed + 1, base=need)  # past the probe's own
         started = time.monotonic()

@@ -16,7 +16,9 @@ from pathlib import Path
 from ..analysis import plots, stats
 from ..errors import UsageError
 from ..probe import fit
+from ..probe.patterns import kind_and_size
 from . import render
+from .render import cell, one_line
 
 ALPHA = fit.ALPHA
 EXPECTED = "expected the probe.json 'sectorlab probe' writes"
@@ -85,7 +87,7 @@ def picture(doc: dict, path: Path) -> Path:
     s = doc["summaries"]
     fig, ax = plt.subplots(figsize=(6, 4))
     for kind, marker in (("aligned", "o"), ("misaligned", "s")):
-        sizes = sorted(int(k.split("-")[1]) for k in s if k.startswith(kind + "-"))
+        sizes = sorted(size for k, size in map(kind_and_size, s) if k == kind and size)
         if not sizes:
             continue
         med = [s[f"{kind}-{z}"]["median"] for z in sizes]
@@ -114,7 +116,7 @@ def _p(p: float) -> str:
 def markdown(doc: dict, answer: dict | None) -> str:
     s = doc["summaries"]
     floor = doc.get("floor")
-    lines = [f"# Probe: {doc['device']}", "",
+    lines = [f"# Probe: {one_line(doc['device'])}", "",
              "![write latency by size and alignment](report-probe.png)", ""]
     if answer:
         verdict = ("within noise" if answer["p"] >= ALPHA else
@@ -127,23 +129,24 @@ def markdown(doc: dict, answer: dict | None) -> str:
                   + (" (the path's floor subtracted)." if floor else " (this host's own path included)."), ""]
     unit = doc["unit"]
     lines += ["## What the probe found", "",
-              f"- **Write unit**: {f'{unit} B' if unit else 'none found'} ({'; '.join(doc['steps'])}).",
-              f"- **A read before a partial write**: {doc['reads_first'] or 'not measured'}.",
-              f"- **A merge into the unit just written**: {doc['merges'] or 'not measured'}.",
-              f"- **The floor**: {floor or 'not measured apart: a file or a block device is timed through this host'}"
-              f"{'' if floor else chr(39) + 's kernel, whose cost is in every figure'}.",
+              f"- **Write unit**: {f'{unit} B' if unit else 'none found'} ({one_line('; '.join(doc['steps']))}).",
+              f"- **A read before a partial write**: {one_line(doc['reads_first'] or 'not measured')}.",
+              f"- **A merge into the unit just written**: {one_line(doc['merges'] or 'not measured')}.",
+              "- **The floor**: " + (one_line(floor) if floor else "not measured apart: a file or a block device is "
+                                     "timed through this host's kernel, whose cost is in every figure") + ".",
               f"- Queue-depth-1 requests, {doc['samples']} a figure, interleaved (seed {doc['seed']}), on "
-              f"{doc['date']} on {doc['host']}; the kernel's queue: "
-              + (", ".join(f"{k} {v}" for k, v in doc["queue"].items() if v) or "none (an NBD export)") + ".", "",
+              f"{one_line(doc['date'])} on {one_line(doc['host'])}; the kernel's queue: "
+              + (one_line(", ".join(f"{k} {v}" for k, v in doc["queue"].items() if v)) or "none (an NBD export)")
+              + ".", "",
               "## Every figure (microseconds" + (", less the floor's median" if floor else "") + ")", "",
               "| figure | n | median (95 % CI) | p99 | p99.9 | max | floor median |", "|---|---|---|---|---|---|---|"]
-    for name in sorted(s, key=lambda k: (k.rsplit("-", 1)[0], int(k.rsplit("-", 1)[1]) if k[-1].isdigit() else 0)):
+    for name in sorted(s, key=kind_and_size):
         x = s[name]
-        lines.append(f"| {name} | {x['n']} | {x['median']:.1f} ({x['median_low']:.1f}-{x['median_high']:.1f}) | "
+        lines.append(f"| {cell(name)} | {x['n']} | {x['median']:.1f} ({x['median_low']:.1f}-{x['median_high']:.1f}) | "
                      f"{x['p99']:.1f} | {x['p999']:.1f} | {x['max']:.1f} | {x['floor']:.1f} |")
     lines += ["", "## The calibrated profile (profile.toml)", "", "| parameter | value | how |", "|---|---|---|"]
     for key, value in doc["params"].items():
-        lines.append(f"| `{key}` | `{value}` | {doc['notes'].get(key, '')} |")
+        lines.append(f"| {cell(key)} | {cell(value)} | {cell(doc['notes'].get(key, ''))} |")
     lines += ["", "What a probe at queue depth 1 cannot tell stays assumed and says so: how many requests the device "
               "serves at once, whether a power cut keeps what it acknowledged, whether its cache lies about a flush.",
               ""]

@@ -342,3 +342,25 @@ def test_a_lab_disk_naming_a_bad_profile_file_is_one_line(tmp_path, device, says
     with pytest.raises(UsageError, match=says) as e:
         labdef.load(lab)
     assert "\n" not in str(e.value) and "device = " in str(e.value)
+
+
+def test_a_probe_record_of_hostile_text_is_a_report_of_one_line_cells(tmp_path):
+    """A probe.json's device, host, notes and figure names as a stranger could write them: each on
+    one line of the report and its '|' escaped (the renderer's one_line and cell); a figure name that
+    is not one is a row, not a crash."""
+    from labtests.unit.report.test_report_kinds import _probe as make_probe
+    from sectorlab.report import probe as report
+    make_probe(tmp_path)
+    doc = json.loads((tmp_path / "probe.json").read_text())
+    doc["device"] = "ACME | evil\n# heading <script>"
+    doc["host"] = "h\x1b[2J"
+    doc["notes"]["write"] = "a|b\nc"
+    doc["summaries"]["aligned-x|y"] = doc["summaries"]["aligned-4096"]
+    doc["times_us"]["aligned-x|y"] = doc["times_us"]["aligned-4096"]
+    (tmp_path / "probe.json").write_text(json.dumps(doc))
+    report.write(tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert md.splitlines()[0] == "# Probe: ACME | evil\\n# heading <script>"
+    assert "\n# heading" not in md and "\x1b" not in md
+    assert "| aligned-x\\|y |" in md and "| write | " in md and "a\\|b\\nc" in md
+    assert "<script>" not in (tmp_path / "report.html").read_text()
