@@ -72,7 +72,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${REPEATS:+--repeats="$$REPEATS"} $${RESULTS:+--results="$$RESULTS"} \
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
-.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-lane-devices test-labs test-databases test-devices test-busy test-crosscheck test-behaviours test-zfs test-crash test-devicemodel test-write-units crosscheck unit fuzz smoke scenarios check bench-boot bench-writer \
+.PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-lane-devices test-labs test-databases test-devices test-busy test-crosscheck test-behaviours test-zfs test-crash test-probe-guest test-devicemodel test-write-units crosscheck unit fuzz smoke scenarios check bench-boot bench-writer \
         bench-lab-up bench-floor bench bench-all bench-check bench-timing bench-sweep bench-load crash crash-db faults \
         faults-beside faults-hostwide alone ci-more ci-lane-busy ci-lane-appliances ci-lane-bench ci-busy ci-appliances \
         ci-bench ci-alone probe
@@ -93,7 +93,8 @@ help:
 	@echo "make test-busy            the device model and the behaviour lab again beside stress-ng --cpu 1 (CI runs it)"
 	@echo "make ci-more              what CI runs after make test: three lanes (busy: test-busy, fuzz, the package"
 	@echo "                          installed whole, faults; appliances: test-crash, test-zfs; bench: bench-check),"
-	@echo "                          then with nothing beside them libvirtd stopped under a lab, and make alone"
+	@echo "                          then with nothing beside them libvirtd stopped under a lab, make alone and the"
+	@echo "                          probe's round trip in a guest (test-probe-guest: it measures the guest's path)"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
 	@echo "make lab-status           the lab's VMs and what each guest sees"
@@ -127,6 +128,8 @@ help:
 	@echo "                          and during lab-ups (faults-beside: all but those three; faults-hostwide: those,"
 	@echo "                          nothing beside them)"
 	@echo "make test-zfs             seed 004: OpenZFS and NFS in a guest of its own (labs/zfs-nfs.toml; its image ~6 min the first time)"
+	@echo "make test-probe-guest     the probe's round trip in a guest: five profiles probed, fitted, served and probed"
+	@echo "                          again, the guest's path measured on floor disks and taken away (two labs in turn)"
 	@echo "make test-crash           power cuts in a lab of its own: QEMU killed mid-redo and mid-commit, recovery judged"
 	@echo "                          in the guest by redo-writer, MariaDB and PostgreSQL"
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
@@ -278,6 +281,7 @@ ci-bench:
 ci-alone:
 	scripts/timed "alone: libvirtd stopped under a lab" $(MAKE) $(CI_LANE_FLAGS) faults-hostwide
 	scripts/timed "alone: remote host, Ctrl-C of make test" $(MAKE) $(CI_LANE_FLAGS) alone
+	scripts/timed "alone: the probe in a guest" $(MAKE) $(CI_LANE_FLAGS) test-probe-guest
 
 # The file make test's tiers append their times to (scripts/timed), handed to the lanes through
 # their environment: make test makes one of its own and removes it at its end; a target run alone
@@ -335,6 +339,12 @@ test-behaviours: bootstrap
 # is built the first time (about 6 min), then cached like any other (docs/zfs-nfs.md).
 test-zfs: bootstrap
 	$(call lab-run,,-m zfs labtests,labs/zfs-nfs.toml)
+
+# The probe's round trip in a guest (labtests/devices/test_probe_guest.py; docs/probe.md): five
+# profiles' models probed from inside a guest, its path measured on floor disks of the same bus,
+# the fitted profiles served in a second lab and probed again; each lab up and down in turn.
+test-probe-guest: bootstrap
+	$(PYTEST) -m probeguest labtests
 
 # A power cut in a lab of its own (labs/power-cut.toml; docs/crash.md): the guest's QEMU killed
 # mid-redo, the disk set to what the cut left, recovery judged in the guest.

@@ -36,22 +36,59 @@ class Times:
         return self.us.get(name, [])
 
 
-def _one(target: str, layout: Layout, timeout_s: float, into: Times, less_us: float = 0.0) -> None:
-    """The layout's requests through redo-writer io (a /dev/fd/N target: the probe's own open file,
-    handed down), each timed one into its figure, less `less_us`."""
-    fds = (int(target.rsplit("/", 1)[1]),) if target.startswith("/dev/fd/") else ()
-    try:
-        proc = subprocess.run([str(build.built(build.REDO_WRITER)), "io", "--target", target, "--requests", "-",
-                               "--nbd-timeout", str(IO_TIMEOUT_S), "--reply-spin-us", str(REPLY_SPIN_US)],
-                              input="\n".join(layout.requests) + "\n", capture_output=True, text=True,
-                              timeout=timeout_s, pass_fds=fds)
-    except subprocess.TimeoutExpired:
-        raise SectorlabError(f"the probe's requests on {target} took longer than {timeout_s:.0f} s: stopped; give "
-                             "fewer --samples or a larger --max-seconds") from None
-    if proc.returncode != 0:
-        why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise (UsageError if proc.returncode == 2 else SectorlabError)(f"the probe's requests on {target}: {why}")
-    doc = json.loads(proc.stdout)
+class HostRunner:
+    """redo-writer io run on this host (its own build): a path, a /dev/fd/N target (the probe's own
+    open file, handed down) or an NBD URI."""
+    where = "this host"
+
+    def __call__(self, target: str, requests: str, timeout_s: float) -> tuple[int, str, str]:
+        fds = (int(target.rsplit("/", 1)[1]),) if target.startswith("/dev/fd/") else ()
+        try:
+            proc = subprocess.run([str(build.built(build.REDO_WRITER)), "io", "--target", target, "--requests", "-",
+                                   "--nbd-timeout", str(IO_TIMEOUT_S), "--reply-spin-us", str(REPLY_SPIN_US)],
+                                  input=requests, capture_output=True, text=True, timeout=timeout_s, pass_fds=fds)
+        except subprocess.TimeoutExpired:
+            return -1, "", ""
+        return proc.returncode, proc.stdout, proc.stderr
+
+
+class GuestRunner:
+    """redo-writer io run in a lab's guest (the redo-writer of its image) on one of its block
+    devices: the requests copied in as a file of the guest's /tmp, the times read back from its
+    output. The guest's block layer, its virtio or NVMe driver, QEMU and the device model's path
+    are all in each time: a floor disk of the same bus, probed the same way, measures them."""
+
+    def __init__(self, guest, scratch: Path):
+        self.guest, self.scratch = guest, scratch
+        self.where = f"guest {guest.name}"
+
+    def __call__(self, target: str, requests: str, timeout_s: float) -> tuple[int, str, str]:
+        from ..guest.client import GuestUnreachable
+        local = self.scratch / "probe-requests"
+        local.write_text(requests)
+        remote = "/tmp/sectorlab-probe-requests"
+        try:
+            self.guest.put(local, remote)
+            result = self.guest.run("sudo -n timeout", f"{timeout_s:.0f}", "redo-writer", "io", "--target", target,
+                                    "--requests", remote, timeout=timeout_s + 60)
+        except GuestUnreachable as e:
+            return 1, "", str(e)
+        return (-1 if result.rc == 124 else result.rc), result.stdout, result.stderr
+
+
+def _one(target: str, layout: Layout, timeout_s: float, into: Times, less_us: float = 0.0,
+         runner=None) -> None:
+    """The layout's requests through redo-writer io (runner: where it runs, this host by default),
+    each timed one into its figure, less `less_us`."""
+    runner = runner or HostRunner()
+    rc, out, err = runner(target, "\n".join(layout.requests) + "\n", timeout_s)
+    if rc == -1:
+        raise SectorlabError(f"the probe's requests on {target} ({runner.where}) took longer than {timeout_s:.0f} s: "
+                             "stopped; give fewer --samples or a larger --max-seconds")
+    if rc != 0:
+        why = (err.strip().splitlines() or [f"exit {rc}"])[-1]
+        raise (UsageError if rc == 2 else SectorlabError)(f"the probe's requests on {target}: {why}")
+    doc = json.loads(out)
     if len(doc["ns"]) != len(layout.requests):
         raise SectorlabError(f"redo-writer io timed {len(doc['ns'])} of {len(layout.requests)} requests on {target}")
     into.transport = doc["transport"]
@@ -67,30 +104,58 @@ def run(target: str, layout: Layout, timeout_s: float) -> Times:
     return times
 
 
-# The device path's own time is measured, not assumed, as a line against the device's: two floor
+# The device path's own time is measured, not assumed, as a curve against the device's: floor
 # models that sleep FLOOR_SLEEPS_US for every request (reads, writes, flushes, no transfer time), on
 # the same path, the same requests. On this host the path adds about 60 us at a 100 us sleep and
 # about 1.2 % of the sleep beyond (10 ms: 185 us; docs/probe.md), and a model that answers at once
-# would leave out both. Each figure's path time at the first sleep, and the slope from the second.
+# would leave out both. A guest's path under TCG grows with the sleep and not in a line (372 us at
+# 100 us, 616 at 2 ms, 1,325 at 5 ms, 1,519 at 13 ms: a 4 KiB write, this host): its floors are
+# GUEST_FLOOR_SLEEPS_US, spanning the times of the devices it probes. Each figure's path time at
+# the first sleep, and the path's rise at each further one, between them a line.
 FLOOR_SLEEPS_US = (100.0, 5000.0)
-SLOPE_SAMPLES = 10      # a figure's requests on the second floor (the slope is one number)
+GUEST_FLOOR_SLEEPS_US = (100.0, 2000.0, 20000.0)
+SLOPE_SAMPLES = 10      # a figure's requests on each further floor (the rise at each is one number)
 CHUNKS = 4
 
 
 @dataclass
 class Floor:
-    """The path: each figure's time at the first sleep (less it), the slope against the sleep, and
-    the times themselves (less their sleeps)."""
+    """The path: each figure's time at the first sleep (less it), its rise at each further sleep
+    (the figures' median; 0 at the first) and how far that rise moved between the turns, and the
+    first floor's times themselves (less the sleep)."""
     at: dict[str, float]
-    slope: float
     times: Times
+    sleeps: tuple[float, ...] = FLOOR_SLEEPS_US
+    rises: tuple[float, ...] = (0.0, 0.0)
     drift: dict[str, float] = field(default_factory=dict)   # per figure: how far the path's own median moved
                                                              # between the turns (us)
+    rise_drift: tuple[float, ...] = (0.0, 0.0)
+    at_error: dict[str, float] = field(default_factory=dict)   # per figure: its time at the first sleep's 95 %
+                                                               # interval's half-width (us)
+
+    @property
+    def slope(self) -> float:
+        """The path's rise per microsecond of the device's, from the first sleep to the last."""
+        return self.rises[-1] / (self.sleeps[-1] - self.sleeps[0])
+
+    def _curve(self):
+        import numpy as np
+        x = np.asarray(self.sleeps, dtype=float)
+        return x, x + np.asarray(self.rises, dtype=float)
 
     def less(self, name: str, us: float) -> float:
-        """A time on the path less the path's own: the device's time x with us = x + c + slope * x."""
-        c = self.at.get(name, 0.0) - self.slope * FLOOR_SLEEPS_US[0]
-        return (us - c) / (1.0 + self.slope)
+        """A time on the path less the path's own: the device's time x with us = x + c + rise(x),
+        rise a line between the sleeps (and the first or last segment's beyond them)."""
+        x, y = self._curve()
+        m = us - self.at.get(name, 0.0)
+        i = 0 if m <= y[0] else len(x) - 2 if m >= y[-1] else int((y <= m).sum()) - 1
+        return float(x[i] + (m - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i]))
+
+    def unsure(self, device_us: float) -> float:
+        """How far the path's rise at a device time moved between the turns (a line between the
+        sleeps', the last one's beyond them): a probe's path time is known to that besides."""
+        import numpy as np
+        return float(np.interp(device_us, self.sleeps, self.rise_drift))
 
 
 SIMULATED_GAP_US = 100_000   # a request's arrival after the one before, in virtual time: none queues
@@ -129,40 +194,85 @@ def floor_seconds(layout: Layout) -> float:
     return len(layout.requests) * (FLOOR_SLEEPS_US[0] + 100) / 1e6 + second * (FLOOR_SLEEPS_US[1] + 100) / 1e6
 
 
-def _sleeping(directory: Path, size: int, sleep_us: float) -> DeviceServer:
+def floor_params(sleep_us: float) -> dict[str, str]:
+    """A floor model's parameters: every request (read, write, flush) answered after `sleep_us`."""
     sleep = f"fixed:{sleep_us:g}"
-    server = DeviceServer(directory, size=size, params={"write": sleep, "read": sleep, "flush": sleep})
+    return {"write": sleep, "read": sleep, "flush": sleep}
+
+
+def _sleeping(directory: Path, size: int, sleep_us: float) -> DeviceServer:
+    server = DeviceServer(directory, size=size, params=floor_params(sleep_us))
     server.start()
     return server
 
 
-def with_floor(target: str, layout: Layout, timeout_s: float) -> tuple[Times, Floor]:
-    """The layout on `target` (an NBD export) and on the first floor's model, in CHUNKS turns each
-    (target, floor, target, ...), and a short layout on the second: each figure's times, and the floor."""
-    import numpy as np
-    times, first, second = Times(), Times(), Times()
-    per_figure = max(layout.labels.count(x) for x in set(layout.labels) if x)
-    short = layout.chunks(max(1, per_figure // SLOPE_SAMPLES))[0]  # every figure's, spread as the layout is
+def with_floor(target: str, layout: Layout, timeout_s: float, runner=None,
+               floors: tuple[str, ...] | None = None, sleeps: tuple[float, ...] = FLOOR_SLEEPS_US
+               ) -> tuple[Times, Floor]:
+    """The layout on `target` and on the floors, in CHUNKS turns (target, the first floor, a short
+    layout on each further floor, again): each figure's times, and the floor. The floors: models
+    that sleep `sleeps`, served here for an NBD export on this host (floors None), or a guest's
+    devices already served so (floors: their paths, on the same bus as the target)."""
+    if floors is not None:
+        return _with_floor(target, layout, timeout_s, runner, floors, sleeps)
     with tempfile.TemporaryDirectory(prefix="sectorlab-probe-floor.") as tmp:
         servers: list[DeviceServer] = []
         try:
-            for i, sleep_us in enumerate(FLOOR_SLEEPS_US):
+            for i, sleep_us in enumerate(sleeps):
                 servers.append(_sleeping(Path(tmp) / f"floor{i}", layout.size, sleep_us))
-            turns = []
-            for part in layout.chunks(CHUNKS):
-                _one(target, part, timeout_s, times)
-                turn = Times()
-                _one(servers[0].uri(), part, timeout_s, turn, FLOOR_SLEEPS_US[0])
-                turns.append(turn)
-                for k, v in turn.us.items():
-                    first.us.setdefault(k, []).extend(v)
-            _one(servers[1].uri(), short, timeout_s, second, FLOOR_SLEEPS_US[1])
+            return _with_floor(target, layout, timeout_s, runner, tuple(x.uri() for x in servers), sleeps)
         finally:
             for server in servers:
                 server.stop()
+
+
+def _rise(times: Times, at: dict[str, float]) -> float | None:
+    import numpy as np
+    rises = [float(np.median(v)) - at[k] for k, v in times.us.items() if k in at and v]
+    return float(np.median(rises)) if rises else None
+
+
+def _with_floor(target: str, layout: Layout, timeout_s: float, runner, floors: tuple[str, ...],
+                sleeps: tuple[float, ...]) -> tuple[Times, Floor]:
+    import numpy as np
+    if len(floors) != len(sleeps) or len(sleeps) < 2 or list(sleeps) != sorted(set(sleeps)):
+        raise UsageError(f"the probe's floors: {len(floors)} targets for sleeps {sleeps}: expected one a sleep, "
+                         "at least two, rising")
+    times, first = Times(), Times()
+    further = [Times() for _ in sleeps[1:]]
+    per_figure = max(layout.labels.count(x) for x in set(layout.labels) if x)
+    short = layout.chunks(max(1, per_figure // SLOPE_SAMPLES))[0]  # every figure's, spread as the layout is
+    turns, turn_rises = [], []
+    parts = layout.chunks(CHUNKS)
+    shorts = short.chunks(len(parts))
+    for i, part in enumerate(parts):
+        short_part = shorts[i] if i < len(shorts) else None
+        _one(target, part, timeout_s, times, runner=runner)
+        turn = Times()
+        _one(floors[0], part, timeout_s, turn, sleeps[0], runner=runner)
+        turns.append(turn)
+        for k, v in turn.us.items():
+            first.us.setdefault(k, []).extend(v)
+        turn_at = {k: float(np.median(v)) for k, v in turn.us.items()}
+        rises = []
+        for floor, sleep_us, into in zip(floors[1:], sleeps[1:], further):
+            if short_part is None:
+                rises.append(None)
+                continue
+            there = Times()
+            _one(floor, short_part, timeout_s, there, sleep_us, runner=runner)
+            for k, v in there.us.items():
+                into.us.setdefault(k, []).extend(v)
+            rises.append(_rise(there, turn_at))
+        turn_rises.append(rises)
     at = {k: float(np.median(v)) for k, v in first.us.items()}
-    rises = [float(np.median(second.us[k])) - at[k] for k in second.us if k in at]
-    slope = max(0.0, float(np.median(rises)) / (FLOOR_SLEEPS_US[1] - FLOOR_SLEEPS_US[0])) if rises else 0.0
+    rises = [0.0] + [_rise(x, at) or 0.0 for x in further]
+    for i in range(1, len(rises)):   # the path's time never falls as the device's grows
+        rises[i] = max(rises[i], rises[i - 1])
+    spread = [0.0] + [max(r) - min(r) if len(r := [t[i] for t in turn_rises if t[i] is not None]) > 1 else 0.0
+                      for i in range(len(further))]
     moved = {k: max(m) - min(m) for k in at
              if len(m := [float(np.median(t.us[k])) for t in turns if len(t.us.get(k, [])) >= 5]) > 1}
-    return times, Floor(at, slope, first, moved)
+    from .fit import median_interval
+    error = {k: (hi - lo) / 2 for k, v in first.us.items() for lo, hi in [median_interval(v)]}
+    return times, Floor(at, first, tuple(sleeps), tuple(rises), moved, tuple(spread), error)

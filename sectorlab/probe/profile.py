@@ -59,3 +59,11 @@ def load(path: Path | str) -> profiles.DeviceProfile:
     found = profiles.from_entry(name, body)
     profiles.check(f"device profile file {path}", found.params)
     return found
+
+
+def instrument(params: dict[str, str], description: str, source: str) -> dict:
+    """The catalog entry of a model that is no device (a probe's floor, a distribution chosen for a
+    test): every parameter `assumed`, from `source`, no write cache."""
+    keys = [*params, "write_cache"]
+    return {"description": description, "write_cache": "none", "params": dict(params),
+            "sources": dict.fromkeys(keys, source), "evidence": dict.fromkeys(keys, "assumed")}

@@ -1,8 +1,9 @@
 """The round trip: a model probed, a profile fitted from the probe, that profile served and probed
 again; the second probe must find what the first did. In virtual time (probe_simulated: the
-model's own answers, what make test holds) or on this host's device path over NBD (probe_model:
+model's own answers, what make test holds), on this host's device path over NBD (probe_model:
 the path measured and taken away; a benchmark's, make bench-timing, as every check of the host's
-time is).
+time is) or in a lab's guest (probe_guest: the guest's whole path measured on floor disks of the
+same bus and taken away; make test-probe-guest, which CI runs).
 
 Held per figure: the medians (less the path's own time) within MEDIAN_SHARE or MEDIAN_US, or, where
 one is more, how far the path's own median moved between the turns of each probe, added (measured in
@@ -35,22 +36,40 @@ class Probe:
     fit: fit.Fit
     floor_tail: dict[str, float]   # per figure: the path's own largest time above its median (us)
     drift: dict[str, float]   # per figure: how far the path's own median moved between the probe's turns (us)
+    floor: measure.Floor | None = None   # the path measured (None: virtual time)
 
 
 def probe_model(params: dict[str, str], samples: int, logical: int = 512, seed: int = 1,
                 timeout_s: float = 900, only: frozenset[str] | None = None) -> Probe:
     """A model with `params` served on this host and probed over NBD, with the floor's models beside."""
-    import numpy as np
     layout = patterns.layout(samples, logical, patterns.needed_bytes(samples, logical, only), seed, only)
     with tempfile.TemporaryDirectory(prefix="sectorlab-probe.") as tmp:
         server = DeviceServer(Path(tmp) / "model", size=layout.size, params=params)
         server.start()
         try:
-            times, floor = measure.with_floor(server.uri(), layout, timeout_s)
+            return _probed(*measure.with_floor(server.uri(), layout, timeout_s), logical)
         finally:
             server.stop()
-    return Probe(fit.fit(times.us, floor, logical),
-                 {k: float(np.max(v) - np.median(v)) for k, v in floor.times.us.items()}, floor.drift)
+
+
+def probe_guest(runner: measure.GuestRunner, device: str, floors: tuple[str, ...], samples: int,
+                logical: int = 512, seed: int = 1, timeout_s: float = 900,
+                only: frozenset[str] | None = None,
+                sleeps: tuple[float, ...] = measure.GUEST_FLOOR_SLEEPS_US) -> Probe:
+    """A guest's block device (a lab disk served by a model) probed in the guest, the guest's floor
+    measured on `floors` (disks of the same bus whose models sleep `sleeps`): the guest's whole
+    path, its block layer, driver, QEMU and the model's path, taken away."""
+    layout = patterns.layout(samples, logical, patterns.needed_bytes(samples, logical, only), seed, only)
+    return _probed(*measure.with_floor(device, layout, timeout_s, runner, floors, sleeps), logical)
+
+
+def _probed(times: measure.Times, floor: measure.Floor, logical: int) -> Probe:
+    """The fit, and per figure the path's tail and how far its time moved: between the turns at
+    the first floor, and the rise's own move at the figure's time (Floor.unsure)."""
+    import numpy as np
+    found = fit.fit(times.us, floor, logical)
+    moved = {k: floor.drift.get(k, 0.0) + floor.unsure(x.median) for k, x in found.summaries.items()}
+    return Probe(found, {k: float(np.max(v) - np.median(v)) for k, v in floor.times.us.items()}, moved, floor)
 
 
 def probe_simulated(params: dict[str, str], samples: int, logical: int = 512, seed: int = 1,

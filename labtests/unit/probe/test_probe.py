@@ -123,6 +123,58 @@ def test_the_medians_interval_holds_the_median_and_widens_with_fewer_samples():
     assert high2 - low2 > high - low
 
 
+def _pct_points(spec: str) -> dict[float, float]:
+    return {float(k): float(v) for k, v in (x.split("=") for x in spec.removeprefix("pct:").split(","))}
+
+
+def test_the_paths_spread_is_taken_out_of_a_fitted_time_and_a_fixed_time_stays_fixed():
+    """A time measured through a path with a skewed spread of its own (the floor's, less its
+    median): the fitted time served through the same path again gives what was measured (the
+    median and the tail), where the samples' own points, the path's spread in them twice, give a
+    median a tenth higher; a fixed time under a wider path is fitted as fixed."""
+    import numpy as np
+    rng = np.random.default_rng(3)
+    x = 200 * np.exp(rng.normal(0, np.log(10) / 2.326, 4000))      # a lognormal: 200 us median, p99 2 ms
+    path, floor, again = (rng.gamma(2, 60, 4000) for _ in range(3))
+    path, floor, again = (v - np.median(v) for v in (path, floor, again))
+    measured = x + path
+
+    def served(spec: str) -> np.ndarray:   # the fitted time's draws, through the path again
+        points = _pct_points(spec)
+        return np.interp(rng.uniform(1, 100, 4000), list(points), list(points.values())) + again
+
+    naive, taken = served(fit.pct(measured)), served(fit.deconvolved_pct(measured, floor))
+    def error(xs, q):   # the q-quantile's 95 % interval's half-width
+        low, high = fit.quantile_interval(xs, q)
+        return (high - low) / 2
+
+    for q in (0.5, 0.9, 0.99):   # within the two samples' own error of the quantile
+        assert abs(np.quantile(taken, q) - np.quantile(measured, q)) < np.hypot(error(taken, q), error(measured, q)), q
+    gap = np.quantile(naive, 0.5) - np.quantile(measured, 0.5)   # the spread twice
+    assert gap > np.hypot(error(naive, 0.5), error(measured, 0.5)) and gap > 0.08 * np.quantile(measured, 0.5)
+    assert fit.deconvolved_pct(np.full(4000, 20.0) + path, floor) == "fixed:20.0"
+    assert fit.deconvolved_pct(x, None) == fit.pct(x)
+
+
+def test_the_floor_is_a_curve_through_its_sleeps_and_a_step_within_its_error_is_not_one():
+    from sectorlab.probe import measure
+    floor = measure.Floor({"w": 300.0}, measure.Times(), (100.0, 2000.0, 20000.0), (0.0, 300.0, 1000.0),
+                          rise_drift=(0.0, 100.0, 200.0), at_error={"a": 30.0, "b": 40.0})
+    for device_us in (20.0, 100.0, 1000.0, 2000.0, 9000.0, 30000.0):
+        rise = float(__import__("numpy").interp(device_us, floor.sleeps, floor.rises))
+        if device_us > 20000:
+            rise = 1000.0 + (device_us - 20000.0) * 700.0 / 18000.0
+        elif device_us < 100:
+            rise = (device_us - 100.0) * 300.0 / 1900.0
+        assert floor.less("w", device_us + 300.0 + rise) == pytest.approx(device_us)
+    assert floor.unsure(1050.0) == pytest.approx(50.0) and floor.unsure(50000.0) == pytest.approx(200.0)
+    times = {"a": [100.0 + 0.1 * i for i in range(200)], "b": [55.0 + 0.1 * i for i in range(200)]}
+    assert fit.step(times, "a", "b").found                      # 45 us at p ~ 0
+    assert not fit.step(times, "a", "b", unsure=floor.at_error).found   # within 50 us: the floors' error
+    with pytest.raises(UsageError, match="expected one a sleep"):
+        measure.with_floor("x", patterns.layout(2, 512, 8 << 20, 1), 10, floors=("a",), sleeps=(100.0, 200.0))
+
+
 # --- redo-writer io --------------------------------------------------------------------------------
 
 def _io(binary, *args, stdin: str | bytes | None = None):

@@ -1,0 +1,146 @@
+"""The probe's round trip in a guest (sectorlab/probe/roundtrip.py, probe_guest; make test-probe-guest,
+which CI runs): a lab whose disks are served by the models of five profiles, probed from inside the
+guest by redo-writer io on each block device, the guest's whole path (its block layer, the virtio
+driver, QEMU under TCG, the device model's NBD path) measured on three floor disks of the same bus
+(models that sleep 100 us, 2 ms and 20 ms a request: the guest's path grows with the device's time,
+not in a line) in turns with each probe and taken away, its spread deconvolved from the fitted
+times. A profile is
+fitted from each; a second lab serves the five fitted profiles (profile files, as a user names
+one) and the guest probes them again. The second probe finds what the first did: the write unit, a
+read before a partial write and a merge into the unit just written, found or not found alike and as
+the profile has them; every figure's median within 10 % or 10 us, or within what the guest's path
+moved between the turns of the two probes (at the first floor, and its rise at the figure's time),
+or their sampling error, whichever is more (each said);
+a p99 only where it stands above twice the path's own spread (roundtrip.differences).
+
+The profiles, as the virtual-time round trip's (labtests/devices/test_probe_roundtrip.py): the P3700
+(no write unit), the 512e flash drive without and with its DRAM buffer (a 4 KiB unit read first;
+merged when buffered), the 7,200 rpm disk on 512e (read before a partial write) and a lognormal
+tail. What a guest under TCG can tell: its path costs about a millisecond a request and moves by
+tens of microseconds between turns, so a figure of the P3700's (tens of microseconds) is held to
+that, said in each test's output; the device path on this host tells it to a few microseconds
+(make bench-timing) and virtual time exactly (make test).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sectorlab import lab as lab_mod
+from sectorlab.guest import disks as guestdisks
+from sectorlab.paths import REPO
+from sectorlab.probe import measure, profile, roundtrip
+
+pytestmark = pytest.mark.probeguest
+
+SECTORLAB = str(REPO / ".venv" / "bin" / "sectorlab")
+SAMPLES = 100           # a figure's requests in each probe (2,500 requests; the HDD's take about 30 s)
+SIZE_MIB = 256          # each disk: the layout of SAMPLES needs 239 MiB
+LOGNORMAL = {"write": "lognormal:200,2000", "read": "lognormal:300,3000", "write-mbps": "500", "read-mbps": "500"}
+CASES = [  # (disk, catalog profile or None for LOGNORMAL, geometry, the write unit, a read first, a merge)
+    ("p3700", "intel-p3700", "sector512n", 0, False, False),
+    ("flash-512e", "nvme-512e", "sector512e", 4096, True, False),
+    ("flash-512e-dram", "nvme-512e-dram", "sector512e", 4096, True, True),
+    ("hdd-7200", "hdd-7200", "sector512e", 4096, True, False),
+    ("lognormal", None, "sector512n", 0, False, False),
+]
+FLOORS = tuple(f"floor-{us:g}us" for us in measure.GUEST_FLOOR_SLEEPS_US)
+
+
+def _profile_file(directory: Path, name: str, doc: dict) -> str:
+    return str(profile.write(directory / f"{name}.toml", name, doc))
+
+
+def _definition(directory: Path, lab_name: str, devices: dict[str, str]) -> Path:
+    """A lab of one guest: each case's disk served by `devices[disk]` (a catalog profile or a
+    profile file), and the floors (on 512n: a floor on 512e would read a partly written sector
+    first, as any model of a 512e disk does), every disk on virtio."""
+    floors = {name: _profile_file(directory, name, profile.instrument(
+        measure.floor_params(us), f"the probe's floor: every request answered after {us:g} us",
+        "assumed: a lab instrument that sleeps, no device (sectorlab/probe/measure.py)"))
+        for name, us in zip(FLOORS, measure.GUEST_FLOOR_SLEEPS_US)}
+    lines = [f'[lab]\nname = "{lab_name}"\nlibvirt_uri = "qemu:///system"\n',
+             '[[vm]]\nname = "lab1"\nguest = "debian12"\nmemory_mib = 768\n']
+    geometry = {c[0]: c[2] for c in CASES}
+    for disk, device in [*devices.items(), *floors.items()]:
+        lines.append(f'[[vm.disk]]\nname = "{disk}"\nbus = "virtio"\ngeometry = "{geometry.get(disk, "sector512n")}"\n'
+                     f'device = "{device}"\nsize_mib = {SIZE_MIB}\n')
+    path = directory / f"{lab_name}.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _lab(path: Path, action: str) -> None:
+    done = subprocess.run([SECTORLAB, "lab", action, "--lab", str(path)], capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, f"sectorlab lab {action} --lab {path}: {done.stderr[-3000:]}"
+
+
+def _probe_all(path: Path, scratch: Path) -> dict[str, roundtrip.Probe]:
+    """The lab of `path` up, every case's disk probed in its guest, the lab down (also on failure)."""
+    _lab(path, "up")
+    try:
+        definition = lab_mod.load_lab(path)
+        state = lab_mod.read_lab_json(definition.name)
+        guest = lab_mod.guests_from_lab_json(state)["lab1"]
+        try:
+            seen = {d.serial: d for d in guestdisks.parse_lsblk(guest.check_output(guestdisks.LSBLK_COMMAND))}
+            dev = {}
+            for disk in state.disks.values():
+                found = seen.get(disk.serial)
+                assert found is not None, f"{disk.name} (serial {disk.serial}) is not in the guest: {sorted(seen)}"
+                dev[disk.name] = found.path
+            guestdisks.unwatch(guest, list(dev.values()))  # no re-probe's reads inside a turn
+            runner = measure.GuestRunner(guest, scratch)
+            out = {}
+            for disk, *_ in CASES:
+                start = time.monotonic()
+                out[disk] = roundtrip.probe_guest(runner, dev[disk], tuple(dev[f] for f in FLOORS), SAMPLES)
+                print(f"{definition.name}: {disk} probed in the guest in {time.monotonic() - start:.0f} s")
+            return out
+        finally:
+            guest.close()
+    finally:
+        _lab(path, "down")
+
+
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory):
+    """Each case's first probe (the catalog's model) and second (the profile fitted from the first)."""
+    directory = tmp_path_factory.mktemp("probe-guest")
+    lognormal = _profile_file(directory, "lognormal-tail", profile.instrument(
+        LOGNORMAL, "a lognormal tail: a median of 200 us, a p99 of 2 ms", "assumed: a tail chosen for the round trip"))
+    first = _probe_all(_definition(directory, "probe-guest-a", {c[0]: c[1] or lognormal for c in CASES}), directory)
+    fitted = {disk: _profile_file(directory, f"fitted-{disk}", profile.entry(
+        p.fit, f"the lab disk {disk}, probed in a guest", time.strftime("%Y-%m-%d"), "none",
+        "assumed: a lab disk's model", f"the profile fitted from the guest's probe of {disk}"))
+        for disk, p in first.items()}
+    second = _probe_all(_definition(directory, "probe-guest-b", fitted), directory)
+    return first, second
+
+
+@pytest.mark.parametrize("disk,name,geometry,unit,reads_first,merges", CASES, ids=[c[0] for c in CASES])
+def test_a_profile_fitted_in_a_guest_answers_as_the_probed_model(probes, disk, name, geometry, unit, reads_first,
+                                                                  merges):
+    first, second = probes[0][disk], probes[1][disk]
+    f = first.fit
+    said = f"{disk}: unit {f.unit}, {f.reads_first.said()}, {f.merges.said()}; fitted {f.params}"
+    print(said)
+    assert (f.unit, f.reads_first.found, f.merges.found) == (unit, reads_first, merges), said
+    problems, unsaid = roundtrip.differences(first, second)
+    for figure, x in f.summaries.items():
+        y = second.fit.summaries.get(figure)
+        path = first.drift.get(figure, 0.0) + second.drift.get(figure, 0.0)
+        print(f"  {figure}: median {x.median:.1f} us, then {y.median if y else float('nan'):.1f} us; "
+              f"the guest's path moved {path:.1f} us between turns")
+    for which, p in (("first", first), ("second", second)):
+        print(f"  the guest's path, {which} probe: {p.fit.summaries['aligned-4096'].floor:.0f} us at a 4 KiB write; "
+              f"its rise at {p.floor.sleeps} us of the device's: {[round(x) for x in p.floor.rises]} us, moved "
+              f"{[round(x) for x in p.floor.rise_drift]} us between turns")
+    print("  not compared:", "; ".join(unsaid))
+    assert not problems, f"{said}; {problems}"
+    assert (second.fit.unit, second.fit.reads_first.found, second.fit.merges.found) == (unit, reads_first, merges)
