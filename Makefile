@@ -93,8 +93,7 @@ help:
 	@echo "make test-busy            the device model and the behaviour lab again beside stress-ng --cpu 1 (CI runs it)"
 	@echo "make ci-more              what CI runs after make test: three lanes (busy: test-busy, fuzz, the package"
 	@echo "                          installed whole, faults; appliances: test-crash, test-zfs; bench: bench-check),"
-	@echo "                          then with nothing beside them libvirtd stopped under a lab, make alone and the"
-	@echo "                          probe's round trip in a guest (test-probe-guest: it measures the guest's path)"
+	@echo "                          then with nothing beside them libvirtd stopped under a lab, and make alone"
 	@echo "make crosscheck           lab-up, MariaDB, pg_test_fsync and XFS on every disk (docs/cross-checks.md), lab-down"
 	@echo "make lab-down             destroy the lab: no domain, volume, pool, process or state left"
 	@echo "make lab-status           the lab's VMs and what each guest sees"
@@ -281,7 +280,6 @@ ci-bench:
 ci-alone:
 	scripts/timed "alone: libvirtd stopped under a lab" $(MAKE) $(CI_LANE_FLAGS) faults-hostwide
 	scripts/timed "alone: remote host, Ctrl-C of make test" $(MAKE) $(CI_LANE_FLAGS) alone
-	scripts/timed "alone: the probe in a guest" $(MAKE) $(CI_LANE_FLAGS) test-probe-guest
 
 # The file make test's tiers append their times to (scripts/timed), handed to the lanes through
 # their environment: make test makes one of its own and removes it at its end; a target run alone
@@ -342,7 +340,9 @@ test-zfs: bootstrap
 
 # The probe's round trip in a guest (labtests/devices/test_probe_guest.py; docs/probe.md): five
 # profiles' models probed from inside a guest, its path measured on floor disks of the same bus,
-# the fitted profiles served in a second lab and probed again; each lab up and down in turn.
+# the fitted profiles served in a second lab and probed again; each lab up and down in turn. Not in
+# CI yet: the flash drives' tens of microseconds are at the edge of what a TCG guest's path tells,
+# and one of five cases failed in four runs of six (docs/probe.md says which and why).
 test-probe-guest: bootstrap
 	$(PYTEST) -m probeguest labtests
 

@@ -3,19 +3,20 @@ again; the second probe must find what the first did. In virtual time (probe_sim
 model's own answers, what make test holds), on this host's device path over NBD (probe_model:
 the path measured and taken away; a benchmark's, make bench-timing, as every check of the host's
 time is) or in a lab's guest (probe_guest: the guest's whole path measured on floor disks of the
-same bus and taken away; make test-probe-guest, which CI runs).
+same bus and taken away; make test-probe-guest).
 
 Held per figure: the medians (less the path's own time) within MEDIAN_SHARE or MEDIAN_US, or, where
 one is more, how far the path's own median moved between the turns of each probe, added (measured in
 the same runs: each probe's path time is known to about that, and that much of a difference is the
 host's, not the profile's) or the two medians' sampling error (their 95 % intervals' half-widths,
-combined); the p99s within P99_SHARE (or their sampling error, as the medians') where
-at least P99_BEYOND samples lie above it (one spike of the host is not a device's tail) and the
-device's tail is its own (its p99 above its median by more than twice the path's largest time above
-its own median, in the same run: the host's tail hides a device's below it; said, not compared); the write
-unit, the read before a partial write and the merge found or not found alike. A probe's medians
-have a sampling error of their own: a device with a wide spread needs more samples a figure for the
-10 % to be the profile's and not the sample's (probe_model's `samples`, and `only` fewer figures).
+combined, and where a floor was taken away, its median's too); the p99s within P99_SHARE (or their
+sampling error, as the medians') where at least P99_BEYOND samples lie above it (one spike of the
+host is not a device's tail) and the device's tail is its own (its p99 above its median by more
+than twice the path's largest time above its own median, in the same run: the host's tail hides a
+device's below it; said, not compared); the write unit, the read before a partial write and the
+merge found or not found alike. A probe's medians have a sampling error of their own: a device
+with a wide spread needs more samples a figure for the 10 % to be the profile's and not the
+sample's (probe_model's `samples`, and `only` fewer figures).
 """
 
 from __future__ import annotations
@@ -111,7 +112,10 @@ def differences(first: Probe, second: Probe, only: set[str] | None = None) -> tu
         if y is None:
             problems.append(f"{name}: not measured the second time")
             continue
-        sampling = ((x.median_high - x.median_low) ** 2 + (y.median_high - y.median_low) ** 2) ** 0.5 / 2
+        # each median less its floor's: both medians' errors and both floor medians' (95 % half-widths)
+        floors = [p.floor.at_error.get(name, 0.0) for p in (first, second) if p.floor]
+        sampling = ((x.median_high - x.median_low) ** 2 + (y.median_high - y.median_low) ** 2
+                    + sum((2 * f) ** 2 for f in floors)) ** 0.5 / 2
         # each probe's path time is known to about how far it moved between its turns: the two add
         path = first.drift.get(name, 0.0) + second.drift.get(name, 0.0)
         allowed = max(MEDIAN_SHARE * abs(x.median), MEDIAN_US, path, sampling)

@@ -171,6 +171,16 @@ def test_the_floor_is_a_curve_through_its_sleeps_and_a_step_within_its_error_is_
     times = {"a": [100.0 + 0.1 * i for i in range(200)], "b": [55.0 + 0.1 * i for i in range(200)]}
     assert fit.step(times, "a", "b").found                      # 45 us at p ~ 0
     assert not fit.step(times, "a", "b", unsure=floor.at_error).found   # within 50 us: the floors' error
+    # nor one under a tenth of the faster figure's time as measured, its path's included
+    assert not fit.step(times, "a", "b", measured={"b": [460.0] * 200}).found
+    assert fit.step(times, "a", "b", measured={"b": [440.0] * 200}).found
+    # a flush the path never sent (the floor's took less than its sleep) is not measured
+    figures = {**_times(0, False, False), "flush": [10.0 + 0.1 * i for i in range(30)]}
+    sent = measure.Floor({"flush": 20.0}, measure.Times({"flush": [20.0] * 30}))
+    elided = measure.Floor({"flush": -90.0}, measure.Times({"flush": [-90.0] * 30}))
+    assert fit.fit(figures, sent, 512).params["flush"] != "fixed:0"
+    dropped = fit.fit(figures, elided, 512)
+    assert dropped.params["flush"] == "fixed:0" and "never reached the floor" in dropped.notes["flush"]
     with pytest.raises(UsageError, match="expected one a sleep"):
         measure.with_floor("x", patterns.layout(2, 512, 8 << 20, 1), 10, floors=("a",), sleeps=(100.0, 200.0))
 
