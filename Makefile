@@ -342,7 +342,7 @@ test-zfs: bootstrap
 # profiles' models probed from inside a guest, its path measured on floor disks of the same bus,
 # the fitted profiles served in a second lab and probed again; each lab up and down in turn. Not in
 # CI yet: the flash drives' tens of microseconds are at the edge of what a TCG guest's path tells,
-# and one of five cases failed in four runs of six (docs/probe.md says which and why).
+# and in four of six runs one or two of the five cases failed (docs/probe.md says which and why).
 test-probe-guest: bootstrap
 	$(PYTEST) -m probeguest labtests
 
