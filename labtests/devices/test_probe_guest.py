@@ -29,7 +29,9 @@ import time
 from pathlib import Path
 
 import pytest
+import tomli_w
 
+from labtests.support import lab as labsupport
 from sectorlab import lab as lab_mod
 from sectorlab.guest import disks as guestdisks
 from sectorlab.paths import REPO
@@ -62,19 +64,18 @@ def _profile_file(directory: Path, name: str, doc: dict) -> str:
 def _definition(directory: Path, lab_name: str, devices: dict[str, str]) -> Path:
     """A lab of one guest: each case's disk served by `devices[disk]` (a catalog profile or a
     profile file), and the floors (on 512n: a floor on 512e would read a partly written sector
-    first, as any model of a 512e disk does), every disk on virtio."""
+    first, as any model of a 512e disk does), every disk on virtio; written by tomli-w."""
     floors = {name: _profile_file(directory, name, profile.instrument(
         measure.floor_params(us), f"the probe's floor: every request answered after {us:g} us",
         "assumed: a lab instrument that sleeps, no device (sectorlab/probe/measure.py)"))
         for name, us in zip(FLOORS, measure.GUEST_FLOOR_SLEEPS_US)}
-    lines = [f'[lab]\nname = "{lab_name}"\nlibvirt_uri = "qemu:///system"\n',
-             '[[vm]]\nname = "lab1"\nguest = "debian12"\nmemory_mib = 768\n']
     geometry = {c[0]: c[2] for c in CASES}
-    for disk, device in [*devices.items(), *floors.items()]:
-        lines.append(f'[[vm.disk]]\nname = "{disk}"\nbus = "virtio"\ngeometry = "{geometry.get(disk, "sector512n")}"\n'
-                     f'device = "{device}"\nsize_mib = {SIZE_MIB}\n')
+    disks = [{"name": disk, "bus": "virtio", "geometry": geometry.get(disk, "sector512n"), "device": device,
+              "size_mib": SIZE_MIB} for disk, device in [*devices.items(), *floors.items()]]
+    doc = {"lab": {"name": lab_name, "libvirt_uri": "qemu:///system"},
+           "vm": [{"name": "lab1", "guest": "debian12", "memory_mib": 768, "disk": disks}]}
     path = directory / f"{lab_name}.toml"
-    path.write_text("\n".join(lines))
+    path.write_text(tomli_w.dumps(doc))
     return path
 
 
@@ -93,12 +94,7 @@ def _probe_all(path: Path, scratch: Path) -> dict[str, roundtrip.Probe]:
         guest = lab_mod.guests_from_lab_json(state)["lab1"]
         try:
             seen = {d.serial: d for d in guestdisks.parse_lsblk(guest.check_output(guestdisks.LSBLK_COMMAND))}
-            dev = {}
-            for disk in state.disks.values():
-                found = seen.get(disk.serial)
-                assert found is not None, f"{disk.name} (serial {disk.serial}) is not in the guest: {sorted(seen)}"
-                dev[disk.name] = found.path
-            guestdisks.unwatch(guest, list(dev.values()))  # no re-probe's reads inside a turn
+            dev = labsupport.unwatched_paths(list(state.disks.values()), {"lab1": guest}, {"lab1": seen})
             runner = measure.GuestRunner(guest, scratch)
             out = {}
             for disk, *_ in CASES:

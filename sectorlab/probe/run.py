@@ -75,10 +75,11 @@ def run(given: str, *, samples: int, seed: int, name: str, results_root: Path | 
     profile.write(results / "profile.toml", name, entry)
     doc = {"target": given, "kind": t.kind, "device": t.device, "queue": t.queue, "logical": logical,
            "samples": samples, "seed": seed, "date": date, "host": platform.node(),
-           "floor": (f"this host's device path, measured on models that sleep {measure.FLOOR_SLEEPS_US[0]:g} us "
+           "floor": (f"this host's device path, measured on models that sleep {floors.sleeps[0]:g} us "
                      f"(the same requests, in {measure.CHUNKS} turns with the probe's) and "
-                     f"{measure.FLOOR_SLEEPS_US[1]:g} us a request: each figure's path time at the first, "
-                     f"and {100 * floors.slope:.2f} % of the device's time beyond it") if floors else None,
+                     f"{' and '.join(f'{x:g}' for x in floors.sleeps[1:])} us a request: each figure's path time "
+                     f"at the first, and {100 * floors.slope:.2f} % of the device's time beyond it")
+           if floors else None,
            "floor_slope": floors.slope if floors else None,
            "summaries": {k: v.as_dict() for k, v in found.summaries.items()},
            "unit": found.unit, "steps": [s.said() for s in found.unit_steps],

@@ -146,7 +146,10 @@ def markdown(doc: dict, answer: dict | None) -> str:
                      f"{x['p99']:.1f} | {x['p999']:.1f} | {x['max']:.1f} | {x['floor']:.1f} |")
     lines += ["", "## The calibrated profile (profile.toml)", "", "| parameter | value | how |", "|---|---|---|"]
     for key, value in doc["params"].items():
-        lines.append(f"| {cell(key)} | {cell(value)} | {cell(doc['notes'].get(key, ''))} |")
+        # a percentile list breaks after each point (one unbroken token of 16 points widened the
+        # column past the page and squeezed the notes beside it into a column a word wide)
+        shown = cell(value).replace(",", ", ")
+        lines.append(f"| {cell(key)} | {shown} | {cell(doc['notes'].get(key, ''))} |")
     lines += ["", "What a probe at queue depth 1 cannot tell stays assumed and says so: how many requests the device "
               "serves at once, whether a power cut keeps what it acknowledged, whether its cache lies about a flush.",
               ""]
