@@ -108,7 +108,7 @@ help:
 	@echo "make bench-load PRESET=p  the seed's own load, closed loop, on the device path (no lab): group commit and"
 	@echo "                          the seed's figures beside the lab's"
 	@echo "make probe TARGET=dir     a device's timing at queue depth 1 through a file the probe makes in dir (or a"
-	@echo "                          block device with DESTROY_DATA=yes, or an NBD URI), and a calibrated profile:"
+	@echo "                          block device or an NBD URI, each with DESTROY_DATA=yes), and a calibrated profile:"
 	@echo "                          results/<time>-probe-NAME/profile.toml and report.html (docs/probe.md)"
 	@echo "make crash [PRESET=redo-matrix]  power cuts on the device path (no lab) per profile, geometry and BLOCKSIZE,"
 	@echo "                          3 runs a cell, cuts inside the writes' windows and at random moments, judged by"
@@ -417,10 +417,10 @@ bench-load: bootstrap
 	  $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} -- "$${PRESET:-ssd-vs-hdd}"
 
 # A device's timing, and a profile calibrated from it (docs/probe.md):
-# make probe TARGET=/u01/oradata [SAMPLES=n] [PROBE_NAME=name] [RESULTS=dir] [DESTROY_DATA=yes for a block device].
+# make probe TARGET=/u01/oradata [SAMPLES=n] [PROBE_NAME=name] [RESULTS=dir] [DESTROY_DATA=yes for a block device or an NBD URI].
 probe: bootstrap
 	@case "$${DESTROY_DATA-}" in ""|yes) ;; *) printf '%s\n' "make: DESTROY_DATA=$$(printf '%q' "$$DESTROY_DATA"): expected yes (a block"\
-	  "device TARGET is written over) or nothing"; exit 2;; esac; \
+	  "device or NBD TARGET is written over) or nothing"; exit 2;; esac; \
 	$(show); show $(SECTORLAB) probe $${SAMPLES:+--samples="$$SAMPLES"} $${PROBE_NAME:+--name="$$PROBE_NAME"} \
 	  $${RESULTS:+--results="$$RESULTS"} $${DESTROY_DATA:+--destroy-data} -- "$${TARGET-}"
 

@@ -289,16 +289,17 @@ def _add_probe_command(sub) -> None:
     p = sub.add_parser("probe", help="measure a device's timing at queue depth 1 and write a calibrated profile "
                                      "(docs/probe.md)")
     p.add_argument("target", help="a directory on the filesystem under test (the probe makes, writes and removes a "
-                                  "file of its own there), a block device that holds nothing (with --destroy-data) "
-                                  "or an NBD URI of this host (a device model)")
+                                  "file of its own there), a block device that holds nothing or an NBD URI of this "
+                                  "host (a device model), each with --destroy-data")
     p.add_argument("--samples", type=whole(20, 2000), default=100, help="timed requests of each figure (default 100)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), default=1, help="of the requests' order and the random "
                    "reads' offsets (default 1)")
     p.add_argument("--name", help="the profile's name and its results directory's (default: device)")
     p.add_argument("--max-seconds", type=whole(10, 86400), default=900, help="refuse a probe the pilot says "
                    "would take longer (default 900)")
-    p.add_argument("--destroy-data", action="store_true", help="a block device target: write over it (refused "
-                   "anyway when it holds a partition table, a filesystem, RAID, LVM or ASM, or is mounted)")
+    p.add_argument("--destroy-data", action="store_true", help="a block device or NBD target: write over it "
+                   "(a block device is refused anyway when it holds a partition table, a filesystem, RAID, LVM or "
+                   "ASM, or is mounted)")
     p.add_argument("--results", type=results_root, help="where <timestamp>-probe-NAME/ goes (default: results/)")
     p.add_argument("--png", action="store_true", help="draw report.html as on a desktop and a phone (headless "
                    "Chromium)")

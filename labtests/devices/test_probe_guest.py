@@ -93,7 +93,7 @@ def _probe_all(path: Path, scratch: Path) -> dict[str, roundtrip.Probe]:
         state = lab_mod.read_lab_json(definition.name)
         guest = lab_mod.guests_from_lab_json(state)["lab1"]
         try:
-            seen = {d.serial: d for d in guestdisks.parse_lsblk(guest.check_output(guestdisks.LSBLK_COMMAND))}
+            seen = guestdisks.by_serial(guestdisks.parse_lsblk(guest.check_output(guestdisks.LSBLK_COMMAND)))
             dev = labsupport.unwatched_paths(list(state.disks.values()), {"lab1": guest}, {"lab1": seen})
             runner = measure.GuestRunner(guest, scratch)
             out = {}

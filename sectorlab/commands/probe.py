@@ -11,7 +11,7 @@ def cmd_probe(args) -> int:
     from ..probe import run
     if not args.target:
         raise UsageError("sectorlab probe: the target is empty: expected a directory on the filesystem under test, "
-                         "a block device (with --destroy-data) or an NBD URI")
+                         "a block device or an NBD URI (each with --destroy-data)")
     name = args.name or "device"
     if paths.slug(name) != name:
         raise UsageError(f"sectorlab probe --name {name!r}: expected letters, digits, '-', '_' and '.' only (it names "

@@ -1,8 +1,9 @@
 """A probe's figures as distributions, what they tell of the device, and the model's parameters.
 
 Every figure is summarised with its n, median (and the median's 95 % interval from the order
-statistics), p99, p99.9 and maximum; where the path has a measured floor, each figure's floor median
-is subtracted from its samples (and always shown). From those:
+statistics), p99, p99.9 and maximum; where the path has a measured floor, the path's own time is
+taken from each sample (measure.Floor.less: the figure's floor median, and the path's rise with the
+device's time; what was taken away at the median is always shown). From those:
 
 - the write unit: the smallest size from which on a write 512 B past a 64 KiB boundary is slower
   than the same size at the boundary, at every size measured (Mann-Whitney, one-sided, p < ALPHA
@@ -14,7 +15,8 @@ is subtracted from its samples (and always shown). From those:
 - the media rates, from how the medians grow with the size (a least-squares line, kept when its
   slope is positive, its p said);
 - each time as the model's percentile points (pct:), from the samples less the floor and the
-  transfer time, and the path's own spread (the floor's) taken out of them (deconvolved_pct).
+  transfer time, and the path's own spread (the floor's) taken out of them (deconvolved_pct), or
+  `fixed:` at the median where the device's own spread is not told from the path's.
 
 What a queue-depth-1 probe cannot tell (channels, power-loss protection, whether a cache lies) stays
 assumed, and says so.
@@ -43,7 +45,7 @@ class Summary:
     p99: float
     p999: float
     max: float
-    floor: float            # the floor's median subtracted (0: none measured)
+    floor: float            # the path's time taken away, at the median (0: none measured)
     p99_low: float = 0.0    # the p99's 95 % interval (order statistics)
     p99_high: float = 0.0
 

@@ -1,9 +1,11 @@
 """A probe's requests issued through `redo-writer io`, and each figure's times (microseconds).
 
 The target is a file the probe made (the default: on the filesystem under test), a block device
-or an NBD export; redo-writer times each request from its call to its completion. An NBD export's
-path has a floor that can be measured apart: the same layout on a model of this host that adds no
-time of its own (the catalog's `floor`), served and stopped here.
+or an NBD export (a lab's model), or, through a GuestRunner, a block device of a lab's guest;
+redo-writer times each request from its call to its completion. The path of an NBD export or a
+guest's disk has a floor that is measured apart (with_floor): the same layout on floor models that
+sleep a set time a request, served and stopped here for an NBD export, floor disks of the guest's
+lab for a guest.
 """
 
 from __future__ import annotations
@@ -186,12 +188,12 @@ def simulated(params: dict[str, str], layout: Layout) -> Times:
     return times
 
 
-def floor_seconds(layout: Layout) -> float:
+def floor_seconds(layout: Layout, sleeps: tuple[float, ...] = FLOOR_SLEEPS_US) -> float:
     """About how long with_floor's floors take: every request on the first (its sleep and about 100 us
-    of the path), the short layout on the second."""
+    of the path), the short layout on each further one."""
     per_figure = max(layout.labels.count(x) for x in set(layout.labels) if x)
-    second = len(layout.requests) / max(1, per_figure // SLOPE_SAMPLES)
-    return len(layout.requests) * (FLOOR_SLEEPS_US[0] + 100) / 1e6 + second * (FLOOR_SLEEPS_US[1] + 100) / 1e6
+    short = len(layout.requests) / max(1, per_figure // SLOPE_SAMPLES)
+    return (len(layout.requests) * (sleeps[0] + 100) + sum(short * (s + 100) for s in sleeps[1:])) / 1e6
 
 
 def floor_params(sleep_us: float) -> dict[str, str]:

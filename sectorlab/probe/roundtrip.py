@@ -36,7 +36,8 @@ P99_BEYOND = 10   # a p99 is compared only with this many samples above it: one 
 class Probe:
     fit: fit.Fit
     floor_tail: dict[str, float]   # per figure: the path's own largest time above its median (us)
-    drift: dict[str, float]   # per figure: how far the path's own median moved between the probe's turns (us)
+    drift: dict[str, float]   # per figure: how far the path's own median moved between the probe's turns, and
+                              # its rise at the figure's time (Floor.unsure) (us)
     floor: measure.Floor | None = None   # the path measured (None: virtual time)
 
 

@@ -138,7 +138,7 @@ def markdown(doc: dict, answer: dict | None) -> str:
               f"{one_line(doc['date'])} on {one_line(doc['host'])}; the kernel's queue: "
               + (one_line(", ".join(f"{k} {v}" for k, v in doc["queue"].items() if v)) or "none (an NBD export)")
               + ".", "",
-              "## Every figure (microseconds" + (", less the floor's median" if floor else "") + ")", "",
+              "## Every figure (microseconds" + (", less the path's own time" if floor else "") + ")", "",
               "| figure | n | median (95 % CI) | p99 | p99.9 | max | floor median |", "|---|---|---|---|---|---|---|"]
     for name in sorted(s, key=kind_and_size):
         x = s[name]

@@ -376,6 +376,13 @@ def test_the_devices_queue_is_read_from_the_whole_disk_under_a_partition(tmp_pat
 
 # --- a lab disk served with a probed profile ---------------------------------------------------------
 
+def _lab_toml(device: str) -> str:
+    """A lab of one disk on 512e served by `device`, written by tomli-w (a path may hold a quote)."""
+    import tomli_w
+    return tomli_w.dumps({"vm": [{"name": "lab1", "disk": [{"name": "d1", "bus": "virtio", "geometry": "sector512e",
+                                                           "device": device}]}]})
+
+
 def test_a_lab_disk_names_a_probed_profile_file_and_its_model_gets_its_parameters(tmp_path):
     from sectorlab import labdef
     from sectorlab.lab import modelled
@@ -383,8 +390,7 @@ def test_a_lab_disk_names_a_probed_profile_file_and_its_model_gets_its_parameter
     path = profile.write(tmp_path / "p.toml", "acme", profile.entry(
         found, "ACME SSD 9 (/dev/sdq)", "2026-11-29", "volatile", "measured: write back", "ACME SSD 9, probed"))
     lab = tmp_path / "lab.toml"
-    lab.write_text(f'[[vm]]\nname = "lab1"\n\n[[vm.disk]]\nname = "d1"\nbus = "virtio"\ngeometry = "sector512e"\n'
-                   f'device = "{path}"\n')
+    lab.write_text(_lab_toml(str(path)))
     vm = labdef.load(lab).vms[0]
     assert vm.profile(vm.disks[0]) == str(path)
     assert modelled.params(str(path), 512, 4096) == {**found.params, "physical-sector": "4096"}
@@ -399,8 +405,7 @@ def test_a_lab_disk_naming_a_bad_profile_file_is_one_line(tmp_path, device, says
     from sectorlab import labdef
     (tmp_path / "bad.toml").write_text("[other]\nx = 1\n")
     lab = tmp_path / "lab.toml"
-    lab.write_text(f'[[vm]]\nname = "lab1"\n\n[[vm.disk]]\nname = "d1"\nbus = "virtio"\ngeometry = "sector512e"\n'
-                   f'device = "{device.format(tmp=tmp_path)}"\n')
+    lab.write_text(_lab_toml(device.format(tmp=tmp_path)))
     with pytest.raises(UsageError, match=says) as e:
         labdef.load(lab)
     assert "\n" not in str(e.value) and "device = " in str(e.value)
