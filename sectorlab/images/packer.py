@@ -220,7 +220,8 @@ def _machine_vars(spec: GuestSpec, work: Path, accelerator: str, progress: Progr
             "base_image_target": str(base / "base.qcow2"),
             # The lab's own boot files: the build boots the image as every lab will.
             "direct_kernel": [["-kernel", str(base / "kernel")], ["-initrd", str(base / "initrd.img")],
-                              ["-append", (base / "cmdline").read_text().strip()]],
+                              ["-append", " ".join((base / "cmdline").read_text().split()
+                                                   + list(accel_mod.Accelerator(accelerator, "").guest_kernel_args))]],
         })
     else:
         machine["base_image_target"] = str(spec.template_file)  # checked by check_template

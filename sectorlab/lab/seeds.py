@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import images, labdef
 from ..errors import SectorlabError
 from ..guest import seed, sshkeys
-from ..host import libvirt
+from ..host import accel, libvirt
 from . import modelled, ownership
 from .pool import IMAGE_POOL
 from .state import DEFAULT_LAB_FILE, LAB_USER, Progress, console_dir, pool_dir, say
@@ -82,7 +82,8 @@ def tfvars(lab: labdef.Lab, state: Path, ports: dict[str, int], domain_type: str
         "domain_type": domain_type,
         "image_pool": IMAGE_POOL,
         "images": {g: p["volume"] for g, p in published.items()},
-        "boot": {g: {"kernel": p["kernel"], "initrd": p["initrd"], "cmdline": kernel_cmdline(p["cmdline"])}
+        "boot": {g: {"kernel": p["kernel"], "initrd": p["initrd"],
+                     "cmdline": kernel_cmdline(" ".join((p["cmdline"], *accel.guest_kernel_args(domain_type))))}
                  for g, p in published.items() if p["kernel"]},
         "extra_geometries": {n: {"logical_block_size": g.logical_block_size,
                                  "physical_block_size": g.physical_block_size, "min_io_size": g.min_io_size,

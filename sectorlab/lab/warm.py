@@ -51,6 +51,7 @@ VM_STATE_FILES = ("host-{vm}", "host-{vm}.pub", "seed-{vm}.iso", "seed-{vm}.id")
 
 CHANGED_NAMES = {"lab": "lab definition", "images": "guest image", "qemu": "QEMU", "libvirt": "libvirt",
                  "module": "Terraform module or seed format", "domain_type": "accelerator",
+                 "kernel_args": "guest kernel command line",
                  "format": "saved-state format", "lab_id": "lab id"}
 
 Progress = Callable[[str], None]
@@ -87,6 +88,7 @@ def state_key(lab: labdef.Lab, image_sha256: dict[str, str], domain_type: str, l
         "libvirt": libvirt.get_host(uri).version() or "unknown",
         "module": images.hash_files(MODULE_FILES),
         "domain_type": domain_type,
+        "kernel_args": list(accel_mod.guest_kernel_args(domain_type)),
     }
     return images.hash_files([], extra=json.dumps(parts, sort_keys=True))[:16], parts
 

@@ -10,7 +10,7 @@ import pytest
 from labtests.unit import records
 from sectorlab import labdef
 from sectorlab.errors import SectorlabError
-from sectorlab.host import libvirt
+from sectorlab.host import accel, libvirt
 from sectorlab.lab import warm
 
 LAB = {
@@ -44,6 +44,13 @@ def test_state_key_depends_on_what_the_saved_guest_depends_on(fake_versions, mon
     assert key_of(more_memory) != base
     assert key_of(LAB, images={"debian12": "bb"}) != base
     assert key_of(LAB, domain_type="kvm") != base
+    # A guest booted with other kernel arguments is another saved state.
+    tcg_args = accel.GUEST_KERNEL_ARGS["qemu"]
+    assert tcg_args, "a TCG guest is given norandmaps"
+    monkeypatch.setitem(accel.GUEST_KERNEL_ARGS, "qemu", ())
+    assert key_of(LAB) != base
+    monkeypatch.setitem(accel.GUEST_KERNEL_ARGS, "qemu", tcg_args)
+    assert key_of(LAB) == base
     assert key_of(LAB, lab_id="cd" * 16) != base  # the domain's <metadata>, saved with the guest
     monkeypatch.setattr(warm, "qemu_version", lambda: "QEMU emulator version 8.2.0")
     assert key_of(LAB) != base

@@ -264,8 +264,12 @@ def test_tfvars_carry_geometry_names_and_seed(tmp_path):
     vm = v["vms"]["vm1"]
     assert v["domain_type"] == "qemu" and v["images"] == {"debian12": "img.qcow2"}
     assert v["owner"] == {"lab_id": OWNER.id, "machine": OWNER.machine, "host": OWNER.host, "cache": OWNER.cache}
+    # Under TCG the guest keeps its mappings where they were (norandmaps: sectorlab/host/accel.py); under KVM not.
     assert v["boot"]["debian12"] == {"kernel": "/pool/img.vmlinuz", "initrd": "/pool/img.initrd",
-                                     "cmdline": [{"root": "UUID=ab-12", "console": "ttyS0,115200"}, {"_": "quiet ro"}]}
+                                     "cmdline": [{"root": "UUID=ab-12", "console": "ttyS0,115200"},
+                                                 {"_": "norandmaps quiet ro"}]}
+    kvm = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "kvm", PUBLISHED, OWNER)
+    assert kvm["boot"]["debian12"]["cmdline"] == [{"root": "UUID=ab-12", "console": "ttyS0,115200"}, {"_": "quiet ro"}]
     grub = lab_mod.tfvars(lab, tmp_path, {"vm1": 40100}, "qemu",
                           {"debian12": {"volume": "img.qcow2", "kernel": "", "initrd": "", "cmdline": ""}}, OWNER)
     assert grub["boot"] == {}, "an image without its kernel boots through GRUB"
