@@ -81,14 +81,13 @@ help:
 	@echo "make lab-up               bootstrap the host, build the image if needed, bring up the lab and verify every disk"
 	@echo "make test                 three lanes at once, each line prefixed by its lane, each tier's time at the end:"
 	@echo "                            labs: lab-up, the scenarios, lab-down (also on failure), then a warm lab-up"
-	@echo "                                  from the saved state and the sector-detection and restart scenarios again"
-	@echo "                            databases: unit tests, the image smoke test, the cross-checks on a lab of"
-	@echo "                                  their own (default-db)"
+	@echo "                                  from the saved state and the sector-detection and restart scenarios again,"
+	@echo "                                  the image smoke test, two labs whose names share a prefix (ownership)"
+	@echo "                            databases: unit tests, the cross-checks on a lab of their own (default-db)"
 	@echo "                            devices: the device model served on this host (nbdkit + qemu-io, judged by"
 	@echo "                                  its trace), the device-behaviour lab (labs/behaviours.toml) and its"
 	@echo "                                  scenarios, a lab made by 'sectorlab lab from-host' from a saved file, the"
-	@echo "                                  scenarios on labs/write-units.toml (write units above 4 KiB), then two labs"
-	@echo "                                  whose names share a prefix (ownership)"
+	@echo "                                  scenarios on labs/write-units.toml (write units above 4 KiB)"
 	@echo "                          LAB_SUFFIX=-job2 gives every lab a name of its own (two checkouts on one host)"
 	@echo "make test-busy            the device model and the behaviour lab again beside stress-ng --cpu 1 (CI runs it)"
 	@echo "make ci-more              what CI runs after make test: three lanes (busy: test-busy, fuzz, the package"
@@ -205,15 +204,16 @@ endef
 # The lanes are laid out by their measured lengths (docs/testing.md has the table).
 # Lane "labs": lab-up, the scenarios, lab-down; a second lab-up restores the state the first one
 # saved: the sector-detection scenarios must pass after it as after a cold boot; then the lab is
-# stopped as a host restart stops it, and a lab-up must bring it back with fresh disks.
-# Lane "databases": the unit tests, the image smoke test, the real-database cross-checks on a lab
-# of their own with the same disks (the lab's name with -db appended).
+# stopped as a host restart stops it, and a lab-up must bring it back with fresh disks; then the
+# image smoke test and two labs whose names share a prefix (labtests/lab/test_ownership.py: a
+# command touches only its own lab). The last two here since the guests keep their mappings under
+# TCG (norandmaps), which took this lane from 420 to 224 s against 327 and 348 s for the others.
+# Lane "databases": the unit tests, the real-database cross-checks on a lab of their own with the
+# same disks (the lab's name with -db appended).
 # Lane "devices": the device model served on this host (labtests/devices/test_devicemodel_host.py),
 # the device-behaviour lab (labs/behaviours.toml) and its scenarios, a lab made by `sectorlab lab
 # from-host` from a saved collector file (its own lab-up and lab-down), then the scenarios on disks
-# whose write unit is above 4 KiB (labs/write-units.toml), then two labs whose names share a prefix
-# (labtests/lab/test_ownership.py: a command touches only its own lab; here since 634fd6b's runs,
-# where this lane ended 47-61 s before the others).
+# whose write unit is above 4 KiB (labs/write-units.toml).
 # Each tier's time is printed at the end (scripts/timed, scripts/times); a Ctrl-C stops the lanes
 # (each lane's labs are taken down; exit 130).
 test: bootstrap image
@@ -300,10 +300,11 @@ WARM_SCENARIOS := labtests/geometry/test_sector_detection.py labtests/lab/test_l
 test-labs:
 	$(call lab-run,,-m "lab and not behaviours and not crosscheck" labtests,,labs: the default lab)
 	$(call lab-run,--require-warm,-m "lab or lifecycle" $(WARM_SCENARIOS),,labs: the warm lab-up)
+	@$(show); show scripts/timed "labs: image smoke" env SECTORLAB_GUEST="$$GUEST" $(PYTEST) -m vm labtests
+	scripts/timed "labs: ownership" $(PYTEST) -m ownership labtests
 
 test-databases:
 	scripts/timed "databases: unit tests" env -u SECTORLAB_TEST_TIMES $(PYTEST) -n $(UNIT_WORKERS) labtests/unit
-	@$(show); show scripts/timed "databases: image smoke" env SECTORLAB_GUEST="$$GUEST" $(PYTEST) -m vm labtests
 	@$(MAKE) --no-print-directory test-crosscheck
 
 test-devices:
@@ -311,7 +312,6 @@ test-devices:
 	@$(MAKE) --no-print-directory test-behaviours
 	scripts/timed "devices: from-host lab" $(PYTEST) -m fromhost labtests
 	@$(MAKE) --no-print-directory test-write-units
-	scripts/timed "devices: ownership" $(PYTEST) -m ownership labtests
 
 # The scenarios that judge time (from the model's trace: the device model on this host and the
 # device-behaviour lab) again beside a CPU hog (stress-ng --cpu 1, a shared CI runner's neighbour):

@@ -10,9 +10,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 
 @dataclass(frozen=True)
 class KeyPair:
@@ -30,6 +27,9 @@ class KeyPair:
 
 
 def generate(comment: str) -> KeyPair:
+    # Imported here: cryptography's bindings take 40-65 ms to load, and most commands make no key.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     key = Ed25519PrivateKey.generate()
     private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                 serialization.NoEncryption()).decode()
