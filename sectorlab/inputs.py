@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -136,14 +137,47 @@ def inside(directory: Path | str, relative: str, what: str) -> Path:
 TOML_MAX_DEPTH = 16
 
 
+# What _toml_depth reads; every other character leaves the nesting as it is.
+_TOML_SIGNIFICANT = re.compile(r"[\n#\"'=.\[\]{},]")
+_TOML_BASIC_END = {'"': re.compile(r'"|\\'), '"""': re.compile(r'"""|\\')}
+
+
+def _string_end(text: str, quote: str, j: int) -> int:
+    """Where the string that opened with `quote` just before `j` closes (len(text) or past it
+    when it does not): a literal string at its next quote, a basic one past its escapes."""
+    n = len(text)
+    if quote[0] == "'":
+        k = text.find(quote, j)
+        return n if k < 0 else k
+    end = _TOML_BASIC_END[quote]
+    while j < n:
+        m = end.search(text, j)
+        if m is None:
+            return n
+        if m.group() == quote:
+            return m.start()
+        j = m.start() + 2  # a backslash and the character it escapes
+    return j
+
+
 def _toml_depth(text: str) -> tuple[int, int]:
     """(deepest nesting, its line) of TOML text: the parts of a dotted key or table header, or the
-    arrays and inline tables open at once, counted outside strings and comments."""
+    arrays and inline tables open at once, counted outside strings and comments. Only the
+    characters that can change it are visited (a file of 16 MiB in well under a second)."""
     deepest, where = 0, 1
     depth = 0  # arrays and inline tables open
     line, parts, in_key = 1, 1, True
     i, n = 0, len(text)
     while i < n:
+        m = _TOML_SIGNIFICANT.search(text, i)
+        j = n if m is None else m.start()
+        if j > i:  # characters that change nothing stand at the level the last one left
+            level = max(parts, depth)
+            if level > deepest:
+                deepest, where = level, line
+        if m is None:
+            break
+        i = j
         c = text[i]
         if c == "\n":
             line += 1
@@ -154,11 +188,7 @@ def _toml_depth(text: str) -> tuple[int, int]:
             continue
         elif c in "\"'":
             quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else c
-            j = i + len(quote)
-            while j < n and not text.startswith(quote, j):
-                if quote[0] == '"' and text[j] == "\\":
-                    j += 1
-                j += 1
+            j = _string_end(text, quote, i + len(quote))
             line += text.count("\n", i, j)
             i = j + len(quote)
             continue

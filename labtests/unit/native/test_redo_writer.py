@@ -408,7 +408,10 @@ def test_open_loop_at_a_fixed_rate_counts_its_arrivals_and_says_whether_it_kept_
     # the rate is the commits over the elapsed time; keeping up is for a quiet host's benchmark
     short_by = max(0, out["arrivals"] - out["transactions"])
     assert out["kept_up"] is (short_by <= max(0.02 * out["arrivals"], 2 * 2)), out
-    assert out["achieved_rate"] == pytest.approx(out["transactions"] / out["elapsed_s"], abs=0.1), out
+    # elapsed_s is printed to the millisecond and the rate to a tenth: the rate recomputed from them is
+    # as exact as those two roundings let it be (997.5 against 997.34 from "3.003" s on a busy host)
+    rate = out["transactions"] / out["elapsed_s"]
+    assert out["achieved_rate"] == pytest.approx(rate, abs=rate * 0.0005 / out["elapsed_s"] + 0.05), out
     assert out["backlog_end"] <= out["arrivals"] and out["transactions"] > 0, out
     assert out["commit_response"]["count"] == out["transactions"] == out["log_file_sync"]["count"]
 
