@@ -117,9 +117,11 @@ def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.
     p = argparse.ArgumentParser(prog=prog, description="Which redo BLOCKSIZE a disk accepts (ORA-01378 rules), and "
                                 "inside ASM which disk group it would be in.",
                                 epilog="exit status: 0 allowed (warnings on stderr), 1 refused (the ORA- text, or the "
-                                "engine's own words, on stderr), 2 bad usage (one line), 3 not known (the sources or "
-                                "the inputs point both ways; a warning says why). docs/redo-blocksize.md has the "
-                                "rules and their sources.")
+                                "engine's own words, on stderr), 2 bad usage (one line), 3 not known: the engine "
+                                "gives neither allowed nor refused (a warning says why). An answer that rests on an "
+                                "assumption, or keeps one of two sources that conflict, is still 0 or 1: its warning "
+                                "says so, and --json gives each claim's evidence (documented, seed, physics, "
+                                "assumed). docs/redo-blocksize.md has the rules and their sources.")
     p.add_argument("device", nargs="?", help="block device, or a file or directory on a filesystem, to read the "
                    "sector sizes from" + (" (with --from-host: the disk's name in FILE)" if from_host else ""))
     if from_host:
@@ -143,8 +145,9 @@ def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.
                    "ASYNCH: a file on a file system, not a raw DEVICE); default: direct on a device and in ASM; for "
                    "a file on a file system buffered on Linux (FILESYSTEMIO_OPTIONS defaults to NONE on Linux), not "
                    "known on other platforms (the verdict holds for both, or is not known)")
-    p.add_argument("--on-filesystem", action="store_true", help="with --logical/--physical or --from-host: the log "
-                   "is a file on a file system on such a disk (a PATH on one says so itself)")
+    p.add_argument("--on-filesystem", action="store_true", help="with --logical/--physical"
+                   + (" or --from-host" if from_host else "") + ": the log is a file on a file system on such a disk "
+                   "(a PATH on one says so itself)")
     asm = p.add_argument_group("ASM")
     asm.add_argument("--asm-discovery", choices=asmrules.DISCOVERY, help="how ASM finds the disk: answers which "
                      "disk group CREATE DISKGROUP makes of it, what that group takes, and what the spfile meets")

@@ -204,8 +204,11 @@ RULES = {
     "udev-reads-kernel-sizes": Rule("a udev (raw) device shows ASM the kernel's logical and physical sectors, and a "
                                     "new group gets the logical one", "assumed",
                                     "not public; NetApp's note that only ASMLib stamps the physical size"),
-    "asm-invalid-sector": Rule("a sector ASM reads that is not 512 or 4096: ORA-59012 / ORA-59013", "documented",
-                               "ORA-59012, ORA-59013 (Oracle's error messages)"),
+    "asm-invalid-sector": Rule("a sector ASM reads that is not 512 or 4096 (a 16 KiB one) is refused with "
+                               "ORA-59012 (physical) / ORA-59013 (logical): the messages are Oracle's, but their "
+                               "texts name no size, so which sizes they refuse is assumed", "assumed",
+                               "ORA-59012, ORA-59013 (Oracle's error messages: 'uses an invalid physical sector "
+                               "size', no value named); the Guide's SECTOR_SIZE values 512 and 4096"),
     "asm-file-below-sector": Rule("ASM refuses a file whose block is below the group's smallest I/O: ORA-15347",
                                   "documented", "ORA-15347 (Oracle's error messages)"),
     "spfile-4k-bug": Rule("an spfile in a group of SECTOR_SIZE 4096 is unreadable in 12.1.0.2 without the patch "
@@ -615,7 +618,10 @@ def _judge(a: _Ask) -> Verdict:
             if a.asm_override:
                 allowed.append("override-instance")
             allowed.append("above-media-sector")
-            return verdict(False, refusal, ["above-media-sector"],
+            # The seeds show ORA-01378 for 4096 above a 512-byte media sector; none shows 1024 refused:
+            # that it is, as 4096 is, is the sector sizes judging 1024 alone (blocksize-1024, assumed).
+            error_rests_on = ["above-media-sector"] + (["blocksize-1024"] if chosen == 1024 else [])
+            return verdict(False, refusal, error_rests_on,
                            f"blocksize {chosen} > media sector {seen_media}; _disk_sector_size_override=TRUE in the "
                            f"database instance allows it")
     if a.emulated and chosen == seen_media:

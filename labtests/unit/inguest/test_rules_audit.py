@@ -596,3 +596,25 @@ def test_the_bench_says_not_known_with_the_warnings_reason():
     assert verdict_text(v, short=True) == "not known"
     assert verdict_text({"allowed": None, "warnings": []}) == "not known"
     assert verdict_text(rules.evaluate(512, 512, 4096).as_json(), short=True) == "refused (ORA-01378)"
+
+
+# -- issue 65, point 9: what the exit status says, and the guest's own --help -------------------------
+
+def test_the_guests_help_names_no_option_it_does_not_take_and_says_what_each_status_means():
+    """The guest's redo-check (the file run alone) takes no --from-host and its --help names none; the
+    status 3 is "neither allowed nor refused", and an answer that keeps one of two conflicting
+    sources (512e at 4096 outside ASM) is 0 with its warning and its evidence in --json."""
+    helped = run_cli("--help")
+    assert helped.returncode == 0 and "--from-host" not in helped.stdout, helped.stdout
+    said = " ".join(helped.stdout.split())
+    assert "3 not known: the engine gives neither allowed nor refused" in said, said
+    assert "keeps one of two sources that conflict, is still 0 or 1" in said, said
+    assert "--from-host" in " ".join(subprocess.run([sys.executable, "-m", "sectorlab", "redo-check", "--help"],
+                                                    capture_output=True, text=True, cwd=REPO).stdout.split())
+    conflict = run_cli("--logical", "512", "--physical", "4096", "--blocksize", "4096", "--on-filesystem", "--json")
+    doc = json.loads(conflict.stdout)
+    assert conflict.returncode == 0 and doc["allowed"] is True and doc["evidence"] == "assumed", conflict
+    assert any("the sources conflict" in w for w in doc["warnings"]), doc["warnings"]
+    unknown = run_cli("--logical", "512", "--physical", "512", "--blocksize", "1024", "--platform", "hp-ux",
+                      "--json")
+    assert unknown.returncode == 3 and json.loads(unknown.stdout)["allowed"] is None, unknown

@@ -219,7 +219,13 @@ AUDIT_CASES = [
     Case("5-tru64-1024-512n", N512, 1024, None, IXORA, "assumed", platform="tru64"),
     Case("5-hp-ux-1024-asm-512", E512, 1024, None, IXORA, "assumed", platform="hp-ux", sector=512),
     Case("5-hp-ux-1024-4kn", K4, 1024, False, "O_DIRECT", platform="hp-ux", io_mode="direct"),
-    Case("5-linux-1024-512n", N512, 1024, False, "seeds 001 and 002", "seed", claim="error"),
+    # Issue 65, point 4: the seeds show ORA-01378 for 4096 above a 512-byte media sector, none for 1024:
+    # the refusal of 1024 is the sector sizes judging it alone (blocksize-1024), assumed.
+    Case("5-linux-1024-512n", N512, 1024, False, "seeds 001 and 002", "assumed", claim="error"),
+    Case("65-4-linux-1024-512n-fs", N512, 1024, False, IXORA, "assumed", claim="error", on_filesystem=True),
+    # Issue 65, point 3: ORA-59012's and ORA-59013's texts name no size; a 16 KiB sector refused is assumed.
+    Case("65-3-udev-16k", P16, 4096, "ORA-59012", "no value named", "assumed", discovery="udev", version="19"),
+    Case("65-3-asmlib-16k", P16, 4096, "ORA-59012", "no value named", "assumed", discovery="asmlib"),
     Case("5-aix-1024-512n", N512, 1024, False, "seeds 001 and 002", platform="aix"),
     # 6. Evidence per claim: rules about reading the inputs stay in the sizes claim.
     Case("6-4096/512-takes-512", E512, 512, True, V_ASM, "documented", sector=4096, logical_sector=512),
@@ -288,6 +294,8 @@ def test_case(c: Case):
     except asmrules.AsmError as e:  # the disk cannot be in such a group at all (ORA-59012, ORA-15375)
         assert isinstance(c.allowed, str) and str(e).startswith(c.allowed), e
         assert c.source in _sources(e.rules), e.rules
+        if c.evidence:
+            assert rules.weakest(e.rules) == c.evidence, (e.rules, [rules.RULES[r].evidence for r in e.rules])
         return
     if group is not None and c.group is not None:
         assert (group.sector_size, group.logical_sector_size) == c.group, c.source
