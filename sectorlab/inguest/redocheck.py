@@ -243,17 +243,20 @@ def report(args, sizes, group) -> dict:
     logical, physical, min_io, via = sizes
     context = where(args, via, group)
     redo = []
+    # A row is a BLOCKSIZE in the group this discovery method gives: it rests on what the method
+    # shows ASM (through AFD or udev the kernel's sizes, assumed) as well as on the verdict's rules.
+    discovered = list(group.rests_on)
     for bs in rules.VALID_BLOCKSIZES:
         plain = rules.evaluate(logical, physical, bs, False, min_io=min_io, group=group, via=via, **context)
         forced = rules.evaluate(logical, physical, bs, True, min_io=min_io, group=group, via=via, **context)
         redo.append({"blocksize": bs, "allowed": plain.allowed,
                      "needs_override": forced.allowed is True and plain.allowed is False,
-                     "error": plain.error, "evidence": plain.evidence,
-                     "error_evidence": plain.evidence_of("error") if plain.error else None,
-                     "warnings": plain.warnings})
+                     "error": plain.error, "evidence": rules.weakest(plain.claims.get("allowed", []) + discovered),
+                     "error_evidence": rules.weakest(plain.claims.get("error", []) + discovered) if plain.error
+                     else None, "warnings": plain.warnings})
     default = rules.evaluate(logical, physical, None, args.override, min_io=min_io, group=group, via=via,
                              override_in=args.override_in, **context)
-    files = [asdict(f) | {"evidence": rules.weakest(f.rests_on)} for f in asmrules.files_in(group)]
+    files = [asdict(f) | {"evidence": rules.weakest(f.rests_on + discovered)} for f in asmrules.files_in(group)]
     return {"disk": {"name": args.device, "logical": logical, "physical": physical, "min_io": min_io},
             "asm": {"discovery": args.asm_discovery, "version": args.asm_version,
                     "asmlib_logical_block_size": args.asmlib_logical_block_size, "sector_size": group.sector_size,
@@ -317,8 +320,13 @@ def main(argv: list[str] | None = None, prog: str = "redo-check", from_host=None
         print(f"{prog}: {e}", file=sys.stderr)
         return EXIT_USAGE
     except asmrules.AsmError as e:  # the disk cannot be in such a group at all
+        # The refusal's evidence and the rules it rests on, as a verdict gives its own (a 16 KiB
+        # sector's ORA-59012 is assumed: its text names no size).
         if args.json:
-            print(json.dumps({"allowed": False, "error": str(e), "asm": None}))
+            print(json.dumps({"allowed": False, "error": str(e), "asm": None, "evidence": rules.weakest(e.rules),
+                              "rests_on": rules.cited(e.rules)}))
+        else:
+            print(f"refused (evidence: {rules.weakest(e.rules)}; rests on {', '.join(dict.fromkeys(e.rules))})")
         print(str(e), file=sys.stderr)
         return EXIT_REFUSED
     if args.asm_discovery:

@@ -618,3 +618,41 @@ def test_the_guests_help_names_no_option_it_does_not_take_and_says_what_each_sta
     unknown = run_cli("--logical", "512", "--physical", "512", "--blocksize", "1024", "--platform", "hp-ux",
                       "--json")
     assert unknown.returncode == 3 and json.loads(unknown.stdout)["allowed"] is None, unknown
+
+
+# -- issue 65, point 8: an ASM refusal gives its evidence, as a verdict does --------------------------
+
+@pytest.mark.parametrize("args, error, evidence, rule", [
+    (("--logical", "4096", "--physical", "16384", "--asm-discovery", "udev", "--asm-version", "19"), "ORA-59012",
+     "assumed", "asm-invalid-sector"),
+    (("--logical", "512", "--physical", "4096", "--asm-discovery", "udev", "--override", "--override-in", "asm"),
+     "ORA-15086", "documented", "asm-override-sector-size"),
+])
+def test_an_asm_refusal_says_its_evidence_and_what_it_rests_on(args, error, evidence, rule):
+    as_json = run_cli(*args, "--json")
+    doc = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and doc["allowed"] is False and doc["error"].startswith(error), as_json
+    assert doc["evidence"] == evidence and rule in [r["rule"] for r in doc["rests_on"]], doc
+    assert all(r["source"] == rules.RULES[r["rule"]].source for r in doc["rests_on"]), doc
+    as_text = run_cli(*args)
+    assert as_text.returncode == 1 and as_text.stderr.strip().startswith(error), as_text
+    assert as_text.stdout.startswith(f"refused (evidence: {evidence}; rests on ") and rule in as_text.stdout, as_text
+
+
+# -- issue 65, point 5: a row of the ASM report rests on what the discovery method shows ASM ----------
+
+@pytest.mark.parametrize("discovery, version, rule, rows", [
+    ("afd", "19", "afd-reads-kernel-sizes", {512: "assumed", 1024: "assumed", 4096: "assumed"}),
+    ("udev", "19", "udev-reads-kernel-sizes", {512: "assumed", 1024: "assumed", 4096: "assumed"}),
+    # ASMLib before 12.2: the one size it shows is documented (its driver's source), so the rows keep theirs
+    ("asmlib", "11.2", "asmlib-reads-one-size", {512: "seed", 1024: "assumed", 4096: "seed"}),
+])
+def test_the_asm_reports_rows_carry_the_discovery_methods_evidence(discovery, version, rule, rows):
+    r = run_cli("--logical", "512", "--physical", "4096", "--asm-discovery", discovery, "--asm-version", version,
+                "--json")
+    doc = json.loads(r.stdout)
+    assert rule in [x["rule"] for x in doc["asm"]["rests_on"]], doc["asm"]
+    assert {row["blocksize"]: row["evidence"] for row in doc["redo"]} == rows, doc["redo"]
+    weakest_of_group = doc["asm"]["evidence"]
+    for row in doc["redo"] + doc["files"]:
+        assert rules.EVIDENCE.index(row["evidence"]) >= rules.EVIDENCE.index(weakest_of_group), row
