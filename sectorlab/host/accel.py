@@ -38,12 +38,12 @@ _DEBUG_EXIT_STATUS = 3
 # domain type. Under TCG, QEMU (7.2, Debian 12's) finds the host code it translated from guest code
 # by the code's virtual address as well as its physical one: with address-space randomization each
 # exec maps the executable, ld.so and every library at new addresses, and all of it is translated
-# anew. `norandmaps` keeps them where they were: 200 execs of /bin/true in a lab guest 4.7-6.1 s ->
-# 1.5 s, `python3 -c pass` 176 -> 100 ms, the guest's CPU over the default lab's scenarios in
-# docs/performance.md. The guest is a throw-away lab machine reached over the host's loopback with
-# its own key: its processes give up a hardening against memory-corruption exploits, nothing the
-# lab measures (block sizes, alignment, the device's timing). Under KVM the guest's code runs as it
-# is and its randomization costs nothing: it keeps it.
+# anew. `norandmaps` keeps them where they were: 200 execs of /bin/true in a lab guest 4.4-5.5 s ->
+# 1.2-1.6 s (4 interleaved pairs), the default lab's scenarios 206.5 -> 135.6 s (docs/performance.md).
+# The guest is a throw-away lab machine reached over the host's loopback with its own key: its
+# processes give up a hardening against memory-corruption exploits, nothing the lab measures (block
+# sizes, alignment, the device's timing). Under KVM the guest's code runs as it is and its
+# randomization costs nothing: it keeps it.
 GUEST_KERNEL_ARGS = {"qemu": ("norandmaps",), "kvm": ()}
 
 
