@@ -636,10 +636,13 @@ def _judge(a: _Ask) -> Verdict:
             a.claims["warnings"] += ["below-media-sector"] + a.io_rules
         elif a.io_mode == "buffered":
             a.warnings.append(f"BLOCKSIZE {chosen} < physical sector {media}, written buffered "
-                              f"({_buffered_how(a.io_rules)}): the page cache, not the database, decides the writes "
-                              f"the disk sees (whole pages), so no read-modify-write is counted here; with "
-                              f"FILESYSTEMIO_OPTIONS=SETALL or DIRECTIO each {chosen}-byte write would be "
-                              f"read-modify-written (--io-mode direct)")
+                              f"({_buffered_how(a.io_rules)}, assumed): the read-modify-write moves, it does not go "
+                              f"away. Through the page cache each synchronous {chosen}-byte write sends the whole "
+                              f"page it is in to the disk (and reads that page first when it is not in memory), so "
+                              f"the disk writes whole sectors and does none of its own; with "
+                              f"FILESYSTEMIO_OPTIONS=SETALL or DIRECTIO each {chosen}-byte write is read-modify-"
+                              f"written by the disk, the slowdown the Administrator's Guide warns of on "
+                              f"emulation-mode disks (--io-mode direct)")
             a.claims["warnings"] += ["buffered-io"] + a.io_rules
         else:
             a.warnings.append(f"BLOCKSIZE {chosen} < physical sector {media}, and how a file on a file system on "
