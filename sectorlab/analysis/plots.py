@@ -16,6 +16,7 @@ picture is written whole by stats.write_file, never through a symbolic link in i
 
 from __future__ import annotations
 
+import functools
 import io
 from pathlib import Path
 
@@ -118,6 +119,12 @@ def _in_view(subs: tuple[float, ...]):
     LogLocator also gives a decade below the view and two above, and the axis makes a tick (two
     lines and two texts) for each before it draws only those in view: the same picture, made with a
     third of the ticks (the report's pictures took half their time making ticks)."""
+    return _in_view_locator()(base=10, subs=subs)
+
+
+@functools.cache
+def _in_view_locator():
+    """The locator class of _in_view, made once (matplotlib is imported only when a picture is drawn)."""
     from matplotlib.ticker import LogLocator
 
     class InView(LogLocator):
@@ -126,7 +133,7 @@ def _in_view(subs: tuple[float, ...]):
             ticks = super().tick_values(vmin, vmax)
             return ticks[(ticks >= low * (1 - 1e-6)) & (ticks <= high * (1 + 1e-6))]  # a superset of those drawn
 
-    return InView(base=10, subs=subs)
+    return InView
 
 
 def _log_x(ax) -> None:
