@@ -347,13 +347,26 @@ def _add_lab_commands(sub) -> None:
 WITHOUT_CHECKOUT = frozenset({cmd_geometries, cmd_lab_fields})
 
 
+_BUILT: list = [None, None]  # (build_parser as it was, the parser it built)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The parser build_parser makes, made once a process: a parse does not change it, and making it
+    (some 120 subparsers and options, each of argparse's texts looked up by gettext) takes as long as
+    most commands run, which a process that calls main() again and again pays each time. A
+    build_parser put in its place (a test's) is used and kept in turn."""
+    if _BUILT[0] is not build_parser:
+        _BUILT[:] = [build_parser, build_parser()]
+    return _BUILT[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["redo-check"]:
         # The rules engine parses its own command line: it also runs standalone inside guests.
         from .labdef import fromhost
         return redocheck.main(argv[1:], prog="sectorlab redo-check", from_host=fromhost.redo_check_sizes)
-    args = build_parser().parse_args(argv)
+    args = _parser().parse_args(argv)
     # `kill` (SIGTERM, as a CI runner's timeout sends it) stops a command as Ctrl-C does: lab-up
     # names the phase it stopped in, a bench brings its lab down.
     previous = signal.signal(signal.SIGTERM, _terminated)

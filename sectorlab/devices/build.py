@@ -23,11 +23,29 @@ _NEEDS = {FILTER: "nbdkit-plugin-dev", SIMULATE: "a C compiler", REDO_WRITER: "l
           REDO_WRITER_STATIC: "libc6-dev's static libc"}
 
 
+# What make left of each target in this process: (device, inode, modification time) of the file it
+# said was up to date. A crash preset asks for redo-writer once per cut (hundreds a run), and a make
+# that finds nothing to do still costs a process, the directory's lock and the Makefile's rules.
+_MADE: dict[Path, tuple[int, int, int]] = {}
+
+
+def _identity(target: Path) -> tuple[int, int, int] | None:
+    try:
+        st = target.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns
+
+
 def built(target: Path) -> Path:
     """`target` (FILTER, SIMULATE, REDO_WRITER or REDO_WRITER_STATIC), made up to date by make in its own directory; one
     line naming make's error if not. One build at a time per directory, across processes (a lock on
     the directory itself): make test's lanes and the unit tests' workers ask at once, and a make
-    beside another would run a half-written binary or link a half-written object."""
+    beside another would run a half-written binary or link a half-written object. Make runs once
+    per target and process while the file it made stays the same one (a source edited after that,
+    in a process that lives on, is built by the next process that asks)."""
+    if target in _MADE and _MADE[target] == _identity(target):
+        return target
     fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -38,4 +56,5 @@ def built(target: Path) -> Path:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
         raise SectorlabError(f"building {target.relative_to(REPO)} failed: {tail[0]} "
                              f"({_NEEDS.get(target, 'a build dependency')} missing? run scripts/bootstrap)")
+    _MADE[target] = _identity(target)
     return target
