@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..errors import SectorlabError
@@ -59,14 +59,51 @@ class Request:
         return self.flashlog_service_us if self.flashlog_first == 1 else self.service_us
 
 
+_NAN = float("nan")
+_REQUIRED = object()
+
+
+def _same(value):
+    return value
+
+
+def _columns(header: list[str]) -> list[tuple[int | None, type, object]]:
+    """Per field of Request, in its order: (the header's column, or None when the trace has none;
+    its type; what an empty or absent value gives: _REQUIRED when nothing may stand in)."""
+    where = {name: i for i, name in enumerate(header)}
+    plan = []
+    for f in fields(Request):
+        if f.name == "op" or f.name in INT_FIELDS:
+            plan.append((where[f.name], int if f.name != "op" else _same, _REQUIRED))  # KeyError: not a trace
+        elif f.name in OPTIONAL_INT_FIELDS:
+            plan.append((where.get(f.name), int, f.default))
+        else:
+            plan.append((where.get(f.name), float, _NAN))
+    return plan
+
+
 def parse(text: str) -> list[Request]:
-    rows = []
-    for row in csv.DictReader(text.splitlines()):
-        values = {k: int(row[k]) for k in INT_FIELDS}
-        values |= {k: int(row[k]) for k in OPTIONAL_INT_FIELDS if row.get(k) not in (None, "")}
-        values |= {k: float(row[k]) if row.get(k) not in (None, "") else float("nan")
-                   for k in FLOAT_FIELDS + OPTIONAL_FLOAT_FIELDS}
-        rows.append(Request(op=row["op"], **values))
+    """A trace's text (its header line first) as requests. The columns are found once from the
+    header and each row converted by position (a lab's trace has hundreds of thousands of rows)."""
+    reader = csv.reader(text.splitlines())
+    header = next(reader, None)
+    if header is None:
+        return []
+    plan, width, rows = None, len(header), []
+    for row in reader:
+        if not row:
+            continue  # a blank line
+        plan = plan or _columns(header)
+        if len(row) < width:
+            row += [None] * (width - len(row))  # as csv.DictReader: a missing value is None
+        values = []
+        for i, kind, absent in plan:
+            v = None if i is None else row[i]
+            if absent is _REQUIRED:
+                values.append(kind(v))
+            else:
+                values.append(absent if v is None or v == "" else kind(v))
+        rows.append(Request(*values))
     return rows
 
 

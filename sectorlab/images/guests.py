@@ -6,6 +6,7 @@ one into a GuestSpec and checks the values the build relies on.
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,10 +63,20 @@ def _unquote(value):
 
 def load_guest(name: str) -> GuestSpec:
     path = PACKER_DIR / "vars" / f"{name}.pkrvars.hcl"
-    if not path.exists():
+    try:
+        st = path.stat()
+    except FileNotFoundError:
         raise UsageError(f"unknown guest {name!r}: expected one of {', '.join(guest_names())} "
                          f"(the files packer/vars/<guest>.pkrvars.hcl); pick one, or add "
-                         f"packer/vars/{name}.pkrvars.hcl to make it a guest")
+                         f"packer/vars/{name}.pkrvars.hcl to make it a guest") from None
+    return _parsed(path, name, (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: Path, name: str, identity: tuple[int, int, int, int]) -> GuestSpec:
+    """The guest of the vars file at `path` as it is (`identity`: its stat): parsed once while it
+    stays the same file (HCL's parser takes a few milliseconds, and a lab definition, a preset or
+    an image's inputs ask for their guests again and again)."""
     import hcl2  # here: a refused name needs no HCL parser
     with open(path) as f:
         raw = {k: _unquote(v) for k, v in hcl2.load(f).items()}

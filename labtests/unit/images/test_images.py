@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -317,3 +318,26 @@ def test_packer_takes_the_uefi_firmware_and_the_lab_tools(tmp_path):
     proc = subprocess.run(["packer", "validate", f"-var-file={spec.vars_file}", f"-var-file={vars_json}",
                            str(images.PACKER_DIR)], capture_output=True, text=True, env=images.packer_env())
     assert proc.returncode != 0 and "firmware must be bios or uefi" in proc.stdout + proc.stderr
+
+
+def test_a_guest_file_is_parsed_once_while_it_stays_the_same_file(tmp_path, monkeypatch):
+    import hcl2
+    vars_dir = tmp_path / "vars"
+    vars_dir.mkdir()
+    path = vars_dir / "debian12.pkrvars.hcl"
+    path.write_text((images.PACKER_DIR / "vars" / "debian12.pkrvars.hcl").read_text())
+    monkeypatch.setattr(images.guests, "PACKER_DIR", tmp_path)
+    parsed = []
+    real = hcl2.load
+    monkeypatch.setattr(hcl2, "load", lambda f: parsed.append(1) or real(f))
+    first = images.load_guest("debian12")
+    assert images.load_guest("debian12") == first and len(parsed) == 1
+    # edited to the same size: its modification time tells (set apart from the first: a coarse clock
+    # can give two writes a millisecond apart the same one)
+    before = path.stat().st_mtime_ns
+    path.write_text(path.read_text().replace("lab_min_memory_mib     = 384", "lab_min_memory_mib     = 512"))
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+    assert images.load_guest("debian12").lab_min_memory_mib == 512 and len(parsed) == 2
+    path.unlink()
+    with pytest.raises(UsageError, match="unknown guest 'debian12'"):
+        images.load_guest("debian12")
