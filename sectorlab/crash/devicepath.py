@@ -30,11 +30,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import random
 import shutil
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,7 +165,7 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
     if preset.at_ms is None:  # the assumed shares swept: as many cuts inside the windows at each value
         moments += [(("sweep", name, value), powerloss.inside(spans, rng))
                     for name, value in preset.sweeps(cell, rule is None) for _ in range(preset.cuts)]
-    cuts = []
+    drawn = []  # every cut's state drawn first, in order: the generator's draws do not depend on the judging
     for kind, at in moments:
         shares = {}
         if isinstance(kind, tuple):
@@ -176,7 +178,10 @@ def _run_once(preset: CrashPreset, cell: Cell, rules_: powerloss.Rules, work: Pa
         # checkpointed (in a database's other log groups) before the log was reused
         pass_start = members[0].log.pass_start(at) if cell.wrapping else None
         checkpoint = min(pass_start, position) if cell.wrapping else None  # verify's is at most the acknowledged
-        verdict = _judge(work, members, states, cell.blocksize, preset, position, checkpoint)
+        drawn.append((kind, shares, at, states, position, pass_start, checkpoint))
+    verdicts = judged(lambda i, d: _judge(work, members, d[3], cell.blocksize, preset, d[4], d[6], f"cut{i}"), drawn)
+    cuts = []
+    for (kind, shares, at, states, position, pass_start, checkpoint), verdict in zip(drawn, verdicts):
         cuts.append({"run": index, "kind": kind, **({"shares": shares} if shares else {}),
                      "cut_us": round(at - t0, 3), "acknowledged": position,
                      **{k: sum(getattr(s, f) for s in states) for k, f in STATE_KEYS.items()},
@@ -206,28 +211,48 @@ def verify(image: Path, unreadable: list[tuple[int, int]], blocksize: int, ackno
            redo_per_txn: int, mirror: tuple[Path, list[tuple[int, int]]] | None = None,
            checkpoint: int | None = None) -> dict:
     """redo-writer verify on this host on a disk image (and a multiplexed group's second member's),
-    the unreadable ranges of each named in a file beside it."""
+    the unreadable ranges of each named in a file beside it (IMAGE.unreadable, removed after)."""
     ranges = image.with_name(image.name + ".unreadable")
-    write_ranges(ranges, unreadable)
     second = second_ranges = None
     if mirror is not None:
         second, second_ranges = mirror[0], mirror[0].with_name(mirror[0].name + ".unreadable")
-        write_ranges(second_ranges, mirror[1])
-    proc = subprocess.run([str(build.built(build.REDO_WRITER)), *redowriter.verify_args(
-        str(image), blocksize, image.stat().st_size, acknowledged, redo_per_txn, str(ranges),
-        str(second) if second else None, str(second_ranges) if second_ranges else None, checkpoint)[1:]],
-                          capture_output=True, text=True, timeout=60)
+    try:
+        write_ranges(ranges, unreadable)
+        if mirror is not None:
+            write_ranges(second_ranges, mirror[1])
+        proc = subprocess.run([str(build.built(build.REDO_WRITER)), *redowriter.verify_args(
+            str(image), blocksize, image.stat().st_size, acknowledged, redo_per_txn, str(ranges),
+            str(second) if second else None, str(second_ranges) if second_ranges else None, checkpoint)[1:]],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        for written in filter(None, (ranges, second_ranges)):
+            written.unlink(missing_ok=True)
     if proc.returncode != 0:
         raise SectorlabError(f"redo-writer verify exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
     return json.loads(proc.stdout)
 
 
+# Cuts judged at once: each is a disk image built and redo-writer verify on it, on this host's cores
+# (nothing of a run's measurement: the run and its trace are over).
+JUDGES = max(1, min(4, os.cpu_count() or 1))
+
+
+def judged(judge, items: list) -> list:
+    """judge(i, item) of every item, JUDGES at a time; the verdicts in the items' order, or the first
+    failure raised (the others finish first)."""
+    if JUDGES == 1 or len(items) < 2:
+        return [judge(i, item) for i, item in enumerate(items)]
+    with ThreadPoolExecutor(JUDGES) as pool:
+        return list(pool.map(judge, range(len(items)), items))
+
+
 def _judge(work: Path, members: list[_Member], states: list[powerloss.State], blocksize: int,
-           preset: CrashPreset, acknowledged: int, checkpoint: int | None = None) -> dict:
-    """redo-writer verify on the disks the cut left (the log's extent of each): one, or a group's two."""
+           preset: CrashPreset, acknowledged: int, checkpoint: int | None = None, name: str = "cut") -> dict:
+    """redo-writer verify on the disks the cut left (the log's extent of each): one, or a group's two;
+    the images are WORK/NAME.img (and NAME-1.img), removed after."""
     images = []
     for j, (m, state) in enumerate(zip(members, states)):
-        image = work / f"cut{j or ''}.img"
+        image = work / f"{name}{f'-{j}' if j else ''}.img"
         image.unlink(missing_ok=True)
         if m.server.write_log:  # bytes written over: the blank disk, each landed range in arrival order
             writelog.build(m.server.writelog, m.requests, state, m.log.extent, image)
@@ -235,8 +260,12 @@ def _judge(work: Path, members: list[_Member], states: list[powerloss.State], bl
             disk_after(m.image, state, image, max(x.log.extent for x in members))
         images.append(image)
     mirror = (images[1], list(states[1].unreadable)) if len(images) > 1 else None
-    return verify(images[0], list(states[0].unreadable), blocksize, acknowledged, preset.redo_per_txn, mirror,
-                  checkpoint)
+    try:
+        return verify(images[0], list(states[0].unreadable), blocksize, acknowledged, preset.redo_per_txn, mirror,
+                      checkpoint)
+    finally:
+        for image in images:  # tmpfs: a run's hundreds of cuts would hold their images in memory
+            image.unlink(missing_ok=True)
 
 
 def run(preset: CrashPreset, progress, results_root: Path) -> Path:

@@ -311,3 +311,28 @@ def test_a_write_log_of_another_run_than_the_trace_is_refused(tmp_path):
                        "the write log has 1 writes and zeros, the trace 2")]:
         with pytest.raises(SectorlabError, match=re.escape(says)):
             writelog.match(trace.parse(head + row + "\n"), writelog.records(path))
+
+
+def test_cuts_are_judged_side_by_side_and_given_back_in_their_order(monkeypatch):
+    import threading
+    import time
+    monkeypatch.setattr(crash, "JUDGES", 3)
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def judge(i, item):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02 * (5 - i % 5))  # the first ones take longest: they end last
+        with lock:
+            running[0] -= 1
+        if item == "bad":
+            raise ValueError(f"cut {i}")
+        return (i, item)
+    items = [f"x{i}" for i in range(12)]
+    assert crash.judged(judge, items) == list(enumerate(items)) and most[0] == 3
+    with pytest.raises(ValueError, match="cut 4"):
+        crash.judged(judge, [*items[:4], "bad", *items[5:]])
+    monkeypatch.setattr(crash, "JUDGES", 1)
+    assert crash.judged(judge, items) == list(enumerate(items))

@@ -407,6 +407,7 @@ def test_what_sectorlab_writes_into_the_unreadable_file_still_parses(model_filte
     image.write_bytes(bytes(65536))
     got = run.verify(image, list(state.unreadable), 512, 0, 512)
     assert got["unreadable_blocks"] == sum(length // 512 for _, length in state.unreadable)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.img"]  # its ranges file removed after
     ranges = tmp_path / "disk.unreadable"
     ranges.write_text("".join(f"{off} {length}\n" for off, length in state.unreadable))  # crash/lab.py's format
     proc = _nbdkit_once(model_filter, "memory", "size=1M", f"unreadable={ranges}")
