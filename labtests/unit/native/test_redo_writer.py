@@ -420,7 +420,7 @@ def test_open_loop_above_what_the_log_can_write_queues_commits(redo_writer, tmp_
     """Far more commits than a file written with O_DSYNC takes: they queue behind their sessions, so
     the commit response (from arrival) dwarfs the log file sync (from the post), and the report says
     the run did not keep up, with exit status 0."""
-    result = run(redo_writer, "--target", tmp_path / "r.log", "--rate", 1000000, "--sessions", 2, "--duration", 2,
+    result = run(redo_writer, "--target", tmp_path / "r.log", "--rate", 1000000, "--sessions", 2, "--duration", 1,
                  "--output", "json")
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
