@@ -47,6 +47,14 @@ class AsmError(Exception):
         self.rules = rules
 
 
+class AsmNotKnown(Exception):
+    """What ASM does is not public (exit status 3, no refusal); `rules`: what the question rests on."""
+
+    def __init__(self, text: str, rules: list[str]):
+        super().__init__(text)
+        self.rules = rules
+
+
 class AsmUsageError(ValueError):
     """An ASM input outside the model (exit status 2)."""
 
@@ -178,7 +186,7 @@ def check_operation(operation: str) -> None:
 
 
 def check_disk(group: DiskGroup, disk: str, logical: int, physical: int, operation: str = "create",
-               group_name: str = "REDO") -> list[str]:
+               group_name: str = "REDO", asm_override: bool = False) -> list[str]:
     """Raise AsmError when ASM refuses this disk, (logical, physical) as the kernel shows it, in the
     group at `operation`; else the rules its membership rests on. A disk fits when the sector size
     ASM reads from it equals SECTOR_SIZE (12.1 guide: "the new disk must have the same sector size";
@@ -211,6 +219,14 @@ def check_disk(group: DiskGroup, disk: str, logical: int, physical: int, operati
                        f"whose smallest I/O (LOGICAL_SECTOR_SIZE, or SECTOR_SIZE before 12.2) is {group.smallest_io} "
                        f"bytes at {when}: the disk cannot do it (the engine's words; Oracle's error number for it is "
                        f"not public)", fits)
+    if group.sector_size not in reads and asm_override and group.named and operation != "mount":
+        # The override's one public effect in ASM is ORA-15086 (a SECTOR_SIZE must then be named): whether
+        # the group then takes a disk of another sector size, which is what naming one would be for, is not.
+        raise AsmNotKnown(f"not known: _disk_sector_size_override is set in the ASM instance and CREATE DISKGROUP "
+                          f"names SECTOR_SIZE {group.sector_size}; whether ASM then takes disk '{disk}' ({reads[0]}/"
+                          f"{reads[1]} B sectors, as ASM reads them) is not public: the parameter's one public "
+                          f"effect in ASM is ORA-15086, and seed 003 says not to set it there",
+                          ["asm-override-membership"] + which)
     if group.sector_size not in reads:
         raise AsmError(f"ASM refuses disk '{disk}' ({reads[0]}/{reads[1]} B sectors, as ASM reads them) in a disk "
                        f"group of SECTOR_SIZE {group.sector_size}: a disk's sector size must equal SECTOR_SIZE "
@@ -256,10 +272,13 @@ def admit(group: DiskGroup, disk: str, logical: int, physical: int, operation: s
     _disk_sector_size_override set in the ASM instance a SECTOR_SIZE must be named (ORA-15086), the
     COMPATIBLE attributes a named SECTOR_SIZE of 4096 needs at CREATE DISKGROUP, and the disk's
     membership at `operation` (one of OPERATIONS: the caller checks it, as rules.check_modes does).
-    AsmError names the refusal; else the rules the group and the disk's place in it rest on."""
+    AsmError names the refusal, AsmNotKnown what is not public (a disk of another sector size than the
+    SECTOR_SIZE named with the override set in the ASM instance); else the rules the group and the
+    disk's place in it rest on."""
     if operation == "create" and asm_override and not group.named:
         raise AsmError(ora_15086(), ["asm-override-sector-size"])
-    return check_compatible(group, operation) + check_disk(group, disk, logical, physical, operation, group_name)
+    return check_compatible(group, operation) + check_disk(group, disk, logical, physical, operation, group_name,
+                                                           asm_override)
 
 
 def ora_15347(block: int, file: str, group_sector: int) -> str:

@@ -113,8 +113,15 @@ def _size(text: str) -> int:
     return value
 
 
+class _OneLine(argparse.ArgumentParser):
+    """A bad command line is one line, as the epilog says (argparse would print the usage first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Which redo BLOCKSIZE a disk accepts (ORA-01378 rules), and "
+    p = _OneLine(prog=prog, description="Which redo BLOCKSIZE a disk accepts (ORA-01378 rules), and "
                                 "inside ASM which disk group it would be in.",
                                 epilog="exit status: 0 allowed (warnings on stderr), 1 refused (the ORA- text, or the "
                                 "engine's own words, on stderr), 2 bad usage (one line), 3 not known: the engine "
@@ -171,6 +178,9 @@ def build_parser(prog: str = "redo-check", from_host: bool = False) -> argparse.
     p.add_argument("--file", default="+REDO", help="the redo log's file name, as ORA-01378 names it (default "
                    "+REDO); inside ASM a name +GROUP/... also names the disk group, as ORA-15085 does (default "
                    "REDO)")
+    p.add_argument("--members-sector", type=_size, metavar="BYTES", help="ALTER DATABASE ADD LOGFILE MEMBER: the "
+                   "physical sector of the disks the log group's other members are on (ORA-01168 when this disk's "
+                   "differs)")
     p.add_argument("--redo-size", type=_size, help="also report redo wastage for one write of this many bytes")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
@@ -246,9 +256,14 @@ def report(args, sizes, group) -> dict:
     # A row is a BLOCKSIZE in the group this discovery method gives: it rests on what the method
     # shows ASM (through AFD or udev the kernel's sizes, assumed) as well as on the verdict's rules.
     discovered = list(group.rests_on)
+    # The ASM instance's own _disk_sector_size_override is the group's, as given; a row is then with
+    # and without the database's.
+    in_asm = args.override and args.override_in in ("asm", "both")
     for bs in rules.VALID_BLOCKSIZES:
-        plain = rules.evaluate(logical, physical, bs, False, min_io=min_io, group=group, via=via, **context)
-        forced = rules.evaluate(logical, physical, bs, True, min_io=min_io, group=group, via=via, **context)
+        plain = rules.evaluate(logical, physical, bs, in_asm, min_io=min_io, group=group, via=via,
+                               override_in="asm" if in_asm else "database", **context)
+        forced = rules.evaluate(logical, physical, bs, True, min_io=min_io, group=group, via=via,
+                                override_in="both" if in_asm else "database", **context)
         redo.append({"blocksize": bs, "allowed": plain.allowed,
                      "needs_override": forced.allowed is True and plain.allowed is False,
                      "error": plain.error, "evidence": rules.weakest(plain.claims.get("allowed", []) + discovered),
@@ -310,9 +325,13 @@ def main(argv: list[str] | None = None, prog: str = "redo-check", from_host=None
         rules.check_sizes(logical, physical, args.blocksize, min_io, args.platform)  # before ASM reads them
         if args.asm_discovery and args.redo_size:
             raise Usage("--redo-size reports the wastage of one BLOCKSIZE: run it without --asm-discovery")
+        if args.asm_discovery and args.members_sector:
+            raise Usage("--members-sector judges one log member: run it without --asm-discovery (give the group's "
+                        "--asm-sector-size instead)")
         group = asm_group_of(args, logical, physical)
         verdict = rules.evaluate(logical, physical, args.blocksize, args.override, min_io=min_io, group=group,
-                                 via=via, override_in=args.override_in, **where(args, via, group))
+                                 via=via, override_in=args.override_in, members_sector=args.members_sector,
+                                 **where(args, via, group))
         if args.asm_discovery and verdict.asm_refusal:  # one line, not a table of refusals
             raise asmrules.AsmError(verdict.error, verdict.claims.get("allowed", []))
         wastage = rules.redo_wastage(args.redo_size, verdict.blocksize) if args.redo_size else None

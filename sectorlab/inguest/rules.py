@@ -41,7 +41,7 @@ refusal makes an error claim.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 try:
     from . import asmrules
@@ -121,6 +121,11 @@ RULES = {
                               f"{FILESYSTEMIO}; NetApp's Oracle filesystemio_options page (ASM does direct and "
                               "asynchronous I/O whatever the parameter says); for raw devices not public"),
     "above-media-sector": Rule("BLOCKSIZE above the media sector: ORA-01378", "seed", "seeds 001 and 002"),
+    "log-member-sector": Rule("ALTER DATABASE ADD LOGFILE MEMBER onto a disk whose physical sector differs from "
+                              "that of the log group's other members fails with ORA-01168", "documented",
+                              "ORA-01168 (Oracle's error messages: 'physical block size string does not match size "
+                              "string of other members'; its cause: 'The file is located on a device with a "
+                              "different physical block size than the other members in the group')"),
     "override": Rule("_disk_sector_size_override=TRUE lets a BLOCKSIZE above the disk's sector size through: "
                      "above the media sector, and 4096 on a 512e disk (above its logical sector)", "seed",
                      "seeds 000, 002 and 003 (000 and 002: above a 512-byte media sector; 003: BLOCKSIZE 4096 on "
@@ -130,6 +135,12 @@ RULES = {
                               "not public", "assumed",
                               "seed 003 ('in the database instance (do not set this parameter in the ASM "
                               "instance)'); ORA-15086 (Oracle's error messages)"),
+    "asm-override-membership": Rule("_disk_sector_size_override set in the ASM instance with SECTOR_SIZE named: "
+                                    "whether the group then takes a disk whose sector size is not SECTOR_SIZE is not "
+                                    "known (its one public effect in ASM is ORA-15086)", "assumed",
+                                    "ORA-15086 (Oracle's error messages: 'The _disk_sector_size_override parameter "
+                                    "was used but the sector disk value was not specified in the command.'); seed 003 "
+                                    "('do not set this parameter in the ASM instance')"),
     "below-media-sector": Rule("BLOCKSIZE below the media sector (512e): allowed, each write read-modify-written",
                                "seed", "seed 003; V$ASM_DISKGROUP (512 redo in an emulated group)"),
     "blocksize-1024": Rule("BLOCKSIZE 1024 is judged by the sector sizes alone: whether the platform accepts it "
@@ -174,9 +185,10 @@ RULES = {
                                "driver does ASM's I/O in units of the one size it shows, so a disk it shows above "
                                "the group's smallest I/O cannot be in the group", "documented",
                                f"{ORACLEASM}; V$ASM_DISKGROUP (LOGICAL_SECTOR_SIZE: the smallest I/O)"),
-    "asm-mount-sector-size": Rule("mounting a disk group whose disk now reports a sector size other than the "
-                                  "group's SECTOR_SIZE (new firmware or LBA format, ORACLEASM_USE_LOGICAL_BLOCK_SIZE "
-                                  "changed) fails with ORA-15085", "documented",
+    "asm-mount-sector-size": Rule("mounting a disk group whose disk, its ASM header kept, now reports a sector size "
+                                  "other than the group's SECTOR_SIZE (new firmware, ORACLEASM_USE_LOGICAL_BLOCK_SIZE "
+                                  "changed) fails with ORA-15085 (an NVMe LBA format erases the namespace, the header "
+                                  "with it: the group lacks the member instead)", "documented",
                                   "ORA-15085 (Oracle's error messages: 'An attempt to mount a disk group failed "
                                   "because a disk reported an inconsistent sector size value.'); "
                                   f"{asmrules.GUIDE_121} ('Oracle ASM also attempts to verify disk sector size "
@@ -424,7 +436,7 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
              min_io: int | None = None, asm_logical_sector_size: int | None = None, platform: str = "linux",
              group: asmrules.DiskGroup | None = None, via: list[str] | None = None, io_mode: str | None = None,
              on_filesystem: bool = False, operation: str = "create", override_in: str = "database",
-             compatible_asm=None, compatible_rdbms=None) -> Verdict:
+             compatible_asm=None, compatible_rdbms=None, members_sector: int | None = None) -> Verdict:
     """The verdict for a redo log of `blocksize` (None: the default) on a disk of host/media sectors
     (and, when known, its minimum I/O size), on the disk itself, in a file on a file system on it
     (`on_filesystem`), or inside an ASM disk `group` (or the group of SECTOR_SIZE `asm_sector_size`,
@@ -433,8 +445,11 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
     on a file system; None: the platform's default for where the log is, io_mode_of); `override`:
     _disk_sector_size_override=TRUE in the instance(s) `override_in`; `via`: rules the sizes came
     through. `file` names the log in ORA-01378, and inside ASM its disk group (+GROUP/...) in
-    ORA-15085."""
+    ORA-15085. `members_sector`: the log is a member added to a group whose other members are on
+    disks of that physical sector (ALTER DATABASE ADD LOGFILE MEMBER; ORA-01168 when it differs)."""
     host, media = check_sizes(host_sector, media_sector, blocksize, min_io, platform)
+    if members_sector is not None:
+        _check_sector("the log group's other members' physical sector size", members_sector)
     check_modes(io_mode, operation, override_in)
     sizes = list(via or [])
     try:
@@ -459,6 +474,11 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
             return Verdict(False, blocksize or group.sector_size, group.sector_size, str(e), [], host, media,
                            _dedupe({"sizes": sizes + group.rests_on, "allowed": e.rules, "error": e.rules}),
                            "ASM refuses the disk group, or this disk in it", asm_refusal=True)
+        except asmrules.AsmNotKnown as e:
+            return Verdict(None, blocksize or group.sector_size, group.sector_size, None, [str(e)], host, media,
+                           _dedupe({"sizes": sizes + group.rests_on, "allowed": e.rules,
+                                    "warnings": ["asm-override-membership"]}),
+                           "not known: what the override does in the ASM instance is not public")
         sizes += group.rests_on + membership
         seen_host, seen_media = group.smallest_io, group.sector_size
         # The database sees LOGICAL_SECTOR_SIZE from 12.2 on, named or not (not named: the model's
@@ -502,7 +522,31 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
     ask = _Ask(chosen, default, blocksize is None, (host, media), (seen_host, seen_media), group is not None,
                emulated, mode, io_rules, db_override, asm_override, platform, file, warnings, claims, seen,
                logical_default)
-    return _judge(ask)
+    verdict = _judge(ask)
+    return verdict if members_sector is None else _member(verdict, members_sector)
+
+
+def ora_01168(physical: int, others: int) -> str:
+    return f"ORA-01168: physical block size {physical} does not match size {others} of other members"
+
+
+def _member(v: Verdict, others: int) -> Verdict:
+    """The verdict on a log member added beside others on disks of physical sector `others`: the
+    physical sector the database sees must be theirs (ORA-01168). Where the BLOCKSIZE is refused on
+    this disk too, which of the two errors Oracle raises first is not public: a warning says so."""
+    claims = {k: list(r) for k, r in v.claims.items()}
+    if v.media_sector == others:
+        claims["allowed"] = claims.get("allowed", []) + ["log-member-sector"]
+        return replace(v, claims=_dedupe(claims))
+    claims["allowed"] = ["log-member-sector"]  # refused by it alone, whatever the BLOCKSIZE meets here
+    warnings = list(v.warnings)
+    if v.error:
+        warnings.append(f"BLOCKSIZE {v.blocksize} is refused on this disk too ({v.error.split(':')[0]}); which of the "
+                        f"two errors Oracle raises first is not public")
+    claims["error"] = ["log-member-sector"]
+    return replace(v, allowed=False, error=ora_01168(v.media_sector, others), warnings=warnings,
+                               claims=_dedupe(claims), reason=f"the log group's other members are on {others}-byte "
+                               f"physical sectors, this disk's is {v.media_sector}")
 
 
 @dataclass

@@ -316,6 +316,9 @@ def test_a_mount_of_a_group_with_no_recorded_sector_size_is_bad_input():
     (["--asm-sector-size", "4096", "--compatible-asm", "11"], "is not a version such as 11.1"),
     (["--asm-sector-size", "4096", "--io-mode", "buffered"], "ASM does direct I/O"),
     (["--asm-sector-size", "4096", "--on-filesystem"], "is not a file on a file system"),
+    (["--members-sector", "3000"], "other members' physical sector size 3000 is not a power of two"),
+    (["--members-sector", "4k"], "'4k' is not a whole number of bytes"),
+    (["--asm-discovery", "udev", "--members-sector", "512"], "--members-sector judges one log member"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(args, fragment):
     r = run_cli("--logical", "512", "--physical", "4096", *args)

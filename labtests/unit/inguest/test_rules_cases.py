@@ -57,6 +57,7 @@ class Case:
     operation: str = "create"
     override_in: str = "database"
     compatible: tuple[str | None, str | None] = (None, None)  # (COMPATIBLE.ASM, COMPATIBLE.RDBMS)
+    members: int | None = None  # ADD LOGFILE MEMBER: the other members' physical sector
 
 
 N512, E512, K4, P16 = (512, 512), (512, 4096), (4096, 4096), (4096, 16384)
@@ -185,6 +186,26 @@ AUDIT_CASES = [
          version="19", sector=512, override=True, override_in="asm"),
     Case("3-both-override-named-4096", E512, 4096, True, "seeds 000, 002 and 003", discovery="udev", version="19",
          sector=512, override=True, override_in="both"),
+    # 65 point 2: with SECTOR_SIZE named and the override in the ASM instance, a disk of another sector
+    #    size: what the override does in ASM beyond ORA-15086 is not public (ORA-15086's own text).
+    Case("65-2-asm-override-named-other-size", N512, None, None, ORA_15086, "assumed", discovery="udev",
+         version="19", sector=4096, override=True, override_in="asm"),
+    Case("65-2-both-override-named-other-size", N512, 4096, None, SEED_003_NOT_IN_ASM, "assumed", discovery="udev",
+         version="19", sector=4096, override=True, override_in="both"),
+    Case("65-2-asm-override-mount-other-size", N512, None, "ORA-15085", "during the mount operation", discovery="udev",
+         version="19", sector=4096, override=True, override_in="asm", operation="mount"),
+    # 65 point 1: ORA-15085 is a disk that reports another size with its ASM header kept (new firmware,
+    #    ASMLib's flag); an NVMe LBA format erases the header (test_reformat_nvme.py), so it is no cause.
+    Case("65-1-mount-512n-in-4096", N512, None, "ORA-15085", "inconsistent sector size value", "documented",
+         discovery="udev", version="19", sector=4096, operation="mount"),
+    # 65 point 7: ADD LOGFILE MEMBER onto a disk whose physical sector is not the other members' is
+    #    ORA-01168 (its error message), whatever the BLOCKSIZE meets on the disk itself.
+    Case("65-7-member-512e-beside-512n", E512, 512, "ORA-01168: physical block size 4096 does not match size 512",
+         "ORA-01168", "documented", members=512),
+    Case("65-7-member-4kn-beside-512n", K4, 512, "ORA-01168", "ORA-01168", "documented", members=512),
+    Case("65-7-member-512n-beside-512n", N512, 512, True, "ORA-01168", "documented", members=512),
+    Case("65-7-member-in-asm-512-beside-4096", E512, 512, "ORA-01168: physical block size 512 does not match size 4096",
+         "ORA-01168", "documented", sector=512, members=4096),
     Case("3-database-override-unnamed", E512, 4096, True, "seeds 000, 002 and 003", discovery="udev", version="19",
          override=True),
     Case("3-asm-override-mount", E512, 512, True, SEED_003_NOT_IN_ASM, "assumed", sector=512, operation="mount",
@@ -280,7 +301,8 @@ def _group(c: Case) -> asmrules.DiskGroup | None:
 def _verdict(c: Case, group: asmrules.DiskGroup | None) -> rules.Verdict:
     return rules.evaluate(*c.disk, c.bs, c.override, file="+REDO", disk="/dev/sdb", platform=c.platform, group=group,
                           io_mode=c.io_mode, on_filesystem=c.on_filesystem, operation=c.operation,
-                          override_in=c.override_in, via=["filesystem-device"] if c.on_filesystem else None)
+                          override_in=c.override_in, via=["filesystem-device"] if c.on_filesystem else None,
+                          members_sector=c.members)
 
 
 def _sources(rule_ids: list[str]) -> str:
@@ -406,3 +428,11 @@ def test_docs_table_lists_every_rule_with_its_evidence():
     text = (REPO / "docs" / "redo-blocksize.md").read_text()
     for rule_id, rule in rules.RULES.items():
         assert f"| `{rule_id}` | {rule.evidence} |" in text, f"docs/redo-blocksize.md lacks the row of {rule_id}"
+
+
+def test_ora_15085_names_causes_that_keep_the_asm_header():
+    """An LBA format erases the namespace and ASM's header with it: the mount rule names it as what
+    does not give ORA-15085, and the causes it names keep the header."""
+    says = rules.RULES["asm-mount-sector-size"].says
+    assert "its ASM header kept" in says and "new firmware" in says
+    assert "LBA format erases the namespace" in says and "or LBA format" not in says
