@@ -56,6 +56,7 @@ class _Parser(argparse.ArgumentParser):
     usage is (argparse would print the whole usage first)."""
 
     def error(self, message: str):
+        message = message.replace("\n", "\\n")  # an argument with a line break in it stays on the one line
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 

@@ -166,10 +166,12 @@ def _asm_group_sector_size(guest, dev) -> int:
 
 
 def _start_is_blank(guest, dev, size: int) -> bool:
-    """Whether the disk's first `size` bytes read back as zeros (O_DIRECT: the disk's, not a cache's)."""
-    out = guest.run("sudo -n sh -c", 'dd if="$1" bs="$2" count=1 iflag=direct status=none | tr -d "\\000" | wc -c',
-                    "blank", dev.path, size)
-    assert out.ok, f"{dev.path}: reading its first {size} bytes: {out.stderr}"
+    """Whether the disk's first `size` bytes read back as zeros (O_DIRECT: the disk's, not a cache's).
+    A read that fails or comes back short fails the test: it is no answer."""
+    script = ('f=$(mktemp) && dd if="$1" of="$f" bs="$2" count=1 iflag=direct status=none && '
+              '[ "$(stat -c %s "$f")" -eq "$2" ] && tr -d "\\000" < "$f" | wc -c; rc=$?; rm -f "$f"; exit $rc')
+    out = guest.run("sudo -n sh -c", script, "blank", dev.path, size)
+    assert out.ok and out.stdout.strip().isdigit(), f"{dev.path}: reading its first {size} bytes: {out.stderr}"
     return out.stdout.strip() == "0"
 
 

@@ -239,7 +239,7 @@ JUDGES = max(1, min(4, os.cpu_count() or 1))
 
 def judged(judge, items: list) -> list:
     """judge(i, item) of every item, JUDGES at a time; the verdicts in the items' order, or the first
-    failure raised (the others finish first)."""
+    failure raised (those already running finish, the rest are not started)."""
     if JUDGES == 1 or len(items) < 2:
         return [judge(i, item) for i, item in enumerate(items)]
     with ThreadPoolExecutor(JUDGES) as pool:

@@ -101,8 +101,10 @@ def parse(text: str) -> list[Request]:
             v = None if i is None else row[i]
             if absent is _REQUIRED:
                 values.append(kind(v))
+            elif v is None or v == "":
+                values.append(float("nan") if absent is _NAN else absent)  # a NaN of its own, as before
             else:
-                values.append(absent if v is None or v == "" else kind(v))
+                values.append(kind(v))
         rows.append(Request(*values))
     return rows
 

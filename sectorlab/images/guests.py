@@ -65,7 +65,7 @@ def load_guest(name: str) -> GuestSpec:
     path = PACKER_DIR / "vars" / f"{name}.pkrvars.hcl"
     try:
         st = path.stat()
-    except FileNotFoundError:
+    except (OSError, ValueError):  # not there, a name with a '/' or a NUL in it
         raise UsageError(f"unknown guest {name!r}: expected one of {', '.join(guest_names())} "
                          f"(the files packer/vars/<guest>.pkrvars.hcl); pick one, or add "
                          f"packer/vars/{name}.pkrvars.hcl to make it a guest") from None

@@ -222,8 +222,9 @@ def check_disk(group: DiskGroup, disk: str, logical: int, physical: int, operati
     if group.sector_size not in reads and asm_override and group.named and operation != "mount":
         # The override's one public effect in ASM is ORA-15086 (a SECTOR_SIZE must then be named): whether
         # the group then takes a disk of another sector size, which is what naming one would be for, is not.
-        raise AsmNotKnown(f"not known: _disk_sector_size_override is set in the ASM instance and CREATE DISKGROUP "
-                          f"names SECTOR_SIZE {group.sector_size}; whether ASM then takes disk '{disk}' ({reads[0]}/"
+        raise AsmNotKnown(f"not known: _disk_sector_size_override is set in the ASM instance and the group's "
+                          f"SECTOR_SIZE is named {group.sector_size} ({STATEMENTS[operation]}); whether ASM then takes "
+                          f"disk '{disk}' ({reads[0]}/"
                           f"{reads[1]} B sectors, as ASM reads them) is not public: the parameter's one public "
                           f"effect in ASM is ORA-15086, and seed 003 says not to set it there",
                           ["asm-override-membership"] + which)

@@ -6,7 +6,7 @@ The sizes come from flags, from a block device (its ioctls, checked against sysf
 directory on a filesystem (the block device under it), or, on the host, from a server's collector
 file (`sectorlab redo-check --from-host FILE DISK`). Standard library only: `redo-check` in every
 guest image, `python3 redocheck.py` beside rules.py and asmrules.py on a database server.
-Exit status: 0 allowed, 1 refused, 2 bad usage, 3 not known (the sources point both ways).
+Exit status: 0 allowed, 1 refused, 2 bad usage, 3 not known (the sources point both ways, or none is public).
 """
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ class _OneLine(argparse.ArgumentParser):
     """A bad command line is one line, as the epilog says (argparse would print the usage first)."""
 
     def error(self, message: str):
+        message = message.replace("\n", "\\n")  # an argument with a line break in it stays on the one line
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 

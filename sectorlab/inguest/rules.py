@@ -452,15 +452,19 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
         _check_sector("the log group's other members' physical sector size", members_sector)
     check_modes(io_mode, operation, override_in)
     sizes = list(via or [])
+
+    def done(v: Verdict, seen_rules: list[str], physical: int | None = None) -> Verdict:
+        # physical: the sector the member's file has (inside ASM the group's); the verdict's own by default
+        return v if members_sector is None else _member(v, members_sector, seen_rules, physical or v.media_sector)
     try:
         if group is None:
             group = asm_group(asm_sector_size, asm_logical_sector_size, compatible=(compatible_asm, compatible_rdbms))
         elif compatible_asm is not None or compatible_rdbms is not None:
             raise RulesUsageError("give COMPATIBLE.ASM and COMPATIBLE.RDBMS with the disk group, not beside it")
     except AsmError as e:  # ORA-15375
-        return Verdict(False, blocksize or asm_sector_size, asm_sector_size, str(e), [], host, media,
-                       _dedupe({"sizes": sizes, "allowed": e.rules, "error": e.rules}),
-                       "the ASM disk group is not valid", asm_refusal=True)
+        return done(Verdict(False, blocksize or asm_sector_size, asm_sector_size, str(e), [], host, media,
+                            _dedupe({"sizes": sizes, "allowed": e.rules, "error": e.rules}),
+                            "the ASM disk group is not valid", asm_refusal=True), [])
     check_context(group, io_mode, on_filesystem, operation, override, override_in)
     db_override = override and override_in in ("database", "both")
     asm_override = override and override_in in ("asm", "both")
@@ -468,23 +472,25 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
     claims: dict[str, list[str]] = {"sizes": sizes, "warnings": []}
     logical_default = False
     if group is not None:
-        try:
-            membership = asmrules.admit(group, disk or "DISK", host, media, operation, asm_override, group_name(file))
-        except AsmError as e:
-            return Verdict(False, blocksize or group.sector_size, group.sector_size, str(e), [], host, media,
-                           _dedupe({"sizes": sizes + group.rests_on, "allowed": e.rules, "error": e.rules}),
-                           "ASM refuses the disk group, or this disk in it", asm_refusal=True)
-        except asmrules.AsmNotKnown as e:
-            return Verdict(None, blocksize or group.sector_size, group.sector_size, None, [str(e)], host, media,
-                           _dedupe({"sizes": sizes + group.rests_on, "allowed": e.rules,
-                                    "warnings": ["asm-override-membership"]}),
-                           "not known: what the override does in the ASM instance is not public")
-        sizes += group.rests_on + membership
-        seen_host, seen_media = group.smallest_io, group.sector_size
         # The database sees LOGICAL_SECTOR_SIZE from 12.2 on, named or not (not named: the model's
         # default, SECTOR_SIZE, which a BLOCKSIZE below SECTOR_SIZE is then judged on).
         seen = ["asm-logical-sector-size" if asmrules.has_logical_sector_size(group.version)
                 else "asm-one-sector-size"]
+        try:
+            membership = asmrules.admit(group, disk or "DISK", host, media, operation, asm_override, group_name(file))
+        except AsmError as e:
+            return done(Verdict(False, blocksize or group.sector_size, group.sector_size, str(e), [], host, media,
+                                _dedupe({"sizes": sizes + group.rests_on, "allowed": e.rules, "error": e.rules}),
+                                "ASM refuses the disk group, or this disk in it", asm_refusal=True), seen,
+                        group.sector_size)
+        except asmrules.AsmNotKnown as e:
+            return done(Verdict(None, blocksize or group.sector_size, group.sector_size, None, [str(e)], host, media,
+                                _dedupe({"sizes": sizes + group.rests_on, "allowed": e.rules,
+                                         "warnings": ["asm-override-membership"]}),
+                                "not known: what the override does in the ASM instance is not public"), seen,
+                        group.sector_size)
+        sizes += group.rests_on + membership
+        seen_host, seen_media = group.smallest_io, group.sector_size
         logical_default = group.logical_sector_size is None and asmrules.has_logical_sector_size(group.version)
         if asm_override:
             warnings.append("_disk_sector_size_override is set in the ASM instance: the model reads it as not "
@@ -522,31 +528,32 @@ def evaluate(host_sector: int, media_sector: int, blocksize: int | None = None, 
     ask = _Ask(chosen, default, blocksize is None, (host, media), (seen_host, seen_media), group is not None,
                emulated, mode, io_rules, db_override, asm_override, platform, file, warnings, claims, seen,
                logical_default)
-    verdict = _judge(ask)
-    return verdict if members_sector is None else _member(verdict, members_sector)
+    return done(_judge(ask), seen)
 
 
 def ora_01168(physical: int, others: int) -> str:
     return f"ORA-01168: physical block size {physical} does not match size {others} of other members"
 
 
-def _member(v: Verdict, others: int) -> Verdict:
+def _member(v: Verdict, others: int, seen: list[str], physical: int) -> Verdict:
     """The verdict on a log member added beside others on disks of physical sector `others`: the
-    physical sector the database sees must be theirs (ORA-01168). Where the BLOCKSIZE is refused on
-    this disk too, which of the two errors Oracle raises first is not public: a warning says so."""
+    `physical` sector of the member's file (inside ASM the group's; `seen`: what the database's view
+    of it rests on) must be theirs (ORA-01168). Where this disk refuses the log too, which of the
+    two errors Oracle raises first is not public: a warning says so. A member not known to fit
+    otherwise stays not known."""
     claims = {k: list(r) for k, r in v.claims.items()}
-    if v.media_sector == others:
+    if physical == others:
         claims["allowed"] = claims.get("allowed", []) + ["log-member-sector"]
         return replace(v, claims=_dedupe(claims))
-    claims["allowed"] = ["log-member-sector"]  # refused by it alone, whatever the BLOCKSIZE meets here
+    claims["allowed"] = seen + ["log-member-sector"]  # refused by it, whatever else the log meets here
     warnings = list(v.warnings)
     if v.error:
-        warnings.append(f"BLOCKSIZE {v.blocksize} is refused on this disk too ({v.error.split(':')[0]}); which of the "
-                        f"two errors Oracle raises first is not public")
-    claims["error"] = ["log-member-sector"]
-    return replace(v, allowed=False, error=ora_01168(v.media_sector, others), warnings=warnings,
-                               claims=_dedupe(claims), reason=f"the log group's other members are on {others}-byte "
-                               f"physical sectors, this disk's is {v.media_sector}")
+        warnings.append(f"this disk refuses the log too ({v.error.split(':')[0]}); which of the two errors Oracle "
+                        f"raises first is not public")
+    claims["error"] = seen + ["log-member-sector"]
+    return replace(v, allowed=False, error=ora_01168(physical, others), warnings=warnings,
+                   claims=_dedupe(claims), reason=f"the log group's other members are on {others}-byte physical "
+                   f"sectors, this member's is {physical}")
 
 
 @dataclass

@@ -37,7 +37,7 @@ def test_make_runs_once_while_the_binary_stays_the_one_it_made(monkeypatch):
 
 
 def test_a_binary_other_than_the_one_make_left_is_asked_for_again(monkeypatch):
-    monkeypatch.setattr(build, "_MADE", {build.SIMULATE: (0, 0, 0)})  # a file that is not the one there
+    monkeypatch.setattr(build, "_MADE", {build.SIMULATE: (0, 0, 0, 0)})  # a file that is not the one there
     calls = _count_makes(monkeypatch)
     build.built(build.SIMULATE)
     assert len(calls) == 1
