@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import select
@@ -15,38 +16,51 @@ import sys
 from pathlib import Path
 
 from . import __version__, bench, images, paths
-from .commands.bench import (
-    cmd_bench,
-    cmd_bench_floor,
-    cmd_bench_lab_up,
-    cmd_bench_load,
-    cmd_bench_sweep,
-    cmd_bench_writer,
-)
-from .commands.crash import cmd_crash, cmd_crash_db
-from .commands.host import cmd_accel, cmd_doctor, cmd_geometries
-from .commands.image import (
-    cmd_image_boot_time,
-    cmd_image_build,
-    cmd_image_list,
-    cmd_image_path,
-    cmd_image_validate,
-)
-from .commands.lab import (
-    cmd_lab_down,
-    cmd_lab_fields,
-    cmd_lab_forget,
-    cmd_lab_from_host,
-    cmd_lab_status,
-    cmd_lab_up,
-    cmd_lab_validate,
-    cmd_terraform_check,
-)
-from .commands.probe import cmd_probe
-from .commands.results import cmd_compare, cmd_plot, cmd_report
 from .errors import SectorlabError, UsageError
-from .inguest import redocheck
-from .report import render
+
+
+class _Command:
+    """A command's function (sectorlab/commands/MODULE.py), imported when the command runs: the
+    parser, `--help` and a bad command line need none of the commands' modules."""
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def __call__(self, args):
+        return getattr(importlib.import_module(f"{__package__}.commands.{self.module}"), self.name)(args)
+
+    def __repr__(self) -> str:
+        return f"sectorlab.commands.{self.module}.{self.name}"
+
+
+cmd_bench = _Command("bench", "cmd_bench")
+cmd_bench_floor = _Command("bench", "cmd_bench_floor")
+cmd_bench_lab_up = _Command("bench", "cmd_bench_lab_up")
+cmd_bench_load = _Command("bench", "cmd_bench_load")
+cmd_bench_sweep = _Command("bench", "cmd_bench_sweep")
+cmd_bench_writer = _Command("bench", "cmd_bench_writer")
+cmd_crash = _Command("crash", "cmd_crash")
+cmd_crash_db = _Command("crash", "cmd_crash_db")
+cmd_accel = _Command("host", "cmd_accel")
+cmd_doctor = _Command("host", "cmd_doctor")
+cmd_geometries = _Command("host", "cmd_geometries")
+cmd_image_boot_time = _Command("image", "cmd_image_boot_time")
+cmd_image_build = _Command("image", "cmd_image_build")
+cmd_image_list = _Command("image", "cmd_image_list")
+cmd_image_path = _Command("image", "cmd_image_path")
+cmd_image_validate = _Command("image", "cmd_image_validate")
+cmd_lab_down = _Command("lab", "cmd_lab_down")
+cmd_lab_fields = _Command("lab", "cmd_lab_fields")
+cmd_lab_forget = _Command("lab", "cmd_lab_forget")
+cmd_lab_from_host = _Command("lab", "cmd_lab_from_host")
+cmd_lab_status = _Command("lab", "cmd_lab_status")
+cmd_lab_up = _Command("lab", "cmd_lab_up")
+cmd_lab_validate = _Command("lab", "cmd_lab_validate")
+cmd_terraform_check = _Command("lab", "cmd_terraform_check")
+cmd_probe = _Command("probe", "cmd_probe")
+cmd_compare = _Command("results", "cmd_compare")
+cmd_plot = _Command("results", "cmd_plot")
+cmd_report = _Command("results", "cmd_report")
 
 _LAB_HELP = "lab definition (default: $SECTORLAB_LAB_FILE or labs/default.toml)"
 
@@ -365,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["redo-check"]:
         # The rules engine parses its own command line: it also runs standalone inside guests.
+        from .inguest import redocheck
         from .labdef import fromhost
         return redocheck.main(argv[1:], prog="sectorlab redo-check", from_host=fromhost.redo_check_sizes)
     args = _parser().parse_args(argv)
@@ -375,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.func not in WITHOUT_CHECKOUT:
             paths.checkout(" ".join(filter(None, (getattr(args, "command", None), getattr(args, "lab_command", None)))))
         if getattr(args, "png", False) and not getattr(args, "list", False):
+            from .report import render
             render.chromium()  # --png's browser, asked for before any run, lab or report is made
         rc = args.func(args)
         sys.stdout.flush()  # here, not at the interpreter's exit: a reader that went away is seen below

@@ -45,6 +45,9 @@ def _top_names(body) -> set[str]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+            # a package's names imported when first asked for (its module __getattr__ reads _LAZY)
+            if any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in targets) and isinstance(node.value, ast.Dict):
+                names.update(k.value for k in node.value.keys if isinstance(k, ast.Constant))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, (ast.If, ast.Try, ast.With)):
@@ -188,3 +191,25 @@ def test_the_command_line_starts_without_the_heavy_libraries(argv):
     out = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=REPO, check=True)
     rc, loaded = out.stdout.split(" ", 1)
     assert rc in ("0", "1", "2") and loaded.strip() == "[]", (argv, out.stdout, out.stderr)
+
+
+def test_the_parser_is_made_without_the_commands_modules():
+    """`sectorlab --help` and a bad command line import no command's module, nor the benches' or
+    Packer's: the packages' names come when first used (their _LAZY), the commands when they run."""
+    script = ("import sys\nfrom sectorlab import cli\ncli.build_parser()\n"
+              "print(sorted(m for m in sys.modules if m.startswith(('sectorlab.commands.', 'sectorlab.bench.', "
+              "'sectorlab.images.packer', 'sectorlab.images.cache', 'sectorlab.lab', 'sectorlab.report'))))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "['sectorlab.bench.presets']", out.stdout
+
+
+@pytest.mark.parametrize("package", ["sectorlab.bench", "sectorlab.images"])
+def test_every_name_a_package_gives_when_asked_is_there(package):
+    """Each name of a package's _LAZY is in the module it names (a name moved away would be an
+    AttributeError only when first used)."""
+    import importlib
+    module = importlib.import_module(package)
+    for name, where in module._LAZY.items():
+        assert hasattr(importlib.import_module(f"{package}.{where}"), name), f"{package}.{where} has no {name}"
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        module.no_such_name  # noqa: B018

@@ -23,7 +23,46 @@ The numbers are sectorlab/analysis/'s, the reports sectorlab/report/'s. The name
 CLI and the scenarios use.
 """
 
-from .kinds import KINDS, Kind, kind_of_preset, load_preset, run  # noqa: F401
-from .presets import DEFAULT_PRESET, PRESETS_DIR, RESULTS_DIR, clock_text, preset_names, preset_path  # noqa: F401
-from .redo.preset import RUN_OVERHEAD_S, Preset, Target, Workload  # noqa: F401
-from .redo.run import GUEST_DIR, Bench, asm_verdicts, redo_writer_args  # noqa: F401
+import importlib
+
+# The names above, each from its module when first used: `sectorlab` starts without the benches' modules.
+_LAZY = {
+    "KINDS": "kinds",
+    "Kind": "kinds",
+    "kind_of_preset": "kinds",
+    "load_preset": "kinds",
+    "run": "kinds",
+    "DEFAULT_PRESET": "presets",
+    "PRESETS_DIR": "presets",
+    "RESULTS_DIR": "presets",
+    "clock_text": "presets",
+    "preset_names": "presets",
+    "preset_path": "presets",
+    "RUN_OVERHEAD_S": "redo.preset",
+    "Preset": "redo.preset",
+    "Target": "redo.preset",
+    "Workload": "redo.preset",
+    "GUEST_DIR": "redo.run",
+    "Bench": "redo.run",
+    "asm_verdicts": "redo.run",
+    "redo_writer_args": "redo.run",
+}
+
+
+def __getattr__(name: str):
+    """A name of the interface (or a module of the package), imported the first time it is asked for."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    else:
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -14,39 +14,57 @@ its own module, so a test that replaces one patches it there (images.guests.PACK
 images.cache.manifest_path, images.packer.OVMF_DIR, images.packer.load_guest).
 """
 
-from .cache import (  # noqa: F401
-    DEBIAN_BASE_SCRIPT,
-    GUEST_TOOLS,
-    REDO_WRITER_DIR,
-    ImageRecord,
-    cached_image_path,
-    check_free_space,
-    files_for_hash,
-    find_cached,
-    hash_files,
-    input_hash,
-    sha256_file,
-    update_manifest,
-)
-from .guests import (  # noqa: F401
-    DEFAULT_GUEST_ORDER,
-    PACKER_DIR,
-    REQUIRED_FREE_GIB,
-    GuestSpec,
-    Progress,
-    default_guest,
-    guest_names,
-    load_guest,
-)
-from .packer import (  # noqa: F401
-    OVMF_CODE,
-    OVMF_VARS,
-    QCOW2_MAGIC,
-    build,
-    build_debian_base,
-    check_firmware,
-    check_template,
-    firmware_args,
-    packer_env,
-    validate_templates,
-)
+import importlib
+
+# The package's interface, each name from its module when first used: `sectorlab` starts without Packer's.
+_LAZY = {
+    "DEBIAN_BASE_SCRIPT": "cache",
+    "GUEST_TOOLS": "cache",
+    "REDO_WRITER_DIR": "cache",
+    "ImageRecord": "cache",
+    "cached_image_path": "cache",
+    "check_free_space": "cache",
+    "files_for_hash": "cache",
+    "find_cached": "cache",
+    "hash_files": "cache",
+    "input_hash": "cache",
+    "sha256_file": "cache",
+    "update_manifest": "cache",
+    "DEFAULT_GUEST_ORDER": "guests",
+    "PACKER_DIR": "guests",
+    "REQUIRED_FREE_GIB": "guests",
+    "GuestSpec": "guests",
+    "Progress": "guests",
+    "default_guest": "guests",
+    "guest_names": "guests",
+    "load_guest": "guests",
+    "OVMF_CODE": "packer",
+    "OVMF_VARS": "packer",
+    "QCOW2_MAGIC": "packer",
+    "build": "packer",
+    "build_debian_base": "packer",
+    "check_firmware": "packer",
+    "check_template": "packer",
+    "firmware_args": "packer",
+    "packer_env": "packer",
+    "validate_templates": "packer",
+}
+
+
+def __getattr__(name: str):
+    """A name of the interface (or a module of the package), imported the first time it is asked for."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    else:
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
