@@ -14,7 +14,7 @@ its own module, so a test that replaces one patches it there (images.guests.PACK
 images.cache.manifest_path, images.packer.OVMF_DIR, images.packer.load_guest).
 """
 
-import importlib
+from ..lazy import interface
 
 # The package's interface, each name from its module when first used: `sectorlab` starts without Packer's.
 _LAZY = {
@@ -51,20 +51,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    """A name of the interface (or a module of the package), imported the first time it is asked for."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    else:
-        try:
-            value = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = interface(__name__, _LAZY, globals())
