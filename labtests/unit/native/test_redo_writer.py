@@ -225,11 +225,29 @@ def test_mirror_writes_both_members(redo_writer, tmp_path):
 
 
 def test_race_counts_the_winner(redo_writer, tmp_path):
-    """A member that does no I/O wins (almost) every race against one that writes with O_DSYNC."""
-    out = run_json(redo_writer, "--target", tmp_path / "disk.log", "--race", "null:", "--transactions", 200)
+    """A member that does no I/O wins (almost) every race against one whose every write a device model
+    serves in 50 ms: a margin thousands of times null:'s own time, which a busy host's scheduling does
+    not close (against a file written with O_DSYNC on this host's disk it did: 65 wins of 200 beside
+    a CPU hog). The model's trace holds each write to its 50 ms."""
+    from labtests.conftest import require_program
+    from sectorlab.devices import trace
+    from sectorlab.devices.server import DeviceServer
+    require_program("nbdkit")
+    probe = run(redo_writer, "--target", "nbd+unix:///?socket=/nonexistent/disk.sock")
+    if "without NBD support" in probe.stderr:
+        pytest.skip("redo-writer is built without NBD support: libnbd-dev is not installed (scripts/bootstrap)")
+    disk = DeviceServer(tmp_path / "model", size=16 << 20, params={"write": "fixed:50000"})
+    disk.start()
+    try:
+        out = run_json(redo_writer, "--target", disk.uri(), "--race", "null:", "--blocksize", 4096,
+                       "--redo-per-txn", 4080, "--log-size", 8 << 20, "--transactions", 20)
+    finally:
+        assert disk.stop()
     wins = {m["path"]: m["wins"] for m in out["members"]}
-    assert sum(wins.values()) == out["writes"] == 200
-    assert wins["null:"] > wins[str(tmp_path / "disk.log")]
+    assert sum(wins.values()) == out["writes"] == 20
+    assert wins["null:"] > wins[disk.uri()], wins
+    writes = [r for r in trace.read(disk.trace) if r.op == "write"]  # the member behind catches up in larger ones
+    assert writes and all(r.service_us >= 50000 for r in writes), writes
 
 
 def test_events_file_has_every_latency(redo_writer, tmp_path):
