@@ -25,7 +25,7 @@ CLI and the scenarios use.
 
 from ..lazy import interface
 
-# The names above, each from its module when first used: `sectorlab` starts without the benches' modules.
+# The package's names, each imported from its module when first used: `sectorlab` starts without the benches'.
 _LAZY = {
     "KINDS": "kinds",
     "Kind": "kinds",
