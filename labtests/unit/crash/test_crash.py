@@ -314,25 +314,30 @@ def test_a_write_log_of_another_run_than_the_trace_is_refused(tmp_path):
 
 
 def test_cuts_are_judged_side_by_side_and_given_back_in_their_order(monkeypatch):
+    """Three judges at once (the first three wait for each other at a barrier: judged one at a time
+    they would never meet it), the verdicts in the items' order whatever order they end in, and the
+    first failure raised."""
     import threading
-    import time
     monkeypatch.setattr(crash, "JUDGES", 3)
-    running, most = [0], [0]
-    lock = threading.Lock()
+    met = threading.Barrier(3, timeout=60)
+    later = threading.Event()
 
     def judge(i, item):
-        with lock:
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        time.sleep(0.02 * (5 - i % 5))  # the first ones take longest: they end last
-        with lock:
-            running[0] -= 1
+        if i < 3:
+            met.wait()  # BrokenBarrierError after 60 s: the three were not judged at once
+            if i == 0:
+                later.wait(60)  # the first ends after the others
+        elif i == len(items) - 1:
+            later.set()
         if item == "bad":
             raise ValueError(f"cut {i}")
         return (i, item)
     items = [f"x{i}" for i in range(12)]
-    assert crash.judged(judge, items) == list(enumerate(items)) and most[0] == 3
+    assert crash.judged(judge, items) == list(enumerate(items))
+    met.reset()
+    later.clear()
     with pytest.raises(ValueError, match="cut 4"):
         crash.judged(judge, [*items[:4], "bad", *items[5:]])
     monkeypatch.setattr(crash, "JUDGES", 1)
-    assert crash.judged(judge, items) == list(enumerate(items))
+    met.reset()
+    assert crash.judged(lambda i, item: (i, item), items) == list(enumerate(items))
