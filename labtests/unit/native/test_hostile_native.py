@@ -18,6 +18,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,17 @@ def simulate() -> str:
 def _run(argv, *, cwd=None, input="", preexec_fn=None) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=cwd, input=input, capture_output=True, text=True, errors="backslashreplace",
                           timeout=TIMEOUT, preexec_fn=preexec_fn)
+
+
+def nbdkit_once(args, *, preexec_fn=None, run=None) -> subprocess.CompletedProcess:
+    """nbdkit in the foreground on `args` (filter, plugin, parameters), started and ended at once (`--run true`):
+    what its start makes of them. Its socket is in a directory of this call's own, removed after: nbdkit's
+    `-U -` leaves the directory it makes behind whenever its start fails, which is what these cases do."""
+    with tempfile.TemporaryDirectory(prefix="sectorlab-nbdkit-") as d:
+        argv = [shutil.which("nbdkit"), "-f", "-U", os.path.join(d, "s.sock"), *args, "--run", "true"]
+        if run is not None:
+            return run(argv)
+        return _run(argv, preexec_fn=preexec_fn)
 
 
 def _one_line(proc: subprocess.CompletedProcess, prefix: str, status: int = 2) -> str:
@@ -474,8 +486,16 @@ FILTER_CASES = [
 @pytest.mark.parametrize("args,says", FILTER_CASES, ids=[f"filter{i}" for i in range(len(FILTER_CASES))])
 def test_the_filter_refuses_its_own_bad_keys_at_once(model_filter, workspace, args, says):
     before = _snapshot(workspace)
-    proc = _run([shutil.which("nbdkit"), "-f", "-U", "-", f"--filter={model_filter}", "memory", "size=1M",
-                 *(a.format(ws=workspace) for a in args), "--run", "true"])
+    proc = nbdkit_once([f"--filter={model_filter}", "memory", "size=1M", *(a.format(ws=workspace) for a in args)])
     assert proc.returncode != 0 and f"nbdkit: error: {says.format(ws=workspace)}" in proc.stderr, proc.stderr
     assert _snapshot(workspace) == before, "nothing written through a link or into the log beside it"
+
+
+def test_a_refused_start_leaves_no_directory_behind(model_filter, tmp_path, monkeypatch):
+    """The cases above start nbdkit hundreds of times a run, each refused: none leaves its socket's directory
+    in the temporary directory (nbdkit's own `-U -` left one a start, thousands a day)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    proc = nbdkit_once([f"--filter={model_filter}", "memory", "size=1M", "spin-us=-1"])
+    assert proc.returncode != 0 and "spin-us=-1" in proc.stderr, proc.stderr
+    assert sorted(tmp_path.iterdir()) == []
 

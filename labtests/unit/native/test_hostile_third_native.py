@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from labtests.conftest import require_program
-from labtests.unit.native.test_hostile_native import _snapshot
+from labtests.unit.native.test_hostile_native import _snapshot, nbdkit_once
 from sectorlab.devices import build
 from sectorlab.devices.server import nbd_uri
 from sectorlab.errors import SectorlabError
@@ -75,8 +75,7 @@ def nbd_writer(redo_writer) -> str:
 def _nbdkit_once(model_filter: str, *args) -> subprocess.CompletedProcess:
     """nbdkit with the model over the plugin and parameters `args`, started and ended at once: what its
     start makes of them."""
-    return _run([shutil.which("nbdkit"), "-f", "-U", "-", f"--filter={model_filter}", *args, "spin-us=0",
-                 "--run", "true"])
+    return nbdkit_once([f"--filter={model_filter}", *args, "spin-us=0"], run=_run)
 
 
 # --- the model's files: never the served disk, never each other ------------------------------------
@@ -368,10 +367,8 @@ def test_a_start_that_fails_writing_the_trace_takes_away_the_files_it_made(model
     writelog, trace, kept = tmp_path / "w.log", tmp_path / "t.csv", tmp_path / "kept.log"
     kept.write_bytes(b"there before")
     for log in (writelog, kept):
-        proc = subprocess.run([shutil.which("nbdkit"), "-f", "-U", "-", f"--filter={model_filter}", "memory",
-                               "size=1M", "spin-us=0", f"writelog={log}", f"trace={trace}", "--run", "true"],
-                              capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
-                              preexec_fn=limit_file_size)
+        proc = nbdkit_once([f"--filter={model_filter}", "memory", "size=1M", "spin-us=0", f"writelog={log}",
+                            f"trace={trace}"], preexec_fn=limit_file_size)
         _one_line(proc, f"nbdkit: error: trace={trace}: File too large", status=None)
         assert not writelog.exists() and not trace.exists(), sorted(p.name for p in tmp_path.iterdir())
         assert kept.exists(), "a write log that was there before the start is not taken away"
@@ -592,6 +589,7 @@ STALL_CASES = [
 ]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("mode,answers,args,status,says", [c[1:] for c in STALL_CASES],
                          ids=[c[0] for c in STALL_CASES])
 def test_an_nbd_server_that_stalls_ends_the_run_in_one_line(nbd_writer, fake_nbd, mode, answers, args, status, says):
@@ -605,6 +603,7 @@ def test_an_nbd_server_that_stalls_ends_the_run_in_one_line(nbd_writer, fake_nbd
     _one_line(proc, says.format(sock=server.path, uri=nbd_uri(server.path)), status=status)
 
 
+@pytest.mark.long
 def test_a_mirror_member_that_stalls_mid_run_is_dropped_and_the_run_goes_on(nbd_writer, fake_nbd, tmp_path):
     """The fifth write answered, the sixth never: that member fails after --nbd-timeout, named with its
     socket, and the file beside it takes the rest (exit 3), as a member that failed with EIO is."""
