@@ -108,3 +108,19 @@ def test_the_provider_version_is_the_one_terraform_requires_for_python_and_the_s
                          capture_output=True, text=True, env=env)
     version, binary = out.stdout.split()
     assert (version, binary) == (tooling.required_provider()[1], str(tooling.provider_binary())), out
+
+
+def test_bootstraps_at_once_each_finish_and_leave_one_whole_config():
+    """Every `make` runs scripts/bootstrap, and makes run side by side (two terminals, the suite's
+    workers): each run writes the Terraform CLI config under a name of its own and renames it, so
+    none fails on another's file and no half-written or stray file is left."""
+    tools = tooling.tools_dir()
+    if not (tools / "terraform.rc").is_file():
+        pytest.skip("scripts/bootstrap has not run on this host (make runs it)")
+    runs = [subprocess.Popen([str(REPO / "scripts" / "bootstrap")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    said = [(r.wait(timeout=300), r.stderr.read()) for r in runs]
+    assert [status for status, _ in said] == [0] * 4, said
+    assert sorted(p.name for p in tools.glob("terraform.rc*")) == ["terraform.rc"]
+    text = (tools / "terraform.rc").read_text()
+    assert text.startswith("# Written by scripts/bootstrap") and text.rstrip().endswith("disable_checkpoint = true")
