@@ -159,15 +159,17 @@ lab-status: bootstrap
 	@$(SECTORLAB) lab status $(LAB_ARG)
 
 # The unit tests in workers side by side (pytest-xdist): four, the fastest of three to six on this
-# machine's 2 cores (docs/testing.md has the times).
+# machine's 2 cores (docs/testing.md has the times), handed tests at most 16 at a time, so that no
+# worker holds a long run of long tests while the others run out (labtests/unit/conftest.py).
 UNIT_WORKERS := 4
+UNIT_XDIST = -n $(UNIT_WORKERS) --maxschedchunk 16
 unit: bootstrap
-	$(PYTEST) -n $(UNIT_WORKERS) labtests/unit
+	$(PYTEST) $(UNIT_XDIST) labtests/unit
 
 # The property tests at their own depth (labtests/support/depth.py): make test draws at most 20
 # examples a property, this each property's own count (a few minutes; CI runs it).
 fuzz: bootstrap
-	SECTORLAB_FUZZ=deep $(PYTEST) -n $(UNIT_WORKERS) -m hypothesis labtests/unit
+	SECTORLAB_FUZZ=deep $(PYTEST) $(UNIT_XDIST) -m hypothesis labtests/unit
 
 smoke: image
 	@$(show); show env SECTORLAB_GUEST="$$GUEST" $(PYTEST) -m vm labtests
@@ -304,7 +306,7 @@ test-labs:
 	scripts/timed "labs: ownership" $(PYTEST) -m ownership labtests
 
 test-databases:
-	scripts/timed "databases: unit tests" env -u SECTORLAB_TEST_TIMES $(PYTEST) -n $(UNIT_WORKERS) labtests/unit
+	scripts/timed "databases: unit tests" env -u SECTORLAB_TEST_TIMES $(PYTEST) $(UNIT_XDIST) labtests/unit
 	@$(MAKE) --no-print-directory test-crosscheck
 
 test-devices:

@@ -127,6 +127,7 @@ def test_the_report_gives_group_commit_how_far_the_host_got_and_the_figures(tmp_
     assert summary["configurations"]["flash@512"]["commits_per_write"] == pytest.approx(2.0035)
 
 
+@pytest.mark.long
 @pytest.mark.skipif(shutil.which("nbdkit") is None, reason="nbdkit is not installed (scripts/bootstrap installs it)")
 def test_a_closed_loop_runs_on_this_hosts_models(tmp_path):
     """3 sessions, closed loop, 100 us of CPU a transaction, 2 runs of 1 s per configuration on real

@@ -163,6 +163,7 @@ def test_a_headline_the_same_at_every_value_holds_and_too_few_runs_are_not_told(
     assert not item["holds"] and "cannot show a difference" in item["too_few"]
 
 
+@pytest.mark.long
 @pytest.mark.skipif(shutil.which("nbdkit") is None, reason="nbdkit is not installed (scripts/bootstrap installs it)")
 def test_a_sweep_runs_on_this_hosts_models_and_reports(tmp_path):
     """Two values x two configurations x two runs of 1 s on real models: each value's runs reach

@@ -77,6 +77,7 @@ def test_the_rules_engine_forbids_512_on_4kn_and_the_matrix_lists_it():
     assert len(p.cells) == 4 * 3 * 2 and p.runs >= 3 and p.runs * p.cuts >= 300
 
 
+@pytest.mark.long
 def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
     """512e without read-modify-write protection, three runs a cell: at BLOCKSIZE 512 a cut while a
     log write's sector is written back can leave it unreadable, the redo acknowledged before it in
@@ -138,6 +139,7 @@ def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
     assert all(f"- {line}." in md for line in said_first)
 
 
+@pytest.mark.long
 def test_a_multiplexed_group_keeps_what_one_member_loses(tmp_path, work_dir):
     """Two unprotected 512e disks written as a multiplexed group (redo-writer run --mirror), both cut
     at the same moment, each tearing on its own draws: verify reads a block from the mirror where the
@@ -162,6 +164,7 @@ def test_a_multiplexed_group_keeps_what_one_member_loses(tmp_path, work_dir):
            "BLOCKSIZE 512, multiplexed on two such disks, where the rules allow it" in md, md
 
 
+@pytest.mark.long
 def test_a_drive_that_lies_loses_acknowledged_4k_redo_the_honest_one_cannot_lose(tmp_path, work_dir):
     """The client SSD at 4Kn, BLOCKSIZE 4096: honest, every write covers whole units and what it
     acknowledges is programmed, so it cannot lose a commit by rule; the same drive lying about FUA
@@ -199,6 +202,7 @@ def test_a_drive_that_lies_loses_acknowledged_4k_redo_the_honest_one_cannot_lose
     assert "holding an acknowledged write 1000000 us" in held and "1e+06" not in held
 
 
+@pytest.mark.long
 def test_a_log_that_wraps_ends_its_recovery_at_the_pass_before(tmp_path, work_dir):
     """A 64 KiB log written over several times (512n at BLOCKSIZE 4096, its states built from the
     model's write log): a write lost whole leaves the previous pass's blocks, where recovery ends
@@ -260,6 +264,7 @@ def work_dir(monkeypatch):
     shutil.rmtree(path)
 
 
+@pytest.mark.long
 def test_a_cut_at_a_chosen_moment_and_one_outside_the_run(tmp_path, work_dir):
     """--at: one cut at that moment of each of the cell's runs; a moment after the run is one line naming
     the run's span, and the cell's model and files are gone either way."""

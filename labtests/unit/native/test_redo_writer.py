@@ -416,6 +416,7 @@ def test_transactions_with_a_duration_end_the_run_at_whichever_comes_first(redo_
     assert 0 < by_time["transactions"] <= 1000, by_time
 
 
+@pytest.mark.long
 def test_open_loop_at_a_fixed_rate_counts_its_arrivals_and_says_whether_it_kept_up(redo_writer):
     """Fixed arrivals: each of 2 sessions every 2 ms, staggered by 1 ms, so exactly 3000 arrive in 3 s;
     null: serves them as they come, and the verdict follows from what arrived and what was served."""
@@ -434,6 +435,7 @@ def test_open_loop_at_a_fixed_rate_counts_its_arrivals_and_says_whether_it_kept_
     assert out["commit_response"]["count"] == out["transactions"] == out["log_file_sync"]["count"]
 
 
+@pytest.mark.long
 def test_open_loop_above_what_the_log_can_write_queues_commits(redo_writer, tmp_path):
     """Far more commits than a file written with O_DSYNC takes: they queue behind their sessions, so
     the commit response (from arrival) dwarfs the log file sync (from the post), and the report says
@@ -450,6 +452,7 @@ def test_open_loop_above_what_the_log_can_write_queues_commits(redo_writer, tmp_
     assert re.search(r"^did not keep up: offered 1000000\.0/s, achieved [\d.]+/s$", text.stdout, re.M), text.stdout
 
 
+@pytest.mark.long
 def test_poisson_arrivals_are_reproducible_from_the_seed(redo_writer):
     """The arrivals of a --duration run are counted on the schedule, not observed: the same seed gives
     the same count, another seed another count, both near rate x duration."""
