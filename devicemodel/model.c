@@ -155,6 +155,10 @@ double dist_sample(const struct dist *d, uint64_t *rng) {
   return x > 0 ? (x < MODEL_MAX_US ? x : MODEL_MAX_US) : 0;
 }
 
+uint32_t model_minimum_io(const struct model *m) {
+  return m->write_unit > m->physical_sector ? m->write_unit : m->physical_sector;
+}
+
 void model_init(struct model *m) {
   memset(m, 0, sizeof *m);
   m->channels = 1;

@@ -137,6 +137,9 @@ extern const char *const MODEL_NOT_MINE;
 const char *model_set(struct model *m, const char *key, const char *value);
 
 void model_init(struct model *m);      /* defaults: no service time, one channel, no cache */
+/* The smallest write the device takes without reading first, as a disk advertises it (the kernel's
+ * minimum_io_size): the flash write unit, else the physical sector; 0 when it has neither. */
+uint32_t model_minimum_io(const struct model *m);
 const char *model_check(const struct model *m);  /* NULL, or what is inconsistent */
 void model_reset(struct model *m);     /* state only */
 struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t length, int fua, int64_t now);

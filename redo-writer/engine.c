@@ -47,15 +47,18 @@
 
 #include "common.h"
 #include "engine.h"
+#include "model.h"
 #include "nbd.h"
 #include "redoblock.h"
 #include "stats.h"
+#include "vclock.h"
 
 struct member {
 	const char *path;
 	int fd;
 	int null;
 	struct nbd_target *nbd;     /* an NBD member, NULL for the others */
+	struct model *model;        /* a model: member (virtual time), NULL for the others */
 	dev_t rdev;
 	uint64_t next;              /* the next log write (sequence number) this member writes */
 	uint64_t behind_bytes;      /* bytes of log writes handed out that it has not written yet */
@@ -115,7 +118,13 @@ struct session_ctx {
 	uint64_t backlog_max;
 };
 
-static uint64_t now_ns(void)
+/* The run is in virtual time (cfg->clock, set once by run() before any thread starts): the clock,
+ * the sleeps, the transactions' CPU and the waits on the run's conditions are the virtual clock's
+ * (vclock.h), and the lock has nothing to do (one thread runs at a time). The code that uses them
+ * is the same in both. */
+static int virt;
+
+static uint64_t real_now_ns(void)
 {
 	struct timespec ts;
 
@@ -123,12 +132,86 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t now_ns(void)
+{
+	return virt ? vclock_now() : real_now_ns();
+}
+
 static void sleep_until(uint64_t t)
 {
 	struct timespec ts = { .tv_sec = (time_t)(t / 1000000000ULL), .tv_nsec = (long)(t % 1000000000ULL) };
 
+	if (virt) {
+		vclock_sleep_until(t);
+		return;
+	}
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
+}
+
+static void lock(pthread_mutex_t *m)
+{
+	if (!virt)
+		pthread_mutex_lock(m);
+}
+
+static void unlock(pthread_mutex_t *m)
+{
+	if (!virt)
+		pthread_mutex_unlock(m);
+}
+
+static void cond_wait(pthread_cond_t *cv, pthread_mutex_t *m)
+{
+	if (virt)
+		vclock_wait(cv);
+	else
+		pthread_cond_wait(cv, m);
+}
+
+static void cond_signal(pthread_cond_t *cv)
+{
+	if (virt)
+		vclock_notify(cv, 0);
+	else
+		pthread_cond_signal(cv);
+}
+
+static void cond_broadcast(pthread_cond_t *cv)
+{
+	if (virt)
+		vclock_notify(cv, 1);
+	else
+		pthread_cond_broadcast(cv);
+}
+
+/* One write to a model: member, made durable as write_nbd makes one to a model's NBD export (the
+ * filter takes FUA: an O_DSYNC write is one request with FUA; fdatasync, the write and then a
+ * flush); the thread waits until the model's reply. */
+static int write_model(struct shared *sh, struct member *m, uint64_t len, uint64_t off)
+{
+	int fua = sh->cfg->sync == SYNC_ODSYNC;
+	struct cost c = model_request(m->model, OP_WRITE, off, (uint32_t)len, fua, (int64_t)vclock_now());
+
+	vclock_sleep_until((uint64_t)c.answered);
+	if (c.error) {
+		m->failed_call = "the model's write";
+		return -c.error;
+	}
+	if (fua) {
+		m->fua_writes++;
+		m->syncs++;
+		return 0;
+	}
+	c = model_request(m->model, OP_FLUSH, 0, 0, 0, (int64_t)vclock_now());
+	vclock_sleep_until((uint64_t)c.answered);
+	if (c.error) {
+		m->failed_call = "the model's flush";
+		return -c.error;
+	}
+	m->flushes++;
+	m->syncs++;
+	return 0;
 }
 
 /* One write of `len` bytes at `off` to an NBD member, made durable as the kernel would make an
@@ -166,6 +249,8 @@ static int write_member(struct shared *sh, struct member *m, const char *buf, ui
 		return 0;
 	if (m->nbd)
 		return write_nbd(sh, m, buf, len, off);
+	if (m->model)
+		return write_model(sh, m, len, off);
 	while (done < len) {
 		ssize_t n = pwrite(m->fd, buf + done, len - done, (off_t)(off + done));
 
@@ -215,9 +300,9 @@ static void out_of_memory(struct shared *sh)
 		fprintf(stderr, "%s: out of memory recording latencies after %llu commits: run fewer --transactions or "
 			"a shorter --duration\n", PROG, (unsigned long long)sh->txns_done);
 	sh->failed = sh->stop = 1;
-	pthread_cond_broadcast(&sh->written_cv);
-	pthread_cond_broadcast(&sh->job_cv);
-	pthread_cond_signal(&sh->work);
+	cond_broadcast(&sh->written_cv);
+	cond_broadcast(&sh->job_cv);
+	cond_signal(&sh->work);
 }
 
 /* Called with the lock held: count a completed log write and release the sessions it covers. */
@@ -318,9 +403,9 @@ static void member_failed(struct shared *sh, int idx, int err, uint64_t seq, uin
 		if (sh->nmembers > 1)
 			fprintf(stderr, "%s: no log member left; stopping\n", PROG);
 		sh->failed = sh->stop = 1;
-		pthread_cond_broadcast(&sh->written_cv);
+		cond_broadcast(&sh->written_cv);
 	}
-	pthread_cond_broadcast(&sh->job_cv);
+	cond_broadcast(&sh->job_cv);
 }
 
 /* Called with the lock held; returns with it held. Wakes the sessions a completed write released
@@ -330,9 +415,9 @@ static void wake_sessions(struct shared *sh)
 	if (!sh->wake_sessions)
 		return;
 	sh->wake_sessions = 0;
-	pthread_mutex_unlock(&sh->lock);
-	pthread_cond_broadcast(&sh->written_cv);
-	pthread_mutex_lock(&sh->lock);
+	unlock(&sh->lock);
+	cond_broadcast(&sh->written_cv);
+	lock(&sh->lock);
 }
 
 struct member_arg {
@@ -348,13 +433,13 @@ static void *member_writer(void *arg)
 	int idx = ((struct member_arg *)arg)->idx;
 	struct member *m = &sh->m[idx];
 
-	pthread_mutex_lock(&sh->lock);
+	lock(&sh->lock);
 	for (;;) {
 		uint64_t first, n, off, len, bpos, i;
 		int err;
 
 		while (m->next == sh->issued && !sh->stop && !sh->res->member[idx].failed)
-			pthread_cond_wait(&sh->job_cv, &sh->lock);
+			cond_wait(&sh->job_cv, &sh->lock);
 		if (sh->res->member[idx].failed || sh->failed || m->next == sh->issued)
 			break;
 		first = m->next;
@@ -369,9 +454,9 @@ static void *member_writer(void *arg)
 				break;
 			len += j->len;
 		}
-		pthread_mutex_unlock(&sh->lock);
+		unlock(&sh->lock);
 		err = write_member(sh, m, sh->buf + bpos, len, off);
-		pthread_mutex_lock(&sh->lock);
+		lock(&sh->lock);
 		if (err) {
 			member_failed(sh, idx, err, first, len, off);
 			wake_sessions(sh);
@@ -388,10 +473,10 @@ static void *member_writer(void *arg)
 		m->next = first + n;
 		m->behind_bytes -= len;
 		release_jobs(sh, now_ns());
-		pthread_cond_broadcast(&sh->job_cv);
+		cond_broadcast(&sh->job_cv);
 		wake_sessions(sh);
 	}
-	pthread_mutex_unlock(&sh->lock);
+	unlock(&sh->lock);
 	return NULL;
 }
 
@@ -440,9 +525,9 @@ static void fill_checked(struct shared *sh, uint64_t bpos, uint64_t off, uint64_
 	uint64_t pos = sh->written;
 	uint32_t sequence = (uint32_t)(sh->res->wraps + 1);
 
-	pthread_mutex_unlock(&sh->lock);
+	unlock(&sh->lock);
 	redo_fill((unsigned char *)sh->buf + bpos, cfg->blocksize, blocks, pending, pos, off / cfg->blocksize, sequence);
-	pthread_mutex_lock(&sh->lock);
+	lock(&sh->lock);
 }
 
 static void *log_writer(void *arg)
@@ -452,24 +537,24 @@ static void *log_writer(void *arg)
 	uint64_t payload = cfg->blocksize - REDO_BLOCK_HEADER;
 	uint64_t max_blocks = cfg->max_write / cfg->blocksize;
 
-	pthread_mutex_lock(&sh->lock);
+	lock(&sh->lock);
 	for (;;) {
 		uint64_t pending, blocks, len, off, bpos;
 		struct job *j;
 		int err, k;
 
-		if (sh->appended == sh->written && !sh->stop && cfg->spin_us) {
+		if (sh->appended == sh->written && !sh->stop && cfg->spin_us && !virt) {
 			/* Poll briefly before sleeping: a wake-up costs more than a short spin (--spin-us). */
 			uint64_t until = now_ns() + cfg->spin_us * 1000ULL;
 
-			pthread_mutex_unlock(&sh->lock);
+			unlock(&sh->lock);
 			while (__atomic_load_n(&sh->appended, __ATOMIC_ACQUIRE) == __atomic_load_n(&sh->written, __ATOMIC_ACQUIRE) &&
 			       !__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE) && now_ns() < until)
 				__builtin_ia32_pause();
-			pthread_mutex_lock(&sh->lock);
+			lock(&sh->lock);
 		}
 		while (sh->appended == sh->written && !sh->stop)
-			pthread_cond_wait(&sh->work, &sh->lock);
+			cond_wait(&sh->work, &sh->lock);
 		if (sh->failed || (sh->appended == sh->written && sh->stop))
 			break;
 		pending = sh->appended - sh->written;
@@ -481,7 +566,7 @@ static void *log_writer(void *arg)
 		len = blocks * cfg->blocksize;
 		if (sh->nmembers > 1) {
 			while (!may_issue(sh, len) && !sh->failed)
-				pthread_cond_wait(&sh->job_cv, &sh->lock);
+				cond_wait(&sh->job_cv, &sh->lock);
 			if (sh->failed)
 				break;
 		}
@@ -506,19 +591,19 @@ static void *log_writer(void *arg)
 				if (!sh->res->member[k].failed)
 					sh->m[k].behind_bytes += len;
 			sh->issued++;
-			pthread_cond_broadcast(&sh->job_cv);
+			cond_broadcast(&sh->job_cv);
 			while (sh->released < sh->issued && !sh->failed)
-				pthread_cond_wait(&sh->job_cv, &sh->lock);
+				cond_wait(&sh->job_cv, &sh->lock);
 			if (sh->failed)
 				break;
 			continue;
 		}
 		sh->issued++;
-		pthread_mutex_unlock(&sh->lock);
+		unlock(&sh->lock);
 
 		err = write_member(sh, &sh->m[0], sh->buf + bpos, len, off);
 
-		pthread_mutex_lock(&sh->lock);
+		lock(&sh->lock);
 		if (err) {
 			member_failed(sh, 0, err, sh->issued - 1, len, off);
 			break;
@@ -530,9 +615,9 @@ static void *log_writer(void *arg)
 	}
 	sh->stop = 1;
 	sh->res->log_writer_cpu_ns += thread_cpu_ns();
-	pthread_cond_broadcast(&sh->job_cv);
-	pthread_cond_broadcast(&sh->written_cv);
-	pthread_mutex_unlock(&sh->lock);
+	cond_broadcast(&sh->job_cv);
+	cond_broadcast(&sh->written_cv);
+	unlock(&sh->lock);
 	return NULL;
 }
 
@@ -589,6 +674,8 @@ static uint64_t thread_cpu_ns(void)
 {
 	struct timespec ts;
 
+	if (virt)
+		return vclock_thread_cpu();
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
@@ -600,6 +687,10 @@ static void burn_cpu(uint64_t ns)
 
 	if (!ns)
 		return;
+	if (virt) {
+		vclock_burn(ns);
+		return;
+	}
 	until = thread_cpu_ns() + ns;
 	while (thread_cpu_ns() < until)
 		;
@@ -648,27 +739,27 @@ static void commit(struct shared *sh, uint64_t arrival)
 	const struct config *cfg = sh->cfg;
 	uint64_t target, t0, t1;
 
-	pthread_mutex_lock(&sh->lock);
+	lock(&sh->lock);
 	t0 = now_ns();
 	sh->appended += cfg->redo_per_txn;
 	target = sh->appended;
 	/* Post the log writer after letting go of the lock, so that it does not wake up only to
 	 * block on the lock this session still holds (one futex round trip less per commit). */
-	pthread_mutex_unlock(&sh->lock);
-	pthread_cond_signal(&sh->work);
-	pthread_mutex_lock(&sh->lock);
-	if (cfg->spin_us && sh->written < target) {
+	unlock(&sh->lock);
+	cond_signal(&sh->work);
+	lock(&sh->lock);
+	if (cfg->spin_us && !virt && sh->written < target) {
 		/* Like adaptive "log file sync" polling: check for the write before sleeping on it. */
 		uint64_t until = now_ns() + cfg->spin_us * 1000ULL;
 
-		pthread_mutex_unlock(&sh->lock);
+		unlock(&sh->lock);
 		while (__atomic_load_n(&sh->written, __ATOMIC_ACQUIRE) < target &&
 		       !__atomic_load_n(&sh->failed, __ATOMIC_ACQUIRE) && now_ns() < until)
 			__builtin_ia32_pause();
-		pthread_mutex_lock(&sh->lock);
+		lock(&sh->lock);
 	}
 	while (sh->written < target && !sh->failed)
-		pthread_cond_wait(&sh->written_cv, &sh->lock);
+		cond_wait(&sh->written_cv, &sh->lock);
 	t1 = now_ns();
 	if (!sh->failed) {
 		sh->txns_done++;
@@ -678,7 +769,7 @@ static void commit(struct shared *sh, uint64_t arrival)
 		    samples_add(&sh->res->response_lat, t1 - arrival, t1 - sh->start_ns))
 			out_of_memory(sh);
 	}
-	pthread_mutex_unlock(&sh->lock);
+	unlock(&sh->lock);
 }
 
 /* Open loop, after a commit: the commits that have arrived and wait for the session. Never past a
@@ -709,10 +800,10 @@ static void *session(void *arg)
 	 * 50 us late (the default timer slack), and that would count in every commit_response. */
 	if (open_loop)
 		prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-	pthread_mutex_lock(&sh->lock);
+	lock(&sh->lock);
 	while (!sh->go && !sh->stop)
-		pthread_cond_wait(&sh->start_cv, &sh->lock);
-	pthread_mutex_unlock(&sh->lock);
+		cond_wait(&sh->start_cv, &sh->lock);
+	unlock(&sh->lock);
 	for (;;) {
 		uint64_t arrival;
 
@@ -729,13 +820,13 @@ static void *session(void *arg)
 		if (open_loop)
 			note_backlog(ctx);
 	}
-	pthread_mutex_lock(&sh->lock);
+	lock(&sh->lock);
 	sh->res->session_cpu_ns += thread_cpu_ns();
 	if (--sh->sessions_left == 0) {
 		sh->stop = 1;
-		pthread_cond_signal(&sh->work);
+		cond_signal(&sh->work);
 	}
-	pthread_mutex_unlock(&sh->lock);
+	unlock(&sh->lock);
 	return NULL;
 }
 
@@ -859,6 +950,10 @@ static int open_member(const struct config *cfg, struct member *m, struct member
 	struct stat st;
 
 	r->path = m->path;
+	if (m->model) {
+		r->is_model = 1;
+		return 0;
+	}
 	if (m->nbd) {
 		/* Checked by the command line: large enough for the log, writable, durable by FUA or flush. */
 		r->is_nbd = 1;
@@ -931,11 +1026,17 @@ static void account_arrivals(struct shared *sh, struct session_ctx *ctx)
  * ask for 32 GiB of address space. */
 #define THREAD_STACK (256 * 1024)
 
+/* A thread of the run: a real one, or one on the virtual clock. */
+struct thread {
+	pthread_t pt;
+	struct vthread *vt;
+};
+
 /* Starts one thread; 0, or -1 reported naming it. */
-static int start_thread(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg, const char *what,
+static int start_thread(struct thread *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg, const char *what,
 			unsigned long long i, unsigned long long n)
 {
-	int err = pthread_create(t, attr, fn, arg);
+	int err = virt ? vclock_create(&t->vt, attr, fn, arg) : pthread_create(&t->pt, attr, fn, arg);
 
 	if (err)
 		fprintf(stderr, "%s: cannot start %s thread %llu of %llu: pthread_create: %s; lower --sessions or raise the "
@@ -943,12 +1044,21 @@ static int start_thread(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(vo
 	return err ? -1 : 0;
 }
 
-static void free_run(struct shared *sh, pthread_t *threads, struct session_ctx *ctx)
+static void join_thread(struct thread *t)
+{
+	if (virt)
+		vclock_join(t->vt);
+	else
+		pthread_join(t->pt, NULL);
+}
+
+static void free_run(struct shared *sh, struct thread *threads, struct session_ctx *ctx)
 {
 	for (int k = 0; k < sh->nmembers; k++) {
 		if (sh->m[k].fd >= 0)
 			close(sh->m[k].fd);
 		nbd_target_close(sh->m[k].nbd);
+		free(sh->m[k].model);
 	}
 	free(sh->ring);
 	free(sh->buf);
@@ -959,14 +1069,16 @@ static void free_run(struct shared *sh, pthread_t *threads, struct session_ctx *
 int run(const struct config *cfg, struct results *res)
 {
 	struct shared sh = { .cfg = cfg, .res = res, .m = { { .fd = -1 }, { .fd = -1 } } };
-	pthread_t writer, member_threads[2], *threads;
+	struct thread writer, member_threads[2], *threads;
 	struct member_arg member_args[2];
 	struct session_ctx *ctx;
 	pthread_attr_t attr;
 	unsigned long long i, started = 0;
 	int rc = 0, k, members_started = 0, writer_started = 0, err;
+	uint64_t real_start;
 
 	memset(res, 0, sizeof(*res));
+	virt = cfg->clock == CLOCK_VIRTUAL;
 	sh.m[0].path = cfg->target;
 	sh.m[1].path = cfg->second;
 	sh.nmembers = cfg->members == MEMBERS_ONE ? 1 : 2;
@@ -974,6 +1086,7 @@ int run(const struct config *cfg, struct results *res)
 	for (k = 0; k < sh.nmembers; k++) {
 		sh.m[k].fd = cfg->member_fd[k];  /* from here on, the run's to close */
 		sh.m[k].nbd = cfg->member_nbd[k];
+		sh.m[k].model = cfg->member_model[k];
 	}
 	for (k = 0; k < sh.nmembers; k++) {
 		unsigned unit;
@@ -985,6 +1098,7 @@ int run(const struct config *cfg, struct results *res)
 		/* An NBD server's preferred block size is the unit below which it reads and rewrites
 		 * (the NBD protocol's word for what minimum_io_size means to the kernel). */
 		unit = sh.m[k].null ? 0 : sh.m[k].nbd ? (unsigned)res->member[k].nbd.preferred_block :
+		       sh.m[k].model ? model_minimum_io(sh.m[k].model) :
 		       queue_limit_of(sh.m[k].fd, BLKIOMIN, "minimum_io_size");
 		if (unit > res->write_unit)
 			res->write_unit = unit;
@@ -1016,6 +1130,12 @@ int run(const struct config *cfg, struct results *res)
 		return -1;
 	}
 	sh.sessions_left = (int)cfg->sessions;
+	real_start = real_now_ns();
+	if (virt) {
+		vclock_set_wakeup(cfg->wakeup_us * 1000ULL);
+		vclock_set_cpus((unsigned)cfg->cpus);
+		vclock_begin();
+	}
 	for (k = 0; k < sh.nmembers; k++) {
 		read_devinfo(&sh.m[k], &res->member[k].dev);
 		read_devstat(&sh.m[k], &res->member[k].dev, &res->member[k].before);
@@ -1037,7 +1157,7 @@ int run(const struct config *cfg, struct results *res)
 	pthread_attr_destroy(&attr);
 
 	/* Open the gate: the run starts now, every thread up; or it does not, and they all stop. */
-	pthread_mutex_lock(&sh.lock);
+	lock(&sh.lock);
 	if (started == cfg->sessions) {
 		sh.start_ns = now_ns();
 		sh.deadline_ns = cfg->duration_s ? sh.start_ns + cfg->duration_s * 1000000000ULL : 0;
@@ -1048,19 +1168,24 @@ int run(const struct config *cfg, struct results *res)
 		sh.go = 1;
 	} else {
 		sh.failed = sh.stop = 1;
-		pthread_cond_signal(&sh.work);
-		pthread_cond_broadcast(&sh.job_cv);
+		cond_signal(&sh.work);
+		cond_broadcast(&sh.job_cv);
 	}
-	pthread_cond_broadcast(&sh.start_cv);
-	pthread_mutex_unlock(&sh.lock);
+	cond_broadcast(&sh.start_cv);
+	unlock(&sh.lock);
 	for (i = 0; i < started; i++)
-		pthread_join(threads[i], NULL);
+		join_thread(&threads[i]);
 	if (writer_started)
-		pthread_join(writer, NULL);
+		join_thread(&writer);
 	for (k = 0; k < members_started; k++)
-		pthread_join(member_threads[k], NULL);
+		join_thread(&member_threads[k]);
 
 	res->elapsed_s = (double)(now_ns() - sh.start_ns) / 1e9;
+	res->real_s = (double)(real_now_ns() - real_start) / 1e9;
+	if (virt) {
+		res->switches = vclock_switches();
+		vclock_end();
+	}
 	res->transactions = sh.txns_done;
 	res->arrivals = sh.txns_done;  /* closed loop: a commit arrives when its session starts it */
 	res->kept_up = 1;

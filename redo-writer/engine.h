@@ -16,7 +16,12 @@
 #include "nbd.h"
 #include "stats.h"
 
+struct model;  /* a device model (../devicemodel/model.h) */
+
 enum sync_mode { SYNC_ODSYNC, SYNC_FDATASYNC };
+/* The run's clock: real (the host's; its members are files, block devices, NBD exports or null:),
+ * or virtual (vclock.h: its members are device models answering in the model's time, or null:). */
+enum clock_mode { CLOCK_REAL, CLOCK_VIRTUAL };
 /* One log member, or two: multiplexed (a commit waits for both) or raced (the first one wins,
  * as Exadata smart flash logging writes to disk and flash at once). */
 enum members_mode { MEMBERS_ONE, MEMBERS_MIRROR, MEMBERS_RACE };
@@ -57,6 +62,13 @@ struct config {
 	int member_fd[2];
 	struct nbd_target *member_nbd[2];
 	int events_fd;
+	/* A model: member (virtual time): its model, configured and checked (NULL for the others); the
+	 * run owns it from here on. */
+	enum clock_mode clock;
+	unsigned long long wakeup_us;       /* virtual time: a thread posted or woken runs this long after */
+	unsigned long long cpus;            /* virtual time: the modelled host's cores for the sessions' CPU (0: one each) */
+	struct model *member_model[2];
+	const char *member_model_text[2];   /* its parameters as given */
 };
 
 /* /sys/block/<dev>/stat counters of a block device member, before and after the run (summed
@@ -86,6 +98,7 @@ struct member_result {
 	 * durable: FUA writes, or flush requests after the writes. */
 	int is_nbd;
 	struct nbd_export_info nbd;
+	int is_model;               /* a device model in virtual time: its requests' times are the model's */
 	uint64_t fua_writes, flushes;
 	struct devinfo dev;
 	struct devstat before, after;
@@ -110,6 +123,10 @@ struct results {
 	/* The CPU the threads used, measured (CLOCK_THREAD_CPUTIME_ID at each thread's end): the
 	 * sessions' (their transactions' CPU, commits and waits) and the log writer's. */
 	uint64_t session_cpu_ns, log_writer_cpu_ns;
+	/* Virtual time: the real seconds the run took to compute, and how often a thread was handed the
+	 * baton (vclock.h). */
+	double real_s;
+	uint64_t switches;
 	struct member_result member[2];
 	int nmembers;
 };

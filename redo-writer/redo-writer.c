@@ -8,7 +8,9 @@
  * blocking (a FIFO would block open() until a reader came), a regular file or, for a member, a
  * block device, and no two of them one file. A member may instead be an NBD export on a Unix socket
  * of this host (nbd.c, the device path): connected here, and checked for size, write access and a
- * way to make a write durable.
+ * way to make a write durable. Or a device model in virtual time (model:KEY=VALUE;..., the lab's
+ * model with the filter's keys): then every member is a model or null:, and the run's clock is
+ * virtual (vclock.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,6 +29,7 @@
 #include "common.h"
 #include "engine.h"
 #include "io.h"
+#include "model.h"
 #include "nbd.h"
 #include "redoblock.h"
 #include "report.h"
@@ -49,7 +52,9 @@ struct opt {
 
 static struct opt run_opts[] = {
 	{ "target", OPT_STR, "file, block device or NBD export on this host (nbd+unix:///[EXPORT]?socket=PATH) to write "
-	  "redo to ('null:' writes nothing)", NULL, 0, 0, NULL, NULL, NULL, 0 },
+	  "redo to ('null:' writes nothing); or a device model in virtual time, model:KEY=VALUE;KEY=VALUE... (the lab "
+	  "model's keys: the run's clock is then virtual, every member a model: or null:, the same run on any host)",
+	  NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "mirror", OPT_STR, "second log member: a commit completes when both writes are done (multiplexed redo)", NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "race", OPT_STR, "second log member: a commit completes when the first write is done (smart flash logging)", NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "events", OPT_STR, "CSV file for every write and commit latency (for plots and statistical tests)", NULL, 0, 0, NULL, NULL, NULL, 0 },
@@ -74,6 +79,11 @@ static struct opt run_opts[] = {
 	{ "nbd-timeout", OPT_NUM, "seconds an NBD member's server has to accept the connection, complete the handshake, and "
 	  "answer each write or flush (a modelled device's longest service time is 10 s); past it the member fails",
 	  "30", 1, 3600, NULL, NULL, NULL, 0 },
+	{ "cpus", OPT_NUM, "virtual time (a model: member): the modelled host's cores the sessions' --cpu-us-per-txn runs "
+	  "on, first come first served; 0: one for every session", "0", 0, 65536, NULL, NULL, NULL, 0 },
+	{ "wakeup-us", OPT_NUM, "virtual time (a model: member): microseconds from a post to the thread it wakes "
+	  "running (a session woken by its write, the log writer by a commit); 0: at once", "0", 0, 1000000, NULL, NULL,
+	  NULL, 0 },
 	{ "format", OPT_STR, "what the redo blocks hold: plain (0xa5 throughout) or checked (a header, a CRC32C and "
 	  "redo bytes recomputable from their position, for verify)", "plain", 0, 0, "plain|checked", NULL, NULL, 0 },
 	{ "output", OPT_STR, "report format", "text", 0, 0, "text|json", NULL, NULL, 0 },
@@ -426,7 +436,9 @@ static int build_config(struct config *cfg)
 	    num(run_opts, "spin-us", &cfg->spin_us) ||
 	    num(run_opts, "reply-spin-us", &cfg->reply_spin_us) || num(run_opts, "nbd-timeout", &cfg->nbd_timeout_s) ||
 	    num(run_opts, "seed", &cfg->seed) ||
-	    num(run_opts, "cpu-us-per-txn", &cfg->cpu_us_per_txn) || check_arrival(cfg))
+	    num(run_opts, "cpu-us-per-txn", &cfg->cpu_us_per_txn) || num(run_opts, "wakeup-us", &cfg->wakeup_us) ||
+	    num(run_opts, "cpus", &cfg->cpus) ||
+	    check_arrival(cfg))
 		return -1;
 	/* --transactions alone runs without a time limit; with --duration, whichever comes first ends
 	 * the run (as fio's number_ios with runtime). */
@@ -679,6 +691,105 @@ static int same_export(const struct output *a, const struct output *b)
 	return x->socket_dev == y->socket_dev && x->socket_ino == y->socket_ino && !strcmp(x->export_name, y->export_name);
 }
 
+#define MODEL_PREFIX "model:"
+
+static int is_model(const char *path)
+{
+	return path && !strncmp(path, MODEL_PREFIX, strlen(MODEL_PREFIX));
+}
+
+/* A model: member's model from its KEY=VALUE;KEY=VALUE... (the filter's keys); NULL, reported in
+ * one line naming the option, the pair and what is wrong. */
+static struct model *open_model(const char *opt, const char *path)
+{
+	const char *text = path + strlen(MODEL_PREFIX), *why;
+	struct model *m = malloc(sizeof(*m));
+	char *copy = strdup(text), *pair, *save = NULL;
+
+	if (!m || !copy) {
+		fprintf(stderr, "%s: out of memory for --%s's model\n", PROG, opt);
+		goto fail;
+	}
+	model_init(m);
+	if (*text && (text[0] == ';' || text[strlen(text) - 1] == ';' || strstr(text, ";;"))) {
+		fprintf(stderr, "%s: --%s %s: an empty KEY=VALUE: expected model:KEY=VALUE;KEY=VALUE... (the device model's "
+			"keys, as the lab's device profiles give them)\n", PROG, opt, path);
+		goto fail;
+	}
+	for (pair = strtok_r(copy, ";", &save); pair; pair = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(pair, '=');
+
+		if (!eq || eq == pair) {
+			fprintf(stderr, "%s: --%s %s: '%s': expected KEY=VALUE (model:KEY=VALUE;KEY=VALUE...)\n", PROG, opt,
+				path, pair);
+			goto fail;
+		}
+		*eq = '\0';
+		why = model_set(m, pair, eq + 1);
+		if (why == MODEL_NOT_MINE) {
+			fprintf(stderr, "%s: --%s %s: unknown key '%s': expected the device model's keys (write=, read=, "
+				"channels=, cache-size=, physical-sector=, write-unit=, ...)\n", PROG, opt, path, pair);
+			goto fail;
+		}
+		if (why) {
+			fprintf(stderr, "%s: --%s %s: %s=%s: %s\n", PROG, opt, path, pair, eq + 1, why);
+			goto fail;
+		}
+	}
+	if ((why = model_check(m))) {
+		fprintf(stderr, "%s: --%s %s: %s\n", PROG, opt, path, why);
+		goto fail;
+	}
+	model_reset(m);
+	free(copy);
+	return m;
+fail:
+	free(copy);
+	free(m);
+	return NULL;
+}
+
+/* The run's clock from its members: virtual when one is a model:, and then every other is a model:
+ * or null:; 0, or -1 reported. */
+static int choose_clock(struct config *cfg)
+{
+	const char *member[2] = { cfg->target, cfg->second };
+	const char *opt[2] = { "target", cfg->members == MEMBERS_MIRROR ? "mirror" : "race" };
+	int models = is_model(member[0]) + is_model(member[1]);
+
+	cfg->clock = models ? CLOCK_VIRTUAL : CLOCK_REAL;
+	for (int k = 0; models && k < 2; k++) {
+		if (member[k] && !is_model(member[k]) && strcmp(member[k], "null:")) {
+			fprintf(stderr, "%s: --%s %s: a run with a model: member is in virtual time: every member is then a "
+				"model: or null: (--%s %s)\n", PROG, opt[k], member[k], opt[!k], member[!k]);
+			return -1;
+		}
+	}
+	for (const char *const *o = (const char *const[]){ "wakeup-us", "cpus", NULL }; *o; o++) {
+		if (!models && find_opt(run_opts, *o)->given) {
+			fprintf(stderr, "%s: --%s is the modelled host's, in virtual time: it needs a model: member (a real "
+				"run's are this host's own)\n", PROG, *o);
+			return -1;
+		}
+	}
+	if (models && find_opt(run_opts, "spin-us")->given) {
+		fprintf(stderr, "%s: --spin-us polls the host's clock: a run with a model: member is in virtual time, where "
+			"no thread spins (leave --spin-us out)\n", PROG);
+		return -1;
+	}
+	for (int k = 0; k < 2; k++) {
+		if (!is_model(member[k]))
+			continue;
+		if (!(cfg->member_model[k] = open_model(opt[k], member[k]))) {
+			free(cfg->member_model[0]);
+			cfg->member_model[0] = NULL;
+			return -1;
+		}
+		cfg->member_model_text[k] = member[k] + strlen(MODEL_PREFIX);
+	}
+	return 0;
+}
+
 /* Closes what open_outputs opened; `remove` takes away the files it created. */
 static void close_outputs(struct output *out, int n, int remove)
 {
@@ -708,7 +819,7 @@ static int open_outputs(struct config *cfg, struct output *out, int *n)
 	for (int w = 0; w < 3; w++) {
 		struct output *o = &out[*n];
 
-		if (!want[w].path || (want[w].member && !strcmp(want[w].path, "null:")))
+		if (!want[w].path || (want[w].member && (!strcmp(want[w].path, "null:") || is_model(want[w].path))))
 			continue;
 		*o = (struct output){ .opt = want[w].opt, .path = want[w].path, .member = want[w].member, .fd = -1 };
 		(*n)++;
@@ -1104,8 +1215,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: unknown command '%.60s': expected run, verify, probe or io\n", PROG, argv[1]);
 		return 2;
 	}
-	if (parse_args(run_opts, argc, argv, 2) || build_config(&cfg) || open_outputs(&cfg, out, &nout))
+	if (parse_args(run_opts, argc, argv, 2) || build_config(&cfg) || choose_clock(&cfg))
 		return 2;
+	if (open_outputs(&cfg, out, &nout)) {
+		free(cfg.member_model[0]);
+		free(cfg.member_model[1]);
+		return 2;
+	}
 	rc = run(&cfg, &res);   /* closes the members' descriptors and NBD connections */
 	for (int i = 0; i < nout; i++) {
 		if (out[i].member) {

@@ -41,6 +41,8 @@ static const char *device_note(const struct member_result *m, char *buf, size_t 
 
 	if (!strcmp(m->path, "null:"))
 		return "null: writes nothing";
+	if (m->is_model)
+		return "a device model in virtual time: its requests' times are the model's, no device counts them";
 	if (m->is_nbd)
 		return "an NBD export: no kernel block device under it, so no /sys/block counters (a device model's trace "
 		       "counts its requests)";
@@ -140,6 +142,8 @@ static void nbd_json(FILE *out, const struct member_result *m)
 /* How the target's writes were made durable, for the text report's first line. */
 static const char *durability(const struct config *cfg, const struct member_result *m)
 {
+	if (m->is_model)
+		return cfg->sync == SYNC_ODSYNC ? "model writes with FUA" : "model writes, each then a flush";
 	if (m->is_nbd)
 		return cfg->sync == SYNC_ODSYNC && m->nbd.can_fua ? "NBD writes with FUA" : "NBD writes, each then a flush";
 	return cfg->sync == SYNC_ODSYNC ? "O_DIRECT|O_DSYNC" : "O_DIRECT + fdatasync";
@@ -205,6 +209,8 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 			(unsigned long long)r->writes_under_unit, (unsigned long long)r->writes_unaligned_to_unit,
 			(unsigned long long)r->partial_units, (unsigned long long)r->wraps,
 			(double)r->bytes_written / secs / 1e6);
+		fprintf(out, "\"clock\": \"%s\", \"real_s\": %.3f, ", cfg->clock == CLOCK_VIRTUAL ? "virtual" : "real",
+			r->real_s);
 		load_json(out, cfg, r, secs);
 		event_json(out, "log_file_parallel_write", &r->write_lat);
 		fprintf(out, ", ");
@@ -228,6 +234,13 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 			device_json(out, &r->member[k], secs);
 			if (m->is_nbd)
 				nbd_json(out, m);
+			if (m->is_model) {
+				fputs(", \"transport\": \"model\", \"model\": ", out);
+				json_string(out, cfg->member_model_text[k]);
+				fprintf(out, ", \"syncs\": %llu, \"fua_writes\": %llu, \"flushes\": %llu",
+					(unsigned long long)m->syncs, (unsigned long long)m->fua_writes,
+					(unsigned long long)m->flushes);
+			}
 			fprintf(out, "}");
 		}
 		fprintf(out, "]}\n");
@@ -242,6 +255,10 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 		(unsigned long long)r->bytes_written, (unsigned long long)r->writes, (unsigned long long)r->writes_small,
 		(unsigned long long)r->wastage_bytes, wastage_pct, (double)r->bytes_written / secs / 1e6,
 		(unsigned long long)r->wraps);
+	if (cfg->clock == CLOCK_VIRTUAL)
+		fprintf(out, "virtual time: %.3f s of the model's time in %.3f s on this host (%llu thread switches); "
+			"the CPU per transaction is modelled, not burned\n", r->elapsed_s, r->real_s,
+			(unsigned long long)r->switches);
 	load_text(out, cfg, r, secs);
 	if (r->write_unit > 4096 || r->writes_under_unit || r->writes_unaligned_to_unit)
 		fprintf(out, "device write unit %llu B (minimum I/O size): %llu of %llu writes smaller than it, %llu not "

@@ -34,8 +34,12 @@ GUEST_TOOLS = [REPO / "sectorlab" / "inguest" / name for name in ("rules.py", "a
                                                                    "blockdev.py", "redodisk.py", "nvmeformat.py")]
 
 
+# The device model's code redo-writer links for its model: members (redo-writer/Makefile's MODEL).
+DEVICE_MODEL_SOURCES = [REPO / "devicemodel" / "model.c", REPO / "devicemodel" / "model.h"]
+
+
 def _redo_writer_sources() -> list[Path]:
-    return sorted(REDO_WRITER_DIR.glob("*.[ch]")) + [REDO_WRITER_DIR / "Makefile"]
+    return sorted(REDO_WRITER_DIR.glob("*.[ch]")) + [REDO_WRITER_DIR / "Makefile"] + DEVICE_MODEL_SOURCES
 
 
 def files_for_hash(spec: GuestSpec) -> list[Path]:

@@ -107,6 +107,7 @@ def test_guest_hash_covers_its_recipe():
     assert "images/debian12/packages" in files
     assert "images/debian12/overlay/usr/local/sbin/sectorlab-seed" in files
     assert "redo-writer/engine.c" in files and "packer/files/sectorlab-nvme-tcp" in files
+    assert "devicemodel/model.c" in files  # linked into redo-writer for its model: members
     ol9 = images.load_guest("oraclelinux9")
     ol_files = {p.relative_to(paths.REPO).as_posix() for p in images.files_for_hash(ol9)}
     assert "images/debian12/packages" not in ol_files
