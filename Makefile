@@ -9,7 +9,7 @@ SHELL := /bin/bash
 # A variable a recipe reads (as $$NAME in the shell) must be here: labtests/unit/test_hostile_third_make.py
 # fails on one that is not.
 USER_VARS := GUEST LAB LAB_SUFFIX PYTEST_ARGS PRESET DURATION WARMUP REPEATS RESULTS ORDER_SEED SWEEP \
-             CUTS CRASH_SEED JUDGES RUNS TARGET SAMPLES PROBE_NAME DESTROY_DATA
+             CUTS CRASH_SEED JUDGES RUNS TARGET SAMPLES PROBE_NAME DESTROY_DATA CLOCK WAKEUP_US CPUS CPU_DIST
 # LAB_SUFFIX's default is the environment's SECTORLAB_LAB_SUFFIX, as written.
 ifeq ($(origin LAB_SUFFIX),undefined)
 override LAB_SUFFIX := $(value SECTORLAB_LAB_SUFFIX)
@@ -105,7 +105,8 @@ help:
 	@echo "make bench-sweep PRESET=p [SWEEP=param]  an assumed device parameter over its plausible range on the device"
 	@echo "                          path (no lab): where each headline flips (also make bench PRESET=p SWEEP=param)"
 	@echo "make bench-load PRESET=p  the seed's own load, closed loop, on the device path (no lab): group commit and"
-	@echo "                          the seed's figures beside the lab's"
+	@echo "                          the seed's figures beside the lab's; CLOCK=virtual (also bench-sweep): in the"
+	@echo "                          models' own time, at any load [WAKEUP_US=us] [CPUS=n] [CPU_DIST=exponential|fixed]"
 	@echo "make probe TARGET=dir     a device's timing at queue depth 1 through a file the probe makes in dir (or a"
 	@echo "                          block device or an NBD URI, each with DESTROY_DATA=yes), and a calibrated profile:"
 	@echo "                          results/<time>-probe-NAME/profile.toml and report.html (docs/probe.md)"
@@ -406,17 +407,23 @@ bench: bench-sweep
 endif
 
 # An assumed device parameter of a preset over its plausible range, on the device path (no lab):
-# make bench-sweep PRESET=vsphere-512e [SWEEP=write-buffer] [REPEATS=n] [DURATION=s] [ORDER_SEED=n].
+# make bench-sweep PRESET=vsphere-512e [SWEEP=write-buffer] [REPEATS=n] [DURATION=s] [ORDER_SEED=n]
+# [CLOCK=virtual [WAKEUP_US=us] [CPUS=n] [CPU_DIST=exponential|fixed]].
 bench-sweep: bootstrap
 	@$(show); show $(SECTORLAB) bench-sweep $${SWEEP:+--param="$$SWEEP"} $${REPEATS:+--repeats="$$REPEATS"} \
 	  $${DURATION:+--duration="$$DURATION"} $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} \
-	  -- "$${PRESET:-vsphere-512e}"
+	  $(CLOCK_OPTIONS) -- "$${PRESET:-vsphere-512e}"
 
 # The seed's own load (its sessions, redo and CPU per transaction), closed loop on the device path:
-# make bench-load PRESET=ssd-vs-hdd [REPEATS=n] [DURATION=s] [ORDER_SEED=n].
+# make bench-load PRESET=ssd-vs-hdd [REPEATS=n] [DURATION=s] [ORDER_SEED=n] [CLOCK=virtual [WAKEUP_US=us] [CPUS=n]
+# [CPU_DIST=exponential|fixed]].
 bench-load: bootstrap
 	@$(show); show $(SECTORLAB) bench-load $${REPEATS:+--repeats="$$REPEATS"} $${DURATION:+--duration="$$DURATION"} \
-	  $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} -- "$${PRESET:-ssd-vs-hdd}"
+	  $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} $(CLOCK_OPTIONS) -- "$${PRESET:-ssd-vs-hdd}"
+
+# The clock of bench-sweep's and bench-load's runs (redo-writer/README.md, "Virtual time").
+CLOCK_OPTIONS = $${CLOCK:+--clock="$$CLOCK"} $${WAKEUP_US:+--wakeup-us="$$WAKEUP_US"} $${CPUS:+--cpus="$$CPUS"} \
+	  $${CPU_DIST:+--cpu-dist="$$CPU_DIST"}
 
 # A device's timing, and a profile calibrated from it (docs/probe.md):
 # make probe TARGET=/u01/oradata [SAMPLES=n] [PROBE_NAME=name] [RESULTS=dir] [DESTROY_DATA=yes for a block device or an NBD URI].

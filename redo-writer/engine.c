@@ -113,6 +113,7 @@ struct schedule {
 
 struct session_ctx {
 	struct shared *sh;
+	uint64_t cpu_rng;           /* --cpu-dist exponential: splitmix64 state */
 	struct schedule taken;      /* the next commit to start; its count: commits started */
 	struct schedule arrived;    /* the same schedule, walked up to now: the commits that arrived */
 	uint64_t backlog_max;
@@ -696,6 +697,17 @@ static void burn_cpu(uint64_t ns)
 		;
 }
 
+/* This transaction's CPU: the mean, or an exponential draw of it from the session's own generator. */
+static uint64_t transaction_cpu_ns(struct session_ctx *ctx)
+{
+	const struct config *cfg = ctx->sh->cfg;
+	double mean = (double)cfg->cpu_us_per_txn * 1000.0;
+
+	if (cfg->cpu_dist == CPU_FIXED || !cfg->cpu_us_per_txn)
+		return (uint64_t)mean;
+	return (uint64_t)llround(-log1p(-(double)(splitmix64(&ctx->cpu_rng) >> 11) * 0x1.0p-53) * mean);
+}
+
 /* Whether the run has no more commits for sessions to start. */
 static int run_over(struct shared *sh)
 {
@@ -815,7 +827,7 @@ static void *session(void *arg)
 			break;
 		if (open_loop)
 			schedule_advance(&ctx->taken);
-		burn_cpu(sh->cfg->cpu_us_per_txn * 1000ULL);
+		burn_cpu(transaction_cpu_ns(ctx));
 		commit(sh, arrival);
 		if (open_loop)
 			note_backlog(ctx);
@@ -1151,6 +1163,7 @@ int run(const struct config *cfg, struct results *res)
 		writer_started = !start_thread(&writer, &attr, log_writer, &sh, "log writer", 0, 1);
 	for (i = 0; writer_started && i < cfg->sessions; i++, started++) {
 		ctx[i].sh = &sh;
+		ctx[i].cpu_rng = cfg->seed ^ (i + 1) * 0x9fb21c651e98df25ULL;
 		if (start_thread(&threads[i], &attr, session, &ctx[i], "session", i, cfg->sessions))
 			break;
 	}

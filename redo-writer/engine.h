@@ -32,6 +32,8 @@ enum redo_format { FORMAT_PLAIN, FORMAT_CHECKED };
 /* How commits arrive: closed, each session commits again as soon as its last commit is done; open
  * loop, on a schedule of its own (evenly spaced or Poisson), whether or not the last one is done. */
 enum arrival_mode { ARRIVAL_CLOSED, ARRIVAL_FIXED, ARRIVAL_POISSON };
+/* A transaction's CPU: every one cpu_us_per_txn, or drawn from an exponential of that mean. */
+enum cpu_dist { CPU_FIXED, CPU_EXPONENTIAL };
 
 struct config {
 	const char *target;
@@ -47,6 +49,7 @@ struct config {
 	enum arrival_mode arrival;
 	unsigned long long seed;            /* of the Poisson arrival schedules */
 	unsigned long long cpu_us_per_txn;  /* CPU a session spends on a transaction before its commit */
+	enum cpu_dist cpu_dist;
 	unsigned long long log_size;
 	unsigned long long max_write;       /* the log buffer: the largest single write */
 	unsigned long long spin_us;         /* poll this long before sleeping on a condition */

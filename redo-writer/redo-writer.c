@@ -67,7 +67,11 @@ static struct opt run_opts[] = {
 	  "a rate the lab cannot offer: ask for fewer commits per second", NULL, 0 },
 	{ "arrival", OPT_STR, "how commits arrive: closed loop, or open loop evenly spaced (fixed) or Poisson; "
 	  "default closed, or fixed with --rate", NULL, 0, 0, "closed|fixed|poisson", NULL, NULL, 0 },
-	{ "seed", OPT_NUM, "seed of the Poisson arrival schedules (each session's from it and its index)", "1", 0, ~0ULL, NULL, NULL, NULL, 0 },
+	{ "cpu-dist", OPT_STR, "how --cpu-us-per-txn varies from one transaction to the next: fixed (every one the "
+	  "same), or exponential (drawn with that mean, each session's from --seed and its index)", "fixed", 0, 0,
+	  "fixed|exponential", NULL, NULL, 0 },
+	{ "seed", OPT_NUM, "seed of the Poisson arrival schedules and the exponential CPU (each session's from it and "
+	  "its index)", "1", 0, ~0ULL, NULL, NULL, NULL, 0 },
 	{ "cpu-us-per-txn", OPT_NUM, "CPU microseconds a session spends on each transaction before its commit (a busy "
 	  "loop on the thread's CPU clock)", "0", 0, 1000000, NULL, NULL, NULL, 0 },
 	{ "sync", OPT_STR, "how writes are made durable", "odsync", 0, 0, "odsync|fdatasync", NULL, NULL, 0 },
@@ -378,8 +382,10 @@ static int check_arrival(struct config *cfg)
 
 	if (!arrival)
 		arrival = cfg->rate ? "fixed" : "closed";
-	if (check_choice(find_opt(run_opts, "arrival"), arrival))
+	if (check_choice(find_opt(run_opts, "arrival"), arrival) ||
+	    check_choice(find_opt(run_opts, "cpu-dist"), str(run_opts, "cpu-dist")))
 		return -1;
+	cfg->cpu_dist = !strcmp(str(run_opts, "cpu-dist"), "exponential") ? CPU_EXPONENTIAL : CPU_FIXED;
 	cfg->arrival = !strcmp(arrival, "poisson") ? ARRIVAL_POISSON : !strcmp(arrival, "fixed") ? ARRIVAL_FIXED :
 		       ARRIVAL_CLOSED;
 	if (cfg->arrival == ARRIVAL_CLOSED && cfg->rate) {

@@ -163,10 +163,11 @@ static void load_json(FILE *out, const struct config *cfg, const struct results 
 {
 	fprintf(out, "\"arrival\": \"%s\", \"offered_rate\": %.1f, \"achieved_rate\": %.1f, \"arrivals\": %llu, "
 		"\"backlog_max\": %llu, \"backlog_end\": %llu, \"kept_up\": %s, \"cpu_us_per_txn\": %llu, "
-		"\"seed\": %llu, \"cpu_measured\": {\"sessions_us_per_txn\": %.1f, \"log_writer_us_per_write\": %.1f}, "
+		"\"cpu_dist\": \"%s\", \"seed\": %llu, \"cpu_measured\": {\"sessions_us_per_txn\": %.1f, \"log_writer_us_per_write\": %.1f}, "
 		"\"commits_per_write\": %.3f, ", arrival_name(cfg->arrival), offered_rate(cfg),
 		(double)r->transactions / secs, (unsigned long long)r->arrivals, (unsigned long long)r->backlog_max,
-		(unsigned long long)r->backlog_end, r->kept_up ? "true" : "false", cfg->cpu_us_per_txn, cfg->seed,
+		(unsigned long long)r->backlog_end, r->kept_up ? "true" : "false", cfg->cpu_us_per_txn,
+		cfg->cpu_dist == CPU_EXPONENTIAL ? "exponential" : "fixed", cfg->seed,
 		r->transactions ? r->session_cpu_ns / 1e3 / (double)r->transactions : 0.0,
 		r->writes ? r->log_writer_cpu_ns / 1e3 / (double)r->writes : 0.0,
 		r->writes ? (double)r->transactions / (double)r->writes : 0.0);

@@ -132,19 +132,25 @@ static void make_ready(struct vthread *t)
 	push(&vc.ready, t);
 }
 
-/* The next thread to hold the baton: the first ready one, else the earliest sleeper (the clock
- * moves to its moment); NULL when every thread waits on a condition. */
+/* The next thread to hold the baton: the first ready one; when none is, the clock moves to the
+ * earliest moment a thread waits for, and every thread waiting for that moment becomes ready, in the
+ * order they began to wait (ahead of any a notify makes ready at that moment). NULL when every thread
+ * waits on a condition. */
 static struct vthread *pick(void)
 {
-	struct vthread *t = pop(&vc.ready);
+	struct vthread *t;
 
-	if (!t && vc.nheap) {
-		t = heap_pop();
-		if (t->wake > vc.now) {
-			vc.now = t->wake;
+	if (!vc.ready.head && vc.nheap) {
+		uint64_t at = vc.heap[0]->wake;
+
+		if (at > vc.now) {
+			vc.now = at;
 			vc.still = 0;
 		}
+		while (vc.nheap && vc.heap[0]->wake == at)
+			make_ready(heap_pop());
 	}
+	t = pop(&vc.ready);
 	if (t && ++vc.still > MAX_STILL_SWITCHES)
 		fatal("no time passes: every write is served in no time and a transaction takes no CPU, so the run "
 		      "would never reach its end; give the model a service time or --cpu-us-per-txn");

@@ -4,9 +4,10 @@
  * time, but one runs at a time (coroutines of the calling thread), handed a baton, and time moves only when every thread waits. A thread
  * runs until it waits: on a condition (another thread's notify makes it ready, at the same moment),
  * or until a moment (a sleep, a device model's reply, a transaction's modelled CPU). When none is
- * ready, the clock jumps to the earliest moment one waits for. Ready threads run in the order they
- * became ready, and threads waiting for the same moment in the order they began to wait: the same
- * inputs give the same run on any host, however busy, and as fast as it can compute it.
+ * ready, the clock jumps to the earliest moment one waits for, and every thread waiting for that
+ * moment becomes ready, in the order they began to wait; ready threads run in the order they became
+ * ready (one a notify wakes at that moment after them). The same inputs give the same run on any
+ * host, however busy, and as fast as it can compute it.
  *
  * The engine calls these only when its run is in virtual time (a device model as its log member,
  * engine.h's clock); every call is made by a thread that holds the baton. Mutexes have no work to

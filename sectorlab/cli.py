@@ -174,6 +174,15 @@ def _device_path_bench_args(p, results: str) -> None:
     p.add_argument("--duration", type=whole(1, 3600), help="seconds of each run (default: the preset's)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the run order (default: a new one)")
     p.add_argument("--results", type=results_root, help=f"where {results} goes (default: results/)")
+    p.add_argument("--clock", choices=("real", "virtual"), default="real", help="real: redo-writer on this host to "
+                   "the models over NBD, in real time (default); virtual: the same models linked into redo-writer, "
+                   "in the models' own time: the same numbers on any host, at any load (redo-writer/README.md)")
+    p.add_argument("--wakeup-us", type=whole(0, 1_000_000), help="--clock virtual: the modelled host's wake-up "
+                   "from a post to the thread it wakes, in us (default 0: at once)")
+    p.add_argument("--cpus", type=whole(0, 65536), help="--clock virtual: the modelled host's cores for the "
+                   "sessions' CPU (default 0: one for every session)")
+    p.add_argument("--cpu-dist", choices=("exponential", "fixed"), help="--clock virtual: a transaction's CPU "
+                   "drawn from an exponential of its mean (default, assumed) or every one the same")
 
 
 def _add_geometry_commands(sub) -> None:

@@ -37,19 +37,31 @@ def _redo_preset(args, command: str):
     return preset
 
 
+def _clock(args):
+    """The runs' clock from --clock, --wakeup-us and --cpus (the last two only on the virtual one)."""
+    from ..bench.devicepath import runs
+    for name in ("wakeup_us", "cpus", "cpu_dist"):
+        if getattr(args, name) is not None and args.clock != "virtual":
+            raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name)}: the modelled host's, in virtual "
+                             f"time: give --clock virtual with it (a real run's is this host's own)")
+    return runs.Clock(args.clock, args.wakeup_us or 0, args.cpus or 0, args.cpu_dist or "exponential")
+
+
 def cmd_bench_sweep(args) -> int:
     from ..bench.devicepath import sweep
     preset = _redo_preset(args, "bench-sweep")
+    clock = _clock(args)
     for s in sweep.pick(preset, args.param):
-        print(sweep.run(preset, s, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed))
+        print(sweep.run(preset, s, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed, clock))
     return 0
 
 
 def cmd_bench_load(args) -> int:
     from ..bench.devicepath import load
     preset = _redo_preset(args, "bench-load")
+    clock = _clock(args)
     load.workload(preset)  # one line before anything starts when the preset has no closed loop
-    print(load.run(preset, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed))
+    print(load.run(preset, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed, clock))
     return 0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..analysis import compare
 from ..analysis.metrics import Disk, Run, metric
 from ..paths import write_atomic
-from . import render
+from . import clock, render
 from .findings import seed_section, tests_lines
 
 # Per configuration, the medians of the runs: (label, metric, format).
@@ -59,14 +59,18 @@ def write(results: Path) -> dict[str, Path]:
         for k in configs:
             tps = statistics.median(metric(rep, "tps") for rep in by_config[k])
             reached.append(f"{k} {100 * tps / c['seed_tps']:.1f} %")
-    lines = [f"# The seed's load, closed loop, on the device path: {doc['title']}", "",
+    lines = [f"# The seed's load, closed loop, {'in virtual time' if clock.virtual(doc) else 'on the device path'}: "
+             f"{doc['title']}", "",
              f"Preset `{doc['preset']}` (seed {doc['seed'] or '-'}): {w['sessions']} sessions committing without "
              f"think time, {w['redo_per_txn']:,} B of redo and {w['cpu_us_per_txn']:,} us of CPU per transaction "
-             f"(applied before each commit), redo-writer on this host straight to the device models (no guest). "
-             f"Where these come from: {c['source']}", "",
+             f"(applied before each commit), no guest: {clock.where(doc)}. Where these come from: {c['source']}", "",
              f"{doc['repeats']} runs of each configuration in random rounds (order seed {doc['order_seed']}), "
-             f"{w['warmup_s']} s warm-up per model, {w['duration_s']} s a run; {doc['wall_s']} s in all.", ""]
-    if reached:
+             f"{clock.warmup(doc, w)}, {w['duration_s']} s a run; {doc['wall_s']} s in all.", ""]
+    if reached and clock.virtual(doc):
+        lines += [f"**How far the modelled host got**: the seed ran {c['seed_tps']:,.0f} transactions/s; these runs "
+                  "reached " + ", ".join(reached) + f" of it, on {clock.host(doc)}: what differs is the model's, not "
+                  "this host's.", ""]
+    elif reached:
         lines += [f"**How far the host got**: the seed ran {c['seed_tps']:,.0f} transactions/s; these runs reached "
                   + ", ".join(reached) + " of it. The host's 2 cores give the sessions, the log writer and the "
                   "models 2 CPU-seconds a second, where the seed's sessions alone needed "
@@ -78,10 +82,11 @@ def write(results: Path) -> dict[str, Path]:
         lines += [f"## {i}. {item.get('title')} ({a} → {b})", ""]
         lines += ([f"Not compared: {', '.join(item['not_compared'])}.", ""] if item.get("not_compared")
                   else tests_lines(item, a, b) + [""])
-    lines += seed_section(seeds, path="These are the device path's, at the seed's closed-loop load.")
+    lines += seed_section(seeds, path=("These are virtual time's" if clock.virtual(doc) else "These are the device "
+                                       "path's") + ", at the seed's closed-loop load.")
     lines += ["", "## How to run it again", "", "```",
               f"sectorlab bench-load --repeats {doc['repeats']} --duration {w['duration_s']} --seed "
-              f"{doc['order_seed']} -- {doc['preset']}", "```", ""]
+              f"{doc['order_seed']}{clock.again(doc)} -- {doc['preset']}", "```", ""]
     write_atomic(results / "summary.json", json.dumps({"workload": w, "closed_loop": c, "configurations": {
         k: {name: statistics.median(v) if (v := [x for x in (metric(rep, name) for rep in by_config[k])
                                                if isinstance(x, (int, float))]) else None for _, name, _ in ROWS}

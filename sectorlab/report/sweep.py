@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..analysis import compare
 from ..paths import write_atomic
-from . import render
+from . import clock, render
 
 
 def analyse(doc: dict, reports: dict[str, dict]) -> list[dict]:
@@ -78,15 +78,17 @@ def write(results: Path) -> dict[str, Path]:
     found = analyse(doc, reports)
     s, w = doc["sweep"], doc["workload"]
     lines = [f"# Sweep of `{s['param']}` on `{s['profile']}`: {doc['title']}", "",
-             f"Preset `{doc['preset']}` (seed {doc['seed'] or '-'}), on the device path only (redo-writer on this "
-             f"host straight to the models, polling for replies {doc['reply_spin_us']} us). Values: "
+             f"Preset `{doc['preset']}` (seed {doc['seed'] or '-'}), "
+             + (clock.where(doc) if clock.virtual(doc) else
+                f"on the device path only (redo-writer on this host straight to the models, polling for replies "
+                f"{doc['reply_spin_us']} us)") + ". Values: "
              f"{', '.join(_value_text(v, s['own']) for v in s['values'])}"
              + (f", on the disks of {', '.join(f'`{p}` (`{k}`)' for p, k in s['profiles'].items())} (the "
                 "profiles built on it that keep its value)" if len(s.get("profiles", {})) > 1 else "") + ". "
              f"Why this range: {s['range']}", "",
              f"Workload: {w['sessions']} session(s), {w['redo_per_txn']:,} B of redo per commit, "
              + (f"{w['rate']:,} commits/s ({w['arrival']})" if w["rate"] else "closed loop")
-             + f"; {w['warmup_s']} s warm-up per model, {w['duration_s']} s a run, {doc['repeats']} runs of each "
+             + f"; {clock.warmup(doc, w)}, {w['duration_s']} s a run, {doc['repeats']} runs of each "
              f"(value, configuration) in random rounds (order seed {doc['order_seed']}); {doc['wall_s']} s in all.",
              "", "Each comparison's primary metric at every value (Mann-Whitney on one value per run, Holm over the "
              "preset's comparisons at that value, 99 % bootstrap CI): a headline whose verdict is not the same at "
@@ -104,6 +106,6 @@ def write(results: Path) -> dict[str, Path]:
                                   "99 % CI of b - a", "verdict"], *(_row(x) for x in item["cells"])], align="-rrrr--")]
     lines += ["## How to run it again", "", "```",
               f"sectorlab bench-sweep --param {s['param']} --repeats {doc['repeats']} --duration {w['duration_s']} "
-              f"--seed {doc['order_seed']} -- {doc['preset']}", "```", ""]
+              f"--seed {doc['order_seed']}{clock.again(doc)} -- {doc['preset']}", "```", ""]
     write_atomic(results / "summary.json", json.dumps({"sweep": s, "comparisons": found}, indent=2))
     return {**render.write(results, "\n".join(lines)), "summary": results / "summary.json"}

@@ -8,6 +8,7 @@ counts commits per write)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -144,3 +145,38 @@ def test_a_closed_loop_runs_on_this_hosts_models(tmp_path):
         assert r["commits_per_write"] >= 1.0 and r["commits_per_write"] == pytest.approx(
             r["transactions"] / r["writes"], rel=1e-3)
     assert "How far the host got" in (out / "report.md").read_text()
+
+
+def test_a_closed_loop_in_virtual_time_says_its_modelled_host_and_reruns_alike(tmp_path):
+    """The closed loop on the virtual clock: the modelled host (wake-up, cores, the CPU's spread) is in
+    the record, the report and the command that runs it again; the sessions' CPU is the modelled
+    one; the same order seed gives the same runs."""
+    from sectorlab.bench.devicepath import runs
+    p = _preset(tmp_path)
+    clock = runs.Clock("virtual", wakeup_us=10, cpus=2)
+    out = [load.run(p, lambda _: None, tmp_path / name, repeats=2, seed=9, clock=clock) for name in ("a", "b")]
+    docs = [json.loads((o / "load.json").read_text()) for o in out]
+    assert (docs[0]["clock"], docs[0]["wakeup_us"], docs[0]["cpus"], docs[0]["cpu_dist"]) == (
+        "virtual", 10, 2, "exponential")
+    for ra, rb in zip(docs[0]["runs"], docs[1]["runs"]):
+        x, y = (json.loads((o / r["report"]).read_text()) for o, r in zip(out, (ra, rb)))
+        x.pop("real_s"), y.pop("real_s")
+        assert x == y and x["cpu_dist"] == "exponential" and x["commits_per_write"] >= 1
+        assert x["cpu_measured"]["sessions_us_per_txn"] == pytest.approx(100, rel=0.1)
+    md = (out[0] / "report.md").read_text()
+    assert "# The seed's load, closed loop, in virtual time" in md
+    assert "2 cores for the sessions' CPU, each transaction's CPU drawn from an exponential of its mean" in md
+    assert "How far the modelled host got" in md and "How far the host got" not in md
+    assert "--seed 9 --clock virtual --wakeup-us 10 --cpus 2 --cpu-dist exponential -- " in md
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("clock", "sundial", "clock = 'sundial': expected 'real' or 'virtual'"),
+    ("cpus", -1, "cpus = -1: expected a whole number of the virtual clock's modelled host"),
+    ("cpu_dist", "<b>", "cpu_dist = '<b>': expected 'fixed' or 'exponential'"),
+])
+def test_a_record_with_a_clock_it_cannot_have_is_one_line(tmp_path, key, value, says):
+    from sectorlab.report import clock
+    doc = {"clock": "virtual", "wakeup_us": 0, "cpus": 0, "cpu_dist": "fixed"} | {key: value}
+    with pytest.raises(UsageError, match=re.escape(says)):
+        clock.where(doc) if key != "cpu_dist" else clock.again(doc)

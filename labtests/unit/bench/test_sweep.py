@@ -205,3 +205,31 @@ def test_a_sweep_reaches_the_profiles_built_on_the_swept_one_that_keep_its_value
     vs = {s.param: s for s in bench.load_preset("vsphere-512e").sweeps}
     assert vs["write-buffer"].profiles == {"nvme-512e": "write-buffer"}
     assert vs["read"].profiles == {"nvme-512e": "read"}  # the preset serves no disk by nvme-512e-dram
+
+
+def test_a_sweep_in_virtual_time_is_the_same_on_any_host_and_says_its_clock(tmp_path):
+    """The same sweep on the virtual clock (the models linked into redo-writer): no server, each run a
+    model: member with the run's own model seed; the write buffer's merges show in the 512-byte
+    writes' time (no unit read first), and the same order seed gives the same runs to the last digit."""
+    from sectorlab.bench.devicepath.runs import Clock
+    p = _preset(tmp_path)
+    clock = Clock("virtual", wakeup_us=10)
+    out = [sweep.run(p, p.sweeps[0], lambda _: None, tmp_path / name, repeats=2, seed=5, clock=clock)
+           for name in ("a", "b")]
+    docs = [json.loads((o / "sweep.json").read_text()) for o in out]
+    assert docs[0]["clock"] == "virtual" and docs[0]["wakeup_us"] == 10 and "reply_spin_us" not in docs[0]
+    reports = []
+    for o, doc in zip(out, docs):
+        reports.append([json.loads((o / r["report"]).read_text()) for r in doc["runs"]])
+        assert all("model:" in r["command"] and "--reply-spin-us" not in r["command"] for r in doc["runs"])
+    for x, y in zip(*reports):
+        assert x.pop("real_s") >= 0 and y.pop("real_s") >= 0
+        assert x == y and x["clock"] == "virtual" and x["members"][0]["transport"] == "model"
+    by = {}
+    for r, rep in zip(docs[0]["runs"], reports[0]):
+        by.setdefault((r["value"], r["config"]), []).append(rep["log_file_parallel_write"]["p50_us"])
+    assert max(by[("64k", "flash@512")]) < min(by[("0", "flash@512")]), by
+    assert sorted(d.name for d in (out[0] / "models").iterdir()) == ["flash-512-4096-v0", "flash-512-4096-v1"]
+    md = (out[0] / "report.md").read_text()
+    assert "in virtual time: redo-writer's own engine with the device models linked in" in md
+    assert "--clock virtual --wakeup-us 10 --cpus 0 --cpu-dist exponential -- " in md

@@ -113,15 +113,32 @@ def test_a_wake_up_is_paid_twice_a_commit_the_log_writers_and_the_sessions(redo_
 
 
 def test_the_modelled_hosts_cores_queue_the_sessions_cpu(redo_writer):
-    """Four sessions of 1 ms of CPU and a 100 us write: with a core each, a transaction every 1.1 ms a
-    session (3,636/s); on two cores the cores are the bottleneck, 2,000/s, and each commit's response
-    holds its wait for a core."""
+    """Four sessions of 1 ms of CPU and a 100 us write: with a core each they keep in step, one write of
+    four commits every 1.1 ms (910 writes, the last begun inside the second); on two cores the cores
+    are the bottleneck, 2,000/s, and each commit's response holds its wait for a core."""
     args = ["--target", "model:write=fixed:100", "--sessions", "4", "--cpu-us-per-txn", "1000", "--duration", "1"]
     each = _json(redo_writer, *args)
     two = _json(redo_writer, *args, "--cpus", "2")
-    assert each["transactions"] == 3637 and _latencies(each, "commit_response")[1] == 1100.0
+    assert (each["transactions"], each["writes"]) == (3640, 910)
+    assert _latencies(each, "commit_response")[1] == 1100.0
     assert two["transactions"] == 2002 and _latencies(two, "commit_response")[1] == 2000.0
     assert each["cpu_measured"]["sessions_us_per_txn"] == two["cpu_measured"]["sessions_us_per_txn"] == 1000.0
+
+
+def test_exponential_cpu_keeps_its_mean_and_breaks_the_sessions_lockstep(redo_writer):
+    """Fixed CPU puts 16 sessions in step: each write carries all 16. Drawn from an exponential of the
+    same mean (each session's own draws, from --seed), they commit apart: fewer commits a write, the
+    mean CPU the same within 3 % over 10,000 transactions, and the same draws from the same seed."""
+    args = ["--target", "model:write=fixed:200", "--sessions", "16", "--cpu-us-per-txn", "1000", "--transactions",
+            "10000"]
+    fixed = _json(redo_writer, *args)
+    drawn = _json(redo_writer, *args, "--cpu-dist", "exponential", "--seed", "3")
+    assert fixed["cpu_dist"] == "fixed" and fixed["commits_per_write"] == 16.0
+    assert drawn["cpu_dist"] == "exponential" and drawn["commits_per_write"] < 8
+    assert drawn["cpu_measured"]["sessions_us_per_txn"] == pytest.approx(1000, rel=0.03)
+    again = _json(redo_writer, *args, "--cpu-dist", "exponential", "--seed", "3")
+    other = _json(redo_writer, *args, "--cpu-dist", "exponential", "--seed", "4")
+    assert again["writes"] == drawn["writes"] and other["writes"] != drawn["writes"]
 
 
 def test_the_same_run_twice_is_the_same_run(redo_writer):

@@ -41,7 +41,7 @@ def workload(preset: Preset) -> Workload:
 
 
 def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR, repeats: int | None = None,
-        seed: int | None = None) -> Path:
+        seed: int | None = None, clock: runs.Clock = runs.REAL) -> Path:
     w = workload(preset)
     repeats = repeats or runs.repeats_for(len(preset.compares))
     figures = preset.closed_loop["figure"]
@@ -51,11 +51,11 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR, re
         raise UsageError(f"preset {preset.name!r}: no [[bench.compare]] and no figure names a configuration")
     results = runs.results_dir(results_root, f"{preset.name}-closed-loop")
     done = runs.device_runs(preset, w, cfgs, {VARIANT: {}}, repeats, seed, results, progress,
-                                f"closed loop, {w.describe()}")
+                            f"closed loop, {w.describe()}", clock)
     doc = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "workload": w.as_json(),
            "closed_loop": {k: v for k, v in preset.closed_loop.items() if k != "figure"},
            "seed_figures": figures, "comparisons": preset.compares, "order_seed": done.order_seed,
-           "repeats": repeats, "runs": done.runs, "wall_s": done.wall_s}
+           "repeats": repeats, "runs": done.runs, "wall_s": done.wall_s, **clock.as_json()}
     write_atomic(results / "load.json", json.dumps(doc, indent=2))
     report.write(results)
     return results

@@ -8,6 +8,13 @@ variant, the profiles as they are, at the seed's own closed-loop load.
 Every (variant, configuration) runs `repeats` times in complete rounds, each round in its own
 random order over all variants alike, so the host's drift falls on every variant the same; each
 model gets one unmeasured run of the preset's warm-up first (its memory allocated).
+
+On the virtual clock (`clock="virtual"`, redo-writer/README.md "Virtual time") the same runs write
+to model: members instead: the same models' parameters, linked into redo-writer and answering in the
+model's time, no server, no warm-up and nothing of this host's in the figures; each run draws from a
+model seed of its own (the run's), so that the repeats are independent draws of the model and the
+same order seed gives the same numbers on any host. What the host would add is given, not measured:
+`wakeup_us` and `cpus` (the modelled host's), recorded with the runs.
 """
 
 from __future__ import annotations
@@ -34,6 +41,36 @@ from ..redo.twin import REPLY_SPIN_US, call
 
 # Memory each model serves (nbdkit's sparse memory plugin): the preset's log and room.
 MIN_DISK_BYTES = 64 << 20
+CLOCKS = ("real", "virtual")
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Which clock the runs are on, and on the virtual one what the modelled host adds: a post's
+    wake-up (us), its cores for the sessions' CPU (0: one a session), and how a transaction's CPU
+    varies (exponential, assumed: with a fixed one nothing separates the sessions in virtual time and
+    every write carries all of them; a real host's own noise separates them on the real clock)."""
+    name: str = "real"
+    wakeup_us: int = 0
+    cpus: int = 0
+    cpu_dist: str = "exponential"
+
+    @property
+    def virtual(self) -> bool:
+        return self.name == "virtual"
+
+    def as_json(self) -> dict:
+        return {"clock": self.name, **({"wakeup_us": self.wakeup_us, "cpus": self.cpus, "cpu_dist": self.cpu_dist}
+                                       if self.virtual else {})}
+
+    def args(self) -> list[str]:
+        """redo-writer's options for this clock."""
+        if self.virtual:
+            return ["--wakeup-us", str(self.wakeup_us), "--cpus", str(self.cpus), "--cpu-dist", self.cpu_dist]
+        return ["--reply-spin-us", str(REPLY_SPIN_US)]
+
+
+REAL = Clock()
 
 
 @dataclass(frozen=True)
@@ -86,11 +123,16 @@ class Models:
         self.servers: dict[tuple, DeviceServer] = {}
         self.work = Path(tempfile.mkdtemp(prefix="sectorlab-models-"))
 
-    def uri(self, disk, sectors: tuple[int, int], variant: str) -> str:
+    def model(self, disk, sectors: tuple[int, int], variant: str) -> tuple[str, dict[str, str]]:
+        """A model's name (its directory's) and its parameters: the profile's for these sectors, with
+        the variant's overrides."""
+        return (f"{disk.name}-{sectors[0]}-{sectors[1]}-v{list(self.variants).index(variant)}",
+                modelled.params(disk.device, *sectors) | self.variants[variant].get(disk.device, {}))
+
+    def uri(self, disk, sectors: tuple[int, int], variant: str, second: bool = False) -> str:
         key = (disk.name, *sectors, variant)
         if key not in self.servers:
-            params = modelled.params(disk.device, *sectors) | self.variants[variant].get(disk.device, {})
-            name = f"{disk.name}-{sectors[0]}-{sectors[1]}-v{list(self.variants).index(variant)}"
+            name, params = self.model(disk, sectors, variant)
             # tied to this process: a sectorlab killed mid-run leaves no model behind
             server = DeviceServer(self.work / name, self.size, params, name="disk", tied_to_parent=True)
             server.start()
@@ -105,7 +147,7 @@ class Models:
         sectors = t.expected_sectors()
         target = self.uri(t.disk, sectors, variant)
         if t.second is not None:
-            return target, self.uri(t.second, sectors, variant)
+            return target, self.uri(t.second, sectors, variant, second=True)
         return target, NULL_TARGET if t.second_null else None
 
     def traces(self, t: Target, variant: str) -> dict[Path, int]:
@@ -127,6 +169,31 @@ class Models:
             shutil.rmtree(self.work, ignore_errors=True)
 
 
+class VirtualModels(Models):
+    """The same models as Models, on the virtual clock: each a model: member of redo-writer (its
+    parameters and the run's model seed, `seed`; a second member's another), no server. Each
+    model's parameters are kept in `directory`/NAME/params.json, as Models keeps them."""
+
+    def __init__(self, directory: Path, variants: dict[str, dict], log_size: int):
+        self.directory, self.variants = directory, variants
+        self.params: dict[str, dict] = {}
+        self.seed = 1
+
+    def uri(self, disk, sectors: tuple[int, int], variant: str, second: bool = False) -> str:
+        name, params = self.model(disk, sectors, variant)
+        self.params[name] = params
+        seed = self.seed + (1_000_003 if second else 0)
+        return "model:" + ";".join(f"{k}={v}" for k, v in (params | {"seed": str(seed)}).items())
+
+    def traces(self, t: Target, variant: str) -> dict[Path, int]:
+        return {}
+
+    def stop(self) -> None:
+        for name, params in self.params.items():
+            (self.directory / name).mkdir(parents=True, exist_ok=True)
+            write_atomic(self.directory / name / "params.json", json.dumps(params, indent=2))
+
+
 @dataclass
 class Done:
     runs: list[dict]
@@ -135,9 +202,10 @@ class Done:
 
 
 def device_runs(preset: Preset, w: Workload, cfgs: list[Config], variants: dict[str, dict], repeats: int,
-                seed: int | None, results: Path, progress: Progress, what: str) -> Done:
+                seed: int | None, results: Path, progress: Progress, what: str, clock: Clock = REAL) -> Done:
     """Every (variant, configuration) `repeats` times in random rounds; each run's report kept in
-    results/runs/, and its entry (variant, config, repeat, slot, report, command)."""
+    results/runs/, and its entry (variant, config, repeat, slot, report, command). On the virtual
+    clock each run's models draw from the run's own seed, and no model is warmed up."""
     writer = build.built(build.REDO_WRITER)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
@@ -147,19 +215,22 @@ def device_runs(preset: Preset, w: Workload, cfgs: list[Config], variants: dict[
         rng.shuffle(round_)
         slots += [(v, c, r) for v, c in round_]
     estimate = len(slots) * w.duration_s + len(variants) * len(cfgs) * w.warmup_s
-    progress(f"{what}: {len(slots)} runs ({len(cfgs)} configurations x {len(variants)} x {repeats}), about "
-             f"{estimate // 60} min {estimate % 60} s on the device path; results in {results}")
-    models = Models(results / "models", variants, w.log_size)
+    where = (f"in virtual time ({w.duration_s} s of the models' time a run, as fast as this host computes it)"
+             if clock.virtual else f"about {estimate // 60} min {estimate % 60} s on the device path")
+    progress(f"{what}: {len(slots)} runs ({len(cfgs)} configurations x {len(variants)} x {repeats}), {where}; "
+             f"results in {results}")
+    models = (VirtualModels if clock.virtual else Models)(results / "models", variants, w.log_size)
     runs, warm = [], set()
     started = time.monotonic()
     try:
         for i, (variant, cfg, rep) in enumerate(slots, 1):
+            if clock.virtual:
+                models.seed = seed + i
             target, race = models.target(cfg.target, variant)
             base = [str(writer), *redo_writer_args(w, target, cfg.blocksize, w.duration_s, race, seed + i,
-                                                    cfg.target.pairing)[1:],
-                    "--reply-spin-us", str(REPLY_SPIN_US), "--output", "json"]
+                                                    cfg.target.pairing)[1:], *clock.args(), "--output", "json"]
             at = f"{cfg.key} ({variant})" if len(variants) > 1 else cfg.key
-            if (variant, cfg.key) not in warm:
+            if (variant, cfg.key) not in warm and not clock.virtual:
                 d = base.index("--duration")
                 call(base[:d + 1] + [str(w.warmup_s)] + base[d + 2:], w.warmup_s, f"warm-up of {at}")
                 warm.add((variant, cfg.key))
@@ -171,8 +242,9 @@ def device_runs(preset: Preset, w: Workload, cfgs: list[Config], variants: dict[
             write_atomic(results / "runs" / name, out)
             runs.append({"value": variant, "config": cfg.key, "repeat": rep, "slot": i, "report": f"runs/{name}",
                          "command": shlex.join(["redo-writer", *base[1:]])})
+            took = f", {report['real_s']:.1f} s to compute" if clock.virtual else ""
             progress(f"{i}/{len(slots)} {at} #{rep}: log file sync p50 {report['log_file_sync']['p50_us']:.0f} us, "
-                     f"{report['tps']:,.0f} commits/s ({time.monotonic() - started:.0f} s)")
+                     f"{report['tps']:,.0f} commits/s{took} ({time.monotonic() - started:.0f} s)")
     finally:
         models.stop()
     return Done(runs, seed, round(time.monotonic() - started))

@@ -37,7 +37,7 @@ from . import runs
 
 
 def run(preset: Preset, sweep: Sweep, progress: Progress, results_root: Path = RESULTS_DIR,
-        repeats: int | None = None, seed: int | None = None) -> Path:
+        repeats: int | None = None, seed: int | None = None, clock: runs.Clock = runs.REAL) -> Path:
     """The sweep's runs and its report; the results directory. `repeats` by default the fewest with
     which the preset's comparisons can reach ALPHA after Holm."""
     repeats = repeats or runs.repeats_for(len(preset.compares))
@@ -47,12 +47,12 @@ def run(preset: Preset, sweep: Sweep, progress: Progress, results_root: Path = R
     results = runs.results_dir(results_root, f"{preset.name}-sweep-{sweep.param}")
     variants = {v: {p: {key: v} for p, key in sweep.profiles.items()} for v in sweep.values}
     done = runs.device_runs(preset, preset.workload, cfgs, variants, repeats, seed, results, progress,
-                                f"sweep of {sweep.param} on {sweep.profile} over {', '.join(sweep.values)}")
+                            f"sweep of {sweep.param} on {sweep.profile} over {', '.join(sweep.values)}", clock)
     doc = {"preset": preset.name, "seed": preset.seed, "title": preset.title,
            "sweep": sweep.__dict__ | {"own": sweep.own},
            "workload": preset.workload.as_json(), "order_seed": done.order_seed,
-        "repeats": repeats, "comparisons": preset.compares, "runs": done.runs, "reply_spin_us": REPLY_SPIN_US,
-        "wall_s": done.wall_s}
+        "repeats": repeats, "comparisons": preset.compares, "runs": done.runs,
+        **({} if clock.virtual else {"reply_spin_us": REPLY_SPIN_US}), "wall_s": done.wall_s, **clock.as_json()}
     write_atomic(results / "sweep.json", json.dumps(doc, indent=2))
     report.write(results)
     return results

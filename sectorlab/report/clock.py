@@ -1,0 +1,60 @@
+"""Which clock a device-path record's runs were on (bench/devicepath/runs.py's Clock: the real one,
+redo-writer over NBD to served models, or the virtual one, the models linked into redo-writer): the
+words the sweep and closed-loop reports say it in, and the options that run it again. A record
+written before the virtual clock has no "clock": its runs were real."""
+
+from __future__ import annotations
+
+from ..analysis import stats
+from ..errors import UsageError
+
+
+def virtual(doc: dict) -> bool:
+    clock = doc.get("clock", "real")
+    if clock not in ("real", "virtual"):
+        raise UsageError(f"clock = {stats.shown(clock)}: expected 'real' or 'virtual' (the record "
+                         f"'sectorlab bench-sweep' and 'sectorlab bench-load' write)")
+    return clock == "virtual"
+
+
+def _whole(doc: dict, key: str) -> int:
+    v = doc.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise UsageError(f"{key} = {stats.shown(v)}: expected a whole number of the virtual clock's modelled host "
+                         f"(the record 'sectorlab bench-sweep' and 'sectorlab bench-load' write)")
+    return v
+
+
+def host(doc: dict) -> str:
+    """The modelled host of a virtual record, in words."""
+    cpus = _whole(doc, "cpus")
+    dist = doc.get("cpu_dist", "fixed")
+    if dist not in ("fixed", "exponential"):
+        raise UsageError(f"cpu_dist = {stats.shown(dist)}: expected 'fixed' or 'exponential' (the record "
+                         f"'sectorlab bench-sweep' and 'sectorlab bench-load' write)")
+    return (f"a wake-up of {_whole(doc, 'wakeup_us')} us from a post to the thread it wakes, "
+            + (f"{cpus} cores for the sessions' CPU" if cpus else "a core for every session")
+            + (", each transaction's CPU drawn from an exponential of its mean (assumed)" if dist == "exponential"
+               else ", every transaction's CPU the same"))
+
+
+def where(doc: dict) -> str:
+    """Where the runs ran, for a report's first paragraph."""
+    if virtual(doc):
+        return ("in virtual time: redo-writer's own engine with the device models linked in, answering in the "
+                f"models' own time, nothing of this host's in the figures (redo-writer/README.md); the modelled host: "
+                f"{host(doc)}, the log writer's CPU not modelled")
+    return "on the device path (redo-writer on this host straight to the models over NBD, in real time)"
+
+
+def warmup(doc: dict, w: dict) -> str:
+    return "no warm-up (virtual time)" if virtual(doc) else f"{w['warmup_s']} s warm-up per model"
+
+
+def again(doc: dict) -> str:
+    """The options that put a rerun on the same clock ('' for the real one)."""
+    if not virtual(doc):
+        return ""
+    host(doc)  # checks cpu_dist
+    return (f" --clock virtual --wakeup-us {_whole(doc, 'wakeup_us')} --cpus {_whole(doc, 'cpus')} --cpu-dist "
+            f"{doc.get('cpu_dist', 'fixed')}")
