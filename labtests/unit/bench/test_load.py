@@ -163,6 +163,12 @@ def test_a_closed_loop_in_virtual_time_says_its_modelled_host_and_reruns_alike(t
         x.pop("real_s"), y.pop("real_s")
         assert x == y and x["cpu_dist"] == "exponential" and x["commits_per_write"] >= 1
         assert x["cpu_measured"]["sessions_us_per_txn"] == pytest.approx(100, rel=0.1)
+    # the repeats are independent draws: each run's CPU from a seed of its own
+    first = {}
+    for r in docs[0]["runs"]:
+        first.setdefault(r["config"], []).append(json.loads((out[0] / r["report"]).read_text())["transactions"])
+    assert all(len(set(v)) == len(v) == 2 for v in first.values()), first
+    assert all("--cpu-dist exponential" in r["command"] and "--seed " in r["command"] for r in docs[0]["runs"])
     md = (out[0] / "report.md").read_text()
     assert "# The seed's load, closed loop, in virtual time" in md
     assert "2 cores for the sessions' CPU, each transaction's CPU drawn from an exponential of its mean" in md

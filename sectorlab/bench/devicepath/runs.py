@@ -66,7 +66,7 @@ class Clock:
     def args(self) -> list[str]:
         """redo-writer's options for this clock."""
         if self.virtual:
-            return ["--wakeup-us", str(self.wakeup_us), "--cpus", str(self.cpus), "--cpu-dist", self.cpu_dist]
+            return ["--wakeup-us", str(self.wakeup_us), "--cpus", str(self.cpus)]
         return ["--reply-spin-us", str(REPLY_SPIN_US)]
 
 
@@ -227,8 +227,10 @@ def device_runs(preset: Preset, w: Workload, cfgs: list[Config], variants: dict[
             if clock.virtual:
                 models.seed = seed + i
             target, race = models.target(cfg.target, variant)
+            cpu_dist = clock.cpu_dist if clock.virtual else "fixed"
             base = [str(writer), *redo_writer_args(w, target, cfg.blocksize, w.duration_s, race, seed + i,
-                                                    cfg.target.pairing)[1:], *clock.args(), "--output", "json"]
+                                                    cfg.target.pairing, cpu_dist)[1:],
+                    *clock.args(), "--output", "json"]
             at = f"{cfg.key} ({variant})" if len(variants) > 1 else cfg.key
             if (variant, cfg.key) not in warm and not clock.virtual:
                 d = base.index("--duration")
