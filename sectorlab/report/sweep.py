@@ -60,7 +60,8 @@ def _row(x: dict) -> list[str]:
     if x["medians"] is None:
         return [f"`{x['value']}`", "-", "-", "-", "-", "-", x["verdict"]]
     ma, mb = x["medians"]
-    return [f"`{x['value']}`", f"{ma:.4g} {x['unit']}", f"{mb:.4g} {x['unit']}", f"{x['change_pct']:+.1f} %",
+    change = "-" if x["change_pct"] is None else f"{x['change_pct']:+.1f} %"  # none from a median of 0
+    return [f"`{x['value']}`", f"{ma:.4g} {x['unit']}", f"{mb:.4g} {x['unit']}", change,
             f"{x['p']:.2g}", f"[{x['ci'][0]:+.3g}, {x['ci'][1]:+.3g}]", x["verdict"]]
 
 

@@ -163,6 +163,19 @@ def test_a_headline_the_same_at_every_value_holds_and_too_few_runs_are_not_told(
     assert not item["holds"] and "cannot show a difference" in item["too_few"]
 
 
+def test_a_median_of_zero_has_no_change_to_say():
+    """A model that serves in no time (the floor on the virtual clock) has a median of 0: the change
+    against it is no percentage, and its row says so rather than failing the report."""
+    doc, reports = _doc(["a"], [(FAST, FAST)])
+    for name, rep in reports.items():
+        if "@512-" in name:  # side a: every commit in no time
+            rep["log_file_sync"] |= {"p50_us": 0.0, "mean_us": 0.0}
+    (item,) = report_sweep.analyse(doc, reports)
+    (cell,) = item["cells"]
+    assert cell["medians"][0] == 0 and cell["change_pct"] is None
+    assert report_sweep._row(cell)[3] == "-"
+
+
 @pytest.mark.long
 @pytest.mark.skipif(shutil.which("nbdkit") is None, reason="nbdkit is not installed (scripts/bootstrap installs it)")
 def test_a_sweep_runs_on_this_hosts_models_and_reports(tmp_path):
