@@ -176,6 +176,16 @@ def test_a_closed_loop_in_virtual_time_says_its_modelled_host_and_reruns_alike(t
     assert "--seed 9 --clock virtual --wakeup-us 10 --cpus 2 --cpu-dist exponential -- " in md
 
 
+def test_a_closed_loop_with_no_cpu_in_virtual_time_asks_for_a_wake_up_before_anything_runs(tmp_path):
+    """Back-to-back sessions with no CPU: in virtual time nothing separates them (on the floor no time
+    would pass at all); one line asking for the modelled host's wake-up, and no results directory."""
+    from sectorlab.bench.devicepath import runs
+    p = _preset(tmp_path, CLOSED.replace("cpu_us_per_txn = 100", "cpu_us_per_txn = 0"))
+    with pytest.raises(UsageError, match=r"no CPU a transaction.*give the modelled host's wake-up, --wakeup-us"):
+        load.run(p, lambda _: None, tmp_path / "results", repeats=2, seed=9, clock=runs.Clock("virtual"))
+    assert not (tmp_path / "results").exists()
+
+
 @pytest.mark.parametrize("key, value, says", [
     ("clock", "sundial", "clock = 'sundial': expected 'real' or 'virtual'"),
     ("cpus", -1, "cpus = -1: expected a whole number of the virtual clock's modelled host"),

@@ -49,6 +49,7 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR, re
     cfgs = runs.configs(preset, extra)
     if not cfgs:
         raise UsageError(f"preset {preset.name!r}: no [[bench.compare]] and no figure names a configuration")
+    runs.check(preset, w, clock)
     results = runs.results_dir(results_root, f"{preset.name}-closed-loop")
     done = runs.device_runs(preset, w, cfgs, {VARIANT: {}}, repeats, seed, results, progress,
                             f"closed loop, {w.describe()}", clock)

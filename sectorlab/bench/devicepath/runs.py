@@ -31,6 +31,7 @@ from pathlib import Path
 from ...analysis import devicerows, stats
 from ...devices import build, trace
 from ...devices.server import DeviceServer
+from ...errors import UsageError
 from ...lab import modelled
 from ...lab.state import Progress
 from ...paths import new_results_dir, write_atomic
@@ -192,6 +193,17 @@ class VirtualModels(Models):
         for name, params in self.params.items():
             (self.directory / name).mkdir(parents=True, exist_ok=True)
             write_atomic(self.directory / name / "params.json", json.dumps(params, indent=2))
+
+
+def check(preset: Preset, w: Workload, clock: Clock) -> None:
+    """Before anything starts: a load the clock can run. Back-to-back sessions with no CPU and no
+    wake-up are in step in virtual time (every write carries every session), and on a model that
+    serves in no time, the floor, no time would pass."""
+    if clock.virtual and w.arrival == "closed" and not w.cpu_us_per_txn and not clock.wakeup_us:
+        raise UsageError(f"preset {preset.name!r}: its sessions commit back to back with no CPU a transaction, and "
+                         f"in virtual time nothing else separates them: on a model that serves in no time (the "
+                         f"floor) no time would pass, and on any other every write would carry every session; give "
+                         f"the modelled host's wake-up, --wakeup-us (make WAKEUP_US=), e.g. 10")
 
 
 @dataclass

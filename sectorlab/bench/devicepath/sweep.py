@@ -44,6 +44,7 @@ def run(preset: Preset, sweep: Sweep, progress: Progress, results_root: Path = R
     cfgs = runs.configs(preset)
     if not cfgs:
         raise UsageError(f"preset {preset.name!r} has no [[bench.compare]]: a sweep shows where its comparisons flip")
+    runs.check(preset, preset.workload, clock)
     results = runs.results_dir(results_root, f"{preset.name}-sweep-{sweep.param}")
     variants = {v: {p: {key: v} for p, key in sweep.profiles.items()} for v in sweep.values}
     done = runs.device_runs(preset, preset.workload, cfgs, variants, repeats, seed, results, progress,
