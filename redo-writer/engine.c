@@ -1144,7 +1144,7 @@ int run(const struct config *cfg, struct results *res)
 	sh.sessions_left = (int)cfg->sessions;
 	real_start = real_now_ns();
 	if (virt) {
-		vclock_set_wakeup(cfg->wakeup_us * 1000ULL);
+		vclock_set_wakeup(cfg->wakeup_us * 1000ULL, cfg->wakeup_dist == CPU_EXPONENTIAL, cfg->seed);
 		vclock_set_cpus((unsigned)cfg->cpus);
 		vclock_begin();
 	}

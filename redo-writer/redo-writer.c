@@ -85,6 +85,8 @@ static struct opt run_opts[] = {
 	  "30", 1, 3600, NULL, NULL, NULL, 0 },
 	{ "cpus", OPT_NUM, "virtual time (a model: member): the modelled host's cores the sessions' --cpu-us-per-txn runs "
 	  "on, first come first served; 0: one for every session", "0", 0, 65536, NULL, NULL, NULL, 0 },
+	{ "wakeup-dist", OPT_STR, "virtual time: --wakeup-us every time (fixed), or drawn from an exponential of that "
+	  "mean (from --seed)", "fixed", 0, 0, "fixed|exponential", NULL, NULL, 0 },
 	{ "wakeup-us", OPT_NUM, "virtual time (a model: member): microseconds from a post to the thread it wakes "
 	  "running (a session woken by its write, the log writer by a commit); 0: at once", "0", 0, 1000000, NULL, NULL,
 	  NULL, 0 },
@@ -386,6 +388,9 @@ static int check_arrival(struct config *cfg)
 	    check_choice(find_opt(run_opts, "cpu-dist"), str(run_opts, "cpu-dist")))
 		return -1;
 	cfg->cpu_dist = !strcmp(str(run_opts, "cpu-dist"), "exponential") ? CPU_EXPONENTIAL : CPU_FIXED;
+	if (check_choice(find_opt(run_opts, "wakeup-dist"), str(run_opts, "wakeup-dist")))
+		return -1;
+	cfg->wakeup_dist = !strcmp(str(run_opts, "wakeup-dist"), "exponential") ? CPU_EXPONENTIAL : CPU_FIXED;
 	cfg->arrival = !strcmp(arrival, "poisson") ? ARRIVAL_POISSON : !strcmp(arrival, "fixed") ? ARRIVAL_FIXED :
 		       ARRIVAL_CLOSED;
 	if (cfg->arrival == ARRIVAL_CLOSED && cfg->rate) {
@@ -771,7 +776,7 @@ static int choose_clock(struct config *cfg)
 			return -1;
 		}
 	}
-	for (const char *const *o = (const char *const[]){ "wakeup-us", "cpus", NULL }; *o; o++) {
+	for (const char *const *o = (const char *const[]){ "wakeup-us", "wakeup-dist", "cpus", NULL }; *o; o++) {
 		if (!models && find_opt(run_opts, *o)->given) {
 			fprintf(stderr, "%s: --%s is the modelled host's, in virtual time: it needs a model: member (a real "
 				"run's are this host's own)\n", PROG, *o);

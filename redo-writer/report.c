@@ -212,6 +212,11 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 			(double)r->bytes_written / secs / 1e6);
 		fprintf(out, "\"clock\": \"%s\", \"real_s\": %.3f, ", cfg->clock == CLOCK_VIRTUAL ? "virtual" : "real",
 			r->real_s);
+		if (cfg->clock == CLOCK_VIRTUAL)
+			fprintf(out, "\"virtual\": {\"wakeup_us\": %llu, \"wakeup_dist\": \"%s\", \"cpus\": %llu, "
+				"\"switches\": %llu}, ", cfg->wakeup_us,
+				cfg->wakeup_dist == CPU_EXPONENTIAL ? "exponential" : "fixed", cfg->cpus,
+				(unsigned long long)r->switches);
 		load_json(out, cfg, r, secs);
 		event_json(out, "log_file_parallel_write", &r->write_lat);
 		fprintf(out, ", ");

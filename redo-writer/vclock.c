@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,9 @@ struct queue {
 
 static struct {
 	uint64_t now, seq, switches, still;
-	uint64_t wakeup_ns;         /* a notified thread runs this long after the notify */
+	uint64_t wakeup_ns;         /* a notified thread runs this long after the notify ... */
+	int wakeup_exponential;     /* ... or an exponential draw of that mean, from wakeup_rng */
+	uint64_t wakeup_rng;
 	unsigned cpus, cpus_busy;   /* the modelled host's cores (0: one for every thread) and those in use */
 	struct queue cpu_queue;     /* threads waiting for a core, in the order they asked */
 	struct queue ready;
@@ -198,11 +201,14 @@ static struct queue *condition(const void *on, int make)
 
 void vclock_begin(void)
 {
-	uint64_t wakeup = vc.wakeup_ns;
+	uint64_t wakeup = vc.wakeup_ns, rng = vc.wakeup_rng;
+	int exponential = vc.wakeup_exponential;
 	unsigned cpus = vc.cpus;
 
 	memset(&vc, 0, sizeof(vc));
 	vc.wakeup_ns = wakeup;
+	vc.wakeup_exponential = exponential;
+	vc.wakeup_rng = rng;
 	vc.cpus = cpus;
 	vc.first.state = V_RUNNING;
 	self = &vc.first;
@@ -289,14 +295,35 @@ void vclock_wait(const void *on)
 	switch_away();
 }
 
+/* splitmix64 (Steele, Lea, Flood 2014), as the engine draws its arrivals and CPU. */
+static uint64_t splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* A wake-up: the mean, or an exponential draw of it. */
+static uint64_t wakeup(void)
+{
+	double u;
+
+	if (!vc.wakeup_exponential)
+		return vc.wakeup_ns;
+	u = (double)(splitmix64(&vc.wakeup_rng) >> 11) * 0x1.0p-53;
+	return (uint64_t)llround(-log1p(-u) * (double)vc.wakeup_ns);
+}
+
 void vclock_notify(const void *on, int all)
 {
 	struct queue *q = condition(on, 0);
 	struct vthread *t;
 
 	while (q && (t = pop(q))) {
-		if (vc.wakeup_ns) {  /* ready once its wake-up has passed, in the order notified */
-			t->wake = vc.now + vc.wakeup_ns;
+		if (vc.wakeup_ns) {  /* ready once its wake-up has passed */
+			t->wake = vc.now + wakeup();
 			t->seq = vc.seq++;
 			t->state = V_TIMED;
 			heap_push(t);
@@ -308,9 +335,11 @@ void vclock_notify(const void *on, int all)
 	}
 }
 
-void vclock_set_wakeup(uint64_t ns)
+void vclock_set_wakeup(uint64_t ns, int exponential, uint64_t seed)
 {
 	vc.wakeup_ns = ns;
+	vc.wakeup_exponential = exponential;
+	vc.wakeup_rng = seed ^ 0x2545f4914f6cdd1dULL;
 }
 
 void vclock_burn(uint64_t ns)

@@ -39,8 +39,9 @@ void vclock_wait(const void *on);
 /* Makes the first thread waiting on `on` ready, or every one (`all`); the caller runs on. With a
  * wake-up time, each is ready that long after (a post/wait wake-up on the modelled host). */
 void vclock_notify(const void *on, int all);
-/* The wake-up time of every notify from here on (0: at once); kept over vclock_begin. */
-void vclock_set_wakeup(uint64_t ns);
+/* The wake-up time of every notify from here on (0: at once), each the same or an exponential draw
+ * of that mean (`exponential`, from `seed`); kept over vclock_begin. */
+void vclock_set_wakeup(uint64_t ns, int exponential, uint64_t seed);
 /* A transaction's CPU on the modelled host: `ns` passes on one of its cores, counted as the calling
  * thread's CPU; with every core taken, the thread first waits for one (first come, first served). */
 void vclock_burn(uint64_t ns);

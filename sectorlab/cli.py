@@ -183,6 +183,8 @@ def _device_path_bench_args(p, results: str) -> None:
                    "sessions' CPU (default 0: one for every session)")
     p.add_argument("--cpu-dist", choices=("exponential", "fixed"), help="--clock virtual: a transaction's CPU "
                    "drawn from an exponential of its mean (default, assumed) or every one the same")
+    p.add_argument("--wakeup-dist", choices=("exponential", "fixed"), help="--clock virtual: a wake-up drawn from "
+                   "an exponential of --wakeup-us (default, assumed) or every one the same")
 
 
 def _add_geometry_commands(sub) -> None:

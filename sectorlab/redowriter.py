@@ -11,11 +11,13 @@ PROGRAM = "redo-writer"
 def run_args(target: str, blocksize: int, *, sessions: int, redo_per_txn: int, seconds: int, log_size: int,
              arrival: str = "closed", rate: int = 0, seed: int | None = None, cpu_us_per_txn: int = 0,
              second: str | None = None, pairing: str | None = None, checked: bool = False,
-             max_write: int | None = None, transactions: int | None = None, cpu_dist: str = "fixed") -> list[str]:
+             max_write: int | None = None, transactions: int | None = None, cpu_dist: str = "fixed",
+             seeded: bool = False) -> list[str]:
     """`redo-writer run` writing redo to `target` at `blocksize` for `seconds`: `sessions` committing
     `redo_per_txn` bytes each, arriving as `arrival` says at `rate` commits/s, `cpu_us_per_txn` of CPU
     before each commit, every one the same or drawn from an exponential of that mean (`cpu_dist`;
-    `seed` draws the Poisson arrivals and the exponential CPU, and is passed only for those);
+    `seed` draws the Poisson arrivals, the exponential CPU and a virtual clock's exponential wake-ups, and
+    is passed only for the first two or when `seeded`);
     `second` is the log group's other member, written as `pairing` says (race or mirror); `checked`:
     redo blocks crash recovery can verify (a header with the sequence and a CRC32C); `max_write`: the
     log buffer (redo-writer's default, 1 MiB, when None); `transactions`: the run ends after that many
@@ -26,7 +28,7 @@ def run_args(target: str, blocksize: int, *, sessions: int, redo_per_txn: int, s
     args += ["--blocksize", str(blocksize), "--sessions", str(sessions), "--redo-per-txn", str(redo_per_txn),
              "--arrival", arrival, "--rate", str(rate)]
     drawn = cpu_dist == "exponential" and cpu_us_per_txn
-    if (arrival == "poisson" or drawn) and seed is not None:
+    if (arrival == "poisson" or drawn or seeded) and seed is not None:
         args += ["--seed", str(seed)]
     if cpu_us_per_txn:
         args += ["--cpu-us-per-txn", str(cpu_us_per_txn)]

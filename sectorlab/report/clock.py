@@ -27,15 +27,21 @@ def _whole(doc: dict, key: str) -> int:
 
 def host(doc: dict) -> str:
     """The modelled host of a virtual record, in words."""
-    cpus = _whole(doc, "cpus")
-    dist = doc.get("cpu_dist", "fixed")
-    if dist not in ("fixed", "exponential"):
-        raise UsageError(f"cpu_dist = {stats.shown(dist)}: expected 'fixed' or 'exponential' (the record "
-                         f"'sectorlab bench-sweep' and 'sectorlab bench-load' write)")
-    return (f"a wake-up of {_whole(doc, 'wakeup_us')} us from a post to the thread it wakes, "
+    cpus, wakeup = _whole(doc, "cpus"), _whole(doc, "wakeup_us")
+    spread = {key: _dist(doc, key) == "exponential" for key in ("cpu_dist", "wakeup_dist")}
+    return ((f"a wake-up of {wakeup} us" + (" on average (exponential, assumed)" if spread["wakeup_dist"] else "")
+             + " from a post to the thread it wakes, " if wakeup else "no wake-up time, ")
             + (f"{cpus} cores for the sessions' CPU" if cpus else "a core for every session")
-            + (", each transaction's CPU drawn from an exponential of its mean (assumed)" if dist == "exponential"
+            + (", each transaction's CPU drawn from an exponential of its mean (assumed)" if spread["cpu_dist"]
                else ", every transaction's CPU the same"))
+
+
+def _dist(doc: dict, key: str) -> str:
+    dist = doc.get(key, "fixed")
+    if dist not in ("fixed", "exponential"):
+        raise UsageError(f"{key} = {stats.shown(dist)}: expected 'fixed' or 'exponential' (the record "
+                         f"'sectorlab bench-sweep' and 'sectorlab bench-load' write)")
+    return dist
 
 
 def where(doc: dict) -> str:
@@ -55,6 +61,5 @@ def again(doc: dict) -> str:
     """The options that put a rerun on the same clock ('' for the real one)."""
     if not virtual(doc):
         return ""
-    host(doc)  # checks cpu_dist
-    return (f" --clock virtual --wakeup-us {_whole(doc, 'wakeup_us')} --cpus {_whole(doc, 'cpus')} --cpu-dist "
-            f"{doc.get('cpu_dist', 'fixed')}")
+    return (f" --clock virtual --wakeup-us {_whole(doc, 'wakeup_us')} --wakeup-dist {_dist(doc, 'wakeup_dist')} "
+            f"--cpus {_whole(doc, 'cpus')} --cpu-dist {_dist(doc, 'cpu_dist')}")

@@ -173,7 +173,7 @@ def test_a_closed_loop_in_virtual_time_says_its_modelled_host_and_reruns_alike(t
     assert "# The seed's load, closed loop, in virtual time" in md
     assert "2 cores for the sessions' CPU, each transaction's CPU drawn from an exponential of its mean" in md
     assert "How far the modelled host got" in md and "How far the host got" not in md
-    assert "--seed 9 --clock virtual --wakeup-us 10 --cpus 2 --cpu-dist exponential -- " in md
+    assert "--seed 9 --clock virtual --wakeup-us 10 --wakeup-dist exponential --cpus 2 --cpu-dist exponential -- " in md
 
 
 def test_a_closed_loop_with_no_cpu_in_virtual_time_asks_for_a_wake_up_before_anything_runs(tmp_path):

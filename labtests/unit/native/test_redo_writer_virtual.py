@@ -112,6 +112,20 @@ def test_a_wake_up_is_paid_twice_a_commit_the_log_writers_and_the_sessions(redo_
     assert _latencies(doc, "log_file_parallel_write")[1:] == (1000.0, 1000.0)
 
 
+def test_exponential_wake_ups_keep_their_mean_and_break_the_lockstep(redo_writer):
+    """20 sessions with no CPU on a 20 us write: woken together after a fixed 10 us they commit
+    together, a write of 20 and a log file sync of 40 us (a write and two wake-ups); drawn from an
+    exponential of 10 us (from --seed) they commit apart, and the record says which."""
+    args = ["--target", "model:write=fixed:20", "--sessions", "20", "--wakeup-us", "10", "--duration", "2"]
+    fixed = _json(redo_writer, *args)
+    drawn = _json(redo_writer, *args, "--wakeup-dist", "exponential", "--seed", "5")
+    assert fixed["virtual"] | {"switches": 0} == {"wakeup_us": 10, "wakeup_dist": "fixed", "cpus": 0, "switches": 0}
+    assert fixed["commits_per_write"] == 20.0 and fixed["log_file_sync"]["mean_us"] == 40.0
+    assert drawn["virtual"]["wakeup_dist"] == "exponential" and drawn["commits_per_write"] < 15
+    assert drawn == _json(redo_writer, *args, "--wakeup-dist", "exponential", "--seed", "5") | {
+        "real_s": drawn["real_s"]}
+
+
 def test_the_modelled_hosts_cores_queue_the_sessions_cpu(redo_writer):
     """Four sessions of 1 ms of CPU and a 100 us write: with a core each they keep in step, one write of
     four commits every 1.1 ms (910 writes, the last begun inside the second); on two cores the cores

@@ -49,25 +49,27 @@ CLOCKS = ("real", "virtual")
 class Clock:
     """Which clock the runs are on, and on the virtual one what the modelled host adds: a post's
     wake-up (us), its cores for the sessions' CPU (0: one a session), and how a transaction's CPU
-    varies (exponential, assumed: with a fixed one nothing separates the sessions in virtual time and
-    every write carries all of them; a real host's own noise separates them on the real clock)."""
+    and a wake-up vary (exponential, assumed: with fixed ones nothing separates the sessions in virtual
+    time and every write carries all of them; a real host's own noise separates them on the real
+    clock)."""
     name: str = "real"
     wakeup_us: int = 0
     cpus: int = 0
     cpu_dist: str = "exponential"
+    wakeup_dist: str = "exponential"
 
     @property
     def virtual(self) -> bool:
         return self.name == "virtual"
 
     def as_json(self) -> dict:
-        return {"clock": self.name, **({"wakeup_us": self.wakeup_us, "cpus": self.cpus, "cpu_dist": self.cpu_dist}
-                                       if self.virtual else {})}
+        return {"clock": self.name, **({"wakeup_us": self.wakeup_us, "wakeup_dist": self.wakeup_dist,
+                                        "cpus": self.cpus, "cpu_dist": self.cpu_dist} if self.virtual else {})}
 
     def args(self) -> list[str]:
         """redo-writer's options for this clock."""
         if self.virtual:
-            return ["--wakeup-us", str(self.wakeup_us), "--cpus", str(self.cpus)]
+            return ["--wakeup-us", str(self.wakeup_us), "--wakeup-dist", self.wakeup_dist, "--cpus", str(self.cpus)]
         return ["--reply-spin-us", str(REPLY_SPIN_US)]
 
 
@@ -241,7 +243,7 @@ def device_runs(preset: Preset, w: Workload, cfgs: list[Config], variants: dict[
             target, race = models.target(cfg.target, variant)
             cpu_dist = clock.cpu_dist if clock.virtual else "fixed"
             base = [str(writer), *redo_writer_args(w, target, cfg.blocksize, w.duration_s, race, seed + i,
-                                                    cfg.target.pairing, cpu_dist)[1:],
+                                                    cfg.target.pairing, cpu_dist, seeded=clock.virtual)[1:],
                     *clock.args(), "--output", "json"]
             at = f"{cfg.key} ({variant})" if len(variants) > 1 else cfg.key
             if (variant, cfg.key) not in warm and not clock.virtual:

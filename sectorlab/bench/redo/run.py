@@ -46,12 +46,14 @@ PAIRED = {"race": "raced", "mirror": "mirrored"}  # a target's second member, as
 
 
 def redo_writer_args(w: Workload, target: str, blocksize: int, seconds: int, second: str | None = None,
-                     seed: int = 1, pairing: str | None = None, cpu_dist: str = "fixed") -> list[str]:
+                     seed: int = 1, pairing: str | None = None, cpu_dist: str = "fixed",
+                     seeded: bool = False) -> list[str]:
     """redo-writer's command for a run of the workload `w` (redowriter.run_args); `second` is the log
     group's other member, written as `pairing` says (race or mirror)."""
     return redowriter.run_args(target, blocksize, sessions=w.sessions, redo_per_txn=w.redo_per_txn, seconds=seconds,
                                log_size=w.log_size, arrival=w.arrival, rate=w.rate, seed=seed,
-                               cpu_us_per_txn=w.cpu_us_per_txn, second=second, pairing=pairing, cpu_dist=cpu_dist)
+                               cpu_us_per_txn=w.cpu_us_per_txn, second=second, pairing=pairing, cpu_dist=cpu_dist,
+                               seeded=seeded)
 
 
 def asm_verdicts(preset: Preset, sectors: dict[str, tuple[int, int]]) -> list[dict]:
