@@ -496,6 +496,7 @@ static int may_issue(const struct shared *sh, uint64_t len)
 }
 
 static uint64_t thread_cpu_ns(void);
+static void burn_cpu(uint64_t ns);
 
 /*
  * Called with the lock held: where in the log buffer a write of `len` bytes goes. Plain: at its
@@ -580,6 +581,13 @@ static void *log_writer(void *arg)
 		bpos = place_write(sh, len);
 		if (cfg->format == FORMAT_CHECKED) {
 			fill_checked(sh, bpos, off, blocks, pending);
+			if (sh->failed)
+				break;
+		}
+		if (virt && cfg->log_writer_cpu_us) {  /* the modelled log writer's CPU per write, before it */
+			unlock(&sh->lock);
+			burn_cpu(cfg->log_writer_cpu_us * 1000ULL);
+			lock(&sh->lock);
 			if (sh->failed)
 				break;
 		}

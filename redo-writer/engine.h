@@ -71,6 +71,7 @@ struct config {
 	unsigned long long wakeup_us;       /* virtual time: a thread posted or woken runs this long after */
 	enum cpu_dist wakeup_dist;          /* ... every time, or an exponential of that mean */
 	unsigned long long cpus;            /* virtual time: the modelled host's cores for the sessions' CPU (0: one each) */
+	unsigned long long log_writer_cpu_us;  /* virtual time: the log writer's CPU before each write */
 	struct model *member_model[2];
 	const char *member_model_text[2];   /* its parameters as given */
 };

@@ -85,6 +85,9 @@ static struct opt run_opts[] = {
 	  "30", 1, 3600, NULL, NULL, NULL, 0 },
 	{ "cpus", OPT_NUM, "virtual time (a model: member): the modelled host's cores the sessions' --cpu-us-per-txn runs "
 	  "on, first come first served; 0: one for every session", "0", 0, 65536, NULL, NULL, NULL, 0 },
+	{ "log-writer-cpu-us", OPT_NUM, "virtual time (a model: member): the log writer's CPU before each write, in "
+	  "microseconds, on a core of --cpus as the sessions' CPU is (a real run's is measured: cpu_measured)", "0", 0,
+	  1000000, NULL, NULL, NULL, 0 },
 	{ "wakeup-dist", OPT_STR, "virtual time: --wakeup-us every time (fixed), or drawn from an exponential of that "
 	  "mean (from --seed)", "fixed", 0, 0, "fixed|exponential", NULL, NULL, 0 },
 	{ "wakeup-us", OPT_NUM, "virtual time (a model: member): microseconds from a post to the thread it wakes "
@@ -448,7 +451,7 @@ static int build_config(struct config *cfg)
 	    num(run_opts, "reply-spin-us", &cfg->reply_spin_us) || num(run_opts, "nbd-timeout", &cfg->nbd_timeout_s) ||
 	    num(run_opts, "seed", &cfg->seed) ||
 	    num(run_opts, "cpu-us-per-txn", &cfg->cpu_us_per_txn) || num(run_opts, "wakeup-us", &cfg->wakeup_us) ||
-	    num(run_opts, "cpus", &cfg->cpus) ||
+	    num(run_opts, "cpus", &cfg->cpus) || num(run_opts, "log-writer-cpu-us", &cfg->log_writer_cpu_us) ||
 	    check_arrival(cfg))
 		return -1;
 	/* --transactions alone runs without a time limit; with --duration, whichever comes first ends
@@ -776,7 +779,7 @@ static int choose_clock(struct config *cfg)
 			return -1;
 		}
 	}
-	for (const char *const *o = (const char *const[]){ "wakeup-us", "wakeup-dist", "cpus", NULL }; *o; o++) {
+	for (const char *const *o = (const char *const[]){ "wakeup-us", "wakeup-dist", "cpus", "log-writer-cpu-us", NULL }; *o; o++) {
 		if (!models && find_opt(run_opts, *o)->given) {
 			fprintf(stderr, "%s: --%s is the modelled host's, in virtual time: it needs a model: member (a real "
 				"run's are this host's own)\n", PROG, *o);

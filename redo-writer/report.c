@@ -214,9 +214,9 @@ void report(const struct config *cfg, struct results *r, FILE *out)
 			r->real_s);
 		if (cfg->clock == CLOCK_VIRTUAL)
 			fprintf(out, "\"virtual\": {\"wakeup_us\": %llu, \"wakeup_dist\": \"%s\", \"cpus\": %llu, "
-				"\"switches\": %llu}, ", cfg->wakeup_us,
+				"\"log_writer_cpu_us\": %llu, \"switches\": %llu}, ", cfg->wakeup_us,
 				cfg->wakeup_dist == CPU_EXPONENTIAL ? "exponential" : "fixed", cfg->cpus,
-				(unsigned long long)r->switches);
+				cfg->log_writer_cpu_us, (unsigned long long)r->switches);
 		load_json(out, cfg, r, secs);
 		event_json(out, "log_file_parallel_write", &r->write_lat);
 		fprintf(out, ", ");

@@ -119,11 +119,21 @@ def test_exponential_wake_ups_keep_their_mean_and_break_the_lockstep(redo_writer
     args = ["--target", "model:write=fixed:20", "--sessions", "20", "--wakeup-us", "10", "--duration", "2"]
     fixed = _json(redo_writer, *args)
     drawn = _json(redo_writer, *args, "--wakeup-dist", "exponential", "--seed", "5")
-    assert fixed["virtual"] | {"switches": 0} == {"wakeup_us": 10, "wakeup_dist": "fixed", "cpus": 0, "switches": 0}
+    assert fixed["virtual"] | {"switches": 0} == {"wakeup_us": 10, "wakeup_dist": "fixed", "cpus": 0, "log_writer_cpu_us": 0,
+                                                  "switches": 0}
     assert fixed["commits_per_write"] == 20.0 and fixed["log_file_sync"]["mean_us"] == 40.0
     assert drawn["virtual"]["wakeup_dist"] == "exponential" and drawn["commits_per_write"] < 15
     assert drawn == _json(redo_writer, *args, "--wakeup-dist", "exponential", "--seed", "5") | {
         "real_s": drawn["real_s"]}
+
+
+def test_the_log_writers_modelled_cpu_comes_before_its_write(redo_writer):
+    """200 us of the log writer's CPU before each 1 ms write: a commit waits 1,200 us, the write
+    itself still 1,000 (its time starts when it is issued), and the report counts the CPU."""
+    doc = _json(redo_writer, "--target", "model:write=fixed:1000", "--log-writer-cpu-us", "200", "--duration", "1")
+    assert doc["transactions"] == 834 and _latencies(doc, "log_file_sync")[1:] == (1200.0, 1200.0)
+    assert _latencies(doc, "log_file_parallel_write")[1:] == (1000.0, 1000.0)
+    assert doc["cpu_measured"]["log_writer_us_per_write"] == 200.0 and doc["virtual"]["log_writer_cpu_us"] == 200
 
 
 def test_the_modelled_hosts_cores_queue_the_sessions_cpu(redo_writer):
@@ -192,6 +202,7 @@ def test_a_model_that_fails_stops_the_run_in_one_line_naming_it(redo_writer):
     (["--target", "model:", "--duration", "1"], "virtual clock: no time passes"),
     (["--target", "{tmp}/log", "--wakeup-us", "10"], "--wakeup-us is the modelled host's, in virtual time"),
     (["--target", "null:", "--cpus", "2"], "--cpus is the modelled host's, in virtual time"),
+    (["--target", "null:", "--log-writer-cpu-us", "5"], "--log-writer-cpu-us is the modelled host's"),
 ])
 def test_bad_model_input_is_one_line_and_nothing_is_written(redo_writer, tmp_path, args, says):
     args = [a.format(tmp=tmp_path) for a in args]
