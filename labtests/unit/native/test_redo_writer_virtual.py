@@ -119,8 +119,8 @@ def test_exponential_wake_ups_keep_their_mean_and_break_the_lockstep(redo_writer
     args = ["--target", "model:write=fixed:20", "--sessions", "20", "--wakeup-us", "10", "--duration", "2"]
     fixed = _json(redo_writer, *args)
     drawn = _json(redo_writer, *args, "--wakeup-dist", "exponential", "--seed", "5")
-    assert fixed["virtual"] | {"switches": 0} == {"wakeup_us": 10, "wakeup_dist": "fixed", "cpus": 0, "log_writer_cpu_us": 0,
-                                                  "switches": 0}
+    assert fixed["virtual"] | {"switches": 0} == {"wakeup_us": 10, "wakeup_dist": "fixed", "cpus": 0,
+                                                  "log_writer_cpu_us": 0, "switches": 0}
     assert fixed["commits_per_write"] == 20.0 and fixed["log_file_sync"]["mean_us"] == 40.0
     assert drawn["virtual"]["wakeup_dist"] == "exponential" and drawn["commits_per_write"] < 15
     assert drawn == _json(redo_writer, *args, "--wakeup-dist", "exponential", "--seed", "5") | {
