@@ -42,7 +42,7 @@ static __thread int slack_set;
  * request whose record cannot be written whole fails, and its part-record is cut off. A trim is
  * not logged (a drive may read the trimmed bytes as they were). The model's disk is blank when it
  * starts, so the log is the disk's whole history. */
-#define WRITELOG_MAGIC "sectorlab-writelog 1\n"
+#define WRITELOG_MAGIC MODEL_WRITELOG_MAGIC
 static char *writelog_path;
 static FILE *writelog;
 static pthread_mutex_t writelog_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -391,9 +391,7 @@ static FILE *start_output(int fd, const char *key, const char *path, const char 
   return f;
 }
 
-static const char trace_header[] =
-    "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error,"
-    MODEL_TRACE_TAIL_HEADER "\n";
+static const char trace_header[] = MODEL_TRACE_HEADER;
 
 /* The filter's files, checked against each other and the served disk before any is emptied or
  * written: the trace, the write log, and the unreadable= ranges as they are at start; then the write

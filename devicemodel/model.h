@@ -148,6 +148,12 @@ struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t
  * count. */
 int model_trace_tail(char *buf, size_t size, const struct cost *c, int64_t arrival);
 #define MODEL_TRACE_TAIL_HEADER "buffer_hits,flashlog_first,flashlog_queue_us,flashlog_service_us,durable_us,media_us"
+/* The trace's header (the filter's, and redo-writer's model: members'), and the write log's first
+ * line (then records of arrival ns, offset, length | op << 32, each a uint64_t, and a write's bytes). */
+#define MODEL_TRACE_HEADER \
+  "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error," \
+  MODEL_TRACE_TAIL_HEADER "\n"
+#define MODEL_WRITELOG_MAGIC "sectorlab-writelog 1\n"
 
 
 #endif

@@ -59,6 +59,8 @@ struct member {
 	int null;
 	struct nbd_target *nbd;     /* an NBD member, NULL for the others */
 	struct model *model;        /* a model: member (virtual time), NULL for the others */
+	FILE *trace, *writelog;     /* a model: member's trace and write log, NULL without */
+	int image_fd;               /* the disk it serves (-1: none): each write's bytes land there */
 	dev_t rdev;
 	uint64_t next;              /* the next log write (sequence number) this member writes */
 	uint64_t behind_bytes;      /* bytes of log writes handed out that it has not written yet */
@@ -186,14 +188,65 @@ static void cond_broadcast(pthread_cond_t *cv)
 		pthread_cond_broadcast(cv);
 }
 
+/* The trace line of a model: member's request, in the filter's columns (devicemodel/filter.c's
+ * serve(): served is from the answering medium's start to the reply). 0, or -errno. */
+static int trace_request(struct member *m, enum op op, uint64_t off, uint64_t len, int fua, int64_t arrival,
+			 const struct cost *c)
+{
+	static const char *const op_names[] = { "read", "write", "flush", "trim", "zero" };
+	int64_t from = c->flashlog_first == 1 ? c->flashlog_start : c->start;
+	char tail[192];
+
+	if (!m->trace)
+		return 0;
+	model_trace_tail(tail, sizeof(tail), c, arrival);
+	if (fprintf(m->trace, "%.3f,%s,%llu,%llu,%d,%d,%.3f,%.3f,%.3f,%d,%u,%u,%d,%s\n", arrival / 1e3, op_names[op],
+		    (unsigned long long)off, (unsigned long long)len, fua, c->channel, (c->start - arrival) / 1e3,
+		    (c->done - c->start) / 1e3, (c->answered - from) / 1e3, c->cached, c->rmw_reads, c->unit_reads,
+		    c->error, tail) < 0)
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+/* The bytes of a model: member's write: on the disk it serves, and a record of the write log
+ * (its arrival, offset, length | op << 32, then the bytes: the filter's format). 0, or -errno. */
+static int land_write(struct member *m, const char *buf, uint64_t len, uint64_t off, int64_t arrival)
+{
+	uint64_t head[3] = { (uint64_t)arrival, off, len | (uint64_t)1 << 32 };
+	uint64_t done = 0;
+
+	while (m->image_fd >= 0 && done < len) {
+		ssize_t n = pwrite(m->image_fd, buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (uint64_t)n;
+	}
+	if (m->writelog && (fwrite(head, sizeof(head), 1, m->writelog) != 1 || fwrite(buf, len, 1, m->writelog) != 1))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
 /* One write to a model: member, made durable as write_nbd makes one to a model's NBD export (the
  * filter takes FUA: an O_DSYNC write is one request with FUA; fdatasync, the write and then a
- * flush); the thread waits until the model's reply. */
-static int write_model(struct shared *sh, struct member *m, uint64_t len, uint64_t off)
+ * flush); the thread waits until the model's reply. Its trace line and its bytes are written as the
+ * filter writes them, when the member has those files. */
+static int write_model(struct shared *sh, struct member *m, const char *buf, uint64_t len, uint64_t off)
 {
-	int fua = sh->cfg->sync == SYNC_ODSYNC;
-	struct cost c = model_request(m->model, OP_WRITE, off, (uint32_t)len, fua, (int64_t)vclock_now());
+	int fua = sh->cfg->sync == SYNC_ODSYNC, err;
+	int64_t arrival = (int64_t)vclock_now();
+	struct cost c = model_request(m->model, OP_WRITE, off, (uint32_t)len, fua, arrival);
 
+	if (!c.error && (err = land_write(m, buf, len, off, arrival))) {
+		m->failed_call = "the model's disk or write log";
+		return err;
+	}
+	if ((err = trace_request(m, OP_WRITE, off, len, fua, arrival, &c))) {
+		m->failed_call = "the model's trace";
+		return err;
+	}
 	vclock_sleep_until((uint64_t)c.answered);
 	if (c.error) {
 		m->failed_call = "the model's write";
@@ -204,7 +257,12 @@ static int write_model(struct shared *sh, struct member *m, uint64_t len, uint64
 		m->syncs++;
 		return 0;
 	}
-	c = model_request(m->model, OP_FLUSH, 0, 0, 0, (int64_t)vclock_now());
+	arrival = (int64_t)vclock_now();
+	c = model_request(m->model, OP_FLUSH, 0, 0, 0, arrival);
+	if ((err = trace_request(m, OP_FLUSH, 0, 0, 0, arrival, &c))) {
+		m->failed_call = "the model's trace";
+		return err;
+	}
 	vclock_sleep_until((uint64_t)c.answered);
 	if (c.error) {
 		m->failed_call = "the model's flush";
@@ -251,7 +309,7 @@ static int write_member(struct shared *sh, struct member *m, const char *buf, ui
 	if (m->nbd)
 		return write_nbd(sh, m, buf, len, off);
 	if (m->model)
-		return write_model(sh, m, len, off);
+		return write_model(sh, m, buf, len, off);
 	while (done < len) {
 		ssize_t n = pwrite(m->fd, buf + done, len - done, (off_t)(off + done));
 
@@ -1079,6 +1137,12 @@ static void free_run(struct shared *sh, struct thread *threads, struct session_c
 			close(sh->m[k].fd);
 		nbd_target_close(sh->m[k].nbd);
 		free(sh->m[k].model);
+		if (sh->m[k].trace)
+			fclose(sh->m[k].trace);
+		if (sh->m[k].writelog)
+			fclose(sh->m[k].writelog);
+		if (sh->m[k].image_fd >= 0)
+			close(sh->m[k].image_fd);
 	}
 	free(sh->ring);
 	free(sh->buf);
@@ -1088,7 +1152,7 @@ static void free_run(struct shared *sh, struct thread *threads, struct session_c
 
 int run(const struct config *cfg, struct results *res)
 {
-	struct shared sh = { .cfg = cfg, .res = res, .m = { { .fd = -1 }, { .fd = -1 } } };
+	struct shared sh = { .cfg = cfg, .res = res, .m = { { .fd = -1, .image_fd = -1 }, { .fd = -1, .image_fd = -1 } } };
 	struct thread writer, member_threads[2], *threads;
 	struct member_arg member_args[2];
 	struct session_ctx *ctx;
@@ -1107,6 +1171,33 @@ int run(const struct config *cfg, struct results *res)
 		sh.m[k].fd = cfg->member_fd[k];  /* from here on, the run's to close */
 		sh.m[k].nbd = cfg->member_nbd[k];
 		sh.m[k].model = cfg->member_model[k];
+		sh.m[k].image_fd = cfg->model_fd[k][MODEL_IMAGE];
+		sh.m[k].trace = cfg->model_fd[k][MODEL_TRACE] >= 0 ? fdopen(cfg->model_fd[k][MODEL_TRACE], "w") : NULL;
+		sh.m[k].writelog = cfg->model_fd[k][MODEL_WRITELOG] >= 0 ? fdopen(cfg->model_fd[k][MODEL_WRITELOG], "w") :
+				   NULL;
+		/* emptied (the disk: made as large as the log) only now, when the run starts: a refused run
+		 * leaves them as they were */
+		if (sh.m[k].image_fd >= 0) {
+			struct stat st;
+
+			if (fstat(sh.m[k].image_fd, &st) ||
+			    ((uint64_t)st.st_size < cfg->log_size && ftruncate(sh.m[k].image_fd, (off_t)cfg->log_size))) {
+				fprintf(stderr, "%s: cannot size the disk of --%s's model to %llu bytes: %s\n", PROG,
+					k ? "mirror" : "target", cfg->log_size, strerror(errno));
+				free_run(&sh, NULL, NULL);
+				return -1;
+			}
+		}
+		if ((cfg->model_fd[k][MODEL_TRACE] >= 0 && (!sh.m[k].trace || ftruncate(cfg->model_fd[k][MODEL_TRACE], 0) ||
+							    fputs(MODEL_TRACE_HEADER, sh.m[k].trace) < 0)) ||
+		    (cfg->model_fd[k][MODEL_WRITELOG] >= 0 &&
+		     (!sh.m[k].writelog || ftruncate(cfg->model_fd[k][MODEL_WRITELOG], 0) ||
+		      fputs(MODEL_WRITELOG_MAGIC, sh.m[k].writelog) < 0))) {
+			fprintf(stderr, "%s: cannot start the files of --%s's model: %s\n", PROG, k ? "mirror" : "target",
+				strerror(errno));
+			free_run(&sh, NULL, NULL);
+			return -1;
+		}
 	}
 	for (k = 0; k < sh.nmembers; k++) {
 		unsigned unit;

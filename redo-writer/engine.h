@@ -18,6 +18,9 @@
 
 struct model;  /* a device model (../devicemodel/model.h) */
 
+/* A model: member's files, by their keys: trace=, image=, writelog=. */
+enum model_file { MODEL_TRACE, MODEL_IMAGE, MODEL_WRITELOG, MODEL_FILES };
+
 enum sync_mode { SYNC_ODSYNC, SYNC_FDATASYNC };
 /* The run's clock: real (the host's; its members are files, block devices, NBD exports or null:),
  * or virtual (vclock.h: its members are device models answering in the model's time, or null:). */
@@ -74,6 +77,10 @@ struct config {
 	unsigned long long log_writer_cpu_us;  /* virtual time: the log writer's CPU before each write */
 	struct model *member_model[2];
 	const char *member_model_text[2];   /* its parameters as given */
+	/* A model: member's own files, as the filter writes them (-1: none): its trace (every request, the
+	 * filter's columns), the disk it serves (the bytes written land there) and its write log. */
+	const char *model_file[2][MODEL_FILES];
+	int model_fd[2][MODEL_FILES];
 };
 
 /* /sys/block/<dev>/stat counters of a block device member, before and after the run (summed

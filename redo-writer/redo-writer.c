@@ -53,7 +53,9 @@ struct opt {
 static struct opt run_opts[] = {
 	{ "target", OPT_STR, "file, block device or NBD export on this host (nbd+unix:///[EXPORT]?socket=PATH) to write "
 	  "redo to ('null:' writes nothing); or a device model in virtual time, model:KEY=VALUE;KEY=VALUE... (the lab "
-	  "model's keys: the run's clock is then virtual, every member a model: or null:, the same run on any host)",
+	  "model's keys, and its files as the filter writes them: trace=FILE, image=FILE (the disk it serves, made as "
+	  "large as the log), writelog=FILE; the run's clock is then virtual, every member a model: or null:, the same "
+	  "run on any host)",
 	  NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "mirror", OPT_STR, "second log member: a commit completes when both writes are done (multiplexed redo)", NULL, 0, 0, NULL, NULL, NULL, 0 },
 	{ "race", OPT_STR, "second log member: a commit completes when the first write is done (smart flash logging)", NULL, 0, 0, NULL, NULL, NULL, 0 },
@@ -486,6 +488,9 @@ static int build_config(struct config *cfg)
 	cfg->second = str(run_opts, "mirror") ? str(run_opts, "mirror") : str(run_opts, "race");
 	cfg->members = str(run_opts, "mirror") ? MEMBERS_MIRROR : str(run_opts, "race") ? MEMBERS_RACE : MEMBERS_ONE;
 	cfg->member_fd[0] = cfg->member_fd[1] = cfg->events_fd = -1;
+	for (int k = 0; k < 2; k++)
+		for (int f = 0; f < MODEL_FILES; f++)
+			cfg->model_fd[k][f] = -1;
 	for (const char *const *name = (const char *const[]){ "target", "mirror", "race", "events", NULL }; *name; name++) {
 		const char *v = str(run_opts, *name);
 
@@ -714,7 +719,41 @@ static int is_model(const char *path)
 
 /* A model: member's model from its KEY=VALUE;KEY=VALUE... (the filter's keys); NULL, reported in
  * one line naming the option, the pair and what is wrong. */
-static struct model *open_model(const char *opt, const char *path)
+static const char *const MODEL_FILE_KEYS[MODEL_FILES] = { "trace", "image", "writelog" };
+
+/* A model: member's file, made when it is not there: trace= and writelog= (emptied when the run
+ * starts, as the filter's are), image= (written in place, made as large as the log when the run
+ * starts, never shortened); never through a symbolic link, never anything but a regular file, opened
+ * without blocking. The fd, or -1 reported. */
+static int open_model_file(const char *opt, const char *path, int key, const char *file)
+{
+	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	struct stat st;
+	int fd;
+
+	if (!*file) {
+		fprintf(stderr, "%s: --%s %s: %s= is empty: expected a path\n", PROG, opt, path, MODEL_FILE_KEYS[key]);
+		return -1;
+	}
+	if (lstat(file, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "%s: --%s %s: %s=%s is %s: expected a regular file\n", PROG, opt, path, MODEL_FILE_KEYS[key],
+			file, S_ISLNK(st.st_mode) ? "a symbolic link" : kind_of(st.st_mode));
+		return -1;
+	}
+	fd = open(file, flags, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "%s: --%s %s: %s=%s: %s\n", PROG, opt, path, MODEL_FILE_KEYS[key], file, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "%s: --%s %s: %s=%s is not a regular file\n", PROG, opt, path, MODEL_FILE_KEYS[key], file);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static struct model *open_model(const char *opt, const char *path, const char **files)
 {
 	const char *text = path + strlen(MODEL_PREFIX), *why;
 	struct model *m = malloc(sizeof(*m));
@@ -739,6 +778,22 @@ static struct model *open_model(const char *opt, const char *path)
 			goto fail;
 		}
 		*eq = '\0';
+		why = NULL;
+		for (int f = 0; f < MODEL_FILES; f++) {
+			if (strcmp(pair, MODEL_FILE_KEYS[f]))
+				continue;
+			if (files[f]) {
+				fprintf(stderr, "%s: --%s %s: %s= is given twice\n", PROG, opt, path, pair);
+				goto fail;
+			}
+			if (!(files[f] = strdup(eq + 1))) {
+				fprintf(stderr, "%s: out of memory for --%s's model\n", PROG, opt);
+				goto fail;
+			}
+			why = "file";
+		}
+		if (why)
+			continue;
 		why = model_set(m, pair, eq + 1);
 		if (why == MODEL_NOT_MINE) {
 			fprintf(stderr, "%s: --%s %s: unknown key '%s': expected the device model's keys (write=, read=, "
@@ -794,7 +849,7 @@ static int choose_clock(struct config *cfg)
 	for (int k = 0; k < 2; k++) {
 		if (!is_model(member[k]))
 			continue;
-		if (!(cfg->member_model[k] = open_model(opt[k], member[k]))) {
+		if (!(cfg->member_model[k] = open_model(opt[k], member[k], cfg->model_file[k]))) {
 			free(cfg->member_model[0]);
 			cfg->member_model[0] = NULL;
 			return -1;
@@ -802,6 +857,62 @@ static int choose_clock(struct config *cfg)
 		cfg->member_model_text[k] = member[k] + strlen(MODEL_PREFIX);
 	}
 	return 0;
+}
+
+/* A model: member's files (trace=, image=, writelog=), opened after the other outputs and checked
+ * against them and each other: none the same file as another (a trace over the disk it describes, a
+ * write log over the events CSV). 0, or -1 reported, the files it created removed, nothing written. */
+static int open_model_files(struct config *cfg, const struct output *out, int nout)
+{
+	const char *opt[2] = { "target", cfg->members == MEMBERS_MIRROR ? "mirror" : "race" };
+	const char *member[2] = { cfg->target, cfg->second };
+	struct stat st[2][MODEL_FILES];
+	int created[2][MODEL_FILES] = { { 0 } };
+
+	for (int k = 0; k < 2; k++) {
+		for (int f = 0; f < MODEL_FILES; f++) {
+			const char *file = cfg->model_file[k][f];
+			struct stat before;
+
+			if (!file)
+				continue;
+			created[k][f] = lstat(file, &before) != 0;
+			if ((cfg->model_fd[k][f] = open_model_file(opt[k], member[k], f, file)) < 0 ||
+			    fstat(cfg->model_fd[k][f], &st[k][f]))
+				goto refused;
+			for (int i = 0; i < nout; i++) {
+				if (out[i].fd >= 0 && !out[i].member && same_file(&out[i].st, &st[k][f])) {
+					fprintf(stderr, "%s: --%s %s: %s=%s is the same file as --%s %s: give the model's %s another "
+						"file\n", PROG, opt[k], member[k], MODEL_FILE_KEYS[f], file, out[i].opt, out[i].path,
+						MODEL_FILE_KEYS[f]);
+					goto refused;
+				}
+			}
+			for (int j = 0; j <= k; j++) {
+				for (int g = 0; g < (j == k ? f : MODEL_FILES); g++) {
+					if (cfg->model_fd[j][g] < 0 || !same_file(&st[j][g], &st[k][f]))
+						continue;
+					fprintf(stderr, "%s: --%s %s: %s=%s is the same file as %s%s=%s: each of a model's files "
+						"is a file of its own\n", PROG, opt[k], member[k], MODEL_FILE_KEYS[f], file,
+						j == k ? "its " : "the other member's ", MODEL_FILE_KEYS[g], cfg->model_file[j][g]);
+					goto refused;
+				}
+			}
+		}
+	}
+	return 0;
+refused:
+	for (int k = 0; k < 2; k++) {
+		for (int f = 0; f < MODEL_FILES; f++) {
+			if (cfg->model_fd[k][f] >= 0) {
+				close(cfg->model_fd[k][f]);
+				if (created[k][f])
+					unlink(cfg->model_file[k][f]);
+			}
+			cfg->model_fd[k][f] = -1;
+		}
+	}
+	return -1;
 }
 
 /* Closes what open_outputs opened; `remove` takes away the files it created. */
@@ -1231,7 +1342,8 @@ int main(int argc, char **argv)
 	}
 	if (parse_args(run_opts, argc, argv, 2) || build_config(&cfg) || choose_clock(&cfg))
 		return 2;
-	if (open_outputs(&cfg, out, &nout)) {
+	if (open_outputs(&cfg, out, &nout) || open_model_files(&cfg, out, nout)) {
+		close_outputs(out, nout, 1);
 		free(cfg.member_model[0]);
 		free(cfg.member_model[1]);
 		return 2;

@@ -277,6 +277,9 @@ def _add_bench_commands(sub) -> None:
     when.add_argument("--at", type=fraction(0, 86_400_000), metavar="MS", help="one cut per cell at this moment, in "
                       "milliseconds from the run's first write (default: --cuts moments drawn over the run)")
     p.add_argument("--results", type=results_root, help="where <timestamp>-crash-<preset>/ goes (default: results/)")
+    p.add_argument("--clock", choices=("real", "virtual"), default="real", help="real: redo-writer to the models "
+                   "over NBD in real time (default); virtual: the same models linked into redo-writer, a cut a moment "
+                   "of their own time: the same cuts and verdicts on any host")
     p.add_argument("--png", action="store_true", help="draw report.html as on a desktop and a phone (headless "
                    "Chromium)")
     p.set_defaults(func=cmd_crash)

@@ -182,6 +182,12 @@ SURFACES: tuple[Surface, ...] = (
     *(Surface("redo-writer", "run", opt, ("{redo_writer}", "run", "--target", "{out}/t.log", opt, "{path}",
                                           *_RUN_OPTIONS.split()), FILE_WRITTEN, content)
       for opt, content in (("--mirror", REDO_LOG), ("--race", REDO_LOG), ("--events", EVENTS_WRITTEN))),
+    # a model: member's own files (virtual time: redo-writer/README.md), each a key inside --target's value
+    *(Surface("redo-writer", "run", f"--target model:{key}=", ("{redo_writer}", "run", "--target",
+                                                               f"model:write=fixed:1;{key}={{path}}", "--events",
+                                                               "{out}/t.log", *_RUN_OPTIONS.split()),
+              FILE_WRITTEN, content)
+      for key, content in (("trace", TRACE), ("writelog", WRITE_LOG), ("image", REDO_LOG))),
     Surface("redo-writer", "verify", "--target", ("{redo_writer}", "verify", "--target", "{path}",
                                                   *_VERIFY_OPTIONS.split()), FILE_READ, LOG_IMAGE),
     Surface("redo-writer", "verify", "--unreadable", ("{redo_writer}", "verify", "--target", "{log}",

@@ -180,6 +180,9 @@ def _redo_writer_file_options() -> set[tuple[str, str, str]]:
                 found.add(("redo-writer", command, f"--{m.group(1)}"))
     usage = re.findall(r"%s (\w+) ([A-Z]+)\b", source)
     found |= {("redo-writer", command, name) for command, name in usage}
+    keys = re.search(r"MODEL_FILE_KEYS\[MODEL_FILES\] = \{([^}]*)\}", source)  # a model: member's files
+    assert keys, "no MODEL_FILE_KEYS in redo-writer.c"
+    found |= {("redo-writer", "run", f"--target model:{key}=") for key in re.findall(r'"(\w+)"', keys.group(1))}
     return found
 
 
@@ -189,7 +192,8 @@ def test_every_redo_writer_option_that_names_a_file_is_a_surface(built_redo_writ
     helptext = subprocess.run([str(built_redo_writer), "--help"], capture_output=True, text=True, timeout=30)
     shown = helptext.stdout + helptext.stderr
     for _, command, option in found:
-        assert option in shown, f"redo-writer --help does not show {option} ({command}): is the source read right?"
+        said = option.partition(":")[2] if option.startswith("--target model:") else option
+        assert said in shown, f"redo-writer --help does not show {said} ({command}): is the source read right?"
     registered = {s.key for s in SURFACES if s.program == "redo-writer"}
     assert found - registered == set(), f"redo-writer's file options not in the registry: {found - registered}"
     assert registered - found == set(), f"registry entries redo-writer no longer has: {registered - found}"

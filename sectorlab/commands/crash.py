@@ -29,7 +29,7 @@ def cmd_crash(args) -> int:
     preset = dataclasses.replace(preset, seed=preset.seed if args.seed is None else args.seed,
                                  cuts=1 if args.at is not None else args.cuts or preset.cuts,
                                  uniform_cuts=0 if args.at is not None else preset.uniform_cuts,
-                                 runs=args.runs or preset.runs, at_ms=args.at)
+                                 runs=args.runs or preset.runs, at_ms=args.at, clock=args.clock)
     print(png_too(args, lambda: devicepath.run(preset, progress, args.results or bench.RESULTS_DIR)))
     return 0
 

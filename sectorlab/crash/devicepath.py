@@ -20,6 +20,12 @@ FUA, or by the flush after it) before the cut, on every member: the trace is wri
 the reply, outside the disk that crashes. The exposure of each run comes from its trace exactly;
 crash/rates.py makes the rates of the runs.
 
+On the virtual clock (`clock = "virtual"`, `sectorlab crash --clock virtual`) each member's model is
+a `model:` member of redo-writer instead (redo-writer/README.md, "Virtual time"): the same parameters
+and seed, the same trace, disk and write log written by redo-writer as the filter writes them, each
+time the model's own: a cut is a moment of virtual time, and the same preset gives the same cuts
+and verdicts on any host.
+
 What this method can and cannot produce (docs/crash.md): any cut of one run's writes, cheaply (no
 guest, no reboot); not a database's recovery (those judges run in a lab). Cells the rules engine
 forbids are listed as forbidden and not run; a profile that does not state its power loss, or its
@@ -74,11 +80,38 @@ def run_cell(preset: CrashPreset, cell: Cell, work: Path, rng: random.Random, ke
             "cannot_lose": by_rule, "runs": runs, "cuts": cuts}
 
 
+class _VirtualModel:
+    """A member's model on the virtual clock, with what the run reads of a DeviceServer: redo-writer's
+    model: member of the same parameters, writing the trace (`directory`/disk.trace), the disk it
+    serves (`backing`, made `size` bytes at start) and, for a wrapping log, the write log
+    (`directory`/disk.writelog), as the filter does. Nothing to start or stop but its files."""
+
+    def __init__(self, directory: Path, size: int, params: dict[str, str], backing: Path, write_log: bool):
+        self.directory, self.size, self.params = directory, size, params
+        self.backing, self.write_log = backing, write_log
+        self.trace, self.writelog = directory / "disk.trace", directory / "disk.writelog"
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.backing, "xb") as disk:
+            disk.truncate(self.size)
+
+    def stop(self) -> None:
+        return None
+
+    def uri(self) -> str:
+        files = {"trace": self.trace, "image": self.backing, **({"writelog": self.writelog} if self.write_log else {})}
+        for path in files.values():
+            if ";" in str(path):  # the separator of a model: member's keys
+                raise SectorlabError(f"{path}: a model: member's file may not have ';' in its path")
+        return "model:" + ";".join(f"{k}={v}" for k, v in (self.params | files).items())
+
+
 @dataclass
 class _Member:
     """A member of the cell's log group: its model, the disk it served, and after the run its trace
     and its log."""
-    server: DeviceServer
+    server: DeviceServer | _VirtualModel
     image: Path
     requests: list = field(default_factory=list)
     log: RedoLog | None = None
@@ -93,9 +126,9 @@ def _members(cell: Cell, preset: CrashPreset, work: Path, rng: random.Random) ->
         model, image = work / f"model{j or ''}", work / f"disk{j or ''}.img"
         shutil.rmtree(model, ignore_errors=True)
         image.unlink(missing_ok=True)
-        out.append(_Member(DeviceServer(model, preset.log_of(cell) + (1 << 20),
-                                        {**params, "seed": str(rng.getrandbits(63))}, backing=image,
-                                        write_log=cell.wrapping), image))
+        args = (model, preset.log_of(cell) + (1 << 20), {**params, "seed": str(rng.getrandbits(63))})
+        out.append(_Member(_VirtualModel(*args, image, cell.wrapping) if preset.clock == "virtual" else
+                           DeviceServer(*args, backing=image, write_log=cell.wrapping), image))
     return out
 
 
@@ -297,7 +330,7 @@ def run(preset: CrashPreset, progress, results_root: Path) -> Path:
            "load": {"sessions": preset.sessions, "redo_per_txn": preset.redo_per_txn, "rate": preset.rate,
                     "seconds": preset.seconds, "transactions": preset.transactions, "log_size": preset.log_size},
            "forbidden": [{"cell": c.key, "why": preset.forbidden(c)} for c in preset.cells if preset.forbidden(c)],
-           "cells": cells, "wall_s": round(time.monotonic() - started), "atomic": lacking}
+           "cells": cells, "wall_s": round(time.monotonic() - started), "atomic": lacking, "clock": preset.clock}
     write_atomic(results / "crash.json", json.dumps(doc, indent=2))
     from ..report import crash as report
     report.write(results)

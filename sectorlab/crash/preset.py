@@ -170,6 +170,7 @@ class CrashPreset:
     transactions: int = 0       # a run ends after this many commits, or at `seconds` (0: at `seconds`)
     at_ms: float | None = None  # one cut at this moment of each run (ms from its first write), not drawn
     path: Path | None = None    # the file it was read from
+    clock: str = "real"         # virtual: redo-writer's model: members in the models' time (crash/devicepath.py)
 
     def forbidden(self, cell: Cell) -> str | None:
         """The rules engine's refusal of the cell's BLOCKSIZE on its geometry, with

@@ -331,13 +331,20 @@ def markdown(doc: dict, picture: str | None = None) -> str:
         raise UsageError("crash.json: its cells have no runs: it was written before a crash run had independent runs "
                          "and write windows (2026-11-29), and its rates are not comparable; run make crash again")
     load = doc["load"]
+    virtual = doc.get("clock", "real") == "virtual"  # a record before the virtual clock: its runs were real
+    if doc.get("clock", "real") not in ("real", "virtual"):
+        raise UsageError(f"crash.json: clock = {one_line(str(doc.get('clock')))[:40]!r}: expected 'real' or 'virtual'")
     lines = [f"# Crash: {cell(doc['title'])}", "",
-             f"`sectorlab crash --seed {doc['seed']} -- {one_line(doc['preset'])}`: {len(doc['cells'])} cells, "
+             f"`sectorlab crash --seed {doc['seed']}{' --clock virtual' if virtual else ''} -- "
+             f"{one_line(doc['preset'])}`: {len(doc['cells'])} cells, "
              f"{doc['runs']} runs each (each with its own workload seed), "
              + (f"one cut a run at {doc['at_ms']:g} ms" if doc.get("at_ms") is not None else
                 f"{doc['cuts']} cuts a run drawn inside the writes' windows and {doc['uniform_cuts']} at moments "
                 f"drawn uniformly over it") +
-             f", {doc['wall_s']} s. The load: redo-writer on this host through libnbd (the device path), "
+             f", {doc['wall_s']} s. The load: "
+             + ("redo-writer with each model linked in, in virtual time (a cut is a moment of the models' own "
+                "time; nothing of this host's in the runs: redo-writer/README.md), " if virtual else
+                "redo-writer on this host through libnbd (the device path), ") +
              f"{load['sessions']} sessions, {load['redo_per_txn']} B of redo a commit, {load['rate']} commits/s "
              f"offered (Poisson), {_length(load)}, checked redo blocks. A write's window is when its bytes go "
              f"onto the medium (the units it writes at the medium's rate, after positioning and any read of a "

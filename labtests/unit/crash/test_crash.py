@@ -139,6 +139,39 @@ def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
     assert all(f"- {line}." in md for line in said_first)
 
 
+def test_the_small_cell_in_virtual_time_is_the_same_on_every_run_and_loses_only_at_512(tmp_path):
+    """The same small preset on the virtual clock: the models are redo-writer's model: members, which
+    write the trace and the disk the filter would; a cut is a moment of the models' time. Run twice,
+    every run and cut is the same; at 512 a cut can lose acknowledged redo, at 4096 none can (by rule),
+    and the report says it ran in virtual time."""
+    import dataclasses
+    small = dataclasses.replace(crash_preset.load("small"), clock="virtual")
+    docs = []
+    for name in ("a", "b"):
+        doc = json.loads((crash.run(small, lambda _: None, tmp_path / name) / "crash.json").read_text())
+        for c in doc["cells"]:
+            for r in c["runs"]:
+                assert "model:" in " ".join(r.pop("command"))  # the paths of each run's own directory
+        docs.append(doc)
+    assert docs[0]["cells"] == docs[1]["cells"] and docs[0]["clock"] == "virtual"
+    by = {c["blocksize"]: c for c in docs[0]["cells"]}
+    assert any(x["lost_commits"] for x in by[512]["cuts"]) and not any(x["lost_commits"] for x in by[4096]["cuts"])
+    assert all(x["corrupt_undetected"] == 0 for c in by.values() for x in c["cuts"])
+    md = next((tmp_path / "a").iterdir()).joinpath("report.md").read_text()
+    assert "--clock virtual -- small" in md and "in virtual time (a cut is a moment of the models' own time" in md
+
+
+def test_a_virtual_members_file_with_the_key_separator_in_its_path_is_one_line(tmp_path):
+    from sectorlab.crash.devicepath import _VirtualModel
+    from sectorlab.errors import SectorlabError
+    model = _VirtualModel(tmp_path / "a;b", 1 << 20, {"write": "fixed:1"}, tmp_path / "disk.img", False)
+    with pytest.raises(SectorlabError, match=r"a;b/disk.trace: a model: member's file may not have ';' in its path"):
+        model.uri()
+    ok = _VirtualModel(tmp_path / "m", 1 << 20, {"write": "fixed:1"}, tmp_path / "disk.img", True).uri()
+    assert ok == f"model:write=fixed:1;trace={tmp_path}/m/disk.trace;image={tmp_path}/disk.img;" \
+                 f"writelog={tmp_path}/m/disk.writelog"
+
+
 @pytest.mark.long
 def test_a_multiplexed_group_keeps_what_one_member_loses(tmp_path, work_dir):
     """Two unprotected 512e disks written as a multiplexed group (redo-writer run --mirror), both cut

@@ -178,6 +178,34 @@ def test_the_same_run_twice_is_the_same_run(redo_writer):
     assert other["transactions"] != a["transactions"]
 
 
+def test_a_models_files_are_the_filters_own_and_verify_reads_its_disk(redo_writer, tmp_path):
+    """trace=, image= and writelog= as the filter writes them: the trace's header and a line a write
+    (its virtual arrival, the model's times), the disk with the checked redo on it (made as large as
+    the log), and the write log's records; redo-writer verify recovers the log to its last write."""
+    import struct
+
+    from sectorlab.devices import trace
+    files = {k: tmp_path / f"m.{k}" for k in ("trace", "image", "writelog")}
+    model = "model:write=fixed:100;physical-sector=4096;write-mbps=140;" + ";".join(
+        f"{k}={p}" for k, p in files.items())
+    doc = _json(redo_writer, "--format", "checked", "--target", model, "--log-size", "1048576", "--sessions", "2",
+                "--arrival", "poisson", "--rate", "200", "--seed", "3", "--duration", "1")
+    requests = trace.read(files["trace"])
+    assert len(requests) == doc["writes"] > 100 and {r.op for r in requests} == {"write"}
+    assert all(r.fua and r.service_us >= 100 and r.durable_us >= r.media_us > 0 for r in requests)
+    assert any(r.rmw_reads for r in requests)  # a write of part of a 4 KiB sector reads it first
+    assert requests[0].t_us > 0 and [r.t_us for r in requests] == sorted(r.t_us for r in requests)
+    assert files["image"].stat().st_size == 1048576
+    log = files["writelog"].read_bytes()
+    assert log.startswith(b"sectorlab-writelog 1\n")
+    first = struct.unpack("<3Q", log[21:45])
+    assert first == (round(requests[0].t_us * 1000), 0, requests[0].length | 1 << 32)
+    verify = subprocess.run([redo_writer, "verify", "--target", str(files["image"]), "--blocksize", "512",
+                             "--log-size", "1048576", "--output", "json"], capture_output=True, text=True, timeout=60)
+    assert verify.returncode == 0, verify.stderr
+    assert json.loads(verify.stdout)["recovered_to"] == doc["redo_bytes"]
+
+
 def test_a_text_report_says_it_ran_in_virtual_time(redo_writer):
     out = _run(redo_writer, "--target", "model:write=fixed:1000", "--duration", "1").stdout
     assert "model writes with FUA" in out.splitlines()[0]
@@ -203,6 +231,9 @@ def test_a_model_that_fails_stops_the_run_in_one_line_naming_it(redo_writer):
     (["--target", "{tmp}/log", "--wakeup-us", "10"], "--wakeup-us is the modelled host's, in virtual time"),
     (["--target", "null:", "--cpus", "2"], "--cpus is the modelled host's, in virtual time"),
     (["--target", "null:", "--log-writer-cpu-us", "5"], "--log-writer-cpu-us is the modelled host's"),
+    (["--target", "model:write=fixed:1;trace={tmp}/a;image={tmp}/a"],
+     "image={tmp}/a is the same file as its trace={tmp}/a: each of a model's files is a file of its own"),
+    (["--target", "model:write=fixed:1;trace={tmp}/a;trace={tmp}/b"], "trace= is given twice"),
 ])
 def test_bad_model_input_is_one_line_and_nothing_is_written(redo_writer, tmp_path, args, says):
     args = [a.format(tmp=tmp_path) for a in args]
