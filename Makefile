@@ -436,10 +436,10 @@ probe: bootstrap
 	  $${RESULTS:+--results="$$RESULTS"} $${DESTROY_DATA:+--destroy-data} -- "$${TARGET-}"
 
 # Power cuts on the device path (no lab), judged by redo-writer verify; docs/crash.md:
-# make crash [PRESET=redo-matrix] [RUNS=n] [CUTS=n] [CRASH_SEED=n].
+# make crash [PRESET=redo-matrix] [RUNS=n] [CUTS=n] [CRASH_SEED=n] [CLOCK=virtual].
 crash: bootstrap
 	@$(show); show $(SECTORLAB) crash $${RUNS:+--runs="$$RUNS"} $${CUTS:+--cuts="$$CUTS"} \
-	  $${CRASH_SEED:+--seed="$$CRASH_SEED"} \
+	  $${CRASH_SEED:+--seed="$$CRASH_SEED"} $${CLOCK:+--clock="$$CLOCK"} \
 	  $${RESULTS:+--results="$$RESULTS"} -- "$${PRESET:-redo-matrix}"
 
 # The databases' power cuts: a lab of their own (labs/crash-databases.toml), taken down after.
