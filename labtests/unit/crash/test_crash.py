@@ -172,18 +172,18 @@ def test_a_virtual_members_file_with_the_key_separator_in_its_path_is_one_line(t
                  f"writelog={tmp_path}/m/disk.writelog"
 
 
-@pytest.mark.long
 def test_a_multiplexed_group_keeps_what_one_member_loses(tmp_path, work_dir):
     """Two unprotected 512e disks written as a multiplexed group (redo-writer run --mirror), both cut
     at the same moment, each tearing on its own draws: verify reads a block from the mirror where the
     first member's is lost, and the group loses acknowledged commits only when both members' copies
-    are; one member alone loses them in about a third of its window cuts."""
+    are; one member alone loses them in about a third of its window cuts. On the virtual clock (what is
+    tested is the harness's, not the real path's: the small cell above runs that for real)."""
     import dataclasses
 
     from sectorlab.crash.preset import Cell
     small = crash_preset.load("small")
     cell = Cell("hdd-7200-client", "sector512e", 512, members=2)
-    group = dataclasses.replace(small, cells=(cell,), sweep_unreadable=())
+    group = dataclasses.replace(small, cells=(cell,), sweep_unreadable=(), clock="virtual")
     doc = json.loads((crash.run(group, lambda _: None, tmp_path) / "crash.json").read_text())
     (c,) = doc["cells"]
     assert c["cell"].endswith("@512x2") and c["members"] == 2 and c["cannot_lose"] is None
@@ -197,13 +197,13 @@ def test_a_multiplexed_group_keeps_what_one_member_loses(tmp_path, work_dir):
            "BLOCKSIZE 512, multiplexed on two such disks, where the rules allow it" in md, md
 
 
-@pytest.mark.long
 def test_a_drive_that_lies_loses_acknowledged_4k_redo_the_honest_one_cannot_lose(tmp_path, work_dir):
     """The client SSD at 4Kn, BLOCKSIZE 4096: honest, every write covers whole units and what it
     acknowledges is programmed, so it cannot lose a commit by rule; the same drive lying about FUA
     and flush, holding a write 10 ms before its drain, loses acknowledged commits in cuts between
     its acknowledgements and its programs, and the report says what it lies about. The hold is swept
-    only on the drive that lies."""
+    only on the drive that lies. On the virtual clock (what is
+    tested is the harness's, not the real path's: the small cell above runs that for real)."""
     import dataclasses
 
     from sectorlab.crash.preset import Cell
@@ -215,7 +215,8 @@ def test_a_drive_that_lies_loses_acknowledged_4k_redo_the_honest_one_cannot_lose
     assert not any("+hold" in k for k in keys if k.startswith("ssd-client-tlc/"))
     small = crash_preset.load("small")
     cells = (Cell("ssd-client-tlc", "sector4k", 4096), Cell("ssd-client-tlc-lying", "sector4k", 4096, hold_us=10000))
-    both = dataclasses.replace(small, cells=cells, seconds=1, cuts=8, uniform_cuts=2, sweep_unreadable=(), sweep_new=())
+    both = dataclasses.replace(small, cells=cells, seconds=1, cuts=8, uniform_cuts=2, sweep_unreadable=(), sweep_new=(),
+                               clock="virtual")
     doc = json.loads((crash.run(both, lambda _: None, tmp_path / "out") / "crash.json").read_text())
     honest, lying = sorted(doc["cells"], key=lambda c: c["profile"])
     assert "whole 4096-byte atomic units" in honest["cannot_lose"]
@@ -235,20 +236,21 @@ def test_a_drive_that_lies_loses_acknowledged_4k_redo_the_honest_one_cannot_lose
     assert "holding an acknowledged write 1000000 us" in held and "1e+06" not in held
 
 
-@pytest.mark.long
 def test_a_log_that_wraps_ends_its_recovery_at_the_pass_before(tmp_path, work_dir):
     """A 64 KiB log written over several times (512n at BLOCKSIZE 4096, its states built from the
     model's write log): a write lost whole leaves the previous pass's blocks, where recovery ends
     (older-sequence), and a 4 KiB block torn over an older one has a right header over stale bytes,
     which only the checksum tells; acknowledged positions run past the log's size; and the cell,
-    whose writes cover whole sectors, loses no acknowledged commit of the pass the cut finds."""
+    whose writes cover whole sectors, loses no acknowledged commit of the pass the cut finds. On the
+    virtual clock (what is tested is the harness's, not the real path's: the small cell above runs
+    that for real)."""
     import dataclasses
 
     from sectorlab.crash.preset import Cell
     small = crash_preset.load("small")
     cell = Cell("hdd-7200-client", "sector512n", 4096, wrapping=True)
     # 200 commits of 2 sessions: at least 100 one-block writes of a 16-block log, 6 passes, at any pace
-    wrapping = dataclasses.replace(small, cells=(cell,), seconds=60, transactions=200, sweep_new=())
+    wrapping = dataclasses.replace(small, cells=(cell,), seconds=60, transactions=200, sweep_new=(), clock="virtual")
     doc = json.loads((crash.run(wrapping, lambda _: None, tmp_path) / "crash.json").read_text())
     (c,) = doc["cells"]
     assert c["cell"].endswith("@4096+wrap") and c["log_size"] == 64 << 10
@@ -297,13 +299,13 @@ def work_dir(monkeypatch):
     shutil.rmtree(path)
 
 
-@pytest.mark.long
 def test_a_cut_at_a_chosen_moment_and_one_outside_the_run(tmp_path, work_dir):
     """--at: one cut at that moment of each of the cell's runs; a moment after the run is one line naming
-    the run's span, and the cell's model and files are gone either way."""
+    the run's span, and the cell's model and files are gone either way. On the virtual clock (what is
+    tested is the harness's, not the real path's: the small cell above runs that for real)."""
     import dataclasses
     small = crash_preset.load("small")
-    one = dataclasses.replace(small, cells=small.cells[:1], cuts=1, at_ms=500.0, seconds=2)  # 500 ms in, at any pace
+    one = dataclasses.replace(small, cells=small.cells[:1], cuts=1, at_ms=500.0, seconds=2, clock="virtual")
     doc = json.loads((crash.run(one, lambda _: None, tmp_path / "at") / "crash.json").read_text())
     cuts = doc["cells"][0]["cuts"]
     assert [c["run"] for c in cuts] == [0, 1, 2] and all(c["kind"] == "at" for c in cuts)
