@@ -10,7 +10,7 @@ SHELL := /bin/bash
 # fails on one that is not.
 USER_VARS := GUEST LAB LAB_SUFFIX PYTEST_ARGS PRESET DURATION WARMUP REPEATS RESULTS ORDER_SEED SWEEP \
              CUTS CRASH_SEED JUDGES RUNS TARGET SAMPLES PROBE_NAME DESTROY_DATA CLOCK WAKEUP_US CPUS CPU_DIST \
-             WAKEUP_DIST
+             WAKEUP_DIST LOG_WRITER_CPU_US
 # LAB_SUFFIX's default is the environment's SECTORLAB_LAB_SUFFIX, as written.
 ifeq ($(origin LAB_SUFFIX),undefined)
 override LAB_SUFFIX := $(value SECTORLAB_LAB_SUFFIX)
@@ -108,7 +108,7 @@ help:
 	@echo "make bench-load PRESET=p  the seed's own load, closed loop, on the device path (no lab): group commit and"
 	@echo "                          the seed's figures beside the lab's; CLOCK=virtual (also bench-sweep): in the"
 	@echo "                          models' own time, at any load [WAKEUP_US=us] [CPUS=n] [CPU_DIST=exponential|fixed]"
-	@echo "                          [WAKEUP_DIST=exponential|fixed]"
+	@echo "                          [WAKEUP_DIST=exponential|fixed] [LOG_WRITER_CPU_US=us]"
 	@echo "make probe TARGET=dir     a device's timing at queue depth 1 through a file the probe makes in dir (or a"
 	@echo "                          block device or an NBD URI, each with DESTROY_DATA=yes), and a calibrated profile:"
 	@echo "                          results/<time>-probe-NAME/profile.toml and report.html (docs/probe.md)"
@@ -425,7 +425,8 @@ bench-load: bootstrap
 
 # The clock of bench-sweep's and bench-load's runs (redo-writer/README.md, "Virtual time").
 CLOCK_OPTIONS = $${CLOCK:+--clock="$$CLOCK"} $${WAKEUP_US:+--wakeup-us="$$WAKEUP_US"} $${CPUS:+--cpus="$$CPUS"} \
-	  $${CPU_DIST:+--cpu-dist="$$CPU_DIST"} $${WAKEUP_DIST:+--wakeup-dist="$$WAKEUP_DIST"}
+	  $${CPU_DIST:+--cpu-dist="$$CPU_DIST"} $${WAKEUP_DIST:+--wakeup-dist="$$WAKEUP_DIST"} \
+	  $${LOG_WRITER_CPU_US:+--log-writer-cpu-us="$$LOG_WRITER_CPU_US"}
 
 # A device's timing, and a profile calibrated from it (docs/probe.md):
 # make probe TARGET=/u01/oradata [SAMPLES=n] [PROBE_NAME=name] [RESULTS=dir] [DESTROY_DATA=yes for a block device or an NBD URI].

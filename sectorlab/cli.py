@@ -185,6 +185,8 @@ def _device_path_bench_args(p, results: str) -> None:
                    "drawn from an exponential of its mean (default, assumed) or every one the same")
     p.add_argument("--wakeup-dist", choices=("exponential", "fixed"), help="--clock virtual: a wake-up drawn from "
                    "an exponential of --wakeup-us (default, assumed) or every one the same")
+    p.add_argument("--log-writer-cpu-us", type=whole(0, 1_000_000), help="--clock virtual: the log writer's CPU "
+                   "before each write, in us (default 0: not modelled; a real run measures it: cpu_measured)")
 
 
 def _add_geometry_commands(sub) -> None:

@@ -17,8 +17,8 @@ def virtual(doc: dict) -> bool:
     return clock == "virtual"
 
 
-def _whole(doc: dict, key: str) -> int:
-    v = doc.get(key)
+def _whole(doc: dict, key: str, default: int | None = None) -> int:
+    v = doc.get(key, default)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise UsageError(f"{key} = {stats.shown(v)}: expected a whole number of the virtual clock's modelled host "
                          f"(the record 'sectorlab bench-sweep' and 'sectorlab bench-load' write)")
@@ -33,7 +33,9 @@ def host(doc: dict) -> str:
              + " from a post to the thread it wakes, " if wakeup else "no wake-up time, ")
             + (f"{cpus} cores for the sessions' CPU" if cpus else "a core for every session")
             + (", each transaction's CPU drawn from an exponential of its mean (assumed)" if spread["cpu_dist"]
-               else ", every transaction's CPU the same"))
+               else ", every transaction's CPU the same")
+            + (f", {lw} us of the log writer's CPU before each write" if (lw := _whole(doc, "log_writer_cpu_us", 0))
+               else ", the log writer's CPU not modelled"))
 
 
 def _dist(doc: dict, key: str) -> str:
@@ -49,7 +51,7 @@ def where(doc: dict) -> str:
     if virtual(doc):
         return ("in virtual time: redo-writer's own engine with the device models linked in, answering in the "
                 f"models' own time, nothing of this host's in the figures (redo-writer/README.md); the modelled host: "
-                f"{host(doc)}, the log writer's CPU not modelled")
+                f"{host(doc)}")
     return "on the device path (redo-writer on this host straight to the models over NBD, in real time)"
 
 
@@ -62,4 +64,5 @@ def again(doc: dict) -> str:
     if not virtual(doc):
         return ""
     return (f" --clock virtual --wakeup-us {_whole(doc, 'wakeup_us')} --wakeup-dist {_dist(doc, 'wakeup_dist')} "
-            f"--cpus {_whole(doc, 'cpus')} --cpu-dist {_dist(doc, 'cpu_dist')}")
+            f"--cpus {_whole(doc, 'cpus')} --cpu-dist {_dist(doc, 'cpu_dist')} --log-writer-cpu-us "
+            f"{_whole(doc, 'log_writer_cpu_us', 0)}")

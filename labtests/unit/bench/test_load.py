@@ -153,7 +153,7 @@ def test_a_closed_loop_in_virtual_time_says_its_modelled_host_and_reruns_alike(t
     one; the same order seed gives the same runs."""
     from sectorlab.bench.devicepath import runs
     p = _preset(tmp_path)
-    clock = runs.Clock("virtual", wakeup_us=10, cpus=2)
+    clock = runs.Clock("virtual", wakeup_us=10, cpus=2, log_writer_cpu_us=5)
     out = [load.run(p, lambda _: None, tmp_path / name, repeats=2, seed=9, clock=clock) for name in ("a", "b")]
     docs = [json.loads((o / "load.json").read_text()) for o in out]
     assert (docs[0]["clock"], docs[0]["wakeup_us"], docs[0]["cpus"], docs[0]["cpu_dist"]) == (
@@ -162,6 +162,7 @@ def test_a_closed_loop_in_virtual_time_says_its_modelled_host_and_reruns_alike(t
         x, y = (json.loads((o / r["report"]).read_text()) for o, r in zip(out, (ra, rb)))
         x.pop("real_s"), y.pop("real_s")
         assert x == y and x["cpu_dist"] == "exponential" and x["commits_per_write"] >= 1
+        assert x["virtual"]["log_writer_cpu_us"] == 5 and x["cpu_measured"]["log_writer_us_per_write"] == 5.0
         assert x["cpu_measured"]["sessions_us_per_txn"] == pytest.approx(100, rel=0.1)
     # the repeats are independent draws: each run's CPU from a seed of its own
     first = {}
@@ -172,8 +173,10 @@ def test_a_closed_loop_in_virtual_time_says_its_modelled_host_and_reruns_alike(t
     md = (out[0] / "report.md").read_text()
     assert "# The seed's load, closed loop, in virtual time" in md
     assert "2 cores for the sessions' CPU, each transaction's CPU drawn from an exponential of its mean" in md
+    assert "5 us of the log writer's CPU before each write" in md
     assert "How far the modelled host got" in md and "How far the host got" not in md
-    assert "--seed 9 --clock virtual --wakeup-us 10 --wakeup-dist exponential --cpus 2 --cpu-dist exponential -- " in md
+    assert ("--seed 9 --clock virtual --wakeup-us 10 --wakeup-dist exponential --cpus 2 --cpu-dist exponential "
+            "--log-writer-cpu-us 5 -- ") in md
 
 
 def test_a_closed_loop_with_no_cpu_in_virtual_time_asks_for_a_wake_up_before_anything_runs(tmp_path):

@@ -245,4 +245,5 @@ def test_a_sweep_in_virtual_time_is_the_same_on_any_host_and_says_its_clock(tmp_
     assert sorted(d.name for d in (out[0] / "models").iterdir()) == ["flash-512-4096-v0", "flash-512-4096-v1"]
     md = (out[0] / "report.md").read_text()
     assert "in virtual time: redo-writer's own engine with the device models linked in" in md
-    assert "--clock virtual --wakeup-us 10 --wakeup-dist exponential --cpus 0 --cpu-dist exponential -- " in md
+    assert ("--clock virtual --wakeup-us 10 --wakeup-dist exponential --cpus 0 --cpu-dist exponential "
+            "--log-writer-cpu-us 0 -- ") in md

@@ -57,6 +57,7 @@ class Clock:
     cpus: int = 0
     cpu_dist: str = "exponential"
     wakeup_dist: str = "exponential"
+    log_writer_cpu_us: int = 0
 
     @property
     def virtual(self) -> bool:
@@ -64,12 +65,14 @@ class Clock:
 
     def as_json(self) -> dict:
         return {"clock": self.name, **({"wakeup_us": self.wakeup_us, "wakeup_dist": self.wakeup_dist,
-                                        "cpus": self.cpus, "cpu_dist": self.cpu_dist} if self.virtual else {})}
+                                        "cpus": self.cpus, "cpu_dist": self.cpu_dist,
+                                        "log_writer_cpu_us": self.log_writer_cpu_us} if self.virtual else {})}
 
     def args(self) -> list[str]:
         """redo-writer's options for this clock."""
         if self.virtual:
-            return ["--wakeup-us", str(self.wakeup_us), "--wakeup-dist", self.wakeup_dist, "--cpus", str(self.cpus)]
+            return ["--wakeup-us", str(self.wakeup_us), "--wakeup-dist", self.wakeup_dist, "--cpus", str(self.cpus),
+                    "--log-writer-cpu-us", str(self.log_writer_cpu_us)]
         return ["--reply-spin-us", str(REPLY_SPIN_US)]
 
 
