@@ -482,7 +482,6 @@ static int writelog_record(enum op op, uint64_t offset, uint32_t count, const vo
   return r;
 }
 
-static const char *const op_names[] = {"read", "write", "flush", "trim", "zero"};
 
 /* The model's cost of the request; the data operation; the wait; the trace line (its arrival time on
  * the host's CLOCK_MONOTONIC, so that the traces of two disks, a race's members, line up). */
@@ -496,15 +495,10 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
   }
   int64_t finished = now_ns();
   if (trace) {
-    char tail[192];
-    model_trace_tail(tail, sizeof tail, &c, arrival);
     /* served: from the answering medium's start to the reply, against its service time */
-    int64_t from = c.flashlog_first == 1 ? c.flashlog_start : c.start;
     pthread_mutex_lock(&lock);
-    fprintf(trace, "%.3f,%s,%" PRIu64 ",%" PRIu32 ",%d,%d,%.3f,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%s\n",
-            (arrival + t0) / 1e3, op_names[op], offset, count, (flags & NBDKIT_FLAG_FUA) != 0, c.channel,
-            (c.start - arrival) / 1e3, (c.done - c.start) / 1e3, (finished - from) / 1e3, c.cached,
-            c.rmw_reads, c.unit_reads, c.error ? c.error : (data_result ? *err : 0), tail);
+    model_trace_line(trace, t0, op, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, arrival, finished, &c,
+                     c.error ? c.error : (data_result ? *err : 0));
     fflush(trace);
     pthread_mutex_unlock(&lock);
   }

@@ -472,6 +472,18 @@ struct cost model_request(struct model *m, enum op op, uint64_t offset, uint32_t
   return c;
 }
 
+int model_trace_line(FILE *out, int64_t t0, enum op op, uint64_t offset, uint64_t length, int fua, int64_t arrival,
+                     int64_t replied, const struct cost *c, int error) {
+  static const char *const names[] = {"read", "write", "flush", "trim", "zero"};
+  int64_t from = c->flashlog_first == 1 ? c->flashlog_start : c->start;
+  char tail[192];
+  model_trace_tail(tail, sizeof tail, c, arrival);
+  return fprintf(out, "%.3f,%s,%" PRIu64 ",%" PRIu64 ",%d,%d,%.3f,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%s\n",
+                 (arrival + t0) / 1e3, names[op], offset, length, fua, c->channel, (c->start - arrival) / 1e3,
+                 (c->done - c->start) / 1e3, (replied - from) / 1e3, c->cached, c->rmw_reads, c->unit_reads, error,
+                 tail);
+}
+
 int model_trace_tail(char *buf, size_t size, const struct cost *c, int64_t arrival) {
   char flash[64] = ",", durable[32] = "", media[32] = "";
   if (c->flashlog_done >= 0)

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define MODEL_MAX_CHANNELS 64
 #define MODEL_MAX_POINTS 16
@@ -154,6 +155,12 @@ int model_trace_tail(char *buf, size_t size, const struct cost *c, int64_t arriv
   "t_us,op,offset,length,fua,channel,queue_us,service_us,served_us,cached,rmw_reads,unit_reads,error," \
   MODEL_TRACE_TAIL_HEADER "\n"
 #define MODEL_WRITELOG_MAGIC "sectorlab-writelog 1\n"
+/* One whole trace line (MODEL_TRACE_HEADER's columns), as the filter and redo-writer's model:
+ * members write it: the request `op` of `length` bytes at `offset` that arrived at `arrival` (ns, the
+ * model's clock; the trace shows arrival + t0, the filter's host clock) and was replied to at `replied`
+ * (served: from the answering medium's start to then), with `error` (0 or an errno). Returns fprintf's. */
+int model_trace_line(FILE *out, int64_t t0, enum op op, uint64_t offset, uint64_t length, int fua, int64_t arrival,
+                     int64_t replied, const struct cost *c, int error);
 
 
 #endif

@@ -46,6 +46,7 @@
 #include <linux/fs.h>
 
 #include "common.h"
+#include "draw.h"
 #include "engine.h"
 #include "model.h"
 #include "nbd.h"
@@ -188,25 +189,6 @@ static void cond_broadcast(pthread_cond_t *cv)
 		pthread_cond_broadcast(cv);
 }
 
-/* The trace line of a model: member's request, in the filter's columns (devicemodel/filter.c's
- * serve(): served is from the answering medium's start to the reply). 0, or -errno. */
-static int trace_request(struct member *m, enum op op, uint64_t off, uint64_t len, int fua, int64_t arrival,
-			 const struct cost *c)
-{
-	static const char *const op_names[] = { "read", "write", "flush", "trim", "zero" };
-	int64_t from = c->flashlog_first == 1 ? c->flashlog_start : c->start;
-	char tail[192];
-
-	if (!m->trace)
-		return 0;
-	model_trace_tail(tail, sizeof(tail), c, arrival);
-	if (fprintf(m->trace, "%.3f,%s,%llu,%llu,%d,%d,%.3f,%.3f,%.3f,%d,%u,%u,%d,%s\n", arrival / 1e3, op_names[op],
-		    (unsigned long long)off, (unsigned long long)len, fua, c->channel, (c->start - arrival) / 1e3,
-		    (c->done - c->start) / 1e3, (c->answered - from) / 1e3, c->cached, c->rmw_reads, c->unit_reads,
-		    c->error, tail) < 0)
-		return errno ? -errno : -EIO;
-	return 0;
-}
 
 /* The bytes of a model: member's write: on the disk it serves, and a record of the write log
  * (its arrival, offset, length | op << 32, then the bytes: the filter's format). 0, or -errno. */
@@ -229,46 +211,42 @@ static int land_write(struct member *m, const char *buf, uint64_t len, uint64_t 
 	return 0;
 }
 
-/* One write to a model: member, made durable as write_nbd makes one to a model's NBD export (the
- * filter takes FUA: an O_DSYNC write is one request with FUA; fdatasync, the write and then a
- * flush); the thread waits until the model's reply. Its trace line and its bytes are written as the
- * filter writes them, when the member has those files. */
-static int write_model(struct shared *sh, struct member *m, const char *buf, uint64_t len, uint64_t off)
+/* One request to a model: member at the clock's now (a write's bytes land on its disk and write log
+ * first), its trace line, and the wait until the model's reply. 0, or -errno with the call named. */
+static int model_call(struct member *m, enum op op, const char *buf, uint64_t len, uint64_t off, int fua)
 {
-	int fua = sh->cfg->sync == SYNC_ODSYNC, err;
 	int64_t arrival = (int64_t)vclock_now();
-	struct cost c = model_request(m->model, OP_WRITE, off, (uint32_t)len, fua, arrival);
+	struct cost c = model_request(m->model, op, off, (uint32_t)len, fua, arrival);
+	int err;
 
-	if (!c.error && (err = land_write(m, buf, len, off, arrival))) {
+	if (op == OP_WRITE && !c.error && (err = land_write(m, buf, len, off, arrival))) {
 		m->failed_call = "the model's disk or write log";
 		return err;
 	}
-	if ((err = trace_request(m, OP_WRITE, off, len, fua, arrival, &c))) {
+	if (m->trace && model_trace_line(m->trace, 0, op, off, len, fua, arrival, c.answered, &c, c.error) < 0) {
 		m->failed_call = "the model's trace";
-		return err;
+		return errno ? -errno : -EIO;
 	}
 	vclock_sleep_until((uint64_t)c.answered);
-	if (c.error) {
-		m->failed_call = "the model's write";
-		return -c.error;
-	}
-	if (fua) {
-		m->fua_writes++;
-		m->syncs++;
-		return 0;
-	}
-	arrival = (int64_t)vclock_now();
-	c = model_request(m->model, OP_FLUSH, 0, 0, 0, arrival);
-	if ((err = trace_request(m, OP_FLUSH, 0, 0, 0, arrival, &c))) {
-		m->failed_call = "the model's trace";
+	if (c.error)
+		m->failed_call = op == OP_WRITE ? "the model's write" : "the model's flush";
+	return -c.error;
+}
+
+/* One write to a model: member, made durable as write_nbd makes one to a model's NBD export (the
+ * filter takes FUA: an O_DSYNC write is one request with FUA; fdatasync, the write and then a
+ * flush); its trace line and its bytes written as the filter writes them, when the member has
+ * those files. */
+static int write_model(struct shared *sh, struct member *m, const char *buf, uint64_t len, uint64_t off)
+{
+	int fua = sh->cfg->sync == SYNC_ODSYNC, err = model_call(m, OP_WRITE, buf, len, off, fua);
+
+	if (err)
 		return err;
-	}
-	vclock_sleep_until((uint64_t)c.answered);
-	if (c.error) {
-		m->failed_call = "the model's flush";
-		return -c.error;
-	}
-	m->flushes++;
+	if (!fua && (err = model_call(m, OP_FLUSH, NULL, 0, 0, 0)))
+		return err;
+	m->fua_writes += fua;
+	m->flushes += !fua;
 	m->syncs++;
 	return 0;
 }
@@ -688,22 +666,10 @@ static void *log_writer(void *arg)
 	return NULL;
 }
 
-/* splitmix64 (Steele, Lea, Flood 2014): a small generator that is enough for arrival times. */
-static uint64_t splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* An exponential inter-arrival time: -log(u) times the mean, u uniform in (0, 1]. */
 static uint64_t exponential_gap(struct schedule *s)
 {
-	double u = (double)(splitmix64(&s->rng) >> 11) * 0x1.0p-53;
-
-	return (uint64_t)llround(-log1p(-u) * s->interval_ns);
+	return exponential_ns(&s->rng, s->interval_ns);
 }
 
 static void schedule_init(struct schedule *s, const struct config *cfg, unsigned long long idx)
@@ -771,7 +737,7 @@ static uint64_t transaction_cpu_ns(struct session_ctx *ctx)
 
 	if (cfg->cpu_dist == CPU_FIXED || !cfg->cpu_us_per_txn)
 		return (uint64_t)mean;
-	return (uint64_t)llround(-log1p(-(double)(splitmix64(&ctx->cpu_rng) >> 11) * 0x1.0p-53) * mean);
+	return exponential_ns(&ctx->cpu_rng, mean);
 }
 
 /* Whether the run has no more commits for sessions to start. */

@@ -16,6 +16,7 @@
 #include <ucontext.h>
 
 #include "common.h"
+#include "draw.h"
 #include "vclock.h"
 
 enum vstate { V_RUNNING, V_READY, V_TIMED, V_WAITING, V_DONE };
@@ -295,25 +296,12 @@ void vclock_wait(const void *on)
 	switch_away();
 }
 
-/* splitmix64 (Steele, Lea, Flood 2014), as the engine draws its arrivals and CPU. */
-static uint64_t splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* A wake-up: the mean, or an exponential draw of it. */
 static uint64_t wakeup(void)
 {
-	double u;
-
 	if (!vc.wakeup_exponential)
 		return vc.wakeup_ns;
-	u = (double)(splitmix64(&vc.wakeup_rng) >> 11) * 0x1.0p-53;
-	return (uint64_t)llround(-log1p(-u) * (double)vc.wakeup_ns);
+	return exponential_ns(&vc.wakeup_rng, (double)vc.wakeup_ns);
 }
 
 void vclock_notify(const void *on, int all)
