@@ -67,7 +67,7 @@ show = show() { $(if $(findstring s,$(firstword -$(MAKEFLAGS))),,local line; lin
   printf '%s\n' "$${line% }";) exec "$$@"; }
 # make bench: the preset (labs/bench/PRESET.toml; empty: vsphere-512e) and what overrides its [bench]:
 # DURATION, WARMUP, REPEATS, RESULTS, and ORDER_SEED, the seed of the run order (a bench's report
-# prints the one it drew: ORDER_SEED=n repeats its order). The preset follows '--': a name that
+# prints the one it drew: ORDER_SEED=n repeats its order); CLOCK_OPTIONS, its twins' clock. The preset follows '--': a name that
 # starts with '-' is a preset's name, not an option.
 BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMUP"} \
               $${REPEATS:+--repeats="$$REPEATS"} $${RESULTS:+--results="$$RESULTS"} \
@@ -102,7 +102,8 @@ help:
 	@echo "make check                shellcheck, ruff, packer/terraform fmt + validate, redo-writer with -Werror"
 	@echo "make bench [PRESET=p3700-4k] [DURATION=s] [REPEATS=n] [ORDER_SEED=n]  a seed's experiment: its own lab up, every"
 	@echo "                          configuration REPEATS times in random interleaved rounds (open loop, controls), lab down,"
-	@echo "                          results/<time>-<preset>/report.html (sectorlab bench --list)"
+	@echo "                          results/<time>-<preset>/report.html (sectorlab bench --list); CLOCK=virtual: each"
+	@echo "                          run's device-path twin in the models' own time"
 	@echo "make bench-sweep PRESET=p [SWEEP=param]  an assumed device parameter over its plausible range on the device"
 	@echo "                          path (no lab): where each headline flips (also make bench PRESET=p SWEEP=param)"
 	@echo "make bench-load PRESET=p  the seed's own load, closed loop, on the device path (no lab): group commit and"
@@ -403,7 +404,7 @@ check: bootstrap-all
 # even under make -n, and the whole bench ran when a user asked what would run.
 ifeq ($(SWEEP),)
 bench: bootstrap
-	@$(show); show $(SECTORLAB) bench $(BENCH_ARGS)
+	@$(show); show $(SECTORLAB) bench $(CLOCK_OPTIONS) $(BENCH_ARGS)
 else
 bench: bench-sweep
 endif
@@ -423,7 +424,8 @@ bench-load: bootstrap
 	@$(show); show $(SECTORLAB) bench-load $${REPEATS:+--repeats="$$REPEATS"} $${DURATION:+--duration="$$DURATION"} \
 	  $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} $(CLOCK_OPTIONS) -- "$${PRESET:-ssd-vs-hdd}"
 
-# The clock of bench-sweep's and bench-load's runs (redo-writer/README.md, "Virtual time").
+# The clock of bench-sweep's and bench-load's runs, and of make bench's device-path twins
+# (redo-writer/README.md, "Virtual time").
 CLOCK_OPTIONS = $${CLOCK:+--clock="$$CLOCK"} $${WAKEUP_US:+--wakeup-us="$$WAKEUP_US"} $${CPUS:+--cpus="$$CPUS"} \
 	  $${CPU_DIST:+--cpu-dist="$$CPU_DIST"} $${WAKEUP_DIST:+--wakeup-dist="$$WAKEUP_DIST"} \
 	  $${LOG_WRITER_CPU_US:+--log-writer-cpu-us="$$LOG_WRITER_CPU_US"}

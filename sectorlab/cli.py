@@ -174,9 +174,14 @@ def _device_path_bench_args(p, results: str) -> None:
     p.add_argument("--duration", type=whole(1, 3600), help="seconds of each run (default: the preset's)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), help="the seed of the run order (default: a new one)")
     p.add_argument("--results", type=results_root, help=f"where {results} goes (default: results/)")
-    p.add_argument("--clock", choices=("real", "virtual"), default="real", help="real: redo-writer on this host to "
-                   "the models over NBD, in real time (default); virtual: the same models linked into redo-writer, "
-                   "in the models' own time: the same numbers on any host, at any load (redo-writer/README.md)")
+    _clock_args(p, "real: redo-writer on this host to the models over NBD, in real time (default); virtual: the same "
+                "models linked into redo-writer, in the models' own time: the same numbers on any host, at any load "
+                "(redo-writer/README.md)")
+
+
+def _clock_args(p, what: str) -> None:
+    """The clock of the device path's runs and, on the virtual one, the modelled host (bench/clock.py)."""
+    p.add_argument("--clock", choices=("real", "virtual"), default="real", help=what)
     p.add_argument("--wakeup-us", type=whole(0, 1_000_000), help="--clock virtual: the modelled host's wake-up "
                    "from a post to the thread it wakes, in us (default 0: at once)")
     p.add_argument("--cpus", type=whole(0, 65536), help="--clock virtual: the modelled host's cores for the "
@@ -239,6 +244,9 @@ def _add_bench_commands(sub) -> None:
                    help="where <timestamp>-<preset>/ goes (default: results/ in the project, not committed)")
     p.add_argument("--png", action="store_true", help="also draw report.html as on a desktop and a phone")
     p.add_argument("--list", action="store_true", help="the presets, their runs and estimated run time")
+    _clock_args(p, "the clock of each run's device-path twin: real, redo-writer on this host to the lab's models "
+                "over NBD right after the guest's run (default); virtual, the same models' parameters linked into "
+                "redo-writer, in the models' own time (redo-writer/README.md)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("bench-writer", help="redo-writer (1 session) against fio on the same file, side by side")

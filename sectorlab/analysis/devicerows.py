@@ -44,21 +44,30 @@ class Window:
     def rows(self, runs_dir: Path, run_id: str, results: Path) -> dict:
         """Per disk: its profile, its trace of the run (kept in runs_dir) and the summary per
         operation; for a race of two model-served members, also when each member got the writes."""
-        out, writes = {}, {}
+        kept = {}
         for d in self.disks:
-            s = self.servers[d.name]
-            header, text = trace.lines(s.trace, self.offsets[d.name])
-            kept = runs_dir / f"{run_id}.{d.name}.trace.csv"
-            write_atomic(kept, header + text)  # never through a link planted under the run's name
-            requests = trace.parse(header + text)
-            writes[d.name] = [r for r in requests if r.op == "write"]
-            channels = int(modelled.params(d.device, d.logical_block_size, d.physical_block_size).get("channels", "1"))
-            out[d.name] = {"profile": d.device, "trace": str(kept.relative_to(results)),
-                           **{op: trace.summary(requests, op, channels) for op in OPS}}
-        if self.race and len(self.disks) == 2:
-            first, second = (writes[d.name] for d in self.disks)
-            out[self.disks[0].name]["race"] = arrivals(first, second)
-        return out
+            header, text = trace.lines(self.servers[d.name].trace, self.offsets[d.name])
+            kept[d.name] = runs_dir / f"{run_id}.{d.name}.trace.csv"
+            write_atomic(kept[d.name], header + text)  # never through a link planted under the run's name
+        return rows(self.disks, kept, results, self.race)
+
+
+def rows(disks: list[DiskRecord], kept: dict[str, Path], results: Path, race: bool = False) -> dict:
+    """Per disk: its profile, its trace of one run (kept[disk's name], a file under `results`) and
+    the summary per operation; for a race of two model-served members, also when each member got the
+    writes (Window.rows on the real clock; on the virtual one the traces redo-writer's model: members
+    wrote)."""
+    out, writes = {}, {}
+    for d in disks:
+        requests = trace.parse(kept[d.name].read_text())
+        writes[d.name] = [r for r in requests if r.op == "write"]
+        channels = int(modelled.params(d.device, d.logical_block_size, d.physical_block_size).get("channels", "1"))
+        out[d.name] = {"profile": d.device, "trace": str(kept[d.name].relative_to(results)),
+                       **{op: trace.summary(requests, op, channels) for op in OPS}}
+    if race and len(disks) == 2:
+        first, second = (writes[d.name] for d in disks)
+        out[disks[0].name]["race"] = arrivals(first, second)
+    return out
 
 
 def flash_log(device_trace: dict) -> dict | None:
@@ -94,8 +103,9 @@ def with_flash_log(report_text: str, device_trace: dict | None) -> str:
 def arrivals(first: list, second: list) -> dict:
     """A race's log writes as the host saw them: each write of the first member paired with the same
     write (offset and length, in order) of the second; the share that reached the first member's
-    model first, and the arrival gap (the second's minus the first's, microseconds of the host's
-    clock: every trace line's t_us is CLOCK_MONOTONIC)."""
+    model first, and the arrival gap (the second's minus the first's, microseconds of the run's
+    clock: a served model's trace line's t_us is the host's CLOCK_MONOTONIC, a model: member's the
+    virtual clock)."""
     queues: dict[tuple[int, int], list[float]] = {}
     for r in second:
         queues.setdefault((r.offset, r.length), []).append(r.t_us)

@@ -45,7 +45,7 @@ _LAZY = {
     "GUEST_DIR": "redo.run",
     "Bench": "redo.run",
     "asm_verdicts": "redo.run",
-    "redo_writer_args": "redo.run",
+    "redo_writer_args": "redo.preset",
 }
 
 

@@ -19,6 +19,7 @@ from ..errors import UsageError
 from ..lab.state import Progress
 from .appliance import preset as appliance
 from .appliance import run as appliancerun
+from .clock import REAL, Clock
 from .presets import RESULTS_DIR, preset_path
 from .redo import preset
 from .redo.run import run as run_redo  # `run` is this module's own: every kind's
@@ -36,16 +37,18 @@ class Kind:
 
     `run(preset, progress, results_root)` is the whole bench: its lab up, the runs, its lab down, the
     report; it returns the results directory it made under results_root, a directory of the report
-    kind `report` (sectorlab/report/kinds.py)."""
+    kind `report` (sectorlab/report/kinds.py). A kind with a device path (`device_path`) also takes
+    `clock=` (bench/clock.py), the clock its device-path runs are on."""
     name: str
     table: str
     report: str
     load: Callable[..., Any]
-    run: Callable[[Any, Progress, Path], Path]
+    run: Callable[..., Path]
+    device_path: bool = False
 
 
 KINDS = (
-    Kind("redo", "bench", "redo", preset.from_table, run_redo),
+    Kind("redo", "bench", "redo", preset.from_table, run_redo, device_path=True),
     Kind("appliance", "appliance", "appliance", appliance.from_table, appliancerun.run),
 )
 
@@ -77,10 +80,17 @@ def load_preset(name: str, duration_s: int | None = None, warmup_s: int | None =
                                            repeats=repeats, order_seed=order_seed)
 
 
-def run(preset, progress: Progress, results_root: Path = RESULTS_DIR) -> Path:
+def run(preset, progress: Progress, results_root: Path = RESULTS_DIR, clock: Clock = REAL) -> Path:
     """`sectorlab bench`: the preset's kind runs it (lab-up, the runs, lab-down whatever happened,
-    the report); the results directory."""
+    the report), its device path on `clock`; the results directory. A kind without a device path
+    is refused another clock than the real one, before anything starts."""
     for kind in KINDS:
-        if kind.name == preset.kind:
-            return kind.run(preset, progress, results_root)
+        if kind.name != preset.kind:
+            continue
+        if kind.device_path:
+            return kind.run(preset, progress, results_root, clock=clock)
+        if clock.virtual:
+            raise UsageError(f"preset {preset.name!r}, a bench of kind {kind.name}, has no device path: nothing of it "
+                             f"runs in virtual time; run it without --clock virtual (make CLOCK=)")
+        return kind.run(preset, progress, results_root)
     raise ValueError(f"preset {preset.name!r} is of kind {preset.kind!r}, which KINDS does not have")

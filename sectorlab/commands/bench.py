@@ -25,7 +25,8 @@ def cmd_bench(args) -> int:
         return 0
     preset = bench.load_preset(args.preset, args.duration, args.warmup, args.repeats, lab_mod.suffix_from_env(),
                                args.seed)
-    print(png_too(args, lambda: bench.run(preset, progress, args.results)))
+    clock = _clock(args)
+    print(png_too(args, lambda: bench.run(preset, progress, args.results, clock)))
     return 0
 
 
@@ -39,12 +40,12 @@ def _redo_preset(args, command: str):
 
 def _clock(args):
     """The runs' clock from --clock, --wakeup-us and --cpus (the last two only on the virtual one)."""
-    from ..bench.devicepath import runs
+    from ..bench.clock import Clock
     for name in ("wakeup_us", "cpus", "cpu_dist", "wakeup_dist", "log_writer_cpu_us"):
         if getattr(args, name) is not None and args.clock != "virtual":
             raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name)}: the modelled host's, in virtual "
                              f"time: give --clock virtual with it (a real run's is this host's own)")
-    return runs.Clock(args.clock, args.wakeup_us or 0, args.cpus or 0, args.cpu_dist or "exponential",
+    return Clock(args.clock, args.wakeup_us or 0, args.cpus or 0, args.cpu_dist or "exponential",
                       args.wakeup_dist or "exponential", args.log_writer_cpu_us or 0)
 
 

@@ -1,4 +1,4 @@
-"""Which clock a device-path record's runs were on (bench/devicepath/runs.py's Clock: the real one,
+"""Which clock a device-path record's runs were on (bench/clock.py's Clock: the real one,
 redo-writer over NBD to served models, or the virtual one, the models linked into redo-writer): the
 words the sweep and closed-loop reports say it in, and the options that run it again. A record
 written before the virtual clock has no "clock": its runs were real."""
@@ -66,3 +66,43 @@ def again(doc: dict) -> str:
     return (f" --clock virtual --wakeup-us {_whole(doc, 'wakeup_us')} --wakeup-dist {_dist(doc, 'wakeup_dist')} "
             f"--cpus {_whole(doc, 'cpus')} --cpu-dist {_dist(doc, 'cpu_dist')} --log-writer-cpu-us "
             f"{_whole(doc, 'log_writer_cpu_us', 0)}")
+
+
+class DevicePath:
+    """How a bench report names its device path and says what it is, by the clock its twins ran on
+    (bench.json's "device_path": the real clock's record has no "clock")."""
+
+    def __init__(self, record: dict | None):
+        record = record or {}
+        self.virtual = virtual(record)
+        self.name = "device path, virtual time" if self.virtual else "device path"
+        self.host = host(record) if self.virtual else ""
+
+    def twins(self, models: str = "models") -> str:
+        """What a disk's or a comparison's device-path tables are."""
+        if self.virtual:
+            return (f"On the device path in virtual time (the same runs on this host with the same {models} linked "
+                    f"into redo-writer, in the {models}' own time):")
+        return f"On the device path (the same runs' twins on this host, straight to the {models}):"
+
+    def intro(self) -> str:
+        """The first screen's words on the two paths and the floor."""
+        guest = ("Each comparison's primary metric on both paths, a → b: the **guest path** runs redo-writer in the "
+                 "guest, through its kernel, QEMU and the emulated CPU (what the OS and the rules do); ")
+        if self.virtual:
+            return (guest + "the **device path, virtual time** runs the same workload with the same device models "
+                    "linked into redo-writer, in the models' own time (what the device's timing does, nothing of "
+                    f"this host's in it; the modelled host: {self.host}). The floor is the same run on the `floor` "
+                    "model (no device time): on the guest path its share is the lab's own path; in virtual time it is "
+                    "the modelled host's wake-ups, so a difference found there is the models' own, exact, and whether "
+                    "a DBA's host would show it depends on that host's floor, which the guest path (and the real "
+                    "clock's device path) measures.")
+        return (guest + "the **device path** runs the same command on this host straight to the same device model "
+                "(what the device's timing does). The floor is the same run on the `floor` model (no device time): "
+                "its share is the part of a latency that is the lab's own path.")
+
+    def again(self) -> str:
+        """The line before the twins' commands in "How to run it again"."""
+        if self.virtual:
+            return "# on this host, in the results directory, each run's device-path twin in virtual time:"
+        return "# on this host, each run's device-path twin right after it:"

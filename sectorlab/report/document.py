@@ -21,6 +21,7 @@ from ..analysis.compare import Findings, findings_of, shape
 from ..analysis.metrics import ROWS, Disk, Run, race_wins, row_of, row_value, spread, verdict_text
 from ..analysis.stats import ALPHA, CI_LEVEL
 from . import findings, render
+from .clock import DevicePath
 from .render import one_line
 
 
@@ -193,7 +194,7 @@ def _pictures(pngs: list[Path], alt: str, results: Path) -> list[str]:
 
 
 def _disk_section(d: Disk, c: dict | None, pictures: dict, results: Path, device: Disk | None = None,
-                  device_c: dict | None = None) -> list[str]:
+                  device_c: dict | None = None, path: DevicePath | None = None) -> list[str]:
     """One disk: its rows on the guest path (and on the device path: `device`, its runs' twins),
     the refusals and the tests, the shape of each BLOCKSIZE's commit latencies, the race and the
     read-modify-writes, the repeats' spread and the pictures."""
@@ -202,7 +203,7 @@ def _disk_section(d: Disk, c: dict | None, pictures: dict, results: Path, device
     # change stays on screen.
     out = [f"## {one_line(d.name)}", "", "On the guest path:", ""] + _disk_table(by_bs, c)
     if device:
-        out += ["On the device path (the same runs' twins on this host, straight to the model):", ""]
+        out += [(path or DevicePath(None)).twins("model"), ""]
         out += _disk_table(device.by_blocksize(), device_c)
     if any(len(runs) > 1 for runs in by_bs.values()):
         out += _every_run_table(by_bs)
@@ -221,7 +222,8 @@ def _disk_section(d: Disk, c: dict | None, pictures: dict, results: Path, device
     return out + [""]
 
 
-def _comparison_section(i: int, c: dict, pictures: dict, results: Path, device: dict | None = None) -> list[str]:
+def _comparison_section(i: int, c: dict, pictures: dict, results: Path, device: dict | None = None,
+                        path: DevicePath | None = None) -> list[str]:
     """The i-th comparison across disks: its headline, both sides' rows and the change on the
     guest path and, beside them, on the device path (`device`: the same comparison of the runs'
     device-path twins), the tests of each and the pictures; or which side did not run."""
@@ -230,8 +232,9 @@ def _comparison_section(i: int, c: dict, pictures: dict, results: Path, device: 
     if c.get("not_compared"):
         return out + [f"Not compared: {', '.join(c['not_compared'])} did not run.", ""]
     device = device if device and device.get("tests") else None
+    path = path or DevicePath(None)
     out += [f"**{c['verdict']}** on the primary metric `{c['primary']}` on the guest path"
-            + (f", **{device['verdict']}** on the device path." if device else ".") , ""]
+            + (f", **{device['verdict']}** on the {path.name}." if device else ".") , ""]
     paths = [("guest", c)] + ([("device", device)] if device else [])
     header = [""]
     columns = []
@@ -252,7 +255,7 @@ def _comparison_section(i: int, c: dict, pictures: dict, results: Path, device: 
     out += render.table(rows)
     out += ["On the guest path:", ""] + findings.tests_lines(c, a, b)
     if device:
-        out += ["", "On the device path (the same runs' twins on this host, straight to the models):", ""]
+        out += ["", path.twins(), ""]
         out += findings.tests_lines(device, a, b)
     for k, x in (("a", a), ("b", b)):
         out += findings.shape_line(x, shape(c["runs"][0 if k == "a" else 1]))
@@ -283,21 +286,23 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, foun
     (from 0), files in `results`; `found` the bench's comparisons, computed once by the caller."""
     found = found or findings_of(bench, disks)
     why_no_device = (bench.get("device_path") or {}).get("why_not")
-    out = _heading(bench, disks) + findings.headline_section(found.headlines, why_no_device)
+    path = DevicePath(bench.get("device_path"))
+    out = _heading(bench, disks) + findings.headline_section(found.headlines, why_no_device, path)
     out += findings.seed_section(found.seeds, compact=True, device=found.device_seeds)
     out += findings.design_lines(bench, disks) + _disks_table(disks)
     device_disks = {d.name: d for d in found.device_disks}
     for d in disks:
         twin = device_disks.get(d.name)
-        out += _disk_section(d, found.per_disk[d.name], pictures, results, twin, found.device_per_disk.get(d.name))
+        out += _disk_section(d, found.per_disk[d.name], pictures, results, twin, found.device_per_disk.get(d.name),
+                             path)
     comparisons = found.cross
     if comparisons:
         out += ["## Comparisons across disks", ""]
         for i, c in enumerate(comparisons):
             device = found.device_cross[i] if i < len(found.device_cross) else None
-            out += _comparison_section(i, c, pictures, results, device)
+            out += _comparison_section(i, c, pictures, results, device, path)
     out += findings.controls_section(found.controls)
-    out += findings.controls_section(found.device_controls, "device path")
+    out += findings.controls_section(found.device_controls, path.name)
     out += findings.seed_section(found.seeds)
     out += findings.held_out_section(found.held_out)
     out += _rules_section(bench)
@@ -307,7 +312,7 @@ def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, foun
         out += [f"- {one_line(line)}" for line in crosschecks] + [""]
     # A fence longer than any run of backticks in the commands, so that none ends it.
     host = (bench.get("device_path") or {}).get("commands") or []
-    intro = ["# on this host, each run's device-path twin right after it:"] if host else []
+    intro = [path.again()] if host else []
     commands = [one_line(c) for c in [*(bench.get("commands") or []), *intro, *host]]
     fence = "`" * max(3, 1 + max((len(m) for c in commands for m in re.findall("`+", c)), default=0))
     out += ["## How to run it again", "", fence, *commands, fence, ""]

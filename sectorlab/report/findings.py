@@ -10,6 +10,7 @@ from ..analysis import stats
 from ..analysis.metrics import METRICS, Disk
 from ..analysis.stats import ALPHA, CI_LEVEL
 from . import render
+from .clock import DevicePath
 from .render import one_line
 
 
@@ -134,7 +135,7 @@ def controls_section(controls: list[dict], path: str = "guest path") -> list[str
 def _path_line(path: str, line: dict | None, why_not: str | None) -> str:
     """One path of a headline: a -> b of the primary metric, change, p, n, CI, verdict, floor share."""
     if line is None:
-        return f"{path} path: not tested" + (f" ({why_not})" if why_not else "")
+        return f"{path}: not tested" + (f" ({why_not})" if why_not else "")
     m = line["metric"]
     (ma, mb), (fa, fb) = line["medians"], line["floor"]
     ci = _ci_text({"metric": m, "ci": line["ci"],
@@ -148,22 +149,18 @@ def _path_line(path: str, line: dict | None, why_not: str | None) -> str:
     else:
         floor = "; ".join(f"floor {value_text(m, f['median'])} ({f['config']}) = {s:.0f} % of {k}" if f else
                           f"no floor run at {k}'s BLOCKSIZE" for f, s, k in zip((fa, fb), shares, ("a", "b")))
-    return (f"{path} path: {value_text(m, ma)} → {value_text(m, mb)} ({_change(line)}), "
+    return (f"{path}: {value_text(m, ma)} → {value_text(m, mb)} ({_change(line)}), "
             f"{_p_text(line)}, n = {line['n'][0]} + {line['n'][1]}, {CI_LEVEL} CI {ci}: "
             f"**{line['verdict']}**; {floor}")
 
 
-def headline_section(items: list[dict], why_no_device: str | None) -> list[str]:
+def headline_section(items: list[dict], why_no_device: str | None, device: DevicePath | None = None) -> list[str]:
     """The first screen: each comparison of the preset, its verdict on each path in one line and
-    the path its difference is read from (headlines.py)."""
+    the path its difference is read from (headlines.py); `device` names the device path by its clock."""
     if not items:
         return []
-    out = ["## Findings", "",
-           "Each comparison's primary metric on both paths, a → b: the **guest path** runs redo-writer in the "
-           "guest, through its kernel, QEMU and the emulated CPU (what the OS and the rules do); the **device "
-           "path** runs the same command on this host straight to the same device model (what the device's "
-           "timing does). The floor is the same run on the `floor` model (no device time): its share is the "
-           "part of a latency that is the lab's own path.", ""]
+    device = device or DevicePath(None)
+    out = ["## Findings", "", device.intro(), ""]
     for i, h in enumerate(items, 1):
         a, b = _selector_text(h["a"]), _selector_text(h["b"])
         title = one_line(h.get("title") or f"comparison {i}")
@@ -174,8 +171,8 @@ def headline_section(items: list[dict], why_no_device: str | None) -> list[str]:
         label = (h["guest"] or h["device"] or {}).get("label", h.get("primary"))
         where = f"read from the **{h['read_from']} path**" if h["read_from"] else "not read"
         out += [f"{i}. **{title}** (a = {a}, b = {b}; {label}): {where}, as {h['why']}.",
-                f"    - {_path_line('guest', h['guest'], None)}",
-                f"    - {_path_line('device', h['device'], why_no_device)}", ""]
+                f"    - {_path_line('guest path', h['guest'], None)}",
+                f"    - {_path_line(device.name, h['device'], why_no_device)}", ""]
     return out
 
 

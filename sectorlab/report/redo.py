@@ -64,6 +64,10 @@ _OP = {"op?": str, "*": (stats.NUMBER, None)}
 _TRACE = {"profile": str, "write?": _OP, "flush?": _OP, "read?": _OP,
           "race?": {"pairs": stats.COUNT, "first_arrived_first_pct?": stats.NUMBER, "gap_p50_us?": stats.NUMBER,
                     "abs_gap_p50_us?": stats.NUMBER}}
+# The clock a bench's twins ran on (bench/clock.py's Clock.as_json; none: the real one), checked by
+# clock.py.
+_CLOCK = {f"{k}?": stats.SCALAR
+          for k in ("clock", "wakeup_us", "wakeup_dist", "cpus", "cpu_dist", "log_writer_cpu_us")}
 _RUN = {"disk": _NAME, "blocksize": stats.OneOf(*VALID_BLOCKSIZES), "repeat?": stats.Whole(1, 50),
         "verdict": _VERDICT, "report?": (str, None), "events?": (str, None), "control?": stats.SCALAR,
         "controls?": (str, [str], None), "override?": stats.SCALAR, "mode?": (str, None), "arrival?": (str, None),
@@ -72,7 +76,8 @@ _RUN = {"disk": _NAME, "blocksize": stats.OneOf(*VALID_BLOCKSIZES), "repeat?": s
         "rmw?": (None, {"rmw_reads": stats.COUNT}), "device_trace?": (None, stats.MapOf(_TRACE)),
         "command?": (str, None), "cpu_us_per_txn?": (stats.NUMBER, None),
         "device_path?": (None, {"report": str, "events?": (str, None), "command?": (str, None),
-                                "reply_spin_us?": (stats.NUMBER, None), "device_trace?": (None, stats.MapOf(_TRACE))})}
+                                "reply_spin_us?": (stats.NUMBER, None), "device_trace?": (None, stats.MapOf(_TRACE)),
+                                **_CLOCK})}
 _FIGURE = {"lab?": (str, None), "metric?": (str, None), "a?": (_SELECTOR, None), "b?": (_SELECTOR, None),
            **{f"{k}?": stats.SCALAR for k in ("what", "seed_value", "unit", "quote", "where", "derivation", "reason")}}
 BENCH = {"runs": [_RUN], "workload?": (None, stats.MapOf(stats.SCALAR)),
@@ -84,7 +89,7 @@ BENCH = {"runs": [_RUN], "workload?": (None, stats.MapOf(stats.SCALAR)),
          "comparisons?": (None, [{"title?": (str, None), "a": _SIDE, "b": _SIDE, "primary?": (str, None)}]),
          "seed_figures?": (None, [_FIGURE]),
          "device_path?": (None, {"reply_spin_us?": (stats.NUMBER, None), "commands?": (None, [str]),
-                                 "why_not?": (str, None)}),
+                                 "why_not?": (str, None), **_CLOCK}),
          **{f"{k}?": stats.SCALAR for k in ("preset", "title", "lab", "started", "image", "seed")}}
 _EXPECTED = "expected what 'sectorlab bench' writes"
 

@@ -18,6 +18,7 @@ import pytest
 from sectorlab import bench, cli, inputs, labdef
 from sectorlab import lab as lab_mod
 from sectorlab.bench import kinds
+from sectorlab.bench.clock import REAL, Clock
 from sectorlab.errors import UsageError
 from sectorlab.report import kinds as report_kinds
 
@@ -158,9 +159,21 @@ def test_every_preset_is_of_the_kind_whose_table_it_has(name):
 def test_a_preset_runs_by_its_kind(monkeypatch, no_lab_up, tmp_path, name, kind):
     ran = []
     monkeypatch.setattr(kinds, "KINDS", tuple(
-        dataclasses.replace(k, run=lambda preset, progress, root, k=k: ran.append((k.name, preset.name)) or root)
+        dataclasses.replace(k, run=lambda preset, progress, root, k=k, **clock: ran.append((k.name, preset.name,
+                                                                                            *clock.values())) or root)
         for k in kinds.KINDS))
-    assert bench.run(bench.load_preset(name), print, tmp_path) == tmp_path and ran == [(kind, name)]
+    assert bench.run(bench.load_preset(name), print, tmp_path) == tmp_path
+    assert ran == [(kind, name, REAL)] if kind == "redo" else [(kind, name)]
+
+
+def test_a_bench_without_a_device_path_is_refused_the_virtual_clock(monkeypatch, no_lab_up, tmp_path):
+    ran = []
+    monkeypatch.setattr(kinds, "KINDS", tuple(dataclasses.replace(k, run=lambda *a, **kw: ran.append(a))
+                                              for k in kinds.KINDS))
+    with pytest.raises(UsageError, match=r"^preset 'zfs-appliance', a bench of kind appliance, has no device "
+                                         r"path: nothing of it runs in virtual time; run it without --clock virtual"):
+        bench.run(bench.load_preset("zfs-appliance"), print, tmp_path, Clock("virtual", wakeup_us=10))
+    assert not ran and not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("files, kind", [(["bench.json"], "redo"), (["appliance.json"], "appliance"),

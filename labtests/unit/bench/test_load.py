@@ -16,6 +16,7 @@ import pytest
 from labtests.unit.analysis.test_compare import fake_report
 from labtests.unit.bench.test_sweep import TINY, tiny_preset
 from sectorlab import bench
+from sectorlab.bench.clock import Clock
 from sectorlab.bench.devicepath import load
 from sectorlab.errors import UsageError
 from sectorlab.report import load as report_load
@@ -151,9 +152,8 @@ def test_a_closed_loop_in_virtual_time_says_its_modelled_host_and_reruns_alike(t
     """The closed loop on the virtual clock: the modelled host (wake-up, cores, the CPU's spread) is in
     the record, the report and the command that runs it again; the sessions' CPU is the modelled
     one; the same order seed gives the same runs."""
-    from sectorlab.bench.devicepath import runs
     p = _preset(tmp_path)
-    clock = runs.Clock("virtual", wakeup_us=10, cpus=2, log_writer_cpu_us=5)
+    clock = Clock("virtual", wakeup_us=10, cpus=2, log_writer_cpu_us=5)
     out = [load.run(p, lambda _: None, tmp_path / name, repeats=2, seed=9, clock=clock) for name in ("a", "b")]
     docs = [json.loads((o / "load.json").read_text()) for o in out]
     assert (docs[0]["clock"], docs[0]["wakeup_us"], docs[0]["cpus"], docs[0]["cpu_dist"]) == (
@@ -182,10 +182,9 @@ def test_a_closed_loop_in_virtual_time_says_its_modelled_host_and_reruns_alike(t
 def test_a_closed_loop_with_no_cpu_in_virtual_time_asks_for_a_wake_up_before_anything_runs(tmp_path):
     """Back-to-back sessions with no CPU: in virtual time nothing separates them (on the floor no time
     would pass at all); one line asking for the modelled host's wake-up, and no results directory."""
-    from sectorlab.bench.devicepath import runs
     p = _preset(tmp_path, CLOSED.replace("cpu_us_per_txn = 100", "cpu_us_per_txn = 0"))
     with pytest.raises(UsageError, match=r"no CPU a transaction.*give the modelled host's wake-up, --wakeup-us"):
-        load.run(p, lambda _: None, tmp_path / "results", repeats=2, seed=9, clock=runs.Clock("virtual"))
+        load.run(p, lambda _: None, tmp_path / "results", repeats=2, seed=9, clock=Clock("virtual"))
     assert not (tmp_path / "results").exists()
 
 

@@ -224,7 +224,7 @@ def test_a_sweep_in_virtual_time_is_the_same_on_any_host_and_says_its_clock(tmp_
     """The same sweep on the virtual clock (the models linked into redo-writer): no server, each run a
     model: member with the run's own model seed; the write buffer's merges show in the 512-byte
     writes' time (no unit read first), and the same order seed gives the same runs to the last digit."""
-    from sectorlab.bench.devicepath.runs import Clock
+    from sectorlab.bench.clock import Clock
     p = _preset(tmp_path)
     clock = Clock("virtual", wakeup_us=10)
     out = [sweep.run(p, p.sweeps[0], lambda _: None, tmp_path / name, repeats=2, seed=5, clock=clock)

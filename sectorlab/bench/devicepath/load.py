@@ -23,6 +23,8 @@ from ...errors import UsageError
 from ...lab.state import Progress
 from ...paths import write_atomic
 from ...report import load as report
+from .. import clock as clock_mod
+from ..clock import REAL, Clock
 from ..presets import RESULTS_DIR
 from ..redo.preset import Preset, Workload
 from . import runs
@@ -41,7 +43,7 @@ def workload(preset: Preset) -> Workload:
 
 
 def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR, repeats: int | None = None,
-        seed: int | None = None, clock: runs.Clock = runs.REAL) -> Path:
+        seed: int | None = None, clock: Clock = REAL) -> Path:
     w = workload(preset)
     repeats = repeats or runs.repeats_for(len(preset.compares))
     figures = preset.closed_loop["figure"]
@@ -49,7 +51,7 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR, re
     cfgs = runs.configs(preset, extra)
     if not cfgs:
         raise UsageError(f"preset {preset.name!r}: no [[bench.compare]] and no figure names a configuration")
-    runs.check(preset, w, clock)
+    clock_mod.check(preset, w, clock)
     results = runs.results_dir(results_root, f"{preset.name}-closed-loop")
     done = runs.device_runs(preset, w, cfgs, {VARIANT: {}}, repeats, seed, results, progress,
                             f"closed loop, {w.describe()}", clock)

@@ -2,7 +2,7 @@
 target at a BLOCKSIZE) are served by device models started here (devices/server.py: nbdkit and the
 project's filter, a disk in RAM, one per disk, its sectors as the target shows them, and variant),
 and redo-writer writes to them through libnbd as a bench run's device-path twin does
-(bench/redo/twin.py's REPLY_SPIN_US). bench-sweep runs one variant per value of a parameter; bench-load one
+(bench/clock.py's REPLY_SPIN_US). bench-sweep runs one variant per value of a parameter; bench-load one
 variant, the profiles as they are, at the seed's own closed-loop load.
 
 Every (variant, configuration) runs `repeats` times in complete rounds, each round in its own
@@ -31,52 +31,16 @@ from pathlib import Path
 from ...analysis import devicerows, stats
 from ...devices import build, trace
 from ...devices.server import DeviceServer
-from ...errors import UsageError
 from ...lab import modelled
 from ...lab.state import Progress
 from ...paths import new_results_dir, write_atomic
+from ..clock import REAL, Clock, model_member
 from ..redo.fields import NULL_TARGET
-from ..redo.preset import Preset, Target, Workload
-from ..redo.run import redo_writer_args
-from ..redo.twin import REPLY_SPIN_US, call
+from ..redo.preset import Preset, Target, Workload, redo_writer_args
+from ..redo.twin import call
 
 # Memory each model serves (nbdkit's sparse memory plugin): the preset's log and room.
 MIN_DISK_BYTES = 64 << 20
-CLOCKS = ("real", "virtual")
-
-
-@dataclass(frozen=True)
-class Clock:
-    """Which clock the runs are on, and on the virtual one what the modelled host adds: a post's
-    wake-up (us), its cores for the sessions' CPU (0: one a session), and how a transaction's CPU
-    and a wake-up vary (exponential, assumed: with fixed ones nothing separates the sessions in virtual
-    time and every write carries all of them; a real host's own noise separates them on the real
-    clock)."""
-    name: str = "real"
-    wakeup_us: int = 0
-    cpus: int = 0
-    cpu_dist: str = "exponential"
-    wakeup_dist: str = "exponential"
-    log_writer_cpu_us: int = 0
-
-    @property
-    def virtual(self) -> bool:
-        return self.name == "virtual"
-
-    def as_json(self) -> dict:
-        return {"clock": self.name, **({"wakeup_us": self.wakeup_us, "wakeup_dist": self.wakeup_dist,
-                                        "cpus": self.cpus, "cpu_dist": self.cpu_dist,
-                                        "log_writer_cpu_us": self.log_writer_cpu_us} if self.virtual else {})}
-
-    def args(self) -> list[str]:
-        """redo-writer's options for this clock."""
-        if self.virtual:
-            return ["--wakeup-us", str(self.wakeup_us), "--wakeup-dist", self.wakeup_dist, "--cpus", str(self.cpus),
-                    "--log-writer-cpu-us", str(self.log_writer_cpu_us)]
-        return ["--reply-spin-us", str(REPLY_SPIN_US)]
-
-
-REAL = Clock()
 
 
 @dataclass(frozen=True)
@@ -188,8 +152,7 @@ class VirtualModels(Models):
     def uri(self, disk, sectors: tuple[int, int], variant: str, second: bool = False) -> str:
         name, params = self.model(disk, sectors, variant)
         self.params[name] = params
-        seed = self.seed + (1_000_003 if second else 0)
-        return "model:" + ";".join(f"{k}={v}" for k, v in (params | {"seed": str(seed)}).items())
+        return model_member(params, self.seed, second)
 
     def traces(self, t: Target, variant: str) -> dict[Path, int]:
         return {}
@@ -198,17 +161,6 @@ class VirtualModels(Models):
         for name, params in self.params.items():
             (self.directory / name).mkdir(parents=True, exist_ok=True)
             write_atomic(self.directory / name / "params.json", json.dumps(params, indent=2))
-
-
-def check(preset: Preset, w: Workload, clock: Clock) -> None:
-    """Before anything starts: a load the clock can run. Back-to-back sessions with no CPU and no
-    wake-up are in step in virtual time (every write carries every session), and on a model that
-    serves in no time, the floor, no time would pass."""
-    if clock.virtual and w.arrival == "closed" and not w.cpu_us_per_txn and not clock.wakeup_us:
-        raise UsageError(f"preset {preset.name!r}: its sessions commit back to back with no CPU a transaction, and "
-                         f"in virtual time nothing else separates them: on a model that serves in no time (the "
-                         f"floor) no time would pass, and on any other every write would carry every session; give "
-                         f"the modelled host's wake-up, --wakeup-us (make WAKEUP_US=), e.g. 10")
 
 
 @dataclass

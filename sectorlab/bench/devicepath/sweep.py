@@ -9,7 +9,7 @@ value a model of each disk the comparisons need is started (devices/server.py, n
 project's filter, a disk in RAM; the swept profile's disks with the value, the others as their
 profile has them), and the preset's comparisons run on them as the bench's device path runs them:
 redo-writer through libnbd with the preset's workload, polling for replies
-(bench/redo/twin.py's REPLY_SPIN_US). Every (value, configuration) runs `repeats` times in complete rounds,
+(bench/clock.py's REPLY_SPIN_US). Every (value, configuration) runs `repeats` times in complete rounds,
 each round in its own random order over all values alike, so the host's drift falls on every value
 the same. Each model gets one unmeasured run of the preset's warm-up first (its memory allocated).
 
@@ -29,22 +29,23 @@ from ...errors import UsageError
 from ...lab.state import Progress
 from ...paths import write_atomic
 from ...report import sweep as report
+from .. import clock as clock_mod
+from ..clock import REAL, REPLY_SPIN_US, Clock
 from ..presets import RESULTS_DIR
 from ..redo.preset import Preset
 from ..redo.sweeps import Sweep
-from ..redo.twin import REPLY_SPIN_US
 from . import runs
 
 
 def run(preset: Preset, sweep: Sweep, progress: Progress, results_root: Path = RESULTS_DIR,
-        repeats: int | None = None, seed: int | None = None, clock: runs.Clock = runs.REAL) -> Path:
+        repeats: int | None = None, seed: int | None = None, clock: Clock = REAL) -> Path:
     """The sweep's runs and its report; the results directory. `repeats` by default the fewest with
     which the preset's comparisons can reach ALPHA after Holm."""
     repeats = repeats or runs.repeats_for(len(preset.compares))
     cfgs = runs.configs(preset)
     if not cfgs:
         raise UsageError(f"preset {preset.name!r} has no [[bench.compare]]: a sweep shows where its comparisons flip")
-    runs.check(preset, preset.workload, clock)
+    clock_mod.check(preset, preset.workload, clock)
     results = runs.results_dir(results_root, f"{preset.name}-sweep-{sweep.param}")
     variants = {v: {p: {key: v} for p, key in sweep.profiles.items()} for v in sweep.values}
     done = runs.device_runs(preset, preset.workload, cfgs, variants, repeats, seed, results, progress,

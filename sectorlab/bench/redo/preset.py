@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ... import fields, labdef
+from ... import fields, labdef, redowriter
 from ...analysis.compare import no_twice
 from ...errors import UsageError
 from ...inguest import rules
@@ -308,3 +308,12 @@ def _seed_figure(where: str, f: dict, context: dict) -> dict:
     return f
 
 
+def redo_writer_args(w: Workload, target: str, blocksize: int, seconds: int, second: str | None = None,
+                     seed: int = 1, pairing: str | None = None, cpu_dist: str = "fixed",
+                     seeded: bool = False) -> list[str]:
+    """redo-writer's command for a run of the workload `w` (redowriter.run_args); `second` is the log
+    group's other member, written as `pairing` says (race or mirror)."""
+    return redowriter.run_args(target, blocksize, sessions=w.sessions, redo_per_txn=w.redo_per_txn, seconds=seconds,
+                               log_size=w.log_size, arrival=w.arrival, rate=w.rate, seed=seed,
+                               cpu_us_per_txn=w.cpu_us_per_txn, second=second, pairing=pairing, cpu_dist=cpu_dist,
+                               seeded=seeded)

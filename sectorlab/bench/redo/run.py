@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ... import images, redowriter
+from ... import images
 from ... import lab as lab_mod
 from ...analysis import devicerows
 from ...errors import SectorlabError
@@ -36,24 +36,14 @@ from ...lab.record import LabRecord
 from ...lab.state import Progress
 from ...paths import new_results_dir, write_atomic
 from ...report import redo as report
+from ..clock import REAL, REPLY_SPIN_US, Clock, check
 from ..presets import RESULTS_DIR, clock_text
 from . import twin
 from .fields import NULL_TARGET
-from .preset import RUN_OVERHEAD_S, Preset, Slot, Target, Workload
+from .preset import RUN_OVERHEAD_S, Preset, Slot, Target, redo_writer_args
 
 GUEST_DIR = "/var/tmp/sectorlab-bench"
 PAIRED = {"race": "raced", "mirror": "mirrored"}  # a target's second member, as the entry says it
-
-
-def redo_writer_args(w: Workload, target: str, blocksize: int, seconds: int, second: str | None = None,
-                     seed: int = 1, pairing: str | None = None, cpu_dist: str = "fixed",
-                     seeded: bool = False) -> list[str]:
-    """redo-writer's command for a run of the workload `w` (redowriter.run_args); `second` is the log
-    group's other member, written as `pairing` says (race or mirror)."""
-    return redowriter.run_args(target, blocksize, sessions=w.sessions, redo_per_txn=w.redo_per_txn, seconds=seconds,
-                               log_size=w.log_size, arrival=w.arrival, rate=w.rate, seed=seed,
-                               cpu_us_per_txn=w.cpu_us_per_txn, second=second, pairing=pairing, cpu_dist=cpu_dist,
-                               seeded=seeded)
 
 
 def asm_verdicts(preset: Preset, sectors: dict[str, tuple[int, int]]) -> list[dict]:
@@ -77,8 +67,9 @@ class Bench:
     """One bench: the preset's lab is up; `run_all()` makes every run of the order and keeps
     bench.json current."""
 
-    def __init__(self, preset: Preset, results: Path, data: LabRecord, progress: Progress, order_seed: int):
-        self.preset, self.results, self.data, self.progress = preset, results, data, progress
+    def __init__(self, preset: Preset, results: Path, data: LabRecord, progress: Progress, order_seed: int,
+                 clock: Clock = REAL):
+        self.preset, self.results, self.data, self.progress, self.clock = preset, results, data, progress, clock
         self.vm = preset.lab.vms[0].name
         self.guest = lab_mod.guests_from_lab_json(data)[self.vm]
         self.entries = {d.name: d for d in data.disks_of(self.vm)}
@@ -93,8 +84,8 @@ class Bench:
         self.refusals_recorded: set[str] = set()
         self.durations: list[float] = []
         self.host_commands: list[str] = []
-        served = [t for t in preset.targets if t.disk and twin.missing(self.members(t)) is None]
-        self.twin = twin.Twin(data.lab, results) if served else None
+        served = [t for t in preset.targets if t.disk and twin.missing(self.members(t), t, clock) is None]
+        self.twin = twin.Twin(data.lab, results, preset.workload, clock) if served else None
         self.bench = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "lab": preset.lab.name,
                       "lab_file": str(preset.path), "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                       "image": None, "workload": {**preset.workload.as_json(), "describe": preset.workload.describe()},
@@ -104,7 +95,8 @@ class Bench:
                       "controls": [t.name for t in preset.targets if t.control],
                       "comparisons": preset.compares, "seed_figures": preset.seed_figures,
                       "rules": [], "commands": self.commands, "runs": self.runs,
-                      "device_path": {"reply_spin_us": twin.REPLY_SPIN_US, "commands": self.host_commands,
+                      "device_path": {**clock.as_json(), "commands": self.host_commands,
+                                      **({} if clock.virtual else {"reply_spin_us": REPLY_SPIN_US}),
                                       "why_not": None if self.twin else _no_device_path(preset, self)}}
 
     # -- the guest --------------------------------------------------------------------------------
@@ -194,7 +186,7 @@ class Bench:
             report = runs_dir / f"{rid}.json"
             write_atomic(report, devicerows.with_flash_log(report.read_text(), out["device_trace"]))
         if self.has_twin(target):
-            out["device_path"] = self.twin.run(rid, members, target.is_null, args, w.duration_s)
+            out["device_path"] = self.twin.run(rid, members, target, bs, seed, args)
             self.host_commands.append(out["device_path"]["command"])
         return out
 
@@ -205,7 +197,7 @@ class Bench:
     def has_twin(self, target: Target) -> bool:
         """Whether the target's runs get a device-path twin: the bench has a device path and all
         the target's disks are served by models on this host (null: writes none)."""
-        return self.twin is not None and twin.missing(self.members(target)) is None
+        return self.twin is not None and twin.missing(self.members(target), target, self.clock) is None
 
     def save(self) -> None:
         write_atomic(self.results / "bench.json", json.dumps(self.bench, indent=2) + "\n")
@@ -253,7 +245,8 @@ class Bench:
         self.progress(f"run {slot.slot}/{total}: {target.name} BLOCKSIZE {bs}"
                       + (" (override)" if slot.config.override else "") + f" #{slot.repeat}"
                       + f" ({w.warmup_s} s warm-up + {w.duration_s} s"
-                      + (f", then {w.duration_s} s on the device path" if self.has_twin(target) else "")
+                      + ("" if not self.has_twin(target) else ", then its twin in virtual time"
+                          if self.clock.virtual else f", then {w.duration_s} s on the device path")
                       + f"); {left - 1} left after it, "
                         f"about {clock_text(per_run * left)} to go")
         t0 = time.monotonic()
@@ -280,7 +273,7 @@ class Bench:
 
 
 def _no_device_path(preset: Preset, bench: Bench) -> str:
-    reasons = {twin.missing(bench.members(t)) for t in preset.targets if t.disk}
+    reasons = {twin.missing(bench.members(t), t, bench.clock) for t in preset.targets if t.disk}
     return next(iter(sorted(r for r in reasons if r)), "no target writes a disk")
 
 
@@ -295,10 +288,11 @@ def _other_labs_up(own: str) -> list[str]:
     return sorted(p.parent.name for p in base.glob("*/lab.json") if p.parent.name != own)
 
 
-def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) -> Path:
-    """The whole redo bench (the redo kind's run in kinds.py): lab-up, every run, lab-down
-    (whatever happened), the report. The results directory; after an error or Ctrl-C it holds what
-    was done, and the error is raised."""
+def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR, clock: Clock = REAL) -> Path:
+    """The whole redo bench (the redo kind's run in kinds.py): lab-up, every run (its device-path
+    twin on `clock`), lab-down (whatever happened), the report. The results directory; after an
+    error or Ctrl-C it holds what was done, and the error is raised."""
+    check(preset, preset.workload, clock)
     others = _other_labs_up(preset.lab.name)
     if others:
         progress(f"warning: lab(s) {', '.join(others)} also up: their guests share this host's cores with the "
@@ -313,7 +307,7 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR) ->
     try:
         data = lab_mod.up(preset.lab, progress)
         write_atomic(results / "lab.json", data.text() + "\n")
-        bench = Bench(preset, results, data, progress, order_seed)
+        bench = Bench(preset, results, data, progress, order_seed, clock)
         bench.bench["commands"][:0] = [f"sectorlab bench {preset.name}  # lab-up, these runs, lab-down",
                                        f"# in the guest ({bench.vm}), as root:"]
         bench.run_all()
