@@ -245,6 +245,56 @@ def plot_crash(rows: list[dict], path: Path) -> Path:
     return _save(fig, path)
 
 
+def plot_findings(items: list[dict], device_path: str, path: Path) -> Path | None:
+    """A bench report's first picture: per comparison (headlines.headlines' items), its primary
+    metric's b over a (the ratio of the medians, on a log scale, so that 0.5x and 2x are as far from
+    1x) with its 99 % CI, on the guest path (circles) and the device path (squares, named
+    `device_path`: its clock); a filled marker is significant, an open one within noise or unclear.
+    None when no comparison was tested on either path."""
+    rows = [h for h in items if not h.get("not_compared") and (h.get("guest") or h.get("device"))]
+    drawn = []
+    for h in rows:
+        for key in ("guest", "device"):
+            line = h.get(key)
+            a = line["medians"][0] if line else None
+            if line and a and line["medians"][1] and a + line["ci"][0] > 0:
+                drawn.append((h, key, line, line["medians"][1] / a, (a + line["ci"][0]) / a,
+                              (a + line["ci"][1]) / a))
+    if not drawn:
+        return None
+    import textwrap
+    plt = pyplot()
+    n = len(rows)
+    height = 1.9 + 0.75 * n
+    fig, ax = plt.subplots(figsize=(9, height))
+    ys = {id(h): y for h, y in zip(rows, range(n - 1, -1, -1))}
+    ax.axvline(1, color="grey", linewidth=1)
+    for h, key, line, v, lo, hi in drawn:
+        marker, colour, dy = ("o", "C0", 0.15) if key == "guest" else ("s", "C1", -0.15)
+        y = ys[id(h)] + dy
+        ax.errorbar([v], [y], xerr=[[max(v - lo, 0)], [max(hi - v, 0)]], fmt=marker, color=colour, capsize=3,
+                    mfc=colour if line["verdict"] == "significant" else "none", markersize=6)
+        ax.annotate(f"{v:.2f}x ({line['change_pct']:+.1f} %)", (v, y), textcoords="offset points", xytext=(0, 6),
+                    fontsize=7, ha="center", color=colour)
+    log_axis(ax, "x")
+    low = min(lo for *_, lo, _ in drawn)
+    high = max(hi for *_, hi in drawn)
+    ax.set_xlim(min(low, 1) / 1.5, max(high, 1) * 1.6)  # room for the labels at either end
+    labels = [textwrap.fill(str(h.get("title") or f"comparison {i}"), 42, break_on_hyphens=False)
+              for i, h in enumerate(rows, 1)]
+    ax.set_yticks(list(range(n - 1, -1, -1)), labels, fontsize=8)
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_xlabel("primary metric, b over a (ratio of the medians, log scale; below 1: b is faster)")
+    ax.plot([], [], "o", color="C0", label="guest path")
+    ax.plot([], [], "s", color="C1", label=device_path)
+    ax.plot([], [], "o", color="grey", mfc="none", label="open: within noise")
+    fig.suptitle(f"each comparison with its {stats.CI_LEVEL} CI (filled: significant after Holm)", fontsize=11)
+    fig.legend(loc="upper center", ncol=3, fontsize=8, frameon=False, bbox_to_anchor=(0.62, 1 - 0.4 / height))
+    fig.subplots_adjust(left=0.36, right=0.97, bottom=0.75 / height, top=1 - 0.8 / height)
+    return _save(fig, path)
+
+
 TITLE_MAX = 200
 
 

@@ -281,13 +281,16 @@ def _rules_section(bench: dict) -> list[str]:
 
 
 def markdown(bench: dict, disks: list[Disk], pictures: dict, results: Path, found: Findings | None = None) -> str:
-    """report.md: `pictures` are plot_disk's per disk name, plot_shift's per ("shift", disk name),
-    and per ("comparison", i) and ("comparison-shift", i) those of the i-th comparison across disks
-    (from 0), files in `results`; `found` the bench's comparisons, computed once by the caller."""
+    """report.md: `pictures` are plot_findings' ("findings", the first screen's), plot_disk's per disk
+    name, plot_shift's per ("shift", disk name), and per ("comparison", i) and ("comparison-shift", i)
+    those of the i-th comparison across disks (from 0), files in `results`; `found` the bench's
+    comparisons, computed once by the caller."""
     found = found or findings_of(bench, disks)
     why_no_device = (bench.get("device_path") or {}).get("why_not")
     path = DevicePath(bench.get("device_path"))
-    out = _heading(bench, disks) + findings.headline_section(found.headlines, why_no_device, path)
+    picture = _pictures([pictures["findings"]], f"The findings, each comparison's b over a with its CI on the guest "
+                        f"path and the {path.name}", results) if pictures.get("findings") else []
+    out = _heading(bench, disks) + findings.headline_section(found.headlines, why_no_device, path, picture)
     out += findings.seed_section(found.seeds, compact=True, device=found.device_seeds)
     out += findings.design_lines(bench, disks) + _disks_table(disks)
     device_disks = {d.name: d for d in found.device_disks}

@@ -154,13 +154,15 @@ def _path_line(path: str, line: dict | None, why_not: str | None) -> str:
             f"**{line['verdict']}**; {floor}")
 
 
-def headline_section(items: list[dict], why_no_device: str | None, device: DevicePath | None = None) -> list[str]:
-    """The first screen: each comparison of the preset, its verdict on each path in one line and
-    the path its difference is read from (headlines.py); `device` names the device path by its clock."""
+def headline_section(items: list[dict], why_no_device: str | None, device: DevicePath | None = None,
+                     picture: list[str] | None = None) -> list[str]:
+    """The first screen: the picture of the findings (`picture`, its markdown lines), then each
+    comparison of the preset, its verdict on each path in one line and the path its difference is
+    read from (headlines.py); `device` names the device path by its clock."""
     if not items:
         return []
     device = device or DevicePath(None)
-    out = ["## Findings", "", device.intro(), ""]
+    out = ["## Findings", *(picture or []), "", device.intro(), ""]
     for i, h in enumerate(items, 1):
         a, b = _selector_text(h["a"]), _selector_text(h["b"])
         title = one_line(h.get("title") or f"comparison {i}")

@@ -34,11 +34,12 @@ from .. import fields, inputs
 from ..analysis import stats
 from ..analysis.compare import MAX_COMPARISONS, MAX_FIGURES, Findings, findings_of, no_twice, shape
 from ..analysis.metrics import ALPHA, ROWS, Disk, Run, race_wins, row_of, run_metrics, spread
-from ..analysis.plots import plot_comparison, plot_disk, plot_shift
+from ..analysis.plots import plot_comparison, plot_disk, plot_findings, plot_shift
 from ..errors import UsageError
 from ..inguest.rules import VALID_BLOCKSIZES
 from ..paths import slug
 from . import render
+from .clock import DevicePath
 from .document import markdown
 from .render import results_dir
 
@@ -256,8 +257,8 @@ def file_stems(names: list[str]) -> dict[str, str]:
 
 
 def write(results: Path) -> dict[str, Path]:
-    """report.md, report.html, summary.json and the pictures (report-disk-*.png and
-    report-comparison-*.png) in `results`, each written whole and never through a link in its place
+    """report.md, report.html, summary.json and the pictures (report-findings.png, report-disk-*.png
+    and report-comparison-*.png) in `results`, each written whole and never through a link in its place
     (the redo kind's report in kinds.py)."""
     results = results_dir(results)
     bench, disks = load(results)
@@ -271,6 +272,8 @@ def write(results: Path) -> dict[str, Path]:
         if c and c.get("shift"):
             sides = {"a": {"disk": d.name, "blocksize": c["low"]}, "b": {"disk": d.name, "blocksize": c["high"]}}
             pictures[("shift", d.name)] = plot_shift({**c, **sides}, stem.with_name(f"{stem.name}-shift.png"))
+    device = DevicePath(bench.get("device_path"))
+    pictures["findings"] = plot_findings(found.headlines, device.name, results / "report-findings.png")
     for i, c in enumerate(found.cross):
         if "tests" in c:
             pictures[("comparison", i)] = plot_comparison(c, disks, results / f"report-comparison-{i + 1}.png")

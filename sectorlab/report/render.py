@@ -59,6 +59,7 @@ td:first-child{min-width:12em}
 tr:nth-child(even){background:#f6f6f6}
 td[style*="right"],th[style*="right"]{white-space:nowrap}
 img{width:49%;height:auto}
+img[alt^="The findings"]{width:80%}
 @media (max-width:700px){img{width:100%}}
 code{font-size:.9em}
 pre{overflow-x:auto;background:#f4f4f4;padding:8px}

@@ -115,6 +115,11 @@ def test_the_report_names_the_virtual_clock_of_every_device_path_figure(tmp_path
     assert "On the device path in virtual time (the same runs on this host with the same model linked" in md
     assert "# on this host, in the results directory, each run's device-path twin in virtual time:" in md
     assert "straight to the model" not in md and "    - device path: " not in md
+    # The first screen opens with the picture of both paths, named by the device path's clock.
+    picture = ("![The findings, each comparison's b over a with its CI on the guest path and the device path, "
+               "virtual time: findings](report-findings.png)")
+    assert md.index("## Findings") < md.index(picture) < md.index("1. **a against b**")
+    assert (tmp_path / "report-findings.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_bench_record_with_a_clock_it_does_not_know_is_refused(tmp_path):
