@@ -74,7 +74,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-lane-devices test-labs test-databases test-devices test-busy test-crosscheck test-behaviours test-zfs test-crash test-probe-guest test-devicemodel test-write-units crosscheck unit fuzz smoke scenarios check bench-boot bench-writer \
-        bench-lab-up bench-floor bench bench-all bench-check bench-timing bench-sweep bench-load crash crash-db faults \
+        bench-lab-up bench-floor bench-host bench bench-all bench-check bench-timing bench-sweep bench-load crash crash-db faults \
         faults-beside faults-hostwide alone ci-more ci-lane-busy ci-lane-appliances ci-lane-bench ci-busy ci-appliances \
         ci-bench ci-alone probe
 
@@ -137,6 +137,8 @@ help:
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
 	@echo "make bench-floor          what the lab itself costs a redo write, per bus, in the running lab (3 rounds)"
+	@echo "make bench-host           this host's wake-up and log writer CPU per write, for CLOCK=virtual's WAKEUP_US and"
+	@echo "                          LOG_WRITER_CPU_US (each also =host: measured before the runs)"
 	@echo "make bench-writer         redo-writer against fio on the same file, post/wait and polling (4 rounds each)"
 	@echo "LAB=labs/x.toml selects another lab definition; PYTEST_ARGS='-k sector4k' narrows the scenarios"
 
@@ -481,6 +483,11 @@ bench-lab-up: bootstrap
 # What the lab itself costs a redo write, per bus, in the running lab (run it on a quiet machine).
 bench-floor: bootstrap
 	@$(show); show $(SECTORLAB) bench-floor $(LAB_ARG) --rounds 3 --seconds 4
+
+# This host's wake-up and log writer CPU per write, for the virtual clock's modelled host
+# (bench/cost/host.py): make bench-load CLOCK=virtual WAKEUP_US=... LOG_WRITER_CPU_US=... (or =host).
+bench-host: bootstrap
+	@$(show); show $(SECTORLAB) bench-host
 
 bench-boot: image
 	@$(show); show $(SECTORLAB) image boot-time $(GUEST_ARG) --runs 3

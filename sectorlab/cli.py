@@ -35,6 +35,7 @@ class _Command:
 
 cmd_bench = _Command("bench", "cmd_bench")
 cmd_bench_floor = _Command("bench", "cmd_bench_floor")
+cmd_bench_host = _Command("bench", "cmd_bench_host")
 cmd_bench_lab_up = _Command("bench", "cmd_bench_lab_up")
 cmd_bench_load = _Command("bench", "cmd_bench_load")
 cmd_bench_sweep = _Command("bench", "cmd_bench_sweep")
@@ -84,6 +85,21 @@ def whole(low: int, high: int):
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number from {low} to {high}")
         return value
+    return parse
+
+
+def whole_or_host(low: int, high: int):
+    """An argparse type: a whole number in [low, high], or 'host' (measured on this host)."""
+    number = whole(low, high)
+
+    def parse(text: str) -> int | str:
+        if text == "host":
+            return text
+        try:
+            return number(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number from {low} to {high}, or 'host' "
+                                             f"(this host's, measured)") from None
     return parse
 
 
@@ -182,16 +198,18 @@ def _device_path_bench_args(p, results: str) -> None:
 def _clock_args(p, what: str) -> None:
     """The clock of the device path's runs and, on the virtual one, the modelled host (bench/clock.py)."""
     p.add_argument("--clock", choices=("real", "virtual"), default="real", help=what)
-    p.add_argument("--wakeup-us", type=whole(0, 1_000_000), help="--clock virtual: the modelled host's wake-up "
-                   "from a post to the thread it wakes, in us (default 0: at once)")
+    p.add_argument("--wakeup-us", type=whole_or_host(0, 1_000_000), help="--clock virtual: the modelled host's "
+                   "wake-up from a post to the thread it wakes, in us (default 0: at once), or 'host': this host's, "
+                   "measured before the runs (sectorlab bench-host)")
     p.add_argument("--cpus", type=whole(0, 65536), help="--clock virtual: the modelled host's cores for the "
                    "sessions' CPU (default 0: one for every session)")
     p.add_argument("--cpu-dist", choices=("exponential", "fixed"), help="--clock virtual: a transaction's CPU "
                    "drawn from an exponential of its mean (default, assumed) or every one the same")
     p.add_argument("--wakeup-dist", choices=("exponential", "fixed"), help="--clock virtual: a wake-up drawn from "
                    "an exponential of --wakeup-us (default, assumed) or every one the same")
-    p.add_argument("--log-writer-cpu-us", type=whole(0, 1_000_000), help="--clock virtual: the log writer's CPU "
-                   "before each write, in us (default 0: not modelled; a real run measures it: cpu_measured)")
+    p.add_argument("--log-writer-cpu-us", type=whole_or_host(0, 1_000_000), help="--clock virtual: the log "
+                   "writer's CPU before each write, in us (default 0: not modelled), or 'host': this host's, measured "
+                   "before the runs (sectorlab bench-host)")
 
 
 def _add_geometry_commands(sub) -> None:
@@ -257,6 +275,13 @@ def _add_bench_commands(sub) -> None:
                    help="redo-writer --spin-us (poll before sleeping)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_writer)
+
+    p = sub.add_parser("bench-host", help="this host's wake-up from a post and the log writer's CPU per write "
+                                          "(redo-writer to null:), the virtual clock's modelled host measured here")
+    p.add_argument("--rounds", type=whole(1, 100), default=5)
+    p.add_argument("--seconds", type=whole(1, 3600), default=2)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench_host)
 
     p = sub.add_parser("bench-floor", help="what the lab itself costs a redo write, per bus, in the running lab "
                                            "(redo-writer in the guest beside the model's trace)")

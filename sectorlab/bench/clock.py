@@ -9,7 +9,7 @@ write, and how a transaction's CPU and a wake-up vary."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import UsageError
 
@@ -33,6 +33,9 @@ class Clock:
     cpu_dist: str = "exponential"
     wakeup_dist: str = "exponential"
     log_writer_cpu_us: int = 0
+    # A modelled time measured on this host rather than given: its source in words, by its name
+    # (bench/cost/host.py's; "wakeup_us", "log_writer_cpu_us").
+    sources: dict = field(default_factory=dict, compare=False)
 
     @property
     def virtual(self) -> bool:
@@ -41,7 +44,8 @@ class Clock:
     def as_json(self) -> dict:
         return {"clock": self.name, **({"wakeup_us": self.wakeup_us, "wakeup_dist": self.wakeup_dist,
                                         "cpus": self.cpus, "cpu_dist": self.cpu_dist,
-                                        "log_writer_cpu_us": self.log_writer_cpu_us} if self.virtual else {})}
+                                        "log_writer_cpu_us": self.log_writer_cpu_us} if self.virtual else {}),
+                **({"sources": dict(self.sources)} if self.virtual and self.sources else {})}
 
     def args(self) -> list[str]:
         """redo-writer's options for this clock."""

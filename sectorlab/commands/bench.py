@@ -1,4 +1,4 @@
-"""The benches: bench, bench-sweep, bench-load, bench-writer, bench-floor, bench-lab-up.
+"""The benches: bench, bench-sweep, bench-load, bench-writer, bench-floor, bench-host, bench-lab-up.
 
 The analysis and the reports import scipy, numpy, matplotlib and markdown only inside the functions
 that need them: those come with the optional analysis extra, and importing this module, as the CLI
@@ -11,7 +11,7 @@ import json
 
 from .. import bench
 from .. import lab as lab_mod
-from ..bench.cost import floor, tools
+from ..bench.cost import floor, host, tools
 from ..errors import UsageError
 from .common import load_lab, png_too, progress
 
@@ -39,14 +39,23 @@ def _redo_preset(args, command: str):
 
 
 def _clock(args):
-    """The runs' clock from --clock, --wakeup-us and --cpus (the last two only on the virtual one)."""
+    """The runs' clock from --clock and the modelled host's options (only on the virtual one); a
+    time given as 'host' is measured on this host first (bench/cost/host.py) and its source kept."""
     from ..bench.clock import Clock
     for name in ("wakeup_us", "cpus", "cpu_dist", "wakeup_dist", "log_writer_cpu_us"):
         if getattr(args, name) is not None and args.clock != "virtual":
             raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name)}: the modelled host's, in virtual "
                              f"time: give --clock virtual with it (a real run's is this host's own)")
-    return Clock(args.clock, args.wakeup_us or 0, args.cpus or 0, args.cpu_dist or "exponential",
-                      args.wakeup_dist or "exponential", args.log_writer_cpu_us or 0)
+    times, sources = {}, {}
+    measured = host.measure(progress=progress) if "host" in (args.wakeup_us, args.log_writer_cpu_us) else None
+    for name in ("wakeup_us", "log_writer_cpu_us"):
+        times[name] = getattr(args, name) or 0
+        if times[name] == "host":
+            times[name] = round(measured[name]["median"])
+            sources[name] = host.source(measured, name)
+            progress(f"--{name.replace('_', '-')} host: {times[name]} us, {sources[name]}")
+    return Clock(args.clock, times["wakeup_us"], args.cpus or 0, args.cpu_dist or "exponential",
+                 args.wakeup_dist or "exponential", times["log_writer_cpu_us"], sources)
 
 
 def cmd_bench_sweep(args) -> int:
@@ -96,6 +105,21 @@ def cmd_bench_floor(args) -> int:
               f"the model served p50 {s['model_p50_us']['median']:.1f} us; "
               f"{s['flushes_per_write']:.2f} flushes per write")
     print(f"({r['rounds']} rounds of {r['seconds']} s per disk, the order reversed every other round; lab {r['lab']})")
+    return 0
+
+
+def cmd_bench_host(args) -> int:
+    m = host.measure(args.rounds, args.seconds, progress)
+    if args.json:
+        print(json.dumps(m, indent=2))
+        return 0
+    w, c = m["wakeup_us"], m["log_writer_cpu_us"]
+    print(f"this host's wake-up from a post: {w['median']:.1f} us (median of {m['rounds']} runs of {m['seconds']} s, "
+          f"{w['min']:.1f}-{w['max']:.1f}); the log writer's CPU per write: {c['median']:.1f} us "
+          f"({c['min']:.1f}-{c['max']:.1f})")
+    print(f"for the virtual clock: WAKEUP_US={round(w['median'])} LOG_WRITER_CPU_US={round(c['median'])} (or "
+          f"WAKEUP_US=host LOG_WRITER_CPU_US=host to measure them before the runs)")
+    print(f"({m['what']})")
     return 0
 
 

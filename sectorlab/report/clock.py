@@ -25,17 +25,34 @@ def _whole(doc: dict, key: str, default: int | None = None) -> int:
     return v
 
 
+SOURCE_MAX = 1000  # characters of a modelled time's source
+
+
+def _sources(doc: dict) -> dict[str, str]:
+    """The sources of the modelled times measured on a host (bench/clock.py's Clock.sources)."""
+    sources = doc.get("sources") or {}
+    if not isinstance(sources, dict) or any(k not in ("wakeup_us", "log_writer_cpu_us") or not isinstance(v, str)
+                                            or len(v) > SOURCE_MAX for k, v in sources.items()):
+        raise UsageError(f"sources = {stats.shown(sources)}: expected the sources of wakeup_us and "
+                         f"log_writer_cpu_us, each a text of at most {SOURCE_MAX} characters (the record "
+                         f"'sectorlab bench-sweep' and 'sectorlab bench-load' write)")
+    return sources
+
+
 def host(doc: dict) -> str:
-    """The modelled host of a virtual record, in words."""
+    """The modelled host of a virtual record, in words, with the source of a time measured on a host."""
     cpus, wakeup = _whole(doc, "cpus"), _whole(doc, "wakeup_us")
     spread = {key: _dist(doc, key) == "exponential" for key in ("cpu_dist", "wakeup_dist")}
-    return ((f"a wake-up of {wakeup} us" + (" on average (exponential, assumed)" if spread["wakeup_dist"] else "")
+    sources = _sources(doc)
+    given = {k: f" ({sources[k]})" if k in sources else " (given)" for k in ("wakeup_us", "log_writer_cpu_us")}
+    return ((f"a wake-up of {wakeup} us" + given["wakeup_us"]
+             + (" on average (exponential, assumed)" if spread["wakeup_dist"] else "")
              + " from a post to the thread it wakes, " if wakeup else "no wake-up time, ")
             + (f"{cpus} cores for the sessions' CPU" if cpus else "a core for every session")
             + (", each transaction's CPU drawn from an exponential of its mean (assumed)" if spread["cpu_dist"]
                else ", every transaction's CPU the same")
-            + (f", {lw} us of the log writer's CPU before each write" if (lw := _whole(doc, "log_writer_cpu_us", 0))
-               else ", the log writer's CPU not modelled"))
+            + (f", {lw} us of the log writer's CPU before each write{given['log_writer_cpu_us']}"
+               if (lw := _whole(doc, "log_writer_cpu_us", 0)) else ", the log writer's CPU not modelled"))
 
 
 def _dist(doc: dict, key: str) -> str:

@@ -67,8 +67,9 @@ _TRACE = {"profile": str, "write?": _OP, "flush?": _OP, "read?": _OP,
                     "abs_gap_p50_us?": stats.NUMBER}}
 # The clock a bench's twins ran on (bench/clock.py's Clock.as_json; none: the real one), checked by
 # clock.py.
-_CLOCK = {f"{k}?": stats.SCALAR
-          for k in ("clock", "wakeup_us", "wakeup_dist", "cpus", "cpu_dist", "log_writer_cpu_us")}
+_CLOCK = {**{f"{k}?": stats.SCALAR
+             for k in ("clock", "wakeup_us", "wakeup_dist", "cpus", "cpu_dist", "log_writer_cpu_us")},
+          "sources?": (None, stats.MapOf(stats.SCALAR))}
 _RUN = {"disk": _NAME, "blocksize": stats.OneOf(*VALID_BLOCKSIZES), "repeat?": stats.Whole(1, 50),
         "verdict": _VERDICT, "report?": (str, None), "events?": (str, None), "control?": stats.SCALAR,
         "controls?": (str, [str], None), "override?": stats.SCALAR, "mode?": (str, None), "arrival?": (str, None),

@@ -109,8 +109,8 @@ def test_the_report_names_the_virtual_clock_of_every_device_path_figure(tmp_path
     (tmp_path / "bench.json").write_text(json.dumps(bench_json))
     md = report.write(tmp_path)["md"].read_text()
     assert "the **device path, virtual time** runs the same workload with the same device models" in md
-    assert ("the modelled host: a wake-up of 10 us on average (exponential, assumed) from a post to the thread it "
-            "wakes, a core for every session") in md
+    assert ("the modelled host: a wake-up of 10 us (given) on average (exponential, assumed) from a post to the "
+            "thread it wakes, a core for every session") in md
     assert "    - device path, virtual time: 0.1" in md
     assert "On the device path in virtual time (the same runs on this host with the same model linked" in md
     assert "# on this host, in the results directory, each run's device-path twin in virtual time:" in md
