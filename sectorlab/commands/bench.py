@@ -119,7 +119,7 @@ def cmd_bench_host(args) -> int:
           f"({c['min']:.1f}-{c['max']:.1f})")
     print(f"for the virtual clock: WAKEUP_US={round(w['median'])} LOG_WRITER_CPU_US={round(c['median'])} (or "
           f"WAKEUP_US=host LOG_WRITER_CPU_US=host to measure them before the runs)")
-    print(f"({m['what']})")
+    print(f"({m['what']['wakeup_us']}; {m['what']['log_writer_cpu_us'].removeprefix(host.HOW + ': ')})")
     return 0
 
 
