@@ -39,12 +39,14 @@ def _sources(doc: dict) -> dict[str, str]:
     return sources
 
 
-def host(doc: dict) -> str:
-    """The modelled host of a virtual record, in words, with the source of a time measured on a host."""
+def host(doc: dict, sources: bool = True) -> str:
+    """The modelled host of a virtual record, in words, with the source of a time measured on a host
+    (`sources`; else only that it was measured or given)."""
     cpus, wakeup = _whole(doc, "cpus"), _whole(doc, "wakeup_us")
     spread = {key: _dist(doc, key) == "exponential" for key in ("cpu_dist", "wakeup_dist")}
-    sources = _sources(doc)
-    given = {k: f" ({sources[k]})" if k in sources else " (given)" for k in ("wakeup_us", "log_writer_cpu_us")}
+    said = _sources(doc)
+    given = {k: (f" ({said[k]})" if sources else " (measured)") if k in said else " (given)"
+             for k in ("wakeup_us", "log_writer_cpu_us")}
     return ((f"a wake-up of {wakeup} us" + given["wakeup_us"]
              + (" on average (exponential, assumed)" if spread["wakeup_dist"] else "")
              + " from a post to the thread it wakes, " if wakeup else "no wake-up time, ")

@@ -68,8 +68,8 @@ def write(results: Path) -> dict[str, Path]:
              f"{clock.warmup(doc, w)}, {w['duration_s']} s a run; {doc['wall_s']} s in all.", ""]
     if reached and clock.virtual(doc):
         lines += [f"**How far the modelled host got**: the seed ran {c['seed_tps']:,.0f} transactions/s; these runs "
-                  "reached " + ", ".join(reached) + f" of it, on {clock.host(doc)}: what differs is the model's, not "
-                  "this host's.", ""]
+                  "reached " + ", ".join(reached) + f" of it, on {clock.host(doc, sources=False)}: what differs is "
+                  "the model's, not this host's.", ""]
     elif reached:
         lines += [f"**How far the host got**: the seed ran {c['seed_tps']:,.0f} transactions/s; these runs reached "
                   + ", ".join(reached) + " of it. The host's 2 cores give the sessions, the log writer and the "
