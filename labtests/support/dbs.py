@@ -164,16 +164,26 @@ def io_device(guest, dev_path: str) -> IoDevice:
     return IoDevice(stat_name, int(major), int(minor))
 
 
-def disk_stat(guest, kernel_name: str) -> dict[str, int]:
-    """/sys/block/NAME/stat (Documentation/block/stat.rst): write requests and 512-byte sectors
-    written since the disk appeared."""
-    fields = guest.check_output("cat", f"/sys/block/{kernel_name}/stat").split()
-    return {"writes": int(fields[4]), "write_sectors": int(fields[6])}
+def window(said: str) -> dict[str, int]:
+    """A disk's counters as TRACE_ON or TRACE_OFF printed them, read at once after the tracepoint
+    went on or off (so that no SSH round trip lies between the trace's window and the counters'):
+    /sys/block/NAME/stat's write requests and 512-byte sectors written since the disk appeared
+    (Documentation/block/stat.rst), the write requests in flight then (inflight) and the largest
+    request the disk takes (queue/max_sectors_kb)."""
+    lines = dict(line.split(" ", 1) for line in said.splitlines() if line.startswith("sectorlab-"))
+    try:
+        stat, inflight = lines["sectorlab-stat"].split(), lines["sectorlab-inflight"].split()
+        return {"writes": int(stat[4]), "write_sectors": int(stat[6]), "inflight_writes": int(inflight[1]),
+                "max_request_bytes": int(lines["sectorlab-max-sectors-kb"]) * 1024}
+    except (KeyError, IndexError, ValueError) as e:
+        raise CrossCheckError(f"the disk's counters are not in what the trace script printed ({e}): "
+                              f"{said[:400]!r}") from None
 
 
 # The block layer's bio-submission tracepoint, for the size of every write submitted to the disk
-# (the counters give only sums): on before the workload, off after it, the trace kept. Bios, not
-# requests: a request may merge several, and an NVMe multipath head has no requests of its own.
+# (the counters give only sums): on before the workload, off after it, the trace kept; given the
+# disk's kernel name, each prints the disk's counters at once after (window). Bios, not requests: a
+# request may merge several, and an NVMe multipath head has no requests of its own.
 TRACE_ON = guest_script("xcheck-trace-on.sh")
 TRACE_OFF = guest_script("xcheck-trace-off.sh")
 _BIO = re.compile(r"block_bio_queue: (\d+),(\d+) (\S+) \d+ \+ (\d+)")
