@@ -224,7 +224,10 @@ def test_the_report_is_written_from_the_runs(made):
     # A shift function wherever both sides of a comparison ran at least twice with events.
     every = [d["comparison"] for d in summary["disks"]] + summary["comparisons"]
     shifts = sum(bool(c and c.get("shift")) for c in every)
-    assert html.count('src="data:image/png;base64,') == 2 * len(summary["disks"]) + compared + shifts
+    # The first screen's picture of every comparison on both paths, where any was tested.
+    findings = int(any(h.get("guest") or h.get("device") for h in summary["headlines"]))
+    assert findings and 'alt="The findings, each comparison' in html
+    assert html.count('src="data:image/png;base64,') == 2 * len(summary["disks"]) + compared + shifts + findings
 
 
 def test_every_comparison_states_its_test_p_n_and_confidence_interval(made):
