@@ -132,10 +132,11 @@ def test_the_report_gives_group_commit_how_far_the_host_got_and_the_figures(tmp_
 @pytest.mark.long
 @pytest.mark.skipif(shutil.which("nbdkit") is None, reason="nbdkit is not installed (scripts/bootstrap installs it)")
 def test_a_closed_loop_runs_on_this_hosts_models(tmp_path):
-    """3 sessions, closed loop, 100 us of CPU a transaction, 2 runs of 1 s per configuration on real
-    models: redo-writer measures the sessions' CPU (at least what was applied) and its commits per
-    write (at least 1 with 3 sessions sharing a log writer)."""
-    p = _preset(tmp_path)
+    """One session, closed loop, 100 us of CPU a transaction, 2 runs of 1 s per configuration on
+    real models: redo-writer measures the session's CPU (at least what was applied) and writes each
+    commit alone. One session, not three: a closed loop's sessions burn a core each for the whole
+    run, and how sessions share writes is the virtual clock's to judge (below)."""
+    p = _preset(tmp_path, CLOSED.replace("sessions = 3", "sessions = 1"))
     out = load.run(p, lambda line: None, tmp_path / "results", repeats=2, seed=9)
     doc = json.loads((out / "load.json").read_text())
     assert len(doc["runs"]) == 4 and {r["config"] for r in doc["runs"]} == {"flash@512", "flash@4096"}
@@ -143,8 +144,7 @@ def test_a_closed_loop_runs_on_this_hosts_models(tmp_path):
     for r in reports:
         assert r["arrival"] == "closed" and r["cpu_us_per_txn"] == 100
         assert r["cpu_measured"]["sessions_us_per_txn"] >= 100, r["cpu_measured"]
-        assert r["commits_per_write"] >= 1.0 and r["commits_per_write"] == pytest.approx(
-            r["transactions"] / r["writes"], rel=1e-3)
+        assert r["commits_per_write"] == 1.0 and r["transactions"] == r["writes"] > 0
     assert "How far the host got" in (out / "report.md").read_text()
 
 
