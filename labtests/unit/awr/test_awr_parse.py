@@ -1,0 +1,93 @@
+"""An AWR report in Oracle's text layout read for what the log writer sees (sectorlab/awr): the
+project's own fixtures, written in the layouts of 19c (seed 000's figures where the seed prints them:
+its Load Profile's redo, its log file sync and log file parallel write rows; the header's minutes and
+the Instance Activity Stats made to agree with them) and of 11g (Load Profile and events as
+Troubleshooting Oracle Performance prints a 15-minute report's), each derived figure with the line it
+came from, and bad reports as one line each."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sectorlab.awr import load, parse
+from sectorlab.errors import UsageError
+from sectorlab.paths import REPO
+
+DATA = REPO / "labtests" / "unit" / "data" / "awr"
+REPORT_19C = DATA / "awrrpt-19c-seed000.txt"
+REPORT_11G = DATA / "awrrpt-11g.txt"
+
+
+def test_a_19c_report_gives_the_closed_loop_and_the_log_writers_figures_with_their_lines():
+    got = load.load(parse.read(REPORT_19C))
+    assert got["tps"].value == 94_325.0 and "line 27: 'Transactions:          94,325.0'" in got["tps"].how
+    assert got["redo_per_txn"].value == 5_350.6 and "Redo size (bytes) per transaction (line 23" in \
+        got["redo_per_txn"].how
+    assert got["sessions"].value == pytest.approx(998.31 / 4.95) and "line 16" in got["sessions"].how
+    assert got["cpu_us_per_txn"].value == pytest.approx(1e6 * 119.2 / 94_325.0)
+    assert got["commits_per_write"].value == pytest.approx(28_014_525 / 3_359_023)
+    assert "user commits 28,014,525 over redo writes 3,359,023" in got["commits_per_write"].how
+    assert (got["log_file_sync_avg_ms"].value, got["log_file_sync_waits"].value) == (1.16, 19_927_449)
+    assert (got["log_file_parallel_write_avg_ms"].value, got["log_file_parallel_write_waits"].value) == (0.13,
+                                                                                                       3_359_023)
+    # Oracle's K: DB CPU 35.4K s and log file sync's 23.2K s
+    report = parse.read(REPORT_19C)
+    assert report.top_events["DB CPU"]["time_s"].value == 35_400
+    assert report.top_events["log file sync"]["time_s"].value == 23_200
+    # a section this module does not read ends the one before it: no Wait Classes row is an event
+    assert set(report.top_events) == {"DB CPU", "log file sync", "enq: TX - row lock contention"}
+
+
+def test_an_11g_report_without_instance_activity_takes_commits_a_write_from_the_log_writers_waits():
+    got = load.load(parse.read(REPORT_11G))
+    assert got["tps"].value == 203.4 and "Redo size per transaction" in got["redo_per_txn"].how
+    assert got["redo_per_txn"].value == 1_928.3 and got["sessions"].value == pytest.approx(106.55 / 15.0)
+    assert got["commits_per_write"].value == pytest.approx(1 / 0.7)
+    assert "waits a transaction, 0.7 (line 33" in got["commits_per_write"].how
+    assert got["log_file_sync_avg_ms"].value == 16 and got["log_file_parallel_write_avg_ms"].value == 8
+
+
+def _one_line(tmp_path, text: str, says: str) -> None:
+    path = tmp_path / "awrrpt.txt"
+    path.write_text(text)
+    with pytest.raises(UsageError) as e:
+        load.load(parse.read(path))
+    assert str(e.value).startswith(f"{path}: ") and says in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda t: "", "no Load Profile, Top Events or Instance Activity Stats found: expected an AWR report in "
+                   "Oracle's text layout"),
+    (lambda t: t.replace("Load Profile", "Lastprofil").replace("Top 10 Foreground Events", "Die 10 Ereignisse")
+     .replace("Instance Activity Stats", "Instanzaktivitaet").replace("Wait Events", "Warteereignisse"),
+     "no Load Profile, Top Events or Instance Activity Stats found"),
+    (lambda t: t.replace("Transactions:          94,325.0", "Transactions:          94,3x5.0"),
+     "the AWR report has no Load Profile 'Transactions:' per second"),
+    (lambda t: t.replace("log file sync                   19,927,449      23.2K",
+                         "log file sync                   19,927,449      23.2Q"),
+     "line 35: '23.2Q' is not a number (expected digits with ',' separators, a '.', and K, M, G or T)"),
+    (lambda t: t.replace("log file sync                   19,927,449      23.2K       1.16   38.7 Commit",
+                         "log file sync                   19,927,449"),
+     "line 35: the event 'log file sync' has 1 number(s), fewer than the waits, time_s, avg_ms of its section"),
+    (lambda t: t.replace("   Elapsed:                4.95 (mins)\n", ""),
+     "the AWR report has no 'Elapsed: ... (mins)' in its header"),
+    (lambda t: t.split("Top 10 Foreground")[0].replace("Transactions:          94,325.0\n", ""),
+     "the AWR report has no Load Profile 'Transactions:' per second"),
+])
+def test_a_report_that_is_not_one_or_lacks_a_figure_is_one_line(tmp_path, change, says):
+    _one_line(tmp_path, change(REPORT_19C.read_text()), says)
+
+
+def test_a_number_that_does_not_parse_names_its_line():
+    with pytest.raises(UsageError, match=r"^x: line 3: '1,2\.3\.4' is not a number \(expected digits with"):
+        parse.number("1,2.3.4", "x", 3, "Redo size: 1,2.3.4")
+
+
+def test_a_fifo_or_directory_is_one_line_and_not_waited_on(tmp_path):
+    fifo = tmp_path / "awr.fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, tmp_path):
+        with pytest.raises(UsageError, match="AWR report"):
+            parse.read(path)
