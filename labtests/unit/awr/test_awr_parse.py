@@ -1,9 +1,9 @@
 """An AWR report in Oracle's text layout read for what the log writer sees (sectorlab/awr): the
 project's own fixtures, written in the layouts of 19c (seed 000's figures where the seed prints them:
 its Load Profile's redo, its log file sync and log file parallel write rows; the header's minutes and
-the Instance Activity Stats made to agree with them) and of 11g (Load Profile and events as
-Troubleshooting Oracle Performance prints a 15-minute report's), each derived figure with the line it
-came from, and bad reports as one line each."""
+the Instance Activity Stats made to agree with them) and of 11g (the header's minutes and the Load
+Profile as Troubleshooting Oracle Performance prints a 15-minute report's; its two events made up to
+fit), each derived figure with the line it came from, and bad reports as one line each."""
 
 from __future__ import annotations
 
