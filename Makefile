@@ -10,7 +10,7 @@ SHELL := /bin/bash
 # fails on one that is not.
 USER_VARS := GUEST LAB LAB_SUFFIX PYTEST_ARGS PRESET DURATION WARMUP REPEATS RESULTS ORDER_SEED SWEEP \
              CUTS CRASH_SEED JUDGES RUNS TARGET SAMPLES PROBE_NAME DESTROY_DATA CLOCK WAKEUP_US CPUS CPU_DIST \
-             WAKEUP_DIST LOG_WRITER_CPU_US
+             WAKEUP_DIST LOG_WRITER_CPU_US AWR
 # LAB_SUFFIX's default is the environment's SECTORLAB_LAB_SUFFIX, as written.
 ifeq ($(origin LAB_SUFFIX),undefined)
 override LAB_SUFFIX := $(value SECTORLAB_LAB_SUFFIX)
@@ -109,7 +109,8 @@ help:
 	@echo "make bench-load PRESET=p  the seed's own load, closed loop, on the device path (no lab): group commit and"
 	@echo "                          the seed's figures beside the lab's; CLOCK=virtual (also bench-sweep): in the"
 	@echo "                          models' own time, at any load [WAKEUP_US=us] [CPUS=n] [CPU_DIST=exponential|fixed]"
-	@echo "                          [WAKEUP_DIST=exponential|fixed] [LOG_WRITER_CPU_US=us]"
+	@echo "                          [WAKEUP_DIST=exponential|fixed] [LOG_WRITER_CPU_US=us]; AWR=awrrpt.txt: an AWR"
+	@echo "                          report's load (Oracle's text layout) in place of the seed's"
 	@echo "make probe TARGET=dir     a device's timing at queue depth 1 through a file the probe makes in dir (or a"
 	@echo "                          block device or an NBD URI, each with DESTROY_DATA=yes), and a calibrated profile:"
 	@echo "                          results/<time>-probe-NAME/profile.toml and report.html (docs/probe.md)"
@@ -420,11 +421,13 @@ bench-sweep: bootstrap
 	  $(CLOCK_OPTIONS) -- "$${PRESET:-vsphere-512e}"
 
 # The seed's own load (its sessions, redo and CPU per transaction), closed loop on the device path:
-# make bench-load PRESET=ssd-vs-hdd [REPEATS=n] [DURATION=s] [ORDER_SEED=n] [CLOCK=virtual [WAKEUP_US=us] [CPUS=n]
-# [CPU_DIST=exponential|fixed]].
+# With AWR=FILE, an AWR report's load (Oracle's text layout) in place of the preset's (sectorlab/awr/).
+# make bench-load PRESET=ssd-vs-hdd [AWR=awrrpt.txt] [REPEATS=n] [DURATION=s] [ORDER_SEED=n] [CLOCK=virtual
+# [WAKEUP_US=us] [CPUS=n] [CPU_DIST=exponential|fixed]].
 bench-load: bootstrap
 	@$(show); show $(SECTORLAB) bench-load $${REPEATS:+--repeats="$$REPEATS"} $${DURATION:+--duration="$$DURATION"} \
-	  $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} $(CLOCK_OPTIONS) -- "$${PRESET:-ssd-vs-hdd}"
+	  $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${RESULTS:+--results="$$RESULTS"} $${AWR:+--awr="$$AWR"} $(CLOCK_OPTIONS) \
+	  -- "$${PRESET:-ssd-vs-hdd}"
 
 # The clock of bench-sweep's and bench-load's runs, and of make bench's device-path twins
 # (redo-writer/README.md, "Virtual time").

@@ -338,7 +338,10 @@ def _add_bench_commands(sub) -> None:
 
     p = sub.add_parser("bench-load", help="the seed's own load (its sessions, redo and CPU per transaction) closed "
                                           "loop on the device path (no lab): group commit and the seed's figures")
-    p.add_argument("preset", help="a preset of labs/bench/ with a [bench.closed_loop]")
+    p.add_argument("preset", help="a preset of labs/bench/ with a [bench.closed_loop] (with --awr: any redo preset, "
+                                  "for its disks and comparisons)")
+    p.add_argument("--awr", type=Path, help="an AWR report in Oracle's text layout (awrrpt_*.txt): its sessions, "
+                   "redo and CPU a transaction and its log writer's figures in place of the preset's closed loop")
     _device_path_bench_args(p, "<timestamp>-<preset>-closed-loop/")
     p.set_defaults(func=cmd_bench_load)
 

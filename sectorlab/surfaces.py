@@ -71,6 +71,7 @@ APPLIANCE_RECORD = Content("appliance record (appliance.json)", "JSON", inputs.B
 IMAGE_RECORD = Content("image build record", "JSON", 64 * inputs.KIB)  # images.cache.RECORD_MAX
 RESULTS = Content("results directory", "results")
 RANGES = Content("medium errors (lines OFFSET LENGTH)", "text", 4 * inputs.MIB)  # redo-writer/unreadable.c
+AWR_REPORT = Content("AWR report", "text", 64 * inputs.MIB)  # awr/parse.py's AWR_TEXT_MAX
 IO_REQUESTS = Content("requests (lines OP OFFSET LENGTH)", "text", 16 * inputs.MIB)  # redo-writer/io.h
 LOG_IMAGE = Content("redo log image", "binary")
 BLOCK_DEVICE = Content("a block device (its sizes; never read)", "none")
@@ -146,6 +147,8 @@ SURFACES: tuple[Surface, ...] = (
     _s("bench", "preset", "bench {path} --results {results}", FILE_READ, BENCH_PRESET),
     _s("bench-sweep", "preset", "bench-sweep {path} --results {results}", FILE_READ, BENCH_PRESET),
     _s("bench-load", "preset", "bench-load {path} --results {results}", FILE_READ, BENCH_PRESET),
+    _s("bench-load", "--awr", "bench-load {preset} --awr {path} --clock virtual --wakeup-us 10 --duration 1 "
+       "--repeats 2 --results {results}", FILE_READ, AWR_REPORT),
     _s("crash", "preset", "crash {path} --results {results}", FILE_READ, CRASH_PRESET),
     # Where a run's results directory goes.
     _s("bench", "--results", "bench {preset} --results {path}", DIRECTORY_WRITTEN, RESULTS_ROOT),

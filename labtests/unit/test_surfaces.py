@@ -334,6 +334,8 @@ def _valid_text(s: Surface) -> str:
         return "0 512\n"
     if c is surfaces.IO_REQUESTS:
         return IO_REQUESTS_TEXT
+    if c is surfaces.AWR_REPORT:
+        return (REPO / "labtests" / "unit" / "data" / "awr" / "awrrpt-11g.txt").read_text()
     raise AssertionError(f"no valid content for {c}")
 
 

@@ -82,3 +82,40 @@ def load(report: Report) -> dict[str, Derived]:
                                            f"{name}, its average wait ({e['avg_ms'].source()})")
             out[f"{key}_waits"] = Derived(e["waits"].value, "waits", f"{name}, its waits ({e['waits'].source()})")
     return out
+
+
+def closed_loop(report: Report, configs: list[str]) -> dict:
+    """The preset's [bench.closed_loop] table made from the report (bench/redo/preset.py reads it as
+    the preset file's own): its sessions, redo and CPU a transaction and its transactions a second,
+    the source of each, and for each configuration in `configs` ("TARGET@BLOCKSIZE") the report's log
+    writer figures beside the lab's: commits a log write (told apart from 1, no group commit), log
+    file sync's average (told apart from log file parallel write's: a sync no longer than the write
+    waits for no group commit) and their ratio (told apart from 1)."""
+    d = load(report)
+    figures = []
+    lfs, lfpw = d.get("log_file_sync_avg_ms"), d.get("log_file_parallel_write_avg_ms")
+    for cfg in configs:
+        if "commits_per_write" in d:
+            figures.append(_figure(report, f"commits per log write (group commit), {cfg}", d["commits_per_write"],
+                                   "commits", "commits_per_write", cfg, 1.0))
+        if lfs:
+            figures.append(_figure(report, f"log file sync mean (ms), {cfg}", lfs, "ms", "log_file_sync_mean_ms",
+                                   cfg, lfpw.value if lfpw else None))
+        if lfs and lfpw and lfpw.value:
+            ratio = Derived(lfs.value / lfpw.value, "ratio", f"{lfs.how} over {lfpw.how}")
+            figures.append(_figure(report, f"log file sync mean over log file parallel write mean, {cfg}", ratio,
+                                   "ratio", "lfs_over_lfpw_mean", cfg, 1.0))
+    cpu = d.get("cpu_us_per_txn")
+    return {"sessions": max(1, round(d["sessions"].value)), "redo_per_txn": max(1, round(d["redo_per_txn"].value)),
+            "cpu_us_per_txn": round(cpu.value) if cpu else 0, "seed_tps": d["tps"].value,
+            "source": f"the AWR report {report.path}: " + "; ".join(
+                f"{key} {x.value:,.1f} {x.unit}: {x.how}" for key, x in d.items()
+                if key in ("tps", "redo_per_txn", "sessions", "cpu_us_per_txn")),
+            "figure": [f for f in figures if f["tell_apart"] is not None]}
+
+
+def _figure(report: Report, what: str, x: Derived, unit: str, metric: str, cfg: str,
+            tell_apart: float | None) -> dict:
+    return {"what": what, "seed_value": round(x.value, 4), "unit": unit, "quote": x.how,
+            "where": f"the AWR report {report.path}", "lab": "value", "metric": metric, "a": cfg,
+            "tell_apart": tell_apart}

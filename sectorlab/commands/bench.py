@@ -69,10 +69,16 @@ def cmd_bench_sweep(args) -> int:
 
 def cmd_bench_load(args) -> int:
     from ..bench.devicepath import load
+    awr = None
+    if args.awr is not None:
+        from ..awr import parse
+        awr = parse.read(args.awr)  # a report that is not one: one line before the preset is read
     preset = _redo_preset(args, "bench-load")
+    if awr is not None:
+        preset = load.with_awr(preset, awr)
     clock = _clock(args)
     load.workload(preset)  # one line before anything starts when the preset has no closed loop
-    print(load.run(preset, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed, clock))
+    print(load.run(preset, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed, clock, args.awr))
     return 0
 
 

@@ -5,11 +5,13 @@ tested as the bench tests them, the seed's figures beside the lab's values."""
 from __future__ import annotations
 
 import json
+import shlex
 import statistics
 from pathlib import Path
 
-from ..analysis import compare
+from ..analysis import compare, stats
 from ..analysis.metrics import Disk, Run, metric
+from ..errors import UsageError
 from ..paths import write_atomic
 from . import clock, render
 from .findings import seed_section, tests_lines
@@ -35,6 +37,7 @@ def disks(doc: dict, reports: dict[str, dict]) -> list[Disk]:
 
 
 EXPECTED = "expected the load.json 'sectorlab bench-load' writes"
+AWR_PATH_MAX = 4096
 
 
 def write(results: Path) -> dict[str, Path]:
@@ -45,6 +48,12 @@ def write(results: Path) -> dict[str, Path]:
     cross = compare.cross_comparisons({"comparisons": doc["comparisons"]}, ds)
     seeds = compare.seed_table({"seed_figures": doc["seed_figures"]}, ds)
     w, c = doc["workload"], doc["closed_loop"]
+    awr = doc.get("awr")
+    if awr is not None and (not isinstance(awr, str) or len(awr) > AWR_PATH_MAX):
+        raise UsageError(f"awr = {stats.shown(awr)}: expected the path of the AWR report the load came from, at most "
+                         f"{AWR_PATH_MAX} characters; {EXPECTED}")
+    who = "the AWR report's load" if awr else "the seed"
+    whose = "the AWR report's" if awr else "the seed's"
     configs = list(dict.fromkeys(r["config"] for r in doc["runs"]))
     by_config = {k: [reports[r["report"]] for r in doc["runs"] if r["config"] == k] for k in configs}
     table = [["median of the runs", *configs]]
@@ -59,19 +68,21 @@ def write(results: Path) -> dict[str, Path]:
         for k in configs:
             tps = statistics.median(metric(rep, "tps") for rep in by_config[k])
             reached.append(f"{k} {100 * tps / c['seed_tps']:.1f} %")
-    lines = [f"# The seed's load, closed loop, {'in virtual time' if clock.virtual(doc) else 'on the device path'}: "
-             f"{doc['title']}", "",
+    where = "in virtual time" if clock.virtual(doc) else "on the device path"
+    lines = [f"# {whose[0].upper()}{whose[1:]} load, closed loop, {where}: {doc['title']}", "",
              f"Preset `{doc['preset']}` (seed {doc['seed'] or '-'}): {w['sessions']} sessions committing without "
              f"think time, {w['redo_per_txn']:,} B of redo and {w['cpu_us_per_txn']:,} us of CPU per transaction "
              f"(applied before each commit), no guest: {clock.where(doc)}. Where these come from: {c['source']}", "",
              f"{doc['repeats']} runs of each configuration in random rounds (order seed {doc['order_seed']}), "
              f"{clock.warmup(doc, w)}, {w['duration_s']} s a run; {doc['wall_s']} s in all.", ""]
     if reached and clock.virtual(doc):
-        lines += [f"**How far the modelled host got**: the seed ran {c['seed_tps']:,.0f} transactions/s; these runs "
+        lines += [f"**How far the modelled host got**: {who} ran {c['seed_tps']:,.0f} transactions/s; "
+                  "these runs "
                   "reached " + ", ".join(reached) + f" of it, on {clock.host(doc, sources=False)}: what differs is "
                   "the model's, not this host's.", ""]
     elif reached:
-        lines += [f"**How far the host got**: the seed ran {c['seed_tps']:,.0f} transactions/s; these runs reached "
+        lines += [f"**How far the host got**: {who} ran {c['seed_tps']:,.0f} transactions/s; these runs "
+                  "reached "
                   + ", ".join(reached) + " of it. The host's 2 cores give the sessions, the log writer and the "
                   "models 2 CPU-seconds a second, where the seed's sessions alone needed "
                   f"{c['seed_tps'] * w['cpu_us_per_txn'] / 1e6:,.1f} at its rate: group commit here is what this "
@@ -83,10 +94,11 @@ def write(results: Path) -> dict[str, Path]:
         lines += ([f"Not compared: {', '.join(item['not_compared'])}.", ""] if item.get("not_compared")
                   else tests_lines(item, a, b) + [""])
     lines += seed_section(seeds, path=("These are virtual time's" if clock.virtual(doc) else "These are the device "
-                                       "path's") + ", at the seed's closed-loop load.")
+                                       "path's") + f", at {whose} closed-loop load.")
     lines += ["", "## How to run it again", "", "```",
               f"sectorlab bench-load --repeats {doc['repeats']} --duration {w['duration_s']} --seed "
-              f"{doc['order_seed']}{clock.again(doc)} -- {doc['preset']}", "```", ""]
+              f"{doc['order_seed']}{clock.again(doc)}{f' --awr {shlex.quote(awr)}' if awr else ''} -- "
+              f"{doc['preset']}", "```", ""]
     write_atomic(results / "summary.json", json.dumps({"workload": w, "closed_loop": c, "configurations": {
         k: {name: statistics.median(v) if (v := [x for x in (metric(rep, name) for rep in by_config[k])
                                                if isinstance(x, (int, float))]) else None for _, name, _ in ROWS}

@@ -91,3 +91,34 @@ def test_a_fifo_or_directory_is_one_line_and_not_waited_on(tmp_path):
     for path in (fifo, tmp_path):
         with pytest.raises(UsageError, match="AWR report"):
             parse.read(path)
+
+
+def test_bench_load_runs_an_awr_reports_load_in_place_of_the_presets(tmp_path):
+    """`sectorlab bench-load PRESET --awr FILE`: the report's sessions, redo and CPU a transaction at
+    its rate, each with its lines; its log writer's figures beside the lab's on each configuration the
+    preset compares; the record and the report say the load is the AWR report's."""
+    import json
+
+    from labtests.unit.bench.test_sweep import tiny_preset
+    from sectorlab.bench.clock import Clock
+    from sectorlab.bench.devicepath import load as bench_load
+
+    p = bench_load.with_awr(tiny_preset(tmp_path, ""), parse.read(REPORT_19C))
+    c = p.closed_loop
+    assert (c["sessions"], c["redo_per_txn"], c["cpu_us_per_txn"], c["seed_tps"]) == (202, 5351, 1264, 94_325.0)
+    assert "line 27: 'Transactions:          94,325.0'" in c["source"]
+    assert [f["what"] for f in c["figure"]] == [
+        f"{what}, flash@{bs}" for bs in (512, 4096)
+        for what in ("commits per log write (group commit)", "log file sync mean (ms)",
+                     "log file sync mean over log file parallel write mean")]
+    # run: the 11g report's lighter load (7 sessions), which virtual time computes in a blink
+    p = bench_load.with_awr(tiny_preset(tmp_path, ""), parse.read(REPORT_11G))
+    out = bench_load.run(p, lambda _: None, tmp_path / "results", repeats=2, seed=3,
+                         clock=Clock("virtual", wakeup_us=10), awr=REPORT_11G)
+    doc = json.loads((out / "load.json").read_text())
+    assert doc["awr"] == str(REPORT_11G) and doc["workload"]["sessions"] == 7
+    md = (out / "report.md").read_text()
+    assert md.startswith("# The AWR report's load, closed loop, in virtual time: ")
+    assert "**How far the modelled host got**: the AWR report's load ran 203 transactions/s" in md
+    assert f"--awr {REPORT_11G} -- {p.name}" in md
+    assert "| commits per log write (group commit), flash@512 (`commits_per_write`, flash@512) | 1.4286 commits |" in md

@@ -26,7 +26,7 @@ from ...report import load as report
 from .. import clock as clock_mod
 from ..clock import REAL, Clock
 from ..presets import RESULTS_DIR
-from ..redo.preset import Preset, Workload
+from ..redo.preset import Preset, Workload, with_closed_loop
 from . import runs
 
 VARIANT = "as profiled"
@@ -42,8 +42,20 @@ def workload(preset: Preset) -> Workload:
                     w.log_size)
 
 
+def with_awr(preset: Preset, report) -> Preset:
+    """The preset with the load of an AWR report (awr/parse.py's Report, read before the preset, so
+    that a report that is not one is refused before anything starts) in place of its
+    [bench.closed_loop]: the report's sessions, redo and CPU a transaction at its transactions a
+    second, and its log writer's figures beside the lab's on each configuration the preset compares."""
+    from ...awr import load as awr_load
+    table = awr_load.closed_loop(report, [c.key for c in runs.configs(preset)])
+    return with_closed_loop(preset, table, f"{report.path} (as [bench.closed_loop])")
+
+
 def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR, repeats: int | None = None,
-        seed: int | None = None, clock: Clock = REAL) -> Path:
+        seed: int | None = None, clock: Clock = REAL, awr: Path | None = None) -> Path:
+    """The closed loop of the preset's [bench.closed_loop] (`awr`: the AWR report with_awr made it
+    from, recorded) on `clock`, its results directory."""
     w = workload(preset)
     repeats = repeats or runs.repeats_for(len(preset.compares))
     figures = preset.closed_loop["figure"]
@@ -58,7 +70,8 @@ def run(preset: Preset, progress: Progress, results_root: Path = RESULTS_DIR, re
     doc = {"preset": preset.name, "seed": preset.seed, "title": preset.title, "workload": w.as_json(),
            "closed_loop": {k: v for k, v in preset.closed_loop.items() if k != "figure"},
            "seed_figures": figures, "comparisons": preset.compares, "order_seed": done.order_seed,
-           "repeats": repeats, "runs": done.runs, "wall_s": done.wall_s, **clock.as_json()}
+           "repeats": repeats, "runs": done.runs, "wall_s": done.wall_s, **clock.as_json(),
+           **({"awr": str(awr)} if awr is not None else {})}
     write_atomic(results / "load.json", json.dumps(doc, indent=2))
     report.write(results)
     return results

@@ -8,6 +8,7 @@ read by sweeps.py, its fields' kinds are in fields.py.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,11 +222,23 @@ def from_table(path: Path, data: dict, lab: labdef.Lab, duration_s: int | None =
     fields.no_duplicates(f"{where} [[bench.sweep]]", "param", [s.param for s in sweeps])
     closed = None
     if b["closed_loop"] is not None:
-        wc = f"{where} [bench.closed_loop]"
-        closed = CLOSED_LOOP_FIELDS.read(wc, b["closed_loop"])
-        closed["figure"] = _seed_figures(f"{wc} [[figure]]", closed["figure"], context)
+        closed = _closed_loop(f"{where} [bench.closed_loop]", b["closed_loop"], context)
     return Preset(path.stem, path, lab, b["seed"], b["title"], workload, b["blocksizes"], targets, compares, asm,
                   figures, b["order_seed"], sweeps, closed)
+
+
+def _closed_loop(where: str, raw: dict, context: dict) -> dict:
+    closed = CLOSED_LOOP_FIELDS.read(where, raw)
+    closed["figure"] = _seed_figures(f"{where} [[figure]]", closed["figure"], context)
+    return closed
+
+
+def with_closed_loop(preset: Preset, raw: dict, where: str) -> Preset:
+    """The preset with its [bench.closed_loop] replaced by `raw` (the same table from another
+    source: an AWR report, awr/load.py), read as the preset file's own would be."""
+    targets = preset.targets
+    context = {"targets": {t.name for t in targets}, "blocksizes": {t.name: t.blocksizes for t in targets}}
+    return dataclasses.replace(preset, closed_loop=_closed_loop(where, raw, context))
 
 
 def _target(wt: str, t: dict, raw: dict, b: dict, repeats_given: bool) -> Target:
