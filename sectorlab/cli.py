@@ -60,6 +60,7 @@ cmd_lab_validate = _Command("lab", "cmd_lab_validate")
 cmd_terraform_check = _Command("lab", "cmd_terraform_check")
 cmd_probe = _Command("probe", "cmd_probe")
 cmd_compare = _Command("results", "cmd_compare")
+cmd_awr = _Command("results", "cmd_awr")
 cmd_plot = _Command("results", "cmd_plot")
 cmd_report = _Command("results", "cmd_report")
 
@@ -226,6 +227,11 @@ def _add_geometry_commands(sub) -> None:
 
 
 def _add_results_commands(sub) -> None:
+    p = sub.add_parser("awr", help="what the lab reads of an AWR report (Oracle's text layout): the load bench-load "
+                                   "--awr runs and the log writer's figures, each with the report's line")
+    p.add_argument("report", type=Path, help="an AWR report in Oracle's text layout (awrrpt_*.txt)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_awr)
     p = sub.add_parser("compare", help="two single redo-writer runs side by side, Welch t-test over their commits "
                        "(not a between-run test)")
     p.add_argument("a", type=Path)

@@ -147,6 +147,7 @@ SURFACES: tuple[Surface, ...] = (
     _s("bench", "preset", "bench {path} --results {results}", FILE_READ, BENCH_PRESET),
     _s("bench-sweep", "preset", "bench-sweep {path} --results {results}", FILE_READ, BENCH_PRESET),
     _s("bench-load", "preset", "bench-load {path} --results {results}", FILE_READ, BENCH_PRESET),
+    _s("awr", "report", "awr {path}", FILE_READ, AWR_REPORT),
     _s("bench-load", "--awr", "bench-load {preset} --awr {path} --clock virtual --wakeup-us 10 --duration 1 "
        "--repeats 2 --results {results}", FILE_READ, AWR_REPORT),
     _s("crash", "preset", "crash {path} --results {results}", FILE_READ, CRASH_PRESET),

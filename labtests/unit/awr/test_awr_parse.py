@@ -122,3 +122,16 @@ def test_bench_load_runs_an_awr_reports_load_in_place_of_the_presets(tmp_path):
     assert "**How far the modelled host got**: the AWR report's load ran 203 transactions/s" in md
     assert f"--awr {REPORT_11G} -- {p.name}" in md
     assert "| commits per log write (group commit), flash@512 (`commits_per_write`, flash@512) | 1.4286 commits |" in md
+
+
+def test_sectorlab_awr_shows_what_the_lab_reads_of_a_report(capsys):
+    import json
+
+    from sectorlab import cli
+    assert cli.main(["awr", str(REPORT_19C), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["tps"] == {"value": 94_325.0, "unit": "transactions/s",
+                          "how": "Load Profile, Transactions per second (line 27: 'Transactions:          94,325.0')"}
+    assert cli.main(["awr", str(REPORT_11G)]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].split()[:3] == ["tps", "203.40", "transactions/s"] and "line 33" in text
