@@ -36,17 +36,18 @@ SYS_BLOCK = "/sys/block"
 CLOCK_QUESTION = "sectorlab-probe: host time?"
 
 
-def host_time_now(ask=sys.stdout, answer=sys.stdin):
+def host_time_now(ask=sys.stdout, answer=sys.stdin, clock=time.monotonic):
     """The host's time now, asked over the probe's own SSH channel: the host answers when the
-    question arrives, so the answer is late by about half the round trip. A time sent with the
-    request would be late by the whole start of sudo and python3 (seconds after a restore)."""
+    question arrives, so the answer is late by about half the round trip (timed by `clock`). A time
+    sent with the request would be late by the whole start of sudo and python3 (seconds after a
+    restore)."""
     ask.write(CLOCK_QUESTION + "\n")
     ask.flush()
-    sent = time.monotonic()
+    sent = clock()
     line = answer.readline()
     if not line:
         raise ValueError("no host time on stdin")
-    return float(line) + (time.monotonic() - sent) / 2
+    return float(line) + (clock() - sent) / 2
 
 
 def step_clock():
