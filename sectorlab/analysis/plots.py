@@ -251,7 +251,9 @@ def plot_findings(items: list[dict], device_path: str, path: Path) -> Path | Non
     1x) with its 99 % CI, on the guest path (circles) and the device path (squares, named
     `device_path`: its clock); a filled marker is significant, an open one within noise or unclear.
     None when no comparison was tested on either path."""
-    rows = [h for h in items if not h.get("not_compared") and (h.get("guest") or h.get("device"))]
+    # numbered as the text numbers them: by place among all the comparisons, drawn or not
+    rows = [{**h, "title": h.get("title") or f"comparison {i}"} for i, h in enumerate(items, 1)
+            if not h.get("not_compared") and (h.get("guest") or h.get("device"))]
     drawn = []
     for h in rows:
         for key in ("guest", "device"):
@@ -280,8 +282,7 @@ def plot_findings(items: list[dict], device_path: str, path: Path) -> Path | Non
     low = min(lo for *_, lo, _ in drawn)
     high = max(hi for *_, hi in drawn)
     ax.set_xlim(min(low, 1) / 1.5, max(high, 1) * 1.6)  # room for the labels at either end
-    labels = [textwrap.fill(str(h.get("title") or f"comparison {i}"), 42, break_on_hyphens=False)
-              for i, h in enumerate(rows, 1)]
+    labels = [textwrap.fill(str(h["title"]), 42, break_on_hyphens=False) for h in rows]
     ax.set_yticks(list(range(n - 1, -1, -1)), labels, fontsize=8)
     ax.set_ylim(-0.6, n - 0.4)
     ax.grid(axis="x", alpha=0.3)

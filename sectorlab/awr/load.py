@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import UsageError
 from .parse import Figure, Report
 
 
@@ -51,6 +52,9 @@ def load(report: Report) -> dict[str, Derived]:
     redo = report.need("Load Profile 'Redo size (bytes):' per transaction", redo)
     elapsed = report.need("'Elapsed: ... (mins)' in its header", report.elapsed_min)
     db_time = report.need("'DB Time: ... (mins)' in its header", report.db_time_min)
+    if elapsed.value <= 0:
+        raise UsageError(f"{report.path}: {elapsed.source()}: an elapsed time of {elapsed.value:g} min: expected a "
+                         f"report over a time (its two snapshots apart)")
     out = {
         "tps": Derived(tps.value, "transactions/s", f"Load Profile, Transactions per second ({tps.source()})"),
         "redo_per_txn": Derived(redo.value, "bytes", f"Load Profile, {label} per transaction ({redo.source()})"),
@@ -77,9 +81,12 @@ def load(report: Report) -> dict[str, Derived]:
                                            f"{w.value:g} ({w.source()})")
     for name, key in (("log file sync", "log_file_sync"), ("log file parallel write", "log_file_parallel_write")):
         e = _event(report, name)
-        if e and "avg_ms" in e:
-            out[f"{key}_avg_ms"] = Derived(e["avg_ms"].value, "ms",
-                                           f"{name}, its average wait ({e['avg_ms'].source()})")
+        if e and e["waits"].value > 0:
+            # its total time over its waits: 11g prints the average in whole milliseconds (0 for a fast
+            # disk), the total in seconds
+            out[f"{key}_avg_ms"] = Derived(1000 * e["time_s"].value / e["waits"].value, "ms",
+                                           f"{name}, its total wait time {e['time_s'].value:,.1f} s over its "
+                                           f"{e['waits'].value:,.0f} waits ({e['waits'].source()})")
             out[f"{key}_waits"] = Derived(e["waits"].value, "waits", f"{name}, its waits ({e['waits'].source()})")
     return out
 

@@ -76,8 +76,8 @@ def cmd_bench_load(args) -> int:
     preset = _redo_preset(args, "bench-load")
     if awr is not None:
         preset = load.with_awr(preset, awr)
+    load.workload(preset)  # one line before anything starts (a host measurement too) without a closed loop
     clock = _clock(args)
-    load.workload(preset)  # one line before anything starts when the preset has no closed loop
     print(load.run(preset, progress, args.results or bench.RESULTS_DIR, args.repeats, args.seed, clock, args.awr))
     return 0
 

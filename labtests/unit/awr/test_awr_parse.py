@@ -29,9 +29,11 @@ def test_a_19c_report_gives_the_closed_loop_and_the_log_writers_figures_with_the
     assert got["cpu_us_per_txn"].value == pytest.approx(1e6 * 119.2 / 94_325.0)
     assert got["commits_per_write"].value == pytest.approx(28_014_525 / 3_359_023)
     assert "user commits 28,014,525 over redo writes 3,359,023" in got["commits_per_write"].how
-    assert (got["log_file_sync_avg_ms"].value, got["log_file_sync_waits"].value) == (1.16, 19_927_449)
-    assert (got["log_file_parallel_write_avg_ms"].value, got["log_file_parallel_write_waits"].value) == (0.13,
-                                                                                                       3_359_023)
+    # averages from the total time over the waits: 23.2K s / 19,927,449 and 442 s / 3,359,023
+    assert got["log_file_sync_avg_ms"].value == pytest.approx(1000 * 23_200 / 19_927_449)
+    assert got["log_file_sync_waits"].value == 19_927_449
+    assert got["log_file_parallel_write_avg_ms"].value == pytest.approx(1000 * 442 / 3_359_023)
+    assert got["log_file_parallel_write_waits"].value == 3_359_023
     # Oracle's K: DB CPU 35.4K s and log file sync's 23.2K s
     report = parse.read(REPORT_19C)
     assert report.top_events["DB CPU"]["time_s"].value == 35_400
@@ -46,7 +48,28 @@ def test_an_11g_report_without_instance_activity_takes_commits_a_write_from_the_
     assert got["redo_per_txn"].value == 1_928.3 and got["sessions"].value == pytest.approx(106.55 / 15.0)
     assert got["commits_per_write"].value == pytest.approx(1 / 0.7)
     assert "waits a transaction, 0.7 (line 33" in got["commits_per_write"].how
-    assert got["log_file_sync_avg_ms"].value == 16 and got["log_file_parallel_write_avg_ms"].value == 8
+    # 11g prints these averages in whole milliseconds (16 and 8): the total over the waits is finer
+    assert got["log_file_sync_avg_ms"].value == pytest.approx(1000 * 3_002 / 182_004)
+    assert got["log_file_parallel_write_avg_ms"].value == pytest.approx(1000 * 988 / 120_512)
+
+
+def test_a_cell_is_read_where_its_column_is(tmp_path):
+    """A blank %Time-outs ("value of null is truly 0") is no other column's value; an average wait
+    with its unit is in ms; 10g's CPU row (CPU time) is the CPU's time."""
+    text = REPORT_11G.read_text().replace("log file parallel write           120,512     0        988       8",
+                                          "log file parallel write           120,512              988       8")
+    text = text.replace("DB CPU  ", "CPU time")  # as long: the columns stay where they are
+    path = tmp_path / "awrrpt.txt"
+    path.write_text(text)
+    report = parse.read(path)
+    lfpw = report.background["log file parallel write"]
+    assert "timeouts_pct" not in lfpw and (lfpw["time_s"].value, lfpw["avg_ms"].value, lfpw["waits_per_txn"].value) \
+        == (988, 8, 0.7)
+    assert report.top_events["DB CPU"]["time_s"].value == 1_701
+    assert load.load(report)["commits_per_write"].value == pytest.approx(1 / 0.7)
+    for shown, ms in (("1.16ms", 1.16), ("485.51us", 0.48551)):
+        path.write_text(REPORT_19C.read_text().replace("      1.16   38.7", f"{shown:>10}   38.7", 1))
+        assert parse.read(path).top_events["log file sync"]["avg_ms"].value == pytest.approx(ms)
 
 
 def _one_line(tmp_path, text: str, says: str) -> None:
@@ -68,11 +91,13 @@ def _one_line(tmp_path, text: str, says: str) -> None:
     (lambda t: t.replace("log file sync                   19,927,449      23.2K",
                          "log file sync                   19,927,449      23.2Q"),
      "line 35: '23.2Q' is not a number (expected digits with ',' separators, a '.', and K, M, G or T)"),
-    (lambda t: t.replace("log file sync                   19,927,449      23.2K       1.16   38.7 Commit",
+    (lambda t: t.replace("log file sync                   19,927,449      23.2K       1.16   38.7   Commit",
                          "log file sync                   19,927,449"),
-     "line 35: the event 'log file sync' has 1 number(s), fewer than the waits, time_s, avg_ms of its section"),
+     "line 35: the event 'log file sync' has no time_s in its columns"),
     (lambda t: t.replace("   Elapsed:                4.95 (mins)\n", ""),
      "the AWR report has no 'Elapsed: ... (mins)' in its header"),
+    (lambda t: t.replace("   Elapsed:                4.95 (mins)", "   Elapsed:                0.00 (mins)"),
+     "line 15: 'Elapsed:                0.00 (mins)': an elapsed time of 0 min: expected a report over a time"),
     (lambda t: t.split("Top 10 Foreground")[0].replace("Transactions:          94,325.0\n", ""),
      "the AWR report has no Load Profile 'Transactions:' per second"),
 ])
