@@ -104,4 +104,6 @@ def write(results: Path) -> dict[str, Path]:
                                                if isinstance(x, (int, float))]) else None for _, name, _ in ROWS}
         for k in configs}, "comparisons": [{k: v for k, v in x.items() if k not in ("runs", "values")} for x in cross],
         "seed_figures": seeds}, indent=2, default=str))
-    return {**render.write(results, "\n".join(lines)), "summary": results / "summary.json"}
+    # no text of the record (a source, the AWR report's path) breaks a line of the page
+    return {**render.write(results, "\n".join(render.one_line(line) for line in lines)),
+            "summary": results / "summary.json"}
