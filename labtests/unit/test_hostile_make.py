@@ -173,8 +173,9 @@ def test_a_hostile_make_variable_is_refused_whole(tmp_path, request, args, env, 
 
 
 # --- the exact words: stand-ins for sectorlab and pytest ----------------------------------------------
+# The stand-ins start without site (-S): they need only the standard library, and make test runs a hundred.
 
-STUB = """#!{python}
+STUB = """#!{python} -S
 import json, os, sys
 with open(os.environ["STUB_LOG"], "a", encoding="utf-8") as f:
     f.write(json.dumps({{"argv": [os.path.basename(sys.argv[0]), *sys.argv[1:]],

@@ -122,5 +122,31 @@ def test_bootstraps_at_once_each_finish_and_leave_one_whole_config():
     said = [(r.wait(timeout=300), r.stderr.read()) for r in runs]
     assert [status for status, _ in said] == [0] * 4, said
     assert sorted(p.name for p in tools.glob("terraform.rc*")) == ["terraform.rc"]
+    assert sorted(p.name for p in tools.glob("terraform.version*")) == ["terraform.version"]
     text = (tools / "terraform.rc").read_text()
     assert text.startswith("# Written by scripts/bootstrap") and text.rstrip().endswith("disable_checkpoint = true")
+
+
+def _terraform_version(tools: Path, binary: Path) -> str:
+    """scripts/bootstrap's terraform_version, the function as the script has it, run on `binary`."""
+    script = (REPO / "scripts" / "bootstrap").read_text()
+    function = script[script.index("terraform_version() {"):]
+    function = function[:function.index("\n}\n") + 3]
+    out = subprocess.run(["bash", "-c", f'set -euo pipefail; {function}\ntools=$1; terraform_version "$2"', "bash",
+                          str(tools), str(binary)], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def test_terraform_is_asked_its_version_once_while_the_binary_is_the_same(tmp_path):
+    """Every make runs scripts/bootstrap; the version terraform gives is kept beside the binary's
+    identity, so terraform is started again only when the binary changed (or says nothing)."""
+    calls = tmp_path / "calls"
+    fake = tmp_path / "terraform"
+    fake.write_text(f'#!/bin/sh\necho x >>{calls}\necho \'{{"terraform_version": "1.11.4", "platform": "linux"}}\'\n')
+    fake.chmod(0o755)
+    assert [_terraform_version(tmp_path, fake) for _ in range(3)] == ["1.11.4"] * 3
+    assert calls.read_text().count("x") == 1
+    fake.write_text(f"#!/bin/sh\necho x >>{calls}\necho 'Terraform v1.12.0'\n")  # another binary
+    assert _terraform_version(tmp_path, fake) == "present"
+    assert calls.read_text().count("x") == 2
+    assert sorted(p.name for p in tmp_path.glob("terraform.version*")) == ["terraform.version"]

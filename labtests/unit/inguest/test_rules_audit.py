@@ -4,16 +4,19 @@ its callers read, and the command line's new inputs and their bad input (one lin
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
 import stat
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 
-from sectorlab.inguest import asmrules, rules
+from sectorlab.inguest import asmrules, redocheck, rules
 from sectorlab.paths import REPO
 
 COMMAND_FILE = REPO / "sectorlab" / "inguest" / "redocheck.py"
@@ -23,8 +26,18 @@ SEED_DEFAULT = "'default is 512 bytes'"
 SEED_FAILS = "'will fail unless the sector size check is overridden'"
 
 
-def run_cli(*args):
-    return subprocess.run([sys.executable, str(COMMAND_FILE), *args], capture_output=True, text=True)
+def run_cli(*args) -> subprocess.CompletedProcess:
+    """redo-check's command line run in this process: its exit status and what it printed on stdout
+    and stderr, as the guest's standalone script gives them (test_rules.py runs that script in a
+    process of its own; here the verdicts' words are tested, not the process)."""
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.dict(os.environ, {"COLUMNS": "80"}), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        try:
+            code = redocheck.main(list(args))
+        except SystemExit as e:  # argparse's --help and its refusals
+            code = e.code if isinstance(e.code, int) else 1
+    return subprocess.CompletedProcess([str(COMMAND_FILE), *args], code, out.getvalue(), err.getvalue())
 
 
 # -- 1. a 512e disk outside ASM: both sources said, the verdict assumed --------------------------------
