@@ -108,14 +108,14 @@ def at_load(params: dict[str, str], load: Load, n: int, seed: int, what: str = "
     proc = profiles.simulate(params, requests(load, n, seed))
     if proc.returncode != 0:
         raise UsageError(f"{what} at {load}: {proc.stderr.strip()}")
-    return iostat([r for r in trace.parse(proc.stdout) if r.op == "write"])
+    return iostat(trace.answers(proc.stdout, "write"))
 
 
-def iostat(rows) -> dict[str, float]:
-    """await, svctm, %util and avgqu-sz of requests (trace rows: arrival t_us to the reply,
-    answer_us), as the host's iostat computes them over the span from the first arrival to the last
-    reply."""
-    spans = sorted((r.t_us, r.t_us + r.answer_us) for r in rows)
+def iostat(requests: list[tuple[float, float]]) -> dict[str, float]:
+    """await, svctm, %util and avgqu-sz of requests ((arrival t_us, answer_us to the reply), as
+    trace.answers gives them), as the host's iostat computes them over the span from the first
+    arrival to the last reply."""
+    spans = sorted((t, t + answer) for t, answer in requests)
     start, end = spans[0][0], max(e for _, e in spans)
     busy, (cur_s, cur_e) = 0.0, spans[0]
     for s, e in spans[1:]:
@@ -126,8 +126,8 @@ def iostat(rows) -> dict[str, float]:
     busy += cur_e - cur_s
     in_flight = sum(e - s for s, e in spans)
     span = end - start
-    return {"await_ms": in_flight / len(rows) / 1000, "svctm_ms": busy / len(rows) / 1000,
-            "util_pct": 100 * busy / span, "avgqu_sz": in_flight / span, "requests": len(rows)}
+    return {"await_ms": in_flight / len(requests) / 1000, "svctm_ms": busy / len(requests) / 1000,
+            "util_pct": 100 * busy / span, "avgqu_sz": in_flight / span, "requests": len(requests)}
 
 
 def half_unit(printed: str) -> float:

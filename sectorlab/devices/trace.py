@@ -109,6 +109,28 @@ def parse(text: str) -> list[Request]:
     return rows
 
 
+def answers(text: str, op: str) -> list[tuple[float, float]]:
+    """(t_us, answer_us) of a trace's requests of one operation, in the trace's order: what parse()
+    gives as Request.t_us and Request.answer_us, read from only the columns they need (an iostat of a
+    model's 100,000 requests, devices/heldout.py, spent three quarters of its time making Requests)."""
+    reader = csv.reader(text.splitlines())
+    header = next(reader, None)
+    if header is None:
+        return []
+    where = {name: i for i, name in enumerate(header)}
+    t, kind, queue, service = (where[n] for n in ("t_us", "op", "queue_us", "service_us"))  # KeyError: not a trace
+    first, fqueue, fservice = (where.get(n) for n in ("flashlog_first", "flashlog_queue_us", "flashlog_service_us"))
+    out = []
+    for row in reader:
+        if not row or row[kind] != op:
+            continue
+        if first is not None and first < len(row) and row[first] == "1":
+            out.append((float(row[t]), float(row[fqueue]) + float(row[fservice])))
+        else:
+            out.append((float(row[t]), float(row[queue]) + float(row[service])))
+    return out
+
+
 def end(path: Path) -> int:
     """Where the trace's last whole line ends, in bytes (0: no trace yet). read(path, since=end(path))
     after a run gives that run's requests alone, without parsing the thousands the model served

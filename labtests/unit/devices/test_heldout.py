@@ -10,24 +10,36 @@ import subprocess
 
 import pytest
 
-from sectorlab.devices import heldout, trace
+from sectorlab.devices import heldout, profiles, trace
 from sectorlab.errors import UsageError
 from sectorlab.paths import REPO
 from sectorlab.report import findings
 
 
-def _row(t, queue, service):
-    return trace.Request(t, "write", 0, 4096, 0, 0, queue, service, float("nan"), 0, 0, 0, 0)
-
-
 def test_iostat_figures_of_a_trace():
     """Two writes overlapping (0-100 and 50-150 us, the second queued 20 us) and one alone
     (1000-1100): 250 us busy of 1100, 300 us in flight, 3 requests."""
-    got = heldout.iostat([_row(0, 0, 100), _row(50, 20, 80), _row(1000, 0, 100)])
+    got = heldout.iostat([(0, 0 + 100), (50, 20 + 80), (1000, 0 + 100)])
     assert got["await_ms"] == pytest.approx(0.300 / 3)
     assert got["svctm_ms"] == pytest.approx(0.250 / 3)
     assert got["util_pct"] == pytest.approx(100 * 250 / 1100)
     assert got["avgqu_sz"] == pytest.approx(300 / 1100) and got["requests"] == 3
+
+
+def test_a_traces_answers_are_its_requests_arrivals_and_answer_times():
+    """trace.answers reads two columns' worth of what trace.parse reads: the same arrival and answer
+    of every request of the operation, the flash log's when it answered first (a cell's trace)."""
+    params = {"write": "lognormal:100,300", "read": "fixed:50", "seed": "3", "flashlog.write": "lognormal:100,300",
+              "flashlog.read": "fixed:85"}
+    lines = "".join(f"{i * 40.0} {'read' if i % 5 == 0 else 'write'} {i * 4096} 4096\n" for i in range(2000))
+    proc = profiles.simulate(params, lines)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    parsed = trace.parse(text)
+    assert any(r.flashlog_first == 1 for r in parsed) and any(r.flashlog_first == 0 for r in parsed)
+    for op in ("write", "read"):
+        assert trace.answers(text, op) == [(r.t_us, r.answer_us) for r in parsed if r.op == op]
+    assert trace.answers("", "write") == [] and trace.answers(text.split("\n")[0] + "\n", "write") == []
 
 
 def test_a_fixed_service_at_a_light_load_is_what_queueing_says():
