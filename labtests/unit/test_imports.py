@@ -203,7 +203,7 @@ def test_the_parser_is_made_without_the_commands_modules():
     assert out.stdout.strip() == "['sectorlab.bench.presets']", out.stdout
 
 
-@pytest.mark.parametrize("package", ["sectorlab.bench", "sectorlab.images"])
+@pytest.mark.parametrize("package", ["sectorlab.bench", "sectorlab.images", "sectorlab.lab"])
 def test_every_name_a_package_gives_when_asked_is_there(package):
     """Each name of a package's _LAZY is in the module it names (a name moved away would be an
     AttributeError only when first used)."""

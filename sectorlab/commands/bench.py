@@ -11,7 +11,6 @@ import json
 
 from .. import bench
 from .. import lab as lab_mod
-from ..bench.cost import floor, host, tools
 from ..errors import UsageError
 from .common import load_lab, png_too, progress
 
@@ -42,6 +41,7 @@ def _clock(args):
     """The runs' clock from --clock and the modelled host's options (only on the virtual one); a
     time given as 'host' is measured on this host first (bench/cost/host.py) and its source kept."""
     from ..bench.clock import Clock
+    from ..bench.cost import host
     for name in ("wakeup_us", "cpus", "cpu_dist", "wakeup_dist", "log_writer_cpu_us"):
         if getattr(args, name) is not None and args.clock != "virtual":
             raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name)}: the modelled host's, in virtual "
@@ -83,6 +83,7 @@ def cmd_bench_load(args) -> int:
 
 
 def cmd_bench_writer(args) -> int:
+    from ..bench.cost import tools
     r = tools.bench_writer(args.dir, args.rounds, args.seconds, spin_us=args.spin_us)
     if args.json:
         print(json.dumps(r, indent=2))
@@ -99,6 +100,7 @@ def cmd_bench_writer(args) -> int:
 
 def cmd_bench_floor(args) -> int:
     lab = load_lab(args)
+    from ..bench.cost import floor  # with the lab's and the guests' modules: only where a lab is measured
     r = floor.bench_floor(lab_mod.read_lab_json(lab.name, lab.path), args.disk or [], args.rounds, args.seconds,
                           progress)
     if args.json:
@@ -115,6 +117,7 @@ def cmd_bench_floor(args) -> int:
 
 
 def cmd_bench_host(args) -> int:
+    from ..bench.cost import host
     m = host.measure(args.rounds, args.seconds, progress)
     if args.json:
         print(json.dumps(m, indent=2))
@@ -130,6 +133,7 @@ def cmd_bench_host(args) -> int:
 
 
 def cmd_bench_lab_up(args) -> int:
+    from ..bench.cost import tools
     r = tools.bench_lab_up(load_lab(args), args.rounds, progress)
     if args.json:
         print(json.dumps(r, indent=2))

@@ -12,24 +12,43 @@ monitor), modelled.py (the device model serving each data disk), diskcheck.py (w
 show), hostcheck.py (what a lab needs of its libvirt hosts), teardown.py (down, status, faults,
 leftovers), ownership.py (what is the lab's own), record.py (lab.json).
 
-The names below are the package's face, as the CLI, the bench and the scenarios use it; anything
-else is imported from its module.
+The names below are the package's face, as the CLI, the bench and the scenarios use it, each
+imported from its module when first used (sectorlab/lazy.py: a command that refuses its input before
+it needs a lab starts without the lab's modules); anything else is imported from its module.
 """
 
-from .diskcheck import guests_from_lab_json, print_table, probe, wait_for  # noqa: F401
-from .ownership import domain_name  # noqa: F401
-from .phases import NVME_APPEAR_TIMEOUT, PAUSE_ENV, up  # noqa: F401
-from .pool import IMAGE_POOL, volume_name  # noqa: F401
-from .seeds import check_seeds, kernel_cmdline, tfvars  # noqa: F401
-from .state import (  # noqa: F401
-    lab_file_from_env,
-    lab_up_command,
-    load_lab,
-    own_ports,
-    pool_dir,
-    read_lab_json,
-    state_dir,
-    suffix_from_env,
-)
-from .teardown import check_host, down, faults, leftovers_of, status, sweep_libvirt  # noqa: F401
-from .terraform import terraform_check  # noqa: F401
+from ..lazy import interface
+
+_LAZY = {
+    "guests_from_lab_json": "diskcheck",
+    "print_table": "diskcheck",
+    "probe": "diskcheck",
+    "wait_for": "diskcheck",
+    "domain_name": "ownership",
+    "NVME_APPEAR_TIMEOUT": "phases",
+    "PAUSE_ENV": "phases",
+    "up": "phases",
+    "IMAGE_POOL": "pool",
+    "volume_name": "pool",
+    "check_seeds": "seeds",
+    "kernel_cmdline": "seeds",
+    "tfvars": "seeds",
+    "lab_file_from_env": "state",
+    "lab_up_command": "state",
+    "load_lab": "state",
+    "own_ports": "state",
+    "pool_dir": "state",
+    "read_lab_json": "state",
+    "state_dir": "state",
+    "suffix_from_env": "state",
+    "check_host": "teardown",
+    "down": "teardown",
+    "faults": "teardown",
+    "leftovers_of": "teardown",
+    "status": "teardown",
+    "sweep_libvirt": "teardown",
+    "terraform_check": "terraform",
+}
+
+
+__getattr__, __dir__ = interface(__name__, _LAZY, globals())

@@ -7,14 +7,17 @@ from __future__ import annotations
 import math
 
 import pytest
+import tomllib
 
 from sectorlab import bench
 from sectorlab.analysis.metrics import ALPHA
 from sectorlab.errors import UsageError
 from sectorlab.inguest import rules
 
-# The redo presets (a [bench] table); zfs-appliance is an [appliance] preset (test_appliance.py).
-REDO_PRESETS = [n for n in bench.preset_names() if getattr(bench.load_preset(n), "kind", "") != "appliance"]
+# The redo presets (a [bench] table); zfs-appliance is an [appliance] preset (test_appliance.py). Told
+# from the files' tables, not by loading each preset: every test worker collects this module.
+REDO_PRESETS = [n for n in bench.preset_names() if bench.kind_of_preset(
+    bench.preset_path(n), tomllib.loads(bench.preset_path(n).read_text())).table == "bench"]
 
 
 def _plan(preset: bench.Preset) -> list[tuple[str, int, int]]:

@@ -116,7 +116,7 @@ def test_exponential_wake_ups_keep_their_mean_and_break_the_lockstep(redo_writer
     """20 sessions with no CPU on a 20 us write: woken together after a fixed 10 us they commit
     together, a write of 20 and a log file sync of 40 us (a write and two wake-ups); drawn from an
     exponential of 10 us (from --seed) they commit apart, and the record says which."""
-    args = ["--target", "model:write=fixed:20", "--sessions", "20", "--wakeup-us", "10", "--duration", "2"]
+    args = ["--target", "model:write=fixed:20", "--sessions", "20", "--wakeup-us", "10", "--duration", "1"]
     fixed = _json(redo_writer, *args)
     drawn = _json(redo_writer, *args, "--wakeup-dist", "exponential", "--seed", "5")
     assert fixed["virtual"] | {"switches": 0} == {"wakeup_us": 10, "wakeup_dist": "fixed", "cpus": 0,
