@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from labtests.support.lab import unwatched_paths
 from labtests.support.requires import require
@@ -44,6 +43,7 @@ def modelled(lab_state):
 def _consistent(sample: np.ndarray, q: int, spec: float, rel: float, abs_us: float) -> tuple[bool, str]:
     """Whether the specified q-th percentile lies in the sample's confidence interval for it,
     widened by the tolerance; and the sample's percentile with that interval, said."""
+    from scipy import stats  # here, not at the module's top: every pytest run over labtests collects this module
     ci = stats.quantile_test(sample, q=spec, p=q / 100).confidence_interval(CONFIDENCE)
     slack = max(rel * spec, abs_us)
     low = ci.low if np.isfinite(ci.low) else -np.inf
