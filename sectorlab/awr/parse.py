@@ -1,6 +1,7 @@
-"""Oracle's AWR report in its text layout (awrrpt_*.txt, as `@?/rdbms/admin/awrrpt` writes it with
-report_type text), read for what the log writer sees. Every figure keeps the line it came from (its
-number in the file and its text), so that whatever the lab derives from it can name its source.
+"""Oracle's AWR report, in its text layout (awrrpt_*.txt, as `@?/rdbms/admin/awrrpt` writes it with
+report_type text) or its HTML one (report_type html, the default), read for what the log writer sees.
+Every figure keeps the line it came from (its number in the file and its text: in HTML the row's
+cells), so that whatever the lab derives from it can name its source.
 
 What is read, by section (a section starts at its title line and ends at the next title this module
 knows):
@@ -14,9 +15,15 @@ knows):
 - `Instance Activity Stats` (from 12c also `Key ...` and `Other Instance Activity Stats`): each
   statistic's total, per second and per transaction.
 
-A table's cells are read by where its columns are (the line of dashes under its header), so that a
-blank cell (a %Time-outs of none, a CPU row's waits) is no other column's value; an average wait may
-carry its unit (us or ms).
+A text table's cells are read by where its columns are (the line of dashes under its header), so
+that a blank cell (a %Time-outs of none, a CPU row's waits) is no other column's value; an average
+wait may carry its unit (us or ms). In HTML each table says what it is in its `summary` attribute
+("This table displays load profile", "... Foreground Wait Events and their wait statistics", "...
+background wait events statistics", "... top 10 wait events by total wait time", "... Key Instance
+activity statistics", "... other instance activity stats"), and a cell's column is named by the
+table's header row (`Waits`, `Total Wait Time (s)`, `Avg wait (ms)`, ...); the header figures are
+the snapshot table's `Elapsed:` and `DB Time:` rows. The HTML layout here is the one Oracle's
+reports show in their published summaries and headers; the text layout is the better checked.
 
 A value may carry Oracle's K, M, G or T (23.2K is 23,200) and thousands separators. A number that
 does not parse, a report in which no section this module knows is found (another layout, another
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 
 from .. import inputs
@@ -64,8 +72,8 @@ class Report:
     def need(self, what: str, figure: Figure | None) -> Figure:
         """`figure`, or one line saying the report lacks it."""
         if figure is None:
-            raise UsageError(f"{self.path}: the AWR report has no {what}; expected Oracle's text layout "
-                             f"(awrrpt_*.txt) with it")
+            raise UsageError(f"{self.path}: the AWR report has no {what}; expected an AWR report "
+                             f"(Oracle's text or HTML layout) with it")
         return figure
 
 
@@ -176,31 +184,150 @@ def parse_text(text: str, path: str) -> Report:
             continue  # the table's header, above the line of dashes that marks its columns
         elif section in _COLUMNS:
             label, cells = _cells(line, spans)
-            columns = _COLUMNS[section]
             if not label or label.startswith(("Event", "Statistic")) or not any(cells):
                 continue
-            row = {c: f for c, cell in zip(columns, cells) if (f := _value(cell, c, path, n, line)) is not None}
-            if section == "activity":
-                if len(row) == len(columns):
-                    report.activity[label] = row
-                continue
-            table = {"top": report.top_events, "foreground": report.foreground,
-                     "background": report.background}[section]
-            if label in _CPU_ROWS:
-                if "time_s" in row:
-                    table["DB CPU"] = {"time_s": row["time_s"]}
-                continue
-            missing = [c for c in _EVENT_NEEDS if c not in row]
-            if missing:
-                raise UsageError(f"{path}: line {n}: the event {label!r} has no {' and no '.join(missing)} in its "
-                                 f"columns: {stripped[:120]!r}")
-            table[label] = row
+            _put(report, section, label, dict(zip(_COLUMNS[section], cells)), n, line)
+    return _found(report)
+
+
+def _put(report: Report, section: str, label: str, cells: dict[str, str], n: int, line: str) -> None:
+    """A table row's cells (by column) into the report: an event's, the CPU row's time, a statistic's."""
+    row = {c: f for c, cell in cells.items() if (f := _value(cell, c, report.path, n, line)) is not None}
+    if section == "activity":
+        if all(c in row for c in _COLUMNS["activity"]):
+            report.activity[label] = row
+        return
+    table = {"top": report.top_events, "foreground": report.foreground, "background": report.background}[section]
+    if label in _CPU_ROWS:
+        if "time_s" in row:
+            table["DB CPU"] = {"time_s": row["time_s"]}
+        return
+    missing = [c for c in _EVENT_NEEDS if c not in row]
+    if missing:
+        raise UsageError(f"{report.path}: line {n}: the event {label!r} has no {' and no '.join(missing)} in its "
+                         f"columns: {line.strip()[:120]!r}")
+    table[label] = row
+
+
+def _found(report: Report) -> Report:
     if not (report.load_profile or report.top_events or report.activity):
-        raise UsageError(f"{path}: no Load Profile, Top Events or Instance Activity Stats found: expected an AWR "
-                         f"report in Oracle's text layout (awrrpt_*.txt, in English)")
+        raise UsageError(f"{report.path}: no Load Profile, Top Events or Instance Activity Stats found: expected an "
+                         f"AWR report in Oracle's text or HTML layout (awrrpt_*.txt or .html, in English)")
     return report
 
 
+class _Tables(HTMLParser):
+    """Every <table> of an HTML page: its summary and its rows, each row its line in the file, its
+    cells' texts (white space and &#160; collapsed) and whether they are all header cells."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables: list[tuple[str, list[tuple[int, list[str], bool]]]] = []
+        self._open: list[int] = []  # the tables being read, innermost last
+        self._row: tuple[int, list[str], list[bool]] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append((dict(attrs).get("summary") or "", []))
+            self._open.append(len(self.tables) - 1)
+        elif tag == "tr" and self._open:
+            self._row = (self.getpos()[0], [], [])
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+            self._row[2].append(tag == "th")
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row[1].append(" ".join("".join(self._cell).replace("\xa0", " ").split()))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            if self._row[1] and self._open:
+                self.tables[self._open[-1]][1].append((self._row[0], self._row[1], all(self._row[2])))
+            self._row = None
+        elif tag == "table" and self._open:
+            self._open.pop()
+
+
+def _html_section(summary: str) -> str | None:
+    """The section a table's summary attribute names, or None for one this module does not read."""
+    s = " ".join(summary.lower().split())
+    if "absolute" in s or "thread" in s:
+        return None
+    for words, name in (("load profile", "load"), ("foreground wait events", "foreground"),
+                        ("background wait events", "background"), ("instance activity", "activity")):
+        if words in s:
+            return name
+    return "top" if "top" in s and "event" in s else None
+
+
+def _html_column(header: str, section: str) -> str | None:
+    """The column a header cell names (Oracle's headers vary by release), or None for one not read."""
+    h = " ".join(header.lower().split())
+    if section == "activity":
+        return {"total": "total", "per second": "per_second", "per trans": "per_txn"}.get(h)
+    if h == "waits":
+        return "waits"
+    if "time" in h and "out" in h:
+        return "timeouts_pct"  # %Time -outs
+    if h.startswith("total wait time") or h in ("time(s)", "time (s)"):
+        return "time_s"
+    if "avg" in h:
+        return "avg_ms"  # Avg wait (ms), Wait Avg(ms), Avg Wait (its cells with their unit)
+    if "/txn" in h or "per txn" in h:
+        return "waits_per_txn"
+    if h.startswith("%") and "time" in h:
+        return "pct"  # % DB time, % bg time
+    return "wait_class" if h == "wait class" else None
+
+
+_HEAD_ROWS = {"Elapsed:": "elapsed_min", "DB Time:": "db_time_min", "DB time:": "db_time_min", "DB CPU:": "db_cpu_min"}
+_MINS = re.compile(r"^([\d,.]+[KMGT]?) ?\(mins\)$")
+
+
+def _row_text(cells: list[str]) -> str:
+    """A row as a figure's source says it: its cells that are not blank, between bars."""
+    return " | ".join(c for c in cells if c)
+
+
+def parse_html(text: str, path: str) -> Report:
+    """An AWR report's HTML (Oracle's HTML layout) as a Report; one line when it is not one."""
+    tables = _Tables()
+    tables.feed(text)
+    tables.close()
+    report = Report(path)
+    for summary, rows in tables.tables:
+        for n, cells, _ in rows:
+            if cells[0] in _HEAD_ROWS and (m := next((_MINS.match(c) for c in cells[1:] if _MINS.match(c)), None)):
+                setattr(report, _HEAD_ROWS[cells[0]], Figure(number(m.group(1), path, n, _row_text(cells)), n,
+                                                            _row_text(cells)))
+        section = _html_section(summary)
+        if section is None:
+            continue
+        columns: list[str | None] = []
+        for n, cells, header in rows:
+            line = _row_text(cells)
+            if header:
+                columns = [_html_column(c, section) for c in cells]
+                continue
+            label = cells[0].strip()
+            if section == "load":
+                if label.endswith(":") and len(cells) > 1 and _is_number(cells[1]):
+                    second = cells[2] if len(cells) > 2 and _is_number(cells[2]) else None
+                    report.load_profile[label[:-1].strip()] = (
+                        Figure(number(cells[1], path, n, line), n, line),
+                        Figure(number(second, path, n, line), n, line) if second else None)
+            elif columns and label and any(cells[1:]):
+                _put(report, section, label, {c: cell for c, cell in zip(columns[1:], cells[1:]) if c}, n, line)
+    return _found(report)
+
+
 def read(path: Path | str) -> Report:
-    """An AWR text report read within its bound (inputs.read_text) and parsed."""
-    return parse_text(inputs.read_text(path, "AWR report", AWR_TEXT_MAX), str(path))
+    """An AWR report read within its bound (inputs.read_text) and parsed: as HTML when its first
+    character that is not white space is '<', as text otherwise."""
+    text = inputs.read_text(path, "AWR report", AWR_TEXT_MAX)
+    return (parse_html if text.lstrip()[:1] == "<" else parse_text)(text, str(path))

@@ -1,4 +1,4 @@
-"""An AWR report in Oracle's text layout read for what the log writer sees (sectorlab/awr): the
+"""An AWR report in Oracle's text or HTML layout read for what the log writer sees (sectorlab/awr): the
 project's own fixtures, written in the layouts of 19c (seed 000's figures where the seed prints them:
 its Load Profile's redo, its log file sync and log file parallel write rows; the header's minutes and
 the Instance Activity Stats made to agree with them) and of 11g (the header's minutes and the Load
@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from labtests.support.depth import examples
 from sectorlab.awr import load, parse
 from sectorlab.errors import UsageError
 from sectorlab.paths import REPO
@@ -18,6 +21,9 @@ from sectorlab.paths import REPO
 DATA = REPO / "labtests" / "unit" / "data" / "awr"
 REPORT_19C = DATA / "awrrpt-19c-seed000.txt"
 REPORT_11G = DATA / "awrrpt-11g.txt"
+# The 19c fixture's figures in Oracle's HTML layout: each table named by its summary attribute, its
+# columns by its header row, the Top Events' averages with their unit (1.16ms, 970.00us).
+REPORT_19C_HTML = DATA / "awrrpt-19c-seed000.html"
 
 
 def test_a_19c_report_gives_the_closed_loop_and_the_log_writers_figures_with_their_lines():
@@ -82,7 +88,7 @@ def _one_line(tmp_path, text: str, says: str) -> None:
 
 @pytest.mark.parametrize("change, says", [
     (lambda t: "", "no Load Profile, Top Events or Instance Activity Stats found: expected an AWR report in "
-                   "Oracle's text layout"),
+                   "Oracle's text or HTML layout"),
     (lambda t: t.replace("Load Profile", "Lastprofil").replace("Top 10 Foreground Events", "Die 10 Ereignisse")
      .replace("Instance Activity Stats", "Instanzaktivitaet").replace("Wait Events", "Warteereignisse"),
      "no Load Profile, Top Events or Instance Activity Stats found"),
@@ -160,3 +166,58 @@ def test_sectorlab_awr_shows_what_the_lab_reads_of_a_report(capsys):
     assert cli.main(["awr", str(REPORT_11G)]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[0].split()[:3] == ["tps", "203.40", "transactions/s"] and "line 33" in text
+
+
+def test_the_html_layout_gives_what_the_text_layout_gives():
+    """The same report in Oracle's two layouts: every figure the lab derives is the same, each
+    naming the HTML row it came from; the Absolute Values table is not a statistic's rates."""
+    text, html = load.load(parse.read(REPORT_19C)), load.load(parse.read(REPORT_19C_HTML))
+    assert set(text) == set(html) and all(html[k].value == pytest.approx(text[k].value) for k in text), {
+        k: (text[k].value, html[k].value) for k in text}
+    assert html["tps"].how == "Load Profile, Transactions per second (line 38: 'Transactions: | 94,325.0')"
+    assert "line 21: 'Elapsed: | 4.95 (mins)'" in html["sessions"].how
+    report = parse.read(REPORT_19C_HTML)
+    assert report.top_events["enq: TX - row lock contention"]["avg_ms"].value == pytest.approx(0.97)
+    assert report.top_events["DB CPU"]["time_s"].value == 35_400 and set(report.activity) == {
+        "redo size", "user commits", "redo synch writes", "redo wastage", "redo writes"}
+    assert report.background["log file parallel write"]["timeouts_pct"].value == 0
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda t: "<html><body><table summary='something else'><tr><td>x</td></tr></table></body></html>",
+     "no Load Profile, Top Events or Instance Activity Stats found: expected an AWR report in Oracle's text or "
+     "HTML layout"),
+    (lambda t: t.replace("<td align=\"right\" class='awrnc'>19,927,449</td><td align=\"right\" class='awrnc'>23.2K",
+                         "<td align=\"right\" class='awrnc'>19,927,449</td><td align=\"right\" class='awrnc'>23.2Q"),
+     "line 45: '23.2Q' is not a number"),
+    (lambda t: t.replace("<td align=\"right\" class='awrnc'>          94,325.0</td>",
+                         "<td align=\"right\" class='awrnc'>&#160;</td>"),
+     "the AWR report has no Load Profile 'Transactions:' per second"),
+    (lambda t: t.replace("                4.95 (mins)", "0 (mins)"),
+     "line 21: 'Elapsed: | 0 (mins)': an elapsed time of 0 min"),
+    (lambda t: t.split("<h3 class=\"awr\">Load Profile")[0] + "<table", "no Load Profile, Top Events"),
+])
+def test_an_html_report_that_is_not_one_or_lacks_a_figure_is_one_line(tmp_path, change, says):
+    _one_line(tmp_path, change(REPORT_19C_HTML.read_text()), says)  # read as HTML by its first '<', whatever its name
+
+
+def test_sectorlab_awr_reads_an_html_report(capsys):
+    from sectorlab import cli
+    assert cli.main(["awr", str(REPORT_19C_HTML)]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split()[:3] == ["tps", "94,325.00", "transactions/s"]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(edits=st.lists(st.tuples(st.integers(0, 10**6), st.text(alphabet="<>/&#;\"' \n\xa0tdrhable0123456789.,:KM",
+                                                               max_size=8)), min_size=1, max_size=20))
+def test_any_edit_of_an_html_report_is_a_report_or_one_line(edits):
+    """Bytes of the HTML fixture replaced anywhere by tag, entity and number characters: a report, or
+    one line (never a traceback, never a line break in it)."""
+    text = REPORT_19C_HTML.read_text()
+    for at, new in edits:
+        at %= len(text)
+        text = text[:at] + new + text[at + len(new):]
+    try:
+        parse.parse_html(text, "awrrpt.html")
+    except UsageError as e:
+        assert "\n" not in str(e) and str(e).startswith("awrrpt.html: ")
