@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import logging
 import os
 import sys
 
@@ -54,13 +55,18 @@ GC_THRESHOLD = (100_000, 50, 100)
 
 def lean_processes(config) -> None:
     """The GC threshold above, and in an xdist worker an exit without the interpreter's teardown once
-    pytest has unconfigured in order: after its atexit handlers (this one is registered first, so it
-    runs last) the worker's results are with the controller, and freeing a heap of matplotlib, scipy
-    and 3,000 tests' modules one object at a time held the controller's end by 0.7-1.5 s."""
+    pytest has unconfigured in order: the worker's results are with the controller by then (xdist
+    sends them at the session's end), and freeing a heap of matplotlib, scipy and 3,000 tests' modules
+    one object at a time held the controller's end by 0.7-1.5 s. The exit is an atexit handler
+    registered here, when pytest configures: the handlers registered after it have run; of those
+    registered before it, logging's is called here; under coverage (COVERAGE_PROCESS_START) or with
+    SECTORLAB_TEST_FULL_EXIT set the worker exits as Python does."""
     gc.set_threshold(*GC_THRESHOLD)
-    if hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput") and not (os.environ.get("COVERAGE_PROCESS_START")
+                                               or os.environ.get("SECTORLAB_TEST_FULL_EXIT")):
         def leave() -> None:
             if getattr(config, "_sectorlab_unconfigured", False):
+                logging.shutdown()
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(0)

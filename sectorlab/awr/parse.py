@@ -218,38 +218,69 @@ def _found(report: Report) -> Report:
 
 class _Tables(HTMLParser):
     """Every <table> of an HTML page: its summary and its rows, each row its line in the file, its
-    cells' texts (white space and &#160; collapsed) and whether they are all header cells."""
+    cells' texts (white space and &#160; collapsed) and whether they are all header cells. A cell or
+    row left open (HTML lets `</td>` and `</tr>` be left out) ends where the next one starts or its
+    table ends; a table inside a cell is a table of its own, and the outer row goes on after it."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.tables: list[tuple[str, list[tuple[int, list[str], bool]]]] = []
-        self._open: list[int] = []  # the tables being read, innermost last
-        self._row: tuple[int, list[str], list[bool]] | None = None
-        self._cell: list[str] | None = None
+        # per table being read, innermost last: [its index, the open row (line, cells, header flags), the open cell]
+        self._open: list[list] = []
+        self.line0 = 0  # the line before the text fed since reset()
+
+    def line(self) -> int:
+        return self.line0 + self.getpos()[0]
+
+    def _end_cell(self) -> None:
+        top = self._open[-1]
+        if top[2] is not None and top[1] is not None:
+            top[1][1].append(" ".join("".join(top[2]).replace("\xa0", " ").split()))
+        top[2] = None
+
+    def _end_row(self) -> None:
+        self._end_cell()
+        top = self._open[-1]
+        if top[1] is not None and top[1][1]:
+            self.tables[top[0]][1].append((top[1][0], top[1][1], all(top[1][2])))
+        top[1] = None
 
     def handle_starttag(self, tag, attrs):
         if tag == "table":
             self.tables.append((dict(attrs).get("summary") or "", []))
-            self._open.append(len(self.tables) - 1)
-        elif tag == "tr" and self._open:
-            self._row = (self.getpos()[0], [], [])
-        elif tag in ("td", "th") and self._row is not None:
-            self._cell = []
-            self._row[2].append(tag == "th")
+            self._open.append([len(self.tables) - 1, None, None])
+        elif not self._open:
+            return
+        elif tag == "tr":
+            self._end_row()
+            self._open[-1][1] = (self.line(), [], [])
+        elif tag in ("td", "th"):
+            self._end_cell()
+            top = self._open[-1]
+            if top[1] is None:  # a cell outside any row starts one
+                top[1] = (self.line(), [], [])
+            top[1][2].append(tag == "th")
+            top[2] = []
 
     def handle_data(self, data):
-        if self._cell is not None:
-            self._cell.append(data)
+        if self._open and self._open[-1][2] is not None:
+            self._open[-1][2].append(data)
 
     def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None and self._row is not None:
-            self._row[1].append(" ".join("".join(self._cell).replace("\xa0", " ").split()))
-            self._cell = None
-        elif tag == "tr" and self._row is not None:
-            if self._row[1] and self._open:
-                self.tables[self._open[-1]][1].append((self._row[0], self._row[1], all(self._row[2])))
-            self._row = None
-        elif tag == "table" and self._open:
+        if not self._open:
+            return
+        if tag in ("td", "th"):
+            self._end_cell()
+        elif tag == "tr":
+            self._end_row()
+        elif tag == "table":
+            self._end_row()
+            self._open.pop()
+
+    def close(self):
+        super().close()
+        while self._open:  # a table the file leaves open ends with it
+            self._end_row()
             self._open.pop()
 
 
@@ -276,8 +307,8 @@ def _html_column(header: str, section: str) -> str | None:
         return "timeouts_pct"  # %Time -outs
     if h.startswith("total wait time") or h in ("time(s)", "time (s)"):
         return "time_s"
-    if "avg" in h:
-        return "avg_ms"  # Avg wait (ms), Wait Avg(ms), Avg Wait (its cells with their unit)
+    if h.startswith(("avg wait", "wait avg")):  # Avg wait (ms), Wait Avg(ms), Avg Wait (cells with their unit);
+        return "avg_ms"  # not ASH's Avg Active Sessions
     if "/txn" in h or "per txn" in h:
         return "waits_per_txn"
     if h.startswith("%") and "time" in h:
@@ -289,24 +320,58 @@ _HEAD_ROWS = {"Elapsed:": "elapsed_min", "DB Time:": "db_time_min", "DB time:": 
 _MINS = re.compile(r"^([\d,.]+[KMGT]?) ?\(mins\)$")
 
 
+# A '<' that no '>' closes before the next '<', inside a table: not Oracle's HTML, and what makes
+# Python's HTMLParser take time quadratic in the text before 3.11.13 (CVE-2025-6069).
+_UNCLOSED = re.compile(r"<[^<>]*<")
+_TABLE = re.compile(r"<table\b", re.IGNORECASE)
+
+
+def _table_spans(text: str, path: str) -> list[tuple[int, str]]:
+    """The page's tables as (the line each starts on, its text up to its </table>): the parser reads
+    only these, each refused in one line where a tag in it is left unclosed."""
+    spans, at, line, counted = [], 0, 1, 0
+    lower = text.lower()
+    while (m := _TABLE.search(text, at)) is not None:
+        end = lower.find("</table>", m.end())
+        end = len(text) if end < 0 else end + len("</table>")
+        line += text.count("\n", counted, m.start())  # the lines before it, each counted once
+        counted = m.start()
+        if (bad := _UNCLOSED.search(text, m.start(), end)) is not None:
+            raise UsageError(f"{path}: line {line + text.count(chr(10), m.start(), bad.start())}: a '<' that no '>' "
+                             f"closes before the next '<' in a table: expected an AWR report in Oracle's HTML layout")
+        spans.append((line, text[m.start():end]))
+        at = end
+    return spans
+
+
 def _row_text(cells: list[str]) -> str:
     """A row as a figure's source says it: its cells that are not blank, between bars."""
     return " | ".join(c for c in cells if c)
 
 
 def parse_html(text: str, path: str) -> Report:
-    """An AWR report's HTML (Oracle's HTML layout) as a Report; one line when it is not one."""
+    """An AWR report's HTML (Oracle's HTML layout) as a Report; one line when it is not one. Its
+    tables are read (tables inside tables too); the header's minutes come from the first table not
+    of a section this module reads that has them (the snapshot table)."""
     tables = _Tables()
-    tables.feed(text)
-    tables.close()
+    for first, span in _table_spans(text, path):
+        tables.reset()
+        tables.line0 = first - 1  # the span's lines keep their numbers in the file
+        try:
+            tables.feed(span)
+            tables.close()
+        except Exception as e:  # noqa: BLE001  (HTMLParser's own refusals: a marked section it does not know)
+            raise UsageError(f"{path}: line {tables.line()}: not HTML that Python's parser reads ({e}): "
+                             f"expected an AWR report in Oracle's HTML layout") from None
     report = Report(path)
     for summary, rows in tables.tables:
-        for n, cells, _ in rows:
-            if cells[0] in _HEAD_ROWS and (m := next((_MINS.match(c) for c in cells[1:] if _MINS.match(c)), None)):
-                setattr(report, _HEAD_ROWS[cells[0]], Figure(number(m.group(1), path, n, _row_text(cells)), n,
-                                                            _row_text(cells)))
         section = _html_section(summary)
         if section is None:
+            for n, cells, _ in rows:
+                head = _HEAD_ROWS.get(cells[0])
+                m = next((m for c in cells[1:] if (m := _MINS.match(c))), None)
+                if head and m and getattr(report, head) is None:
+                    setattr(report, head, Figure(number(m.group(1), path, n, _row_text(cells)), n, _row_text(cells)))
             continue
         columns: list[str | None] = []
         for n, cells, header in rows:
@@ -316,11 +381,12 @@ def parse_html(text: str, path: str) -> Report:
                 continue
             label = cells[0].strip()
             if section == "load":
-                if label.endswith(":") and len(cells) > 1 and _is_number(cells[1]):
-                    second = cells[2] if len(cells) > 2 and _is_number(cells[2]) else None
-                    report.load_profile[label[:-1].strip()] = (
-                        Figure(number(cells[1], path, n, line), n, line),
-                        Figure(number(second, path, n, line), n, line) if second else None)
+                values = [c for c in cells[1:3] if c]
+                if label.endswith(":") and values and all(_is_number(v) for v in values):
+                    figures = [Figure(number(v, path, n, line), n, line) for v in values]
+                    report.load_profile[label[:-1].strip()] = (figures[0], figures[1] if len(figures) > 1 else None)
+            elif section != "activity" and not {"waits", "time_s"} <= set(columns):
+                break  # an events table without waits and their time (ASH's Top Events): not the wait events'
             elif columns and label and any(cells[1:]):
                 _put(report, section, label, {c: cell for c, cell in zip(columns[1:], cells[1:]) if c}, n, line)
     return _found(report)
@@ -328,6 +394,6 @@ def parse_html(text: str, path: str) -> Report:
 
 def read(path: Path | str) -> Report:
     """An AWR report read within its bound (inputs.read_text) and parsed: as HTML when its first
-    character that is not white space is '<', as text otherwise."""
+    character that is not white space (or a byte order mark) is '<', as text otherwise."""
     text = inputs.read_text(path, "AWR report", AWR_TEXT_MAX)
-    return (parse_html if text.lstrip()[:1] == "<" else parse_text)(text, str(path))
+    return (parse_html if text.lstrip("\ufeff \t\r\n")[:1] == "<" else parse_text)(text, str(path))

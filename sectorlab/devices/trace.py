@@ -111,23 +111,33 @@ def parse(text: str) -> list[Request]:
 
 def answers(text: str, op: str) -> list[tuple[float, float]]:
     """(t_us, answer_us) of a trace's requests of one operation, in the trace's order: what parse()
-    gives as Request.t_us and Request.answer_us, read from only the columns they need (an iostat of a
-    model's 100,000 requests, devices/heldout.py, spent three quarters of its time making Requests)."""
+    gives as Request.t_us and Request.answer_us (an empty or absent time a NaN, a short row's missing
+    cells empty), read from only the columns they need (an iostat of a model's 100,000 requests,
+    devices/heldout.py, spent three quarters of its time making Requests)."""
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
     if header is None:
         return []
     where = {name: i for i, name in enumerate(header)}
-    t, kind, queue, service = (where[n] for n in ("t_us", "op", "queue_us", "service_us"))  # KeyError: not a trace
-    first, fqueue, fservice = (where.get(n) for n in ("flashlog_first", "flashlog_queue_us", "flashlog_service_us"))
-    out = []
+    kind = where["op"]  # KeyError: not a trace, as parse() says it
+    t, queue, service, first, fqueue, fservice = (where.get(n) for n in (
+        "t_us", "queue_us", "service_us", "flashlog_first", "flashlog_queue_us", "flashlog_service_us"))
+    width, out = len(header), []
+
+    def time(row: list[str], i: int | None) -> float:
+        return float(row[i]) if i is not None and row[i] else float("nan")
+
     for row in reader:
-        if not row or row[kind] != op:
+        if not row:
             continue
-        if first is not None and first < len(row) and row[first] == "1":
-            out.append((float(row[t]), float(row[fqueue]) + float(row[fservice])))
+        if len(row) < width:
+            row += [""] * (width - len(row))
+        if row[kind] != op:
+            continue
+        if first is not None and row[first] and int(row[first]) == 1:
+            out.append((time(row, t), time(row, fqueue) + time(row, fservice)))
         else:
-            out.append((float(row[t]), float(row[queue]) + float(row[service])))
+            out.append((time(row, t), time(row, queue) + time(row, service)))
     return out
 
 

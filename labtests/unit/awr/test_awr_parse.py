@@ -208,7 +208,7 @@ def test_sectorlab_awr_reads_an_html_report(capsys):
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(edits=st.lists(st.tuples(st.integers(0, 10**6), st.text(alphabet="<>/&#;\"' \n\xa0tdrhable0123456789.,:KM",
+@given(edits=st.lists(st.tuples(st.integers(0, 10**6), st.text(alphabet="<>/&#;\"'![ \n\xa0tdrhable0123456789.,:KM",
                                                                max_size=8)), min_size=1, max_size=20))
 def test_any_edit_of_an_html_report_is_a_report_or_one_line(edits):
     """Bytes of the HTML fixture replaced anywhere by tag, entity and number characters: a report, or
@@ -221,3 +221,47 @@ def test_any_edit_of_an_html_report_is_a_report_or_one_line(edits):
         parse.parse_html(text, "awrrpt.html")
     except UsageError as e:
         assert "\n" not in str(e) and str(e).startswith("awrrpt.html: ")
+
+
+def test_html_that_leaves_cells_rows_or_tags_open_is_read_as_a_browser_would_or_one_line(tmp_path):
+    """HTML may leave out </td> and </tr>: a cell ends where the next starts, a row where the next row
+    starts or its table ends; a table inside a cell is its own and the outer row goes on. A tag left
+    unclosed inside a table, or a marked section Python's parser refuses, is one line, at once."""
+    html = REPORT_19C_HTML.read_text()
+    waits = "<td align=\"right\" class='awrc'>19,927,449"
+    commit = "<td align=\"right\" class='awrnc'>38.7</td><td class='awrnc'>Commit</td>"
+    loose = html.replace(waits + "</td>", waits, 1).replace(commit + "</tr>", commit, 1)
+    nested = html.replace("<td scope=\"row\" class='awrc'>user commits</td>",
+                          "<td scope=\"row\" class='awrc'>user commits<table><tr><td>x</td></tr></table></td>", 1)
+    for text in (loose, nested):
+        report = parse.parse_html(text, "awrrpt.html")
+        assert report.foreground["log file sync"]["waits"].value == 19_927_449
+        assert report.foreground["log file sync"]["time_s"].value == 23_200
+        assert report.top_events["log file sync"]["avg_ms"].value == pytest.approx(1.16)
+        assert report.activity["user commits"]["total"].value == 28_014_525
+    lfpw = "<tr><td scope=\"row\" class='awrc'>log file parallel write"
+    for bad, says in ((html.replace(lfpw, "<tr><td>" + "<a " * 20_000 + "</td></tr>" + lfpw, 1),
+                       "line 63: a '<' that no '>' closes before the next '<' in a table"),
+                      (html.replace("<td scope=\"row\" class='awrc'>redo writes</td>",
+                                    "<td scope=\"row\" class='awrc'><![foo[ x ]]>redo writes</td>", 1),
+                       "not HTML that Python's parser reads")):
+        path = tmp_path / "awrrpt.html"
+        path.write_text(bad)
+        with pytest.raises(UsageError) as e:
+            parse.read(path)
+        assert str(e.value).startswith(f"{path}: ") and says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_ash_top_events_table_is_not_the_wait_events_and_a_byte_order_mark_is_html(tmp_path):
+    """ASH's Top Events (Event Class, % Activity, Avg Active Sessions) is a table of its own, not the
+    wait events' (no Waits, no Total Wait Time); a file that starts with a byte order mark is HTML."""
+    ash = ('<table border="0" class="tdiff" summary="This table displays top events">'
+           '<tr><th class="awrbg">Event</th><th class="awrbg">Event Class</th><th class="awrbg">% Activity</th>'
+           '<th class="awrbg">Avg Active Sessions</th></tr>'
+           "<tr><td class='awrc'>log file sync</td><td class='awrc'>Commit</td><td class='awrc'>38.70</td>"
+           "<td class='awrc'>78.10</td></tr></table>\n")
+    path = tmp_path / "awrrpt.html"
+    path.write_text("\ufeff" + REPORT_19C_HTML.read_text().replace("</body>", ash + "</body>"), encoding="utf-8")
+    report = parse.read(path)
+    assert report.top_events["log file sync"]["waits"].value == 19_927_449
+    assert load.load(report)["tps"].value == 94_325.0
