@@ -170,9 +170,7 @@ def parse_text(text: str, path: str) -> Report:
             continue
         head = re.match(r"^(Elapsed|DB Time|DB time|DB CPU):\s+([\d,.]+[KMGT]?)\s+\(mins\)", stripped)
         if head and section is None:
-            name = {"Elapsed": "elapsed_min", "DB Time": "db_time_min", "DB time": "db_time_min",
-                    "DB CPU": "db_cpu_min"}[head.group(1)]
-            setattr(report, name, Figure(number(head.group(2), path, n, line), n, line))
+            setattr(report, _HEAD_ROWS[head.group(1) + ":"], Figure(number(head.group(2), path, n, line), n, line))
             continue
         if section == "load" and ":" in stripped:
             label, rest = stripped.split(":", 1)
@@ -316,6 +314,8 @@ def _html_column(header: str, section: str) -> str | None:
     return "wait_class" if h == "wait class" else None
 
 
+# The header's rows in minutes, in both layouts (the text's "   Elapsed:     4.95 (mins)", the HTML's
+# snapshot table's "Elapsed:" row), and the Report field each gives.
 _HEAD_ROWS = {"Elapsed:": "elapsed_min", "DB Time:": "db_time_min", "DB time:": "db_time_min", "DB CPU:": "db_cpu_min"}
 _MINS = re.compile(r"^([\d,.]+[KMGT]?) ?\(mins\)$")
 

@@ -49,14 +49,22 @@ class Request:
     def answer_us(self) -> float:
         """From arrival to the reply: the disk's queue and service, or the flash log's when it was
         first (the disk's own columns are its medium's, busy whoever answers)."""
-        if self.flashlog_first == 1:
-            return self.flashlog_queue_us + self.flashlog_service_us
-        return self.queue_us + self.service_us
+        return answer(self.flashlog_first, self.queue_us, self.service_us, self.flashlog_queue_us,
+                      self.flashlog_service_us)
 
     @property
     def answer_service_us(self) -> float:
         """The service time of the medium that answered: what served_us is held against."""
         return self.flashlog_service_us if self.flashlog_first == 1 else self.service_us
+
+
+def answer(flashlog_first: int, queue_us: float, service_us: float, flashlog_queue_us: float,
+           flashlog_service_us: float) -> float:
+    """A request's time from arrival to the reply: the flash log's queue and service when it answered
+    first, the disk's otherwise (Request.answer_us, answers())."""
+    if flashlog_first == 1:
+        return flashlog_queue_us + flashlog_service_us
+    return queue_us + service_us
 
 
 _NAN = float("nan")
@@ -134,10 +142,9 @@ def answers(text: str, op: str) -> list[tuple[float, float]]:
             row += [""] * (width - len(row))
         if row[kind] != op:
             continue
-        if first is not None and row[first] and int(row[first]) == 1:
-            out.append((time(row, t), time(row, fqueue) + time(row, fservice)))
-        else:
-            out.append((time(row, t), time(row, queue) + time(row, service)))
+        out.append((time(row, t), answer(int(row[first]) if first is not None and row[first] else -1,
+                                         time(row, queue), time(row, service), time(row, fqueue),
+                                         time(row, fservice))))
     return out
 
 
