@@ -110,7 +110,8 @@ help:
 	@echo "                          the seed's figures beside the lab's; CLOCK=virtual (also bench-sweep): in the"
 	@echo "                          models' own time, at any load [WAKEUP_US=us] [CPUS=n] [CPU_DIST=exponential|fixed]"
 	@echo "                          [WAKEUP_DIST=exponential|fixed] [LOG_WRITER_CPU_US=us]; AWR=awrrpt.txt: an AWR"
-	@echo "                          report's load (Oracle's text or HTML layout) in place of the seed's"
+	@echo "                          report's load (Oracle's text or HTML layout, or its tables quoted from a web"
+	@echo "                          page) in place of the seed's"
 	@echo "make probe TARGET=dir     a device's timing at queue depth 1 through a file the probe makes in dir (or a"
 	@echo "                          block device or an NBD URI, each with DESTROY_DATA=yes), and a calibrated profile:"
 	@echo "                          results/<time>-probe-NAME/profile.toml and report.html (docs/probe.md)"
@@ -421,7 +422,8 @@ bench-sweep: bootstrap
 	  $(CLOCK_OPTIONS) -- "$${PRESET:-vsphere-512e}"
 
 # The seed's own load (its sessions, redo and CPU per transaction), closed loop on the device path:
-# With AWR=FILE, an AWR report's load (Oracle's text or HTML layout) in place of the preset's (sectorlab/awr/).
+# With AWR=FILE, an AWR report's load (Oracle's text or HTML layout, or its tables quoted from a web page)
+# in place of the preset's (sectorlab/awr/).
 # make bench-load PRESET=ssd-vs-hdd [AWR=awrrpt.txt] [REPEATS=n] [DURATION=s] [ORDER_SEED=n] [CLOCK=virtual
 # [WAKEUP_US=us] [CPUS=n] [CPU_DIST=exponential|fixed]].
 bench-load: bootstrap

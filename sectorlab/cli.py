@@ -227,10 +227,12 @@ def _add_geometry_commands(sub) -> None:
 
 
 def _add_results_commands(sub) -> None:
-    p = sub.add_parser("awr", help="what the lab reads of an AWR report (Oracle's text or HTML layout): the load "
+    p = sub.add_parser("awr", help="what the lab reads of an AWR report (Oracle's text or HTML layout, or its tables "
+                                   "as a web page quotes them): the load "
                                    "bench-load --awr runs and the log writer's figures, each with the report's line")
     p.add_argument("report", type=Path,
-                   help="an AWR report in Oracle's text or HTML layout (awrrpt_*.txt or .html)")
+                   help="an AWR report in Oracle's text or HTML layout (awrrpt_*.txt or .html), or its tables as "
+                        "a web page quotes them")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_awr)
     p = sub.add_parser("compare", help="two single redo-writer runs side by side, Welch t-test over their commits "
@@ -348,8 +350,8 @@ def _add_bench_commands(sub) -> None:
     p.add_argument("preset", help="a preset of labs/bench/ with a [bench.closed_loop] (with --awr: any redo preset, "
                                   "for its disks and comparisons)")
     p.add_argument("--awr", type=Path, help="an AWR report in Oracle's text or HTML layout (awrrpt_*.txt or "
-                   ".html): its sessions, redo and CPU a transaction and its log writer's figures in place of "
-                   "the preset's closed loop")
+                   ".html, or its tables as a web page quotes them): its sessions, redo and CPU a transaction and "
+                   "its log writer's figures in place of the preset's closed loop")
     _device_path_bench_args(p, "<timestamp>-<preset>-closed-loop/")
     p.set_defaults(func=cmd_bench_load)
 

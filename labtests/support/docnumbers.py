@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
 REGISTRY = RESULTS / "quotes.toml"
 
-# A number as the docs print one: a sign, thousands commas, a fraction. Dates and code spans are
+# A number as the docs print one: a sign, thousands commas, a fraction, Oracle's K, M or G. Dates and code spans are
 # taken out before numbers are looked for.
-NUMBER = re.compile(r"(?<![\w.@])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
+NUMBER = re.compile(r"(?<![\w.@])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?[KMG]?(?![\w])")
 CODE = re.compile(r"`[^`]*`")
 DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 STAMP = re.compile(r"\b\d{8}-\d{6}\b")  # a results directory's timestamp

@@ -68,6 +68,9 @@ class Report:
     foreground: dict[str, dict[str, Figure]] = field(default_factory=dict)
     background: dict[str, dict[str, Figure]] = field(default_factory=dict)
     activity: dict[str, dict[str, Figure]] = field(default_factory=dict)
+    # quoted in part (a web page's excerpt, excerpt.py): what a whole report prints may be missing,
+    # and load.py derives it from what is there, saying how
+    partial: bool = False
 
     def need(self, what: str, figure: Figure | None) -> Figure:
         """`figure`, or one line saying the report lacks it."""
@@ -207,10 +210,15 @@ def _put(report: Report, section: str, label: str, cells: dict[str, str], n: int
     table[label] = row
 
 
+class NotAReport(UsageError):
+    """Nothing of an AWR report's was found in the file."""
+
+
 def _found(report: Report) -> Report:
     if not (report.load_profile or report.top_events or report.activity):
-        raise UsageError(f"{report.path}: no Load Profile, Top Events or Instance Activity Stats found: expected an "
-                         f"AWR report in Oracle's text or HTML layout (awrrpt_*.txt or .html, in English)")
+        raise NotAReport(f"{report.path}: no Load Profile, Top Events or Instance Activity Stats found: expected an "
+                         f"AWR report in Oracle's text or HTML layout (awrrpt_*.txt or .html, in English), or its "
+                         f"tables as a web page quotes them")
     return report
 
 
@@ -394,6 +402,19 @@ def parse_html(text: str, path: str) -> Report:
 
 def read(path: Path | str) -> Report:
     """An AWR report read within its bound (inputs.read_text) and parsed: as HTML when its first
-    character that is not white space (or a byte order mark) is '<', as text otherwise."""
+    character that is not white space (or a byte order mark) is '<'; as Oracle's text layout
+    otherwise; and where that finds nothing in a text with no column underlines (the text layout's
+    mark), as its tables quoted from a web page (excerpt.py, the seeds' form)."""
     text = inputs.read_text(path, "AWR report", AWR_TEXT_MAX)
-    return (parse_html if text.lstrip("\ufeff \t\r\n")[:1] == "<" else parse_text)(text, str(path))
+    if text.lstrip("\ufeff \t\r\n")[:1] == "<":
+        return parse_html(text, str(path))
+    try:
+        return parse_text(text, str(path))
+    except NotAReport:
+        if any(_spans(line) for line in text.splitlines()):
+            raise
+        from .excerpt import parse_excerpt  # noqa: PLC0415  (only for a file that is neither layout)
+        try:
+            return parse_excerpt(text, str(path))
+        except NotAReport:
+            return _found(Report(str(path)))  # raises: nothing of a report's in any of the three forms

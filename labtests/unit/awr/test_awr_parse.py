@@ -141,7 +141,7 @@ def test_bench_load_runs_an_awr_reports_load_in_place_of_the_presets(tmp_path):
     assert [f["what"] for f in c["figure"]] == [
         f"{what}, flash@{bs}" for bs in (512, 4096)
         for what in ("commits per log write (group commit)", "log file sync mean (ms)",
-                     "log file sync mean over log file parallel write mean")]
+                     "log file parallel write mean (ms)", "log file sync mean over log file parallel write mean")]
     # run: the 11g report's lighter load (7 sessions), which virtual time computes in a blink
     p = bench_load.with_awr(tiny_preset(tmp_path, ""), parse.read(REPORT_11G))
     out = bench_load.run(p, lambda _: None, tmp_path / "results", repeats=2, seed=3,
