@@ -3,7 +3,8 @@
 docs/results/quotes.toml names the runs whose results the docs quote (each a directory under
 docs/results/ holding the run's summary, committed), the doc sections whose every number is held,
 and the quotes: a template in Python's format language, its values read from a run's JSON file by
-JSON pointer (RFC 6901), optionally derived from them by arithmetic. A quote holds when its
+JSON pointer (RFC 6901), optionally derived from them by arithmetic (and `choose`, a word for a
+true or false). A quote holds when its
 template, filled from the files, is found in the doc (its lines joined, runs of spaces as one).
 A held section holds when every number in it lies inside a quote found in that section, or inside
 one of the section's `given` texts (what was set, not measured: a command's parameters, a
@@ -177,7 +178,8 @@ def value_of(reg: Registry, q: Quote, ref: str):
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-_FUNCS = {"abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "median": statistics.median, "len": len}
+_FUNCS = {"abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "median": statistics.median, "len": len,
+          "choose": lambda cond, yes, no: yes if cond else no}
 
 
 def evaluate(expr: str, names: dict):
@@ -186,7 +188,7 @@ def evaluate(expr: str, names: dict):
     def ev(node):
         if isinstance(node, ast.Expression):
             return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)):
             return node.value
         if isinstance(node, ast.Name) and node.id in names:
             return names[node.id]

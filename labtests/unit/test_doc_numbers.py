@@ -120,6 +120,14 @@ def test_given_texts_code_spans_dates_and_settings_hold_no_result_but_are_not_co
     assert _check(reg) == ([], [])
 
 
+def test_a_verdicts_word_is_chosen_from_a_files_true_or_false(tmp_path):
+    summary = {"holds": [True, False]}
+    q = _quote(tmp_path, "{a} and {b}", '{ h = "/holds" }',
+               '{ a = "choose(h[0], \'holds\', \'depends\')", b = "choose(h[1], \'holds\', \'depends\')" }')
+    problems, loose = _check(_registry(tmp_path, "## S\nIt holds and depends.\n", q, summary=summary))
+    assert problems == [] and loose == []
+
+
 def test_derived_values_and_wildcards(tmp_path):
     summary = {"c": {"x": {"tps": 10.0}, "y": {"tps": 30.0}}, "runs": [1, 2, 3, 4]}
     q = _quote(
@@ -133,7 +141,9 @@ def test_derived_values_and_wildcards(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "expr", ["__import__('os')", "t.__class__", "open('/etc/passwd')", "[x for x in t]", "t if t else t"]
+    "expr",
+    ["__import__('os')", "t.__class__", "open('/etc/passwd')", "[x for x in t]", "t if t else t", "'a'.upper()",
+     "choose.__globals__"],
 )
 def test_a_derivation_is_arithmetic_only(tmp_path, expr):
     reg = _registry(tmp_path, "## S\n", _quote(tmp_path, "{v}", '{ t = "/n" }', f'{{ v = "{expr}" }}'))
