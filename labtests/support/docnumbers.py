@@ -336,7 +336,7 @@ def run_problem(reg: Registry, run: Run) -> str | None:
         if other is None:
             return f"run {run.name!r}: same_as {run.same_as!r} is not a run of the registry"
         a, b = (x.directory / "summary.json" for x in (run, other))
-        if a.read_bytes() != b.read_bytes():
+        if read_json(a) != read_json(b):
             return f"run {run.name!r}: {a} differs from {b}, which it is said to equal"
     return None
 

@@ -46,6 +46,14 @@ def test_each_run_holds_its_results(run):
     assert problem is None, problem
 
 
+def test_the_kept_results_stay_small():
+    """Each run keeps its summaries gzipped, each under 100 KiB: the repository grows by what a
+    quote needs, not by the runs' traces."""
+    files = [p for p in dn.RESULTS.rglob("*") if p.is_file() and p.name != "quotes.toml"]
+    assert files and all(p.suffix == ".gz" and p.stat().st_size < 100 * 1024 for p in files), [
+        str(p) for p in files if p.suffix != ".gz" or p.stat().st_size >= 100 * 1024]
+
+
 def test_no_results_directory_is_left_unnamed():
     named = {r.directory.name for r in REG.runs.values()}
     on_disk = {p.name for p in dn.RESULTS.iterdir() if p.is_dir()}

@@ -22,18 +22,19 @@ import re
 from itertools import combinations
 
 from ..errors import UsageError
-from .parse import Figure, NotAReport, Report, number
+from .parse import Figure, NotAReport, Report, _html_column, number
 
-# An events table's column headers as Oracle's text and HTML layouts name them (11g to 23ai), longest
-# first where one starts another, and the Report column each is.
-_HEADERS = (
-    ("Total Wait Time (sec)", "time_s"), ("Total Wait Time (s)", "time_s"), ("Time(s)", "time_s"),
-    ("Time (s)", "time_s"), ("%Time -outs", "timeouts_pct"), ("%Time-outs", "timeouts_pct"),
-    ("%Timeouts", "timeouts_pct"), ("Wait Avg(ms)", "avg_ms"), ("Avg wait (ms)", "avg_ms"),
-    ("Avg wait(ms)", "avg_ms"), ("Avg Wait", "avg_ms"), ("Waits /txn", "waits_per_txn"),
-    ("Waits/txn", "waits_per_txn"), ("% DB time", "pct"), ("%DB time", "pct"), ("% bg time", "pct"),
-    ("Wait Class", "wait_class"), ("Waits", "waits"),
-)
+# An events table's column headers as Oracle's layouts print them (11g to 23ai), to split a header
+# run together; longest first where one starts another. What each header means is parse.py's
+# (`_html_column`, the HTML layout's reading of a header cell).
+_HEADERS = ("Total Wait Time (sec)", "Total Wait Time (s)", "Time(s)", "Time (s)", "%Time -outs", "%Time-outs",
+            "%Timeouts", "Wait Avg(ms)", "Avg wait (ms)", "Avg wait(ms)", "Avg Wait", "Waits /txn", "Waits/txn",
+            "% DB time", "%DB time", "% bg time", "Wait Class", "Waits")
+# A run of digits longer than this, or an events table's text longer than _BODY_MAX, is no quoted
+# AWR row (a row's six cells run together are under 60 characters): refused before it is split,
+# so that the splitting's work stays small whatever the file holds.
+_RUN_MAX = 80
+_BODY_MAX = 64 * 1024
 _WAIT_CLASSES = ("Commit", "System I/O", "User I/O", "Configuration", "Concurrency", "Application",
                  "Network", "Other", "Idle", "Cluster", "Administrative", "Scheduler", "Queueing")
 
@@ -139,9 +140,9 @@ def _header(text: str) -> tuple[list[tuple[str, str]], str] | None:
     columns, rest = [], text
     while True:
         rest = rest.lstrip()
-        for name, column in _HEADERS:
+        for name in _HEADERS:
             if rest.startswith(name):
-                columns.append((name, column))
+                columns.append((name, _html_column(name, "top")))
                 rest = rest[len(name):]
                 break
         else:
@@ -238,7 +239,15 @@ def _events(report: Report, headers: tuple[tuple[str, str], ...], body: list[tup
     table = report.background if section == "background" else report.top_events
     first = body[0][0] if body else 0
     text = " ".join(cell for _, cell in body)
+    if len(text) > _BODY_MAX:
+        raise UsageError(f"{report.path}: line {first}: an events table of {len(text):,} characters: expected an "
+                         f"AWR report's table quoted from a web page (at most {_BODY_MAX:,})")
     rows = _rows(text)
+    for name, tokens, _ in rows:
+        long = next((t for t, glued in tokens if glued and len(t) > _RUN_MAX), None)
+        if long is not None:
+            raise UsageError(f"{report.path}: line {first}: the event {name[:40]!r} has a run of {len(long):,} "
+                             f"digits: expected a row's cells run together (at most {_RUN_MAX})")
     cpu = next(((tokens[0][0], tokens[1][0]) for name, tokens, _ in rows
                 if name in ("DB CPU", "CPU time") and len(tokens) > 1 and _CELL["pct"].fullmatch(tokens[1][0])), None)
     for name, tokens, wait_class in rows:

@@ -57,9 +57,8 @@ def _tps(report: Report) -> Derived:
         return Derived(per_s.value / per_txn.value, "transactions/s",
                        f"Load Profile, {label} per second {per_s.value:,.1f} over per transaction "
                        f"{per_txn.value:,.1f} ({per_s.source()})")
-    report.need("Load Profile 'Transactions:' per second" + (" (nor its redo size per second and per transaction)"
-                                                              if report.partial else ""), None)
-    raise AssertionError("unreachable")
+    raise report.lacks("Load Profile 'Transactions:' per second" + (
+        " (nor its redo size per second and per transaction)" if report.partial else ""))
 
 
 def _transactions(report: Report, tps: Derived) -> Derived | None:
@@ -89,8 +88,8 @@ def _sessions(report: Report, tps: Derived) -> Derived:
         elapsed_how = (f"an interval of {elapsed_s:,.0f} s: {txns.value:,.0f} transactions, {txns.how}, at "
                        f"{tps.value:,.1f} a second")
     else:
-        report.need("'Elapsed: ... (mins)' in its header" + (" (nor an event's waits a transaction to count its "
-                    "transactions by)" if report.partial else ""), None)
+        raise report.lacks("'Elapsed: ... (mins)' in its header" + (
+            " (nor an event's waits a transaction to count its transactions by)" if report.partial else ""))
     cpu = report.top_events.get("DB CPU", {})
     if db_time is not None:
         db_s, db_how = 60 * db_time.value, f"DB Time {db_time.value:,.2f} min ({db_time.source()})"
@@ -99,8 +98,8 @@ def _sessions(report: Report, tps: Derived) -> Derived:
         db_how = (f"DB time {db_s:,.0f} s: DB CPU {cpu['time_s'].value:,.0f} s at {cpu['pct'].value:g} % of DB time "
                   f"({cpu['time_s'].source()})")
     else:
-        report.need("'DB Time: ... (mins)' in its header" + (" (nor a DB CPU row with its % of DB time)"
-                                                              if report.partial else ""), None)
+        raise report.lacks("'DB Time: ... (mins)' in its header" + (
+            " (nor a DB CPU row with its % of DB time)" if report.partial else ""))
     if elapsed is not None and db_time is not None:
         how = (f"average active sessions: DB Time {db_time.value:,.2f} min over Elapsed {elapsed.value:,.2f} min "
                f"({db_time.source()}; {elapsed.source()})")

@@ -75,9 +75,13 @@ class Report:
     def need(self, what: str, figure: Figure | None) -> Figure:
         """`figure`, or one line saying the report lacks it."""
         if figure is None:
-            raise UsageError(f"{self.path}: the AWR report has no {what}; expected an AWR report "
-                             f"(Oracle's text or HTML layout) with it")
+            raise self.lacks(what)
         return figure
+
+    def lacks(self, what: str) -> UsageError:
+        """The one line saying the report lacks `what` (to raise)."""
+        return UsageError(f"{self.path}: the AWR report has no {what}; expected an AWR report "
+                          f"(Oracle's text or HTML layout, or its tables quoted from a web page) with it")
 
 
 def number(token: str, path: str, line: int, text: str) -> float:

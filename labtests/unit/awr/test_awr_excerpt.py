@@ -103,6 +103,20 @@ def test_a_run_that_no_split_reads_is_one_line(tmp_path):
     assert "give no reading" in str(e.value) and str(e.value).startswith(f"{path}: line 52: ")
 
 
+@pytest.mark.parametrize("row, says", [
+    ("log file sync" + "1" * 1_000 + "Commit", "has a run of 1,000 digits: expected a row's cells run together"),
+    ("log file sync19,927,44923.2K1.1638.7Commit\n" + "x1\n" * 40_000, "an events table of 120,0"),
+])
+def test_a_row_or_table_no_quoted_report_has_is_one_line_before_it_is_split(tmp_path, row, says):
+    """A run of digits too long to be a row's cells, or an events table too long to be a quote, is
+    refused before any split is tried (the splits of a run grow as its length to the fifth)."""
+    path = tmp_path / "awr.txt"
+    path.write_text(SEED000.read_text().replace("log file sync19,927,44923.2K1.1638.7Commit", row))
+    with pytest.raises(UsageError) as e:
+        parse.read(path)
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
 def test_a_text_report_in_another_language_is_not_read_as_an_excerpt(tmp_path):
     """The text layout's column underlines mark it: its rows are not taken for a web page's."""
     text = (DATA / "awrrpt-19c-seed000.txt").read_text()
