@@ -7,8 +7,9 @@ JSON pointer (RFC 6901), optionally derived from them by arithmetic (and `choose
 true or false). A quote holds when its
 template, filled from the files, is found in the doc (its lines joined, runs of spaces as one).
 A held section holds when every number in it lies inside a quote found in that section, or inside
-one of the section's `given` texts (what was set, not measured: a command's parameters, a
-date); numbers in code spans are the commands' own and not counted.
+one of the section's `given` texts (what was set or quoted, not measured by a run: a command's
+parameters, a preset's or the code's constants, a seed's own figures); numbers in code spans are
+the commands' own and not counted.
 
 `python -m labtests.support.docnumbers [SECTION]` lists a held section's numbers no quote holds,
 each with the values of the section's runs that print as it (a start for a new quote, not a
