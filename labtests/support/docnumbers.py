@@ -8,8 +8,8 @@ true or false). A quote holds when its
 template, filled from the files, is found in the doc (its lines joined, runs of spaces as one).
 A held section holds when every number in it lies inside a quote found in that section, or inside
 one of the section's `given` texts (what was set or quoted, not measured by a run: a command's
-parameters, a preset's or the code's constants, a seed's own figures); numbers in code spans are
-the commands' own and not counted.
+parameters, a preset's or the code's constants, a seed's own figures); numbers in code spans and
+fenced code blocks are the commands' own and not counted.
 
 `python -m labtests.support.docnumbers [SECTION]` lists a held section's numbers no quote holds,
 each with the values of the section's runs that print as it (a start for a new quote, not a
@@ -41,6 +41,7 @@ REGISTRY = RESULTS / "quotes.toml"
 # taken out before numbers are looked for.
 NUMBER = re.compile(r"(?<![\w.@])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?[KMG]?(?![\w])")
 CODE = re.compile(r"`[^`]*`")
+FENCE = re.compile(r"^[ ]*(```|~~~).*?^[ ]*\1[^\n]*$", re.M | re.S)  # a fenced code block: commands, not results
 DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 STAMP = re.compile(r"\b\d{8}-\d{6}\b")  # a results directory's timestamp
 
@@ -179,8 +180,15 @@ def value_of(reg: Registry, q: Quote, ref: str):
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-_FUNCS = {"abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "median": statistics.median, "len": len,
-          "choose": lambda cond, yes, no: yes if cond else no}
+_FUNCS = {
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "sqrt": math.sqrt,
+    "median": statistics.median,
+    "len": len,
+    "choose": lambda cond, yes, no: yes if cond else no,
+}
 
 
 def evaluate(expr: str, names: dict):
@@ -253,6 +261,18 @@ def doc_text(doc: str) -> str:
     return (ROOT / doc).read_text(encoding="utf-8")
 
 
+def headings(doc: str) -> list:
+    """(line number, line) of each Markdown heading of the doc; a line in a fenced code block is
+    code (a shell comment), not a heading."""
+    out, fenced = [], False
+    for i, line in enumerate(doc_text(doc).splitlines()):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and re.match(r"#+ ", line):
+            out.append((i, line))
+    return out
+
+
 def section_text(doc: str, heading: str) -> str:
     """The section under `heading` (a whole line of the doc) up to the next heading of its level
     or above."""
@@ -260,16 +280,11 @@ def section_text(doc: str, heading: str) -> str:
     level = len(heading) - len(heading.lstrip("#"))
     if level == 1:  # the page's title: its preamble, up to the first heading below it
         level = 6
-    try:
-        start = lines.index(heading)
-    except ValueError:
-        raise RegistryError(f"{doc}: no heading line {heading!r}") from None
-    end = len(lines)
-    for i in range(start + 1, len(lines)):
-        m = re.match(r"(#+) ", lines[i])
-        if m and len(m.group(1)) <= level:
-            end = i
-            break
+    found = [i for i, line in headings(doc) if line == heading]
+    if len(found) != 1:
+        raise RegistryError(f"{doc}: {len(found)} heading lines {heading!r} (a held section's heading is one line)")
+    start = found[0]
+    end = next((i for i, line in headings(doc) if i > start and len(line) - len(line.lstrip("#")) <= level), len(lines))
     return "\n".join(lines[start + 1 : end])
 
 
@@ -299,7 +314,7 @@ class Loose:
 
 def unheld(reg: Registry, section: Section, rendered: dict) -> list:
     """The section's numbers that no quote's value and no given text holds."""
-    text = normalized(section_text(section.doc, section.heading))
+    text = normalized(FENCE.sub(" ", section_text(section.doc, section.heading)))
     covered = []
     for q in reg.quotes:
         if q.doc != section.doc:

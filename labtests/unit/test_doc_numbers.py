@@ -51,7 +51,8 @@ def test_the_kept_results_stay_small():
     quote needs, not by the runs' traces."""
     files = [p for p in dn.RESULTS.rglob("*") if p.is_file() and p.name != "quotes.toml"]
     assert files and all(p.suffix == ".gz" and p.stat().st_size < 100 * 1024 for p in files), [
-        str(p) for p in files if p.suffix != ".gz" or p.stat().st_size >= 100 * 1024]
+        str(p) for p in files if p.suffix != ".gz" or p.stat().st_size >= 100 * 1024
+    ]
 
 
 def test_no_results_directory_is_left_unnamed():
@@ -64,7 +65,7 @@ def test_every_section_of_the_results_page_is_held_or_says_its_runs_were_not_kep
     """docs/experiments.md, its preamble and each of its sections: held, or named [[unheld]] with
     why, and then the section itself says its runs were not kept. A new section must be one."""
     doc = "docs/experiments.md"
-    headings = [line for line in dn.doc_text(doc).splitlines() if line.startswith(("# ", "## "))]
+    headings = [line for _, line in dn.headings(doc) if line.startswith(("# ", "## "))]
     held = {s.heading for s in REG.sections if s.doc == doc}
     unheld = {h: why for d, h, why in REG.unheld if d == doc}
     for heading in headings:
@@ -130,8 +131,12 @@ def test_given_texts_code_spans_dates_and_settings_hold_no_result_but_are_not_co
 
 def test_a_verdicts_word_is_chosen_from_a_files_true_or_false(tmp_path):
     summary = {"holds": [True, False]}
-    q = _quote(tmp_path, "{a} and {b}", '{ h = "/holds" }',
-               '{ a = "choose(h[0], \'holds\', \'depends\')", b = "choose(h[1], \'holds\', \'depends\')" }')
+    q = _quote(
+        tmp_path,
+        "{a} and {b}",
+        '{ h = "/holds" }',
+        "{ a = \"choose(h[0], 'holds', 'depends')\", b = \"choose(h[1], 'holds', 'depends')\" }",
+    )
     problems, loose = _check(_registry(tmp_path, "## S\nIt holds and depends.\n", q, summary=summary))
     assert problems == [] and loose == []
 
@@ -150,8 +155,15 @@ def test_derived_values_and_wildcards(tmp_path):
 
 @pytest.mark.parametrize(
     "expr",
-    ["__import__('os')", "t.__class__", "open('/etc/passwd')", "[x for x in t]", "t if t else t", "'a'.upper()",
-     "choose.__globals__"],
+    [
+        "__import__('os')",
+        "t.__class__",
+        "open('/etc/passwd')",
+        "[x for x in t]",
+        "t if t else t",
+        "'a'.upper()",
+        "choose.__globals__",
+    ],
 )
 def test_a_derivation_is_arithmetic_only(tmp_path, expr):
     reg = _registry(tmp_path, "## S\n", _quote(tmp_path, "{v}", '{ t = "/n" }', f'{{ v = "{expr}" }}'))
@@ -189,3 +201,19 @@ def test_a_run_said_to_equal_another_must(tmp_path):
     (other / "summary.json").write_text(json.dumps({"a": 1}))
     run = dn.Run("y", other, "c", same_as="x")
     assert "differs from" in dn.run_problem(reg, run)
+
+
+def test_a_fenced_block_is_code_not_headings_or_results(tmp_path):
+    """A shell comment in a fenced block does not end the section, and its numbers are the
+    commands' own; the section's text after it is still held."""
+    doc = "## S\n```sh\n# make bench REPEATS=12\nmake bench\n```\nIt took 1.23 ms and 9.9 more.\n## T\n"
+    q = _quote(tmp_path, "took {v:.2f} ms", '{ v = "/a/b/0" }')
+    problems, loose = _check(_registry(tmp_path, doc, q))
+    assert problems == [] and [n.number for n in loose] == ["9.9"]
+
+
+def test_a_held_heading_the_doc_has_twice_is_one_line_naming_it(tmp_path):
+    reg = _registry(tmp_path, "## S\nOne.\n## S\nTwo.\n", "")
+    with pytest.raises(dn.RegistryError) as e:
+        dn.unheld(reg, reg.sections[0], {})
+    assert "2 heading lines '## S'" in str(e.value) and "\n" not in str(e.value)
