@@ -61,18 +61,28 @@ def test_no_results_directory_is_left_unnamed():
     assert on_disk - named == set(), "docs/results/ directories no [[run]] names"
 
 
-def test_every_section_of_the_results_page_is_held_or_says_its_runs_were_not_kept():
-    """docs/experiments.md, its preamble and each of its sections: held, or named [[unheld]] with
-    why, and then the section itself says its runs were not kept. A new section must be one."""
-    doc = "docs/experiments.md"
-    headings = [line for _, line in dn.headings(doc) if line.startswith(("# ", "## "))]
+DOCS = sorted(str(p.relative_to(dn.ROOT)) for p in [*(dn.ROOT / "docs").glob("*.md"), dn.ROOT / "README.md"])
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_section_of_every_doc_is_held_or_says_why_not(doc):
+    """Each doc's opening and each of its sections is held, or named [[unheld]] with why (heading
+    "*": every section of the doc that is not held); an unheld text whose runs were not kept says
+    so itself (the section, or the doc's opening for "*"). A new doc or section must be one."""
+    top = [line for _, line in dn.headings(doc) if line.startswith(("# ", "## "))]
     held = {s.heading for s in REG.sections if s.doc == doc}
     unheld = {h: why for d, h, why in REG.unheld if d == doc}
-    for heading in headings:
-        assert (heading in held) != (heading in unheld), f"{heading!r}: held or [[unheld]] (one of them)"
-        if heading in unheld:
-            assert "not kept" in dn.section_text(doc, heading), f"{heading!r} does not say its runs were not kept"
-    assert set(unheld) <= set(headings), "an [[unheld]] heading the page no longer has"
+    assert set(unheld) - {"*"} <= set(top), f"{doc}: an [[unheld]] heading the doc no longer has"
+    assert held <= {line for _, line in dn.headings(doc)}, f"{doc}: a held heading the doc no longer has"
+    for heading in top:
+        if "*" not in unheld:
+            assert (heading in held) != (heading in unheld), f"{doc} {heading!r}: held or [[unheld]] (one of them)"
+        else:
+            assert heading not in unheld, f"{doc} {heading!r}: named [[unheld]] beside the doc's '*'"
+    for heading, why in unheld.items():
+        text = dn.section_text(doc, top[0] if heading == "*" else heading)
+        if "not kept" in why:
+            assert "not kept" in text, f"{doc} {heading!r}: [[unheld]] as not kept, and its text does not say so"
 
 
 # ---- the mechanism, on a registry of its own ----------------------------------------------------
