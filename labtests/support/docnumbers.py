@@ -192,7 +192,8 @@ _FUNCS = {
 
 
 def evaluate(expr: str, names: dict):
-    """Arithmetic over the quote's named values: + - * /, unary minus, abs, min, max, sqrt."""
+    """Arithmetic over the quote's named values: + - * /, unary minus, == and != (for `choose`), x[i],
+    and the functions of _FUNCS."""
 
     def ev(node):
         if isinstance(node, ast.Expression):
@@ -209,9 +210,12 @@ def evaluate(expr: str, names: dict):
             return ev(node.value)[node.slice.value]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
             return ev(node.operand)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            same = ev(node.left) == ev(node.comparators[0])
+            return same if isinstance(node.ops[0], ast.Eq) else not same
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
             return _FUNCS[node.func.id](*(ev(a) for a in node.args))
-        raise RegistryError(f"{expr!r}: only numbers, the quote's names, + - * /, x[i] and {', '.join(_FUNCS)}")
+        raise RegistryError(f"{expr!r}: only numbers, the quote's names, + - * /, == !=, x[i] and {', '.join(_FUNCS)}")
 
     return ev(ast.parse(expr, mode="eval"))
 

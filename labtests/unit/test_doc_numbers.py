@@ -151,6 +151,18 @@ def test_a_verdicts_word_is_chosen_from_a_files_true_or_false(tmp_path):
     assert problems == [] and loose == []
 
 
+def test_one_word_for_verdicts_that_are_the_same(tmp_path):
+    summary = {"w": ["within noise", "within noise", "significant"]}
+    q = _quote(
+        tmp_path,
+        "{a}; {b}",
+        '{ w = "/w" }',
+        "{ a = \"choose(w[0] == w[1], w[0], 'mixed')\", b = \"choose(w[1] != w[2], 'mixed', w[1])\" }",
+    )
+    problems, loose = _check(_registry(tmp_path, "## S\nwithin noise; mixed\n", q, summary=summary))
+    assert problems == [] and loose == []
+
+
 def test_derived_values_and_wildcards(tmp_path):
     summary = {"c": {"x": {"tps": 10.0}, "y": {"tps": 30.0}}, "runs": [1, 2, 3, 4]}
     q = _quote(
@@ -173,6 +185,8 @@ def test_derived_values_and_wildcards(tmp_path):
         "t if t else t",
         "'a'.upper()",
         "choose.__globals__",
+        "t < 1",
+        "t == 1 == 1",
     ],
 )
 def test_a_derivation_is_arithmetic_only(tmp_path, expr):
