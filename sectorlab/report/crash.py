@@ -5,6 +5,8 @@ takes the run as the unit; a cell that cannot lose says so by its rule."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import statistics
 import warnings
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from ..crash import rates
 from ..errors import UsageError
+from ..paths import write_atomic
 from . import render
 from .render import cell, one_line
 
@@ -294,15 +297,40 @@ EXPECTED = "expected the crash.json 'sectorlab crash' writes"
 
 
 def write(results: Path) -> dict[str, Path]:
-    """report.md, report.html (as a bench's: one file, nothing from the network) and its picture
-    (report-crash.png) of crash.json."""
+    """report.md, report.html (as a bench's: one file, nothing from the network), its picture
+    (report-crash.png) and summary.json of crash.json."""
     doc = render.read_results(results, "crash.json", "crash record", EXPECTED)
     picture = None
     rows = picture_rows(doc)
     if rows:
         from ..analysis.plots import plot_crash
         picture = plot_crash(rows, results / "report-crash.png").name
-    return render.write(results, markdown(doc, picture))
+    text = markdown(doc, picture)
+    write_atomic(results / "summary.json", json.dumps(summary(doc), indent=2))
+    return {**render.write(results, text), "summary": results / "summary.json"}
+
+
+def summary(doc: dict) -> dict:
+    """What report.md says, for machines: the record without its cuts and its runs' commands (a
+    matrix's cuts are megabytes); per cell its counts and its rates at the assumed shares, and at
+    each swept value of a share (crash/rates.py: each a mean over the runs and its 95 % interval)."""
+    default = doc.get("shares", {"unreadable": 1 / 3, "new": 0.5})
+
+    def measured(c: dict, did, name: str | None = None, value: float | None = None) -> dict | None:
+        got = rates.of_cell(c, did) if name is None else _at(c, name, value, default, did)
+        return None if got is None else dataclasses.asdict(got)
+
+    cells = []
+    for c in sorted(doc["cells"], key=_order):
+        out = {k: v for k, v in c.items() if k not in ("cuts", "runs")}
+        out["runs"] = [{k: v for k, v in r.items() if k != "command"} for r in c.get("runs", [])]
+        out["counts"] = counts(c)
+        out["lose"], out["tear"] = measured(c, rates.losing), measured(c, rates.tearing)
+        out["swept"] = {name: [{"value": v, "lose": measured(c, rates.losing, name, v),
+                                "tear": measured(c, rates.tearing, name, v)} for v in sorted({*values, default[name]})]
+                        for name, values in _swept(c).items()}
+        cells.append(out)
+    return {**{k: v for k, v in doc.items() if k != "cells"}, "cells": cells}
 
 
 def picture_rows(doc: dict) -> list[dict]:

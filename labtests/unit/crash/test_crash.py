@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sectorlab.crash import atomic, redolog
+from sectorlab.crash import atomic, rates, redolog
 from sectorlab.crash import devicepath as crash
 from sectorlab.crash import preset as crash_preset
 from sectorlab.devices import trace
@@ -133,6 +133,15 @@ def test_the_small_cell_loses_acknowledged_redo_only_at_blocksize_512(tmp_path):
     assert sum(x["lost_commits"] > 0 for x in high) > lost[512] / 4, (lost, high)
     assert re.search(r"\*\*Swept\*\*: the share of an unprotected drive's partly written units left unreadable from "
                      r"0\.01 to 0\.9 on hdd-7200-client/sector512e@512", md), md
+    # summary.json: what the report says, for machines, without the cuts (a matrix's are megabytes)
+    summary = json.loads((out / "summary.json").read_text())
+    cells = {c["blocksize"]: c for c in summary["cells"]}
+    assert "cuts" not in cells[512] and all("command" not in r for r in cells[512]["runs"])
+    assert cells[512]["counts"] == report.counts(by[512]) and cells[512]["counts"]["losing"] == lost[512]
+    assert f"**{rates.Estimate(**cells[512]['lose']['per_cut']).percent(2)}**" in md
+    assumed = summary["shares"]["unreadable"]
+    assert [x["value"] for x in cells[512]["swept"]["unreadable"]] == sorted({*small.sweep_unreadable, assumed})
+    assert cells[4096]["swept"] == {} and cells[4096]["cannot_lose"] == by[4096]["cannot_lose"]
     said_first = [line for line in [atomic.line()] if line]  # what this stack lacks for atomic writes, if anything
     assert lines[:len(said_first)] == said_first and len(lines) == len(said_first) + 2, lines
     assert all("cuts" in line for line in lines[len(said_first):])
@@ -273,7 +282,7 @@ def test_a_log_that_wraps_ends_its_recovery_at_the_pass_before(tmp_path, work_di
 def test_rates_take_the_run_as_the_unit():
     """Three runs: the interval is Student's t over the runs' own shares, widened to the pooled
     cuts' exact interval where that is wider; runs that all saw 0 keep the pooled bound."""
-    from sectorlab.crash import rates
+
     varied = rates.over_runs([0.1, 0.3, 0.5], k=45, n=150)
     assert varied.value == pytest.approx(0.3) and (varied.low, varied.high) == (0.0, pytest.approx(0.797, abs=0.001))
     alike = rates.over_runs([0.3, 0.3, 0.3], k=45, n=150)
