@@ -7,6 +7,7 @@ latency of a write as the guest timed it (under TCG: its level, not the hardware
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 from .. import fields, inputs
 from ..analysis import stats
 from ..errors import UsageError
+from ..paths import write_atomic
 from . import render
 from .render import one_line
 
@@ -179,5 +181,28 @@ def load(results: Path) -> dict:
     return doc
 
 
+def summary(doc: dict) -> dict:
+    """What the report's tables say, for machines: the record without its runs' latencies and
+    device rows; per share its settings, and each figure per write of its workload (per_write) in
+    every run, with the median, min and max the tables print."""
+    shares = []
+    for share in doc["shares"]:
+        runs = [per_write(r, share, doc["pool"]) for r in doc["runs"] if r["share"] == share["name"]]
+        keys = [k for _, k, _ in (*BELOW, *ABOVE)]
+        shares.append({**share, "runs": len(runs),
+                       "figures": {k: {"each": [r[k] for r in runs], "median": statistics.median(r[k] for r in runs),
+                                       "min": min(r[k] for r in runs), "max": max(r[k] for r in runs)}
+                                   for k in keys} if runs else {},
+                       "log_each": [r["log_each"] for r in runs],
+                       "granted": sorted({", ".join(f"{k}={v}" for k, v in r["granted"].items() if v is not None)
+                                          for r in doc["runs"] if r["share"] == share["name"]})})
+    return {**{k: v for k, v in doc.items() if k not in ("runs", "shares")}, "runs": len(doc["runs"]),
+            "shares": shares}
+
+
 def write(results: Path) -> dict[str, Path]:
-    return render.write(results, markdown(load(results)))
+    """report.md, report.html and summary.json of appliance.json."""
+    doc = load(results)
+    text = markdown(doc)
+    write_atomic(results / "summary.json", json.dumps(summary(doc), indent=2))
+    return {**render.write(results, text), "summary": results / "summary.json"}

@@ -149,6 +149,13 @@ def test_the_report_counts_each_level_per_write_of_the_workload(tmp_path):
                                        "ssd-b": "sun-f20-module"}
     assert md.index("There is no device path") < md.index("## The seed's shares")
     assert "ssd-a: sun-f20-module" in md and "no floor run measures the lab's share of the latency" in md
+    # summary.json: the tables' figures for machines, each share's runs and the median, min and max printed
+    summary = json.loads(written["summary"].read_text())
+    got = next(s for s in summary["shares"] if s["name"] == "DATAFILES")
+    assert got["runs"] == 2 and got["figures"]["data_writes"] == {"each": [1.0, 2.0], "median": 1.5, "min": 1.0,
+                                                                  "max": 2.0}
+    assert got["figures"]["p99_ms"]["median"] == 99.0 and got["granted"] == ["vers=3"]
+    assert summary["runs"] == 3 and "latency_us" not in json.dumps(summary)
 
 
 @pytest.mark.parametrize("pct", [0, 50, 90])
