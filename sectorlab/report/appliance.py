@@ -194,10 +194,19 @@ def summary(doc: dict) -> dict:
                                        "min": min(r[k] for r in runs), "max": max(r[k] for r in runs)}
                                    for k in keys} if runs else {},
                        "log_each": [r["log_each"] for r in runs],
-                       "granted": sorted({", ".join(f"{k}={v}" for k, v in r["granted"].items() if v is not None)
-                                          for r in doc["runs"] if r["share"] == share["name"]})})
+                       "granted": _distinct([{k: v for k, v in r["granted"].items() if v is not None}
+                                             for r in doc["runs"] if r["share"] == share["name"]])})
     return {**{k: v for k, v in doc.items() if k not in ("runs", "shares")}, "runs": len(doc["runs"]),
             "shares": shares}
+
+
+def _distinct(grants: list[dict]) -> list[dict]:
+    """The NFS options granted over a share's runs, each set once, in the order first seen."""
+    out: list[dict] = []
+    for g in grants:
+        if g not in out:
+            out.append(g)
+    return out
 
 
 def write(results: Path) -> dict[str, Path]:

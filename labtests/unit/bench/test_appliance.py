@@ -154,7 +154,7 @@ def test_the_report_counts_each_level_per_write_of_the_workload(tmp_path):
     got = next(s for s in summary["shares"] if s["name"] == "DATAFILES")
     assert got["runs"] == 2 and got["figures"]["data_writes"] == {"each": [1.0, 2.0], "median": 1.5, "min": 1.0,
                                                                   "max": 2.0}
-    assert got["figures"]["p99_ms"]["median"] == 99.0 and got["granted"] == ["vers=3"]
+    assert got["figures"]["p99_ms"]["median"] == 99.0 and got["granted"] == [{"vers": "3"}]
     assert summary["runs"] == 3 and "latency_us" not in json.dumps(summary)
 
 
