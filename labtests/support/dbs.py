@@ -189,15 +189,31 @@ TRACE_OFF = guest_script("xcheck-trace-off.sh")
 _BIO = re.compile(r"block_bio_queue: (\d+),(\d+) (\S+) \d+ \+ (\d+)")
 
 
+_MARK = re.compile(r"tracing_mark_write: (sectorlab-window-(?:start|end))")
+
+
 def traced_write_sizes(trace: str, major: int, minor: int) -> list[int]:
     """Bytes of each write bio submitted to the device major:minor in a block_bio_queue trace
     ('block_bio_queue: 254,48 WS 2048 + 8 [mariadbd]'; sectors of 512 bytes); empty flushes are
     not writes of data."""
-    sizes = []
-    for ma, mi, rwbs, sectors in _BIO.findall(trace):
-        if (int(ma), int(mi)) == (major, minor) and "W" in rwbs and int(sectors) > 0:
-            sizes.append(int(sectors) * 512)
-    return sizes
+    return [size for _, size in traced_writes(trace, major, minor)]
+
+
+def traced_writes(trace: str, major: int, minor: int) -> list[tuple[str, int]]:
+    """(where, bytes) of each write bio to major:minor, in the trace's order: where is "before" the
+    trace's sectorlab-window-start mark (TRACE_ON's, after the counters were read: such a write may
+    be in them already), "after" its sectorlab-window-end mark (TRACE_OFF's, before the counters
+    were read: such a write may not be in them yet), else "inside"; a trace without a mark is all
+    inside."""
+    out, where = [], "before" if "sectorlab-window-start" in trace else "inside"
+    for line in trace.splitlines():
+        if m := _MARK.search(line):
+            where = "inside" if m.group(1).endswith("start") else "after"
+            continue
+        for ma, mi, rwbs, sectors in _BIO.findall(line):
+            if (int(ma), int(mi)) == (major, minor) and "W" in rwbs and int(sectors) > 0:
+                out.append((where, int(sectors) * 512))
+    return out
 
 
 def latency_summary(samples_us: list[float]) -> dict:

@@ -66,6 +66,22 @@ def test_traced_write_sizes_keep_only_the_device_and_its_writes():
     assert dbs.traced_write_sizes(trace, 254, 48) == [4096, 16384]
 
 
+def test_writes_traced_at_the_windows_edges_are_told_apart():
+    """The marks TRACE_ON and TRACE_OFF write beside the counters' reads split the writes: before the
+    first (maybe counted already), after the second (maybe not counted yet), inside."""
+    trace = """\
+     jbd2/vdd-8-91       [000] .....   100.000001: block_bio_queue: 254,48 WS 16 + 8 [jbd2/vdd-8]
+              sh-900     [000] .....   100.000002: tracing_mark_write: sectorlab-window-start
+        mariadbd-812     [000] .....   101.000001: block_bio_queue: 254,48 WS 2048 + 8 [mariadbd]
+              sh-901     [000] .....   103.000000: tracing_mark_write: sectorlab-window-end
+     jbd2/vdd-8-91       [000] .....   103.000001: block_bio_queue: 254,48 WS 24 + 16 [jbd2/vdd-8]
+"""
+    assert dbs.traced_writes(trace, 254, 48) == [("before", 4096), ("inside", 4096), ("after", 8192)]
+    assert dbs.traced_write_sizes(trace, 254, 48) == [4096, 4096, 8192]
+    assert {w for w, _ in dbs.traced_writes(trace.replace("sectorlab-window-start", "x"), 254, 48)} == {"inside",
+                                                                                                       "after"}
+
+
 def test_latency_summary_feeds_welch():
     a = dbs.latency_summary([1000.0, 1100.0, 900.0, 1050.0])
     b = dbs.latency_summary([2000.0, 2100.0, 1900.0, 2050.0])

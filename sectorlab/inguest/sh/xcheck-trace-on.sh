@@ -2,7 +2,8 @@
 # The block layer's bio-submission tracepoint switched on, for the size of every write submitted to
 # a disk (labtests/support/dbs.py, TRACE_ON): tracefs mounted if it is not, the trace emptied. With a
 # disk's kernel name ($1), its counters read at once after (dbs.window): what it had written, the
-# requests in flight then and the largest request it takes.
+# requests in flight then and the largest request it takes; then a mark in the trace, so that a
+# write traced before it (it may be in the counters read already) is told from the load's.
 
 set -eu
 t=/sys/kernel/tracing
@@ -13,4 +14,5 @@ if [ -n "${1:-}" ]; then
     echo "sectorlab-stat $(cat "/sys/block/$1/stat")"
     echo "sectorlab-inflight $(cat "/sys/block/$1/inflight")"
     echo "sectorlab-max-sectors-kb $(cat "/sys/block/$1/queue/max_sectors_kb")"
+    echo sectorlab-window-start > $t/trace_marker
 fi
