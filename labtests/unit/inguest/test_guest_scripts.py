@@ -103,7 +103,8 @@ def test_the_crash_judges_and_the_cross_checks_start_mariadb_with_the_same_text(
 # disk-name lookup quotes its expansions: tested below by what they do, not by their bytes.
 # setup_script and judge_script changed on purpose on 2026-11-29: their CHECKSUMS argument (a
 # PostgreSQL judge without data checksums). TRACE_ON and TRACE_OFF changed on purpose on 2026-11-30:
-# given a disk, each reads its counters at once after the tracepoint goes on or off.
+# given a disk, each reads its counters at once after the tracepoint goes on or off; and again later
+# that day: each marks the trace on the far side of its read, the tracepoint on around both.
 SENT_BEFORE = {
     "setup_script": "992368cbb080ba679e5b182e5eb2d0f3d8293b35bb7fe771c03eeaf26d035b93",
     "workload_script": "905461a4a91a29dd288a85b250ed59d5a5654eba3035129086e42da88fc71db1",
@@ -112,8 +113,8 @@ SENT_BEFORE = {
     "dbs._MOUNT": "61c87d7ee03377e2d0dbf8d06715639c87a27114a03a374c1000e3eab0a76bcb",
     "dbs._UNMOUNT": "190bd8a87db053b425c3f7f95dd944bf3bc26b6ee29a1acb53eb064c6d6e9354",
     "dbs._NOTHING_LEFT": "87b25c613dfa150fc6cdb8e633c33700c8ac683508ff099de4294a72c02a22f3",
-    "dbs.TRACE_ON": "76449c0d3da153bdeeaf9f80ae10c89bf67871e4b9dff21507f886741ab70a79",
-    "dbs.TRACE_OFF": "5ce86be055eb975d57922083a82e45e08f71d41f0ea63aa460f9497a276d08d9",
+    "dbs.TRACE_ON": "fb4a1725dc46a0f349421d4a885f21d75875080ea6c77f58c5009d69e7dcde39",
+    "dbs.TRACE_OFF": "3ff534526dd38b4ea1a7615b674a6752b1477900dae781e795045102af10054a",
     "dbs._BATCH": "531c83d673ed1a87ea525025b7d79404381fa892327da1ef442e0463973836f1",
     "dbs._XFS_EACH": "73f660ee50d784ed9281802a97b3459a1288fe0f92d6d68ff79d55a00f438352",
 }
