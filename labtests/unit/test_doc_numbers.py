@@ -139,27 +139,27 @@ def test_given_texts_code_spans_dates_and_settings_hold_no_result_but_are_not_co
     assert _check(reg) == ([], [])
 
 
-def test_a_verdicts_word_is_chosen_from_a_files_true_or_false(tmp_path):
-    summary = {"holds": [True, False]}
-    q = _quote(
-        tmp_path,
-        "{a} and {b}",
-        '{ h = "/holds" }',
-        "{ a = \"choose(h[0], 'holds', 'depends')\", b = \"choose(h[1], 'holds', 'depends')\" }",
-    )
-    problems, loose = _check(_registry(tmp_path, "## S\nIt holds and depends.\n", q, summary=summary))
-    assert problems == [] and loose == []
-
-
-def test_one_word_for_verdicts_that_are_the_same(tmp_path):
-    summary = {"w": ["within noise", "within noise", "significant"]}
-    q = _quote(
-        tmp_path,
-        "{a}; {b}",
-        '{ w = "/w" }',
-        "{ a = \"choose(w[0] == w[1], w[0], 'mixed')\", b = \"choose(w[1] != w[2], 'mixed', w[1])\" }",
-    )
-    problems, loose = _check(_registry(tmp_path, "## S\nwithin noise; mixed\n", q, summary=summary))
+@pytest.mark.parametrize(
+    "summary, derive, doc",
+    [
+        # a verdict's word chosen from a file's true or false
+        (
+            {"holds": [True, False]},
+            "{ a = \"choose(holds[0], 'holds', 'depends')\", b = \"choose(holds[1], 'holds', 'depends')\" }",
+            "It holds and depends.",
+        ),
+        # one word for verdicts that are the same (== and !=)
+        (
+            {"holds": ["within noise", "within noise", "significant"]},
+            '{ a = "choose(holds[0] == holds[1], holds[0], '
+            "'mixed')\", b = \"choose(holds[1] != holds[2], 'mixed', holds[1])\" }",
+            "within noise and mixed",
+        ),
+    ],
+)
+def test_a_word_is_chosen_from_the_files_values(tmp_path, summary, derive, doc):
+    q = _quote(tmp_path, "{a} and {b}", '{ holds = "/holds" }', derive)
+    problems, loose = _check(_registry(tmp_path, f"## S\n{doc}\n", q, summary=summary))
     assert problems == [] and loose == []
 
 

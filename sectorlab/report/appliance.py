@@ -185,10 +185,9 @@ def summary(doc: dict) -> dict:
     """What the report's tables say, for machines: the record without its runs' latencies and
     device rows; per share its settings, and each figure per write of its workload (per_write) in
     every run, with the median, min and max the tables print."""
-    shares = []
+    shares, keys = [], [k for _, k, _ in (*BELOW, *ABOVE)]
     for share in doc["shares"]:
         runs = [per_write(r, share, doc["pool"]) for r in doc["runs"] if r["share"] == share["name"]]
-        keys = [k for _, k, _ in (*BELOW, *ABOVE)]
         shares.append({**share, "runs": len(runs),
                        "figures": {k: {"each": [r[k] for r in runs], "median": statistics.median(r[k] for r in runs),
                                        "min": min(r[k] for r in runs), "max": max(r[k] for r in runs)}

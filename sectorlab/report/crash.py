@@ -12,7 +12,7 @@ import statistics
 import warnings
 from pathlib import Path
 
-from ..crash import rates
+from ..crash import powerloss, rates
 from ..errors import UsageError
 from ..paths import write_atomic
 from . import render
@@ -230,6 +230,12 @@ SHARE_NAMES = {"unreadable": "the share of an unprotected drive's partly written
                "new": "the odds of a torn write's unit landing new"}
 
 
+def assumed_shares(doc: dict) -> dict[str, float]:
+    """The shares the record's cuts assumed (crash.json's `shares`; a record without them, the
+    model's defaults: crash/powerloss.py, DEFAULT_SHARES)."""
+    return doc.get("shares") or dataclasses.asdict(powerloss.DEFAULT_SHARES)
+
+
 def _swept(c: dict) -> dict[str, list[float]]:
     """The shares swept in a cell, with their values (sorted)."""
     out: dict[str, set] = {}
@@ -250,7 +256,7 @@ def _apart(got: list[rates.CellRates]) -> bool:
 
 def swept_headlines(doc: dict, cells: list[dict]) -> list[str]:
     """Each headline over the assumed shares' range: it holds at every value swept, or it depends."""
-    out, default = [], doc.get("shares", {"unreadable": 1 / 3, "new": 0.5})
+    out, default = [], assumed_shares(doc)
     for c in cells:
         for name, values in _swept(c).items():
             values = sorted({*values, default[name]})
@@ -274,7 +280,7 @@ def swept_headlines(doc: dict, cells: list[dict]) -> list[str]:
 
 
 def sweep_rows(doc: dict) -> list[list[str]]:
-    default = doc.get("shares", {"unreadable": 1 / 3, "new": 0.5})
+    default = assumed_shares(doc)
     rows = []
     for c in sorted(doc["cells"], key=_order):
         for name, values in _swept(c).items():
@@ -314,7 +320,7 @@ def summary(doc: dict) -> dict:
     """What report.md says, for machines: the record without its cuts and its runs' commands (a
     matrix's cuts are megabytes); per cell its counts and its rates at the assumed shares, and at
     each swept value of a share (crash/rates.py: each a mean over the runs and its 95 % interval)."""
-    default = doc.get("shares", {"unreadable": 1 / 3, "new": 0.5})
+    default = assumed_shares(doc)
 
     def measured(c: dict, did, name: str | None = None, value: float | None = None) -> dict | None:
         got = rates.of_cell(c, did) if name is None else _at(c, name, value, default, did)
