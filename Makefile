@@ -74,7 +74,7 @@ BENCH_ARGS := $${DURATION:+--duration="$$DURATION"} $${WARMUP:+--warmup="$$WARMU
               $${ORDER_SEED:+--seed="$$ORDER_SEED"} $${PRESET:+-- "$$PRESET"}
 
 .PHONY: help bootstrap bootstrap-all doctor image lab-up lab-down lab-status test test-lane-labs test-lane-databases test-lane-devices test-labs test-databases test-devices test-busy test-crosscheck test-behaviours test-zfs test-crash test-probe-guest test-devicemodel test-write-units crosscheck unit fuzz smoke scenarios check bench-boot bench-writer \
-        bench-lab-up bench-floor bench-host bench bench-all bench-check bench-timing bench-sweep bench-load crash crash-db faults \
+        bench-lab-up bench-floor bench-tails bench-host bench bench-all bench-check bench-timing bench-sweep bench-load crash crash-db faults \
         faults-beside faults-hostwide alone ci-more ci-lane-busy ci-lane-appliances ci-lane-bench ci-busy ci-appliances \
         ci-bench ci-alone probe
 
@@ -139,6 +139,7 @@ help:
 	@echo "make bench-boot           boot the image 3 times, median time to SSH login"
 	@echo "make bench-lab-up         cold and warm lab-up side by side, 3 rounds (destroys the running lab)"
 	@echo "make bench-floor          what the lab itself costs a redo write, per bus, in the running lab (3 rounds)"
+	@echo "make bench-tails          the catalog's tails held to their sources on this host's device path [SAMPLES=n]"
 	@echo "make bench-host           this host's wake-up and log writer CPU per write, for CLOCK=virtual's WAKEUP_US and"
 	@echo "                          LOG_WRITER_CPU_US (each also =host: measured before the runs)"
 	@echo "make bench-writer         redo-writer against fio on the same file, post/wait and polling (4 rounds each)"
@@ -461,6 +462,13 @@ crash-db: bootstrap
 	      $${JUDGES:+--judges="$$JUDGES"} $${RESULTS:+--results="$$RESULTS"} || rc=1; \
 	  else rc=1; fi; \
 	  $(SECTORLAB) lab down --lab $$lab || rc=1; exit $$rc
+
+# The catalog's tails (a profile's times given as its source's percentiles) held to their sources on
+# this host's device path over NBD (docs/device-models.md, "Tails"); on a quiet machine:
+# make bench-tails [SAMPLES=n] [RESULTS=dir].
+bench-tails: bootstrap
+	@$(show); show $(SECTORLAB) geometries --tails device $${SAMPLES:+--samples="$$SAMPLES"} \
+	  --results="$${RESULTS:-results}"
 
 bench-all: bootstrap
 	@set -e; for p in $$($(SECTORLAB) bench --list | cut -d' ' -f1); do $(SECTORLAB) bench -- "$$p"; done

@@ -219,6 +219,15 @@ def _add_geometry_commands(sub) -> None:
     p.add_argument("--held-out", action="store_true",
                    help="each profile's model at its seed's load against the seed's iostat figures that no "
                         "parameter came from (await, svctm, %%util, avgqu-sz)")
+    p.add_argument("--tails", choices=("virtual", "device"),
+                   help="each profile whose times are given as their source's percentiles, held to them: the "
+                        "model's answers in virtual time, or served on this host and probed over NBD (device: "
+                        "make bench-tails, on a quiet machine)")
+    p.add_argument("--samples", type=whole(1000, 10_000_000), default=200_000,
+                   help="--tails: requests timed per profile (default 200000: a percentile is compared with 10 "
+                        "samples above it, so the 99.99th from 100000)")
+    p.add_argument("--results", type=results_root,
+                   help="--tails: where <timestamp>-tails-PATH/tails.json goes (default: printed only)")
     p.set_defaults(func=cmd_geometries)
 
     # Listed for --help only: main hands `redo-check` to the rules engine before this parser runs.

@@ -158,6 +158,8 @@ SURFACES: tuple[Surface, ...] = (
     _s("crash", "--results", "crash {crash_preset} --results {path}", DIRECTORY_WRITTEN, RESULTS_ROOT),
     _s("crash-db", "--results", "crash-db --lab {lab} --results {path}", DIRECTORY_WRITTEN, RESULTS_ROOT),
     _s("probe", "--results", "probe {out} --samples 20 --results {path}", DIRECTORY_WRITTEN, RESULTS_ROOT),
+    _s("geometries", "--results", "geometries --tails virtual --samples 1000 --results {path}", DIRECTORY_WRITTEN,
+       RESULTS_ROOT),
     # What a probe measures: a directory on a filesystem (it makes its own file there), a block device.
     _s("probe", "target", "probe {path} --samples 20 --results {results}", FILE_READ, PROBE_TARGET),
     _s("bench-writer", "--dir", "bench-writer --dir {path} --rounds 1 --seconds 1", DIRECTORY_WRITTEN, SCRATCH),

@@ -207,7 +207,7 @@ def conform(value, schema, source: str, expected: str, field: str = "") -> None:
 
 # A redo-writer --output json report: what the report, compare and the metrics read of it.
 _EVENT = {k: COUNT for k in ("count", "mean_us", "stddev_us", "p50_us", "p99_us", "max_us", "over_1ms_pct",
-                             "over_10ms_pct", "over_20ms_pct")}
+                             "over_10ms_pct", "over_20ms_pct")} | {"p99_9_us?": (COUNT, None)}
 REPORT = {**{k: COUNT for k in ("tps", "elapsed_s", "transactions", "redo_bytes", "wastage_pct", "writes",
                                 "writes_under_4k", "write_mb_s", "bytes_written")},
           "log_file_sync": _EVENT, "log_file_parallel_write": _EVENT, "commit_response?": (_EVENT, None),

@@ -24,6 +24,16 @@ def cmd_accel(args) -> int:
 
 
 def cmd_geometries(args) -> int:
+    if args.tails:
+        from ..devices import tails
+        from ..paths import new_results_dir, write_atomic
+        rows = tails.check(args.tails, args.samples)
+        print(json.dumps(rows, indent=2) if args.json else "\n".join(tails.table(rows)))
+        if args.results:
+            out = new_results_dir(args.results, f"tails-{args.tails}") / "tails.json"
+            write_atomic(out, json.dumps({"path": args.tails, "samples": args.samples, "rows": rows}, indent=2) + "\n")
+            print(f"written: {out}")
+        return 1 if any(r["verdict"] == "outside" for r in rows) else 0
     if args.held_out:
         from ..devices import heldout
         rows = heldout.check()

@@ -13,7 +13,7 @@ from functools import cache
 
 from ..errors import UsageError
 from ..geometry import CATALOG
-from . import build
+from . import build, tails
 
 EVIDENCE = ("datasheet", "review", "physics", "measured", "assumed")  # measured: a probe of the device
 # A device's write cache, and what the guest is shown of it (its queue/write_cache): Linux sends
@@ -49,6 +49,8 @@ class DeviceProfile:
     flash_log: str | None = None                 # the profile whose parameters are its flash log's ("flashlog.")
     base: str | None = None                      # the profile it is a variant of
     power_loss: str | None = None                # protected | unprotected (POWER_LOSS); None: not stated
+    quantiles: dict = field(default_factory=dict)  # parameter -> tails.Quantiles: a time given as its
+                                                   # source's percentiles, params holding their expansion
 
     def args(self) -> list[str]:
         return [f"{k}={v}" for k, v in self.params.items()]
@@ -148,12 +150,13 @@ def _plain(raw: dict, name: str) -> bool:
 
 def _composed(name: str, raw: dict) -> dict:
     """A catalog entry with what it builds on spelled out: `base` (another profile: its parameters,
-    sources, evidence and write cache, each overridden by the entry's own) and `flash_log` (a
+    sources, evidence, quantiles and write cache, each overridden by the entry's own: a time it gives
+    as a parameter replaces the base's percentiles of it, and percentiles the base's parameter) and `flash_log` (a
     profile whose parameters become the model's flash log, under "flashlog.", with their sources
     and evidence), so that a variant of a device states only what differs and where that comes from."""
     entry = raw[name]
     out = {"description": entry.get("description", ""), "params": {}, "sources": {}, "evidence": {},
-           "flash_log": entry.get("flash_log"), "base": entry.get("base")}
+           "quantiles": {}, "flash_log": entry.get("flash_log"), "base": entry.get("base")}
     for key in ("base", "flash_log"):
         other = entry.get(key)
         if other is None:
@@ -164,13 +167,16 @@ def _composed(name: str, raw: dict) -> dict:
         b = raw[other]
         if key == "base":
             out |= {"params": dict(b["params"]), "sources": dict(b.get("sources", {})),
-                    "evidence": dict(b.get("evidence", {})), "write_cache": b.get("write_cache"),
-                    "power_loss": b.get("power_loss")}
+                    "evidence": dict(b.get("evidence", {})), "quantiles": dict(b.get("quantiles", {})),
+                    "write_cache": b.get("write_cache"), "power_loss": b.get("power_loss")}
         else:
-            for part in ("params", "sources", "evidence"):
+            for part in ("params", "sources", "evidence", "quantiles"):
                 out[part] |= {FLASH_LOG_PREFIX + k: v for k, v in b.get(part, {}).items() if k != "write_cache"}
             out["flash_log_cache"] = b.get("write_cache")
-    for part in ("params", "sources", "evidence"):
+    for mine, theirs in (("params", "quantiles"), ("quantiles", "params")):  # the entry's own form wins
+        for key in entry.get(mine, {}):
+            out[theirs].pop(key, None)
+    for part in ("params", "sources", "evidence", "quantiles"):
         out[part] |= entry.get(part, {})
     for key in ("write_cache", "power_loss"):
         if key in entry:
@@ -183,6 +189,13 @@ def from_entry(name: str, entry: dict) -> DeviceProfile:
     checked: every parameter with a source, known evidence, a write cache its parameters agree with."""
     where = f"device profile '{name}'"
     params = {k: str(v) for k, v in entry["params"].items()}
+    quantiles = {}
+    for key, raw in entry.get("quantiles", {}).items():
+        if key in params:
+            raise UsageError(f"{where}: '{key}' is given both as a parameter ({params[key]}) and as its source's "
+                             f"percentiles: give it once")
+        quantiles[key] = tails.parse(f"{where} quantiles of '{key}'", raw)
+        params[key] = tails.expand(quantiles[key])
     for key, value in entry.get("evidence", {}).items():
         if value not in EVIDENCE:
             raise UsageError(f"{where}: evidence of '{key}' is '{value}': expected one of {', '.join(EVIDENCE)}")
@@ -204,7 +217,7 @@ def from_entry(name: str, entry: dict) -> DeviceProfile:
         cache = weaker(cache, entry["flash_log_cache"])
     return DeviceProfile(name, entry["description"], params, cache, dict(entry["sources"]),
                          dict(entry.get("evidence", {})), entry.get("flash_log"), entry.get("base"),
-                         entry.get("power_loss"))
+                         entry.get("power_loss"), quantiles)
 
 
 def _cache_agrees(where: str, cache: str, params: dict[str, str]) -> None:
@@ -239,7 +252,7 @@ def sharing(name: str, param: str) -> dict[str, str]:
     get(name)
     out = {name: param}
     for p in profiles().values():
-        own = _raw()[p.name].get("params", {})
+        own = {**_raw()[p.name].get("params", {}), **_raw()[p.name].get("quantiles", {})}
         if p.base == name and param not in own:
             out[p.name] = param
         if p.flash_log == name and FLASH_LOG_PREFIX + param not in own:
