@@ -74,6 +74,10 @@ METRICS = {
     "log_file_parallel_write_p99_ms": ("log file parallel write p99", _ms(LFPW, "p99_us"), "ms", "{:.3f}"),
     "log_file_parallel_write_p999_ms": ("log file parallel write p99.9", _ms(LFPW, "p99_9_us"), "ms", "{:.3f}"),
     "log_file_parallel_write_mean_ms": ("log file parallel write mean", _ms(LFPW, "mean_us"), "ms", "{:.3f}"),
+    "log_file_parallel_write_max_ms": ("log file parallel write max", _ms(LFPW, "max_us"), "ms", "{:.3f}"),
+    "lfpw_over_1ms_pct": ("log file parallel write > 1 ms", lambda r: r[LFPW]["over_1ms_pct"], "%", "{:.3f}"),
+    "lfpw_over_10ms_pct": ("log file parallel write > 10 ms", lambda r: r[LFPW]["over_10ms_pct"], "%", "{:.3f}"),
+    "log_file_sync_max_ms": ("log file sync max", _ms(LFS, "max_us"), "ms", "{:.3f}"),
     # The classic diagnosis: a log file sync far above the log write means commits wait for CPU
     # and for being posted, not for the storage.
     "lfs_over_lfpw_mean": ("log file sync mean / log file parallel write mean", _sync_over_write, "ratio",

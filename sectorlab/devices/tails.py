@@ -14,6 +14,12 @@ model's `pct:` points from them, each published point exactly, and between them:
   99.999 no review gives a figure), at TAIL's percentiles;
 - above the last published point, its time (the model's 100 = MAXIMUM; no source gives a maximum).
 
+Where the source's curve is itself a line in the percentile (`"shape": "linear"`: a disk's
+rotational wait, uniform over one revolution, is exactly linear in P), the points are joined by
+lines, as the model draws, and the points below the median are the source's too (an HDD's
+percentiles: the seek's time at 1, the average seek plus half a revolution at 50, plus a whole one
+at 100).
+
 The model draws linearly between the points (devicemodel/model.h), which is the curve above to
 within a few percent at these points.
 
@@ -41,23 +47,40 @@ TAIL_SHARE = 0.25      # a tail percentile held within this share of its figure
 BEYOND = 10            # a percentile is compared only with this many samples above it
 FIGURE = {"read": "read-4096", "write": "aligned-4096"}   # the probe's figure that times a parameter
 HELD = 99.9            # the percentile every tailed profile is held at (the source's or the interpolation's)
+SECONDS = 60           # on the device path a time gets at most this long (at its median), but never fewer
+MIN_SAMPLES = 10_000   # samples than the 99.9th needs (BEYOND above it)
+
+
+def samples_for(q: Quantiles, samples: int) -> int:
+    """How many requests time a parameter on the device path: `samples`, fewer for a slow device
+    (a disk's 6 ms a request would take 20 minutes for 200,000), never fewer than MIN_SAMPLES."""
+    return min(samples, max(MIN_SAMPLES, int(SECONDS * 1e6 / q.points[50.0])))
+
+
+SHAPES = ("lognormal-power", "linear")
 
 
 @dataclass(frozen=True)
 class Quantiles:
-    """A parameter's source percentiles (P -> us) and, where the source gives it, its mean."""
+    """A parameter's source percentiles (P -> us), the curve between them (SHAPES: a lognormal body
+    and a power-law tail, or lines) and, where the source gives it, its mean."""
     points: dict[float, float]
     mean: float | None = None
+    shape: str = SHAPES[0]
 
 
 def parse(where: str, raw) -> Quantiles:
-    """A catalog entry's `quantiles` of one parameter: {"percentiles": {"50": 76, ...}, "mean": 77.9}."""
+    """A catalog entry's `quantiles` of one parameter: {"percentiles": {"50": 76, ...}, "mean": 77.9,
+    "shape": "linear"} (mean and shape optional)."""
     try:
         pts = {float(p): float(v) for p, v in raw["percentiles"].items()}
         mean = float(raw["mean"]) if raw.get("mean") is not None else None
+        shape = raw.get("shape", SHAPES[0])
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise UsageError(f"{where}: {e}: expected {{\"percentiles\": {{\"50\": US, \"99\": US, ...}}, \"mean\": US "
-                         f"(optional)}}") from None
+                         f"(optional), \"shape\": {' or '.join(SHAPES)} (optional)}}") from None
+    if shape not in SHAPES:
+        raise UsageError(f"{where}: shape {shape!r}: expected one of {', '.join(SHAPES)}")
     if 50.0 not in pts or not any(p > 50 for p in pts) or any(not 0 < p <= 100 for p in pts):
         raise UsageError(f"{where}: percentiles {sorted(pts)}: expected the median (50) and at least one above it, "
                          f"each above 0 and at most 100")
@@ -66,10 +89,12 @@ def parse(where: str, raw) -> Quantiles:
     if any(v <= 0 or not math.isfinite(v) for v in times) or times != sorted(times):
         raise UsageError(f"{where}: times {times}: expected positive microseconds that rise with "
                          f"the percentile")
-    if min(pts) < 50:
+    if min(pts) < 50 and shape != "linear":
         raise UsageError(f"{where}: a percentile below the median ({min(pts):g}): the body below it is the "
-                         f"lognormal's; give the median and the points above it")
-    return Quantiles(dict(ordered), mean)
+                         f"lognormal's; give the median and the points above it (or \"shape\": \"linear\")")
+    if shape == "linear" and 100.0 not in pts:
+        raise UsageError(f"{where}: a linear shape ends at its maximum: expected a point at 100")
+    return Quantiles(dict(ordered), mean, shape)
 
 
 def _z(p: float) -> float:
@@ -82,6 +107,12 @@ def value_at(q: Quantiles, p: float) -> float:
     pts = sorted(q.points.items())
     if p in q.points:
         return q.points[p]
+    if q.shape == "linear":
+        if p <= pts[0][0]:
+            return pts[0][1]
+        lo = max((x, v) for x, v in pts if x < p)
+        hi = min((x, v) for x, v in pts if x > p)
+        return lo[1] + (hi[1] - lo[1]) * (p - lo[0]) / (hi[0] - lo[0])
     top_body = max(x for x, _ in pts if x <= 99) if any(50 < x <= 99 for x, _ in pts) else 50.0
     median = q.points[50.0]
     if p <= top_body:
@@ -102,6 +133,8 @@ def value_at(q: Quantiles, p: float) -> float:
 
 def expand(q: Quantiles) -> str:
     """The model's pct: points for the source's percentiles (the module's docstring says how)."""
+    if q.shape == "linear":
+        return "pct:" + ",".join(f"{p:g}={_us(v)}" for p, v in sorted(q.points.items()))
     top_body = max((x for x in q.points if x <= 99), default=50.0)
     last_law = max(x for x in q.points if x < 100)   # beyond it a line to a published maximum, or flat
     at = set(q.points) | {p for p in BODY if p <= top_body} | {p for p in TAIL if top_body < p < last_law}
@@ -109,14 +142,21 @@ def expand(q: Quantiles) -> str:
     pts = sorted(at)
     if len(pts) > 16:
         raise UsageError(f"percentiles {sorted(q.points)}: they expand to {len(pts)} points, the model takes 16")
-    return "pct:" + ",".join(f"{p:g}={value_at(q, p):.1f}" for p in pts)
+    return "pct:" + ",".join(f"{p:g}={_us(value_at(q, p))}" for p in pts)
+
+
+def _us(v: float) -> str:
+    """A time as the model reads it: to 0.1 us, a whole number without its ".0" (3940, not 3940.0)."""
+    text = f"{v:.1f}"
+    return text.removesuffix(".0")
 
 
 def held_figures(q: Quantiles) -> dict[float, tuple[float, str]]:
     """The percentiles a model is held at: each published one, and HELD (interpolated where unpublished)."""
-    out = {p: (v, "published") for p, v in q.points.items() if p < 100}
+    out = {p: (v, "the source's") for p, v in q.points.items() if p < 100}
     if HELD not in out:
-        out[HELD] = (value_at(q, HELD), "interpolated (power law between the published points, assumed)")
+        out[HELD] = (value_at(q, HELD), "interpolated (a line between the source's points, as its physics)"
+                     if q.shape == "linear" else "interpolated (a power law between the source's points, assumed)")
     return dict(sorted(out.items()))
 
 
@@ -130,7 +170,7 @@ def judge(q: Quantiles, samples: list[float], path_own: list[float] | None = Non
     own = np.asarray(path_own, dtype=float) if path_own else None
     rows = []
     for p, (figure, how) in held_figures(q).items():
-        beyond = int(len(a) * (100 - p) / 100)
+        beyond = int(len(a) * (100 - p) / 100 + 1e-9)   # 10,000 samples have 10 above the 99.9th, not 9.999
         row = {"percentile": p, "figure_us": figure, "figure_is": how, "n": len(a), "beyond": beyond,
                "measured_us": None, "path_adds_us": None}
         if beyond < BEYOND:
@@ -204,11 +244,12 @@ def check(path: str = "virtual", samples: int = 200_000, seed: int = 1) -> list[
         for param, q in _own(name).items():
             fig = FIGURE[param]
             params = {**profiles.get(name).params, "seed": str(seed)}
+            n = samples_for(q, samples) if path == "device" else samples
             if path == "device":
                 import sys
-                print(f"tails: {name} {param} ({fig}), {samples:,} requests on the device path with the floor's "
+                print(f"tails: {name} {param} ({fig}), {n:,} requests on the device path with the floor's "
                       f"beside...", file=sys.stderr, flush=True)
-            times, taken, path_own = measured(params, fig, path, samples, seed)
+            times, taken, path_own = measured(params, fig, path, n, seed)
             for row in judge(q, times, path_own):
                 out.append({"profile": name, "parameter": param, "figure": fig, "path": path,
                             "path_median_taken_us": taken, **row})
@@ -217,15 +258,15 @@ def check(path: str = "virtual", samples: int = 200_000, seed: int = 1) -> list[
 
 def table(rows: list[dict]) -> list[str]:
     """Markdown rows: profile, parameter, percentile, the source's figure, the model's, the verdict."""
-    out = ["| profile | parameter (probe figure) | path | percentile | source (us) | model (us) | of it the path's "
-           "own tail (us) | verdict |", "|---|---|---|---:|---:|---:|---:|---|"]
+    out = ["| profile | parameter (probe figure) | path | percentile | source (us) | model (us) | the path's own "
+           "there, from its median (us) | verdict |", "|---|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
         pct = "mean" if r["percentile"] is None else f"{r['percentile']:g}"
         src = "-" if r["figure_us"] is None else f"{r['figure_us']:,.1f}"
-        if r["figure_is"] != "published" and r["percentile"] is not None:
+        if r["figure_is"].startswith("interpolated") and r["percentile"] is not None:
             src += " (interpolated)"
         got = "-" if r["measured_us"] is None else f"{r['measured_us']:,.1f}"
-        out_ = "-" if r.get("path_adds_us") is None else f"up to {r['path_adds_us']:,.1f}"
+        out_ = "-" if r.get("path_adds_us") is None else f"{r['path_adds_us']:+,.1f}"
         verdict = r["verdict"] + (f" ({r['share']:+.1%})" if "share" in r else "")
         out.append(f"| `{r['profile']}` | {r['parameter']} ({r['figure']}) | {r['path']} | {pct} | {src} | {got} | "
                    f"{out_} | {verdict} |")

@@ -19,7 +19,13 @@ from .findings import seed_section, tests_lines
 # Per configuration, the medians of the runs: (label, metric, format).
 ROWS = (("transactions/s", "tps", "{:,.0f}"), ("commits per log write", "commits_per_write", "{:.2f}"),
         ("log file sync mean (ms)", "log_file_sync_mean_ms", "{:.3f}"),
+        ("log file sync p99.9 (ms)", "log_file_sync_p999_ms", "{:.3f}"),
+        ("log file sync max (ms)", "log_file_sync_max_ms", "{:.3f}"),
         ("log file parallel write mean (ms)", "log_file_parallel_write_mean_ms", "{:.3f}"),
+        ("log file parallel write p99.9 (ms)", "log_file_parallel_write_p999_ms", "{:.3f}"),
+        ("log file parallel write > 1 ms (%)", "lfpw_over_1ms_pct", "{:.3f}"),
+        ("log file parallel write > 10 ms (%)", "lfpw_over_10ms_pct", "{:.3f}"),
+        ("log file parallel write max (ms)", "log_file_parallel_write_max_ms", "{:.3f}"),
         ("log file sync / log file parallel write (means)", "lfs_over_lfpw_mean", "{:.2f}"),
         ("bytes per redo write", "bytes_per_write", "{:,.0f}"), ("redo MB/s", "write_mb_s", "{:.2f}"),
         ("sessions' CPU per transaction, measured (us)", "session_cpu_us_per_txn", "{:.0f}"))

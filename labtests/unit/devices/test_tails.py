@@ -114,3 +114,26 @@ def test_the_command_prints_the_table_and_keeps_the_rows(tmp_path):
     assert "| `intel-p3700` | read (read-4096) | virtual | 99.9 | 294.4 (interpolated) |" in proc.stdout
     kept = json.loads(next(tmp_path.glob("*-tails-virtual/tails.json")).read_text())
     assert kept["path"] == "virtual" and kept["samples"] == 20000 and len(kept["rows"]) >= 10
+
+
+def test_a_disk_s_line_expands_to_the_points_it_had_and_is_held_on_its_line():
+    """hdd-15k's write as percentiles (the seek plus 1 %, half and all of a revolution, linear): the
+    model's points are the catalog's as written before tails, and the 99.9th is on the line."""
+    q = profiles.get("hdd-15k").quantiles["write"]
+    assert profiles.get("hdd-15k").params["write"] == "pct:1=3940,50=5900,100=7900"
+    assert tails.held_figures(q)[tails.HELD] == (pytest.approx(3900 + 0.999 * 4000),
+                                                 "interpolated (a line between the source's points, as its physics)")
+    with pytest.raises(UsageError, match="a linear shape ends at its maximum"):
+        tails.parse("x", {"percentiles": {"1": 1, "50": 2, "99": 3}, "shape": "linear"})
+    with pytest.raises(UsageError, match="shape 'flat'"):
+        tails.parse("x", {"percentiles": {"50": 1, "99": 2}, "shape": "flat"})
+    # 5.9 ms a request: a minute's worth (10,169), not 200,000; a 12.7 ms disk still gets the 99.9th's 10,000
+    assert tails.samples_for(q, 200_000) == int(tails.SECONDS * 1e6 / 5900)
+    assert tails.samples_for(profiles.get("hdd-7200").quantiles["write"], 200_000) == tails.MIN_SAMPLES
+
+
+def test_the_512e_read_sweep_runs_the_profile_s_own_read():
+    import tomllib
+    preset = tomllib.loads((REPO / "labs" / "bench" / "vsphere-512e.toml").read_text())
+    sweep = next(s for s in preset["bench"]["sweep"] if s["param"] == "read")
+    assert profiles.get(sweep["profile"]).params["read"] in sweep["values"]
