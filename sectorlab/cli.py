@@ -54,6 +54,7 @@ cmd_lab_down = _Command("lab", "cmd_lab_down")
 cmd_lab_fields = _Command("lab", "cmd_lab_fields")
 cmd_lab_forget = _Command("lab", "cmd_lab_forget")
 cmd_lab_from_host = _Command("lab", "cmd_lab_from_host")
+cmd_lab_twin = _Command("lab", "cmd_lab_twin")
 cmd_lab_status = _Command("lab", "cmd_lab_status")
 cmd_lab_up = _Command("lab", "cmd_lab_up")
 cmd_lab_validate = _Command("lab", "cmd_lab_validate")
@@ -409,6 +410,21 @@ def _add_lab_commands(sub) -> None:
     p.add_argument("--size-mib", type=int, default=256, help="the size of every lab disk (default 256)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.set_defaults(func=cmd_lab_from_host)
+    p = lab.add_parser("twin", help="one lab and one bench of your own disk, drive and load: a server's disk (as for "
+                                    "from-host), a device profile (the catalog's or sectorlab probe's file) and an "
+                                    "AWR report, as a bench preset (docs/twin.md)")
+    p.add_argument("file", type=Path, help="the server's disks: what scripts/collect-host-geometry wrote, or lsblk's "
+                                           "JSON")
+    p.add_argument("--disk", help="the disk whose redo you ask about, by its kernel name (nvme0n1, sda); needed when "
+                                  "the server has more than one disk to choose from")
+    p.add_argument("--device", required=True, help="its timing: a catalog profile (sectorlab geometries lists them) "
+                                                   "or the profile file sectorlab probe wrote of the drive")
+    p.add_argument("--awr", required=True, type=Path, help="its load: an AWR report (text or HTML, or its tables "
+                                                          "quoted from a web page)")
+    p.add_argument("-o", "--output", required=True, type=Path,
+                   help="the preset to write, e.g. labs/bench/twin-db1.toml (the lab is named after it)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.set_defaults(func=cmd_lab_twin)
     p = lab.add_parser("fields", help="every key of a lab definition and a bench preset: type, bounds, default "
                                       "(Markdown, as docs/lab-definition.md shows it)")
     p.set_defaults(func=cmd_lab_fields)

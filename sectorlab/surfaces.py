@@ -21,6 +21,7 @@ are inputs the battery makes valid so that only the value is hostile:
   {lab}          a lab definition; {preset} a bench preset (labs/bench/ssd-vs-hdd.toml, by name);
   {crash_preset} a crash preset (labs/crash/small.toml, by name)
   {collector}    a collector file of one disk, sda; {report} a redo-writer JSON report;
+  {awr}          an AWR report (labtests/unit/data/awr/awrrpt-11g.txt);
   {events}       a redo-writer events file; {log} a log image redo-writer verify reads, {log2} another
                  (a multiplexed group's second member)
   {requests}     a file of redo-writer io's requests;
@@ -82,6 +83,8 @@ RESULTS_ROOT = Content("where a run's results directory goes", "results")
 SCRATCH = Content("where a test file goes", "none")
 PICTURE = Content("PNG picture", "binary")
 LAB_WRITTEN = Content("lab definition", "TOML")
+PRESET_WRITTEN = Content("bench preset", "TOML")
+DEVICE_PROFILE = Content("device profile file", "TOML", 64 * inputs.KIB)  # probe/profile.PROFILE_LIMIT
 REDO_LOG = Content("redo log member", "binary")
 EVENTS_WRITTEN = Content("redo-writer events", "CSV")
 TRACE = Content("the model's trace", "CSV")
@@ -167,6 +170,14 @@ SURFACES: tuple[Surface, ...] = (
     _s("lab from-host", "file", "lab from-host {path} -o {out}/lab.toml", FILE_READ, COLLECTOR),
     _s("lab from-host", "--output", "lab from-host {collector} -o {path}", FILE_WRITTEN, LAB_WRITTEN,
        refuses_existing=True),
+    _s("lab twin", "file", "lab twin {path} --device intel-p3700 --awr {awr} -o {out}/twin.toml", FILE_READ,
+       COLLECTOR),
+    _s("lab twin", "--awr", "lab twin {collector} --device intel-p3700 --awr {path} -o {out}/twin.toml", FILE_READ,
+       AWR_REPORT),
+    _s("lab twin", "--device", "lab twin {collector} --device {path} --awr {awr} -o {out}/twin.toml", FILE_READ,
+       DEVICE_PROFILE),
+    _s("lab twin", "--output", "lab twin {collector} --device intel-p3700 --awr {awr} -o {path}", FILE_WRITTEN,
+       PRESET_WRITTEN, refuses_existing=True),
     _s("redo-check", "--from-host", "redo-check --from-host {path} sda", FILE_READ, COLLECTOR),
     _s("redo-check", "device", "redo-check {path} --blocksize 512", FILE_READ, PATH_ON_FILESYSTEM),
     _s("image boot-time", "--image", "image boot-time --image {path}", FILE_READ, IMAGE_RECORD, member=".json"),

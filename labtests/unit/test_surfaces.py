@@ -223,8 +223,9 @@ def test_the_docs_show_the_registry():
 
 # --- the battery ---------------------------------------------------------------------------------
 
-PLACEHOLDERS = {"path", "results", "out", "lab", "preset", "crash_preset", "collector", "report", "events", "log",
-                "log2", "requests", "redo_writer", "filter", "served", "socket", "trace", "writelog", "unreadable"}
+PLACEHOLDERS = {"path", "results", "out", "lab", "preset", "crash_preset", "collector", "report", "awr", "events",
+                "log", "log2", "requests", "redo_writer", "filter", "served", "socket", "trace", "writelog",
+                "unreadable"}
 TEXT_SYNTAX = {"TOML", "JSON", "CSV", "text"}
 MODEL_HOSTILE = ("served", "served-hard-link", "served-symlink", "another-model-file", "fifo")
 WRITTEN_DIRECTORY_HOSTILE = ("dev-null", "regular-file", "fifo", "under-a-file")
@@ -288,6 +289,7 @@ def world(tmp_path_factory) -> World:
     (valid / "lab.toml").write_text(LAB_TEXT)
     (valid / "collector.json").write_text(json.dumps(COLLECTOR))
     (valid / "report.json").write_text(json.dumps(REPORT))
+    (valid / "awr.txt").write_text((REPO / "labtests" / "unit" / "data" / "awr" / "awrrpt-11g.txt").read_text())
     (valid / "events.csv").write_text(events_text())
     (valid / "requests.txt").write_text(IO_REQUESTS_TEXT)
     for name in ("log.img", "log2.img"):
@@ -295,12 +297,17 @@ def world(tmp_path_factory) -> World:
             f.truncate(65536)
     w.valid = {"lab": str(valid / "lab.toml"), "preset": "ssd-vs-hdd", "crash_preset": "small",
                "collector": str(valid / "collector.json"), "report": str(valid / "report.json"),
+               "awr": str(valid / "awr.txt"),
                "events": str(valid / "events.csv"), "log": str(valid / "log.img"), "log2": str(valid / "log2.img"),
                "requests": str(valid / "requests.txt"), "redo_writer": str(REDO_WRITER)}
     return w
 
 
 IO_REQUESTS_TEXT = "write-durable 0 4096\nflush\nread 0 4096\n"
+DEVICE_PROFILE_TEXT = ('[profile]\nname = "probed"\ndescription = "a drive probed"\nwrite_cache = "protected"\n'
+                       '[profile.params]\nwrite = "fixed:20"\nread = "fixed:80"\n'
+                       '[profile.sources]\nwrite = "probed"\nread = "probed"\nwrite_cache = "probed"\n'
+                       '[profile.evidence]\nwrite = "measured"\nread = "measured"\n')
 LAB_TEXT = '[[vm]]\nname = "lab1"\n\n[[vm.disk]]\nname = "d1"\nbus = "virtio"\ngeometry = "sector512n"\n'
 COLLECTOR = {"blockdevices": [{"name": "sda", "log-sec": 512, "phy-sec": 4096, "min-io": 4096, "opt-io": 0,
                                "alignment": 0, "size": 1 << 40, "rota": False, "tran": "sas", "model": "ACME SSD"}]}
@@ -336,6 +343,8 @@ def _valid_text(s: Surface) -> str:
         return IO_REQUESTS_TEXT
     if c is surfaces.AWR_REPORT:
         return (REPO / "labtests" / "unit" / "data" / "awr" / "awrrpt-11g.txt").read_text()
+    if c is surfaces.DEVICE_PROFILE:
+        return DEVICE_PROFILE_TEXT
     raise AssertionError(f"no valid content for {c}")
 
 

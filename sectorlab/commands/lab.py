@@ -58,6 +58,19 @@ def cmd_lab_from_host(args) -> int:
     return 0
 
 
+def cmd_lab_twin(args) -> int:
+    from ..labdef import twin
+    paths.output_file(args.output, "-o")
+    if args.output.exists() and not args.force:
+        raise UsageError(f"-o {args.output}: the file exists; choose another name or add --force to replace it")
+    out, notes = twin.write(args.output, args.file, args.disk, args.device, args.awr)
+    for note in notes:
+        print(f"sectorlab: not as on the source: {note}", file=sys.stderr)
+    print(f"sectorlab: {out}: run it with sectorlab bench-load {out} --clock virtual (the device path in virtual "
+          f"time), then sectorlab bench {out} (a lab of its own)", file=sys.stderr)
+    return 0
+
+
 def file_tables() -> str:
     """The field tables of a lab definition and a bench preset, as Markdown."""
     from ..crash.preset import CRASH_FIELDS

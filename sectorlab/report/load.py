@@ -58,8 +58,9 @@ def write(results: Path) -> dict[str, Path]:
     if awr is not None and (not isinstance(awr, str) or len(awr) > AWR_PATH_MAX):
         raise UsageError(f"awr = {stats.shown(awr)}: expected the path of the AWR report the load came from, at most "
                          f"{AWR_PATH_MAX} characters; {EXPECTED}")
-    who = "the AWR report's load" if awr else "the seed"
-    whose = "the AWR report's" if awr else "the seed's"
+    from_awr = awr or str(c.get("source", "")).startswith("the AWR report")   # --awr, or a twin's own table
+    who = "the AWR report's load" if from_awr else "the seed"
+    whose = "the AWR report's" if from_awr else "the seed's"
     configs = list(dict.fromkeys(r["config"] for r in doc["runs"]))
     by_config = {k: [reports[r["report"]] for r in doc["runs"] if r["config"] == k] for k in configs}
     table = [["median of the runs", *configs]]
