@@ -224,7 +224,7 @@ def _add_geometry_commands(sub) -> None:
                    help="each profile whose times are given as their source's percentiles, held to them: the "
                         "model's answers in virtual time, or served on this host and probed over NBD (device: "
                         "make bench-tails, on a quiet machine)")
-    p.add_argument("--samples", type=whole(1000, 10_000_000), default=200_000,
+    p.add_argument("--samples", type=whole(1000, 10_000_000),
                    help="--tails: requests timed per profile (default 200000: a percentile is compared with 10 "
                         "samples above it, so the 99.99th from 100000)")
     p.add_argument("--results", type=results_root,

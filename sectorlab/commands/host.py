@@ -6,6 +6,7 @@ import json
 
 from .. import geometry
 from ..devices import profiles as device_profiles
+from ..errors import UsageError
 from ..host import accel, doctor
 
 
@@ -24,14 +25,20 @@ def cmd_accel(args) -> int:
 
 
 def cmd_geometries(args) -> int:
+    if args.tails and args.held_out:
+        raise UsageError("--tails and --held-out: expected one of them (run the command twice)")
+    if not args.tails and (args.samples is not None or args.results is not None):
+        raise UsageError(f"{'--samples' if args.samples is not None else '--results'} without --tails: expected "
+                         f"--tails virtual or --tails device with it")
     if args.tails:
         from ..devices import tails
         from ..paths import new_results_dir, write_atomic
-        rows = tails.check(args.tails, args.samples)
+        samples = args.samples or tails.SAMPLES
+        rows = tails.check(args.tails, samples)
         print(json.dumps(rows, indent=2) if args.json else "\n".join(tails.table(rows)))
         if args.results:
             out = new_results_dir(args.results, f"tails-{args.tails}") / "tails.json"
-            write_atomic(out, json.dumps({"path": args.tails, "samples": args.samples, "rows": rows}, indent=2) + "\n")
+            write_atomic(out, json.dumps({"path": args.tails, "samples": samples, "rows": rows}, indent=2) + "\n")
             print(f"written: {out}")
         return 1 if any(r["verdict"] == "outside" for r in rows) else 0
     if args.held_out:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from .. import fields, labdef, paths
 from .. import lab as lab_mod
@@ -40,11 +41,16 @@ def _served(vm, disk) -> str:
     return f"device profile {profile} (write cache {cache}: the guest reads \"{vm.write_cache(disk)}\")"
 
 
+def _new_output(output, force: bool) -> None:
+    """-o checked before anything is read: a file sectorlab may write, not one that exists unless --force."""
+    paths.output_file(output, "-o")
+    if output.exists() and not force:
+        raise UsageError(f"-o {output}: the file exists; choose another name or add --force to replace it")
+
+
 def cmd_lab_from_host(args) -> int:
     if args.output is not None:
-        paths.output_file(args.output, "-o")
-        if args.output.exists() and not args.force:
-            raise UsageError(f"-o {args.output}: the file exists; choose another name or add --force to replace it")
+        _new_output(args.output, args.force)
     disks, skipped = fromhost.read(args.file)
     plan = fromhost.plan(disks, skipped, args.file.name, fromhost.lab_name_for(args.output), args.size_mib)
     for note in plan.not_reproduced:
@@ -60,10 +66,10 @@ def cmd_lab_from_host(args) -> int:
 
 def cmd_lab_twin(args) -> int:
     from ..labdef import twin
-    paths.output_file(args.output, "-o")
-    if args.output.exists() and not args.force:
-        raise UsageError(f"-o {args.output}: the file exists; choose another name or add --force to replace it")
-    out, notes = twin.write(args.output, args.file, args.disk, args.device, args.awr)
+    _new_output(args.output, args.force)
+    # a profile file named relative to where the command runs, as FILE and --awr are (the preset keeps it absolute)
+    device = str(Path(args.device).absolute()) if device_profiles.is_file(args.device) else args.device
+    out, notes = twin.write(args.output, args.file, args.disk, device, args.awr)
     for note in notes:
         print(f"sectorlab: not as on the source: {note}", file=sys.stderr)
     print(f"sectorlab: {out}: run it with sectorlab bench-load {out} --clock virtual (the device path in virtual "

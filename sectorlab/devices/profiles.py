@@ -195,7 +195,7 @@ def from_entry(name: str, entry: dict) -> DeviceProfile:
             raise UsageError(f"{where}: '{key}' is given both as a parameter ({params[key]}) and as its source's "
                              f"percentiles: give it once")
         quantiles[key] = tails.parse(f"{where} quantiles of '{key}'", raw)
-        params[key] = tails.expand(quantiles[key])
+        params[key] = tails.expand(quantiles[key], f"{where} quantiles of '{key}'")
     for key, value in entry.get("evidence", {}).items():
         if value not in EVIDENCE:
             raise UsageError(f"{where}: evidence of '{key}' is '{value}': expected one of {', '.join(EVIDENCE)}")

@@ -1,4 +1,4 @@
-"""`sectorlab twin`: one lab and one bench of a DBA's own disk, drive and load.
+"""`sectorlab lab twin`: one lab and one bench of a DBA's own disk, drive and load.
 
 Three inputs, each read as the command of its own reads it:
 
@@ -41,8 +41,12 @@ GUEST_SESSIONS, GUEST_RATE = 4, 1000
 MINE, FLOOR = "mine", "floor"
 
 
-def _choose(host: Path, disks: list[fromhost.HostDisk], name: str | None) -> fromhost.HostDisk:
+def _choose(host: Path, disks: list[fromhost.HostDisk], name: str | None,
+            skipped: list[str]) -> fromhost.HostDisk:
     names = [d.name for d in disks]
+    left_out = next((why for why in skipped if name and why.startswith(f"{name}:")), None)
+    if left_out:
+        raise UsageError(f"--disk {name!r}: {left_out}: expected one of {', '.join(names) or '(none)'}")
     if name is None:
         if len(disks) == 1:
             return disks[0]
@@ -52,6 +56,21 @@ def _choose(host: Path, disks: list[fromhost.HostDisk], name: str | None) -> fro
     if not found:
         raise UsageError(f"--disk {name!r}: {host} has no such disk: expected one of {', '.join(names) or '(none)'}")
     return found[0]
+
+
+def _disagreement(disk: fromhost.HostDisk, profile) -> list[str]:
+    """What the disk's sectors say and the profile does not: a 512e disk (physical sector above its
+    logical one) whose profile reads no unit before a partial write. Which BLOCKSIZE costs what comes
+    from the profile's write unit (its read-modify-write), not from the geometry, which only says
+    which BLOCKSIZEs the disk takes: said, so that a 512e disk with a profile of a drive that has no
+    unit is not read as a 512e drive's answer."""
+    unit = profile.params.get("write-unit", "0")
+    if disk.physical > disk.logical and unit in ("0", "") and not profile.params.get("physical-sector"):
+        return [f"{disk.name}: {disk.logical}-byte sectors on {disk.physical}-byte physical ones, but the device "
+                f"profile {profile.name} reads no unit before a smaller write (write-unit 0): BLOCKSIZE "
+                f"{disk.logical} costs nothing more in the model; a probe of the drive (its partial-cold figure) "
+                f"tells whether it does"]
+    return []
 
 
 def _clean(x):
@@ -70,8 +89,9 @@ def make(host: Path, disk: str | None, device: str, awr: Path, lab_name: str = "
     device_profiles.get(device)               # a catalog name or a profile file, read and checked (one line)
     report = awr_parse.read(awr)              # a report that is not one is refused before the disks are read
     disks, skipped = fromhost.read(host)
-    chosen = _choose(host, disks, disk)
+    chosen = _choose(host, disks, disk, skipped)
     plan = fromhost.plan([chosen], [], str(host), lab_name, SIZE_MIB)
+    notes = list(plan.not_reproduced) + _disagreement(chosen, device_profiles.get(device))
     lab = inputs.toml(plan.toml, "lab definition from", str(host))
     vm = lab["vm"][0]
     mine = vm["disk"][0]
@@ -91,7 +111,7 @@ def make(host: Path, disk: str | None, device: str, awr: Path, lab_name: str = "
         compares.append({"title": f"the lab's floor against your disk at BLOCKSIZE {bs}: what your drive adds",
                          "a": f"{FLOOR}@{bs}", "b": f"{MINE}@{bs}", "primary": "log_file_sync_p50_ms"})
     configs = [f"{t['name']}@{bs}" for t in targets for bs in blocksizes]
-    closed = awr_load.closed_loop(report, [c for c in configs if c.startswith(MINE)])
+    closed = awr_load.closed_loop(report, [c for c in configs if c.startswith(MINE)]) | {"awr": str(awr)}
     bench = {"seed": "", "title": f"twin of {chosen.name} ({chosen.model or 'model unknown'}) served by {device}, "
                                   f"the load of {awr.name}",
              "sessions": GUEST_SESSIONS, "redo_per_txn": closed["redo_per_txn"], "rate": GUEST_RATE,
@@ -99,16 +119,16 @@ def make(host: Path, disk: str | None, device: str, awr: Path, lab_name: str = "
              "duration_s": DURATION_S, "target": targets, "compare": compares, "closed_loop": closed}
     doc = {"lab": lab["lab"], **({"geometry": lab["geometry"]} if "geometry" in lab else {}), "vm": [vm],
            "bench": bench}
-    return _clean(doc), plan.not_reproduced
+    return _clean(doc), notes
 
 
 def write(output: Path, host: Path, disk: str | None, device: str, awr: Path) -> tuple[Path, list[str]]:
     """The twin preset written to `output`, with a header saying where each part came from and how
     to run it, checked as a preset before it is kept (a refused one is not left behind)."""
     from ..bench import kinds
-    output = output_file(output, "--output")
+    output = output_file(output, "-o")
     doc, notes = make(host, disk, device, awr, fromhost.lab_name_for(output))
-    header = [fromhost.comment(f"A twin (sectorlab twin): {doc['bench']['title']}."),
+    header = [fromhost.comment(f"A twin (sectorlab lab twin): {doc['bench']['title']}."),
               fromhost.comment(f"The disk's geometry from {host}, its timing from the device profile {device}, "
                                f"the load from the AWR report {awr}."),
               "# Run it on the device path in virtual time, then in a lab of its own:",

@@ -58,7 +58,7 @@ def write(results: Path) -> dict[str, Path]:
     if awr is not None and (not isinstance(awr, str) or len(awr) > AWR_PATH_MAX):
         raise UsageError(f"awr = {stats.shown(awr)}: expected the path of the AWR report the load came from, at most "
                          f"{AWR_PATH_MAX} characters; {EXPECTED}")
-    from_awr = awr or str(c.get("source", "")).startswith("the AWR report")   # --awr, or a twin's own table
+    from_awr = bool(awr or c.get("awr"))   # --awr, or a preset whose own closed loop is a report's (a twin's)
     who = "the AWR report's load" if from_awr else "the seed"
     whose = "the AWR report's" if from_awr else "the seed's"
     configs = list(dict.fromkeys(r["config"] for r in doc["runs"]))

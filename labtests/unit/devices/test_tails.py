@@ -30,9 +30,19 @@ def test_the_expansion_keeps_every_published_point_and_the_model_takes_it():
     pts = _points(pct)
     for p, v in P3700_READ.points.items():
         assert pts[p] == v
-    assert len(pts) <= 16 and pts[100.0] == 2768.0
-    assert list(pts.values()) == sorted(pts.values())
-    profiles.check("test", {"read": pct})   # the model parses it
+    assert pts[100.0] == 2768.0 and list(pts.values()) == sorted(pts.values())
+    profiles.check("test", {"read": pct})   # the model parses it (16 points at most)
+
+
+def test_the_model_s_line_between_the_points_stays_near_the_curve():
+    """Between two points the model draws a line; under the convex tail it lies above the power law,
+    by at most DRAWN_SHARE (with the tail's points spaced as TAIL spaces them)."""
+    pts = sorted(_points(tails.expand(P3700_READ)).items())
+    worst = 0.0
+    for (p0, v0), (p1, v1) in zip(pts, pts[1:]):
+        for p in np.linspace(p0, p1, 50)[1:-1]:
+            worst = max(worst, abs((v0 + (v1 - v0) * (p - p0) / (p1 - p0)) / tails.value_at(P3700_READ, p) - 1))
+    assert 0.01 < worst <= tails.DRAWN_SHARE, worst
 
 
 def test_the_body_is_the_lognormal_through_the_median_and_99th_and_the_tail_a_power_law():
@@ -53,7 +63,8 @@ def test_a_published_maximum_is_reached_on_a_line():
     ({"percentiles": {"99": 96}}, "expected the median (50) and at least one above it"),
     ({"percentiles": {"50": 76}}, "expected the median (50) and at least one above it"),
     ({"percentiles": {"50": 76, "99": 60}}, "that rise with the percentile"),
-    ({"percentiles": {"50": 76, "99": "fast"}}, "could not convert string to float"),
+    ({"percentiles": {"50": 76, "99": "fast"}}, "'fast'"),
+    ({"percentiles": {"50": 76, "99": 96}, "mean": -1}, "mean -1.0: expected positive microseconds"),
     ({"percentiles": {"10": 60, "50": 76, "99": 96}}, "a percentile below the median (10)"),
     ({"percentiles": {"50": 76, "100.5": 96}}, "at most 100"),
     ({"percentiles": {"50": 76, "99": float("inf")}}, "expected positive microseconds"),
@@ -107,6 +118,22 @@ def test_a_model_that_differs_and_a_path_too_wide_are_said():
     assert rows[99.999]["verdict"].startswith("not compared")
 
 
+@pytest.mark.parametrize(("args", "says"), [
+    (["--samples", "5000"], "--samples without --tails"),
+    (["--tails", "virtual", "--held-out"], "--tails and --held-out"),
+])
+def test_options_that_would_be_ignored_are_refused(args, says):
+    proc = subprocess.run([sys.executable, "-m", "sectorlab", "geometries", *args], capture_output=True, text=True,
+                          cwd=REPO)
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+
+
+def test_too_many_percentiles_name_the_profile():
+    q = tails.Quantiles({50.0: 1.0, 99.0: 2.0, 99.1: 3.0, 99.2: 4.0, 99.25: 5.0, 99.999: 9.0})
+    with pytest.raises(UsageError, match="device profile 'x' quantiles of 'read': .* give fewer percentiles"):
+        tails.expand(q, "device profile 'x' quantiles of 'read'")
+
+
 def test_the_command_prints_the_table_and_keeps_the_rows(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "sectorlab", "geometries", "--tails", "virtual", "--samples", "20000",
                            "--results", str(tmp_path)], capture_output=True, text=True, cwd=REPO)
@@ -127,9 +154,12 @@ def test_a_disk_s_line_expands_to_the_points_it_had_and_is_held_on_its_line():
         tails.parse("x", {"percentiles": {"1": 1, "50": 2, "99": 3}, "shape": "linear"})
     with pytest.raises(UsageError, match="shape 'flat'"):
         tails.parse("x", {"percentiles": {"50": 1, "99": 2}, "shape": "flat"})
-    # 5.9 ms a request: a minute's worth (10,169), not 200,000; a 12.7 ms disk still gets the 99.9th's 10,000
-    assert tails.samples_for(q, 200_000) == int(tails.SECONDS * 1e6 / 5900)
+    # a disk's 5.9 ms a request: about a minute's worth, not 200,000 (20 minutes); a 12.7 ms disk still gets
+    # the 99.9th's 10,000; a flash read's 76 us all 200,000
+    n = tails.samples_for(q, 200_000)
+    assert tails.MIN_SAMPLES <= n < 20_000 and n * 5900 / 1e6 <= tails.SECONDS
     assert tails.samples_for(profiles.get("hdd-7200").quantiles["write"], 200_000) == tails.MIN_SAMPLES
+    assert tails.samples_for(P3700_READ, 200_000) == 200_000
 
 
 def test_the_512e_read_sweep_runs_the_profile_s_own_read():

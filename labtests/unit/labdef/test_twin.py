@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-from sectorlab.bench import kinds
 from sectorlab.errors import UsageError
 from sectorlab.labdef import twin
 from sectorlab.paths import REPO
@@ -28,7 +27,6 @@ def _lab(*args, cwd=REPO):
 def test_a_512n_drive_is_asked_512_against_4096_with_the_override_beside_the_floor(tmp_path):
     out, notes = twin.write(tmp_path / "twin-db1.toml", SERVER, "nvme0n1", "intel-p3700", AWR)
     import tomllib
-    assert kinds.load_preset(str(out)) is not None   # read back as every preset is
     text = out.read_text()
     doc = tomllib.loads(text)
     disks = {d["name"]: d for d in doc["vm"][0]["disk"]}
@@ -96,6 +94,23 @@ def test_an_existing_file_is_kept_unless_forced(tmp_path):
     proc = _lab(SERVER, "--disk", "nvme0n1", "--device", "intel-p3700", "--awr", AWR, "-o", out, "--force")
     assert proc.returncode == 0, proc.stderr
     assert "sectorlab bench-load" in proc.stderr and out.read_text().startswith("# A twin")
+
+
+def test_a_probe_s_profile_file_named_from_elsewhere_is_kept_absolute_and_a_512e_disk_without_a_unit_said(tmp_path):
+    (tmp_path / "profile.toml").write_text((DATA / "profiles" / "nvme-512e-without-tail.toml").read_text())
+    proc = _lab(SERVER, "--disk", "nvme3n1", "--device", "profile.toml", "--awr", AWR, "-o", tmp_path / "t.toml",
+                cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    import tomllib
+    disk = tomllib.loads((tmp_path / "t.toml").read_text())["vm"][0]["disk"][0]
+    assert disk["device"] == str(tmp_path / "profile.toml")   # not the checkout's profile.toml
+    proc = _lab(SERVER, "--disk", "nvme3n1", "--device", "intel-p3700", "--awr", AWR, "-o", tmp_path / "u.toml")
+    assert proc.returncode == 0 and "reads no unit before a smaller write (write-unit 0)" in proc.stderr
+
+
+def test_a_disk_the_lab_leaves_out_says_why(tmp_path):
+    proc = _lab(SERVER, "--disk", "loop0", "--device", "intel-p3700", "--awr", AWR, "-o", tmp_path / "t.toml")
+    assert proc.returncode == 2 and "loop0: not a disk the lab reproduces" in proc.stderr, proc.stderr
 
 
 def test_a_missing_report_is_refused_before_the_disks_are_read(tmp_path):

@@ -266,6 +266,8 @@ CLOSED_LOOP_FIELDS = fields.Table("[bench.closed_loop]", "The seed's own load, c
                  "before each commit and measured", default=0),
     fields.Field("seed_tps", POSITIVE, "the seed's transactions per second, to say how far the host got"),
     fields.Field("source", fields.TEXT, "where each of these numbers comes from in the seed", default=fields.REQUIRED),
+    fields.Field("awr", fields.TEXT, "the AWR report the load was read from (sectorlab lab twin writes it): the "
+                 "report says the AWR report's load, not a seed's"),
     fields.Field("figure", bounded_tables("[[bench.closed_loop.figure]]", MAX_FIGURES), "[[bench.closed_loop.figure]]: "
                  "the seed's figures of its closed loop beside the lab's (the fields of [[bench.seed_figure]])",
                  default=lambda got: [], default_text="none"),
