@@ -287,7 +287,8 @@ def plot_findings(items: list[dict], device_path: str, path: Path) -> Path | Non
     ax.set_ylim(-0.6, n - 0.4)
     ax.grid(axis="x", alpha=0.3)
     ax.set_xlabel("primary metric, b over a (ratio of the medians, log scale; below 1: b is faster)")
-    ax.plot([], [], "o", color="C0", label="guest path")
+    if any(key == "guest" for _, key, *_ in drawn):   # a closed loop has no guest path to name
+        ax.plot([], [], "o", color="C0", label="guest path")
     ax.plot([], [], "s", color="C1", label=device_path)
     ax.plot([], [], "o", color="grey", mfc="none", label="open: within noise")
     fig.suptitle(f"each comparison with its {stats.CI_LEVEL} CI (filled: significant after Holm)", fontsize=11)

@@ -43,6 +43,18 @@ def disks(doc: dict, reports: dict[str, dict]) -> list[Disk]:
 
 
 EXPECTED = "expected the load.json 'sectorlab bench-load' writes"
+FINDINGS_PNG = "report-findings.png"
+
+
+def _findings_picture(cross: list[dict], results: Path, path_name: str) -> list[str]:
+    """The first screen's picture, as a bench report's: each comparison's primary metric, b over a,
+    with its CI, on the one path a closed loop runs on (no picture when none was tested)."""
+    from ..analysis.plots import plot_findings
+    items = [{"title": c.get("title"), "device": (c.get("tests") or [None])[0], "guest": None} for c in cross]
+    if plot_findings(items, path_name, results / FINDINGS_PNG) is None:
+        return []
+    return [f"![The findings: each comparison's primary metric, b over a, with its {stats.CI_LEVEL} CI ({path_name})]"
+            f"({FINDINGS_PNG})", ""]
 AWR_PATH_MAX = 4096
 
 
@@ -77,6 +89,7 @@ def write(results: Path) -> dict[str, Path]:
             reached.append(f"{k} {100 * tps / c['seed_tps']:.1f} %")
     where = "in virtual time" if clock.virtual(doc) else "on the device path"
     lines = [f"# {whose[0].upper()}{whose[1:]} load, closed loop, {where}: {doc['title']}", "",
+             *_findings_picture(cross, results, "virtual time" if clock.virtual(doc) else "device path"),
              f"Preset `{doc['preset']}` (seed {doc['seed'] or '-'}): {w['sessions']} sessions committing without "
              f"think time, {w['redo_per_txn']:,} B of redo and {w['cpu_us_per_txn']:,} us of CPU per transaction "
              f"(applied before each commit), no guest: {clock.where(doc)}. Where these come from: {c['source']}", "",
