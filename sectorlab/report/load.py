@@ -92,7 +92,8 @@ def write(results: Path) -> dict[str, Path]:
              *_findings_picture(cross, results, "virtual time" if clock.virtual(doc) else "device path"),
              f"Preset `{doc['preset']}` (seed {doc['seed'] or '-'}): {w['sessions']} sessions committing without "
              f"think time, {w['redo_per_txn']:,} B of redo and {w['cpu_us_per_txn']:,} us of CPU per transaction "
-             f"(applied before each commit), no guest: {clock.where(doc)}. Where these come from: {c['source']}", "",
+             f"(applied before each commit), no guest: {clock.where(doc)}. Where these come from: \"Where the "
+             f"load comes from\", below.", "",
              f"{doc['repeats']} runs of each configuration in random rounds (order seed {doc['order_seed']}), "
              f"{clock.warmup(doc, w)}, {w['duration_s']} s a run; {doc['wall_s']} s in all.", ""]
     if reached and clock.virtual(doc):
@@ -115,6 +116,8 @@ def write(results: Path) -> dict[str, Path]:
                   else tests_lines(item, a, b) + [""])
     lines += seed_section(seeds, path=("These are virtual time's" if clock.virtual(doc) else "These are the device "
                                        "path's") + f", at {whose} closed-loop load.")
+    # the load's derivation, each figure with its line, is long: after the findings, not before them
+    lines += ["", "## Where the load comes from", "", str(c["source"])]
     lines += ["", "## How to run it again", "", "```",
               f"sectorlab bench-load --repeats {doc['repeats']} --duration {w['duration_s']} --seed "
               f"{doc['order_seed']}{clock.again(doc)}{f' --awr {shlex.quote(awr)}' if awr else ''} -- "
