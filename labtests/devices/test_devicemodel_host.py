@@ -143,7 +143,7 @@ def test_a_16k_flash_unit_reads_what_a_4k_write_leaves(served):
 def test_a_protected_cache_answers_writes_and_flushes_and_a_volatile_flush_waits_for_destage(served):
     # a quarter of a byte per microsecond: 512 KiB take 2.1 s to destage, so the flush still finds some
     # dirty whatever this host's pace (the 129 requests took 13-17 ms here quiet, up to 46 ms beside
-    # stress-ng, and 549 ms once with a test suite of 4 workers beside make test's three lanes, when the
+    # stress-ng, and 549 ms once with a unit-test run beside make test's three lanes, when the
     # 524 ms of 1 MB/s ran out)
     mbps = 0.25
     cache = {"write": "fixed:2000", "cache-size": "1M", "cache-destage-mbps": str(mbps), "cache-hit": "fixed:30"}
