@@ -223,24 +223,15 @@ def measured(params: dict[str, str], fig: str, path: str, samples: int, seed: in
     served on this host and probed over NBD with the floor's models beside, and each time taken
     less the path's own as `sectorlab probe` takes it (measure.Floor.less)."""
     import statistics
-    import tempfile
-    from pathlib import Path
 
-    from ..probe import measure, patterns
-    from .server import DeviceServer
+    from ..probe import measure, patterns, roundtrip
     only = frozenset({fig})
     layout = patterns.layout(samples, 512, patterns.needed_bytes(samples, 512, only), seed, only)
     if path == "virtual":
         return measure.simulated(params, layout).us[fig], 0.0, None
     if path != "device":
         raise UsageError(f"path {path!r}: expected virtual or device")
-    with tempfile.TemporaryDirectory(prefix="sectorlab-tails.") as tmp:
-        server = DeviceServer(Path(tmp) / "model", size=layout.size, params=params)
-        server.start()
-        try:
-            times, floor = measure.with_floor(server.uri(), layout, timeout_s=max(900, samples / 100))
-        finally:
-            server.stop()
+    times, floor = roundtrip.served(params, layout, timeout_s=max(900, samples / 100))
     raw = times.us[fig]
     net = [floor.less(fig, t) for t in raw]
     return net, statistics.median(raw) - statistics.median(net), floor.times.us[fig]

@@ -41,17 +41,24 @@ class Probe:
     floor: measure.Floor | None = None   # the path measured (None: virtual time)
 
 
-def probe_model(params: dict[str, str], samples: int, logical: int = 512, seed: int = 1,
-                timeout_s: float = 900, only: frozenset[str] | None = None) -> Probe:
-    """A model with `params` served on this host and probed over NBD, with the floor's models beside."""
-    layout = patterns.layout(samples, logical, patterns.needed_bytes(samples, logical, only), seed, only)
+def served(params: dict[str, str], layout: patterns.Layout, timeout_s: float = 900
+           ) -> tuple[measure.Times, measure.Floor]:
+    """The layout on a model with `params` served on this host over NBD, the floor's models beside:
+    each figure's times and the path (also devices/tails.py's, on the device path)."""
     with tempfile.TemporaryDirectory(prefix="sectorlab-probe.") as tmp:
         server = DeviceServer(Path(tmp) / "model", size=layout.size, params=params)
         server.start()
         try:
-            return _probed(*measure.with_floor(server.uri(), layout, timeout_s), logical)
+            return measure.with_floor(server.uri(), layout, timeout_s)
         finally:
             server.stop()
+
+
+def probe_model(params: dict[str, str], samples: int, logical: int = 512, seed: int = 1,
+                timeout_s: float = 900, only: frozenset[str] | None = None) -> Probe:
+    """A model with `params` served on this host and probed over NBD, with the floor's models beside."""
+    layout = patterns.layout(samples, logical, patterns.needed_bytes(samples, logical, only), seed, only)
+    return _probed(*served(params, layout, timeout_s), logical)
 
 
 def probe_guest(runner: measure.GuestRunner, device: str, floors: tuple[str, ...], samples: int,
