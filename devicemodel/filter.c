@@ -76,6 +76,25 @@ static struct unreadable_range *unreadable;             /* these three: under th
 static size_t unreadable_n;
 static int unreadable_refused;
 
+/* The probe's floor on the very disk it probes (sectorlab/probe/measure.py: a floor model served on
+ * another disk of the same guest has a path of its own, some tens of microseconds off this one's):
+ * while the file `floor=PATH` holds a time in microseconds, every request is answered that long after
+ * its arrival, its data still going to the plugin under it, and the model neither costs it nor sees it
+ * (its queues, cache, units and faults as they were; no medium error met); without the file, the
+ * model. The host writes the file (write_atomic) and takes it away between a probe's turns. Looked at
+ * by every request before it takes the model's lock (a stat, and a read when it changed): the switch
+ * holds from the next request on. A file that is not one number from 1 to FLOOR_MAX_US (or not a
+ * regular file, or one of the model's other files) is one error in nbdkit's log, and until it changes
+ * every request fails with EIO: a probe that took the model's answers for the floor's would subtract
+ * the device from itself. At start, such a file stops nbdkit from starting. */
+#define FLOOR_MAX_US 10000000.0
+#define FLOOR_FILE_MAX 64
+static char *floor_path;
+static pthread_mutex_t floor_lock = PTHREAD_MUTEX_INITIALIZER;
+static int floor_stat_errno = -1;   /* these three: under floor_lock; what stat() said at the last look */
+static struct stat floor_seen;
+static int64_t floor_ns;            /* 0: the model answers; > 0: the floor's time; -1: refused */
+
 /* The files the filter writes, and the one nbdkit serves (the file plugin's file=, which passes
  * through this filter's config on its way down): none of them may be another, by device and inode
  * (a hard link or a symbolic link is the same file under another name). The served file is known by
@@ -163,6 +182,7 @@ static void model_unload(void) {
   free(trace_path);
   free(writelog_path);
   free(unreadable_path);
+  free(floor_path);
   free(served_path);
   free(unreadable);
 }
@@ -232,11 +252,14 @@ static int unreadable_stat(struct stat *st) {
 /* Whether the file stat() sees now (`err`, `st`) may be another than at the last look: another
  * name, size or time, or another answer from stat() itself (it appeared, went away, or its directory
  * stopped being searchable). */
+static int stat_changed(int err, const struct stat *st, int seen_err, const struct stat *seen) {
+  if (err != seen_err) return 1;
+  return !err && (!same_inode(st, seen) || st->st_size != seen->st_size || st->st_mtim.tv_sec != seen->st_mtim.tv_sec ||
+                  st->st_mtim.tv_nsec != seen->st_mtim.tv_nsec);
+}
+
 static int unreadable_changed(int err, const struct stat *st) {
-  if (err != unreadable_stat_errno) return 1;
-  return !err && (!same_inode(st, &unreadable_seen) || st->st_size != unreadable_seen.st_size ||
-                  st->st_mtim.tv_sec != unreadable_seen.st_mtim.tv_sec ||
-                  st->st_mtim.tv_nsec != unreadable_seen.st_mtim.tv_nsec);
+  return stat_changed(err, st, unreadable_stat_errno, &unreadable_seen);
 }
 
 /* Called before the model's lock is taken: the ranges of the file, read again if it changed
@@ -291,6 +314,70 @@ static int unreadable_meets(enum op op, uint64_t offset, uint32_t count) {
   return error;
 }
 
+/* The floor= file as it is now: its time in ns (> 0), or -1 with what is wrong in `why` (the words
+ * that follow its name). */
+static int64_t floor_read(char *why, size_t size) {
+  int fd = open(floor_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, size, "%s", errno == ELOOP ? "is a symbolic link: expected a regular file (it is not followed)"
+                                             : strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  char text[FLOOR_FILE_MAX + 1];
+  ssize_t got = -1;
+  const struct own_file *other = NULL;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+    snprintf(why, size, "is not a regular file: expected one holding a time in microseconds");
+  else if ((other = own_file_of(&st)))
+    snprintf(why, size, "is the same file as %s=%s (the same device and inode): expected a file of its own",
+             other->key, other->path);
+  else if (st.st_size > FLOOR_FILE_MAX)
+    snprintf(why, size, "holds %jd bytes: expected one time in microseconds (at most %d bytes)",
+             (intmax_t)st.st_size, FLOOR_FILE_MAX);
+  else if ((got = read(fd, text, FLOOR_FILE_MAX)) < 0)
+    snprintf(why, size, "%s", strerror(errno));
+  close(fd);
+  if (got < 0) return -1;
+  text[got] = 0;
+  double us;
+  int took = model_parse_decimal(text, &us);
+  if (!took || strspn(text + took, "\n") != strlen(text + took) || !(us >= 1 && us <= FLOOR_MAX_US)) {
+    snprintf(why, size, "holds \"%.*s\": expected one time in microseconds, 1 to %.0f", (int)strcspn(text, "\n"),
+             text, FLOOR_MAX_US);
+    return -1;
+  }
+  return (int64_t)(us * 1000);
+}
+
+/* Looks at the floor= file again (under floor_lock, or before nbdkit serves): what stat() says now
+ * becomes what the next look compares with, and the time it holds floor_ns; -1 with what is wrong in
+ * `why` when it is refused, said in nbdkit's log with `then` after it. */
+static int64_t floor_look(char *why, size_t size, const char *then) {
+  struct stat st;
+  int err = stat(floor_path, &st) == 0 ? 0 : errno ? errno : EIO;
+  if (floor_stat_errno >= 0 && !stat_changed(err, &st, floor_stat_errno, &floor_seen)) return floor_ns;
+  floor_stat_errno = err;
+  if (!err) floor_seen = st;
+  if (err && err != ENOENT) snprintf(why, size, "%s", strerror(err));
+  floor_ns = err == ENOENT ? 0 : err ? -1 : floor_read(why, size);
+  if (floor_ns < 0)
+    nbdkit_error("floor=%s %s%s", floor_path, why, then);
+  return floor_ns;
+}
+
+/* The floor's time now: 0 (the model answers), its ns, or -1 (refused: EIO). Read again when stat()
+ * sees another file than at the last look (another answer, name, size or time). */
+static int64_t floor_now(void) {
+  if (!floor_path) return 0;
+  char why[256];
+  pthread_mutex_lock(&floor_lock);
+  int64_t out = floor_look(why, sizeof why,
+                           ": every request fails with EIO until the file is good again or removed");
+  pthread_mutex_unlock(&floor_lock);
+  return out;
+}
+
 static int model_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key, const char *value) {
   if (strcmp(key, "spin-us") == 0) {
     double us;
@@ -311,6 +398,11 @@ static int model_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const 
     free(writelog_path);
     writelog_path = strdup(value);
     return writelog_path ? 0 : -1;
+  }
+  if (strcmp(key, "floor") == 0) {
+    free(floor_path);
+    floor_path = strdup(value);
+    return floor_path ? 0 : -1;
   }
   if (strcmp(key, "unreadable") == 0) {
     free(unreadable_path);
@@ -427,6 +519,10 @@ static int open_files(void) {
       goto refused;
     }
   }
+  if (floor_path) {
+    char why[256];
+    if (floor_look(why, sizeof why, "") < 0) goto refused;
+  }
   for (int i = 0; i < 2; i++) {
     if (fds[i] < 0) continue;
     *streams[i] = start_output(fds[i], outputs[i]->key, outputs[i]->path, first_lines[i]);
@@ -505,7 +601,24 @@ static int serve(enum op op, uint64_t offset, uint32_t count, uint32_t flags, in
   return data_result;
 }
 
+/* A request the floor answers: `floor` (ns) after its arrival, or EIO (-1: the floor file refused). */
+static struct cost floor_cost(enum op op, int64_t arrival, int64_t floor) {
+  struct cost c = {.start = arrival, .done = arrival + (floor > 0 ? floor : 0), .flashlog_start = -1,
+                   .flashlog_done = -1, .durable = -1, .media = -1, .flashlog_first = -1};
+  c.answered = c.done;
+  if (floor < 0) c.error = EIO;
+  else if (op == OP_WRITE || op == OP_ZERO) c.durable = c.done;
+  return c;
+}
+
 static struct cost cost_of(enum op op, uint64_t offset, uint32_t count, uint32_t flags, int64_t *arrival) {
+  int64_t floor = floor_now();
+  if (floor) {
+    pthread_mutex_lock(&lock);
+    *arrival = now_ns();
+    pthread_mutex_unlock(&lock);
+    return floor_cost(op, *arrival, floor);
+  }
   unreadable_refresh();
   pthread_mutex_lock(&lock);
   model.failed = fault_switch;
@@ -596,6 +709,8 @@ static struct nbdkit_filter filter = {
                    "  from now on, SIGUSR2: no more); seed=N trace=FILE\n"
                    "writelog=FILE  every write's arrival, place and bytes, for crash states\n"
                    "unreadable=FILE  medium errors: lines OFFSET LENGTH (read again when the file changes)\n"
+                   "floor=FILE  while it holds a time in us, every request answered that long after it\n"
+                   "  arrives, the model bypassed (the probe's floor on the disk it probes)\n"
                    "spin-us=US  how early a sleep ends to spin the rest (default: calibrated at start)",
     .get_ready = model_get_ready,
     .pread = model_pread,

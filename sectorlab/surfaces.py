@@ -27,7 +27,7 @@ are inputs the battery makes valid so that only the value is hostile:
   {requests}     a file of redo-writer io's requests;
   {redo_writer}  redo-writer built from the tree; {filter} the device model's filter, built;
   {served} the file the model serves (nbdkit's file plugin); {socket} the model's socket;
-  {trace} {writelog} {unreadable} the model's own files where the entry is not about them
+  {trace} {writelog} {unreadable} {floor} the model's own files where the entry is not about them
 `member` says where the content named is when it is not the path itself: a file in the directory
 (`bench.json`), a file the directory's record names (`runs[].report`: bench.json's first run's
 `report`), or the path with another suffix (`.json`: the build record beside an image).
@@ -89,6 +89,7 @@ REDO_LOG = Content("redo log member", "binary")
 EVENTS_WRITTEN = Content("redo-writer events", "CSV")
 TRACE = Content("the model's trace", "CSV")
 WRITE_LOG = Content("the model's write log", "binary")
+FLOOR_TIME = Content("the floor's time a request (one number of microseconds)", "text", 64)  # devicemodel/filter.c
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,8 @@ def _s(command: str, option: str, argv: str, names: str, content: Content, **kw)
 # The device model as sectorlab starts it (devices/server.py: nbdkit's file plugin when a run keeps
 # the disk's bytes), one key's file the entry's; --run ends it at once if it starts.
 MODEL_COMMAND = ("nbdkit", "--unix", "{socket}", "--log=stderr", "--filter={filter}", "file", "file={served}",
-                 "spin-us=0", "trace={trace}", "unreadable={unreadable}", "writelog={writelog}", "--run", "true")
+                 "spin-us=0", "trace={trace}", "unreadable={unreadable}", "writelog={writelog}", "floor={floor}",
+                 "--run", "true")
 
 
 def _model(key: str, names: str, content: Content) -> Surface:
@@ -225,6 +227,7 @@ SURFACES: tuple[Surface, ...] = (
     _model("trace", MODEL_FILE, TRACE),
     _model("writelog", MODEL_FILE, WRITE_LOG),
     _model("unreadable", MODEL_FILE, RANGES),
+    _model("floor", MODEL_FILE, FLOOR_TIME),
 )
 
 # Options whose name or help reads like a file's but that name none, and why: the coverage test
@@ -253,4 +256,4 @@ def markdown() -> str:
 
 
 def _size(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= inputs.MIB else f"{n >> 10} KiB"
+    return f"{n >> 20} MiB" if n >= inputs.MIB else f"{n >> 10} KiB" if n >= inputs.KIB else f"{n} B"

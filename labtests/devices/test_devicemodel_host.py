@@ -300,6 +300,47 @@ def test_a_medium_error_fails_reads_and_partial_writes_until_a_whole_write_rewri
     assert [r.error for r in rows if r.op == "read" and r.offset == 4096 and r.length == 512] == [5]
 
 
+def test_the_floor_switch_answers_every_request_at_its_time_and_leaves_the_model_as_it_was(tmp_path):
+    """The model's `floor=` file (DeviceServer.answer_as_floor, the probe's floor on the disk it
+    probes): while it holds a time, every request is answered that long after its arrival and the
+    model sees none of it (a 512-byte write on a 512e model reads no sector, its service is the
+    floor's); its data still lands; taken away, the model answers again, from the next request on.
+    A file that holds no time fails every request with EIO, one line in the log, until it is good."""
+    disk = DeviceServer(tmp_path / "d", size=MIB, params={"write": "fixed:700", "read": "fixed:300",
+                                                          "flush": "fixed:50", "physical-sector": "4096"})
+    disk.start()
+    try:
+        def io(*commands: str) -> str:
+            out = subprocess.run(["qemu-io", "-f", "raw", *(x for c in commands for x in ("-c", c)), disk.uri()],
+                                 capture_output=True, text=True, timeout=60)
+            return out.stdout + out.stderr
+        eio = "failed: Input/output error"
+        assert eio not in io("write -P 0x11 0 512")                        # the model: reads its sector first
+        disk.answer_as_floor(150)
+        assert eio not in io("write -P 0x22 8192 512", "read 0 4k", "flush")   # the floor
+        disk.answer_as_floor(2000)
+        assert eio not in io("write -P 0x33 16384 512")                    # another floor
+        disk.answer_as_floor(None)
+        assert eio not in io("write -P 0x44 24576 512")                    # the model again
+        assert "pattern verification failed" not in io("read -P 0x22 8192 512", "read -P 0x33 16384 512")
+        disk.floor_switch.write_text("fast\n")
+        assert eio in io("read 0 512")
+        disk.floor_switch.unlink()
+        assert eio not in io("read 0 512")
+    finally:
+        disk.stop()
+    rows = trace.read(disk.trace)
+    got = [(r.offset, r.rmw_reads, r.service_us, r.error) for r in rows if r.op == "write"]
+    assert got == [(0, 1, 1000.0, 0), (8192, 0, 150.0, 0), (16384, 0, 2000.0, 0), (24576, 1, 1000.0, 0)], got
+    # each qemu-io flushes as it closes: the model's 50 us, the floor's time while it is on
+    flushes = [r.service_us for r in rows if r.op == "flush"]
+    assert flushes[:5] == [50.0, 150.0, 150.0, 2000.0, 50.0], flushes
+    assert [r.served_us >= r.service_us - 1 for r in rows if r.op == "write"] == [True] * 4
+    reads = [(r.offset, r.service_us, r.error) for r in rows if r.op == "read" and r.offset == 0]
+    assert reads[0][1] == 150.0 and reads[-2:] == [(0, 0.0, 5), (0, 300.0, 0)], reads
+    assert disk.log.read_text().count('holds "fast": expected one time in microseconds') == 1, disk.log.read_text()
+
+
 def test_a_write_log_rebuilds_the_disk_as_it_was_after_any_write(tmp_path):
     """The model's write log (crash states of a disk whose bytes are overwritten, crash/writelog.py):
     writes over each other, a zero among them; the disk built from the log with every write landed

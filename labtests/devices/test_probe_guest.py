@@ -1,17 +1,16 @@
 """The probe's round trip in a guest (sectorlab/probe/roundtrip.py, probe_guest; make test-probe-guest,
-not yet in CI: docs/probe.md gives its runs): a lab whose disks are served by the models of five
-profiles, probed from inside the guest by redo-writer io on each block device, the guest's whole
-path (its block layer, the virtio driver, QEMU under TCG, the device model's NBD path) measured on
-three floor disks of the same bus (models that sleep 100 us, 2 ms and 20 ms a request: the guest's
-path grows with the device's time, not in a line) in turns with each probe and taken away, its
-spread deconvolved from the fitted times. A profile is fitted from each; a second lab serves the
-five fitted profiles (profile files, as a user names one) and the guest probes them again. The
-second probe finds what the first did: the write unit, a read before a partial write and a merge
-into the unit just written, found or not found alike and as the profile has them; every figure's
-median within 10 % or 10 us, or within what the guest's path moved between the turns of the two
-probes (at the first floor, and its rise at the figure's time), or their sampling error, whichever
-is more (each said); a p99 only where it stands above twice the path's own spread
-(roundtrip.differences).
+docs/probe.md gives its runs): a lab whose disks are served by the models of five profiles, probed
+from inside the guest by redo-writer io on each block device, the guest's whole path (its block
+layer, the virtio driver, QEMU under TCG, the device model's NBD path) measured on the disk itself,
+its model answering as a floor in the floor's turns (measure.OwnFloor: every request after 1 us to
+20 ms, every 10 us up to 100, where the path steps), and taken away, its spread deconvolved from the
+fitted times. A profile is fitted from each; a second lab serves the five fitted profiles (profile
+files, as a user names one) and the guest probes them again. The second probe finds what the first
+did: the write unit, a read before a partial write and a merge into the unit just written, found or
+not found alike and as the profile has them; every figure's median within 10 % or 10 us, or within
+how well the two probes knew the guest's path (its move between their turns at the first floor, and
+its rise's interval at the figure's time), or their sampling error, whichever is more (each said); a p99 only where it
+stands above twice the path's own spread (roundtrip.differences).
 
 The profiles, as the virtual-time round trip's (labtests/devices/test_probe_roundtrip.py): the P3700
 (no write unit), the 512e flash drive without and with its DRAM buffer (a 4 KiB unit read first;
@@ -34,6 +33,7 @@ import tomli_w
 from labtests.support import lab as labsupport
 from sectorlab import lab as lab_mod
 from sectorlab.guest import disks as guestdisks
+from sectorlab.lab import modelled
 from sectorlab.paths import REPO
 from sectorlab.probe import measure, profile, roundtrip
 
@@ -54,7 +54,6 @@ CASES = [  # (disk, catalog profile or None for LOGNORMAL, geometry, the write u
     ("hdd-7200", "hdd-7200", "sector512e", 4096, True, False),
     ("lognormal", None, "sector512n", 0, False, False),
 ]
-FLOORS = tuple(f"floor-{us:g}us" for us in measure.GUEST_FLOOR_SLEEPS_US)
 
 
 def _profile_file(directory: Path, name: str, doc: dict) -> str:
@@ -63,15 +62,11 @@ def _profile_file(directory: Path, name: str, doc: dict) -> str:
 
 def _definition(directory: Path, lab_name: str, devices: dict[str, str]) -> Path:
     """A lab of one guest: each case's disk served by `devices[disk]` (a catalog profile or a
-    profile file), and the floors (on 512n: a floor on 512e would read a partly written sector
-    first, as any model of a 512e disk does), every disk on virtio; written by tomli-w."""
-    floors = {name: _profile_file(directory, name, profile.instrument(
-        measure.floor_params(us), f"the probe's floor: every request answered after {us:g} us",
-        "assumed: a lab instrument that sleeps, no device (sectorlab/probe/measure.py)"))
-        for name, us in zip(FLOORS, measure.GUEST_FLOOR_SLEEPS_US)}
+    profile file), every disk on virtio; written by tomli-w. Each disk's floor is its own model
+    answering as one (measure.OwnFloor)."""
     geometry = {c[0]: c[2] for c in CASES}
-    disks = [{"name": disk, "bus": "virtio", "geometry": geometry.get(disk, "sector512n"), "device": device,
-              "size_mib": SIZE_MIB} for disk, device in [*devices.items(), *floors.items()]]
+    disks = [{"name": disk, "bus": "virtio", "geometry": geometry[disk], "device": device, "size_mib": SIZE_MIB}
+             for disk, device in devices.items()]
     doc = {"lab": {"name": lab_name, "libvirt_uri": "qemu:///system"},
            "vm": [{"name": "lab1", "guest": "debian12", "memory_mib": 768, "disk": disks}]}
     path = directory / f"{lab_name}.toml"
@@ -99,7 +94,8 @@ def _probe_all(path: Path, scratch: Path) -> dict[str, roundtrip.Probe]:
             out = {}
             for disk, *_ in CASES:
                 start = time.monotonic()
-                out[disk] = roundtrip.probe_guest(runner, dev[disk], tuple(dev[f] for f in FLOORS),
+                floor = measure.OwnFloor(modelled.server(definition.name, disk).answer_as_floor)
+                out[disk] = roundtrip.probe_guest(runner, dev[disk], floor,
                                                   HDD_SAMPLES if disk == "hdd-7200" else SAMPLES)
                 print(f"{definition.name}: {disk} probed in the guest in {time.monotonic() - start:.0f} s")
             return out
@@ -139,11 +135,11 @@ def test_a_profile_fitted_in_a_guest_answers_as_the_probed_model(probes, disk, n
         y = second.fit.summaries.get(figure)
         path = first.drift.get(figure, 0.0) + second.drift.get(figure, 0.0)
         print(f"  {figure}: median {x.median:.1f} us, then {y.median if y else float('nan'):.1f} us; "
-              f"the guest's path moved {path:.1f} us between turns")
+              f"the guest's path known to {path:.1f} us (its move between turns, its rise's interval)")
     for which, p in (("first", first), ("second", second)):
         print(f"  the guest's path, {which} probe: {p.fit.summaries['aligned-4096'].floor:.0f} us at a 4 KiB write; "
-              f"its rise at {p.floor.sleeps} us of the device's: {[round(x) for x in p.floor.rises]} us, moved "
-              f"{[round(x) for x in p.floor.rise_drift]} us between turns")
+              f"its rise at {p.floor.sleeps} us of the device's: {[round(x) for x in p.floor.rises]} us, known to +-"
+              f"{[round(x) for x in p.floor.rise_error]} us (95 % over the figures)")
     print("  not compared:", "; ".join(unsaid))
     assert not problems, f"{said}; {problems}"
     assert (second.fit.unit, second.fit.reads_first.found, second.fit.merges.found) == (unit, reads_first, merges)

@@ -225,7 +225,7 @@ def test_the_docs_show_the_registry():
 
 PLACEHOLDERS = {"path", "results", "out", "lab", "preset", "crash_preset", "collector", "report", "awr", "events",
                 "log", "log2", "requests", "redo_writer", "filter", "served", "socket", "trace", "writelog",
-                "unreadable"}
+                "unreadable", "floor"}
 TEXT_SYNTAX = {"TOML", "JSON", "CSV", "text"}
 MODEL_HOSTILE = ("served", "served-hard-link", "served-symlink", "another-model-file", "fifo")
 WRITTEN_DIRECTORY_HOSTILE = ("dev-null", "regular-file", "fifo", "under-a-file")
@@ -545,7 +545,7 @@ def make_case(s: Surface, hostile: str, tmp: Path, w: World) -> Case:
         with open(served, "wb") as f:
             f.write(b"precious " * 1000)
             f.truncate(1 << 20)
-        own = {k: tmp / f"disk.{k}" for k in ("trace", "writelog", "unreadable")}
+        own = {k: tmp / f"disk.{k}" for k in ("trace", "writelog", "unreadable", "floor")}
         values.update({"filter": str(FILTER), "served": str(served), "socket": "disk.sock",
                        **{k: str(p) for k, p in own.items()}})
         value = {"served": str(served), "served-hard-link": str(tmp / "hard.img"),
@@ -557,7 +557,8 @@ def make_case(s: Surface, hostile: str, tmp: Path, w: World) -> Case:
             os.symlink(served, value)
         elif hostile == "fifo":
             os.mkfifo(value)
-        may_create = (tmp / "disk.sock", *(p for k, p in own.items() if k != s.option and k != "unreadable"))
+        read_only = ("unreadable", "floor")   # the model's files it reads: never made
+        may_create = (tmp / "disk.sock", *(p for k, p in own.items() if k != s.option and k not in read_only))
         named = (value,)
     elif s.names == DIRECTORY_WRITTEN or s.names == FILE_WRITTEN:
         readme = tmp / "README.md"
@@ -615,7 +616,7 @@ def make_valid(s: Surface, tmp: Path, w: World) -> Case | None:
     (tmp / "out").mkdir()
     if s.names == MODEL_FILE:
         values.update({"filter": str(FILTER), "served": str(tmp / "disk.img"), "socket": "disk.sock",
-                       **{k: str(tmp / f"disk.{k}") for k in ("trace", "writelog", "unreadable")}})
+                       **{k: str(tmp / f"disk.{k}") for k in ("trace", "writelog", "unreadable", "floor")}})
         with open(tmp / "disk.img", "wb") as f:
             f.truncate(1 << 20)
         value = str(tmp / f"disk.{s.option}")

@@ -6,6 +6,7 @@ and trace in one directory of its own.
     d.start()          # returns when the socket accepts
     ... d.uri() ...    # nbd+unix:///?socket=<the socket's path, percent-encoded>
     d.fail(); d.heal() # its writes fail with EIO from now on; they work again
+    d.answer_as_floor(100); d.answer_as_floor(None)  # every request 100 us after it arrives; the model
     d.stop()           # SIGTERM to that very process (pid and start time), then its trace is complete
 
 Two lifetimes. A model of the device path (bench-sweep, bench-load, crash, a unit test) is tied to
@@ -68,6 +69,20 @@ class DeviceServer:
         return self.directory / f"{self.name}.unreadable"
 
     @property
+    def floor_switch(self) -> Path:
+        """While it holds a time in microseconds, the model answers every request that long after it
+        arrives and sees none of them (the probe's floor on the disk it probes: answer_as_floor)."""
+        return self.directory / f"{self.name}.floor"
+
+    def answer_as_floor(self, sleep_us: float | None) -> None:
+        """From the next request on, every request answered `sleep_us` after it arrives, the model
+        bypassed; None: the model again."""
+        if sleep_us is None:
+            self.floor_switch.unlink(missing_ok=True)
+        else:
+            write_atomic(self.floor_switch, f"{sleep_us:g}\n")
+
+    @property
     def writelog(self) -> Path:
         return (self.log_dir or self.directory) / f"{self.name}.writelog"
 
@@ -92,6 +107,7 @@ class DeviceServer:
         return [nbdkit, *(["--exit-with-parent"] if self.tied_to_parent else []), "--unix", str(self.socket),
                 "--pidfile", str(self.pidfile), "--log=stderr", f"--filter={build.built(build.FILTER)}", *plugin,
                 *(f"{k}={v}" for k, v in self.params.items()), f"trace={self.trace}", f"unreadable={self.unreadable}",
+                f"floor={self.floor_switch}",
                 *([f"writelog={self.writelog}"] if self.write_log else [])]
 
     def pid(self) -> int | None:
@@ -106,7 +122,7 @@ class DeviceServer:
             raise UsageError(f"the device model of {self.name}: {problem}")
         self.directory.mkdir(parents=True, exist_ok=True)
         # a fresh disk reads whole, and its history starts now
-        for stale in (self.socket, self.pidfile, self.identity_file, self.unreadable, self.writelog):
+        for stale in (self.socket, self.pidfile, self.identity_file, self.unreadable, self.floor_switch, self.writelog):
             stale.unlink(missing_ok=True)
         if self.write_log:
             self.writelog.parent.mkdir(parents=True, exist_ok=True)

@@ -232,8 +232,8 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
                 if len(v := floor.times.us.get(n, [])) for x in v]
     writes, read_names = [f"aligned-{s}" for s in whole], [f"read-{s}" for s in reads]
     # A flush the path does not send (a guest's kernel sends none to a write-through disk) took the
-    # floor less than its model's sleep: what is left after the floor is taken away is not a flush's
-    flushed = "flush" in net and not (floor and floor.at.get("flush", 0.0) < -floor.sleeps[0] / 2)
+    # floor less than half its model's longest sleep: what is left after the floor is taken away is not a flush's
+    flushed = "flush" in net and not (floor and not floor.reached("flush"))
     params = {
         "write": deconvolved_pct(pooled(writes, write_mbps), spread(writes)),
         "write-mbps": f"{write_mbps:.0f}" if write_mbps >= 1 else "0",
@@ -253,8 +253,8 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
                 f"each less the floor and its bytes at read-mbps",
         "read-mbps": "the 4096- and 65536-byte reads' medians" + _rate_said(read_mbps, read_p),
         "flush": ("a flush after a 4 KiB write that was not durable" if flushed else
-                  "assumed: the flushes never reached the floor's model (they took less than its sleep: a "
-                  "write-through disk in a guest, to which the kernel sends none): 0" if "flush" in net
+                  "assumed: the flushes never reached the floor's model (at its longest sleep they took less than half "
+                  "of it: a write-through disk in a guest, to which the kernel sends none): 0" if "flush" in net
                   else "assumed: no flush was measured: 0"),
         "write-unit": ("; ".join(s.said() for s in steps) + (f": the unit is {unit} B" if unit else
                                                              ": no size at which a misaligned write steps up")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,12 +111,16 @@ def run(target: str, layout: Layout, timeout_s: float) -> Times:
 # models that sleep FLOOR_SLEEPS_US for every request (reads, writes, flushes, no transfer time), on
 # the same path, the same requests. On this host the path adds about 60 us at a 100 us sleep and
 # about 1.2 % of the sleep beyond (10 ms: 185 us; docs/probe.md), and a model that answers at once
-# would leave out both. A guest's path under TCG grows with the sleep and not in a line (372 us at
-# 100 us, 616 at 2 ms, 1,325 at 5 ms, 1,519 at 13 ms: a 4 KiB write, this host): its floors are
-# GUEST_FLOOR_SLEEPS_US, spanning the times of the devices it probes. Each figure's path time at
-# the first sleep, and the path's rise at each further one, between them a line.
+# would leave out both. A guest's path under TCG is no line against the device's time but steps:
+# measured on one disk's own floor (this host, a virtio disk, two probes alike within 10 us), about
+# 208 us at sleeps of 1 and 10 us, 90-96 more at 25-75 us, 146 more at 100-250, 166 at 500, 203 at
+# 2 ms (a reply that comes before the guest's vCPU has halted is cheaper). Its floors are
+# GUEST_FLOOR_SLEEPS_US: every 10 us up to 100 (where the flash drives' times are, and the steps),
+# then wider, spanning the times of the devices it probes. Each figure's path time at the first
+# sleep, and the path's rise at each further one, between them a line.
 FLOOR_SLEEPS_US = (100.0, 5000.0)
-GUEST_FLOOR_SLEEPS_US = (100.0, 2000.0, 20000.0)
+GUEST_FLOOR_SLEEPS_US = (1.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0, 120.0, 150.0, 200.0,
+                         300.0, 500.0, 1000.0, 2000.0, 5000.0, 20000.0)
 SLOPE_SAMPLES = 10      # a figure's requests on each further floor (the rise at each is one number)
 CHUNKS = 4
 
@@ -123,17 +128,23 @@ CHUNKS = 4
 @dataclass
 class Floor:
     """The path: each figure's time at the first sleep (less it), its rise at each further sleep
-    (the figures' median; 0 at the first) and how far that rise moved between the turns, and the
-    first floor's times themselves (less the sleep)."""
+    (the figures' median; 0 at the first) and how well that rise is known, and the first floor's
+    times themselves (less the sleep)."""
     at: dict[str, float]
     times: Times
     sleeps: tuple[float, ...] = FLOOR_SLEEPS_US
     rises: tuple[float, ...] = (0.0, 0.0)
     drift: dict[str, float] = field(default_factory=dict)   # per figure: how far the path's own median moved
                                                              # between the turns (us)
-    rise_drift: tuple[float, ...] = (0.0, 0.0)
+    rise_error: tuple[float, ...] = (0.0, 0.0)   # each rise's 95 % interval's half-width, over the figures (us)
     at_error: dict[str, float] = field(default_factory=dict)   # per figure: its time at the first sleep's 95 %
                                                                # interval's half-width (us)
+    last: dict[str, float] = field(default_factory=dict)   # per figure: its median at the last sleep, less it (us)
+
+    def reached(self, name: str) -> bool:
+        """Whether the figure's requests reached the floor's model: at the last sleep they took at
+        least half of it (a flush a guest's kernel never sends to a write-through disk takes none)."""
+        return self.last.get(name, 0.0) >= -self.sleeps[-1] / 2
 
     @property
     def slope(self) -> float:
@@ -154,10 +165,20 @@ class Floor:
         return float(x[i] + (m - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i]))
 
     def unsure(self, device_us: float) -> float:
-        """How far the path's rise at a device time moved between the turns (a line between the
-        sleeps', the last one's beyond them): a probe's path time is known to that besides."""
+        """How well the path's rise at a device time is known (its 95 % interval's half-width, a line
+        between the sleeps', the last one's beyond them): a probe's path time is known to that besides."""
         import numpy as np
-        return float(np.interp(device_us, self.sleeps, self.rise_drift))
+        return float(np.interp(device_us, self.sleeps, self.rise_error))
+
+
+@dataclass(frozen=True)
+class OwnFloor:
+    """The floor on the probed disk itself: its model told to answer as a floor (every request
+    `sleep` after it arrives, the model bypassed: the filter's floor=, DeviceServer.answer_as_floor)
+    for the floor's turns, and to answer as itself again after each. A floor served on another disk
+    has a path of its own: in a guest under TCG, a whole probe came out some tens of microseconds off
+    against floor disks beside it (docs/probe.md), which no figure of the device's may carry."""
+    switch: Callable[[float | None], None]
 
 
 SIMULATED_GAP_US = 100_000   # a request's arrival after the one before, in virtual time: none queues
@@ -209,12 +230,13 @@ def _sleeping(directory: Path, size: int, sleep_us: float) -> DeviceServer:
 
 
 def with_floor(target: str, layout: Layout, timeout_s: float, runner=None,
-               floors: tuple[str, ...] | None = None, sleeps: tuple[float, ...] = FLOOR_SLEEPS_US
+               floors: tuple[str, ...] | OwnFloor | None = None, sleeps: tuple[float, ...] = FLOOR_SLEEPS_US
                ) -> tuple[Times, Floor]:
     """The layout on `target` and on the floors, in CHUNKS turns (target, the first floor, a short
     layout on each further floor, again): each figure's times, and the floor. The floors: models
-    that sleep `sleeps`, served here for an NBD export on this host (floors None), or a guest's
-    devices already served so (floors: their paths, on the same bus as the target)."""
+    that sleep `sleeps`, served here for an NBD export on this host (floors None), a guest's devices
+    already served so (floors: their paths, on the same bus as the target), or the target's own
+    model answering as each floor in turn (an OwnFloor)."""
     if floors is not None:
         return _with_floor(target, layout, timeout_s, runner, floors, sleeps)
     with tempfile.TemporaryDirectory(prefix="sectorlab-probe-floor.") as tmp:
@@ -228,53 +250,69 @@ def with_floor(target: str, layout: Layout, timeout_s: float, runner=None,
                 server.stop()
 
 
-def _rise(times: Times, at: dict[str, float]) -> float | None:
+def _rises(times: Times, at: dict[str, float]) -> list[float]:
+    """Each figure's rise at a further floor: its median there less its time at the first."""
     import numpy as np
-    rises = [float(np.median(v)) - at[k] for k, v in times.us.items() if k in at and v]
-    return float(np.median(rises)) if rises else None
+    return [float(np.median(v)) - at[k] for k, v in times.us.items() if k in at and v]
 
 
-def _with_floor(target: str, layout: Layout, timeout_s: float, runner, floors: tuple[str, ...],
+def _on_floor(floors: tuple[str, ...] | OwnFloor, i: int, target: str, sleeps: tuple[float, ...], part: Layout,
+              timeout_s: float, into: Times, runner) -> None:
+    """A turn of the layout `part` on the i-th floor (its sleep taken away from each time): the floor
+    disk's, or the target's own model answering as that floor for the turn."""
+    if not isinstance(floors, OwnFloor):
+        _one(floors[i], part, timeout_s, into, sleeps[i], runner=runner)
+        return
+    floors.switch(sleeps[i])
+    try:
+        _one(target, part, timeout_s, into, sleeps[i], runner=runner)
+    finally:
+        floors.switch(None)
+
+
+def _with_floor(target: str, layout: Layout, timeout_s: float, runner, floors: tuple[str, ...] | OwnFloor,
                 sleeps: tuple[float, ...]) -> tuple[Times, Floor]:
     import numpy as np
-    if len(floors) != len(sleeps) or len(sleeps) < 2 or list(sleeps) != sorted(set(sleeps)):
-        raise UsageError(f"the probe's floors: {len(floors)} targets for sleeps {sleeps}: expected one a sleep, "
-                         "at least two, rising")
+    if len(sleeps) < 2 or list(sleeps) != sorted(set(sleeps)) or (
+            not isinstance(floors, OwnFloor) and len(floors) != len(sleeps)):
+        raise UsageError(f"the probe's floors: {'its own' if isinstance(floors, OwnFloor) else len(floors)} targets "
+                         f"for sleeps {sleeps}: expected one a sleep, at least two, rising")
     times, first = Times(), Times()
     further = [Times() for _ in sleeps[1:]]
     per_figure = max(layout.labels.count(x) for x in set(layout.labels) if x)
     short = layout.chunks(max(1, per_figure // SLOPE_SAMPLES))[0]  # every figure's, spread as the layout is
-    turns, turn_rises = [], []
+    turns = []
     parts = layout.chunks(CHUNKS)
     shorts = short.chunks(len(parts))
     for i, part in enumerate(parts):
         short_part = shorts[i] if i < len(shorts) else None
         _one(target, part, timeout_s, times, runner=runner)
         turn = Times()
-        _one(floors[0], part, timeout_s, turn, sleeps[0], runner=runner)
+        _on_floor(floors, 0, target, sleeps, part, timeout_s, turn, runner)
         turns.append(turn)
         for k, v in turn.us.items():
             first.us.setdefault(k, []).extend(v)
-        turn_at = {k: float(np.median(v)) for k, v in turn.us.items()}
-        rises = []
-        for floor, sleep_us, into in zip(floors[1:], sleeps[1:], further):
+        for j, into in enumerate(further, start=1):
             if short_part is None:
-                rises.append(None)
                 continue
             there = Times()
-            _one(floor, short_part, timeout_s, there, sleep_us, runner=runner)
+            _on_floor(floors, j, target, sleeps, short_part, timeout_s, there, runner)
             for k, v in there.us.items():
                 into.us.setdefault(k, []).extend(v)
-            rises.append(_rise(there, turn_at))
-        turn_rises.append(rises)
+    from .fit import median_interval
     at = {k: float(np.median(v)) for k, v in first.us.items()}
-    rises = [0.0] + [_rise(x, at) or 0.0 for x in further]
+    # Each further floor's rise: the figures' median (each figure's own path taken away by its
+    # time at the first), known to that median's 95 % interval over the figures. (Each turn's own
+    # rise, from two or three requests a figure, moved between the turns by its sampling: 10-340 us
+    # in a guest, taken once as what the path's time was known to; docs/probe.md.)
+    per_floor = [_rises(x, at) for x in further]
+    rises = [0.0] + [float(np.median(r)) if r else 0.0 for r in per_floor]
     for i in range(1, len(rises)):   # the path's time never falls as the device's grows
         rises[i] = max(rises[i], rises[i - 1])
-    spread = [0.0] + [max(r) - min(r) if len(r := [t[i] for t in turn_rises if t[i] is not None]) > 1 else 0.0
-                      for i in range(len(further))]
+    rise_error = [0.0] + [(median_interval(r)[1] - median_interval(r)[0]) / 2 if len(r) > 1 else 0.0
+                          for r in per_floor]
     moved = {k: max(m) - min(m) for k in at
              if len(m := [float(np.median(t.us[k])) for t in turns if len(t.us.get(k, [])) >= 5]) > 1}
-    from .fit import median_interval
     error = {k: (hi - lo) / 2 for k, v in first.us.items() for lo, hi in [median_interval(v)]}
-    return times, Floor(at, first, tuple(sleeps), tuple(rises), moved, tuple(spread), error)
+    last = {k: float(np.median(v)) for k, v in further[-1].us.items() if v}
+    return times, Floor(at, first, tuple(sleeps), tuple(rises), moved, tuple(rise_error), error, last)

@@ -2,14 +2,15 @@
 again; the second probe must find what the first did. In virtual time (probe_simulated: the
 model's own answers, what make test holds), on this host's device path over NBD (probe_model:
 the path measured and taken away; a benchmark's, make bench-timing, as every check of the host's
-time is) or in a lab's guest (probe_guest: the guest's whole path measured on floor disks of the
-same bus and taken away; make test-probe-guest).
+time is) or in a lab's guest (probe_guest: the guest's whole path measured on the probed disk
+itself, its model answering as a floor in the floor's turns, and taken away; make test-probe-guest).
 
 Held per figure: the medians (less the path's own time) within MEDIAN_SHARE or MEDIAN_US, or, where
-one is more, how far the path's own median moved between the turns of each probe, added (measured in
-the same runs: each probe's path time is known to about that, and that much of a difference is the
-host's, not the profile's) or the two medians' sampling error (their 95 % intervals' half-widths,
-combined, and where a floor was taken away, its median's too); the p99s within P99_SHARE (or their
+one is more, how well each probe knew its path's time, added (how far the path's own median moved
+between the probe's turns at the first floor, and how well its rise at the figure's time is known:
+measured in the same runs; that much of a difference is the host's, not the profile's) or the two
+medians' sampling error (their 95 % intervals' half-widths, combined, and where a floor was taken
+away, its median's too); the p99s within P99_SHARE (or their
 sampling error, as the medians') where at least P99_BEYOND samples lie above it (one spike of the
 host is not a device's tail) and the device's tail is its own (its p99 above its median by more
 than twice the path's largest time above its own median, in the same run: the host's tail hides a
@@ -37,7 +38,7 @@ class Probe:
     fit: fit.Fit
     floor_tail: dict[str, float]   # per figure: the path's own largest time above its median (us)
     drift: dict[str, float]   # per figure: how far the path's own median moved between the probe's turns, and
-                              # its rise at the figure's time (Floor.unsure) (us)
+                              # how well its rise at the figure's time is known (Floor.unsure) (us)
     floor: measure.Floor | None = None   # the path measured (None: virtual time)
 
 
@@ -61,20 +62,21 @@ def probe_model(params: dict[str, str], samples: int, logical: int = 512, seed: 
     return _probed(*served(params, layout, timeout_s), logical)
 
 
-def probe_guest(runner: measure.GuestRunner, device: str, floors: tuple[str, ...], samples: int,
+def probe_guest(runner: measure.GuestRunner, device: str, floors: tuple[str, ...] | measure.OwnFloor, samples: int,
                 logical: int = 512, seed: int = 1, timeout_s: float = 900,
                 only: frozenset[str] | None = None,
                 sleeps: tuple[float, ...] = measure.GUEST_FLOOR_SLEEPS_US) -> Probe:
     """A guest's block device (a lab disk served by a model) probed in the guest, the guest's floor
-    measured on `floors` (disks of the same bus whose models sleep `sleeps`): the guest's whole
-    path, its block layer, driver, QEMU and the model's path, taken away."""
+    measured on `floors` (the disk's own model answering as each floor in its turns, or disks of the
+    same bus whose models sleep `sleeps`): the guest's whole path, its block layer, driver, QEMU and
+    the model's path, taken away."""
     layout = patterns.layout(samples, logical, patterns.needed_bytes(samples, logical, only), seed, only)
     return _probed(*measure.with_floor(device, layout, timeout_s, runner, floors, sleeps), logical)
 
 
 def _probed(times: measure.Times, floor: measure.Floor, logical: int) -> Probe:
-    """The fit, and per figure the path's tail and how far its time moved: between the turns at
-    the first floor, and the rise's own move at the figure's time (Floor.unsure)."""
+    """The fit, and per figure the path's tail and how well its time is known: its move between the
+    turns at the first floor, and its rise's interval at the figure's time (Floor.unsure)."""
     import numpy as np
     found = fit.fit(times.us, floor, logical)
     moved = {k: floor.drift.get(k, 0.0) + floor.unsure(x.median) for k, x in found.summaries.items()}

@@ -15,8 +15,8 @@ import pytest
 from labtests.unit.native.test_redo_writer_nbd import binaries, redo_writer, serve  # noqa: F401
 from sectorlab import cli
 from sectorlab.devices import profiles, trace
-from sectorlab.errors import UsageError
-from sectorlab.probe import fit, patterns, profile, target
+from sectorlab.errors import SectorlabError, UsageError
+from sectorlab.probe import fit, measure, patterns, profile, target
 from sectorlab.probe import run as run_mod
 
 # --- the layout ------------------------------------------------------------------------------------
@@ -157,9 +157,8 @@ def test_the_paths_spread_is_taken_out_of_a_fitted_time_and_a_fixed_time_stays_f
 
 
 def test_the_floor_is_a_curve_through_its_sleeps_and_a_step_within_its_error_is_not_one():
-    from sectorlab.probe import measure
     floor = measure.Floor({"w": 300.0}, measure.Times(), (100.0, 2000.0, 20000.0), (0.0, 300.0, 1000.0),
-                          rise_drift=(0.0, 100.0, 200.0), at_error={"a": 30.0, "b": 40.0})
+                          rise_error=(0.0, 100.0, 200.0), at_error={"a": 30.0, "b": 40.0})
     for device_us in (20.0, 100.0, 1000.0, 2000.0, 9000.0, 30000.0):
         rise = float(__import__("numpy").interp(device_us, floor.sleeps, floor.rises))
         if device_us > 20000:
@@ -174,15 +173,45 @@ def test_the_floor_is_a_curve_through_its_sleeps_and_a_step_within_its_error_is_
     # nor one under a tenth of the faster figure's time as measured, its path's included
     assert not fit.step(times, "a", "b", measured={"b": [460.0] * 200}).found
     assert fit.step(times, "a", "b", measured={"b": [440.0] * 200}).found
-    # a flush the path never sent (the floor's took less than its sleep) is not measured
+    # a flush the path never sent (the longest floor's took less than half its sleep) is not measured
     figures = {**_times(0, False, False), "flush": [10.0 + 0.1 * i for i in range(30)]}
-    sent = measure.Floor({"flush": 20.0}, measure.Times({"flush": [20.0] * 30}))
-    elided = measure.Floor({"flush": -90.0}, measure.Times({"flush": [-90.0] * 30}))
+    # (judged at the longest sleep, 5 ms here: at the first, a sleep of 1 us can't tell)
+    sent = measure.Floor({"flush": 20.0}, measure.Times({"flush": [20.0] * 30}), last={"flush": 30.0})
+    elided = measure.Floor({"flush": 20.0}, measure.Times({"flush": [20.0] * 30}), last={"flush": -4880.0})
     assert fit.fit(figures, sent, 512).params["flush"] != "fixed:0"
     dropped = fit.fit(figures, elided, 512)
     assert dropped.params["flush"] == "fixed:0" and "never reached the floor" in dropped.notes["flush"]
     with pytest.raises(UsageError, match="expected one a sleep"):
         measure.with_floor("x", patterns.layout(2, 512, 8 << 20, 1), 10, floors=("a",), sleeps=(100.0, 200.0))
+
+
+def test_an_own_floor_is_the_target_answering_as_each_floor_in_its_turns_and_as_itself_between():
+    """measure.OwnFloor (the guest's round trip: a floor disk beside the probed one has a path of its
+    own): every floor turn goes to the target itself with its model told to answer as that floor, and
+    every turn of the device's with the model answering; a turn that fails leaves the model answering."""
+    switched: list[float | None] = [None]
+    seen = []
+
+    def answering(sleep_us: float | None) -> None:
+        switched[0] = sleep_us
+
+    def runner(target, requests, timeout_s):   # the path adds 50 us; the device's own time is 30 us
+        seen.append((target, switched[0]))
+        n = len(requests.splitlines())
+        return 0, json.dumps({"ns": [1000 * (50 + (switched[0] or 30))] * n, "transport": "fake"}), ""
+
+    layout = patterns.layout(20, 512, patterns.needed_bytes(20, 512), 1)
+    sleeps = measure.GUEST_FLOOR_SLEEPS_US
+    times, floor = measure.with_floor("/dev/vdb", layout, 10, runner, measure.OwnFloor(answering), sleeps)
+    assert seen == [("/dev/vdb", x) for x in (None, *sleeps)] * measure.CHUNKS and switched == [None]
+    assert set(floor.at.values()) == {50.0} and floor.rises == (0.0,) * len(sleeps)
+    assert {floor.less(k, x) for k, v in times.us.items() for x in v} == {30.0}
+
+    def failing(target, requests, timeout_s):
+        return (1, "", "redo-writer io: EIO") if switched[0] else runner(target, requests, timeout_s)
+    with pytest.raises(SectorlabError, match="EIO"):
+        measure.with_floor("/dev/vdb", layout, 10, failing, measure.OwnFloor(answering), sleeps)
+    assert switched == [None]
 
 
 # --- redo-writer io --------------------------------------------------------------------------------
