@@ -291,7 +291,6 @@ ci-bench:
 ci-alone:
 	scripts/timed "alone: libvirtd stopped under a lab" $(MAKE) $(CI_LANE_FLAGS) faults-hostwide
 	scripts/timed "alone: remote host, Ctrl-C of make test" $(MAKE) $(CI_LANE_FLAGS) alone
-	scripts/timed "alone: the probe's round trip in a guest" $(MAKE) $(CI_LANE_FLAGS) test-probe-guest
 
 # The file make test's tiers append their times to (scripts/timed), handed to the lanes through
 # their environment: make test makes one of its own and removes it at its end; a target run alone
@@ -353,8 +352,8 @@ test-zfs: bootstrap
 # The probe's round trip in a guest (labtests/devices/test_probe_guest.py; docs/probe.md): five
 # profiles' models probed from inside a guest, its path measured on each disk itself (its model
 # answering as a floor in the floor's turns), the fitted profiles served in a second lab and probed
-# again; each lab up and down in turn. CI runs it in ci-alone, with nothing beside it: the flash
-# drives' tens of microseconds are told only on a quiet host.
+# again; each lab up and down in turn. Not in CI yet: in one run of five on the own floor (.ci/run's
+# alone lane) the lognormal tail's second probe came out 60-100 us lower (docs/probe.md).
 test-probe-guest: bootstrap image
 	$(PYTEST) -m probeguest labtests
 
