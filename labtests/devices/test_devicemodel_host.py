@@ -18,6 +18,7 @@ import pytest
 
 from sectorlab.devices import profiles, trace
 from sectorlab.devices.server import DeviceServer
+from sectorlab.errors import SectorlabError
 
 pytestmark = pytest.mark.devicemodel
 
@@ -307,7 +308,8 @@ def test_the_floor_switch_answers_every_request_at_its_time_and_leaves_the_model
     floor's); its data still lands; taken away, the model answers again, from the next request on.
     A file that holds no time fails every request with EIO, one line in the log, until it is good."""
     disk = DeviceServer(tmp_path / "d", size=MIB, params={"write": "fixed:700", "read": "fixed:300",
-                                                          "flush": "fixed:50", "physical-sector": "4096"})
+                                                          "flush": "fixed:50", "physical-sector": "4096"},
+                          floor_switchable=True)
     disk.start()
     try:
         def io(*commands: str) -> str:
@@ -339,6 +341,9 @@ def test_the_floor_switch_answers_every_request_at_its_time_and_leaves_the_model
     reads = [(r.offset, r.service_us, r.error) for r in rows if r.op == "read" and r.offset == 0]
     assert reads[0][1] == 150.0 and reads[-2:] == [(0, 0.0, 5), (0, 300.0, 0)], reads
     assert disk.log.read_text().count('holds "fast": expected one time in microseconds') == 1, disk.log.read_text()
+    # a model started without the switch (the device path's) is told so, not left to ignore the file
+    with pytest.raises(SectorlabError, match="without a floor switch"):
+        DeviceServer(tmp_path / "e", size=MIB).answer_as_floor(100)
 
 
 def test_a_write_log_rebuilds_the_disk_as_it_was_after_any_write(tmp_path):

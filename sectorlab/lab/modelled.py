@@ -39,7 +39,7 @@ def server(lab_name: str, disk_name: str, size: int = 0, params: dict[str, str] 
     # outlive the `sectorlab lab up` that starts them: not tied to it (the device path's are).
     return DeviceServer(lab_dir(lab_name) / disk_name, size=size, params=params or {}, name="disk",
                         write_log=write_log, log_dir=state_dir(lab_name) / WRITELOGS / disk_name,
-                        tied_to_parent=False)
+                        tied_to_parent=False, floor_switchable=True)
 
 
 def params(profile: str, logical: int, physical: int) -> dict[str, str]:
