@@ -81,9 +81,10 @@ static int unreadable_refused;
  * while the file `floor=PATH` holds a time in microseconds, every request is answered that long after
  * its arrival, its data still going to the plugin under it, and the model neither costs it nor sees it
  * (its queues, cache, units and faults as they were; no medium error met); without the file, the
- * model. The host writes the file (write_atomic) and takes it away between a probe's turns. Looked at
- * by every request before it takes the model's lock (a stat, and a read when it changed): the switch
- * holds from the next request on. A file that is not one number from 1 to FLOOR_MAX_US (or not a
+ * model. The host writes the file (write_atomic) and takes it away between a probe's turns, when no
+ * request is in flight. Looked at by a request's thread before it takes the model's lock (a stat, and a
+ * read when it changed), one thread at a time: another meanwhile goes on with the time as it was (only
+ * requests at once, never the next one after a switch). The switch holds from the next request on. A file that is not one number from 1 to FLOOR_MAX_US (or not a
  * regular file, or one of the model's other files) is one error in nbdkit's log, and until it changes
  * every request fails with EIO: a probe that took the model's answers for the floor's would subtract
  * the device from itself. At start, such a file stops nbdkit from starting. */
@@ -91,9 +92,10 @@ static int unreadable_refused;
 #define FLOOR_FILE_MAX 64
 static char *floor_path;
 static pthread_mutex_t floor_lock = PTHREAD_MUTEX_INITIALIZER;
-static int floor_stat_errno = -1;   /* these three: under floor_lock; what stat() said at the last look */
+static int floor_stat_errno = -1;   /* these two: under floor_lock; what stat() said at the last look */
 static struct stat floor_seen;
-static int64_t floor_ns;            /* 0: the model answers; > 0: the floor's time; -1: refused */
+static int64_t floor_ns;            /* 0: the model answers; > 0: the floor's time; -1: refused (written
+                                       under floor_lock, read atomically without it) */
 
 /* The files the filter writes, and the one nbdkit serves (the file plugin's file=, which passes
  * through this filter's config on its way down): none of them may be another, by device and inode
@@ -209,6 +211,17 @@ static void refuse_same_file(const char *key, const char *path, const struct own
                  "%s= another path", key, path, other->key, other->path, key);
 }
 
+/* Why a file the model reads is refused for being `other` (the served disk or another of its files),
+ * in the words that follow its name. */
+static void same_file_why(char *why, size_t size, const struct own_file *other) {
+  if (other == &served)
+    snprintf(why, size, "is the disk nbdkit serves (file=%s; the same device and inode): expected a file of its own",
+             other->path);
+  else
+    snprintf(why, size, "is the same file as %s=%s (the same device and inode): expected a file of its own",
+             other->key, other->path);
+}
+
 /* The unreadable= file as it is now: 0 and its ranges in *list (none when there is no file), or -1
  * with what is wrong in `why` (the words that follow its name). */
 static int unreadable_read(struct unreadable_list *list, char *why, size_t size, struct stat *st) {
@@ -219,12 +232,7 @@ static int unreadable_read(struct unreadable_list *list, char *why, size_t size,
     free(list->range);
     list->range = NULL;
     list->n = 0;
-    if (other == &served)
-      snprintf(why, size, "is the disk nbdkit serves (file=%s; the same device and inode): expected a file of its "
-               "own", other->path);
-    else
-      snprintf(why, size, "is the same file as %s=%s (the same device and inode): expected a file of its own",
-               other->key, other->path);
+    same_file_why(why, size, other);
     return -1;
   }
   return status == UNREADABLE_OK || status == UNREADABLE_ABSENT ? 0 : -1;
@@ -330,8 +338,7 @@ static int64_t floor_read(char *why, size_t size) {
   if (fstat(fd, &st) || !S_ISREG(st.st_mode))
     snprintf(why, size, "is not a regular file: expected one holding a time in microseconds");
   else if ((other = own_file_of(&st)))
-    snprintf(why, size, "is the same file as %s=%s (the same device and inode): expected a file of its own",
-             other->key, other->path);
+    same_file_why(why, size, other);
   else if (st.st_size > FLOOR_FILE_MAX)
     snprintf(why, size, "holds %jd bytes: expected one time in microseconds (at most %d bytes)",
              (intmax_t)st.st_size, FLOOR_FILE_MAX);
@@ -360,7 +367,7 @@ static int64_t floor_look(char *why, size_t size, const char *then) {
   floor_stat_errno = err;
   if (!err) floor_seen = st;
   if (err && err != ENOENT) snprintf(why, size, "%s", strerror(err));
-  floor_ns = err == ENOENT ? 0 : err ? -1 : floor_read(why, size);
+  __atomic_store_n(&floor_ns, err == ENOENT ? 0 : err ? -1 : floor_read(why, size), __ATOMIC_RELEASE);
   if (floor_ns < 0)
     nbdkit_error("floor=%s %s%s", floor_path, why, then);
   return floor_ns;
@@ -370,8 +377,8 @@ static int64_t floor_look(char *why, size_t size, const char *then) {
  * sees another file than at the last look (another answer, name, size or time). */
 static int64_t floor_now(void) {
   if (!floor_path) return 0;
+  if (pthread_mutex_trylock(&floor_lock)) return __atomic_load_n(&floor_ns, __ATOMIC_ACQUIRE);
   char why[256];
-  pthread_mutex_lock(&floor_lock);
   int64_t out = floor_look(why, sizeof why,
                            ": every request fails with EIO until the file is good again or removed");
   pthread_mutex_unlock(&floor_lock);
@@ -613,10 +620,8 @@ static struct cost floor_cost(enum op op, int64_t arrival, int64_t floor) {
 
 static struct cost cost_of(enum op op, uint64_t offset, uint32_t count, uint32_t flags, int64_t *arrival) {
   int64_t floor = floor_now();
-  if (floor) {
-    pthread_mutex_lock(&lock);
+  if (floor) {  /* the model's state is not touched: no lock */
     *arrival = now_ns();
-    pthread_mutex_unlock(&lock);
     return floor_cost(op, *arrival, floor);
   }
   unreadable_refresh();

@@ -344,6 +344,14 @@ def test_the_floor_switch_answers_every_request_at_its_time_and_leaves_the_model
     # a model started without the switch (the device path's) is told so, not left to ignore the file
     with pytest.raises(SectorlabError, match="without a floor switch"):
         DeviceServer(tmp_path / "e", size=MIB).answer_as_floor(100)
+    # nor one whose running process was started without it, though its directory is asked with it now
+    other = DeviceServer(tmp_path / "g", size=MIB)
+    other.start()
+    try:
+        with pytest.raises(SectorlabError, match="without a floor switch"):
+            DeviceServer(tmp_path / "g", size=MIB, floor_switchable=True).answer_as_floor(100)
+    finally:
+        other.stop()
 
 
 def test_a_write_log_rebuilds_the_disk_as_it_was_after_any_write(tmp_path):

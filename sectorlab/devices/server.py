@@ -80,13 +80,25 @@ class DeviceServer:
     def answer_as_floor(self, sleep_us: float | None) -> None:
         """From the next request on, every request answered `sleep_us` after it arrives, the model
         bypassed; None: the model again."""
-        if not self.floor_switchable:
+        if not self.floor_switchable or not self._runs_with(f"floor={self.floor_switch}"):
             raise SectorlabError(f"the device model of {self.name} was started without a floor switch "
-                                 "(floor_switchable): it would not look at the file")
+                                 f"(floor={self.floor_switch}): it would not look at the file; start it again "
+                                 "(a lab's: sectorlab lab down, then up)")
         if sleep_us is None:
             self.floor_switch.unlink(missing_ok=True)
         else:
             write_atomic(self.floor_switch, f"{sleep_us:g}\n")
+
+    def _runs_with(self, argument: str) -> bool:
+        """Whether the process this directory records (pid and start time) was started with `argument`
+        (True when none runs: nothing is there to ignore it)."""
+        pid = self.pid()
+        if pid is None:
+            return True
+        try:
+            return argument.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return False
 
     @property
     def writelog(self) -> Path:

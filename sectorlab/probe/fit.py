@@ -233,7 +233,7 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
     writes, read_names = [f"aligned-{s}" for s in whole], [f"read-{s}" for s in reads]
     # A flush the path does not send (a guest's kernel sends none to a write-through disk) took the
     # floor less than half its model's longest sleep: what is left after the floor is taken away is not a flush's
-    flushed = "flush" in net and not (floor and not floor.reached("flush"))
+    flushed = "flush" in net and (floor is None or floor.reached("flush"))
     params = {
         "write": deconvolved_pct(pooled(writes, write_mbps), spread(writes)),
         "write-mbps": f"{write_mbps:.0f}" if write_mbps >= 1 else "0",

@@ -4,8 +4,8 @@ The target is a file the probe made (the default: on the filesystem under test),
 or an NBD export (a lab's model), or, through a GuestRunner, a block device of a lab's guest;
 redo-writer times each request from its call to its completion. The path of an NBD export or a
 guest's disk has a floor that is measured apart (with_floor): the same layout on floor models that
-sleep a set time a request, served and stopped here for an NBD export, floor disks of the guest's
-lab for a guest.
+sleep a set time a request, served and stopped here for an NBD export; for a lab's disk in a guest,
+the disk's own model answering as each floor in the floor's turns (OwnFloor).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class GuestRunner:
     """redo-writer io run in a lab's guest (the redo-writer of its image) on one of its block
     devices: the requests copied in as a file of the guest's /tmp, the times read back from its
     output. The guest's block layer, its virtio or NVMe driver, QEMU and the device model's path
-    are all in each time: a floor disk of the same bus, probed the same way, measures them."""
+    are all in each time: the same disk, its model answering as a floor (OwnFloor), measures them."""
 
     def __init__(self, guest, scratch: Path):
         self.guest, self.scratch = guest, scratch
@@ -309,10 +309,13 @@ def _with_floor(target: str, layout: Layout, timeout_s: float, runner, floors: t
     rises = [0.0] + [float(np.median(r)) if r else 0.0 for r in per_floor]
     for i in range(1, len(rises)):   # the path's time never falls as the device's grows
         rises[i] = max(rises[i], rises[i - 1])
-    rise_error = [0.0] + [(median_interval(r)[1] - median_interval(r)[0]) / 2 if len(r) > 1 else 0.0
-                          for r in per_floor]
+    def half_width(v: list[float]) -> float:
+        lo, hi = median_interval(v)
+        return (hi - lo) / 2
+
+    rise_error = [0.0] + [half_width(r) if len(r) > 1 else 0.0 for r in per_floor]
     moved = {k: max(m) - min(m) for k in at
              if len(m := [float(np.median(t.us[k])) for t in turns if len(t.us.get(k, [])) >= 5]) > 1}
-    error = {k: (hi - lo) / 2 for k, v in first.us.items() for lo, hi in [median_interval(v)]}
+    error = {k: half_width(v) for k, v in first.us.items()}
     last = {k: float(np.median(v)) for k, v in further[-1].us.items() if v}
     return times, Floor(at, first, tuple(sleeps), tuple(rises), moved, tuple(rise_error), error, last)
