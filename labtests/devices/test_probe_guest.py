@@ -35,7 +35,7 @@ from sectorlab import lab as lab_mod
 from sectorlab.guest import disks as guestdisks
 from sectorlab.lab import modelled
 from sectorlab.paths import REPO
-from sectorlab.probe import measure, profile, roundtrip
+from sectorlab.probe import measure, patterns, profile, roundtrip
 
 pytestmark = pytest.mark.probeguest
 
@@ -43,17 +43,23 @@ SECTORLAB = str(REPO / ".venv" / "bin" / "sectorlab")
 # A figure's requests in each probe: 200 for the devices whose times are tens of microseconds under
 # a path of hundreds (at 100, a flash drive's fitted read came out 31 us against 77 in one run of
 # four, and its read first went below what the second probe could tell), 100 for the HDD (its 12 ms
-# are told at 100; 2,500 requests take 80 s).
-SAMPLES, HDD_SAMPLES = 200, 100
-SIZE_MIB = 512          # each disk: the layout of SAMPLES needs 477 MiB
+# are told at 100; 2,500 requests take 80 s), 1,000 for the lognormal tail (its p99 ten times its
+# median: at 200 a median is known to about a fifth, at the round trip's family confidence to half).
+# Each disk is the layout's size, rounded up to 64 MiB.
 LOGNORMAL = {"write": "lognormal:200,2000", "read": "lognormal:300,3000", "write-mbps": "500", "read-mbps": "500"}
-CASES = [  # (disk, catalog profile or None for LOGNORMAL, geometry, the write unit, a read first, a merge)
-    ("p3700", "intel-p3700", "sector512n", 0, False, False),
-    ("flash-512e", "nvme-512e", "sector512e", 4096, True, False),
-    ("flash-512e-dram", "nvme-512e-dram", "sector512e", 4096, True, True),
-    ("hdd-7200", "hdd-7200", "sector512e", 4096, True, False),
-    ("lognormal", None, "sector512n", 0, False, False),
+CASES = [  # (disk, catalog profile or None for LOGNORMAL, geometry, samples, the write unit, a read first, a merge)
+    ("p3700", "intel-p3700", "sector512n", 200, 0, False, False),
+    ("flash-512e", "nvme-512e", "sector512e", 200, 4096, True, False),
+    ("flash-512e-dram", "nvme-512e-dram", "sector512e", 200, 4096, True, True),
+    ("hdd-7200", "hdd-7200", "sector512e", 100, 4096, True, False),
+    ("lognormal", None, "sector512n", 1000, 0, False, False),
 ]
+SAMPLES = {c[0]: c[3] for c in CASES}
+
+
+def _size_mib(disk: str) -> int:
+    need = patterns.needed_bytes(SAMPLES[disk], 512) >> 20
+    return -(-need // 64) * 64
 
 
 def _profile_file(directory: Path, name: str, doc: dict) -> str:
@@ -65,7 +71,7 @@ def _definition(directory: Path, lab_name: str, devices: dict[str, str]) -> Path
     profile file), every disk on virtio; written by tomli-w. Each disk's floor is its own model
     answering as one (measure.OwnFloor)."""
     geometry = {c[0]: c[2] for c in CASES}
-    disks = [{"name": disk, "bus": "virtio", "geometry": geometry[disk], "device": device, "size_mib": SIZE_MIB}
+    disks = [{"name": disk, "bus": "virtio", "geometry": geometry[disk], "device": device, "size_mib": _size_mib(disk)}
              for disk, device in devices.items()]
     doc = {"lab": {"name": lab_name, "libvirt_uri": "qemu:///system"},
            "vm": [{"name": "lab1", "guest": "debian12", "memory_mib": 768, "disk": disks}]}
@@ -95,8 +101,7 @@ def _probe_all(path: Path, scratch: Path) -> dict[str, roundtrip.Probe]:
             for disk, *_ in CASES:
                 start = time.monotonic()
                 floor = measure.OwnFloor(modelled.server(definition.name, disk).answer_as_floor)
-                out[disk] = roundtrip.probe_guest(runner, dev[disk], floor,
-                                                  HDD_SAMPLES if disk == "hdd-7200" else SAMPLES)
+                out[disk] = roundtrip.probe_guest(runner, dev[disk], floor, SAMPLES[disk])
                 print(f"{definition.name}: {disk} probed in the guest in {time.monotonic() - start:.0f} s")
             return out
         finally:
@@ -120,9 +125,9 @@ def probes(tmp_path_factory):
     return first, second
 
 
-@pytest.mark.parametrize("disk,name,geometry,unit,reads_first,merges", CASES, ids=[c[0] for c in CASES])
-def test_a_profile_fitted_in_a_guest_answers_as_the_probed_model(probes, disk, name, geometry, unit, reads_first,
-                                                                  merges):
+@pytest.mark.parametrize("disk,name,geometry,samples,unit,reads_first,merges", CASES, ids=[c[0] for c in CASES])
+def test_a_profile_fitted_in_a_guest_answers_as_the_probed_model(probes, disk, name, geometry, samples, unit,
+                                                                  reads_first, merges):
     first, second = probes[0][disk], probes[1][disk]
     f = first.fit
     said = f"{disk}: unit {f.unit}, {f.reads_first.said()}, {f.merges.said()}; fitted {f.params}"

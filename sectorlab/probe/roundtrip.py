@@ -9,15 +9,19 @@ Held per figure: the medians (less the path's own time) within MEDIAN_SHARE or M
 one is more, how well each probe knew its path's time, added (how far the path's own median moved
 between the probe's turns at the first floor, and how well its rise at the figure's time is known:
 measured in the same runs; that much of a difference is the host's, not the profile's) or the two
-medians' sampling error (their 95 % intervals' half-widths, combined, and where a floor was taken
-away, its median's too); the p99s within P99_SHARE (or their
-sampling error, as the medians') where at least P99_BEYOND samples lie above it (one spike of the
+medians' sampling error (their intervals' half-widths, combined, and where a floor was taken away,
+its median's too); the p99s within P99_SHARE (or their sampling error, as the medians') where at
+least P99_BEYOND samples lie above it (one spike of the
 host is not a device's tail) and the device's tail is its own (its p99 above its median by more
 than twice the path's largest time above its own median, in the same run: the host's tail hides a
 device's below it; said, not compared); the write unit, the read before a partial write and the
-merge found or not found alike. A probe's medians have a sampling error of their own: a device
-with a wide spread needs more samples a figure for the 10 % to be the profile's and not the
-sample's (probe_model's `samples`, and `only` fewer figures).
+merge found or not found alike. The sampling errors are intervals at the round trip's family
+confidence: FAMILY_ALPHA shared over every median and p99 it compares (Bonferroni), because a
+round trip compares some 23 to 46 of them, and at 95 % each two probes of one lognormal-tailed
+model differed somewhere by chance in 8 of 10 round trips (virtual time, 200 samples a figure).
+A probe's medians have a sampling error of their own: a device with a wide spread needs more
+samples a figure for the 10 % to be the profile's and not the sample's (probe_model's `samples`,
+and `only` fewer figures).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from ..devices.server import DeviceServer
 from . import fit, measure, patterns
 
 MEDIAN_SHARE, MEDIAN_US, P99_SHARE = 0.10, 10.0, 0.25
+# the chance that a round trip of one model fails by its samples alone, all its comparisons together
+FAMILY_ALPHA = 0.001
 P99_BEYOND = 10   # a p99 is compared only with this many samples above it: one spike of the host is not a tail
 
 
@@ -107,33 +113,57 @@ def one_medium(fit_: fit.Fit) -> set[str]:
     return out
 
 
+def _compared(first: Probe, second: Probe, name: str) -> bool:
+    """Whether a figure's p99 is compared: at least P99_BEYOND samples above it, and the device's
+    spread its own (above twice the path's largest time over its median, in either probe)."""
+    x = first.fit.summaries[name]
+    return x.n >= 100 * P99_BEYOND and x.p99 - x.median > 2 * _path_tail(first, second, name)
+
+
+def _path_tail(first: Probe, second: Probe, name: str) -> float:
+    return max(first.floor_tail.get(name, 0.0), second.floor_tail.get(name, 0.0))
+
+
 def differences(first: Probe, second: Probe, only: set[str] | None = None) -> tuple[list[str], list[str]]:
     """What the second probe found unlike the first (empty: the round trip holds), and what was not
-    compared and why; the medians and p99s of the figures `only` (all when None)."""
+    compared and why; the medians and p99s of the figures `only` (all when None). The sampling
+    errors are the intervals at the family's confidence: FAMILY_ALPHA shared over every median
+    and p99 compared (Bonferroni), so that two probes of one model differ somewhere by chance no
+    more often than that, however many figures are compared."""
+    from scipy import stats
     problems, unsaid = [], []
     a, b = first.fit, second.fit
+    held = [k for k in a.summaries if (only is None or k in only) and k in b.summaries]
+    tails = [k for k in held if _compared(first, second, k)]
+    comparisons = max(1, len(held) + len(tails))
+    confidence = 1 - FAMILY_ALPHA / comparisons
+    widen = float(stats.norm.ppf(1 - FAMILY_ALPHA / comparisons / 2) / stats.norm.ppf(0.975))
+
+    def width(p: Probe, name: str, q: float) -> float:
+        low, high = fit.quantile_interval(p.fit.net[name], q, confidence)
+        return high - low
+
     for name, x in a.summaries.items():
+        y = b.summaries.get(name)
         if only is not None and name not in only:
-            y = b.summaries.get(name)
             unsaid.append(f"{name}: median {x.median:.1f} us, then {y.median:.1f} us (said, not held)" if y else
                           f"{name}: not measured the second time")
             continue
-        y = b.summaries.get(name)
         if y is None:
             problems.append(f"{name}: not measured the second time")
             continue
-        # each median less its floor's: both medians' errors and both floor medians' (95 % half-widths)
-        floors = [p.floor.at_error.get(name, 0.0) for p in (first, second) if p.floor]
-        sampling = ((x.median_high - x.median_low) ** 2 + (y.median_high - y.median_low) ** 2
+        # each median less its floor's: both medians' errors and both floor medians' (their 95 % half-widths
+        # widened to the family's confidence, as a normal's)
+        floors = [widen * p.floor.at_error.get(name, 0.0) for p in (first, second) if p.floor]
+        sampling = (width(first, name, 0.5) ** 2 + width(second, name, 0.5) ** 2
                     + sum((2 * f) ** 2 for f in floors)) ** 0.5 / 2
         # each probe's path time is known to about how far it moved between its turns: the two add
         path = first.drift.get(name, 0.0) + second.drift.get(name, 0.0)
         allowed = max(MEDIAN_SHARE * abs(x.median), MEDIAN_US, path, sampling)
         if abs(y.median - x.median) > allowed:
             problems.append(f"{name}: median {x.median:.1f} us, then {y.median:.1f} us (allowed {allowed:.1f})")
-        path_tail = max(first.floor_tail.get(name, 0.0), second.floor_tail.get(name, 0.0))
-        if x.n >= 100 * P99_BEYOND and x.p99 - x.median > 2 * path_tail:
-            tail = ((x.p99_high - x.p99_low) ** 2 + (y.p99_high - y.p99_low) ** 2) ** 0.5 / 2
+        if name in tails:
+            tail = (width(first, name, 0.99) ** 2 + width(second, name, 0.99) ** 2) ** 0.5 / 2
             if abs(y.p99 - x.p99) > max(P99_SHARE * x.p99, tail):
                 problems.append(f"{name}: p99 {x.p99:.1f} us, then {y.p99:.1f} us (allowed "
                                 f"{max(P99_SHARE * x.p99, tail):.1f})")
@@ -141,7 +171,7 @@ def differences(first: Probe, second: Probe, only: set[str] | None = None) -> tu
             unsaid.append(f"{name}: p99 not compared ({x.n} samples: {P99_BEYOND * 100} give {P99_BEYOND} above it)"
                           if x.n < 100 * P99_BEYOND else
                           f"{name}: p99 not compared (its spread {x.p99 - x.median:.0f} us is within twice the path's "
-                          f"own largest, {path_tail:.0f} us)")
+                          f"own largest, {_path_tail(first, second, name):.0f} us)")
     if a.unit != b.unit:
         problems.append(f"write unit {a.unit} B, then {b.unit} B")
     for what, x, y in (("a read before a partial write", a.reads_first, b.reads_first),

@@ -101,6 +101,13 @@ def test_the_write_unit_a_read_first_and_a_merge_are_found_where_the_times_have_
     assert "no size at which a misaligned write steps up" in plain.notes["write-unit"]
     sixteen = fit.fit(_times(16384, True, False), None, 512)
     assert sixteen.unit == 16384
+    # a partial write into the unit just written faster than into a cold one, where no partial
+    # write reads first, is no merge: there is no read for a buffer to spare
+    chance = _times(0, False, False)
+    chance["partial-after-whole"] = [x - 40.0 for x in chance["partial-after-whole"]]
+    spared = fit.fit(chance, None, 512)
+    assert not spared.reads_first.found and not spared.merges.found and spared.merges.p < fit.STEP_ALPHA
+    assert "no read before a partial write for a buffer to spare" in spared.merges.said()
 
 
 def test_the_media_rate_is_the_line_of_the_medians_and_each_time_the_models_own_points():
