@@ -84,8 +84,8 @@ def _flag(path: Path, disk: str, value) -> bool:
     raise _bad(path, f"disk {disk!r}: rota = {value!r} is not true/false or 1/0")
 
 
-def read(path: Path) -> tuple[list[HostDisk], list[str]]:
-    """The whole disks in FILE, and what was left out as not a disk (one line each)."""
+def read(path: Path) -> tuple[list[HostDisk], dict[str, str]]:
+    """The whole disks in FILE, and what was left out as not a disk (its kernel name: why)."""
     path = Path(path)
     data = inputs.read_json(path, "collector file", inputs.COLLECTOR_MAX,
                             f"the output of scripts/collect-host-geometry or of '{LSBLK_COMMAND}'")
@@ -95,7 +95,8 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
         data = data["lsblk"]
     if not isinstance(data, dict) or not isinstance(data.get("blockdevices"), list):
         raise _bad(path, "no 'blockdevices' list")
-    disks, skipped, names, seen = [], [], [], set()
+    disks, names, seen = [], [], set()
+    skipped: dict[str, str] = {}
     for entry in data["blockdevices"]:
         if not isinstance(entry, dict):
             raise _bad(path, f"a block device that is not an object: {entry!r}")
@@ -111,8 +112,7 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
         seen.add(name)
         num = {c: _number(path, entry, c) for c in ("log-sec", "phy-sec", "min-io", "opt-io", "size")}
         if NOT_DISKS.fullmatch(name) or num["size"] == 0:
-            skipped.append(f"{name}: not a disk the lab reproduces (loop, optical, RAM, device-mapper, RAID, "
-                           f"network or empty)")
+            skipped[name] = "not a disk the lab reproduces (loop, optical, RAM, device-mapper, RAID, network or empty)"
             continue
         formats, in_use = None, None
         ns = nvme.get(name) if isinstance(nvme, dict) else None
@@ -130,7 +130,7 @@ def read(path: Path) -> tuple[list[HostDisk], list[str]]:
                               str(entry["model"]).strip() if entry["model"] is not None else None, formats,
                               in_use))
     if not disks:
-        raise _bad(path, "no whole disk in it" + (f" ({'; '.join(skipped)})" if skipped else ""))
+        raise _bad(path, "no whole disk in it" + (f" ({'; '.join(left_out(skipped))})" if skipped else ""))
     return disks, skipped
 
 
@@ -202,11 +202,16 @@ def comment(text: str) -> str:
     return "# " + one_line(text)
 
 
-def plan(disks: list[HostDisk], skipped: list[str], source: str, lab_name: str, size_mib: int) -> Plan:
+def left_out(skipped: dict[str, str]) -> list[str]:
+    """What read() left out, a line each: "NAME: why"."""
+    return [f"{name}: {why}" for name, why in skipped.items()]
+
+
+def plan(disks: list[HostDisk], skipped: dict[str, str], source: str, lab_name: str, size_mib: int) -> Plan:
     if isinstance(size_mib, bool) or not isinstance(size_mib, int) or not MIN_SIZE_MIB <= size_mib <= MAX_SIZE_MIB:
         raise UsageError(f"--size-mib {size_mib}: expected a whole number of MiB per lab disk from {MIN_SIZE_MIB} "
                          f"to {MAX_SIZE_MIB}")
-    notes = list(skipped)
+    notes = left_out(skipped)
     custom: dict[str, geo.Geometry] = {}
     blocks: list[tuple[str, LabDisk]] = []  # (bus, the disk's table and its comment)
     profiles = set(device_profiles.profiles())

@@ -42,11 +42,10 @@ MINE, FLOOR = "mine", "floor"
 
 
 def _choose(host: Path, disks: list[fromhost.HostDisk], name: str | None,
-            skipped: list[str]) -> fromhost.HostDisk:
+            skipped: dict[str, str]) -> fromhost.HostDisk:
     names = [d.name for d in disks]
-    left_out = next((why for why in skipped if name and why.startswith(f"{name}:")), None)
-    if left_out:
-        raise UsageError(f"--disk {name!r}: {left_out}: expected one of {', '.join(names) or '(none)'}")
+    if name is not None and name in skipped:
+        raise UsageError(f"--disk {name!r}: {name}: {skipped[name]}: expected one of {', '.join(names) or '(none)'}")
     if name is None:
         if len(disks) == 1:
             return disks[0]
@@ -90,7 +89,7 @@ def make(host: Path, disk: str | None, device: str, awr: Path, lab_name: str = "
     report = awr_parse.read(awr)              # a report that is not one is refused before the disks are read
     disks, skipped = fromhost.read(host)
     chosen = _choose(host, disks, disk, skipped)
-    plan = fromhost.plan([chosen], [], str(host), lab_name, SIZE_MIB)
+    plan = fromhost.plan([chosen], {}, str(host), lab_name, SIZE_MIB)
     notes = list(plan.not_reproduced) + _disagreement(chosen, device_profiles.get(device))
     lab = inputs.toml(plan.toml, "lab definition from", str(host))
     vm = lab["vm"][0]

@@ -43,7 +43,6 @@ def disks(doc: dict, reports: dict[str, dict]) -> list[Disk]:
 
 
 EXPECTED = "expected the load.json 'sectorlab bench-load' writes"
-FINDINGS_PNG = "report-findings.png"
 
 
 def _findings_picture(cross: list[dict], results: Path, path_name: str) -> list[str]:
@@ -51,10 +50,10 @@ def _findings_picture(cross: list[dict], results: Path, path_name: str) -> list[
     with its CI, on the one path a closed loop runs on (no picture when none was tested)."""
     from ..analysis.plots import plot_findings
     items = [{"title": c.get("title"), "device": (c.get("tests") or [None])[0], "guest": None} for c in cross]
-    if plot_findings(items, path_name, results / FINDINGS_PNG) is None:
+    if plot_findings(items, path_name, results / render.FINDINGS_PNG) is None:
         return []
     return [f"![The findings: each comparison's primary metric, b over a, with its {stats.CI_LEVEL} CI ({path_name})]"
-            f"({FINDINGS_PNG})", ""]
+            f"({render.FINDINGS_PNG})", ""]
 AWR_PATH_MAX = 4096
 
 

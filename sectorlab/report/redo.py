@@ -274,7 +274,7 @@ def write(results: Path) -> dict[str, Path]:
             sides = {"a": {"disk": d.name, "blocksize": c["low"]}, "b": {"disk": d.name, "blocksize": c["high"]}}
             pictures[("shift", d.name)] = plot_shift({**c, **sides}, stem.with_name(f"{stem.name}-shift.png"))
     device = DevicePath(bench.get("device_path"))
-    pictures["findings"] = plot_findings(found.headlines, device.name, results / "report-findings.png")
+    pictures["findings"] = plot_findings(found.headlines, device.name, results / render.FINDINGS_PNG)
     for i, c in enumerate(found.cross):
         if "tests" in c:
             pictures[("comparison", i)] = plot_comparison(c, disks, results / f"report-comparison-{i + 1}.png")

@@ -68,6 +68,7 @@ pre{overflow-x:auto;background:#f4f4f4;padding:8px}
 
 # The only pictures a page shows: those report.write() drew in the results directory (20-40 KiB
 # each; one over PICTURE_MAX is not one of them and is left out).
+FINDINGS_PNG = "report-findings.png"   # the first screen's picture: each comparison's effect with its CI
 _OWN_PICTURE = re.compile(r"report-[A-Za-z0-9._-]+\.png")
 
 

@@ -167,3 +167,13 @@ def test_the_512e_read_sweep_runs_the_profile_s_own_read():
     preset = tomllib.loads((REPO / "labs" / "bench" / "vsphere-512e.toml").read_text())
     sweep = next(s for s in preset["bench"]["sweep"] if s["param"] == "read")
     assert profiles.get(sweep["profile"]).params["read"] in sweep["values"]
+
+
+def test_the_samples_help_gives_the_default_the_command_takes():
+    """`geometries --samples`'s help is written where the parser is (the command's modules are not
+    loaded to start sectorlab); what it says of the default is tails.SAMPLES."""
+    from sectorlab import cli
+    geometries = next(a for a in cli.build_parser()._subparsers._group_actions[0].choices.items()
+                      if a[0] == "geometries")[1]
+    said = next(a.help for a in geometries._actions if "--samples" in a.option_strings)
+    assert f"default {tails.SAMPLES}:" in said, said

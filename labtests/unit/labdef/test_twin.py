@@ -70,8 +70,12 @@ def test_the_twin_runs_in_virtual_time_and_answers_for_the_disk(tmp_path):
     assert configs["mine@512"][lfpw] > configs["mine@4096"][lfpw]
     report = next((tmp_path / "r").glob("*/report.md")).read_text()
     assert "The AWR report's load" in report and "your disk (nvme3n1) at BLOCKSIZE 512 against 4096" in report
-    # the first screen's picture: each comparison's effect with its CI, as a bench report opens
-    assert report.splitlines()[2].startswith("![The findings: each comparison's primary metric")
+    # the first screen's picture: each comparison's effect with its CI, as a bench report opens (under
+    # its title, before any section)
+    lines = report.splitlines()
+    picture = next(i for i, x in enumerate(lines) if x.startswith("![The findings: each comparison's primary metric"))
+    section = next(i for i, x in enumerate(lines) if x.startswith("## "))
+    assert lines[0].startswith("# ") and picture < section, lines[:8]
     assert next((tmp_path / "r").glob("*/report-findings.png")).stat().st_size > 1000
 
 

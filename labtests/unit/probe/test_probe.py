@@ -192,6 +192,23 @@ def test_the_floor_is_a_curve_through_its_sleeps_and_a_step_within_its_error_is_
         measure.with_floor("x", patterns.layout(2, 512, 8 << 20, 1), 10, floors=("a",), sleeps=(100.0, 200.0))
 
 
+def test_the_paths_rises_are_made_monotone_by_pooling_not_by_carrying_the_highest():
+    """A guest's rises, flat from 30 to 100 us, one sampled high: the monotone fit pools it with its
+    neighbours (their weighted mean), where a running maximum carried it to every floor after it."""
+    flat = [0.0, 13.0, 54.0, 145.0, 90.0, 92.0, 88.0, 95.0, 91.0, 93.0, 137.0]
+    errors = [0.0] + [30.0] * 10
+    got = measure._monotone(flat, errors)
+    assert got[0] == 0.0 and got[:3] == pytest.approx([0.0, 13.0, 54.0]) and got[-1] == pytest.approx(137.0)
+    assert got[3:10] == pytest.approx([sum(flat[3:10]) / 7] * 7)   # 100.6: the seven pooled, equal errors
+    assert all(b >= a for a, b in zip(got, got[1:]))
+    rising = [0.0, 10.0, 40.0, 90.0, 150.0]
+    assert measure._monotone(rising, [0.0, 5.0, 5.0, 5.0, 5.0]) == pytest.approx(rising)
+    # a rise known better weighs more where two are pooled; one below the first's 0 is held at it
+    pooled = (60 / 100 + 30 / 900) / (1 / 100 + 1 / 900)
+    assert measure._monotone([0.0, 60.0, 30.0], [0.0, 10.0, 30.0])[1] == pytest.approx(pooled)
+    assert measure._monotone([0.0, -8.0, 5.0], [0.0, 10.0, 10.0])[:2] == pytest.approx([0.0, 0.0], abs=1e-6)
+
+
 def test_an_own_floor_is_the_target_answering_as_each_floor_in_its_turns_and_as_itself_between():
     """measure.OwnFloor (the guest's round trip: a floor disk beside the probed one has a path of its
     own): every floor turn goes to the target itself with its model told to answer as that floor, and
