@@ -138,9 +138,10 @@ def test_a_profile_fitted_in_a_guest_answers_as_the_probed_model(probes, disk, n
     problems, unsaid = roundtrip.differences(first, second)
     for figure, x in f.summaries.items():
         y = second.fit.summaries.get(figure)
-        path = first.drift.get(figure, 0.0) + second.drift.get(figure, 0.0)
+        path = roundtrip.path_known(first, second, figure)
         print(f"  {figure}: median {x.median:.1f} us, then {y.median if y else float('nan'):.1f} us; "
-              f"the guest's path known to {path:.1f} us (its move between turns, its rise's interval)")
+              f"the guest's path known to {path:.1f} us (its move between turns, its rise's interval or the "
+              f"two probes' rises apart)")
     for which, p in (("first", first), ("second", second)):
         print(f"  the guest's path, {which} probe: {p.fit.summaries['aligned-4096'].floor:.0f} us at a 4 KiB write; "
               f"its rise at {p.floor.sleeps} us of the device's: {[round(x) for x in p.floor.rises]} us, known to +-"

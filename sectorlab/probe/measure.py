@@ -164,6 +164,11 @@ class Floor:
         i = 0 if m <= y[0] else len(x) - 2 if m >= y[-1] else int((y <= m).sum()) - 1
         return float(x[i] + (m - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i]))
 
+    def rise_at(self, device_us: float) -> float:
+        """The path's rise at a device time (a line between the sleeps, the last one's beyond them)."""
+        import numpy as np
+        return float(np.interp(device_us, self.sleeps, self.rises))
+
     def unsure(self, device_us: float) -> float:
         """How well the path's rise at a device time is known (its 95 % interval's half-width, a line
         between the sleeps', the last one's beyond them): a probe's path time is known to that besides."""
