@@ -484,3 +484,22 @@ def test_a_probe_record_of_hostile_text_is_a_report_of_one_line_cells(tmp_path):
     assert "\n# heading" not in md and "\x1b" not in md
     assert "| aligned-x\\|y |" in md and "| write | " in md and "a\\|b\\nc" in md
     assert "<script>" not in (tmp_path / "report.html").read_text()
+
+
+def test_the_path_is_known_to_no_better_than_two_probes_curves_agree_at_a_figures_time():
+    """roundtrip.path_known: each probe's own (its move between turns and its rise's interval), or,
+    where more, the turns' moves and the two rise curves' distance at either figure's median."""
+    from sectorlab.probe import roundtrip
+
+    def probe(median: float, rises: tuple[float, ...], moved: float) -> roundtrip.Probe:
+        floor = measure.Floor({"a": 300.0}, measure.Times(), (1.0, 100.0, 300.0), rises, {"a": moved},
+                              (0.0, 10.0, 10.0))
+        s = fit.summary([median] * 50)
+        found = fit.Fit({"a": s}, {"a": [median] * 50}, 0, [], None, None, 0.0, 0.0, {})
+        return roundtrip.Probe(found, {}, {"a": moved + floor.unsure(median)}, floor)
+
+    first, second = probe(200.0, (0.0, 100.0, 150.0), 5.0), probe(150.0, (0.0, 100.0, 250.0), 7.0)
+    # at 200 us the curves give 125 and 175, at 150 us 112.5 and 137.5: 50 apart, with the moves 62
+    assert roundtrip.path_known(first, second, "a") == pytest.approx(5.0 + 7.0 + 50.0)
+    alike = probe(150.0, (0.0, 100.0, 150.0), 7.0)
+    assert roundtrip.path_known(first, alike, "a") == pytest.approx(5.0 + 10.0 + 7.0 + 10.0)   # their own
