@@ -33,7 +33,7 @@ ALPHA = 0.01
 # A step (the write unit's sizes together, the read first, the merge) is claimed at p below this: a
 # round trip compares both probes' three, and at ALPHA a device with none of them had one found by
 # chance in 3 round trips of 300 (a lognormal tail, 200 samples, virtual time); a drive's real steps
-# come at p of 1e-23 to 1e-50 in a guest's 200 samples
+# come at p of 1e-13 to 1e-50 in a guest's 200 samples
 STEP_ALPHA = 0.001
 MIN_STEP_US = 10.0        # a step smaller than this, or than MIN_STEP_SHARE of the time, is not one
 MIN_STEP_SHARE = 0.10
