@@ -18,7 +18,7 @@ device's below it; said, not compared); the write unit, the read before a partia
 merge found or not found alike. The sampling errors are intervals at the round trip's family
 confidence: FAMILY_ALPHA shared over every median and p99 it compares (Bonferroni), because a
 round trip compares some 23 to 46 of them, and at 95 % each two probes of one lognormal-tailed
-model differed somewhere by chance in 8 of 10 round trips (virtual time, 200 samples a figure).
+model differed somewhere by chance in 9 of 10 round trips (virtual time, 200 samples a figure).
 A probe's medians have a sampling error of their own: a device with a wide spread needs more
 samples a figure for the 10 % to be the profile's and not the sample's (probe_model's `samples`,
 and `only` fewer figures).
