@@ -12,7 +12,7 @@ how well the two probes knew the guest's path (its move between their turns at t
 its rise's interval at the figure's time, or the two probes' rise curves' distance there:
 roundtrip.path_known), or their sampling error, whichever is more (each said); a p99 only where it
 stands above twice the path's own spread (roundtrip.differences). Each case says how many of its
-medians are told from the path (known to less than half the median): in two runs the HDD's 22 of
+medians are told from the path (known to less than half the median): in three runs the HDD's 22 of
 23, the flash drives' and the lognormal's none or one (their path known to 44-291 us): what this
 holds of those is their geometry; their medians are held in virtual time
 (test_probe_roundtrip.py).
