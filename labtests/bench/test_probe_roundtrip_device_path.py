@@ -6,7 +6,8 @@ finds what the first did. The write unit, a read before a partial write and a me
 just written, found or not found alike and as the catalog profile has them; the medians of every
 figure whose time is one medium's (no unit read first) within 10 % or 10 us, or, where one is more,
 the path's own drift between each probe's turns in the same runs, added (a busy host moves the path:
-measured, not assumed), or the medians' sampling error (p99 is held only with 10 samples above it:
+measured, not assumed; or the two probes' rise curves' distance, roundtrip.path_known), or the
+medians' sampling error at the round trip's family confidence (p99 is held only with 10 samples above it:
 200 a figure here give 2, so no p99 is held). A partial write that reads its unit costs the fitted
 read and the fitted write, each carrying the path's residual: its medians are said, not held
 (docs/probe.md gives how far apart).

@@ -224,7 +224,7 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
     reads_first = step(net, "partial-cold", f"aligned-{base}", unsure=unsure, measured=times)
     merges = step(net, "partial-cold", "partial-after-whole", unsure=unsure, measured=times)
     # A merge spares the read a partial write makes of its unit: where none is found, a partial write
-    # into the unit just written faster than into a cold one is chance (a wide tail's 1 in 100), not a buffer
+    # into the unit just written faster than into a cold one is chance (a wide tail's), not a buffer
     if merges and merges.found and not (reads_first and reads_first.found):
         merges = dataclasses.replace(merges, found=False, unless="no read before a partial write for a buffer to spare")
     whole = [s for s in sizes if s >= base]

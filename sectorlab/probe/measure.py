@@ -165,9 +165,11 @@ class Floor:
         return float(x[i] + (m - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i]))
 
     def rise_at(self, device_us: float) -> float:
-        """The path's rise at a device time (a line between the sleeps, the last one's beyond them)."""
-        import numpy as np
-        return float(np.interp(device_us, self.sleeps, self.rises))
+        """The path's rise at a device time: a line between the sleeps, and the first or last
+        segment's beyond them (as less() takes it away)."""
+        x, y = self._curve()
+        i = 0 if device_us <= x[0] else len(x) - 2 if device_us >= x[-1] else int((x <= device_us).sum()) - 1
+        return float(y[i] + (device_us - x[i]) * (y[i + 1] - y[i]) / (x[i + 1] - x[i]) - device_us)
 
     def unsure(self, device_us: float) -> float:
         """How well the path's rise at a device time is known (its 95 % interval's half-width, a line
@@ -270,7 +272,9 @@ def _monotone(rises: list[float], errors: list[float]) -> list[float]:
     rose 90-118, and a flash drive's 77 us read was fitted as 25."""
     import numpy as np
     from scipy.optimize import isotonic_regression
-    weights = [1e9] + [1.0 / max(e, 1.0) ** 2 for e in errors[1:]]
+    # a rise with no interval (one figure or none on its floor) weighs as the least known one
+    least = max([e for e in errors[1:] if e > 0], default=1.0)
+    weights = [1e9] + [1.0 / max(e if e > 0 else least, 1.0) ** 2 for e in errors[1:]]
     fitted = isotonic_regression(np.asarray(rises, dtype=float), weights=np.asarray(weights)).x
     return [0.0] + [float(x) for x in fitted[1:]]
 

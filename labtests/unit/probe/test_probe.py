@@ -173,6 +173,7 @@ def test_the_floor_is_a_curve_through_its_sleeps_and_a_step_within_its_error_is_
         elif device_us < 100:
             rise = (device_us - 100.0) * 300.0 / 1900.0
         assert floor.less("w", device_us + 300.0 + rise) == pytest.approx(device_us)
+        assert floor.rise_at(device_us) == pytest.approx(rise)   # the same curve, beyond the sleeps too
     assert floor.unsure(1050.0) == pytest.approx(50.0) and floor.unsure(50000.0) == pytest.approx(200.0)
     times = {"a": [100.0 + 0.1 * i for i in range(200)], "b": [55.0 + 0.1 * i for i in range(200)]}
     assert fit.step(times, "a", "b").found                      # 45 us at p ~ 0
@@ -199,7 +200,7 @@ def test_the_paths_rises_are_made_monotone_by_pooling_not_by_carrying_the_highes
     errors = [0.0] + [30.0] * 10
     got = measure._monotone(flat, errors)
     assert got[0] == 0.0 and got[:3] == pytest.approx([0.0, 13.0, 54.0]) and got[-1] == pytest.approx(137.0)
-    assert got[3:10] == pytest.approx([sum(flat[3:10]) / 7] * 7)   # 100.6: the seven pooled, equal errors
+    assert got[3:10] == pytest.approx([sum(flat[3:10]) / 7] * 7)   # 99.1: the seven pooled, equal errors
     assert all(b >= a for a, b in zip(got, got[1:]))
     rising = [0.0, 10.0, 40.0, 90.0, 150.0]
     assert measure._monotone(rising, [0.0, 5.0, 5.0, 5.0, 5.0]) == pytest.approx(rising)
