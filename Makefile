@@ -354,7 +354,7 @@ test-zfs: bootstrap
 # answering as a floor in the floor's turns), the fitted profiles served in a second lab and probed
 # again; each lab up and down in turn. Not in CI yet: on 2026-12-01 it held 3 of 5 and 4 of 5 as two
 # causes were mended (the rise curve's running maximum; the two probes' curves apart at a
-# lognormal's times), then 5 of 5 twice and 4 of 5: a flash drive's 22 us write lies on the guest
+# lognormal's times), then 5, 5, 4 and 5 of 5: a flash drive's 22 us write lies on the guest
 # path's step between 10 and 30 us, and once its read first went under what the probe tells (docs/probe.md).
 test-probe-guest: bootstrap image
 	$(PYTEST) -m probeguest labtests
