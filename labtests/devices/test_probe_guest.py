@@ -152,7 +152,7 @@ def test_a_profile_fitted_in_a_guest_answers_as_the_probed_model(probes, disk, n
               f"its rise at {p.floor.sleeps} us of the device's: {[round(x) for x in p.floor.rises]} us, known to +-"
               f"{[round(x) for x in p.floor.rise_error]} us (95 % over the figures)")
     # a median held within more than half of itself is not told from the path: said, as a count
-    untold = [k for k, x in f.summaries.items() if roundtrip.path_known(first, second, k) > abs(x.median) / 2]
+    untold = roundtrip.untold(first, second)
     print(f"  medians told from the guest's path: {len(f.summaries) - len(untold)} of {len(f.summaries)} (not: the "
           f"path known to more than half the median: {', '.join(untold) or 'none'})")
     print("  not compared:", "; ".join(unsaid))

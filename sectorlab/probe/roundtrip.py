@@ -142,6 +142,12 @@ def path_known(first: Probe, second: Probe, name: str) -> float:
     return max(own, a.drift.get(name, 0.0) + b.drift.get(name, 0.0) + apart)
 
 
+def untold(first: Probe, second: Probe) -> list[str]:
+    """The figures whose median is not told from the path: the path known to more than half of it
+    (path_known); a round trip holds them only within that (said as a count by the guest's test)."""
+    return [k for k, x in first.fit.summaries.items() if path_known(first, second, k) > abs(x.median) / 2]
+
+
 def differences(first: Probe, second: Probe, only: set[str] | None = None) -> tuple[list[str], list[str]]:
     """What the second probe found unlike the first (empty: the round trip holds), and what was not
     compared and why; the medians and p99s of the figures `only` (all when None). The sampling

@@ -504,3 +504,6 @@ def test_the_path_is_known_to_no_better_than_two_probes_curves_agree_at_a_figure
     assert roundtrip.path_known(first, second, "a") == pytest.approx(5.0 + 7.0 + 50.0)
     alike = probe(150.0, (0.0, 100.0, 150.0), 7.0)
     assert roundtrip.path_known(first, alike, "a") == pytest.approx(5.0 + 10.0 + 7.0 + 10.0)   # their own
+    # told from the path where it is known to less than half the median: 32 us of 200 is, 37 of 60 is not
+    assert roundtrip.untold(first, alike) == []
+    assert roundtrip.untold(probe(60.0, (0.0, 100.0, 150.0), 5.0), second) == ["a"]
