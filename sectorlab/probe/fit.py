@@ -12,6 +12,8 @@ device's time; what was taken away at the median is always shown). From those:
 - whether a partial write reads its unit first (a 512-byte write into a cold unit against a whole
   unit written at a boundary), and whether a buffer merges one into the unit just written (against
   a cold one; only where a read first is found: what a merge spares), each at p < STEP_ALPHA;
+  each step judged on the times less their figure's path at the first floor (the path's rise with
+  the device's time only adds to a step: it is taken from the times, not from the verdict);
 - the media rates, from how the medians grow with the size (a least-squares line, kept when its
   slope is positive, its p said);
 - each time as the model's percentile points (pct:), from the samples less the floor and the
@@ -108,7 +110,8 @@ class Step:
 
 def step(times: dict[str, list[float]], slow: str, fast: str, alpha: float = STEP_ALPHA,
          unsure: dict[str, float] | None = None, measured: dict[str, list[float]] | None = None) -> Step | None:
-    """`slow` slower than `fast` at p < alpha, by more than MIN_STEP_US, MIN_STEP_SHARE of `fast` as
+    """`slow` slower than `fast` at p < alpha (`times`: fit() gives each less its figure's path at the
+    first floor), by more than MIN_STEP_US, MIN_STEP_SHARE of `fast` as
     measured (`measured`: its times with the path's own in them: a path differs between figures by
     a few per cent of its own time in ways its floor does not show, 12-20 us on a guest's 270-300
     us between a write into the unit just written and one into a cold unit, on a model that has no
@@ -216,13 +219,20 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
     # Each size tested at STEP_ALPHA over the sizes (Bonferroni); the unit is the smallest size from which
     # every larger one steps too (a write that leaves part of a unit reads it, at any size above it).
     unsure = floor.at_error if floor else None
-    steps = [step(net, f"misaligned-{size}", f"aligned-{size}", STEP_ALPHA / max(1, len(sizes)), unsure, times)
+    # A step is judged on each time less its figure's path at the first floor only, not on the
+    # device's times (`net`): the path's rise with the device's time never falls (measure._monotone),
+    # so it adds to a device's step and makes none where the device has none; what it is at a device
+    # time is a curve a guest under TCG knows to tens of microseconds at 10-30 us (its rise at 20 us
+    # 27-119 us from one probe to another), where a flash drive's 22 us write is: taken away, it
+    # shrank the DRAM drive's read first (77 us) to 33.5 us, under its least step
+    onpath = {k: [x - floor.at.get(k, 0.0) for x in v] for k, v in times.items() if v} if floor else net
+    steps = [step(onpath, f"misaligned-{size}", f"aligned-{size}", STEP_ALPHA / max(1, len(sizes)), unsure, times)
              for size in sizes]
     # (at least two sizes: one step alone at the largest size measured is not told from chance)
     unit = next((size for i, size in enumerate(sizes[:-1]) if all(s.found for s in steps[i:])), 0)
     base = unit or max(4096, logical)
-    reads_first = step(net, "partial-cold", f"aligned-{base}", unsure=unsure, measured=times)
-    merges = step(net, "partial-cold", "partial-after-whole", unsure=unsure, measured=times)
+    reads_first = step(onpath, "partial-cold", f"aligned-{base}", unsure=unsure, measured=times)
+    merges = step(onpath, "partial-cold", "partial-after-whole", unsure=unsure, measured=times)
     # A merge spares the read a partial write makes of its unit: where none is found, a partial write
     # into the unit just written faster than into a cold one is chance (a wide tail's), not a buffer
     if merges and merges.found and not (reads_first and reads_first.found):

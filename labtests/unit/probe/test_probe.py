@@ -110,6 +110,30 @@ def test_the_write_unit_a_read_first_and_a_merge_are_found_where_the_times_have_
     assert "no read before a partial write for a buffer to spare" in spared.merges.said()
 
 
+def test_a_step_is_judged_on_the_path_whatever_its_rise_is_taken_to_be_at_the_devices_times():
+    """A guest's path rises steeply between 10 and 25 us of the device's time, where a flash
+    drive's 22 us write is, and a probe's floors can miss where: taken away as measured, the
+    DRAM drive's read first (80 us here) shrank under its least step (a guest run, 33.5 us). The
+    path's rise never falls, so it adds to a step and makes none: the steps are judged with each
+    figure's path at the first floor taken away, not its rise."""
+    def path(x: float) -> float:   # the path's true rise: 90 us from 10 to 25 us of the device's
+        return 0.0 if x <= 10 else 90.0 * min(1.0, (x - 10.0) / 15.0) + max(0.0, x - 25.0) * 0.05
+
+    # as the floors measured it: flat to 30 us, then 100 by 100 us
+    floor = measure.Floor({}, measure.Times(), (1.0, 10.0, 30.0, 100.0, 1000.0), (0.0, 0.0, 0.0, 100.0, 150.0),
+                          rise_error=(0.0, 5.0, 5.0, 5.0, 5.0))
+    for unit, reads_first, merges in ((4096, True, True), (4096, True, False), (0, False, False)):
+        device = _times(unit, reads_first, merges, n=200)
+        on_path = {k: [300.0 + x + path(x) for x in v] for k, v in device.items()}
+        floor.at.update({k: 300.0 for k in device})
+        found = fit.fit(on_path, floor, 512)
+        assert (found.unit, found.reads_first.found, found.merges.found) == (unit, reads_first, merges), \
+            found.reads_first.said()
+        if merges:   # the device's times as the floor takes them: the read first under its least step
+            assert not fit.step(found.net, "partial-cold", "aligned-4096", measured=on_path).found
+            assert found.reads_first.difference_us > 80.0   # 80 us of the device's and the path's rise
+
+
 def test_the_media_rate_is_the_line_of_the_medians_and_each_time_the_models_own_points():
     found = fit.fit(_times(4096, True, False, mbps=1000.0), None, 512)
     assert found.write_mbps == pytest.approx(1000.0, rel=0.02) and found.params["write-mbps"] == "1000"
