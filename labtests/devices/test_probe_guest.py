@@ -32,6 +32,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tomli_w
 
@@ -150,7 +151,10 @@ def test_a_profile_fitted_in_a_guest_answers_as_the_probed_model(probes, disk, n
     for which, p in (("first", first), ("second", second)):
         print(f"  the guest's path, {which} probe: {p.fit.summaries['aligned-4096'].floor:.0f} us at a 4 KiB write; "
               f"its rise at {p.floor.sleeps} us of the device's: {[round(x) for x in p.floor.rises]} us, known to +-"
-              f"{[round(x) for x in p.floor.rise_error]} us (95 % over the figures)")
+              f"{[round(x) for x in p.floor.rise_error]} us (95 % over the figures); its spread (p25, p75, p90 "
+              f"about each figure's median) at " + ", ".join(
+                  f"{s:g} us {tuple(round(float(v)) for v in np.percentile(pool, (25, 75, 90)))}"
+                  for s, pool in zip(p.floor.sleeps, p.floor.spreads) if s in (1, 20, 100, 200, 1000)))
     # a median held within more than half of itself is not told from the path: said, as a count
     untold = roundtrip.untold(first, second)
     print(f"  medians told from the guest's path: {len(f.summaries) - len(untold)} of {len(f.summaries)} (not: the "

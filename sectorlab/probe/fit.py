@@ -172,6 +172,40 @@ def pct(samples, less: float = 0.0) -> str:
     return "pct:" + ",".join(f"{p}={v:.1f}" for p, v in zip(POINTS, values))
 
 
+@dataclass(frozen=True)
+class Spread:
+    """The path's spread at each sleep of its floors: a device's time draws its path's noise from
+    the sleep nearest to it."""
+    sleeps: tuple[float, ...]
+    pools: tuple  # of numpy arrays, one a sleep (kept sorted)
+
+    def __post_init__(self):
+        import numpy as np
+        object.__setattr__(self, "pools", tuple(np.sort(np.asarray(p, dtype=float)) for p in self.pools))
+
+    def near(self, device_us):
+        """The index of the sleep nearest each device time."""
+        import numpy as np
+        x = np.atleast_1d(np.asarray(device_us, dtype=float))
+        return np.abs(np.asarray(self.sleeps)[:, None] - x[None, :]).argmin(axis=0)
+
+    def draw(self, device_us, r):
+        """The path's noise for each device time, each at the quantile `r` (in [0, 1)) of its sleep's pool
+        (r drawn once: the same draws for the same times)."""
+        import numpy as np
+        k = self.near(device_us)
+        out = np.empty(len(k))
+        for i, pool in enumerate(self.pools):
+            at = k == i
+            if at.any():
+                out[at] = pool[np.minimum((np.asarray(r)[at] * len(pool)).astype(int), len(pool) - 1)]
+        return out
+
+    def at(self, device_us: float):
+        """The pool at the sleep nearest one device time."""
+        return self.pools[int(self.near(device_us)[0])]
+
+
 GRID = POINTS   # the percentiles a deconvolution matches: the profile's own (matched on a finer grid and
                 # then kept at these, a lognormal's median came out 8 % high)
 DECONVOLVE_DRAWS, DECONVOLVE_ROUNDS, DECONVOLVE_STEP = 20_000, 100, 0.5
@@ -179,31 +213,41 @@ DECONVOLVE_DRAWS, DECONVOLVE_ROUNDS, DECONVOLVE_STEP = 20_000, 100, 0.5
 
 def deconvolved_pct(samples, noise, less: float = 0.0) -> str:
     """The model's percentile points of a time X whose samples came with the path's own spread
-    added (`samples` = X + noise, `noise`: the path's times on the floor, less their median): X's
-    percentiles are moved until X plus draws of the noise has the samples' percentiles (each round
-    adds half of what the sum's percentiles still miss: a whole step overshoots; a fixed seed: the
-    same probe fits the same profile). Without it a profile served on the same path has the path's
-    spread twice: a guest's path under TCG, tens of microseconds wide and skewed, moved a fitted
-    lognormal's medians by a quarter on the second probe. No noise: pct() of the samples."""
+    added (`samples` = X + noise, `noise`: the path's times on the floor, less their median, one
+    pool or a Spread, a pool at each of the floor's sleeps, each of X's draws taking its noise
+    from the sleep nearest it): X's percentiles are moved until X plus draws of the noise has the
+    samples' percentiles (each round adds half of what the sum's percentiles still miss: a whole
+    step overshoots; a fixed seed: the same probe fits the same profile). Without it a profile
+    served on the same path has the path's spread twice: a guest's path under TCG, tens of
+    microseconds wide and skewed, moved a fitted lognormal's medians by a quarter on the second
+    probe. With the spread of the wrong sleep it takes out a noise the times did not have: a
+    guest's path at a sleep of 1 us is skewed by its step at 10-30 us (a tenth of its times 133 us
+    and more over its median), which a lognormal's 200 us never meet; taken from them, its median
+    was fitted 154 us and the second probe's came out 50-70 us under the first's. No noise: pct()
+    of the samples."""
     import numpy as np
     from scipy import stats
-    if noise is None or len(noise) < 2:
+    if noise is not None and not isinstance(noise, Spread):
+        noise = Spread((0.0,), (np.asarray(noise, dtype=float),))
+    if noise is None or min(len(p) for p in noise.pools) < 2:
         return pct(samples, less)
     x = np.asarray(samples, dtype=float) - less
-    # X's own spread, where the samples' is not told from the noise's (Brown-Forsythe, one-sided at
-    # ALPHA), is not measured: X is its median (a device's fixed time under a path's wider spread;
-    # moving percentiles there fits the noise's differences between the target's runs and the
-    # floor's, not the device)
-    wider = stats.levene(x, noise, center="median")
-    if not (wider.pvalue / 2 < ALPHA and np.std(x) > np.std(noise)):
+    # X's own spread, where the samples' is not told from the noise's at X's median (Brown-Forsythe,
+    # one-sided at ALPHA), is not measured: X is its median (a device's fixed time under a path's
+    # wider spread; moving percentiles there fits the noise's differences between the target's runs
+    # and the floor's, not the device)
+    there = noise.at(float(np.median(x)))
+    wider = stats.levene(x, there, center="median")
+    if not (wider.pvalue / 2 < ALPHA and np.std(x) > np.std(there)):
         return f"fixed:{max(0.0, float(np.median(x))):.1f}"
     y = np.percentile(x, GRID)
     rng = np.random.default_rng(0)
     u = rng.uniform(GRID[0], GRID[-1], DECONVOLVE_DRAWS)
-    j = rng.choice(np.asarray(noise, dtype=float), DECONVOLVE_DRAWS)
+    r = rng.uniform(0.0, 1.0, DECONVOLVE_DRAWS)
     q = y.copy()
     for _ in range(DECONVOLVE_ROUNDS):
-        summed = np.percentile(np.interp(u, GRID, q) + j, GRID)
+        drawn = np.interp(u, GRID, q)
+        summed = np.percentile(drawn + noise.draw(drawn, r), GRID)
         q = np.maximum.accumulate(np.maximum(q + DECONVOLVE_STEP * (y - summed), 0.0))
     values = np.interp(POINTS, GRID, q)
     return "pct:" + ",".join(f"{p}={v:.1f}" for p, v in zip(POINTS, values))
@@ -246,12 +290,9 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
     def pooled(names: list[str], rate: float) -> list[float]:
         return [x - (kind_and_size(n)[1] / rate if rate else 0.0) for n in names for x in net[n]]
 
-    # and the path's own spread on those figures (the floor's times less their median), taken out
-    def spread(names: list[str]) -> list[float] | None:
-        if not floor:
-            return None
-        return [x - float(np.median(v)) for n in names
-                if len(v := floor.times.us.get(n, [])) for x in v]
+    # and the path's own spread, at the floor's sleep nearest each of the device's times, taken out
+    def spread(names: list[str]) -> Spread | None:
+        return floor.spread(names) if floor else None
     writes, read_names = [f"aligned-{s}" for s in whole], [f"read-{s}" for s in reads]
     # A flush the path does not send (a guest's kernel sends none to a write-through disk) took the
     # floor less than half its model's longest sleep: what is left after the floor is taken away is not a flush's

@@ -16,11 +16,15 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..devices import build
 from ..devices.server import DeviceServer
 from ..errors import SectorlabError, UsageError
 from .patterns import Layout
+
+if TYPE_CHECKING:
+    from .fit import Spread
 
 IO_TIMEOUT_S = 30      # redo-writer io's wait for any one NBD reply (a modelled device's longest is 10 s)
 # An NBD reply is polled for, not slept for, up to this long: a client asleep in poll() wakes 10-50 us
@@ -140,6 +144,21 @@ class Floor:
     at_error: dict[str, float] = field(default_factory=dict)   # per figure: its time at the first sleep's 95 %
                                                                # interval's half-width (us)
     last: dict[str, float] = field(default_factory=dict)   # per figure: its median at the last sleep, less it (us)
+    # per sleep: the path's spread there, every figure's times less that figure's median there, pooled
+    # (a guest's path under TCG is no one noise: at a sleep of 1 us, before its step, its times were
+    # skewed, a quarter 55 us and more over its median and a tenth 133 us)
+    spreads: tuple[tuple[float, ...], ...] = ()
+
+    def spread(self, names: list[str]) -> Spread | None:
+        """The path's spread against the device's time (fit.Spread): at each sleep, pooled over every
+        figure; a floor that kept none (made by hand) has the named figures' at its first sleep."""
+        import numpy as np
+
+        from .fit import Spread
+        if self.spreads:
+            return Spread(self.sleeps, self.spreads)
+        first = [x - float(np.median(v)) for n in names if len(v := self.times.us.get(n, [])) for x in v]
+        return Spread(self.sleeps[:1], (first,)) if first else None
 
     def reached(self, name: str) -> bool:
         """Whether the figure's requests reached the floor's model: at the last sleep they took at
@@ -340,4 +359,5 @@ def _with_floor(target: str, layout: Layout, timeout_s: float, runner, floors: t
              if len(m := [float(np.median(t.us[k])) for t in turns if len(t.us.get(k, [])) >= 5]) > 1}
     error = {k: half_width(v) for k, v in first.us.items()}
     last = {k: float(np.median(v)) for k, v in further[-1].us.items() if v}
-    return times, Floor(at, first, tuple(sleeps), tuple(rises), moved, tuple(rise_error), error, last)
+    spreads = tuple(tuple(x - float(np.median(v)) for v in t.us.values() if v for x in v) for t in [first, *further])
+    return times, Floor(at, first, tuple(sleeps), tuple(rises), moved, tuple(rise_error), error, last, spreads)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from sectorlab.errors import UsageError
-from sectorlab.labdef import twin
+from sectorlab.labdef import fromhost, twin
 from sectorlab.paths import REPO
 
 DATA = REPO / "labtests" / "unit" / "data"
@@ -118,6 +118,21 @@ def test_a_probe_s_profile_file_named_from_elsewhere_is_kept_absolute_and_a_512e
 def test_a_disk_the_lab_leaves_out_says_why(tmp_path):
     proc = _lab(SERVER, "--disk", "loop0", "--device", "intel-p3700", "--awr", AWR, "-o", tmp_path / "t.toml")
     assert proc.returncode == 2 and "loop0: not a disk the lab reproduces" in proc.stderr, proc.stderr
+
+
+def test_a_left_out_disk_is_found_by_its_exact_name_not_a_name_it_begins_with(tmp_path):
+    """Kernel names may hold a colon: a disk `a` beside a left-out `a:b` (and the other way) is each
+    its own; a prefix of a left-out disk's name, or a name a left-out one begins with, is not it."""
+    def disk(name: str) -> fromhost.HostDisk:
+        return fromhost.HostDisk(name, 512, 4096, 4096, 0, 0, 1 << 30, False, "nvme", "m", None, None)
+
+    host = tmp_path / "server.json"
+    assert twin._choose(host, [disk("a")], "a", {"a:b": "left out"}).name == "a"
+    assert twin._choose(host, [disk("a:b")], "a:b", {"a": "left out"}).name == "a:b"
+    with pytest.raises(UsageError, match=r"^--disk 'a:b': a:b: left out: expected one of a$"):
+        twin._choose(host, [disk("a")], "a:b", {"a:b": "left out"})
+    with pytest.raises(UsageError, match=r"has no such disk: expected one of a:b$"):
+        twin._choose(host, [disk("a:b")], "a:", {"a": "left out"})
 
 
 def test_a_missing_report_is_refused_before_the_disks_are_read(tmp_path):
