@@ -151,7 +151,8 @@ def test_a_profile_fitted_in_a_guest_answers_as_the_probed_model(probes, disk, n
     for which, p in (("first", first), ("second", second)):
         print(f"  the guest's path, {which} probe: {p.fit.summaries['aligned-4096'].floor:.0f} us at a 4 KiB write; "
               f"its rise at {p.floor.sleeps} us of the device's: {[round(x) for x in p.floor.rises]} us, known to +-"
-              f"{[round(x) for x in p.floor.rise_error]} us (95 % over the figures); its spread (p25, p75, p90 "
+              f"{[round(x) for x in p.floor.rise_error]} us (95 % over the figures), moved between the turns by "
+              f"{[round(x) for x in p.floor.rise_moved]} us; its spread (p25, p75, p90 "
               f"about each figure's median) at " + ", ".join(
                   f"{s:g} us {tuple(round(float(v)) for v in np.percentile(pool, (25, 75, 90)))}"
                   for s, pool in zip(p.floor.sleeps, p.floor.spreads) if s in (1, 20, 100, 200, 1000)))

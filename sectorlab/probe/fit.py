@@ -208,23 +208,24 @@ class Spread:
 
 GRID = POINTS   # the percentiles a deconvolution matches: the profile's own (matched on a finer grid and
                 # then kept at these, a lognormal's median came out 8 % high)
-DECONVOLVE_DRAWS, DECONVOLVE_ROUNDS, DECONVOLVE_STEP = 20_000, 100, 0.5
+DECONVOLVE_DRAWS = 20_000
 
 
 def deconvolved_pct(samples, noise, less: float = 0.0) -> str:
     """The model's percentile points of a time X whose samples came with the path's own spread
     added (`samples` = X + noise, `noise`: the path's times on the floor, less their median, one
     pool or a Spread, a pool at each of the floor's sleeps, each of X's draws taking its noise
-    from the sleep nearest it): X's percentiles are moved until X plus draws of the noise has the
-    samples' percentiles (each round adds half of what the sum's percentiles still miss: a whole
-    step overshoots; a fixed seed: the same probe fits the same profile). Without it a profile
-    served on the same path has the path's spread twice: a guest's path under TCG, tens of
-    microseconds wide and skewed, moved a fitted lognormal's medians by a quarter on the second
-    probe. With the spread of the wrong sleep it takes out a noise the times did not have: a
-    guest's path at a sleep of 1 us is skewed by its step at 10-30 us (a tenth of its times 133 us
-    and more over its median), which a lognormal's 200 us never meet; taken from them, its median
-    was fitted 154 us and the second probe's came out 50-70 us under the first's. No noise: pct()
-    of the samples."""
+    from the sleep nearest it): each of the samples' percentiles less what the noise adds to it
+    (the percentiles of the samples with draws of the noise added, less the samples'; a fixed
+    seed: the same probe fits the same profile). Without it a profile served on the same path has
+    the path's spread twice: a guest's path under TCG, tens of microseconds wide and skewed, moved a
+    fitted lognormal's medians by a quarter on the second probe. That correction once, not iterated
+    to where X plus the noise has the samples' percentiles: deconvolution is ill-posed, and the
+    iteration (100 rounds of half a step, until 2026-12-01) ran into steps: a lognormal disk's 5th
+    to 60th percentiles fitted as one value, 122.8 us, in a guest (its model's trace: 201 us at the
+    median), and [86, 86, 217, 388, 718] us at the 10th, 30th, 50th, 70th and 90th for a 200 us
+    lognormal's [58, 119, 204, 347, 725] under a gamma's spread, where once gives [44, 112, 201,
+    348, 706]. No noise: pct() of the samples."""
     import numpy as np
     from scipy import stats
     if noise is not None and not isinstance(noise, Spread):
@@ -242,13 +243,9 @@ def deconvolved_pct(samples, noise, less: float = 0.0) -> str:
         return f"fixed:{max(0.0, float(np.median(x))):.1f}"
     y = np.percentile(x, GRID)
     rng = np.random.default_rng(0)
-    u = rng.uniform(GRID[0], GRID[-1], DECONVOLVE_DRAWS)
-    r = rng.uniform(0.0, 1.0, DECONVOLVE_DRAWS)
-    q = y.copy()
-    for _ in range(DECONVOLVE_ROUNDS):
-        drawn = np.interp(u, GRID, q)
-        summed = np.percentile(drawn + noise.draw(drawn, r), GRID)
-        q = np.maximum.accumulate(np.maximum(q + DECONVOLVE_STEP * (y - summed), 0.0))
+    drawn = np.interp(rng.uniform(GRID[0], GRID[-1], DECONVOLVE_DRAWS), GRID, y)
+    summed = np.percentile(drawn + noise.draw(drawn, rng.uniform(0.0, 1.0, DECONVOLVE_DRAWS)), GRID)
+    q = np.maximum.accumulate(np.maximum(2 * y - summed, 0.0))
     values = np.interp(POINTS, GRID, q)
     return "pct:" + ",".join(f"{p}={v:.1f}" for p, v in zip(POINTS, values))
 

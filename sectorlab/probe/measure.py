@@ -126,6 +126,7 @@ FLOOR_SLEEPS_US = (100.0, 5000.0)
 GUEST_FLOOR_SLEEPS_US = (1.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0, 120.0, 150.0, 200.0,
                          300.0, 500.0, 1000.0, 2000.0, 5000.0, 20000.0)
 SLOPE_SAMPLES = 10      # a figure's requests on each further floor (the rise at each is one number)
+RISE_TURN_SAMPLES = 20  # a turn's requests on a further floor, at least, for its rise to count in how far it moved
 CHUNKS = 4
 
 
@@ -148,6 +149,11 @@ class Floor:
     # (a guest's path under TCG is no one noise: at a sleep of 1 us, before its step, its times were
     # skewed, a quarter 55 us and more over its median and a tenth 133 us)
     spreads: tuple[tuple[float, ...], ...] = ()
+    # per sleep: how far the path's rise there moved between the turns (each turn's rise against its
+    # own first floor, so that a move of the whole path, which `drift` holds, is not counted twice):
+    # in a guest under TCG the path at a device's 200 us moved by 40 us between two runs seconds
+    # apart while at a fixed floor of 200 us it stayed within 2 (and the other way at 1 ms)
+    rise_moved: tuple[float, ...] = ()
 
     def spread(self, names: list[str]) -> Spread | None:
         """The path's spread against the device's time (fit.Spread): at each sleep, pooled over every
@@ -191,10 +197,12 @@ class Floor:
         return float(y[i] + (device_us - x[i]) * (y[i + 1] - y[i]) / (x[i + 1] - x[i]) - device_us)
 
     def unsure(self, device_us: float) -> float:
-        """How well the path's rise at a device time is known (its 95 % interval's half-width, a line
-        between the sleeps', the last one's beyond them): a probe's path time is known to that besides."""
+        """How well the path's rise at a device time is known: its 95 % interval's half-width, or how
+        far it moved between the turns where more (a line between the sleeps', the last one's beyond
+        them): a probe's path time is known to that besides."""
         import numpy as np
-        return float(np.interp(device_us, self.sleeps, self.rise_error))
+        error = float(np.interp(device_us, self.sleeps, self.rise_error))
+        return max(error, float(np.interp(device_us, self.sleeps, self.rise_moved))) if self.rise_moved else error
 
 
 @dataclass(frozen=True)
@@ -321,6 +329,7 @@ def _with_floor(target: str, layout: Layout, timeout_s: float, runner, floors: t
                          f"for sleeps {sleeps}: expected one a sleep, at least two, rising")
     times, first = Times(), Times()
     further = [Times() for _ in sleeps[1:]]
+    by_turn: list[list[Times]] = []   # per turn, each further floor's times
     per_figure = max(layout.labels.count(x) for x in set(layout.labels) if x)
     short = layout.chunks(max(1, per_figure // SLOPE_SAMPLES))[0]  # every figure's, spread as the layout is
     turns = []
@@ -334,11 +343,13 @@ def _with_floor(target: str, layout: Layout, timeout_s: float, runner, floors: t
         turns.append(turn)
         for k, v in turn.us.items():
             first.us.setdefault(k, []).extend(v)
+        by_turn.append([])
         for j, into in enumerate(further, start=1):
             if short_part is None:
                 continue
             there = Times()
             _on_floor(floors, j, target, sleeps, short_part, timeout_s, there, runner)
+            by_turn[-1].append(there)
             for k, v in there.us.items():
                 into.us.setdefault(k, []).extend(v)
     from .fit import median_interval
@@ -360,4 +371,23 @@ def _with_floor(target: str, layout: Layout, timeout_s: float, runner, floors: t
     error = {k: half_width(v) for k, v in first.us.items()}
     last = {k: float(np.median(v)) for k, v in further[-1].us.items() if v}
     spreads = tuple(tuple(x - float(np.median(v)) for v in t.us.values() if v for x in v) for t in [first, *further])
-    return times, Floor(at, first, tuple(sleeps), tuple(rises), moved, tuple(rise_error), error, last, spreads)
+    return times, Floor(at, first, tuple(sleeps), tuple(rises), moved, tuple(rise_error), error, last, spreads,
+                        _rise_moved(turns, by_turn, len(sleeps)))
+
+
+def _rise_moved(turns: list[Times], by_turn: list[list[Times]], n_sleeps: int) -> tuple[float, ...]:
+    """Per sleep, how far the path's rise there moved between the turns: each turn's rise (every
+    sample at the sleep less its figure's median at the first floor in the same turn; their median)
+    from the turns with RISE_TURN_SAMPLES samples or more, the largest less the smallest (0 at the first)."""
+    import numpy as np
+    out = [0.0]
+    for j in range(n_sleeps - 1):
+        per_turn = []
+        for turn, further in zip(turns, by_turn):
+            base = {k: float(np.median(v)) for k, v in turn.us.items() if v}
+            if j < len(further):
+                own = [x - base[k] for k, v in further[j].us.items() if k in base for x in v]
+                if len(own) >= RISE_TURN_SAMPLES:
+                    per_turn.append(float(np.median(own)))
+        out.append(max(per_turn) - min(per_turn) if len(per_turn) > 1 else 0.0)
+    return tuple(out)
