@@ -130,6 +130,12 @@ RISE_TURN_SAMPLES = 20  # a turn's requests on a further floor, at least, for it
 CHUNKS = 4
 
 
+def _reaches(last_us: float, sleeps: tuple[float, ...]) -> bool:
+    """Whether a figure's requests reached the floor's model: at the last sleep they took at least
+    half of it, less it (a flush a guest's kernel never sends to a write-through disk takes none)."""
+    return last_us >= -sleeps[-1] / 2
+
+
 @dataclass
 class Floor:
     """The path: each figure's time at the first sleep (less it), its rise at each further sleep
@@ -167,9 +173,8 @@ class Floor:
         return Spread(self.sleeps[:1], (first,)) if first else None
 
     def reached(self, name: str) -> bool:
-        """Whether the figure's requests reached the floor's model: at the last sleep they took at
-        least half of it (a flush a guest's kernel never sends to a write-through disk takes none)."""
-        return self.last.get(name, 0.0) >= -self.sleeps[-1] / 2
+        """Whether the figure's requests reached the floor's model (_reaches)."""
+        return _reaches(self.last.get(name, 0.0), self.sleeps)
 
     @property
     def slope(self) -> float:
@@ -358,7 +363,11 @@ def _with_floor(target: str, layout: Layout, timeout_s: float, runner, floors: t
     # time at the first), known to that median's 95 % interval over the figures. (Each turn's own
     # rise, from two or three requests a figure, moved between the turns by its sampling: 10-340 us
     # in a guest, taken once as what the path's time was known to; docs/probe.md.)
-    per_floor = [_rises(x, at) for x in further]
+    # the path's rise, spread and moves are the figures' that reach the floor's model (a flush a
+    # guest never sends takes some 7 us at every sleep: counted, it is a rise of minus the sleep)
+    last = {k: float(np.median(v)) for k, v in further[-1].us.items() if v}
+    reaching = {k for k in at if _reaches(last.get(k, 0.0), sleeps)}
+    per_floor = [_rises(x, {k: v for k, v in at.items() if k in reaching}) for x in further]
 
     def half_width(v: list[float]) -> float:
         lo, hi = median_interval(v)
@@ -369,22 +378,24 @@ def _with_floor(target: str, layout: Layout, timeout_s: float, runner, floors: t
     moved = {k: max(m) - min(m) for k in at
              if len(m := [float(np.median(t.us[k])) for t in turns if len(t.us.get(k, [])) >= 5]) > 1}
     error = {k: half_width(v) for k, v in first.us.items()}
-    last = {k: float(np.median(v)) for k, v in further[-1].us.items() if v}
-    spreads = tuple(tuple(x - float(np.median(v)) for v in t.us.values() if v for x in v) for t in [first, *further])
+    spreads = tuple(tuple(x - float(np.median(v)) for k, v in t.us.items() if v and k in reaching for x in v)
+                    for t in [first, *further])
     return times, Floor(at, first, tuple(sleeps), tuple(rises), moved, tuple(rise_error), error, last, spreads,
-                        _rise_moved(turns, by_turn, len(sleeps)))
+                        _rise_moved(turns, by_turn, len(sleeps), reaching))
 
 
-def _rise_moved(turns: list[Times], by_turn: list[list[Times]], n_sleeps: int) -> tuple[float, ...]:
+def _rise_moved(turns: list[Times], by_turn: list[list[Times]], n_sleeps: int, reaching: set[str]
+                ) -> tuple[float, ...]:
     """Per sleep, how far the path's rise there moved between the turns: each turn's rise (every
-    sample at the sleep less its figure's median at the first floor in the same turn; their median)
-    from the turns with RISE_TURN_SAMPLES samples or more, the largest less the smallest (0 at the first)."""
+    sample at the sleep less its figure's median at the first floor in the same turn; their median,
+    over the figures `reaching` the floor's model) from the turns with RISE_TURN_SAMPLES samples or
+    more, the largest less the smallest (0 at the first)."""
     import numpy as np
+    bases = [{k: float(np.median(v)) for k, v in turn.us.items() if v and k in reaching} for turn in turns]
     out = [0.0]
     for j in range(n_sleeps - 1):
         per_turn = []
-        for turn, further in zip(turns, by_turn):
-            base = {k: float(np.median(v)) for k, v in turn.us.items() if v}
+        for base, further in zip(bases, by_turn):
             if j < len(further):
                 own = [x - base[k] for k, v in further[j].us.items() if k in base for x in v]
                 if len(own) >= RISE_TURN_SAMPLES:

@@ -317,7 +317,9 @@ def test_how_far_the_paths_rise_moved_between_the_turns_is_what_a_time_near_it_i
             turn[0] += 1
         sleep = switched[0] or 30.0
         path = 50.0 + (40.0 if turn[0] == 2 and sleep >= 100 else 0.0) + (30.0 if turn[0] == 3 else 0.0)
-        return 0, json.dumps({"ns": [1000 * (path + sleep)] * len(requests.splitlines()), "transport": "fake"}), ""
+        # a flush never reaches the model (a guest's kernel sends none to a write-through disk): 7 us
+        ns = [7000 if line.startswith("flush") else 1000 * (path + sleep) for line in requests.splitlines()]
+        return 0, json.dumps({"ns": ns, "transport": "fake"}), ""
 
     layout = patterns.layout(20, 512, patterns.needed_bytes(20, 512), 1)
     sleeps = (1.0, 50.0, 100.0, 200.0)
@@ -325,6 +327,9 @@ def test_how_far_the_paths_rise_moved_between_the_turns_is_what_a_time_near_it_i
     assert floor.rise_moved == pytest.approx((0.0, 0.0, 40.0, 40.0))
     assert floor.unsure(50.0) == pytest.approx(0.0) and floor.unsure(150.0) == pytest.approx(40.0)
     assert max(floor.drift.values()) == pytest.approx(30.0)   # the whole path's move: the first floor's
+    # the flush, which never reached the floor's model, is in none of the path's rise, spread or moves
+    reaching = sum(len(v) for k, v in floor.times.us.items() if k != "flush")
+    assert not floor.reached("flush") and len(floor.spreads[0]) == reaching
 
 
 # --- redo-writer io --------------------------------------------------------------------------------
