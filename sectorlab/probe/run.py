@@ -75,6 +75,7 @@ def run(given: str, *, samples: int, seed: int, name: str, results_root: Path | 
     profile.write(results / "profile.toml", name, entry)
     doc = {"target": given, "kind": t.kind, "device": t.device, "queue": t.queue, "logical": logical,
            "samples": samples, "seed": seed, "date": date, "host": platform.node(),
+           "warmup": measure.WARMUP,
            "floor": (f"this host's device path, measured on models that sleep {floors.sleeps[0]:g} us "
                      f"(the same requests, in {measure.CHUNKS} turns with the probe's) and "
                      f"{' and '.join(f'{x:g}' for x in floors.sleeps[1:])} us a request: each figure's path time "

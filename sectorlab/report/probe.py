@@ -47,6 +47,7 @@ def checked(doc: dict, where: Path) -> dict:
              "seed": lambda x: isinstance(x, int), "unit": lambda x: isinstance(x, int),
              "append_run": lambda x: isinstance(x, int) and 1 <= x <= 1000, "net_us": _times,
              "floor": lambda x: x is None or isinstance(x, str),
+             "warmup": lambda x: x is None or (isinstance(x, int) and 0 <= x <= 1000),
              "reads_first": lambda x: x is None or isinstance(x, str),
              "merges": lambda x: x is None or isinstance(x, str),
              "steps": lambda x: isinstance(x, list) and all(isinstance(v, str) for v in x),
@@ -137,7 +138,8 @@ def markdown(doc: dict, answer: dict | None) -> str:
               f"- Queue-depth-1 requests, {doc['samples']} a figure, interleaved (seed {doc['seed']}), on "
               f"{one_line(doc['date'])} on {one_line(doc['host'])}; the kernel's queue: "
               + (one_line(", ".join(f"{k} {v}" for k, v in doc["queue"].items() if v)) or "none (an NBD export)")
-              + ".", "",
+              + "." + (f" The first {doc['warmup']} requests of each run issued and not timed." if doc.get("warmup")
+                       else ""), "",
               "## Every figure (microseconds" + (", less the path's own time" if floor else "") + ")", "",
               "| figure | n | median (95 % CI) | p99 | p99.9 | max | floor median |", "|---|---|---|---|---|---|---|"]
     for name in sorted(s, key=kind_and_size):
