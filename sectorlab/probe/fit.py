@@ -139,7 +139,7 @@ class Fit:
     unit: int                         # bytes; 0: no size at which misaligned writes step up
     unit_steps: list[Step]
     reads_first: Step | None          # partial-cold against a whole unit at a boundary
-    merges: Step | None               # partial-after-whole against partial-cold
+    merges: Step | None               # partial-after-whole against partial-after-other
     write_mbps: float                 # 0: not told apart from the noise
     read_mbps: float
     params: dict[str, str]
@@ -278,7 +278,10 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
     unit = next((size for i, size in enumerate(sizes[:-1]) if all(s.found for s in steps[i:])), 0)
     base = unit or max(4096, logical)
     reads_first = step(onpath, "partial-cold", f"aligned-{base}", unsure=unsure, measured=times)
-    merges = step(onpath, "partial-cold", "partial-after-whole", unsure=unsure, measured=times)
+    # against a cold partial write after a write as its own comes after its set-up (patterns.layout);
+    # a record of a probe before 2026-12-01 has none: against partial-cold
+    against = "partial-after-other" if "partial-after-other" in onpath else "partial-cold"
+    merges = step(onpath, against, "partial-after-whole", unsure=unsure, measured=times)
     # A merge spares the read a partial write makes of its unit: where none is found, a partial write
     # into the unit just written faster than into a cold one is chance (a wide tail's), not a buffer
     if merges and merges.found and not (reads_first and reads_first.found):

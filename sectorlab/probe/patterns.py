@@ -46,7 +46,9 @@ def _figures(logical: int) -> list[Figure]:
         out += [Figure("partial-cold", "write-durable", logical, f"{logical} B written {MISALIGN} B into a 4 KiB "
                        "unit not written lately: does the device read the unit first"),
                 Figure("partial-after-whole", "write-durable", logical, f"{logical} B into the unit just written "
-                       "whole: does a buffer merge it without a read")]
+                       "whole: does a buffer merge it without a read"),
+                Figure("partial-after-other", "write-durable", logical, f"{logical} B into a cold unit right after a "
+                       "whole 4 KiB write elsewhere: what the one into the unit just written is held against")]
     for size in SIZES:
         if size >= logical:
             out.append(Figure(f"aligned-{size}", "write-durable", size, f"{size} B at a 64 KiB boundary"))
@@ -91,7 +93,7 @@ def needed_bytes(samples: int, logical: int, only: frozenset[str] | None = None)
     figs = figures(logical, only)
     slots = sum(samples for f in figs if f.is_write and not f.name.startswith("append"))
     slots += samples  # the flush's writes
-    slots += samples * any(f.name == "partial-cold" for f in figs)  # the cold partial writes' set-ups
+    slots += samples * any(f.name == "partial-after-other" for f in figs)  # its set-ups
     appends = sum(samples * f.size for f in figs if f.name.startswith("append"))
     total = slots * SLOT + appends + SLOT
     return (total + (1 << 20) - 1) >> 20 << 20
@@ -115,13 +117,17 @@ def layout(samples: int, logical: int, size: int, seed: int, only: frozenset[str
                 next(slots)
             append_at[f.name] = start
     fill_end = size  # reads go anywhere in the target
-    # A cold partial write comes after a whole 4 KiB write as the one into the unit just written does
-    # (its set-up): a path's cost depends on the request before (a guest's under TCG was 38-75 us less
-    # after its set-up's 22 us write than after the probe's others, so a drive with no buffer was
-    # taken for one that merges, at p = 2e-13, docs/probe.md); the two then differ in the unit alone.
-    # Its set-ups go to slots past all the others' (a disk's head comes to the cold unit from afar).
-    cold = any(f.name == "partial-cold" for f in figs)
-    cold_setups = iter(range(base + need - SLOT * (samples + 1), base + need, SLOT)) if cold else iter(())
+    # A path's cost depends on the request before (a guest's under TCG was 38-75 us less after a 22 us
+    # write than after the probe's others: a drive with no buffer was taken for one that merges, at
+    # p = 2e-13, docs/probe.md), so each comparison is between figures whose requests come after
+    # alike: a partial write into the unit just written comes after its set-up (a whole 4 KiB write)
+    # and is held against one into a cold unit after a whole 4 KiB write elsewhere (partial-after-other:
+    # the two differ in the unit alone); the read first is partial-cold against whole writes, each
+    # after whatever came before (set after a write instead, its step in a guest fell to p = 0.005).
+    # The set-ups of partial-after-other go to slots past all the others' (a disk's head comes to the
+    # cold unit from afar).
+    other = any(f.name == "partial-after-other" for f in figs)
+    setups = iter(range(base + need - SLOT * (samples + 1), base + need, SLOT)) if other else iter(())
     batches: dict[str, list[list[tuple[str, str | None]]]] = {}
     for f in figs:
         runs: list[list[tuple[str, str | None]]] = []
@@ -131,7 +137,9 @@ def layout(samples: int, logical: int, size: int, seed: int, only: frozenset[str
                     runs.append([])
                 runs[-1].append((f"write-durable {append_at[f.name] + i * f.size} {f.size}", f.name))
             elif f.name == "partial-cold":
-                runs.append([(f"write-durable {next(cold_setups)} 4096", None),
+                runs.append([(f"write-durable {next(slots) + MISALIGN} {f.size}", f.name)])
+            elif f.name == "partial-after-other":
+                runs.append([(f"write-durable {next(setups)} 4096", None),
                              (f"write-durable {next(slots) + MISALIGN} {f.size}", f.name)])
             elif f.name == "partial-after-whole":
                 at = next(slots)

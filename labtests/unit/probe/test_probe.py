@@ -45,11 +45,12 @@ def test_every_figure_gets_its_samples_each_write_a_place_of_its_own_within_the_
     spans = sorted((o, o + n, label) for o, n, label in writes)
     overlaps = [(a, b) for a, b in zip(spans, spans[1:]) if b[0] < a[1]]
     assert all(a[2] is None and b[2] == "partial-after-whole" for a, b in overlaps), overlaps[:3]
-    # a cold partial write comes after a whole 4 KiB write, as the one into the unit just written
-    # does: at a 64 KiB boundary of a slot of its own (no overlap above), away from the partial's unit
-    cold = [i for i, label in enumerate(layout.labels) if label == "partial-cold"]
-    assert len(cold) == (samples if logical == 512 else 0)
-    for i in cold:
+    # what a partial write into the unit just written is held against comes after a whole 4 KiB
+    # write as it does: at a 64 KiB boundary of a slot of its own (no overlap above), away from the
+    # partial's unit
+    other = [i for i, label in enumerate(layout.labels) if label == "partial-after-other"]
+    assert len(other) == (samples if logical == 512 else 0)
+    for i in other:
         (op, at, n), (_, partial, _) = (layout.requests[j].split() for j in (i - 1, i))
         assert (layout.labels[i - 1], op, int(n)) == (None, "write-durable", 4096) and int(at) % (64 << 10) == 0
         assert abs(int(at) - int(partial)) >= patterns.SLOT
