@@ -240,7 +240,8 @@ def deconvolved_pct(samples, noise, less: float = 0.0) -> str:
     # by the samples' distances from their median against the noise's (Mann-Whitney, one-sided at
     # ALPHA): a test of means (Brown-Forsythe, and the standard deviations, until 2026-12-01) was
     # carried by a few of the noise's outliers: a guest's floor pool of 185 times, a few of them
-    # 2-4 ms over its median (a run whose host stalled some requests), made a lognormal disk's 8,000
+    # 2-4 ms over its median (a run with this host's CPUs held busy by idle-priority spinners, which
+    # stalled some requests: an experiment, not kept), made a lognormal disk's 8,000
     # writes, an interquartile range of 299 us against the pool's 54, `fixed:` (p = 0.007 beside
     # standard deviations of 690 and 604 us)
     there = noise.at(float(np.median(x)))
@@ -278,10 +279,10 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
     unit = next((size for i, size in enumerate(sizes[:-1]) if all(s.found for s in steps[i:])), 0)
     base = unit or max(4096, logical)
     reads_first = step(onpath, "partial-cold", f"aligned-{base}", unsure=unsure, measured=times)
-    # against a cold partial write after a write as its own comes after its set-up (patterns.layout);
-    # a record of a probe before 2026-12-01 has none: against partial-cold
-    against = "partial-after-other" if "partial-after-other" in onpath else "partial-cold"
-    merges = step(onpath, against, "partial-after-whole", unsure=unsure, measured=times)
+    # against a cold partial write after a write, as its own comes after its set-up (patterns.layout);
+    # without that figure no verdict (against partial-cold, whose request comes after anything, a
+    # guest's path made a merge of a drive that has none)
+    merges = step(onpath, "partial-after-other", "partial-after-whole", unsure=unsure, measured=times)
     # A merge spares the read a partial write makes of its unit: where none is found, a partial write
     # into the unit just written faster than into a cold one is chance (a wide tail's), not a buffer
     if merges and merges.found and not (reads_first and reads_first.found):
@@ -329,7 +330,8 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
                        if steps else "assumed: no misaligned writes were measured: 0"),
         "write-buffer": (merges.said() + ("; one unit is the least that merges it, how far beyond the unit just "
                                           "written is not measured" if params["write-buffer"] != "0" else "")
-                         if merges else "assumed: no partial write was measured (a logical block of a whole unit): 0"),
+                         if merges else "assumed: no partial write into the unit just written and none into a cold "
+                         "unit after a write were measured (a logical block of a whole unit): 0"),
         "channels": "assumed: a probe at queue depth 1 cannot tell how many requests the device serves at once",
     }
     return Fit(summaries, net, unit, steps, reads_first, merges, write_mbps, read_mbps, params, notes)
