@@ -8,7 +8,14 @@
  * at most 4294967295 as an NBD request's, OFFSET + LENGTH at most 2^63 - 1; at most 255 characters
  * a line; blank lines are skipped); each output line is the model's decision, as the filter's trace has it (without
  * served_us, which only a real run has). Exit 2 on bad input, in one line naming it: a bad
- * parameter before any output, a bad request line after the lines before it. */
+ * parameter before any output, a bad request line after the lines before it.
+ *
+ *   simulate --depth=4 [--think-us=60] read=fixed:77 channels=4 < requests
+ *
+ * With --depth=K the requests are a closed loop of K, as fio's at iodepth K: each input line is
+ * "OP OFFSET LENGTH [fua]", the first K arrive at once and each further one when one of the K before
+ * it is answered (the earliest), --think-us later (a path's own time between a reply and the next
+ * request; default 0); t_us is the arrival the loop gave it. K is 1 to 1024. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,9 +26,42 @@
 
 static const char *const op_names[] = {"read", "write", "flush", "trim", "zero"};
 
+#define MAX_DEPTH 1024
+static int depth;        /* 0: each line carries its arrival; K: a closed loop of K (--depth) */
+static double think_us;  /* --think-us: from a reply to the next request of a closed loop */
+
+/* --depth=K and --think-us=US: 1 when the argument was one of them (taken), 0 when it is no option,
+ * -1 when it is one with a bad value (said). */
+static int loop_option(const char *arg) {
+  double v;
+  int took;
+  if (strncmp(arg, "--depth=", 8) == 0) {
+    took = model_parse_decimal(arg + 8, &v);
+    if (!took || arg[8 + took] || !(v >= 1 && v <= MAX_DEPTH) || v != (double)(int)v) {
+      fprintf(stderr, "simulate: %s: expected --depth=K, K a whole number of requests 1 to %d\n", arg, MAX_DEPTH);
+      return -1;
+    }
+    depth = (int)v;
+    return 1;
+  }
+  if (strncmp(arg, "--think-us=", 11) == 0) {
+    took = model_parse_decimal(arg + 11, &v);
+    if (!took || arg[11 + took] || !(v >= 0 && v <= 1e9)) {
+      fprintf(stderr, "simulate: %s: expected --think-us=US, microseconds 0 to 1e9\n", arg);
+      return -1;
+    }
+    think_us = v;
+    return 1;
+  }
+  return 0;
+}
+
 static int configure(struct model *m, int argc, char **argv) {
   model_init(m);
   for (int i = 1; i < argc; i++) {
+    int option = loop_option(argv[i]);
+    if (option < 0) return -1;
+    if (option) continue;
     char *eq = strchr(argv[i], '=');
     if (!eq) {
       fprintf(stderr, "simulate: '%s': expected KEY=VALUE\n", argv[i]);
@@ -101,7 +141,12 @@ int main(int argc, char **argv) {
       }
   struct model m;
   if (configure(&m, argc, argv) < 0) return 2;
-  char line[LINE_MAX_CHARS + 1], copy[LINE_MAX_CHARS + 1];
+  if (think_us > 0 && !depth) {
+    fprintf(stderr, "simulate: --think-us without --depth: each line gives its own arrival; give --depth=K\n");
+    return 2;
+  }
+  static int64_t slot_free[MAX_DEPTH]; /* a closed loop's K slots: when each is next free (ns) */
+  char line[LINE_MAX_CHARS + 1], copy[LINE_MAX_CHARS + 3 + 24];
   double t_us, last_t_us = 0;
   long lineno = 0;
   int r;
@@ -109,17 +154,24 @@ int main(int argc, char **argv) {
          MODEL_TRACE_TAIL_HEADER "\n");
   while ((r = read_line(line, ++lineno)) > 0) {
     char *field[6];
-    int n = 0;
-    strcpy(copy, line);
+    int n = 0, slot = 0;
+    if (line[strspn(line, " \t\r")] == '\0') continue; /* a blank line */
+    if (depth) { /* the arrival the loop gives it, as if the line had carried it */
+      for (int i = 1; i < depth; i++)
+        if (slot_free[i] < slot_free[slot]) slot = i;
+      snprintf(copy, sizeof copy, "%.3f %s", slot_free[slot] / 1e3 + think_us, line);
+    } else {
+      strcpy(copy, line);
+    }
     for (char *tok = strtok(copy, " \t\r"); tok; tok = strtok(NULL, " \t\r"))
       if (n < 6) field[n++] = tok;
       else n = 6;
     int op = -1;
     for (int i = 0; i < 5 && n >= 2; i++)
       if (strcmp(field[1], op_names[i]) == 0) op = i;
-    if (n == 0) continue; /* a blank line */
     if (n < 4 || n > 5 || op < 0 || (n == 5 && strcmp(field[4], "fua")))
-      return bad_line(lineno, line, "expected 'T_US OP OFFSET LENGTH [fua]'");
+      return bad_line(lineno, line, depth ? "expected 'OP OFFSET LENGTH [fua]' (--depth: no arrival time)"
+                                          : "expected 'T_US OP OFFSET LENGTH [fua]'");
     int took = model_parse_decimal(field[0], &t_us);
     if (!took || field[0][took] || !(t_us >= 0 && t_us <= MAX_T_US))
       return bad_line(lineno, line, "T_US is the arrival time in microseconds, a decimal number 0 to 1e12");
@@ -142,6 +194,7 @@ int main(int argc, char **argv) {
               "the parameters (a bandwidth near 0?) give a load no disk serves\n", lineno, MAX_VIRTUAL_NS / 1e9);
       return 2;
     }
+    if (depth) slot_free[slot] = c.answered;
     char tail[192];
     model_trace_tail(tail, sizeof tail, &c, now);
     printf("%.3f,%s,%" PRIu64 ",%" PRIu64 ",%d,%d,%.3f,%.3f,%d,%" PRIu32 ",%" PRIu32 ",%d,%s\n", t_us, op_names[op],

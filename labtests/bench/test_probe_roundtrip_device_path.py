@@ -38,7 +38,7 @@ def test_a_profile_fitted_from_a_probe_behaves_as_the_probed_model(name, physica
     first = roundtrip.probe_model(profiles.get(name).params_for(512, physical), SAMPLES)
     f = first.fit
     said = (f"{name}: unit {f.unit}, {f.reads_first.said()}, {f.merges.said()}; fitted {f.params}; the path drifted "
-            f"up to {max(first.drift.values(), default=0):.1f} us")
+            f"up to {max(first.drift.values(), default=0):.1f} us; channels {first.channels.said()}")
     assert (f.unit, f.reads_first.found, f.merges.found) == (unit, reads_first, merges), said
     second = roundtrip.probe_model(f.params, SAMPLES, seed=2)
     held = roundtrip.one_medium(f)

@@ -48,6 +48,11 @@ def test_a_profile_fitted_from_a_probe_answers_as_the_probed_model(name, physica
     print(said, "; not compared:", "; ".join(unsaid))
     assert not problems, f"{said}; {problems}"
     assert (second.fit.unit, second.fit.reads_first.found, second.fit.merges.found) == (unit, reads_first, merges)
+    # how many reads it serves at once, from the queue depths 1 to 8: told where the rate stops growing
+    channels = int(params.get("channels", "1"))
+    for probe in (first, second):
+        assert (probe.channels.told, probe.channels.value) == (True, channels), probe.channels.said()
+    assert f.params["channels"] == str(channels) and not f.notes["channels"].startswith("assumed"), f.notes
     compared = [k for k in f.summaries if not any(u.startswith(f"{k}: p99 not compared") for u in unsaid)]
     assert name == "intel-p3700" or compared, "no p99 was held"  # the P3700's fixed times have no spread
 
@@ -59,6 +64,16 @@ def test_the_round_trip_fails_a_fit_that_loses_the_unit():
     wrong = {**first.fit.params, "write-unit": "0", "seed": "2"}
     problems, _ = roundtrip.differences(first, roundtrip.probe_simulated(wrong, 300, seed=2))
     assert "write unit 4096 B, then 0 B" in problems and any(p.startswith("partial-cold: median") for p in problems)
+
+
+def test_the_round_trip_fails_a_fit_that_serves_fewer_requests_at_once():
+    """The P3700's four channels, told from its reads at depth 8 taking twice its time, and its fitted
+    profile served on one channel: found to differ (every read at depth 2 and beyond waits)."""
+    first = roundtrip.probe_simulated({**profiles.get("intel-p3700").params, "seed": "1"}, 300)
+    one = roundtrip.probe_simulated({**first.fit.params, "channels": "1", "seed": "2"}, 300, seed=2)
+    problems, _ = roundtrip.differences(first, one)
+    assert problems == ["channels: 4, then 1"], problems
+    assert [round(one.channels.busy[k], 2) for k in (1, 2, 4, 8)] == [1.0, 1.0, 1.0, 1.0]
 
 
 def test_a_wide_tail_holds_at_few_samples_by_its_sampling_and_a_median_a_fifth_off_is_still_found():

@@ -113,10 +113,12 @@ def buffer_problem(params: dict[str, str]) -> str | None:
     return None
 
 
-def simulate(params: dict[str, str], requests: str = "") -> subprocess.CompletedProcess:
+def simulate(params: dict[str, str], requests: str = "", depth: int | None = None) -> subprocess.CompletedProcess:
     """devicemodel/simulate with these parameters on these requests ("T_US OP OFFSET LENGTH [fua]"
-    lines): the model's decisions in virtual time, as a trace on stdout (devices/trace.parse)."""
-    return subprocess.run([str(build.built(build.SIMULATE)), *(f"{k}={v}" for k, v in params.items())],
+    lines; with `depth`, "OP OFFSET LENGTH [fua]" issued as a closed loop of that many): the model's
+    decisions in virtual time, as a trace on stdout (devices/trace.parse)."""
+    loop = [f"--depth={depth}"] if depth is not None else []
+    return subprocess.run([str(build.built(build.SIMULATE)), *loop, *(f"{k}={v}" for k, v in params.items())],
                           input=requests, capture_output=True, text=True)
 
 

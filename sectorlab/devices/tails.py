@@ -231,7 +231,7 @@ def measured(params: dict[str, str], fig: str, path: str, samples: int, seed: in
         return measure.simulated(params, layout).us[fig], 0.0, None
     if path != "device":
         raise UsageError(f"path {path!r}: expected virtual or device")
-    times, floor = roundtrip.served(params, layout, timeout_s=max(900, samples / 100))
+    times, floor, _ = roundtrip.served(params, layout, timeout_s=max(900, samples / 100))
     raw = times.us[fig]
     net = [floor.less(fig, t) for t in raw]
     return net, statistics.median(raw) - statistics.median(net), floor.times.us[fig]

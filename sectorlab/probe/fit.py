@@ -20,8 +20,8 @@ device's time; what was taken away at the median is always shown). From those:
   transfer time, and the path's own spread (the floor's) taken out of them (deconvolved_pct), or
   `fixed:` at the median where the device's own spread is not told from the path's.
 
-What a queue-depth-1 probe cannot tell (channels, power-loss protection, whether a cache lies) stays
-assumed, and says so.
+What a queue-depth-1 probe cannot tell (power-loss protection, whether a cache lies) stays assumed,
+and says so; so do the channels, until the queue depths (depth.py) tell them (depth.into).
 """
 
 from __future__ import annotations
@@ -332,6 +332,7 @@ def fit(times: dict[str, list[float]], floor, logical: int) -> Fit:
                                           "written is not measured" if params["write-buffer"] != "0" else "")
                          if merges else "assumed: no partial write into the unit just written and none into a cold "
                          "unit after a write were measured (a logical block of a whole unit): 0"),
-        "channels": "assumed: a probe at queue depth 1 cannot tell how many requests the device serves at once",
+        "channels": "assumed: no reads at queue depth were measured (a probe at depth 1 alone cannot tell how many "
+                    "requests the device serves at once): 1",
     }
     return Fit(summaries, net, unit, steps, reads_first, merges, write_mbps, read_mbps, params, notes)

@@ -27,12 +27,13 @@ and `only` fewer figures).
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..devices.server import DeviceServer
-from . import fit, measure, patterns
+from . import depth, fit, measure, patterns
 
 MEDIAN_SHARE, MEDIAN_US, P99_SHARE = 0.10, 10.0, 0.25
 # the chance that a round trip of one model fails by its samples alone, all its comparisons together
@@ -47,26 +48,40 @@ class Probe:
     drift: dict[str, float]   # per figure: how far the path's own median moved between the probe's turns, and
                               # how well its rise at the figure's time is known (Floor.unsure) (us)
     floor: measure.Floor | None = None   # the path measured (None: virtual time)
+    channels: depth.Channels | None = None   # from the queue depths (None: not measured, as in a guest)
 
 
-def served(params: dict[str, str], layout: patterns.Layout, timeout_s: float = 900
-           ) -> tuple[measure.Times, measure.Floor]:
+def served(params: dict[str, str], layout: patterns.Layout, timeout_s: float = 900, reads: int = 0
+           ) -> tuple[measure.Times, measure.Floor, list[depth.AtDepth]]:
     """The layout on a model with `params` served on this host over NBD, the floor's models beside:
-    each figure's times and the path (also devices/tails.py's, on the device path)."""
+    each figure's times and the path (also devices/tails.py's, on the device path), and `reads` at
+    each queue depth (none: not measured)."""
     with tempfile.TemporaryDirectory(prefix="sectorlab-probe.") as tmp:
         server = DeviceServer(Path(tmp) / "model", size=layout.size, params=params)
         server.start()
         try:
-            return measure.with_floor(server.uri(), layout, timeout_s)
+            times, floor = measure.with_floor(server.uri(), layout, timeout_s)
+            deep = depth.with_floor(server.uri(), reads, layout.size, 1, timeout_s) if reads else []
+            return times, floor, deep
         finally:
             server.stop()
 
 
 def probe_model(params: dict[str, str], samples: int, logical: int = 512, seed: int = 1,
-                timeout_s: float = 900, only: frozenset[str] | None = None) -> Probe:
-    """A model with `params` served on this host and probed over NBD, with the floor's models beside."""
+                timeout_s: float = 900, only: frozenset[str] | None = None, depths: bool = True) -> Probe:
+    """A model with `params` served on this host and probed over NBD, with the floor's models beside
+    (and at the queue depths, with a floor model of their own, unless `depths` is false)."""
     layout = patterns.layout(samples, logical, patterns.needed_bytes(samples, logical, only), seed, only)
-    return _probed(*served(params, layout, timeout_s), logical)
+    reads = depth.samples(samples) if depths else 0
+    times, floor, deep = served(params, layout, timeout_s, reads)
+    return _with_channels(_probed(times, floor, logical), deep, reads)
+
+
+def _with_channels(probe: Probe, deep: list[depth.AtDepth], reads: int) -> Probe:
+    if not deep:
+        return probe
+    found = depth.channels(deep)
+    return dataclasses.replace(probe, fit=depth.into(probe.fit, found, reads), channels=found)
 
 
 def probe_guest(runner: measure.GuestRunner, device: str, floors: tuple[str, ...] | measure.OwnFloor, samples: int,
@@ -95,7 +110,9 @@ def probe_simulated(params: dict[str, str], samples: int, logical: int = 512, se
     """A model with `params` probed in virtual time (the same layout, the model's own answers, no
     host path: nothing to take away and nothing that drifts)."""
     layout = patterns.layout(samples, logical, patterns.needed_bytes(samples, logical, only), seed, only)
-    return Probe(fit.fit(measure.simulated(params, layout).us, None, logical), {}, {})
+    reads = depth.samples(samples)
+    return _with_channels(Probe(fit.fit(measure.simulated(params, layout).us, None, logical), {}, {}),
+                          depth.simulated(params, reads, layout.size, seed), reads)
 
 
 def one_medium(fit_: fit.Fit) -> set[str]:
@@ -206,9 +223,26 @@ def differences(first: Probe, second: Probe, only: set[str] | None = None) -> tu
                           f"own largest, {_path_tail(first, second, name):.0f} us)")
     if a.unit != b.unit:
         problems.append(f"write unit {a.unit} B, then {b.unit} B")
+    if first.channels and second.channels and not _channels_agree(first.channels, second.channels):
+        problems.append(f"channels: {_range(first.channels)}, then {_range(second.channels)}")
     for what, x, y in (("a read before a partial write", a.reads_first, b.reads_first),
                        ("a merge into the unit just written", a.merges, b.merges)):
         if (x and x.found) != (y and y.found):
             problems.append(f"{what}: {'found' if x and x.found else 'not found'}, then "
                             f"{'found' if y and y.found else 'not found'}")
     return problems, unsaid
+
+
+def _range(c: depth.Channels) -> str:
+    return str(c.value) if c.told else f"at least {c.value}"
+
+
+def _channels_agree(x: depth.Channels, y: depth.Channels) -> bool:
+    """Two probes' channels agree where what each tells can be the same number: a value found where
+    the rate stopped, or at least the most found busy at once where it never did."""
+    if x.told and y.told:
+        return x.value == y.value
+    if x.told or y.told:
+        told, least = (x, y) if x.told else (y, x)
+        return told.value >= least.value
+    return True

@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import paths
 from ..devices import build
 from ..errors import UsageError
+from . import depth as depths
 from . import fit as fitting
 from . import measure, patterns, profile, target
 
@@ -53,22 +54,33 @@ def run(given: str, *, samples: int, seed: int, name: str, results_root: Path | 
         measure.run(t.path, pilot, max_seconds)
         per_request = (time.monotonic() - started) / len(pilot.requests)
         layout = patterns.layout(samples, logical, need, seed)
-        projected = per_request * len(layout.requests) + (measure.floor_seconds(layout) if t.kind == "nbd" else 0)
+        reads = depths.samples(samples)
+        # the depths' reads at no more than a depth-1 request's time each (deeper, the device serves more
+        # at once or as many), on the floor too for an NBD export
+        at_depths = per_request * reads * len(depths.DEPTHS) * (2 if t.kind == "nbd" else 1)
+        projected = (per_request * len(layout.requests) + at_depths
+                     + (measure.floor_seconds(layout) if t.kind == "nbd" else 0))
         if projected > max_seconds:
             raise UsageError(f"the probe of {given} would take about {projected:.0f} s ({len(layout.requests)} "
-                             f"requests at {per_request * 1e3:.2f} ms, the pilot's mean): over --max-seconds "
+                             f"requests and {reads} reads at each of {len(depths.DEPTHS)} queue depths, at "
+                             f"{per_request * 1e3:.2f} ms, the pilot's mean): over --max-seconds "
                              f"{max_seconds:.0f}; give fewer --samples or a larger --max-seconds")
         progress(f"probe: {len(layout.requests)} requests on {t.device}, about {projected:.0f} s")
         if t.kind == "nbd":
             times, floors = measure.with_floor(t.path, layout, max_seconds)
         else:
             times, floors = measure.run(t.path, layout, max_seconds), None
+        progress(f"probe: random {depths.SIZE} B reads at queue depths {', '.join(map(str, depths.DEPTHS))}, "
+                 f"{reads} each" + (" (and on a floor model)" if t.kind == "nbd" else ""))
+        deep = (depths.with_floor if t.kind == "nbd" else depths.measured)(t.path, reads, need, seed, max_seconds)
     finally:
         target.cleanup(t)
-    found = fitting.fit(times.us, floors, logical)
+    channels = depths.channels(deep)
+    found = depths.into(fitting.fit(times.us, floors, logical), channels, reads)
     date = time.strftime("%Y-%m-%d")
     cache, cache_source = _write_cache(t)
-    description = (f"{t.device}, probed by sectorlab probe on {date} ({samples} samples a figure at queue depth 1"
+    description = (f"{t.device}, probed by sectorlab probe on {date} ({samples} samples a figure at queue depth 1, "
+                   f"{reads} reads at each of depths {', '.join(map(str, depths.DEPTHS))}"
                    + (", the floor's model subtracted)" if floors else ", this host's own path not subtracted)"))
     entry = profile.entry(found, t.device, date, cache, cache_source, description)
     results = paths.new_results_dir(results_root, f"probe-{name}")
@@ -88,7 +100,8 @@ def run(given: str, *, samples: int, seed: int, name: str, results_root: Path | 
            "merges": found.merges.said() if found.merges else None,
            "params": found.params, "notes": found.notes,
            "times_us": times.us, "net_us": found.net, "floor_us": floors.times.us if floors else None,
-           "append_run": patterns.APPEND_RUN}
+           "append_run": patterns.APPEND_RUN,
+           "depths": [d.as_dict() for d in deep], "channels": channels.as_dict()}
     paths.write_atomic(results / "probe.json", json.dumps(doc, indent=1) + "\n")
     from ..report import probe as report
     report.write(results)

@@ -23,7 +23,8 @@ from .render import cell, one_line
 ALPHA = fit.ALPHA
 EXPECTED = "expected the probe.json 'sectorlab probe' writes"
 SUMMARY_KEYS = ("median", "median_low", "median_high", "p99", "p999", "max", "floor")
-MAX_FIGURES, MAX_SAMPLES = 64, 100_000
+MAX_FIGURES, MAX_SAMPLES, MAX_DEPTHS = 64, 100_000, 16
+DEPTH_KEYS = ("mean_us", "p50_us", "p99_us")
 
 
 def _number(x) -> bool:
@@ -53,6 +54,11 @@ def checked(doc: dict, where: Path) -> dict:
              "steps": lambda x: isinstance(x, list) and all(isinstance(v, str) for v in x),
              "queue": _texts, "params": _texts, "notes": _texts, "times_us": _times,
              "floor_us": lambda x: x is None or _times(x),
+             "depths": lambda x: x is None or (isinstance(x, list) and len(x) <= MAX_DEPTHS and all(
+                 isinstance(d, dict) and isinstance(d.get("depth"), int) and isinstance(d.get("n"), int)
+                 and all(_number(d.get(f)) for f in DEPTH_KEYS)
+                 and (d.get("floor_mean_us") is None or _number(d.get("floor_mean_us"))) for d in x)),
+             "channels": lambda x: x is None or (isinstance(x, dict) and isinstance(x.get("said"), str)),
              "summaries": lambda x: isinstance(x, dict) and len(x) <= MAX_FIGURES and all(
                  isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("n"), int)
                  and all(_number(v.get(f)) for f in SUMMARY_KEYS) for k, v in x.items())}
@@ -146,15 +152,26 @@ def markdown(doc: dict, answer: dict | None) -> str:
         x = s[name]
         lines.append(f"| {cell(name)} | {x['n']} | {x['median']:.1f} ({x['median_low']:.1f}-{x['median_high']:.1f}) | "
                      f"{x['p99']:.1f} | {x['p999']:.1f} | {x['max']:.1f} | {x['floor']:.1f} |")
+    if doc.get("depths"):
+        lines += ["", "## Queue depths (random 4 KiB reads, microseconds"
+                  + (", the path's own time in each" if floor else "") + ")", "",
+                  "| depth | n | mean | median | p99 | reads a second (depth / mean) | floor's mean |",
+                  "|---|---|---|---|---|---|---|"]
+        for d in doc["depths"]:
+            shown = "-" if d.get("floor_mean_us") is None else f"{d['floor_mean_us']:.1f}"
+            lines.append(f"| {d['depth']} | {d['n']} | {d['mean_us']:.1f} | {d['p50_us']:.1f} | {d['p99_us']:.1f} | "
+                         f"{d['depth'] / d['mean_us'] * 1e6 if d['mean_us'] > 0 else 0:,.0f} | {shown} |")
+        if doc.get("channels"):
+            lines += ["", f"**Requests served at once (channels)**: {one_line(doc['channels']['said'])}."]
     lines += ["", "## The calibrated profile (profile.toml)", "", "| parameter | value | how |", "|---|---|---|"]
     for key, value in doc["params"].items():
         # a percentile list breaks after each point (one unbroken token of 16 points widened the
         # column past the page and squeezed the notes beside it into a column a word wide)
         shown = cell(value).replace(",", ", ")
         lines.append(f"| {cell(key)} | {shown} | {cell(doc['notes'].get(key, ''))} |")
-    lines += ["", "What a probe at queue depth 1 cannot tell stays assumed and says so: how many requests the device "
-              "serves at once, whether a power cut keeps what it acknowledged, whether its cache lies about a flush.",
-              ""]
+    lines += ["", "What a probe cannot tell stays assumed and says so: whether a power cut keeps what the device "
+              "acknowledged, whether its cache lies about a flush, and how many requests it serves at once where the "
+              "rate grew at every depth probed.", ""]
     return "\n".join(lines)
 
 

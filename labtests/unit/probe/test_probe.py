@@ -16,7 +16,7 @@ from labtests.unit.native.test_redo_writer_nbd import binaries, redo_writer, ser
 from sectorlab import cli
 from sectorlab.devices import profiles, trace
 from sectorlab.errors import SectorlabError, UsageError
-from sectorlab.probe import fit, measure, patterns, profile, target
+from sectorlab.probe import depth, fit, measure, patterns, profile, target
 from sectorlab.probe import run as run_mod
 
 # --- the layout ------------------------------------------------------------------------------------
@@ -540,6 +540,13 @@ def test_a_probe_of_a_file_on_this_hosts_disk_writes_a_profile_the_lab_reads(red
     assert md.startswith("# Probe: ") and "**Redo on this device**" in md and "report-probe.png" in md
     assert (out / "report-probe.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "report.html").exists()
     assert f"The first {measure.WARMUP} requests of each run issued and not timed." in md
+    # random 4 KiB reads at each queue depth, through fio on the probe's own file; the channels they tell
+    # in the profile (measured where the rate stopped growing, assumed at the least found busy where not)
+    assert [(d["depth"], d["n"]) for d in doc["depths"]] == [(k, depth.samples(20)) for k in depth.DEPTHS]
+    told = doc["channels"]["told"]
+    assert got.params["channels"] == str(doc["channels"]["value"])
+    assert got.evidence["channels"] == ("measured" if told else "assumed")
+    assert "## Queue depths" in md and f"**Requests served at once (channels)**: {doc['channels']['said']}" in md
 
 
 def test_the_devices_queue_is_read_from_the_whole_disk_under_a_partition(tmp_path):

@@ -1,0 +1,140 @@
+"""The probe's queue depths (sectorlab/probe/depth.py) and the model's closed loop in virtual time
+(devicemodel/simulate --depth): the loop's arrivals and waits exactly, its bad options in one line,
+the rule that tells a device's channels (told where the rate stops growing and the path had room,
+at least the most busy at once where not), fio's output read, and fio's reads at each depth on a
+model served here, each depth's count as asked and each read served by the model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from labtests.unit.native.test_redo_writer_nbd import serve  # noqa: F401
+from sectorlab.devices import build, profiles, trace
+from sectorlab.errors import SectorlabError
+from sectorlab.probe import depth
+from sectorlab.probe.depth import AtDepth
+
+
+def _loop(params: dict, lines: str, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(build.built(build.SIMULATE)), *options, *(f"{k}={v}" for k, v in params.items())],
+                          input=lines, capture_output=True, text=True)
+
+
+def test_a_closed_loop_of_four_on_two_channels_waits_one_service_each():
+    """Four reads outstanding, two channels of 100 us: the first two served at once, every later one
+    arriving when one is answered and waiting one service for a channel (k/c x S = 200 us each)."""
+    reads = "".join(f"read {i * 4096} 4096\n" for i in range(12))
+    proc = profiles.simulate({"read": "fixed:100", "channels": "2"}, reads, depth=4)
+    assert proc.returncode == 0, proc.stderr
+    rows = trace.parse(proc.stdout)
+    assert [r.t_us for r in rows] == [0, 0, 0, 0, 100, 100, 200, 200, 300, 300, 400, 400]
+    assert [r.answer_us for r in rows] == [100, 100, 200, 200] + [200] * 8
+    assert [r.channel for r in rows[:4]] == [0, 1, 0, 1]
+
+
+def test_the_loops_think_time_comes_between_a_reply_and_the_next_request():
+    proc = _loop({"read": "fixed:100"}, "read 0 4096\n\nread 4096 4096\n", "--depth=1", "--think-us=50")
+    assert proc.returncode == 0, proc.stderr
+    assert [(r.t_us, r.answer_us) for r in trace.parse(proc.stdout)] == [(50, 100), (200, 100)]
+
+
+@pytest.mark.parametrize(("options", "lines", "says"), [
+    (["--depth=0"], "", "--depth=0: expected --depth=K, K a whole number of requests 1 to 1024"),
+    (["--depth=1025"], "", "--depth=1025: expected --depth=K"),
+    (["--depth=2.5"], "", "--depth=2.5: expected --depth=K"),
+    (["--depth=1e300"], "", "--depth=1e300: expected --depth=K"),
+    (["--depth=2", "--think-us=-1"], "", "--think-us=-1: expected --think-us=US, microseconds 0 to 1e9"),
+    (["--think-us=5"], "", "--think-us without --depth: each line gives its own arrival; give --depth=K"),
+    (["--depth=2"], "0 read 0 4096\n", "line 1: expected 'OP OFFSET LENGTH [fua]' (--depth: no arrival time), "
+                                       "got '0 read 0 4096'"),
+])
+def test_a_bad_loop_option_or_line_is_one_line(options, lines, says):
+    proc = _loop({"read": "fixed:1"}, lines, *options)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and says in proc.stderr, proc.stderr
+
+
+def _depths(means: dict[int, float], floors: dict[int, float] | None = None) -> list[AtDepth]:
+    return [AtDepth(k, 100, m, m, m, None if floors is None else floors[k]) for k, m in means.items()]
+
+
+def test_the_channels_are_told_where_the_rate_stops_growing():
+    """Four channels of 80 us: the rate doubles up to depth 4 and stays at depth 8 (each read 160
+    us): four, told at 8; one channel: the rate stays from depth 2 on: one, told at 2."""
+    four = depth.channels(_depths({1: 80.0, 2: 80.0, 4: 80.0, 8: 160.0}))
+    assert (four.value, four.told, four.depth) == (4, True, 8)
+    assert four.busy == {1: 1.0, 2: 2.0, 4: 4.0, 8: 4.0}
+    one = depth.channels(_depths({1: 500.0, 2: 1000.0, 4: 2000.0, 8: 4000.0}))
+    assert (one.value, one.told, one.depth) == (1, True, 2)
+    assert one.said().startswith("1: the rate stopped growing at depth 2 and beyond")
+
+
+def test_where_the_rate_grows_at_every_depth_the_channels_are_at_least_the_most_found_busy():
+    more = depth.channels(_depths({1: 80.0, 2: 80.0, 4: 80.0, 8: 80.0}))
+    assert (more.value, more.told) == (8, False) and more.said().startswith("at least 8: the rate did not stop")
+
+
+def test_a_rate_that_grows_again_was_not_stopped_by_the_device():
+    """This host's own disk (a file probe, 400 reads a depth): the rate grew 1.24 times from depth 2 to
+    4, then 1.32 times to 8: not a device that serves two at once (2.91 were busy at depth 8); at
+    least three."""
+    seen = depth.channels(_depths({1: 32.9, 2: 37.0, 4: 59.8, 8: 90.3}))
+    assert (seen.value, seen.told, seen.depth) == (3, False, None)
+    assert round(seen.busy[8], 2) == 2.91
+
+
+def test_where_the_paths_floor_had_no_room_the_stop_is_not_the_devices():
+    """The reads' rate stopped at depth 8 (each read twice as long), but a floor of 100 us took nearly as
+    long there: the path may have stopped it; at least the most found busy, not told. The device's
+    own time is the depth-1 mean less the path's (the floor's less its sleep)."""
+    seen = depth.channels(_depths({1: 120.0, 2: 122.0, 4: 185.0, 8: 380.0}, {1: 140.0, 2: 145.0, 4: 186.0, 8: 330.0}))
+    assert (seen.told, seen.path_limited, seen.device_us) == (False, (8,), 80.0)
+    assert seen.value == round(4 * 80.0 / 185.0) == 2
+    assert "at depth 8 the path's own floor carried less than 2 times the device's rate" in seen.said()
+    # the same reads with a floor that stayed fast: told
+    told = depth.channels(_depths({1: 120.0, 2: 122.0, 4: 185.0, 8: 380.0}, {1: 140.0, 2: 140.0, 4: 140.0, 8: 140.0}))
+    assert (told.told, told.depth, told.value) == (True, 8, round(max(told.busy.values())))
+
+
+def test_the_channels_need_depth_one_and_a_deeper_one():
+    with pytest.raises(SectorlabError, match=r"queue depths \[2, 4\]: the channels need depth 1"):
+        depth.channels(_depths({2: 1.0, 4: 2.0}))
+
+
+FIO = {"jobs": [{"jobname": "depth", "error": 0, "read": {
+    "total_ios": 400, "lat_ns": {"mean": 123456.0, "percentile": {"50.000000": 120832, "99.000000": 250880}}}}]}
+
+
+def test_fios_json_is_read_after_the_lines_it_prints_first():
+    got = depth.parse("fio: connected to NBD server\n" + json.dumps(FIO), 4)
+    assert got == AtDepth(4, 400, 123.456, 120.832, 250.88)
+
+
+@pytest.mark.parametrize("out", ["", "fio: no json", "{}", json.dumps({"jobs": [{"read": {}}]}),
+                                 json.dumps({**FIO, "jobs": [{**FIO["jobs"][0], "error": 5}]})])
+def test_fios_output_that_is_not_its_json_is_one_line(out):
+    with pytest.raises(SectorlabError) as e:
+        depth.parse(out, 2)
+    assert "\n" not in str(e.value) and "queue depth 2" in str(e.value)
+
+
+def test_fios_reads_at_each_depth_reach_the_model_as_many_as_asked(serve):  # noqa: F811
+    """fio's reads on a model served here and on a floor model of their own: each depth's count as
+    asked, each read of the target in the model's trace (4 KiB, aligned, within the size given);
+    every depth's mean and the floor's there are numbers (this host's times: not judged)."""
+    disk = serve({"read": "fixed:0"})
+    got = depth.with_floor(disk.uri(), 40, 8 << 20, 1, 120)
+    assert [(d.depth, d.n) for d in got] == [(1, 40), (2, 40), (4, 40), (8, 40)]
+    assert all(d.mean_us > 0 and d.floor_mean_us is not None and d.floor_mean_us >= depth.FLOOR_SLEEP_US
+               for d in got)
+    assert disk.stop()
+    reads = [r for r in trace.read(disk.trace) if r.op == "read"]
+    assert len(reads) == 4 * 40
+    assert all(r.length == 4096 and r.offset % 4096 == 0 and r.offset < 8 << 20 for r in reads)
+
+
+def test_a_path_with_a_colon_reaches_fio_as_one_file():
+    assert depth._fio_target("/dev/disk/by-path/pci-0000:00:04.0") == [
+        "--ioengine=libaio", "--direct=1", "--filename=/dev/disk/by-path/pci-0000\\:00\\:04.0"]
