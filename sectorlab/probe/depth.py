@@ -6,13 +6,14 @@ of k with nothing between a reply and the next request, a depth up to c is serve
 own time and a deeper one waits, each request k/c times that, the rate staying at c over the time.
 So the requests the device is busy with at once, on average, are U = k x S / L at depth k (Little's
 law: the rate k / L times the device's own mean time S, the depth-1 mean less the path's), never
-more than c, and c where the device, not the path, stops the rate from growing: where doubling the
-depth gained less than GROWS of it, at that depth and every deeper one, while the path's floor
-there carried PATH_ROOM times the device's rate or more (where it did not, the path's own rate may
-be what stopped it: this host's device path at depth 8 carried 24,000-33,000 reads a second on a
-floor of 100 us, and a P3700's 77 us reads on four channels would take 52,000). Where no depth
-stops the rate, the device serves at least the most found busy at once: said so, and the profile
-takes that many, `assumed`.
+more than c, and c where the device, not the path, stops the rate from growing: where the reads
+busy at once stay within PLATEAU of those at half the depth, from that depth on, while the path's
+floor there carried PATH_ROOM times the device's rate or more (where it did not, the path's own
+rate may be what stopped it: this host's device path at depth 8 carried 24,000-35,000 reads a second
+on a floor of 100 us, and a P3700's 77 us reads on four channels would take 52,000). A file or a
+block device has no floor: a plateau there may be this host's own (said in the profile). Where no
+depth gives a plateau, the device serves at least the most found busy at once: said so, and the
+profile takes that many, `assumed`.
 
 The requests' rate is taken as k / L, the loop's own time between a reply and the next request
 (fio's, a few microseconds a request on this host) left out: U is a little high by that share.
@@ -33,7 +34,8 @@ from ..errors import SectorlabError, UsageError
 
 DEPTHS = (1, 2, 4, 8)
 SIZE = 4096
-GROWS = 1.25        # a depth's rate over the one at half of it: less, and the device has stopped taking more
+GROWS = 1.25        # a depth's rate over the one at half of it: less, and the path may have stopped it (said)
+PLATEAU = 1.10      # the reads busy at once from a depth on, over those at half of it: no more, a plateau
 # the floor's rate at a depth over the device's: less, and the path may be what stopped it (at 1.25 the
 # 512e flash drive's four channels of 77 us on this host's device path were told as 2, its rate stopping
 # at depth 8 with the floor's 1.25 times or more: the floor's 100 us reads are not the device's load)
@@ -61,8 +63,8 @@ class AtDepth:
 
 @dataclass(frozen=True)
 class Channels:
-    """How many requests the device serves at once: `value` where the rate stopped growing at
-    `depth` (told), else at least `value` (the most found busy at once); `busy` per depth (U)."""
+    """How many requests the device serves at once: `value` where the reads busy at once reached a
+    plateau at `depth` (told), else at least `value` (the most found busy at once); `busy` per depth (U)."""
     value: int
     told: bool
     depth: int | None
@@ -74,13 +76,13 @@ class Channels:
         busy = ", ".join(f"{u:.2f} at {k}" for k, u in self.busy.items())
         where = f"busy with {busy} (the mean number of reads at once, from a {self.device_us:.1f} us mean read)"
         if self.told:
-            return (f"{self.value}: the rate stopped growing at depth {self.depth} and beyond (each less than "
-                    f"{GROWS:g} times its rate at half the depth); {where}")
-        limited = (f"; at depth {', '.join(map(str, self.path_limited))} the path's own floor carried less than "
-                   f"{PATH_ROOM:g} times the device's rate, so it, not the device, may have stopped it"
-                   if self.path_limited else "")
-        return (f"at least {self.value}: the rate did not stop growing for good up to depth {max(self.busy)}{limited}; "
-                f"{where}")
+            return (f"{self.value}: the reads busy at once stayed within {100 * (PLATEAU - 1):.0f} % from depth "
+                    f"{self.depth // 2} on (the rate stopped growing at depth {self.depth}); {where}")
+        limited = (f"; at depth {', '.join(map(str, self.path_limited))} they grew less than {GROWS:g} times, but "
+                   f"the path's own floor carried less than {PATH_ROOM:g} times the device's rate there: the path, not "
+                   "the device, may have stopped them" if self.path_limited else "")
+        return (f"at least {self.value}: the reads busy at once reached no plateau the device made up to depth "
+                f"{max(self.busy)}{limited}; {where}")
 
     def as_dict(self) -> dict:
         return {"value": self.value, "told": self.told, "depth": self.depth,
@@ -98,24 +100,21 @@ def channels(depths: list[AtDepth]) -> Channels:
     path_1 = first.floor_mean_us - FLOOR_SLEEP_US if first.floor_mean_us is not None else 0.0
     device_us = max(first.mean_us - path_1, 1e-3)
     busy = {k: k * device_us / d.mean_us for k, d in sorted(by.items())}
-    stopped, limited = [], []
-    for k, d in sorted(by.items()):
+    # the floor's rate over the device's at each depth (no floor: room enough)
+    room = {k: d.mean_us / d.floor_mean_us if d.floor_mean_us is not None else math.inf for k, d in by.items()}
+    # told at the least depth k from which the reads busy at once stay within PLATEAU of those at k/2,
+    # the path having room at each: the rate stopped there for good (this host's disk, a file probe:
+    # busy 1.65 at 2, 2.06 at 4, 2.29 at 8, each step under 1.25 times but no plateau: its 2 cores'
+    # fio and kernel, not the disk's channels, a rule on each step alone told 2 and in the next run 3)
+    limited = tuple(k for k in by if k > 1 and k // 2 in by and busy[k] < GROWS * busy[k // 2]
+                    and room[k] < PATH_ROOM)
+    for k in sorted(by):
         if k == 1 or k // 2 not in by:
             continue
-        grew = 2 * by[k // 2].mean_us / d.mean_us
-        # the floor's rate over the device's at this depth (no floor: room enough)
-        room = d.mean_us / d.floor_mean_us if d.floor_mean_us is not None else math.inf
-        if grew < GROWS and room < PATH_ROOM:
-            limited.append(k)
-        stopped.append((k, grew < GROWS and room >= PATH_ROOM))
-    # told where the rate stopped at a depth and at every deeper one (a rate that grows again was not
-    # held by the device: this host's disk grew 1.24 times from depth 2 to 4, then 1.32 to 8), as the
-    # most found busy at once from there on (never fewer than were busy anywhere)
-    for i, (k, stop) in enumerate(stopped):
-        if stop and all(s for _, s in stopped[i:]):
-            value = max(1, round(max(busy.values())))
-            return Channels(value, True, k, busy, tuple(limited), device_us)
-    return Channels(max(1, round(max(busy.values()))), False, None, busy, tuple(limited), device_us)
+        deeper = [j for j in by if j >= k]
+        if max(busy[j] for j in deeper) <= PLATEAU * busy[k // 2] and all(room[j] >= PATH_ROOM for j in deeper):
+            return Channels(max(1, round(max(busy.values()))), True, k, busy, limited, device_us)
+    return Channels(max(1, round(max(busy.values()))), False, None, busy, limited, device_us)
 
 
 def _offsets(n: int, size: int, seed: int) -> list[int]:
@@ -221,11 +220,15 @@ def samples(figure_samples: int) -> int:
     return max(1, min(MAX_DEPTH_READS, 4 * figure_samples))
 
 
-def into(found, ch: Channels, n: int):
+NO_FLOOR = ("; no floor (a file or a block device): this host's own path is in each read's time, and a plateau "
+            "may be its")
+
+
+def into(found, ch: Channels, n: int, path_said: str = ""):
     """The fit with its channels from the depths: measured where told, `assumed` at the least found
-    where not."""
+    where not; `path_said` after (NO_FLOOR where the path was not measured)."""
     import dataclasses
     how = f"random {SIZE} B reads at queue depths {', '.join(map(str, DEPTHS))} (n={n} each): "
-    note = how + ch.said() if ch.told else f"assumed: {how}{ch.said()}: taken as {ch.value}"
+    note = how + ch.said() + path_said if ch.told else f"assumed: {how}{ch.said()}{path_said}: taken as {ch.value}"
     return dataclasses.replace(found, params={**found.params, "channels": str(ch.value)},
                                notes={**found.notes, "channels": note})

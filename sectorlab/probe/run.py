@@ -76,7 +76,8 @@ def run(given: str, *, samples: int, seed: int, name: str, results_root: Path | 
     finally:
         target.cleanup(t)
     channels = depths.channels(deep)
-    found = depths.into(fitting.fit(times.us, floors, logical), channels, reads)
+    found = depths.into(fitting.fit(times.us, floors, logical), channels, reads,
+                        "" if t.kind == "nbd" else depths.NO_FLOOR)
     date = time.strftime("%Y-%m-%d")
     cache, cache_source = _write_cache(t)
     description = (f"{t.device}, probed by sectorlab probe on {date} ({samples} samples a figure at queue depth 1, "

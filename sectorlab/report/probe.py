@@ -162,7 +162,9 @@ def markdown(doc: dict, answer: dict | None) -> str:
             lines.append(f"| {d['depth']} | {d['n']} | {d['mean_us']:.1f} | {d['p50_us']:.1f} | {d['p99_us']:.1f} | "
                          f"{d['depth'] / d['mean_us'] * 1e6 if d['mean_us'] > 0 else 0:,.0f} | {shown} |")
         if doc.get("channels"):
-            lines += ["", f"**Requests served at once (channels)**: {one_line(doc['channels']['said'])}."]
+            lines += ["", f"**Requests served at once (channels)**: {one_line(doc['channels']['said'])}"
+                      + ("" if floor else " (no floor: this host's own path is in each read's time, and a plateau "
+                         "may be its)") + "."]
     lines += ["", "## The calibrated profile (profile.toml)", "", "| parameter | value | how |", "|---|---|---|"]
     for key, value in doc["params"].items():
         # a percentile list breaks after each point (one unbroken token of 16 points widened the

@@ -546,7 +546,9 @@ def test_a_probe_of_a_file_on_this_hosts_disk_writes_a_profile_the_lab_reads(red
     told = doc["channels"]["told"]
     assert got.params["channels"] == str(doc["channels"]["value"])
     assert got.evidence["channels"] == ("measured" if told else "assumed")
-    assert "## Queue depths" in md and f"**Requests served at once (channels)**: {doc['channels']['said']}" in md
+    assert "## Queue depths" in md
+    assert f"**Requests served at once (channels)**: {doc['channels']['said']} (no floor" in md
+    assert got.sources["channels"].endswith(depth.NO_FLOOR + ("" if told else f": taken as {doc['channels']['value']}"))
 
 
 def test_the_devices_queue_is_read_from_the_whole_disk_under_a_partition(tmp_path):
