@@ -101,9 +101,13 @@ class Step:
     difference_us: float
     found: bool
     unless: str = ""   # why a step that the test found is not one (said)
+    least_us: float = 0.0   # the least difference that is a step (MIN_STEP_US, MIN_STEP_SHARE, the floors' error)
+    alpha: float = 0.0
 
     def said(self) -> str:
-        verdict = f"no step: {self.unless}" if self.unless else "a step" if self.found else "no step"
+        under = (self.p < self.alpha and not self.found and self.difference_us <= self.least_us)
+        verdict = (f"no step: {self.unless}" if self.unless else "a step" if self.found else
+                   f"no step: under the least step, {self.least_us:.1f} us" if under else "no step")
         return (f"{self.slow} vs {self.fast}: {self.difference_us:+.1f} us at the median, Mann-Whitney one-sided "
                 f"p = {self.p:.2g}: {verdict}")
 
@@ -129,7 +133,7 @@ def step(times: dict[str, list[float]], slow: str, fast: str, alpha: float = STE
     p = _greater(a, b)
     least = max(MIN_STEP_US, MIN_STEP_SHARE * float(np.median((measured or times)[fast])),
                 float(np.hypot(*((unsure or {}).get(x, 0.0) for x in (slow, fast)))))
-    return Step(slow, fast, p, diff, p < alpha and diff > least)
+    return Step(slow, fast, p, diff, p < alpha and diff > least, least_us=least, alpha=alpha)
 
 
 @dataclass

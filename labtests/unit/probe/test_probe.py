@@ -641,3 +641,14 @@ def test_the_path_is_known_to_no_better_than_two_probes_curves_agree_at_a_figure
     # told from the path where it is known to less than half the median: 32 us of 200 is, 37 of 60 is not
     assert roundtrip.untold(first, alike) == []
     assert roundtrip.untold(probe(60.0, (0.0, 100.0, 150.0), 5.0), second) == ["a"]
+
+
+def test_a_difference_the_test_finds_under_the_least_step_says_so():
+    """A partial write 5 us slower than a whole one in every one of 200 samples: Mann-Whitney finds it
+    (p far under 0.001) but 5 us is under the least step (10 us): no step, and the verdict says why,
+    not a bare "no step" beside a p of 1e-70."""
+    fast = [50.0 + i % 7 for i in range(200)]
+    found = fit.step({"slow": [x + 5.0 for x in fast], "fast": fast}, "slow", "fast")
+    assert found.p < fit.STEP_ALPHA and not found.found
+    assert found.said().endswith(": no step: under the least step, 10.0 us"), found.said()
+    assert fit.step({"slow": [x + 50.0 for x in fast], "fast": fast}, "slow", "fast").said().endswith(": a step")
