@@ -159,7 +159,13 @@ int main(int argc, char **argv) {
     if (depth) { /* the arrival the loop gives it, as if the line had carried it */
       for (int i = 1; i < depth; i++)
         if (slot_free[i] < slot_free[slot]) slot = i;
-      snprintf(copy, sizeof copy, "%.3f %s", slot_free[slot] / 1e3 + think_us, line);
+      double arrival_us = slot_free[slot] / 1e3 + think_us;
+      if (arrival_us > MAX_T_US) {
+        fprintf(stderr, "simulate: line %ld: the closed loop's arrival %.0f us is past 1e12 us of virtual time: "
+                "give fewer requests or a shorter --think-us\n", lineno, arrival_us);
+        return 2;
+      }
+      snprintf(copy, sizeof copy, "%.3f %s", arrival_us, line);
     } else {
       strcpy(copy, line);
     }

@@ -8,12 +8,13 @@ So the requests the device is busy with at once, on average, are U = k x S / L a
 law: the rate k / L times the device's own mean time S, the depth-1 mean less the path's), never
 more than c, and c where the device, not the path, stops the rate from growing: where the reads
 busy at once stay within PLATEAU of those at half the depth, from that depth on, while the path's
-floor there carried PATH_ROOM times the device's rate or more (where it did not, the path's own
-rate may be what stopped it: this host's device path at depth 8 carried 24,000-35,000 reads a second
-on a floor of 100 us, and a P3700's 77 us reads on four channels would take 52,000). A file or a
-block device has no floor: a plateau there may be this host's own (said in the profile). Where no
-depth gives a plateau, the device serves at least the most found busy at once: said so, and the
-profile takes that many, `assumed`.
+own time (a floor model's, 100 us a read on 64 channels, at the same depths) grew by no more than
+PATH_SHARE of the device's there. Where the path's time grew with them it may be what stopped
+them: this host's device path carried 24,000-34,000 reads a second at depth 8 on that floor, and a
+P3700's 77 us reads on four channels would take 52,000. A file or a block device has no floor: a
+plateau there may be this host's own (said in the profile). The channels are at least the most
+found busy at once (less the plateau's 10 %, rounded up); where no depth gives a plateau, that is
+said, and the profile takes that many, `assumed`.
 
 The requests' rate is taken as k / L, the loop's own time between a reply and the next request
 (fio's, a few microseconds a request on this host) left out: U is a little high by that share.
@@ -34,12 +35,14 @@ from ..errors import SectorlabError, UsageError
 
 DEPTHS = (1, 2, 4, 8)
 SIZE = 4096
-GROWS = 1.25        # a depth's rate over the one at half of it: less, and the path may have stopped it (said)
+GROWS = 1.25        # a depth's rate over the one at half of it: less, and the rate has slowed (said where the path did)
 PLATEAU = 1.10      # the reads busy at once from a depth on, over those at half of it: no more, a plateau
-# the floor's rate at a depth over the device's: less, and the path may be what stopped it (at 1.25 the
-# 512e flash drive's four channels of 77 us on this host's device path were told as 2, its rate stopping
-# at depth 8 with the floor's 1.25 times or more: the floor's 100 us reads are not the device's load)
-PATH_ROOM = 2.0
+# The path's own time's growth from depth 1 to a depth, over the device's there: more, and the plateau may be
+# the path's. On this host's device path a floor of 100 us took 136-151 us at depth 1 and 233-336 at depth
+# 8, while the P3700's reads grew from 116 to 323-366: the path, not four channels, stopped their rate. (A
+# first rule held the floor's rate at twice the device's: a fast device of many channels, whose reads at
+# depth 8 take less than twice the floor's 100 us, could never be told by it, on any path.)
+PATH_SHARE = 0.10
 FLOOR_SLEEP_US = 100.0
 FLOOR_CHANNELS = 64  # the floor model serves every request of a depth at once (the model's most)
 MAX_DEPTH_READS = 4000
@@ -71,50 +74,64 @@ class Channels:
     busy: dict[int, float]
     path_limited: tuple[int, ...] = ()   # the depths where the path's own rate may have stopped the device's
     device_us: float = 0.0   # the device's own mean time at depth 1 (S)
+    why: str = ""   # why nothing was counted (the device's time not told from the path's)
 
     def said(self) -> str:
+        if self.why:
+            return f"at least {self.value}: {self.why}"
         busy = ", ".join(f"{u:.2f} at {k}" for k, u in self.busy.items())
         where = f"busy with {busy} (the mean number of reads at once, from a {self.device_us:.1f} us mean read)"
         if self.told:
             return (f"{self.value}: the reads busy at once stayed within {100 * (PLATEAU - 1):.0f} % from depth "
                     f"{self.depth // 2} on (the rate stopped growing at depth {self.depth}); {where}")
         limited = (f"; at depth {', '.join(map(str, self.path_limited))} they grew less than {GROWS:g} times, but "
-                   f"the path's own floor carried less than {PATH_ROOM:g} times the device's rate there: the path, not "
-                   "the device, may have stopped them" if self.path_limited else "")
+                   f"the path's own time (its floor's) grew by more than {100 * PATH_SHARE:.0f} % of the device's "
+                   "there: the path, not the device, may have stopped them" if self.path_limited else "")
         return (f"at least {self.value}: the reads busy at once reached no plateau the device made up to depth "
                 f"{max(self.busy)}{limited}; {where}")
 
     def as_dict(self) -> dict:
         return {"value": self.value, "told": self.told, "depth": self.depth,
                 "busy": {str(k): v for k, v in self.busy.items()}, "path_limited": list(self.path_limited),
-                "device_us": self.device_us, "said": self.said()}
+                "device_us": self.device_us, "why": self.why, "said": self.said()}
 
 
 def channels(depths: list[AtDepth]) -> Channels:
-    """The channels the depths tell (the module's rule); the path at each depth, where a floor was
-    measured, its mean less the floor's sleep, taken from the device's depth-1 mean."""
+    """The channels the depths tell (the module's rule). The device's own mean read S is the depth-1
+    mean less the path's there (the floor's mean less its sleep), where a floor was measured."""
     by = {d.depth: d for d in depths}
     if 1 not in by or len(by) < 2:
         raise SectorlabError(f"queue depths {sorted(by)}: the channels need depth 1 and a deeper one")
     first = by[1]
     path_1 = first.floor_mean_us - FLOOR_SLEEP_US if first.floor_mean_us is not None else 0.0
-    device_us = max(first.mean_us - path_1, 1e-3)
+    device_us = first.mean_us - path_1
+    if device_us <= 0.05 * first.mean_us or any(d.mean_us <= 0 for d in by.values()):
+        return Channels(1, False, None, {}, (), max(device_us, 0.0),
+                        why=f"the device's own mean read at depth 1 ({device_us:.1f} us of {first.mean_us:.1f}) is "
+                            "not told from the path's: no channels counted")
     busy = {k: k * device_us / d.mean_us for k, d in sorted(by.items())}
-    # the floor's rate over the device's at each depth (no floor: room enough)
-    room = {k: d.mean_us / d.floor_mean_us if d.floor_mean_us is not None else math.inf for k, d in by.items()}
+
+    def path_grew(k: int) -> bool:
+        """Whether the path's own time grew from depth 1 to k by more than PATH_SHARE of the device's."""
+        d = by[k]
+        if d.floor_mean_us is None or first.floor_mean_us is None:
+            return False
+        return d.floor_mean_us - first.floor_mean_us > PATH_SHARE * max(d.mean_us - first.mean_us, 0.0)
+
     # told at the least depth k from which the reads busy at once stay within PLATEAU of those at k/2,
-    # the path having room at each: the rate stopped there for good (this host's disk, a file probe:
-    # busy 1.65 at 2, 2.06 at 4, 2.29 at 8, each step under 1.25 times but no plateau: its 2 cores'
-    # fio and kernel, not the disk's channels, a rule on each step alone told 2 and in the next run 3)
-    limited = tuple(k for k in by if k > 1 and k // 2 in by and busy[k] < GROWS * busy[k // 2]
-                    and room[k] < PATH_ROOM)
+    # the path's own time not growing with them: the rate stopped there for good (this host's disk, a
+    # file probe: busy 1.65 at 2, 2.06 at 4, 2.29 at 8, each step under 1.25 times but no plateau: a rule
+    # on each step alone told 2 in one probe and 3 in the next)
+    limited = tuple(k for k in sorted(by) if k > 1 and k // 2 in by and busy[k] < GROWS * busy[k // 2]
+                    and path_grew(k))
+    least = max(1, math.ceil(max(busy.values()) / PLATEAU - 1e-9))  # c >= U: the least the busy counts allow
     for k in sorted(by):
         if k == 1 or k // 2 not in by:
             continue
         deeper = [j for j in by if j >= k]
-        if max(busy[j] for j in deeper) <= PLATEAU * busy[k // 2] and all(room[j] >= PATH_ROOM for j in deeper):
-            return Channels(max(1, round(max(busy.values()))), True, k, busy, limited, device_us)
-    return Channels(max(1, round(max(busy.values()))), False, None, busy, limited, device_us)
+        if max(busy[j] for j in deeper) <= PLATEAU * busy[k // 2] and not any(map(path_grew, deeper)):
+            return Channels(least, True, k, busy, limited, device_us)
+    return Channels(least, False, None, busy, limited, device_us)
 
 
 def _offsets(n: int, size: int, seed: int) -> list[int]:
@@ -138,18 +155,27 @@ def simulated(params: dict[str, str], n: int, size: int, seed: int = 1) -> list[
     return out
 
 
+NBD_SCHEMES = ("nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://", "nbds+vsock://")
+
+
 def _fio_target(target: str) -> list[str]:
-    if target.startswith("nbd"):
+    if target.startswith(NBD_SCHEMES):
         return ["--ioengine=nbd", f"--uri={target}"]
-    # fio splits a filename at ':' (several files): a device's path under /dev/disk/by-path has them
-    return ["--ioengine=libaio", "--direct=1", "--filename=" + target.replace("\\", "\\\\").replace(":", "\\:")]
+    # fio splits a filename at ':' (several files) and takes '\:' for one: a device's path under
+    # /dev/disk/by-path has them (it undoes no other escape: a backslash goes as it is)
+    return ["--ioengine=libaio", "--direct=1", "--filename=" + target.replace(":", "\\:")]
+
+
+def require_fio() -> None:
+    """fio, or one line saying it is missing (the probe asks before it writes anything)."""
+    if shutil.which("fio") is None:
+        raise UsageError("fio is not installed: the probe's queue depths need it (scripts/bootstrap installs it)")
 
 
 def fio_reads(target: str, depth: int, n: int, size: int, seed: int, timeout_s: float) -> AtDepth:
     """n random reads of SIZE at `depth` on the first `size` bytes of `target` (an NBD URI, a file
     or a block device, read with O_DIRECT), by fio."""
-    if shutil.which("fio") is None:
-        raise UsageError("fio is not installed: the probe's queue depths need it (scripts/bootstrap installs it)")
+    require_fio()
     args = ["fio", "--name=depth", "--rw=randread", f"--bs={SIZE}", f"--iodepth={depth}", f"--number_ios={n}",
             f"--size={size}", f"--randseed={seed}", "--lat_percentiles=1", "--output-format=json",
             *_fio_target(target)]
@@ -159,16 +185,21 @@ def fio_reads(target: str, depth: int, n: int, size: int, seed: int, timeout_s: 
     except subprocess.TimeoutExpired:
         raise SectorlabError(f"the probe's reads at queue depth {depth} on {target} took longer than "
                              f"{timeout_s:.0f} s: stopped; give fewer --samples or a larger --max-seconds") from None
-    if proc.returncode != 0 or "{" not in proc.stdout:
+    if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         raise SectorlabError(f"fio's reads at queue depth {depth} on {target}: {why}")
     return parse(proc.stdout, depth)
 
 
 def parse(out: str, depth: int) -> AtDepth:
-    """fio's JSON (after any lines it printed first, as its NBD engine's) as one depth's figures."""
+    """fio's JSON (from its first line that opens it, after any it printed first, as its NBD engine's
+    "fio: connected to NBD server") as one depth's figures."""
+    lines = out.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.startswith("{")), None)
     try:
-        job = json.loads(out[out.index("{"):])["jobs"][0]
+        if start is None:
+            raise ValueError("no line opens a JSON object")
+        job = json.JSONDecoder().raw_decode("".join(lines[start:]))[0]["jobs"][0]
         read, lat = job["read"], job["read"]["lat_ns"]
         pct = lat["percentile"]
         n = int(read["total_ios"])
@@ -183,12 +214,19 @@ def parse(out: str, depth: int) -> AtDepth:
 def measured(target: str, n: int, size: int, seed: int, timeout_s: float, floor: str | None = None
              ) -> list[AtDepth]:
     """Each depth's reads on `target`, and on `floor` (an NBD URI of a model that sleeps
-    FLOOR_SLEEP_US with FLOOR_CHANNELS channels) right after, where given."""
+    FLOOR_SLEEP_US with FLOOR_CHANNELS channels) right after, where given: all of them within
+    `timeout_s`, each fio given what is left of it."""
+    import time
+    deadline = time.monotonic() + timeout_s
+
+    def left() -> float:
+        return max(1.0, deadline - time.monotonic())
+
     out = []
     for k in DEPTHS:
-        got = fio_reads(target, k, n, size, seed + k, timeout_s)
+        got = fio_reads(target, k, n, size, seed + k, left())
         if floor is not None:
-            on = fio_reads(floor, k, n, size, seed + k, timeout_s)
+            on = fio_reads(floor, k, n, size, seed + k, left())
             got = AtDepth(k, got.n, got.mean_us, got.p50_us, got.p99_us, on.mean_us)
         out.append(got)
     return out

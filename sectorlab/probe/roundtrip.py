@@ -51,7 +51,7 @@ class Probe:
     channels: depth.Channels | None = None   # from the queue depths (None: not measured, as in a guest)
 
 
-def served(params: dict[str, str], layout: patterns.Layout, timeout_s: float = 900, reads: int = 0
+def served(params: dict[str, str], layout: patterns.Layout, timeout_s: float = 900, reads: int = 0, seed: int = 1
            ) -> tuple[measure.Times, measure.Floor, list[depth.AtDepth]]:
     """The layout on a model with `params` served on this host over NBD, the floor's models beside:
     each figure's times and the path (also devices/tails.py's, on the device path), and `reads` at
@@ -61,7 +61,7 @@ def served(params: dict[str, str], layout: patterns.Layout, timeout_s: float = 9
         server.start()
         try:
             times, floor = measure.with_floor(server.uri(), layout, timeout_s)
-            deep = depth.with_floor(server.uri(), reads, layout.size, 1, timeout_s) if reads else []
+            deep = depth.with_floor(server.uri(), reads, layout.size, seed, timeout_s) if reads else []
             return times, floor, deep
         finally:
             server.stop()
@@ -73,7 +73,7 @@ def probe_model(params: dict[str, str], samples: int, logical: int = 512, seed: 
     (and at the queue depths, with a floor model of their own, unless `depths` is false)."""
     layout = patterns.layout(samples, logical, patterns.needed_bytes(samples, logical, only), seed, only)
     reads = depth.samples(samples) if depths else 0
-    times, floor, deep = served(params, layout, timeout_s, reads)
+    times, floor, deep = served(params, layout, timeout_s, reads, seed)
     return _with_channels(_probed(times, floor, logical), deep, reads)
 
 

@@ -31,6 +31,10 @@ def _number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def _whole(x, low: int, high: int) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and low <= x <= high
+
+
 def _texts(x) -> bool:
     return isinstance(x, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in x.items())
 
@@ -55,7 +59,7 @@ def checked(doc: dict, where: Path) -> dict:
              "queue": _texts, "params": _texts, "notes": _texts, "times_us": _times,
              "floor_us": lambda x: x is None or _times(x),
              "depths": lambda x: x is None or (isinstance(x, list) and len(x) <= MAX_DEPTHS and all(
-                 isinstance(d, dict) and isinstance(d.get("depth"), int) and isinstance(d.get("n"), int)
+                 isinstance(d, dict) and _whole(d.get("depth"), 1, 1024) and _whole(d.get("n"), 0, 10 ** 9)
                  and all(_number(d.get(f)) for f in DEPTH_KEYS)
                  and (d.get("floor_mean_us") is None or _number(d.get("floor_mean_us"))) for d in x)),
              "channels": lambda x: x is None or (isinstance(x, dict) and isinstance(x.get("said"), str)),

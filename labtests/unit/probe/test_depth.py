@@ -41,6 +41,12 @@ def test_the_loops_think_time_comes_between_a_reply_and_the_next_request():
     assert [(r.t_us, r.answer_us) for r in trace.parse(proc.stdout)] == [(50, 100), (200, 100)]
 
 
+def test_a_loop_that_runs_past_the_models_clock_is_one_line():
+    proc = _loop({"read": "fixed:1"}, "read 0 4096\n" * 1001, "--depth=1", "--think-us=1e9")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "line 1000: the closed loop's arrival 1000000000999 us is past 1e12 us of virtual time" in proc.stderr
+
+
 @pytest.mark.parametrize(("options", "lines", "says"), [
     (["--depth=0"], "", "--depth=0: expected --depth=K, K a whole number of requests 1 to 1024"),
     (["--depth=1025"], "", "--depth=1025: expected --depth=K"),
@@ -80,27 +86,43 @@ def test_where_the_rate_grows_at_every_depth_the_channels_are_at_least_the_most_
 
 def test_a_rate_that_slows_without_a_plateau_was_not_stopped_by_the_device():
     """This host's own disk, two file probes of 400 reads a depth: busy 1.78, 2.20, 2.91 at depths 2,
-    4 and 8 in one (each step under 1.25 times from depth 4 on; 2.91 busy, so not a device of two),
-    1.65, 2.06, 2.29 in the other: no plateau within 10 % in either; at least 3 and at least 2."""
+    4 and 8 in one (each step from depth 4 on 1.32 times, no plateau) and 1.65, 2.06, 2.29 in the
+    other (1.25 and 1.11 times: slowing, but over the plateau's 10 %): neither told. The channels are
+    at least the most busy at once allow (c >= U, less the plateau's 10 %, rounded up): 3 in each."""
     seen = depth.channels(_depths({1: 32.9, 2: 37.0, 4: 59.8, 8: 90.3}))
     assert (seen.value, seen.told, seen.depth) == (3, False, None)
     assert round(seen.busy[8], 2) == 2.91
     again = depth.channels(_depths({1: 27.7, 2: 33.6, 4: 53.8, 8: 96.6}))
-    assert (again.value, again.told) == (2, False)
+    assert (again.value, again.told) == (3, False) and round(again.busy[8], 2) == 2.29
 
 
-def test_where_the_paths_floor_had_no_room_the_stop_is_not_the_devices():
-    """The reads' rate stopped at depth 8 (each read twice as long), but a floor of 100 us took nearly as
-    long there: the path may have stopped it; at least the most found busy, not told. The device's
-    own time is the depth-1 mean less the path's (the floor's less its sleep)."""
+def test_the_channels_are_never_fewer_than_the_reads_found_busy_at_once():
+    """2.45 busy at depth 8 on a plateau: 3 channels (rounding to the nearest gave 2, fewer than were busy)."""
+    seen = depth.channels(_depths({1: 100.0, 2: 100.0, 4: 4 * 100 / 2.3, 8: 8 * 100 / 2.45}))
+    assert (seen.told, seen.depth, seen.value) == (True, 8, 3)
+
+
+def test_a_device_time_not_told_from_the_paths_counts_no_channels():
+    """The floor took as long at depth 1 as the reads (less its sleep, nothing is left of the device's
+    own time): nothing counted, said; a model that answers at once in virtual time, the same."""
+    lost = depth.channels(_depths({1: 140.0, 2: 150.0, 4: 200.0, 8: 400.0}, {1: 245.0, 2: 250.0, 4: 260.0, 8: 300.0}))
+    assert (lost.told, lost.value, lost.busy) == (False, 1, {})
+    assert lost.said().startswith("at least 1: the device's own mean read at depth 1 (-5.0 us of 140.0) is not told")
+    instant = depth.channels(depth.simulated({"read": "fixed:0"}, 50, 1 << 20))
+    assert not instant.told and "is not told from the path's" in instant.said()
+
+
+def test_where_the_paths_own_time_grew_with_the_reads_the_stop_is_not_the_devices():
+    """The reads busy at once reach a plateau at depth 8 (1.73 at 4, 1.68 at 8), but the path's floor
+    grew there by 190 us against the reads' 260 (more than its 10 %): the path may have stopped them;
+    not told, at least 2. The device's own time is the depth-1 mean less the path's (the floor's
+    less its sleep): 80 us. With a floor that stayed at 140 us at every depth: told, 2."""
     seen = depth.channels(_depths({1: 120.0, 2: 122.0, 4: 185.0, 8: 380.0}, {1: 140.0, 2: 145.0, 4: 186.0, 8: 330.0}))
-    assert (seen.told, seen.path_limited, seen.device_us) == (False, (8,), 80.0)
-    assert seen.value == round(4 * 80.0 / 185.0) == 2
-    assert ("at depth 8 they grew less than 1.25 times, but the path's own floor carried less than 2 times the "
-            "device's rate there: the path, not the device, may have stopped them") in seen.said()
-    # the same reads with a floor that stayed fast: told
+    assert (seen.told, seen.path_limited, seen.device_us, seen.value) == (False, (8,), 80.0, 2)
+    assert ("at depth 8 they grew less than 1.25 times, but the path's own time (its floor's) grew by more than "
+            "10 % of the device's there: the path, not the device, may have stopped them") in seen.said()
     told = depth.channels(_depths({1: 120.0, 2: 122.0, 4: 185.0, 8: 380.0}, {1: 140.0, 2: 140.0, 4: 140.0, 8: 140.0}))
-    assert (told.told, told.depth, told.value) == (True, 8, round(max(told.busy.values())))
+    assert (told.told, told.depth, told.value, told.path_limited) == (True, 8, 2, ())
 
 
 def test_the_channels_need_depth_one_and_a_deeper_one():
@@ -113,7 +135,7 @@ FIO = {"jobs": [{"jobname": "depth", "error": 0, "read": {
 
 
 def test_fios_json_is_read_after_the_lines_it_prints_first():
-    got = depth.parse("fio: connected to NBD server\n" + json.dumps(FIO), 4)
+    got = depth.parse("fio: connected to NBD server {x}\n" + json.dumps(FIO, indent=1) + "\nfio: done\n", 4)
     assert got == AtDepth(4, 400, 123.456, 120.832, 250.88)
 
 
@@ -128,7 +150,8 @@ def test_fios_output_that_is_not_its_json_is_one_line(out):
 def test_fios_reads_at_each_depth_reach_the_model_as_many_as_asked(serve):  # noqa: F811
     """fio's reads on a model served here and on a floor model of their own: each depth's count as
     asked, each read of the target in the model's trace (4 KiB, aligned, within the size given);
-    every depth's mean and the floor's there are numbers (this host's times: not judged)."""
+    the floor's mean at least its sleep (its model answers no read sooner: a bound, not this host's
+    timing judged)."""
     disk = serve({"read": "fixed:0"})
     got = depth.with_floor(disk.uri(), 40, 8 << 20, 1, 120)
     assert [(d.depth, d.n) for d in got] == [(1, 40), (2, 40), (4, 40), (8, 40)]
@@ -143,3 +166,5 @@ def test_fios_reads_at_each_depth_reach_the_model_as_many_as_asked(serve):  # no
 def test_a_path_with_a_colon_reaches_fio_as_one_file():
     assert depth._fio_target("/dev/disk/by-path/pci-0000:00:04.0") == [
         "--ioengine=libaio", "--direct=1", "--filename=/dev/disk/by-path/pci-0000\\:00\\:04.0"]
+    assert depth._fio_target("/dev/fd/7") == ["--ioengine=libaio", "--direct=1", "--filename=/dev/fd/7"]
+    assert depth._fio_target("nbd+unix:///?socket=/run/x.sock")[0] == "--ioengine=nbd"
