@@ -373,12 +373,13 @@ def _add_bench_commands(sub) -> None:
 
 
 def _add_probe_command(sub) -> None:
-    p = sub.add_parser("probe", help="measure a device's timing at queue depth 1 and write a calibrated profile "
-                                     "(docs/probe.md)")
+    p = sub.add_parser("probe", help="measure a device's timing at queue depth 1 and its random reads at depths 1 "
+                                     "to 8, and write a calibrated profile (docs/probe.md)")
     p.add_argument("target", help="a directory on the filesystem under test (the probe makes, writes and removes a "
                                   "file of its own there), a block device that holds nothing or an NBD URI of this "
                                   "host (a device model), each with --destroy-data")
-    p.add_argument("--samples", type=whole(20, 2000), default=100, help="timed requests of each figure (default 100)")
+    p.add_argument("--samples", type=whole(20, 2000), default=100, help="timed requests of each figure (default "
+                   "100), and four times as many reads at each queue depth (at most 4,000)")
     p.add_argument("--seed", type=whole(0, 2**31 - 1), default=1, help="of the requests' order and the random "
                    "reads' offsets (default 1)")
     p.add_argument("--name", help="the profile's name and its results directory's (default: device)")
