@@ -8,13 +8,15 @@ So the requests the device is busy with at once, on average, are U = k x S / L a
 law: the rate k / L times the device's own mean time S, the depth-1 mean less the path's), never
 more than c, and c where the device, not the path, stops the rate from growing: where the reads
 busy at once stay within PLATEAU of those at half the depth, from that depth on, while the path's
-own time (a floor model's, 100 us a read on 64 channels, at the same depths) grew by no more than
-PATH_SHARE of the device's there. Where the path's time grew with them it may be what stopped
+own time (a floor model's, 100 us a read on 64 channels, at the same depths) grew from depth 1 by
+no more than PATH_SHARE of what the reads' did. Where the path's time grew with them it may be what stopped
 them: this host's device path carried 24,000-34,000 reads a second at depth 8 on that floor, and a
 P3700's 77 us reads on four channels would take 52,000. A file or a block device has no floor: a
-plateau there may be this host's own (said in the profile). The channels are at least the most
-found busy at once (less the plateau's 10 %, rounded up); where no depth gives a plateau, that is
-said, and the profile takes that many, `assumed`.
+plateau there may be this host's own (said in the profile). The channels are the most found busy at
+once over PLATEAU, rounded up (the busy counts carry the plateau's noise); where no depth gives a
+plateau the device made, at least that many, said, and the profile takes that many, `assumed`.
+Where the device's own depth-1 time is 5 % of the reads' or less (the path's is all of it) or a
+depth's mean is not positive, nothing is counted: at least 1, `assumed`, said why.
 
 The requests' rate is taken as k / L, the loop's own time between a reply and the next request
 (fio's, a few microseconds a request on this host) left out: U is a little high by that share.
@@ -35,9 +37,8 @@ from ..errors import SectorlabError, UsageError
 
 DEPTHS = (1, 2, 4, 8)
 SIZE = 4096
-GROWS = 1.25        # a depth's rate over the one at half of it: less, and the rate has slowed (said where the path did)
 PLATEAU = 1.10      # the reads busy at once from a depth on, over those at half of it: no more, a plateau
-# The path's own time's growth from depth 1 to a depth, over the device's there: more, and the plateau may be
+# The path's own time's growth from depth 1 to a depth, over the reads' there: more, and the plateau may be
 # the path's. On this host's device path a floor of 100 us took 136-151 us at depth 1 and 233-336 at depth
 # 8, while the P3700's reads grew from 116 to 323-366: the path, not four channels, stopped their rate. (A
 # first rule held the floor's rate at twice the device's: a fast device of many channels, whose reads at
@@ -72,7 +73,7 @@ class Channels:
     told: bool
     depth: int | None
     busy: dict[int, float]
-    path_limited: tuple[int, ...] = ()   # the depths where the path's own rate may have stopped the device's
+    path_limited: tuple[int, ...] = ()   # the depths where the path's own time grew with a plateau's reads
     device_us: float = 0.0   # the device's own mean time at depth 1 (S)
     why: str = ""   # why nothing was counted (the device's time not told from the path's)
 
@@ -84,9 +85,9 @@ class Channels:
         if self.told:
             return (f"{self.value}: the reads busy at once stayed within {100 * (PLATEAU - 1):.0f} % from depth "
                     f"{self.depth // 2} on (the rate stopped growing at depth {self.depth}); {where}")
-        limited = (f"; at depth {', '.join(map(str, self.path_limited))} they grew less than {GROWS:g} times, but "
-                   f"the path's own time (its floor's) grew by more than {100 * PATH_SHARE:.0f} % of the device's "
-                   "there: the path, not the device, may have stopped them" if self.path_limited else "")
+        limited = (f"; at depth {', '.join(map(str, self.path_limited))} the path's own time (its floor's) grew from "
+                   f"depth 1 by more than {100 * PATH_SHARE:.0f} % of what the reads' did: the path, not the device, "
+                   "may have stopped them" if self.path_limited else "")
         return (f"at least {self.value}: the reads busy at once reached no plateau the device made up to depth "
                 f"{max(self.busy)}{limited}; {where}")
 
@@ -105,14 +106,21 @@ def channels(depths: list[AtDepth]) -> Channels:
     first = by[1]
     path_1 = first.floor_mean_us - FLOOR_SLEEP_US if first.floor_mean_us is not None else 0.0
     device_us = first.mean_us - path_1
-    if device_us <= 0.05 * first.mean_us or any(d.mean_us <= 0 for d in by.values()):
+    floored = {d.floor_mean_us is not None for d in by.values()}
+    if len(floored) > 1:
+        raise SectorlabError(f"queue depths {sorted(by)}: a floor measured at some and not at others: expected at "
+                             "every depth or at none")
+    if device_us <= 0.05 * first.mean_us:
         return Channels(1, False, None, {}, (), max(device_us, 0.0),
                         why=f"the device's own mean read at depth 1 ({device_us:.1f} us of {first.mean_us:.1f}) is "
                             "not told from the path's: no channels counted")
+    if (flat := next((k for k, d in sorted(by.items()) if d.mean_us <= 0), None)) is not None:
+        return Channels(1, False, None, {}, (), device_us,
+                        why=f"a mean read of {by[flat].mean_us:.1f} us at depth {flat}: no channels counted")
     busy = {k: k * device_us / d.mean_us for k, d in sorted(by.items())}
 
     def path_grew(k: int) -> bool:
-        """Whether the path's own time grew from depth 1 to k by more than PATH_SHARE of the device's."""
+        """Whether the path's own time grew from depth 1 to k by more than PATH_SHARE of the reads'."""
         d = by[k]
         if d.floor_mean_us is None or first.floor_mean_us is None:
             return False
@@ -122,16 +130,19 @@ def channels(depths: list[AtDepth]) -> Channels:
     # the path's own time not growing with them: the rate stopped there for good (this host's disk, a
     # file probe: busy 1.65 at 2, 2.06 at 4, 2.29 at 8, each step under 1.25 times but no plateau: a rule
     # on each step alone told 2 in one probe and 3 in the next)
-    limited = tuple(k for k in sorted(by) if k > 1 and k // 2 in by and busy[k] < GROWS * busy[k // 2]
-                    and path_grew(k))
-    least = max(1, math.ceil(max(busy.values()) / PLATEAU - 1e-9))  # c >= U: the least the busy counts allow
+    # c >= U in truth; the busy counts carry the plateau's noise: the most of them over PLATEAU, rounded up
+    least = max(1, math.ceil(max(busy.values()) / PLATEAU - 1e-9))
+    vetoed: set[int] = set()   # the depths whose path's growth stood in a plateau's way (said)
     for k in sorted(by):
         if k == 1 or k // 2 not in by:
             continue
         deeper = [j for j in by if j >= k]
-        if max(busy[j] for j in deeper) <= PLATEAU * busy[k // 2] and not any(map(path_grew, deeper)):
-            return Channels(least, True, k, busy, limited, device_us)
-    return Channels(least, False, None, busy, limited, device_us)
+        if max(busy[j] for j in deeper) <= PLATEAU * busy[k // 2]:
+            grew = [j for j in deeper if path_grew(j)]
+            if not grew:
+                return Channels(least, True, k, busy, (), device_us)
+            vetoed.update(grew)
+    return Channels(least, False, None, busy, tuple(sorted(vetoed)), device_us)
 
 
 def _offsets(n: int, size: int, seed: int) -> list[int]:
@@ -166,10 +177,16 @@ def _fio_target(target: str) -> list[str]:
     return ["--ioengine=libaio", "--direct=1", "--filename=" + target.replace(":", "\\:")]
 
 
-def require_fio() -> None:
-    """fio, or one line saying it is missing (the probe asks before it writes anything)."""
+def require_fio(nbd: bool = False) -> None:
+    """fio (with its NBD engine for an export), or one line saying what is missing (the probe asks
+    before it writes anything)."""
     if shutil.which("fio") is None:
         raise UsageError("fio is not installed: the probe's queue depths need it (scripts/bootstrap installs it)")
+    if nbd:
+        engines = subprocess.run(["fio", "--enghelp"], capture_output=True, text=True).stdout.split()
+        if "nbd" not in engines:
+            raise UsageError("this fio has no NBD engine: the probe's queue depths on an NBD export need it "
+                             "(Debian's fio has it; scripts/bootstrap installs that)")
 
 
 def fio_reads(target: str, depth: int, n: int, size: int, seed: int, timeout_s: float) -> AtDepth:

@@ -43,7 +43,7 @@ def run(given: str, *, samples: int, seed: int, name: str, results_root: Path | 
     need = patterns.needed_bytes(samples, logical)
     pilot_need = patterns.needed_bytes(PILOT_SAMPLES, logical)
     build.built(build.REDO_WRITER)  # what issues the requests, made (or one line why not) before anything is written
-    depths.require_fio()            # and what reads at the queue depths
+    depths.require_fio(t.kind == "nbd")  # and what reads at the queue depths
     try:
         size = target.block_size(t) if t.kind == "block" else None
         if size is not None and size < need + pilot_need:

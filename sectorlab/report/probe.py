@@ -177,7 +177,7 @@ def markdown(doc: dict, answer: dict | None) -> str:
         lines.append(f"| {cell(key)} | {shown} | {cell(doc['notes'].get(key, ''))} |")
     lines += ["", "What a probe cannot tell stays assumed and says so: whether a power cut keeps what the device "
               "acknowledged, whether its cache lies about a flush, and how many requests it serves at once where the "
-              "rate grew at every depth probed.", ""]
+              "depths reached no plateau the device made (said above as at least so many).", ""]
     return "\n".join(lines)
 
 

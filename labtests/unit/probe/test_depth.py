@@ -88,7 +88,7 @@ def test_a_rate_that_slows_without_a_plateau_was_not_stopped_by_the_device():
     """This host's own disk, two file probes of 400 reads a depth: busy 1.78, 2.20, 2.91 at depths 2,
     4 and 8 in one (each step from depth 4 on 1.32 times, no plateau) and 1.65, 2.06, 2.29 in the
     other (1.25 and 1.11 times: slowing, but over the plateau's 10 %): neither told. The channels are
-    at least the most busy at once allow (c >= U, less the plateau's 10 %, rounded up): 3 in each."""
+    at least the most busy at once over 1.10, rounded up: 3 in each."""
     seen = depth.channels(_depths({1: 32.9, 2: 37.0, 4: 59.8, 8: 90.3}))
     assert (seen.value, seen.told, seen.depth) == (3, False, None)
     assert round(seen.busy[8], 2) == 2.91
@@ -96,8 +96,9 @@ def test_a_rate_that_slows_without_a_plateau_was_not_stopped_by_the_device():
     assert (again.value, again.told) == (3, False) and round(again.busy[8], 2) == 2.29
 
 
-def test_the_channels_are_never_fewer_than_the_reads_found_busy_at_once():
-    """2.45 busy at depth 8 on a plateau: 3 channels (rounding to the nearest gave 2, fewer than were busy)."""
+def test_the_channels_round_the_busy_count_up_not_to_the_nearest():
+    """2.45 busy at depth 8 on a plateau: 3 channels (2.45 / 1.10 rounded up; to the nearest, 2.45 gave
+    2, fewer than were busy)."""
     seen = depth.channels(_depths({1: 100.0, 2: 100.0, 4: 4 * 100 / 2.3, 8: 8 * 100 / 2.45}))
     assert (seen.told, seen.depth, seen.value) == (True, 8, 3)
 
@@ -119,15 +120,20 @@ def test_where_the_paths_own_time_grew_with_the_reads_the_stop_is_not_the_device
     less its sleep): 80 us. With a floor that stayed at 140 us at every depth: told, 2."""
     seen = depth.channels(_depths({1: 120.0, 2: 122.0, 4: 185.0, 8: 380.0}, {1: 140.0, 2: 145.0, 4: 186.0, 8: 330.0}))
     assert (seen.told, seen.path_limited, seen.device_us, seen.value) == (False, (8,), 80.0, 2)
-    assert ("at depth 8 they grew less than 1.25 times, but the path's own time (its floor's) grew by more than "
-            "10 % of the device's there: the path, not the device, may have stopped them") in seen.said()
+    assert ("at depth 8 the path's own time (its floor's) grew from depth 1 by more than 10 % of what the reads' "
+            "did: the path, not the device, may have stopped them") in seen.said()
     told = depth.channels(_depths({1: 120.0, 2: 122.0, 4: 185.0, 8: 380.0}, {1: 140.0, 2: 140.0, 4: 140.0, 8: 140.0}))
     assert (told.told, told.depth, told.value, told.path_limited) == (True, 8, 2, ())
 
 
-def test_the_channels_need_depth_one_and_a_deeper_one():
+def test_the_channels_need_depth_one_and_a_deeper_one_and_a_floor_at_all_or_none():
     with pytest.raises(SectorlabError, match=r"queue depths \[2, 4\]: the channels need depth 1"):
         depth.channels(_depths({2: 1.0, 4: 2.0}))
+    mixed = [AtDepth(1, 10, 120.0, 120.0, 120.0, 140.0), AtDepth(2, 10, 240.0, 240.0, 240.0)]
+    with pytest.raises(SectorlabError, match="a floor measured at some and not at others"):
+        depth.channels(mixed)
+    zero = depth.channels([AtDepth(1, 10, 120.0, 120.0, 120.0), AtDepth(2, 10, 0.0, 0.0, 0.0)])
+    assert not zero.told and zero.said() == "at least 1: a mean read of 0.0 us at depth 2: no channels counted"
 
 
 FIO = {"jobs": [{"jobname": "depth", "error": 0, "read": {
