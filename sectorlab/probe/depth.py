@@ -13,7 +13,7 @@ no more than PATH_SHARE of what the reads' did. Where the path's time grew with 
 them: this host's device path carried 24,000-34,000 reads a second at depth 8 on that floor, and a
 P3700's 77 us reads on four channels would take 52,000. A file or a block device has no floor: a
 plateau there may be this host's own (said in the profile). The channels are the most found busy at
-once over PLATEAU, rounded up (the busy counts carry the plateau's noise); where no depth gives a
+once over TOLERANCE, rounded up (the busy counts read a little high); where no depth gives a
 plateau the device made, at least that many, said, and the profile takes that many, `assumed`.
 Where the device's own depth-1 time is 5 % of the reads' or less (the path's is all of it) or a
 depth's mean is not positive, nothing is counted: at least 1, `assumed`, said why.
@@ -34,10 +34,17 @@ import subprocess
 from dataclasses import dataclass
 
 from ..errors import SectorlabError, UsageError
+from .measure import handed_fds, sleeping
+from .target import NBD_URI
 
 DEPTHS = (1, 2, 4, 8)
 SIZE = 4096
 PLATEAU = 1.10      # the reads busy at once from a depth on, over those at half of it: no more, a plateau
+# How far the busy counts read over the channels busy: a one-channel model (the 7,200 rpm disk) read 1.02-1.08
+# busy at depths 2 to 8 on this host's device path (its depth-1 time carries the path's rise with a long
+# sleep, which the depths' 100 us floor does not take away); the channels are the most busy over this,
+# rounded up (at 1.05 that disk came out as 2)
+TOLERANCE = 1.10
 # The path's own time's growth from depth 1 to a depth, over the reads' there: more, and the plateau may be
 # the path's. On this host's device path a floor of 100 us took 136-151 us at depth 1 and 233-336 at depth
 # 8, while the P3700's reads grew from 116 to 323-366: the path, not four channels, stopped their rate. (A
@@ -130,8 +137,8 @@ def channels(depths: list[AtDepth]) -> Channels:
     # the path's own time not growing with them: the rate stopped there for good (this host's disk, a
     # file probe: busy 1.65 at 2, 2.06 at 4, 2.29 at 8, each step under 1.25 times but no plateau: a rule
     # on each step alone told 2 in one probe and 3 in the next)
-    # c >= U in truth; the busy counts carry the plateau's noise: the most of them over PLATEAU, rounded up
-    least = max(1, math.ceil(max(busy.values()) / PLATEAU - 1e-9))
+    # c >= U in truth; the busy counts read up to TOLERANCE high: the most of them over it, rounded up
+    least = max(1, math.ceil(max(busy.values()) / TOLERANCE - 1e-9))
     vetoed: set[int] = set()   # the depths whose path's growth stood in a plateau's way (said)
     for k in sorted(by):
         if k == 1 or k // 2 not in by:
@@ -166,11 +173,8 @@ def simulated(params: dict[str, str], n: int, size: int, seed: int = 1) -> list[
     return out
 
 
-NBD_SCHEMES = ("nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://", "nbds+vsock://")
-
-
 def _fio_target(target: str) -> list[str]:
-    if target.startswith(NBD_SCHEMES):
+    if NBD_URI.match(target):
         return ["--ioengine=nbd", f"--uri={target}"]
     # fio splits a filename at ':' (several files) and takes '\:' for one: a device's path under
     # /dev/disk/by-path has them (it undoes no other escape: a backslash goes as it is)
@@ -196,9 +200,8 @@ def fio_reads(target: str, depth: int, n: int, size: int, seed: int, timeout_s: 
     args = ["fio", "--name=depth", "--rw=randread", f"--bs={SIZE}", f"--iodepth={depth}", f"--number_ios={n}",
             f"--size={size}", f"--randseed={seed}", "--lat_percentiles=1", "--output-format=json",
             *_fio_target(target)]
-    fds = (int(target.rsplit("/", 1)[1]),) if target.startswith("/dev/fd/") else ()
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s, pass_fds=fds)
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s, pass_fds=handed_fds(target))
     except subprocess.TimeoutExpired:
         raise SectorlabError(f"the probe's reads at queue depth {depth} on {target} took longer than "
                              f"{timeout_s:.0f} s: stopped; give fewer --samples or a larger --max-seconds") from None
@@ -249,20 +252,14 @@ def measured(target: str, n: int, size: int, seed: int, timeout_s: float, floor:
     return out
 
 
-def floor_params() -> dict[str, str]:
-    """The depths' floor model: every request answered FLOOR_SLEEP_US after it arrives, all at once."""
-    return {"read": f"fixed:{FLOOR_SLEEP_US:g}", "write": f"fixed:{FLOOR_SLEEP_US:g}", "channels": str(FLOOR_CHANNELS)}
-
-
 def with_floor(target: str, n: int, size: int, seed: int, timeout_s: float) -> list[AtDepth]:
-    """measured() on an NBD export, its floor a model served here for the reads (floor_params)."""
+    """measured() on an NBD export, its floor a model served here for the reads (FLOOR_SLEEP_US a
+    read on FLOOR_CHANNELS channels: it never queues)."""
     import tempfile
     from pathlib import Path
 
-    from ..devices.server import DeviceServer
     with tempfile.TemporaryDirectory(prefix="sectorlab-probe-depths.") as tmp:
-        server = DeviceServer(Path(tmp) / "floor", size=size, params=floor_params())
-        server.start()
+        server = sleeping(Path(tmp) / "floor", size, FLOOR_SLEEP_US, FLOOR_CHANNELS)
         try:
             return measured(target, n, size, seed, timeout_s, floor=server.uri())
         finally:

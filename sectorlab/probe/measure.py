@@ -49,7 +49,7 @@ class HostRunner:
     where = "this host"
 
     def __call__(self, target: str, requests: str, timeout_s: float) -> tuple[int, str, str]:
-        fds = (int(target.rsplit("/", 1)[1]),) if target.startswith("/dev/fd/") else ()
+        fds = handed_fds(target)
         try:
             proc = subprocess.run([str(build.built(build.REDO_WRITER)), "io", "--target", target, "--requests", "-",
                                    "--nbd-timeout", str(IO_TIMEOUT_S), "--reply-spin-us", str(REPLY_SPIN_US)],
@@ -264,16 +264,24 @@ def floor_seconds(layout: Layout, sleeps: tuple[float, ...] = FLOOR_SLEEPS_US) -
     return (len(layout.requests) * (sleeps[0] + 100) + sum(short * (s + 100) for s in sleeps[1:])) / 1e6
 
 
-def floor_params(sleep_us: float) -> dict[str, str]:
-    """A floor model's parameters: every request (read, write, flush) answered after `sleep_us`."""
+def floor_params(sleep_us: float, channels: int = 1) -> dict[str, str]:
+    """A floor model's parameters: every request (read, write, flush) answered after `sleep_us`,
+    `channels` of them at once (more than one: the queue depths' floor, depth.py)."""
     sleep = f"fixed:{sleep_us:g}"
-    return {"write": sleep, "read": sleep, "flush": sleep}
+    return {"write": sleep, "read": sleep, "flush": sleep, **({"channels": str(channels)} if channels > 1 else {})}
 
 
-def _sleeping(directory: Path, size: int, sleep_us: float) -> DeviceServer:
-    server = DeviceServer(directory, size=size, params=floor_params(sleep_us))
+def sleeping(directory: Path, size: int, sleep_us: float, channels: int = 1) -> DeviceServer:
+    """A floor model (floor_params) served here, started; the caller stops it."""
+    server = DeviceServer(directory, size=size, params=floor_params(sleep_us, channels))
     server.start()
     return server
+
+
+def handed_fds(target: str) -> tuple[int, ...]:
+    """The descriptor a /dev/fd/N target names (the probe's own open file, target.prepare), to hand
+    down to the program that opens it; none for any other target."""
+    return (int(target.rsplit("/", 1)[1]),) if target.startswith("/dev/fd/") else ()
 
 
 def with_floor(target: str, layout: Layout, timeout_s: float, runner=None,
@@ -290,7 +298,7 @@ def with_floor(target: str, layout: Layout, timeout_s: float, runner=None,
         servers: list[DeviceServer] = []
         try:
             for i, sleep_us in enumerate(sleeps):
-                servers.append(_sleeping(Path(tmp) / f"floor{i}", layout.size, sleep_us))
+                servers.append(sleeping(Path(tmp) / f"floor{i}", layout.size, sleep_us))
             return _with_floor(target, layout, timeout_s, runner, tuple(x.uri() for x in servers), sleeps)
         finally:
             for server in servers:
